@@ -1,0 +1,9 @@
+module github.com/newsflow/newsflow
+
+go 1.26.0
+
+require (
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/rogpeppe/go-internal v1.16.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)

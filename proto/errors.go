@@ -1,0 +1,7 @@
+package proto
+
+import "fmt"
+
+func errLine(max int) error {
+	return fmt.Errorf("nntp: block line longer than %d octets: %w", max, ErrLineTooLong)
+}
