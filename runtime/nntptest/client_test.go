@@ -23,7 +23,10 @@ type client struct {
 
 const ioLimit = 10 * time.Second
 
-func dial(t testing.TB, s *Server) *client {
+// hostPorter is a Server or a Script.
+type hostPorter interface{ HostPort() string }
+
+func dial(t testing.TB, s hostPorter) *client {
 	t.Helper()
 	nc, err := net.Dial("tcp", s.HostPort())
 	if err != nil {
@@ -35,7 +38,7 @@ func dial(t testing.TB, s *Server) *client {
 }
 
 // dialGreeted dials and checks that the greeting is 200 or 201.
-func dialGreeted(t testing.TB, s *Server) *client {
+func dialGreeted(t testing.TB, s hostPorter) *client {
 	t.Helper()
 	c := dial(t, s)
 	if g := c.line(); !strings.HasPrefix(g, "200 ") && !strings.HasPrefix(g, "201 ") {

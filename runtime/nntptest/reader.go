@@ -421,7 +421,11 @@ func cmdHdr(c *conn, cmd proto.Command) []byte {
 		if x && !ok {
 			v = "(none)"
 		}
-		if x && proto.IsMessageIDArg(a) {
+		if !x {
+			b = proto.AppendHdrLine(b, proto.HdrLine{Number: t.n, Value: v})
+			continue
+		}
+		if proto.IsMessageIDArg(a) {
 			b = append(b, t.a.id...)
 		} else {
 			b = strconv.AppendInt(b, t.n, 10)
@@ -438,7 +442,7 @@ func cmdHdr(c *conn, cmd proto.Command) []byte {
 
 // listGroups is LIST ACTIVE and LIST NEWSGROUPS: a line per group that the
 // optional wildmat matches (RFC 3977 §7.6.3, §7.6.6).
-func listGroups(c *conn, cmd proto.Command, line func(g *group) string) []byte {
+func listGroups(c *conn, cmd proto.Command, line func(dst []byte, g *group) []byte) []byte {
 	if len(cmd.Args) > 2 {
 		return syntax("LIST " + cmd.Args[0] + " [wildmat]")
 	}
@@ -448,33 +452,35 @@ func listGroups(c *conn, cmd proto.Command, line func(g *group) string) []byte {
 	var b []byte
 	for _, g := range c.s.store.sortedGroups() {
 		if pat == "" || wildmat(pat, g.Name) {
-			b = append(b, line(g)...)
-			b = append(b, '\r', '\n')
+			b = line(b, g)
 		}
 	}
 	return block(proto.CodeListFollows, "List follows", b)
 }
 
-// RFC 3977 §7.6.3: LIST ACTIVE lines are "name high low status".
+// RFC 3977 §7.6.3: LIST ACTIVE lines are "name high low status", zero-padded
+// as INN writes them.
 func cmdListActive(c *conn, cmd proto.Command) []byte {
-	return listGroups(c, cmd, func(g *group) string {
+	return listGroups(c, cmd, func(dst []byte, g *group) []byte {
 		_, low, high := g.marks()
 		st := g.Status
 		if st == "" {
-			st = "y"
+			st = proto.StatusPosting
 		}
-		return fmt.Sprintf("%s %d %d %s", g.Name, high, low, st)
+		return proto.AppendActiveLine(dst, proto.ActiveGroup{Name: g.Name, High: high, Low: low, Status: st})
 	})
 }
 
 // RFC 3977 §7.6.6: LIST NEWSGROUPS lines are "name<TAB>description".
 func cmdListNewsgroups(c *conn, cmd proto.Command) []byte {
-	return listGroups(c, cmd, func(g *group) string { return g.Name + "\t" + g.Description })
+	return listGroups(c, cmd, func(dst []byte, g *group) []byte {
+		return proto.AppendNewsgroupsLine(dst, proto.GroupDescription{Name: g.Name, Description: g.Description})
+	})
 }
 
 // RFC 3977 §8.4: LIST OVERVIEW.FMT.
 func cmdListOverviewFmt(c *conn, cmd proto.Command) []byte {
-	return block(proto.CodeListFollows, "Order of fields in overview database", []byte(strings.Join(overviewFields, "\r\n")+"\r\n"))
+	return block(proto.CodeListFollows, "Order of fields in overview database", overviewFmtLines())
 }
 
 // RFC 3977 §8.6: LIST HEADERS; ":" means HDR takes any field.
@@ -482,7 +488,11 @@ func cmdListHeaders(c *conn, cmd proto.Command) []byte {
 	if len(cmd.Args) > 2 || (len(cmd.Args) == 2 && cmd.Args[1] != "MSGID" && cmd.Args[1] != "RANGE") {
 		return syntax("LIST HEADERS [MSGID|RANGE]")
 	}
-	return block(proto.CodeListFollows, "Headers supported", []byte(":\r\n:bytes\r\n:lines\r\n"))
+	var b []byte
+	for _, h := range []string{":", ":bytes", ":lines"} {
+		b = proto.AppendListHeadersLine(b, h)
+	}
+	return block(proto.CodeListFollows, "Headers supported", b)
 }
 
 // RFC 3977 §7.4: NEWNEWS wildmat date time [GMT]: the message-ids of

@@ -191,9 +191,7 @@ func (s *Server) CertPool() *x509.CertPool {
 	if s.cert == nil {
 		return nil
 	}
-	p := x509.NewCertPool()
-	p.AddCert(s.cert.leaf)
-	return p
+	return newPool(s.cert)
 }
 
 // CertPEM returns the server's certificate in PEM form, for programs that

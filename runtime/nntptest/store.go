@@ -294,29 +294,40 @@ func (s *Server) Groups() []Group {
 	return out
 }
 
-// overviewFields is the LIST OVERVIEW.FMT this server answers (RFC 3977 §8.4).
-var overviewFields = []string{"Subject:", "From:", "Date:", "Message-ID:", "References:", ":bytes", ":lines", "Xref:full"}
+// overviewFmtLines is the LIST OVERVIEW.FMT this server answers (RFC 3977
+// §8.4): proto.DefaultOverviewFmt, INN's default.
+func overviewFmtLines() []byte {
+	var b []byte
+	for _, f := range proto.DefaultOverviewFmt {
+		b = append(b, f.Name...)
+		if !strings.HasPrefix(f.Name, ":") {
+			b = append(b, ':')
+		}
+		if f.Full {
+			b = append(b, "full"...)
+		}
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
 
-// overview formats the OVER line of a with number n (RFC 3977 §8.3.2):
-// fields unfolded, TAB, CR and LF replaced by spaces.
+// overview appends the OVER line of a with number n (RFC 3977 §8.3.2);
+// proto.AppendOverviewLine replaces TAB, CR and LF in values by spaces.
 func (s *Server) overview(dst []byte, a *stored, n int64) []byte {
-	dst = strconv.AppendInt(dst, n, 10)
-	for _, f := range []string{"Subject", "From", "Date", "Message-ID", "References"} {
-		dst = append(dst, '\t')
-		dst = appendClean(dst, a.hdr.Get(f))
+	o := proto.Overview{
+		Number:     n,
+		Subject:    a.hdr.Get("Subject"),
+		From:       a.hdr.Get("From"),
+		Date:       a.hdr.Get("Date"),
+		MessageID:  a.hdr.Get("Message-ID"),
+		References: a.hdr.Get("References"),
+		Bytes:      int64(len(a.wire)),
+		Lines:      int64(a.lines),
 	}
-	dst = append(dst, '\t')
-	dst = strconv.AppendInt(dst, int64(len(a.wire)), 10)
-	dst = append(dst, '\t')
-	dst = strconv.AppendInt(dst, int64(a.lines), 10)
-	dst = append(dst, '\t')
-	if x := a.hdr.Get("Xref"); x != "" {
-		dst = append(dst, "Xref: "...)
-		dst = appendClean(dst, x)
-	} else if len(a.numbers) > 0 {
-		dst = append(dst, "Xref: "+s.xref(a)...)
+	if x, ok := s.headerValue(a, "Xref"); ok {
+		o.Extra = []proto.OverviewExtra{{Name: "Xref", Value: x}}
 	}
-	return append(dst, '\r', '\n')
+	return proto.AppendOverviewLine(dst, o, proto.DefaultOverviewFmt)
 }
 
 // xref is the Xref value the server would give a: host and group:number pairs.

@@ -58,3 +58,10 @@ func newCertificate() (*certificate, error) {
 		pem:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 	}, nil
 }
+
+// newPool returns a pool trusting c.
+func newPool(c *certificate) *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(c.leaf)
+	return p
+}
