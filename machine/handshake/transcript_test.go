@@ -1,0 +1,263 @@
+package handshake
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/machine"
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/transcript"
+)
+
+// Each testdata/*.txt transcript describes its own test in comments:
+//
+//	# config: reader stream tls=off|offered|required user=U pass=P timeout=30s
+//	# session: GROUP misc.test     (run a Session with this command instead)
+//	# want: <summary of the events, as summarize writes it>
+//
+// The test replays the transcript against a fresh machine with input split
+// one line per Receive, whole runs, byte by byte and cut at every offset,
+// and compares the events.
+
+type scripted struct {
+	cfg     Config
+	session *proto.Command
+	want    string
+}
+
+func readHeader(tr transcript.Transcript) (scripted, error) {
+	var s scripted
+	var haveCfg, haveWant bool
+	for _, e := range tr {
+		if e.Kind != transcript.Comment {
+			continue
+		}
+		key, val, ok := strings.Cut(e.Text, ":")
+		if !ok {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		switch key {
+		case "config":
+			haveCfg = true
+			for _, w := range strings.Fields(val) {
+				k, v, _ := strings.Cut(w, "=")
+				switch k {
+				case "reader":
+					s.cfg.Reader = true
+				case "stream":
+					s.cfg.Stream = true
+				case "user":
+					s.cfg.User = v
+				case "pass":
+					s.cfg.Pass = v
+				case "tls":
+					m := map[string]TLSMode{"off": TLSOff, "offered": TLSIfOffered, "required": TLSRequired}
+					mode, ok := m[v]
+					if !ok {
+						return s, fmt.Errorf("config: tls=%q", v)
+					}
+					s.cfg.TLS = mode
+				case "timeout":
+					d, err := time.ParseDuration(v)
+					if err != nil {
+						return s, fmt.Errorf("config: %w", err)
+					}
+					s.cfg.StepTimeout = d
+				default:
+					return s, fmt.Errorf("config: unknown word %q", w)
+				}
+			}
+		case "session":
+			c, err := proto.ParseCommand([]byte(val))
+			if err != nil {
+				return s, err
+			}
+			s.session = &c
+		case "want":
+			haveWant = true
+			s.want = val
+		}
+	}
+	if !haveCfg || !haveWant {
+		return s, errors.New(`transcript lacks a "# config:" or "# want:" comment`)
+	}
+	return s, nil
+}
+
+// summarize writes events as one line: "Ready caps=5 posting reader ...",
+// "Failed <state>: <reason> (<code>)", "Done <code> authenticated mode-reader".
+func summarize(events []Event) string {
+	var parts []string
+	for _, ev := range events {
+		var b strings.Builder
+		switch e := ev.(type) {
+		case Ready:
+			b.WriteString("Ready")
+			if e.Legacy {
+				b.WriteString(" legacy")
+			} else {
+				fmt.Fprintf(&b, " caps=%d", len(e.Capabilities))
+			}
+			for _, f := range []struct {
+				on   bool
+				name string
+			}{{e.Posting, "posting"}, {e.Reader, "reader"}, {e.Streaming, "streaming"},
+				{e.Authenticated, "authenticated"}, {e.TLS, "tls"}} {
+				if f.on {
+					b.WriteString(" " + f.name)
+				}
+			}
+		case Failed:
+			fmt.Fprintf(&b, "Failed %s: %s", e.State, e.Reason)
+			if e.Response.Code != 0 {
+				fmt.Fprintf(&b, " (%d)", e.Response.Code)
+			}
+		case Done:
+			fmt.Fprintf(&b, "Done %d", e.Response.Code)
+			if e.Authenticated {
+				b.WriteString(" authenticated")
+			}
+			if e.ModeReader {
+				b.WriteString(" mode-reader")
+			}
+		}
+		parts = append(parts, b.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+type eventer interface {
+	machine.Conn
+	NextEvent() (Event, bool)
+}
+
+func newScripted(s scripted) eventer {
+	if s.session != nil {
+		return NewSession(transcript.Epoch, s.cfg, *s.session)
+	}
+	return New(transcript.Epoch, s.cfg)
+}
+
+func drainEvents(m eventer) []Event {
+	var evs []Event
+	for {
+		e, ok := m.NextEvent()
+		if !ok {
+			return evs
+		}
+		evs = append(evs, e)
+	}
+}
+
+// splits returns the ways to cut input tried for a transcript: the default
+// (one line per Receive), whole runs, byte by byte, and a cut at every
+// offset up to the longest run.
+func splits(tr transcript.Transcript) map[string]func([]byte) [][]byte {
+	longest, run := 0, 0
+	for _, e := range tr {
+		switch {
+		case e.Kind == transcript.Data && e.Side == transcript.Server:
+			run += len(e.Data)
+			longest = max(longest, run)
+		case e.Kind == transcript.Blank || e.Kind == transcript.Comment:
+		default:
+			run = 0
+		}
+	}
+	m := map[string]func([]byte) [][]byte{
+		"lines": nil, "whole": transcript.Whole, "bytes": transcript.Chunks(1),
+	}
+	for i := 1; i < longest; i++ {
+		m[fmt.Sprintf("cut%d", i)] = transcript.CutAt(i)
+	}
+	return m
+}
+
+func loadTranscript(t *testing.T, path string) transcript.Transcript {
+	t.Helper()
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := transcript.Parse(text)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return tr
+}
+
+func TestTranscripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 25 {
+		t.Fatalf("found %d transcripts in testdata; some are missing", len(files))
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			tr := loadTranscript(t, path)
+			s, err := readHeader(tr)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			for name, split := range splits(tr) {
+				m := newScripted(s)
+				if err := transcript.Replay(m, tr, transcript.Options{Split: split}); err != nil {
+					t.Fatalf("%s, split %s: %v", path, name, err)
+				}
+				if got := summarize(drainEvents(m)); got != s.want {
+					t.Fatalf("%s, split %s: events %q, want %q", path, name, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+// TestTranscriptsCatchMistakes edits good transcripts the way a broken
+// machine would behave and checks that Replay names the edited line.
+func TestTranscriptsCatchMistakes(t *testing.T) {
+	tests := []struct {
+		file      string
+		from, to  string
+		line      int
+		reasonHas string
+	}{
+		{"auth_381_281.txt", "C: AUTHINFO PASS secret", "C: AUTHINFO PASS wrong", 13, "wrote something else"},
+		{"mode_reader_inn.txt", "C: MODE READER\n", "", 13, "wrote something else"},
+		{"starttls_ok.txt", "! tls\nC: CAPABILITIES", "! tls\nC: AUTHINFO USER alice", 14, "wrote something else"},
+		{"timeout_greeting.txt", "@ +1ms\n", "", 5, "machine is not Closed"},
+		{"greeting_400.txt", "C! eof", "C: QUIT\nC! eof", 6, "machine wrote nothing"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			text, err := os.ReadFile(filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := strings.Replace(string(text), tc.from, tc.to, 1)
+			if edited == string(text) {
+				t.Fatalf("edit %q not applied", tc.from)
+			}
+			tr, err := transcript.Parse([]byte(edited))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := readHeader(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = transcript.Replay(newScripted(s), tr, transcript.Options{})
+			var d *transcript.Divergence
+			if !errors.As(err, &d) || d.Line != tc.line || !strings.Contains(d.Reason, tc.reasonHas) {
+				t.Fatalf("Replay = %v; want a divergence at line %d containing %q", err, tc.line, tc.reasonHas)
+			}
+		})
+	}
+}
