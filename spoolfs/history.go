@@ -1,0 +1,251 @@
+package spoolfs
+
+import (
+	"fmt"
+	"hash/maphash"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Status is what the history knows about a message-id. It maps directly to
+// the answers of CHECK (RFC 4644 §2.4) and IHAVE (RFC 3977 §6.3.2).
+type Status uint8
+
+const (
+	// Unknown: never seen; the article is wanted (238 / 335).
+	Unknown Status = iota
+	// Reserved: another connection was told to send it and it has not
+	// arrived yet; try later (431 / 436), as innd does for ids in transit.
+	Reserved
+	// Pending: stored, but not yet made durable by Sync; try later (431 / 436).
+	Pending
+	// Stored: stored durably; not wanted (438 / 435).
+	Stored
+	// Rejected: refused recently; not wanted (438 / 435).
+	Rejected
+)
+
+var statusNames = [...]string{"unknown", "reserved", "pending", "stored", "rejected"}
+
+// String returns the status as a lower-case word.
+func (st Status) String() string {
+	if int(st) < len(statusNames) {
+		return statusNames[st]
+	}
+	return fmt.Sprintf("status(%d)", st)
+}
+
+// Entry is the history's record of one message-id.
+type Entry struct {
+	Token   Token     // where the article is; zero for a rejected id
+	Arrived time.Time // arrival, or rejection, time
+	Status  Status    // Pending, Stored or Rejected
+}
+
+// History is the message-id history of a Spool: every id stored or rejected,
+// with its token and time, kept in memory (see table) and persisted through
+// the spool and the history log so that it survives a restart. It also holds
+// the reservations of ids in transit. All methods are safe for concurrent use.
+type History struct {
+	s        *Spool
+	mu       sync.RWMutex
+	t        *table
+	reserved map[string]int64 // message-id -> reservation time, Unix nanoseconds
+	timeout  int64            // reservations older than this are void
+	sweepAt  int              // sweep stale reservations when the map reaches this size
+}
+
+func newHistory(s *Spool, timeout time.Duration) *History {
+	return &History{
+		s:        s,
+		t:        newTable(maphash.MakeSeed(), 0),
+		reserved: make(map[string]int64),
+		timeout:  int64(timeout),
+		sweepAt:  1024,
+	}
+}
+
+// Lookup returns the history entry for msgid: a stored or pending article, or
+// a rejected id. Reservations are not entries.
+func (h *History) Lookup(msgid string) (Entry, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	e := h.t.get(msgid)
+	if e == nil {
+		return Entry{}, false
+	}
+	return Entry{Token: e.token(), Arrived: time.Unix(0, e.when), Status: h.entryStatus(e)}, true
+}
+
+// Seen reports whether msgid has a history entry (stored, pending or
+// rejected).
+func (h *History) Seen(msgid string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.t.get(msgid) != nil
+}
+
+// Len returns the number of history entries.
+func (h *History) Len() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.t.count
+}
+
+// Status returns what the history knows about msgid at time now (which
+// decides whether a reservation has timed out).
+func (h *History) Status(msgid string, now time.Time) Status {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.statusLocked(msgid, now.UnixNano())
+}
+
+// Reserve marks msgid as in transit if nothing is known about it, and reports
+// whether it did. Call it when answering CHECK or IHAVE with "send it"; a
+// second connection offering the same id then gets Reserved (431/436). The
+// reservation ends when the article is stored (Spool.Put) or rejected
+// (Spool.Reject), when Release is called, or after the spool's
+// ReserveTimeout. When it returns false, the Status says why.
+func (h *History) Reserve(msgid string, now time.Time) (Status, bool) {
+	at := now.UnixNano()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st := h.statusLocked(msgid, at); st != Unknown {
+		return st, false
+	}
+	if len(h.reserved) >= h.sweepAt {
+		h.sweepLocked(at)
+	}
+	h.reserved[msgid] = at
+	return Unknown, true
+}
+
+// Release ends the reservation of msgid without storing anything, for
+// example when the connection that reserved it is lost.
+func (h *History) Release(msgid string) {
+	h.mu.Lock()
+	delete(h.reserved, msgid)
+	h.mu.Unlock()
+}
+
+// sweepLocked drops timed-out reservations, and sets the next sweep for when
+// the map has doubled again.
+func (h *History) sweepLocked(now int64) {
+	for id, at := range h.reserved {
+		if now-at >= h.timeout {
+			delete(h.reserved, id)
+		}
+	}
+	h.sweepAt = max(1024, 2*len(h.reserved))
+}
+
+func (h *History) statusLocked(msgid string, now int64) Status {
+	if e := h.t.get(msgid); e != nil {
+		return h.entryStatus(e)
+	}
+	if at, ok := h.reserved[msgid]; ok && now-at < h.timeout {
+		return Reserved
+	}
+	return Unknown
+}
+
+// entryStatus is Rejected, Pending (its Put has not been covered by a
+// successful Sync) or Stored.
+func (h *History) entryStatus(e *slot) Status {
+	switch {
+	case e.kind() == kindReject:
+		return Rejected
+	case e.seq > h.s.durable.Load():
+		return Pending
+	default:
+		return Stored
+	}
+}
+
+// addLocked inserts an entry unless msgid already has one, and reports
+// whether it did. h.mu must be held for writing.
+func (h *History) addLocked(msgid string, kind byte, tok Token, when int64, seq uint64) bool {
+	if h.t.get(msgid) != nil {
+		return false
+	}
+	h.t.insert(msgid, slot{seq: seq, when: when, off: tok.Off, seg: tok.Seg, n: tok.Len}, kind)
+	delete(h.reserved, msgid)
+	return true
+}
+
+// Expire forgets stored ids that arrived before now-keep and rejected ids
+// refused before now-keepRejected (a zero duration keeps that kind forever),
+// then compacts the history log, and returns how many entries it dropped.
+//
+// Keep stored ids at least as long as the spool keeps articles, or an expired
+// id may be offered, and stored, again. Ids whose Put is not yet durable are
+// always kept.
+//
+// The rewrite follows STYLE §7.1: the kept entries go to history.tmp, which is
+// fsynced, renamed over history, and the directory is fsynced. Put and Get
+// keep running meanwhile; Sync waits for the file to be written, so run it
+// at a quiet time, as INN runs expire.
+func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (removed int, err error) {
+	s := h.s
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	// Step 1: make everything durable and checkpointed, so every entry that is
+	// not Pending has its record in the log before the checkpoint.
+	if err := s.syncLocked(true); err != nil {
+		return 0, fmt.Errorf("history: expire: %w", err)
+	}
+	durable := s.durable.Load()
+	ckpt, ckptNewest := s.ckpt, s.ckptNewest
+
+	// Step 2 (Put waits): build the new table and the new log image.
+	cutA, cutR := int64(-1<<63), int64(-1<<63)
+	if keep > 0 {
+		cutA = now.Add(-keep).UnixNano()
+	}
+	if keepRejected > 0 {
+		cutR = now.Add(-keepRejected).UnixNano()
+	}
+	s.mu.Lock()
+	h.mu.Lock()
+	old := h.t
+	nt := newTable(old.seed, old.count)
+	img := append(make([]byte, 0, histHeaderSize+old.count*(histRecordOverhead+40)), histMagic[:]...)
+	old.each(func(id []byte, e *slot) {
+		if e.seq <= durable {
+			cut := cutA
+			if e.kind() == kindReject {
+				cut = cutR
+			}
+			if e.when < cut {
+				removed++
+				return
+			}
+			// Pending entries get their log record from the next Sync (s.hpend).
+			img = appendHistRecord(img, e.kind(), string(id), e.token(), e.when)
+		}
+		nt.insert(string(id), *e, e.kind())
+	})
+	h.t = nt
+	h.mu.Unlock()
+	s.mu.Unlock()
+	img = appendCheckpoint(img, ckpt, ckptNewest)
+
+	// Step 3: temp, fsync, rename, fsync dir; then switch to the new file.
+	path := filepath.Join(s.dir, histFileName)
+	if err := writeFileDurable(path, img); err != nil {
+		return removed, fmt.Errorf("history: expire: rewrite %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		s.setFatal(fmt.Errorf("history: reopen %s after rewrite: %w", path, err))
+		return removed, s.fatalErr()
+	}
+	s.hfile.Close()
+	s.hfile, s.hoff = f, int64(len(img))
+	s.hwait = s.hwait[:0] // their entries are in the image
+
+	s.log.Info("history expired", "removed", removed, "kept", nt.count, "bytes", len(img))
+	return removed, nil
+}

@@ -1,0 +1,778 @@
+package spoolfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors returned by the spool. Wrapped errors carry the message-id, token
+// or file; test them with errors.Is.
+var (
+	// ErrDuplicate: Put or Reject of a message-id the history already has.
+	ErrDuplicate = errors.New("spool: duplicate message-id")
+	// ErrNotFound: the token addresses no stored article.
+	ErrNotFound = errors.New("spool: article not found")
+	// ErrExpired: the token's segment was removed by Expire. It wraps
+	// ErrNotFound, so errors.Is(err, ErrNotFound) holds for it too.
+	ErrExpired = fmt.Errorf("spool: article expired: %w", ErrNotFound)
+	// ErrCorrupt: the record at the token fails its checks (header or CRC).
+	ErrCorrupt = errors.New("spool: corrupt record")
+	// ErrBadArticle: Put was given something that is not a wire-format
+	// article, an invalid message-id, or an article over MaxArticleSize.
+	ErrBadArticle = errors.New("spool: not a storable article")
+	// ErrClosed: the spool was closed.
+	ErrClosed = errors.New("spool: closed")
+)
+
+// SpoolOptions tune a Spool. The zero value gives the defaults.
+type SpoolOptions struct {
+	// SegmentSize is the size at which a segment file is sealed and a new
+	// one started (default 64 MiB). Expiry removes whole segments.
+	SegmentSize int64
+	// MaxArticleSize is the largest wire article Put accepts (default 16 MiB).
+	MaxArticleSize int
+	// FlushSize is how many bytes of records Put buffers before writing them
+	// to the segment file (default 1 MiB). Sync writes the rest.
+	FlushSize int
+	// ReserveTimeout is how long History.Reserve holds an id in transit
+	// (default 10 minutes).
+	ReserveTimeout time.Duration
+	// MaxOpenSegments bounds the read file descriptors kept open (default 256).
+	MaxOpenSegments int
+	// Logger receives quarantine, recovery and disk-error reports
+	// (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (o SpoolOptions) withDefaults() SpoolOptions {
+	if o.SegmentSize <= 0 {
+		o.SegmentSize = 64 << 20
+	}
+	if o.MaxArticleSize <= 0 {
+		o.MaxArticleSize = 16 << 20
+	}
+	if o.FlushSize <= 0 {
+		o.FlushSize = 1 << 20
+	}
+	if o.ReserveTimeout <= 0 {
+		o.ReserveTimeout = 10 * time.Minute
+	}
+	if o.MaxOpenSegments <= 0 {
+		o.MaxOpenSegments = 256
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Spool stores articles once, in wire format, in append-only segment files,
+// and keeps the message-id History beside them. Put buffers; Sync is the
+// group commit that makes every earlier Put durable with one fdatasync. All
+// methods are safe for concurrent use.
+//
+// Lock order: syncMu, then mu, then History.mu, then rmu.
+type Spool struct {
+	dir    string
+	segDir string
+	opts   SpoolOptions
+	log    *slog.Logger
+	lock   *os.File
+	hist   *History
+
+	// syncMu serialises Sync, Close and history compaction, and guards the
+	// history file and the durable position.
+	syncMu     sync.Mutex
+	hfile      *os.File
+	hoff       int64    // end of the valid history log
+	hwait      []byte   // records of durable articles not yet written to the log
+	ckpt       Position // last checkpoint written and fsynced to the log
+	ckptNewest int64
+	ckptSeg    atomic.Uint32 // ckpt.Seg, for Expire
+
+	// mu guards the append path.
+	mu       sync.Mutex
+	active   *segment
+	buf      []byte     // whole records not yet written, to go at active.written
+	writeErr error      // the last write failed (ENOSPC...); retried before accepting more
+	fatal    error      // an fsync failed: the spool accepts nothing until reopened
+	dirty    []*segment // sealed segments awaiting their fdatasync (each holds a ref)
+	dirSync  bool       // a segment was created since the last Sync
+	needCkpt bool       // a segment was sealed since the last checkpoint
+	hpend    []byte     // history records of Puts not yet durable
+	closed   bool
+
+	seq       atomic.Uint64 // sequence number of the last Put or Reject (written under mu)
+	durable   atomic.Uint64 // every Put/Reject with seq <= durable is durable
+	activeNum atomic.Uint32 // active.num, for the read path
+	bytes     atomic.Int64  // bytes in all segment files
+
+	// rmu guards the segment table: segs, order, refs and read descriptors.
+	rmu   sync.Mutex
+	segs  map[uint32]*segment
+	order []*segment // live segments, ascending
+	nopen int
+	clock uint64 // use counter for closing the least recently used descriptor
+}
+
+// segment is one segment file.
+type segment struct {
+	num  uint32
+	path string
+
+	// guarded by rmu
+	f       *os.File // nil when not open
+	refs    int      // users of f; the active segment holds one
+	lastUse uint64
+	gone    bool // removed by Expire: close f when refs drops to 0
+
+	// For the active segment guarded by mu; fixed once sealed.
+	written int64 // bytes in the file
+	newest  int64 // newest arrival in the segment, Unix nanoseconds
+	sealed  bool
+
+	synced int64 // bytes known durable; guarded by syncMu
+}
+
+// History returns the spool's message-id history.
+func (s *Spool) History() *History { return s.hist }
+
+// Dir returns the directory the spool lives in.
+func (s *Spool) Dir() string { return s.dir }
+
+// checkMsgID applies RFC 3977 §3.6: 3 to 250 octets of printable US-ASCII,
+// starting with '<' and ending with '>'.
+func checkMsgID(id string) error {
+	if len(id) < 3 || len(id) > maxMsgIDLen || id[0] != '<' || id[len(id)-1] != '>' {
+		return fmt.Errorf("%w: bad message-id %q", ErrBadArticle, id)
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] >= 0x7f {
+			return fmt.Errorf("%w: bad message-id %q", ErrBadArticle, id)
+		}
+	}
+	return nil
+}
+
+// Put appends the wire-format article (CRLF lines, dot-stuffed, ending with
+// ".\r\n") under msgid, and returns its token. The article is buffered, not
+// durable: call Sync before acknowledging it. Put refuses, with ErrDuplicate,
+// an id the history has as Pending, Stored or Rejected; a Reserved id is
+// accepted (its reservation ends).
+//
+// If an earlier write failed (disk full), Put first retries it and returns
+// that error, wrapping syscall.ENOSPC, while it still fails; nothing is
+// accepted until it succeeds.
+func (s *Spool) Put(msgid string, wire []byte, arrived time.Time) (Token, error) {
+	if err := checkMsgID(msgid); err != nil {
+		return Token{}, fmt.Errorf("spool: put: %w", err)
+	}
+	if len(wire) > s.opts.MaxArticleSize {
+		return Token{}, fmt.Errorf("spool: put %s: %w: %d bytes, limit %d", msgid, ErrBadArticle, len(wire), s.opts.MaxArticleSize)
+	}
+	// RFC 3977 §3.1.1: a multi-line block ends with CRLF "." CRLF.
+	if n := len(wire); n < 5 || string(wire[n-5:]) != "\r\n.\r\n" {
+		return Token{}, fmt.Errorf("spool: put %s: %w: does not end with CRLF.CRLF", msgid, ErrBadArticle)
+	}
+	crcP := crc32c(wire) // outside the lock: the only per-byte work besides the copy
+	at := arrived.UnixNano()
+	size := recOverhead + len(wire) + len(msgid)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writableLocked(); err != nil {
+		return Token{}, fmt.Errorf("spool: put %s: %w", msgid, err)
+	}
+	// Every insert into the history happens under s.mu, so the id cannot
+	// appear between this check and the insert below.
+	h := s.hist
+	h.mu.RLock()
+	st := h.statusLocked(msgid, at)
+	h.mu.RUnlock()
+	if st != Unknown && st != Reserved {
+		return Token{}, fmt.Errorf("spool: put %s: %w (%s)", msgid, ErrDuplicate, st)
+	}
+	if err := s.roomLocked(size); err != nil {
+		return Token{}, fmt.Errorf("spool: put %s: %w", msgid, err)
+	}
+	seg := s.active
+	tok := Token{Seg: seg.num, Off: uint64(seg.written) + uint64(len(s.buf)) + recHeaderSize, Len: uint32(len(wire))}
+	s.buf = appendRecord(s.buf, kindArticle, msgid, wire, at, crcP)
+	seg.newest = max(seg.newest, at)
+	seq := s.seq.Add(1)
+	h.mu.Lock()
+	h.addLocked(msgid, kindArticle, tok, at, seq)
+	h.mu.Unlock()
+	s.hpend = appendHistRecord(s.hpend, kindArticle, msgid, tok, at)
+	if len(s.buf) >= s.opts.FlushSize {
+		// A failure here is kept in s.writeErr and reported by Sync and the
+		// next Put; this record stays buffered and is not lost.
+		s.flushLocked()
+	}
+	return tok, nil
+}
+
+// Reject remembers msgid as refused at time now, so that later offers are
+// answered Rejected without a transfer. It is a no-op for an id the history
+// already has. Like Put, it is durable after the next Sync.
+func (s *Spool) Reject(msgid string, now time.Time) error {
+	if err := checkMsgID(msgid); err != nil {
+		return fmt.Errorf("spool: reject: %w", err)
+	}
+	at := now.UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writableLocked(); err != nil {
+		return fmt.Errorf("spool: reject %s: %w", msgid, err)
+	}
+	h := s.hist
+	h.mu.RLock()
+	seen := h.t.get(msgid) != nil
+	h.mu.RUnlock()
+	if seen {
+		h.Release(msgid)
+		return nil
+	}
+	if err := s.roomLocked(recOverhead + len(msgid)); err != nil {
+		return fmt.Errorf("spool: reject %s: %w", msgid, err)
+	}
+	s.buf = appendRecord(s.buf, kindReject, msgid, nil, at, 0)
+	seq := s.seq.Add(1)
+	h.mu.Lock()
+	h.addLocked(msgid, kindReject, Token{}, at, seq)
+	h.mu.Unlock()
+	s.hpend = appendHistRecord(s.hpend, kindReject, msgid, Token{}, at)
+	if len(s.buf) >= s.opts.FlushSize {
+		s.flushLocked()
+	}
+	return nil
+}
+
+// writableLocked reports why nothing can be appended now, if so. After a
+// failed write it retries the write first, so Put works again as soon as
+// space returns.
+func (s *Spool) writableLocked() error {
+	switch {
+	case s.closed:
+		return ErrClosed
+	case s.fatal != nil:
+		return s.fatal
+	case s.writeErr != nil:
+		return s.flushLocked()
+	}
+	return nil
+}
+
+// roomLocked makes sure the active segment can take a record of size bytes,
+// sealing it and starting the next one when it is full.
+func (s *Spool) roomLocked(size int) error {
+	a := s.active
+	end := a.written + int64(len(s.buf))
+	if a.sealed || end+int64(size) > s.opts.SegmentSize && end > segHeaderSize {
+		return s.rotateLocked()
+	}
+	return nil
+}
+
+// flushLocked writes the buffered records at the end of the active segment.
+// On failure the file is cut back to the last whole record (a partial write
+// must not stay on disk), the records stay buffered, and the error is kept
+// in s.writeErr to be retried.
+func (s *Spool) flushLocked() error {
+	if len(s.buf) == 0 {
+		s.writeErr = nil
+		return nil
+	}
+	if err := s.writeLocked(s.active, s.buf); err != nil {
+		s.writeErr = err
+		s.log.Error("spool write failed; records kept in memory", "segment", s.active.path, "bytes", len(s.buf), "err", err)
+		return err
+	}
+	s.writeErr = nil
+	if cap(s.buf) > 4*s.opts.FlushSize {
+		s.buf = make([]byte, 0, s.opts.FlushSize+64<<10) // after a huge article
+	} else {
+		s.buf = s.buf[:0]
+	}
+	return nil
+}
+
+// writeLocked appends p to seg at seg.written, all or nothing.
+func (s *Spool) writeLocked(seg *segment, p []byte) error {
+	n, err := seg.f.WriteAt(p, seg.written)
+	if err != nil {
+		if n > 0 {
+			if terr := seg.f.Truncate(seg.written); terr != nil {
+				s.setFatalLocked(fmt.Errorf("spool: cut partial write in %s: %w", seg.path, terr))
+			}
+		}
+		return fmt.Errorf("write %s: %w", seg.path, err)
+	}
+	seg.written += int64(n)
+	s.bytes.Add(int64(n))
+	return nil
+}
+
+// rotateLocked seals the active segment and starts the next one. A failure
+// leaves the spool consistent: either the old segment is still open for
+// appends, or it is sealed and the next Put retries creating the new one.
+func (s *Spool) rotateLocked() error {
+	if err := s.flushLocked(); err != nil {
+		return err
+	}
+	old := s.active
+	if !old.sealed {
+		seal := appendRecord(nil, kindSeal, "", nil, old.newest, 0)
+		if err := s.writeLocked(old, seal); err != nil {
+			return err
+		}
+		old.sealed = true
+		s.dirty = append(s.dirty, old) // takes over the active segment's ref
+		s.needCkpt = true
+	}
+	seg, err := s.createSegment(old.num + 1)
+	if err != nil {
+		return err
+	}
+	s.dirSync = true
+	s.rmu.Lock()
+	s.addSegmentLocked(seg)
+	seg.refs = 1 // the active segment's ref
+	s.rmu.Unlock()
+	s.active = seg
+	s.activeNum.Store(seg.num)
+	return nil
+}
+
+// segPath returns the file name of segment num.
+func (s *Spool) segPath(num uint32) string {
+	return filepath.Join(s.segDir, fmt.Sprintf("%08x.seg", num))
+}
+
+// createSegment creates segment num with its header. The caller fsyncs the
+// directory before anything in the new file is called durable.
+func (s *Spool) createSegment(num uint32) (*segment, error) {
+	path := s.segPath(num)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create segment: %w", err)
+	}
+	if _, err := f.WriteAt(appendSegHeader(nil, num), 0); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("create segment %s: %w", path, err)
+	}
+	s.bytes.Add(segHeaderSize)
+	return &segment{num: num, path: path, f: f, written: segHeaderSize}, nil
+}
+
+// addSegmentLocked enters seg, which must be newer than all others, in the
+// segment table.
+func (s *Spool) addSegmentLocked(seg *segment) {
+	s.segs[seg.num] = seg
+	s.order = append(s.order, seg)
+	if seg.f != nil {
+		s.nopen++
+	}
+}
+
+func (s *Spool) setFatalLocked(err error) {
+	if s.fatal == nil {
+		s.fatal = err
+		s.log.Error("spool disabled until reopened", "err", err)
+	}
+}
+
+func (s *Spool) setFatal(err error) {
+	s.mu.Lock()
+	s.setFatalLocked(err)
+	s.mu.Unlock()
+}
+
+func (s *Spool) fatalErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fatal
+}
+
+// Sync is the group commit: when it returns nil, every Put and Reject that
+// returned before Sync was called is durable, and the caller may acknowledge
+// those articles (239/235). Concurrent callers share one fdatasync: a Sync
+// that finds its Puts already covered by another returns at once.
+//
+// If it fails (disk full: the error wraps syscall.ENOSPC), nothing is lost:
+// the records stay buffered, their ids stay Pending, and a later Sync writes
+// them when space returns. Do not acknowledge until a Sync succeeds. If an
+// fsync itself fails, the spool refuses all writes until it is reopened,
+// because after a failed fsync the kernel may have dropped the data.
+func (s *Spool) Sync() error {
+	target := s.seq.Load()
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.durable.Load() >= target {
+		return nil
+	}
+	return s.syncLocked(false)
+}
+
+// syncLocked does the work of Sync; syncMu is held. With ckpt, it also
+// writes a checkpoint to the history log.
+func (s *Spool) syncLocked(ckpt bool) error {
+	// Step 1 (Put waits, briefly): hand the buffered records to the kernel
+	// and collect what must be fsynced.
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	if s.fatal != nil {
+		s.mu.Unlock()
+		return s.fatal
+	}
+	if err := s.flushLocked(); err != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("spool: sync: %w", err)
+	}
+	seq := s.seq.Load()
+	files := s.dirty
+	s.dirty = nil
+	act := s.active
+	actEnd := act.written
+	newest := act.newest
+	dirSync := s.dirSync
+	s.dirSync = false
+	ckpt = ckpt || s.needCkpt
+	s.needCkpt = false
+	hrecs := s.hpend
+	s.hpend = nil
+	s.rmu.Lock()
+	act.refs++ // Expire must not close it under our fsync
+	s.rmu.Unlock()
+	s.mu.Unlock()
+
+	// Step 2 (Put runs on): the articles become durable. Sealed segments
+	// first, then the active one, then the directory if a segment was created.
+	var err error
+	for _, seg := range files {
+		if err == nil && seg.synced < seg.written {
+			err = syncData(seg.f)
+		}
+		if err == nil {
+			seg.synced = seg.written
+		}
+		s.release(seg)
+	}
+	if err == nil && act.synced < actEnd {
+		if err = syncData(act.f); err == nil {
+			act.synced = actEnd
+		}
+	}
+	s.release(act)
+	if err == nil && dirSync {
+		err = syncDir(s.segDir)
+	}
+	if err != nil {
+		s.setFatal(fmt.Errorf("spool: sync: %w", err))
+		return s.fatalErr()
+	}
+	s.durable.Store(seq)
+
+	// Step 3: their history records go to the log. No fsync is needed here:
+	// a crash that loses them loses nothing, because open rebuilds the
+	// history from the spool after the last checkpoint. Sealing a segment
+	// (or Close, or history expiry) writes a checkpoint and fsyncs the log,
+	// which bounds that rebuild to about one segment.
+	s.hwait = append(s.hwait, hrecs...)
+	if ckpt {
+		end := Position{Seg: act.num, Off: actEnd}
+		s.hwait = appendCheckpoint(s.hwait, end, newest)
+		if err := s.writeHistoryLocked(); err != nil {
+			s.log.Warn("history write failed; will retry", "err", err)
+			s.mu.Lock()
+			s.needCkpt = true
+			s.mu.Unlock()
+			return nil
+		}
+		if err := syncData(s.hfile); err != nil {
+			s.setFatal(fmt.Errorf("spool: sync history: %w", err))
+			return s.fatalErr()
+		}
+		s.ckpt, s.ckptNewest = end, newest
+		s.ckptSeg.Store(end.Seg)
+		return nil
+	}
+	if err := s.writeHistoryLocked(); err != nil {
+		s.log.Warn("history write failed; will retry", "err", err)
+	}
+	return nil
+}
+
+// writeHistoryLocked appends s.hwait to the history log, all or nothing.
+func (s *Spool) writeHistoryLocked() error {
+	if len(s.hwait) == 0 {
+		return nil
+	}
+	n, err := s.hfile.WriteAt(s.hwait, s.hoff)
+	if err != nil {
+		if n > 0 {
+			if terr := s.hfile.Truncate(s.hoff); terr != nil {
+				s.setFatal(fmt.Errorf("history: cut partial write: %w", terr))
+			}
+		}
+		return fmt.Errorf("history: write: %w", err)
+	}
+	s.hoff += int64(n)
+	s.hwait = s.hwait[:0]
+	return nil
+}
+
+// End returns the durable end of the spool: the position after the last
+// record made durable by Sync. Scan from an earlier End to see what arrived
+// since.
+func (s *Spool) End() Position {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	s.mu.Lock()
+	a := s.active
+	s.mu.Unlock()
+	return Position{Seg: a.num, Off: a.synced}
+}
+
+// Close syncs, writes a checkpoint, and closes every file. Sections still
+// open become unusable. Close is not a substitute for checking Sync's
+// result: its error means the last Puts may not be durable.
+func (s *Spool) Close() error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.mu.Unlock()
+	err := s.syncLocked(true)
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.closeFiles()
+	if err != nil {
+		return fmt.Errorf("spool: close %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// closeFiles closes every descriptor and the lock.
+func (s *Spool) closeFiles() {
+	s.rmu.Lock()
+	for _, seg := range s.order {
+		if seg.f != nil {
+			seg.f.Close()
+			seg.f = nil
+		}
+	}
+	s.nopen = 0
+	s.rmu.Unlock()
+	if s.hfile != nil {
+		s.hfile.Close()
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
+}
+
+// acquire returns segment num with an open descriptor and a reference that
+// the caller must release.
+func (s *Spool) acquire(num uint32) (*segment, error) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	seg := s.segs[num]
+	if seg == nil {
+		if len(s.order) > 0 && num < s.order[0].num {
+			return nil, ErrExpired
+		}
+		return nil, ErrNotFound
+	}
+	if seg.f == nil {
+		f, err := os.Open(seg.path)
+		if err != nil {
+			return nil, fmt.Errorf("spool: open segment: %w", err)
+		}
+		seg.f = f
+		s.nopen++
+		s.evictLocked()
+	}
+	seg.refs++
+	s.clock++
+	seg.lastUse = s.clock
+	return seg, nil
+}
+
+// release drops a reference taken by acquire.
+func (s *Spool) release(seg *segment) {
+	s.rmu.Lock()
+	seg.refs--
+	if seg.refs == 0 && seg.gone && seg.f != nil {
+		seg.f.Close()
+		seg.f = nil
+		s.nopen--
+	}
+	s.rmu.Unlock()
+}
+
+// evictLocked closes the least recently used idle descriptors while more
+// than MaxOpenSegments are open.
+func (s *Spool) evictLocked() {
+	for s.nopen > s.opts.MaxOpenSegments {
+		var lru *segment
+		for _, seg := range s.order {
+			if seg.f != nil && seg.refs == 0 && (lru == nil || seg.lastUse < lru.lastUse) {
+				lru = seg
+			}
+		}
+		if lru == nil {
+			return
+		}
+		lru.f.Close()
+		lru.f = nil
+		s.nopen--
+	}
+}
+
+// Get returns a copy of the wire article at tok, after checking its record
+// header and CRC. Errors wrap ErrExpired, ErrNotFound or ErrCorrupt.
+func (s *Spool) Get(tok Token) ([]byte, error) { return s.AppendArticle(nil, tok) }
+
+// AppendArticle is Get appending to dst, for callers that reuse buffers.
+func (s *Spool) AppendArticle(dst []byte, tok Token) ([]byte, error) {
+	if tok.Seg == 0 || tok.Off < segHeaderSize+recHeaderSize || tok.Len == 0 {
+		return dst, fmt.Errorf("spool: get %s: %w", tok, ErrNotFound)
+	}
+	recOff := int64(tok.Off) - recHeaderSize
+	need := recHeaderSize + int(tok.Len)
+	if tok.Seg == s.activeNum.Load() {
+		// Not yet written: serve it from the append buffer.
+		s.mu.Lock()
+		if a := s.active; a.num == tok.Seg && recOff >= a.written {
+			i := recOff - a.written
+			var err error
+			if i+int64(need) > int64(len(s.buf)) {
+				err = fmt.Errorf("spool: get %s: %w", tok, ErrNotFound)
+			} else {
+				dst, err = s.checkArticle(dst, s.buf[i:i+int64(need)], tok, a.path)
+			}
+			s.mu.Unlock()
+			return dst, err
+		}
+		s.mu.Unlock()
+	}
+	seg, err := s.acquire(tok.Seg)
+	if err != nil {
+		return dst, fmt.Errorf("spool: get %s: %w", tok, err)
+	}
+	start := len(dst)
+	dst = append(dst, make([]byte, need)...)
+	n, err := seg.f.ReadAt(dst[start:], recOff)
+	path := seg.path
+	s.release(seg)
+	if n < need {
+		if err == io.EOF {
+			err = ErrNotFound
+		}
+		return dst[:start], fmt.Errorf("spool: get %s: %w", tok, err)
+	}
+	b := dst[start:]
+	out, err := s.checkArticle(dst[:start], b, tok, path)
+	return out, err
+}
+
+// checkArticle verifies the record rec (header and article) against tok and
+// appends the article to dst; rec may overlap the tail of dst's array.
+func (s *Spool) checkArticle(dst, rec []byte, tok Token, path string) ([]byte, error) {
+	h, ok := parseRecordHeader(rec)
+	switch {
+	case !ok:
+		s.log.Error("corrupt record header", "segment", path, "token", tok.String())
+		return dst, fmt.Errorf("spool: get %s: %w: bad header", tok, ErrCorrupt)
+	case h.kind != kindArticle || h.n != tok.Len:
+		return dst, fmt.Errorf("spool: get %s: %w: token does not match the record", tok, ErrNotFound)
+	case crc32c(rec[recHeaderSize:]) != h.crcP:
+		s.log.Error("corrupt article", "segment", path, "token", tok.String())
+		return dst, fmt.Errorf("spool: get %s: %w: CRC mismatch", tok, ErrCorrupt)
+	}
+	return append(dst, rec[recHeaderSize:]...), nil
+}
+
+// A Section is an open view of one stored article for zero-copy sending
+// (sendfile(2) from File at Offset for Length bytes). File is shared: read it
+// only at explicit offsets (ReadAt, pread, sendfile with an offset), never
+// through its file position. Close the Section when done; until then the
+// file stays readable even if Expire removes its segment.
+type Section struct {
+	File   *os.File
+	Offset int64
+	Length int64
+
+	s    *Spool
+	seg  *segment
+	once sync.Once
+}
+
+// Reader returns an io.SectionReader over the article.
+func (x *Section) Reader() *io.SectionReader { return io.NewSectionReader(x.File, x.Offset, x.Length) }
+
+// Close releases the section.
+func (x *Section) Close() error {
+	x.once.Do(func() { x.s.release(x.seg) })
+	return nil
+}
+
+// Section returns the article at tok as a file range, checking its record
+// header (not its CRC, which would mean reading it: use Get for that). An
+// article still in the append buffer is written to the file first.
+func (s *Spool) Section(tok Token) (*Section, error) {
+	if tok.Seg == 0 || tok.Off < segHeaderSize+recHeaderSize || tok.Len == 0 {
+		return nil, fmt.Errorf("spool: section %s: %w", tok, ErrNotFound)
+	}
+	recOff := int64(tok.Off) - recHeaderSize
+	if tok.Seg == s.activeNum.Load() {
+		s.mu.Lock()
+		var err error
+		if a := s.active; a.num == tok.Seg && recOff >= a.written {
+			err = s.flushLocked()
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("spool: section %s: %w", tok, err)
+		}
+	}
+	seg, err := s.acquire(tok.Seg)
+	if err != nil {
+		return nil, fmt.Errorf("spool: section %s: %w", tok, err)
+	}
+	var hb [recHeaderSize]byte
+	if _, err := seg.f.ReadAt(hb[:], recOff); err != nil {
+		s.release(seg)
+		if err == io.EOF {
+			err = ErrNotFound
+		}
+		return nil, fmt.Errorf("spool: section %s: %w", tok, err)
+	}
+	h, ok := parseRecordHeader(hb[:])
+	if !ok {
+		s.release(seg)
+		s.log.Error("corrupt record header", "segment", seg.path, "token", tok.String())
+		return nil, fmt.Errorf("spool: section %s: %w: bad header", tok, ErrCorrupt)
+	}
+	if h.kind != kindArticle || h.n != tok.Len {
+		s.release(seg)
+		return nil, fmt.Errorf("spool: section %s: %w: token does not match the record", tok, ErrNotFound)
+	}
+	return &Section{File: seg.f, Offset: int64(tok.Off), Length: int64(tok.Len), s: s, seg: seg}, nil
+}
