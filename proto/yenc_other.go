@@ -1,3 +1,5 @@
+//go:build !amd64
+
 package proto
 
 // yencHaveKernel reports whether a SIMD kernel for yEnc data lines exists on

@@ -626,3 +626,57 @@ func TestCRC32Combine(t *testing.T) {
 		t.Errorf("2^40 in halves %08x, at once %08x", half, whole)
 	}
 }
+
+// TestYencKernel checks where the SIMD kernel stops: it takes plain
+// 64-byte blocks and declines the first block that needs the scalar code
+// (where there is no kernel, it declines everything).
+func TestYencKernel(t *testing.T) {
+	plain := strings.Repeat("k", 62) + "\r\n" // a full line per block
+	type res struct {
+		N, W    int
+		Esc, LS bool
+	}
+	for _, tc := range []struct {
+		name string
+		src  string
+		room int
+		esc  bool
+		want res
+	}{
+		{"plain lines", plain + plain + "xx", 200, false, res{128, 124, false, true}},
+		{"escapes", strings.Repeat("=}k", 21) + "k" + plain, 200, false, res{128, 43 + 62, false, true}},
+		{"pending escape carried in", "}" + strings.Repeat("k", 63) + plain, 200, true, res{128, 64 + 62, false, true}},
+		{"pending escape across blocks", strings.Repeat("k", 63) + "=" + "}" + strings.Repeat("k", 63), 200, false, res{128, 127, false, false}},
+		{"pending escape out", strings.Repeat("k", 63) + "=", 200, false, res{64, 63, true, false}},
+		{"dot at line start", plain + "..k" + strings.Repeat("k", 61), 200, false, res{64, 62, false, true}},
+		{"=y at line start", plain + "=ybegin" + strings.Repeat("k", 57), 200, false, res{64, 62, false, true}},
+		{"= at line start without y is an escape", plain + "=}" + strings.Repeat("k", 62), 200, false, res{128, 62 + 63, false, false}},
+		{"= after LF at the end of a block", strings.Repeat("k", 62) + "\n=" + "}" + strings.Repeat("k", 63), 200, false, res{0, 0, false, false}},
+		{"==", "k==}" + strings.Repeat("k", 60), 200, false, res{0, 0, false, false}},
+		{"escape before CRLF", strings.Repeat("k", 61) + "=\r\n", 200, false, res{0, 0, false, false}},
+		{"no room for the block", plain + plain, 100, false, res{64, 62, false, true}},
+		{"short input", strings.Repeat("k", 63), 200, false, res{0, 0, false, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := make([]byte, tc.room)
+			n, w, esc, ls := yencKernel(dst, []byte(tc.src), tc.esc)
+			want := tc.want
+			if !yencHaveKernel {
+				want = res{0, 0, tc.esc, false}
+			}
+			if diff := cmp.Diff(want, res{n, w, esc, ls}); diff != "" {
+				t.Fatalf("(-want +got):\n%s", diff)
+			}
+			// What it wrote is what the scalar loop makes of the same bytes
+			// (plain blocks hold no line-start cases).
+			ref := make([]byte, n)
+			o, i, e := 0, 0, tc.esc
+			for i < n {
+				o, i, e, _, _ = yencDataScalar(ref, o, len(ref), []byte(tc.src), i, n, e)
+			}
+			if !bytes.Equal(dst[:w], ref[:o]) {
+				t.Errorf("kernel wrote %q, scalar %q", dst[:w], ref[:o])
+			}
+		})
+	}
+}
