@@ -319,18 +319,19 @@ func parseTimeOfDay(s string) (h, m, sec int, err error) {
 	if i := strings.IndexByte(s, '.'); i >= 0 && isDigits(s[i+1:]) {
 		s = s[:i]
 	}
-	p := strings.Split(s, ":")
-	if len(p) < 2 || len(p) > 3 {
+	hs, rest, ok1 := strings.Cut(s, ":")
+	ms, ss, ok2 := strings.Cut(rest, ":")
+	if !ok1 || strings.IndexByte(ss, ':') >= 0 {
 		return 0, 0, 0, fmt.Errorf("time %q is not hh:mm[:ss]", s)
 	}
-	if h, err = dateNum(p[0], 1, 2, "hour"); err != nil {
+	if h, err = dateNum(hs, 1, 2, "hour"); err != nil {
 		return
 	}
-	if m, err = dateNum(p[1], 2, 2, "minute"); err != nil {
+	if m, err = dateNum(ms, 2, 2, "minute"); err != nil {
 		return
 	}
-	if len(p) == 3 {
-		if sec, err = dateNum(p[2], 2, 2, "second"); err != nil {
+	if ok2 {
+		if sec, err = dateNum(ss, 2, 2, "second"); err != nil {
 			return
 		}
 	}
@@ -530,7 +531,7 @@ func ValidateArticle(h Header, opts ValidateOptions) error {
 		return reject("Bad %v", err)
 	}
 	path := h.Path()
-	if len(PathIdentities(path)) == 0 {
+	if strings.Trim(path, "! \t\r\n") == "" {
 		return reject("Empty Path header")
 	}
 	if opts.PathIdentity != "" && PathContains(path, opts.PathIdentity) {

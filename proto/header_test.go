@@ -453,6 +453,33 @@ func BenchmarkParseHeaders(b *testing.B) {
 	}
 }
 
+// BenchmarkHeaderParse is ParseHeaders reusing one Header, as a relay does.
+func BenchmarkHeaderParse(b *testing.B) {
+	art := []byte(innArticle)
+	var h Header
+	b.SetBytes(int64(len(art)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.Parse(art); err != nil || h.Len() != 11 {
+			b.Fatal(err, h.Len())
+		}
+	}
+}
+
+func TestHeaderParseReuse(t *testing.T) {
+	var h Header
+	art := []byte(innArticle)
+	if _, err := h.Parse(art); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(50, func() { _, _ = h.Parse(art) }); n != 0 {
+		t.Errorf("Header.Parse reusing fields allocates %v times", n)
+	}
+	if _, err := h.Parse([]byte("bad line\r\n\r\n")); err == nil || h.Len() != 0 {
+		t.Errorf("after an error: %v, %d fields", err, h.Len())
+	}
+}
+
 // BenchmarkValidateArticle is the relay's per-article work: parse the
 // header and decide.
 func BenchmarkValidateArticle(b *testing.B) {
