@@ -19,6 +19,8 @@ type OverviewFmtField struct {
 }
 
 // OverviewFmt is the field order of overview lines after the article number.
+// Its first seven fields are those of RFC 3977 §8.4.2, in order, as
+// ParseOverviewFmt ensures; the overview functions rely on that.
 type OverviewFmt []OverviewFmtField
 
 // DefaultOverviewFmt is the format of RFC 3977 §8.4.2 plus "Xref:full", what
@@ -156,39 +158,35 @@ func ParseOverviewLine(line []byte, f OverviewFmt) (Overview, error) {
 			o.Extra = append(o.Extra, OverviewExtra{Value: v})
 			continue
 		}
-		name := f[i].Name
-		switch name {
-		case "Subject":
-			o.Subject = v
-			continue
-		case "From":
-			o.From = v
-			continue
-		case "Date":
-			o.Date = v
-			continue
-		case "Message-ID":
-			o.MessageID = v
-			continue
-		case "References":
-			o.References = v
-			continue
-		case ":bytes", ":lines":
-			if i < len(overviewFixed) {
+		if i < len(overviewFixed) {
+			// RFC 3977 §8.4.2: the first seven fields are fixed by position.
+			switch i {
+			case 0:
+				o.Subject = v
+			case 1:
+				o.From = v
+			case 2:
+				o.Date = v
+			case 3:
+				o.MessageID = v
+			case 4:
+				o.References = v
+			default: // :bytes, :lines
 				var n int64
 				if v != "" {
 					if n, err = parseArticleNumber(strings.TrimSpace(v)); err != nil {
-						return Overview{}, fmt.Errorf("overview line %q: %s: %w", clipS(s), name, err)
+						return Overview{}, fmt.Errorf("overview line %q: %s: %w", clipS(s), overviewFixed[i], err)
 					}
 				}
-				if name == ":bytes" {
+				if i == 5 {
 					o.Bytes = n
 				} else {
 					o.Lines = n
 				}
-				continue
 			}
+			continue
 		}
+		name := f[i].Name
 		if f[i].Full && len(v) > len(name) && v[len(name)] == ':' && strings.EqualFold(v[:len(name)], name) {
 			v = strings.TrimPrefix(v[len(name)+1:], " ")
 		}
@@ -226,21 +224,21 @@ func AppendOverviewLine(dst []byte, o Overview, f OverviewFmt) []byte {
 	}
 	for i, ff := range f[:min(n, len(f))] {
 		dst = append(dst, '\t')
-		switch {
-		case i < len(overviewFixed) && ff.Name == ":bytes":
-			dst = strconv.AppendInt(dst, o.Bytes, 10)
-		case i < len(overviewFixed) && ff.Name == ":lines":
-			dst = strconv.AppendInt(dst, o.Lines, 10)
-		case ff.Name == "Subject":
+		switch i {
+		case 0:
 			dst = appendOverviewValue(dst, o.Subject)
-		case ff.Name == "From":
+		case 1:
 			dst = appendOverviewValue(dst, o.From)
-		case ff.Name == "Date":
+		case 2:
 			dst = appendOverviewValue(dst, o.Date)
-		case ff.Name == "Message-ID":
+		case 3:
 			dst = appendOverviewValue(dst, o.MessageID)
-		case ff.Name == "References":
+		case 4:
 			dst = appendOverviewValue(dst, o.References)
+		case 5:
+			dst = strconv.AppendInt(dst, o.Bytes, 10)
+		case 6:
+			dst = strconv.AppendInt(dst, o.Lines, 10)
 		default:
 			v, _ := o.ExtraValue(ff.Name)
 			if ff.Full && v != "" {
