@@ -127,6 +127,16 @@ func (r *Recorder) StartTLS(ctx context.Context, cfg *tls.Config) error {
 	return nil
 }
 
+// RecordError adds "! error <text>": the local machine refused what it
+// received (its Receive failed with err). Runtimes call it, when the
+// connection they drive is a Recorder, before they close the connection.
+func (r *Recorder) RecordError(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mark()
+	r.t = append(r.t, Entry{Kind: Error, Text: oneLine(err.Error())})
+}
+
 // Comment adds a comment line to the transcript at this point.
 func (r *Recorder) Comment(text string) {
 	r.mu.Lock()
