@@ -22,18 +22,19 @@ import (
 // binDir is where Debian's inn2 installs INN's programs.
 const binDir = "/usr/lib/news/bin"
 
-// InstallHint is the message Start skips with when INN is missing.
-const InstallHint = "apt-get install inn2 (Debian; on a host without a domain put `domain: localdomain` into /etc/news/inn.conf and run dpkg --configure -a), or run .ci/run as root"
+// InstallHint says how to get INN, for messages about its absence.
+const InstallHint = "install it with `apt-get install inn2` (Debian; if its setup fails on a host without a domain name, put `domain: localdomain` into /etc/news/inn.conf and run `dpkg --configure -a`), or run `sudo bash .ci/run`"
 
 // startTimeout bounds how long Start waits for innd or nnrpd to listen.
 const startTimeout = 30 * time.Second
 
 // Available reports why a private INN cannot be started here, or nil if it
 // can: INN's programs are installed and this process may run them as news.
+// The error says how to fix it.
 func Available() error {
 	for _, p := range []string{"innd", "nnrpd", "ctlinnd", "makedbz", "grephistory", "sm", "innfeed", "innxmit"} {
 		if _, err := os.Stat(filepath.Join(binDir, p)); err != nil {
-			return fmt.Errorf("inntest: INN not installed (%w)", err)
+			return fmt.Errorf("inntest: INN not installed (%w): %s", err, InstallHint)
 		}
 	}
 	if _, err := newsCredential(); err != nil {
@@ -60,7 +61,7 @@ func newsCredential() (*syscall.Credential, error) {
 	case 0:
 		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{uint32(gid)}}, nil
 	}
-	return nil, fmt.Errorf("inntest: INN runs as user news; run the tests as root or as news (uid %d now)", os.Geteuid())
+	return nil, fmt.Errorf("inntest: INN runs as user news, so INN-backed tests run as root (or news), e.g. with `sudo bash .ci/run`; this is uid %d", os.Geteuid())
 }
 
 // Server is one running private INN instance.
@@ -87,7 +88,7 @@ type Server struct {
 func Start(tb testing.TB, opts Options) *Server {
 	tb.Helper()
 	if err := Available(); err != nil {
-		tb.Skipf("INN not available: %v; to run INN-backed tests: %s", err, InstallHint)
+		tb.Skipf("skipping INN-backed test: %v", err)
 	}
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {

@@ -496,7 +496,7 @@ func TestReaderAuth(t *testing.T) {
 
 func TestStartFailureShowsLogs(t *testing.T) {
 	if err := Available(); err != nil {
-		t.Skipf("INN not available: %v; %s", err, InstallHint)
+		t.Skipf("skipping INN-backed test: %v", err)
 	}
 	cred, _ := newsCredential()
 	dir, err := instanceDir(t, cred)
