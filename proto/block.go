@@ -8,20 +8,29 @@ package proto
 // Theory of operation. The decoder is a four-state machine (line start, in a
 // line, after a leading '.', after a leading ".\r") but it only steps through
 // the states for the one or two bytes after a leading dot. Everywhere else it
-// finds line ends with bytes.IndexByte (SIMD in the Go runtime), checks each
-// line's length, and copies the whole run of lines up to the next line that
-// begins with '.' with a single append (memmove). Lines that begin with '.'
-// are rare in real articles, so the common case is one IndexByte per line and
-// one memmove per call. Input may be split at any byte boundary: the state and
-// the length of the current line carry over between calls, and no input is
-// kept, so output streams and a block is never held whole.
+// looks for the next "\n." (the next line that begins with '.') and copies the
+// whole run of lines before it with a single append (memmove). Lines that
+// begin with '.' are rare in real articles, so the common case is one search
+// and one memmove per call, not work per line. The search is AVX2 assembly on
+// amd64 (64 positions a round) and a portable word-at-a-time loop elsewhere.
+// Line lengths are checked a window of maxLine octets at a time: if the last
+// LF in the window (bytes.LastIndexByte, which stops within a line of the
+// window's end) is inside it, no line ending in it can be too long.
+// A search per line with bytes.IndexByte was measured first: on ~100-octet
+// lines its fixed cost per call held decoding to between a sixth and a tenth
+// of copy speed; the "\n." search brings it within three times.
 //
-// The encoder is the mirror image: IndexByte per line, one append per run of
+// Input may be split at any byte boundary: the state and the length of the
+// current line carry over between calls, and no input is kept, so output
+// streams and a block is never held whole.
+//
+// The encoder is the mirror image: the same search, one append per run of
 // lines between lines that need a stuffing dot.
 
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -32,13 +41,13 @@ import (
 // ending, that a BlockDecoder accepts.
 const DefaultMaxLine = 64 << 10
 
-// Decoder states. Only stDot and stDotCR hold input whose meaning is not yet
+// Decoder states. Only blockAfterDot and blockAfterDotCR hold input whose meaning is not yet
 // known ("." or ".\r" at the start of a line could still be the terminator).
 const (
-	stStart = iota // at the start of a line
-	stLine         // inside a line; its leading dot, if any, is already dropped
-	stDot          // after a '.' at the start of a line
-	stDotCR        // after ".\r" at the start of a line
+	blockAtStart    = iota // at the start of a line
+	blockInLine            // inside a line; its leading dot, if any, is already dropped
+	blockAfterDot          // after a '.' at the start of a line
+	blockAfterDotCR        // after ".\r" at the start of a line
 )
 
 // A BlockDecoder undoes dot-stuffing of one multi-line block incrementally:
@@ -59,7 +68,7 @@ const (
 type BlockDecoder struct {
 	maxLine int
 	lineLen int   // octets of the current line consumed so far
-	state   uint8 // stStart ... stDotCR
+	state   uint8 // blockAtStart ... blockAfterDotCR
 	done    bool
 	err     error
 }
@@ -90,17 +99,18 @@ func (d *BlockDecoder) Done() bool { return d.done }
 // CR held back from the previous call). Once done, Decode consumes nothing.
 //
 // On a line longer than the limit, Decode returns an error wrapping
-// ErrLineTooLong; by then it has output and consumed the first maxLine octets
-// of that line (n stops at the first octet past the limit), and it returns the
-// same error, consuming nothing, until Reset.
+// ErrLineTooLong. By then it has consumed the first maxLine octets of that
+// line (n stops at the first octet past the limit) and output them decoded,
+// except a "." or ".\r" that could still have been the terminator. It returns
+// the same error, consuming nothing, until Reset.
 func (d *BlockDecoder) Decode(dst, src []byte) (out []byte, n int, done bool, err error) {
 	out, n, err = d.decode(dst, src, false)
 	return out, n, d.done, err
 }
 
-// errInPlacePending reports a DecodeInPlace call on a decoder that Decode left
+// errBlockInPlacePending reports a DecodeInPlace call on a decoder that Decode left
 // holding a partial dot line.
-var errInPlacePending = errors.New("nntp: block: DecodeInPlace after Decode left a partial dot line")
+var errBlockInPlacePending = errors.New("nntp: block: DecodeInPlace after Decode left a partial dot line")
 
 // DecodeInPlace is Decode for callers that own their buffer: it decodes buf
 // into its own beginning, so buf[:m] is the payload decoded from buf[:n].
@@ -110,8 +120,8 @@ var errInPlacePending = errors.New("nntp: block: DecodeInPlace after Decode left
 // the caller keeps buf[n:] and presents it again with more bytes after it.
 // Do not mix Decode and DecodeInPlace on one block.
 func (d *BlockDecoder) DecodeInPlace(buf []byte) (m, n int, done bool, err error) {
-	if d.err == nil && (d.state == stDot || d.state == stDotCR) {
-		return 0, 0, d.done, errInPlacePending
+	if d.err == nil && (d.state == blockAfterDot || d.state == blockAfterDotCR) {
+		return 0, 0, d.done, errBlockInPlacePending
 	}
 	out, n, err := d.decode(buf[:0], buf, true)
 	return len(out), n, d.done, err
@@ -134,9 +144,9 @@ func (d *BlockDecoder) decode(dst, src []byte, inPlace bool) ([]byte, int, error
 	dotAt := -1 // in place: where the pending dot line started in src
 	for p < len(src) && !d.done {
 		switch d.state {
-		case stStart:
+		case blockAtStart:
 			if src[p] != '.' {
-				d.state = stLine
+				d.state = blockInLine
 				continue
 			}
 			// RFC 3977 §3.1.1: a leading '.' is stuffing, or the start of
@@ -146,39 +156,41 @@ func (d *BlockDecoder) decode(dst, src []byte, inPlace bool) ([]byte, int, error
 			}
 			dotAt = p
 			d.lineLen++
-			d.state = stDot
+			d.state = blockAfterDot
 			p++
-		case stDot:
+		case blockAfterDot:
 			switch src[p] {
 			case '\n': // ".\n": tolerated bare-LF terminator
 				if d.lineLen+1 > d.maxLine {
 					return dst, p, d.tooLong()
 				}
 				p++
-				d.done, d.state, d.lineLen = true, stStart, 0
+				d.done, d.state, d.lineLen = true, blockAtStart, 0
 			case '\r':
 				if d.lineLen+1 > d.maxLine {
 					return dst, p, d.tooLong()
 				}
 				p++
 				d.lineLen++
-				d.state = stDotCR
+				d.state = blockAfterDotCR
 			default: // ".." -> "."; ".x" tolerated as "x": the dot is dropped
-				d.state = stLine
+				d.state = blockInLine
 			}
-		case stDotCR:
+		case blockAfterDotCR:
+			// Whatever comes, it is the third octet of the line: check the
+			// limit before the held-back CR is emitted.
+			if d.lineLen+1 > d.maxLine {
+				return dst, p, d.tooLong()
+			}
 			if src[p] == '\n' { // ".\r\n": the terminator
-				if d.lineLen+1 > d.maxLine {
-					return dst, p, d.tooLong()
-				}
 				p++
-				d.done, d.state, d.lineLen = true, stStart, 0
+				d.done, d.state, d.lineLen = true, blockAtStart, 0
 				continue
 			}
 			// ".\r" then not LF: the CR is content of an ordinary line.
 			dst = append(dst, '\r')
-			d.state = stLine
-		case stLine:
+			d.state = blockInLine
+		case blockInLine:
 			var err error
 			dst, p, err = d.run(dst, src, p)
 			if err != nil {
@@ -186,9 +198,9 @@ func (d *BlockDecoder) decode(dst, src []byte, inPlace bool) ([]byte, int, error
 			}
 		}
 	}
-	if inPlace && (d.state == stDot || d.state == stDotCR) {
+	if inPlace && (d.state == blockAfterDot || d.state == blockAfterDotCR) {
 		// Leave the partial dot line to the caller; it comes again whole.
-		p, d.state, d.lineLen = dotAt, stStart, 0
+		p, d.state, d.lineLen = dotAt, blockAtStart, 0
 	}
 	return dst, p, nil
 }
@@ -197,29 +209,81 @@ func (d *BlockDecoder) decode(dst, src []byte, inPlace bool) ([]byte, int, error
 // next line that begins with '.', or the end of src, checking every line's
 // length on the way. It returns the read position after the run.
 func (d *BlockDecoder) run(dst, src []byte, p int) ([]byte, int, error) {
-	start, q, lineLen := p, p, d.lineLen
-	for {
-		i := bytes.IndexByte(src[q:], '\n')
-		if i < 0 {
-			// A partial line fills the rest of src.
-			if lineLen+len(src)-q > d.maxLine {
-				cut := q + d.maxLine - lineLen
-				return append(dst, src[start:cut]...), cut, d.tooLong()
-			}
-			d.lineLen = lineLen + len(src) - q
-			return append(dst, src[start:]...), len(src), nil
+	// The run ends after the LF of the next "\n." or at the end of src.
+	e := len(src)
+	if i := blockIndexNLDot(src[p:]); i >= 0 {
+		e = p + i + 1
+	}
+	// Line lengths, a window at a time: the current line (lineLen octets
+	// in) must end within room octets, and every later line that ends in
+	// the same window is shorter than the window. One LastIndexByte per
+	// window, not one search per line.
+	q, lineLen := p, d.lineLen
+	for e-q > d.maxLine-lineLen {
+		room := d.maxLine - lineLen
+		j := bytes.LastIndexByte(src[q:q+room], '\n')
+		if j < 0 {
+			cut := q + room
+			return append(dst, src[p:cut]...), cut, d.tooLong()
 		}
-		if lineLen+i+1 > d.maxLine {
-			cut := q + d.maxLine - lineLen
-			return append(dst, src[start:cut]...), cut, d.tooLong()
+		q, lineLen = q+j+1, 0
+	}
+	// Read src before the append: in place, it overwrites src[:e].
+	if src[e-1] == '\n' {
+		d.state, d.lineLen = blockAtStart, 0
+	} else {
+		// Input ends inside a line: carry its length to the next call.
+		if j := bytes.LastIndexByte(src[q:e], '\n'); j >= 0 {
+			q, lineLen = q+j+1, 0
 		}
-		q += i + 1
-		lineLen = 0
-		if q == len(src) || src[q] == '.' {
-			d.state, d.lineLen = stStart, 0
-			return append(dst, src[start:q]...), q, nil
+		d.lineLen = lineLen + e - q
+	}
+	return append(dst, src[p:e]...), e, nil
+}
+
+// blockIndexNLDot returns the index of the first "\n." in s (a line that
+// begins with '.'), or -1.
+func blockIndexNLDot(s []byte) int {
+	i := 0
+	if blockHaveAVX2 && len(s) > 64 {
+		blocks := (len(s) - 1) / 64
+		if j := blockNLDotAVX2(s, blocks); j >= 0 {
+			return j
+		}
+		i = blocks * 64
+	}
+	if j := blockIndexNLDotSWAR(s[i:]); j >= 0 {
+		return i + j
+	}
+	return -1
+}
+
+// blockIndexNLDotSWAR is the portable blockIndexNLDot: 32 positions a round,
+// eight to a 64-bit word. A byte of z is zero exactly where s has "\n." (x
+// holds s[k:k+8], y holds s[k+1:k+9]), and (z-lo)&^z&hi is non-zero exactly
+// when some byte of z is zero; the round that has one is searched bytewise.
+func blockIndexNLDotSWAR(s []byte) int {
+	const lo = 0x0101010101010101
+	const hi = 0x8080808080808080
+	const nl, dot = lo * '\n', lo * '.'
+	le := binary.LittleEndian
+	i := 0
+	for ; i+33 <= len(s); i += 32 {
+		t := s[i : i+33]
+		z0 := le.Uint64(t[0:8]) ^ nl | le.Uint64(t[1:9]) ^ dot
+		z1 := le.Uint64(t[8:16]) ^ nl | le.Uint64(t[9:17]) ^ dot
+		z2 := le.Uint64(t[16:24]) ^ nl | le.Uint64(t[17:25]) ^ dot
+		z3 := le.Uint64(t[24:32]) ^ nl | le.Uint64(t[25:33]) ^ dot
+		if ((z0-lo)&^z0|(z1-lo)&^z1|(z2-lo)&^z2|(z3-lo)&^z3)&hi != 0 {
+			break
 		}
 	}
+	for ; i+1 < len(s); i++ {
+		if s[i] == '\n' && s[i+1] == '.' {
+			return i
+		}
+	}
+	return -1
 }
 
 // A BlockEncoder dot-stuffs a payload incrementally; Close terminates it.
@@ -241,27 +305,22 @@ func (e *BlockEncoder) Append(dst, p []byte) []byte {
 	}
 	// Room for p and a few stuffing dots; more grow by append as usual.
 	dst = slices.Grow(dst, len(p)+8)
-	start, q := 0, 0
 	if !e.midLine && p[0] == '.' {
 		dst = append(dst, '.') // RFC 3977 §3.1.1: double a leading '.'
 	}
+	start := 0
 	for {
-		i := bytes.IndexByte(p[q:], '\n')
+		i := blockIndexNLDot(p[start:])
 		if i < 0 {
-			e.midLine = true
-			return append(dst, p[start:]...)
+			break
 		}
-		q += i + 1
-		if q == len(p) {
-			e.midLine = false
-			return append(dst, p[start:]...)
-		}
-		if p[q] == '.' {
-			dst = append(dst, p[start:q]...)
-			dst = append(dst, '.')
-			start = q
-		}
+		cut := start + i + 1
+		dst = append(dst, p[start:cut]...)
+		dst = append(dst, '.')
+		start = cut
 	}
+	e.midLine = p[len(p)-1] != '\n'
+	return append(dst, p[start:]...)
 }
 
 // Close appends a CRLF if the payload did not end a line, then the
@@ -336,7 +395,7 @@ func (r *BlockReader) Read(p []byte) (int, error) {
 		// Decode may add a held-back CR to what src yields; keep the
 		// output within p so append never leaves p's array.
 		room := len(p)
-		if r.d.state == stDotCR {
+		if r.d.state == blockAfterDotCR {
 			room--
 		}
 		var out []byte

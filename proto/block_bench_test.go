@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -12,8 +13,8 @@ import (
 // BenchmarkCopyBlock is the baseline: the same bytes moved with copy. Its
 // name holds "Block" so the command above prints it beside the codec.
 
-// benchSizes are the body sizes measured.
-var benchSizes = []struct {
+// blockBenchSizes are the body sizes measured.
+var blockBenchSizes = []struct {
 	name string
 	size int
 }{
@@ -22,10 +23,10 @@ var benchSizes = []struct {
 	{"1MB", 1 << 20},
 }
 
-// benchBody returns about size bytes of realistic article text: CRLF lines
+// blockBenchBody returns about size bytes of realistic article text: CRLF lines
 // of 70 to 128 characters, words of letters and punctuation, one line in 40
 // beginning with '.'. The same size always gives the same bytes.
-func benchBody(size int) []byte {
+func blockBenchBody(size int) []byte {
 	r := rand.New(rand.NewPCG(uint64(size), 1))
 	words := []string{"the", "news", "server", "article", "feed", "and", "of", "group,",
 		"message-id", "peer", "spool.", "to", "queue", "is", "a", "binary", "post", "reply"}
@@ -45,15 +46,15 @@ func benchBody(size int) []byte {
 	return b.Bytes()
 }
 
-// benchBlock returns the body and its encoding.
-func benchBlock(size int) (body, enc []byte) {
-	body = benchBody(size)
+// blockBenchBlock returns the body and its encoding.
+func blockBenchBlock(size int) (body, enc []byte) {
+	body = blockBenchBody(size)
 	return body, AppendBlock(nil, body)
 }
 
 func BenchmarkBlockDecode(b *testing.B) {
-	for _, s := range benchSizes {
-		body, enc := benchBlock(s.size)
+	for _, s := range blockBenchSizes {
+		body, enc := blockBenchBlock(s.size)
 		b.Run(s.name, func(b *testing.B) {
 			d := NewBlockDecoder(0)
 			dst := make([]byte, 0, len(enc))
@@ -70,8 +71,8 @@ func BenchmarkBlockDecode(b *testing.B) {
 }
 
 func BenchmarkBlockDecodeInPlace(b *testing.B) {
-	for _, s := range benchSizes {
-		body, enc := benchBlock(s.size)
+	for _, s := range blockBenchSizes {
+		body, enc := blockBenchBlock(s.size)
 		b.Run(s.name, func(b *testing.B) {
 			d := NewBlockDecoder(0)
 			buf := make([]byte, len(enc))
@@ -94,8 +95,8 @@ func BenchmarkBlockDecodeInPlace(b *testing.B) {
 // socket.
 func BenchmarkBlockDecodeChunked(b *testing.B) {
 	const chunk = 16 << 10
-	for _, s := range benchSizes {
-		body, enc := benchBlock(s.size)
+	for _, s := range blockBenchSizes {
+		body, enc := blockBenchBlock(s.size)
 		b.Run(s.name, func(b *testing.B) {
 			d := NewBlockDecoder(0)
 			dst := make([]byte, 0, len(enc))
@@ -115,15 +116,17 @@ func BenchmarkBlockDecodeChunked(b *testing.B) {
 }
 
 func BenchmarkBlockReader(b *testing.B) {
-	for _, s := range benchSizes {
-		body, enc := benchBlock(s.size)
+	for _, s := range blockBenchSizes {
+		body, enc := blockBenchBlock(s.size)
 		b.Run(s.name, func(b *testing.B) {
 			rd := bytes.NewReader(enc)
+			br := bufio.NewReaderSize(rd, 32<<10)
 			buf := make([]byte, 32<<10)
 			b.SetBytes(int64(len(enc)))
 			for b.Loop() {
 				rd.Reset(enc)
-				n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{NewBlockReader(rd, 0)}, buf)
+				br.Reset(rd)
+				n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{NewBlockReader(br, 0)}, buf)
 				if err != nil || int(n) != len(body) {
 					b.Fatalf("read: n=%d err=%v", n, err)
 				}
@@ -133,10 +136,10 @@ func BenchmarkBlockReader(b *testing.B) {
 }
 
 func BenchmarkBlockEncode(b *testing.B) {
-	for _, s := range benchSizes {
-		body, enc := benchBlock(s.size)
+	for _, s := range blockBenchSizes {
+		body, enc := blockBenchBlock(s.size)
 		b.Run(s.name, func(b *testing.B) {
-			dst := make([]byte, 0, len(enc))
+			dst := make([]byte, 0, len(enc)+64) // no growth inside the loop
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
 				if out := AppendBlock(dst, body); len(out) != len(enc) {
@@ -149,8 +152,8 @@ func BenchmarkBlockEncode(b *testing.B) {
 
 // BenchmarkCopyBlock is the baseline: copy of the encoded block.
 func BenchmarkCopyBlock(b *testing.B) {
-	for _, s := range benchSizes {
-		_, enc := benchBlock(s.size)
+	for _, s := range blockBenchSizes {
+		_, enc := blockBenchBlock(s.size)
 		b.Run(s.name, func(b *testing.B) {
 			dst := make([]byte, len(enc))
 			b.SetBytes(int64(len(enc)))

@@ -7,9 +7,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// cutBy cuts src into pieces whose lengths cycle through sizes (a 0 size is
+// blockCutBy cuts src into pieces whose lengths cycle through sizes (a 0 size is
 // taken as 1); no sizes means one piece.
-func cutBy(src, sizes []byte) [][]byte {
+func blockCutBy(src, sizes []byte) [][]byte {
 	if len(sizes) == 0 {
 		return [][]byte{src}
 	}
@@ -40,23 +40,30 @@ func FuzzBlockDecode(f *testing.F) {
 		f.Add([]byte(s), uint16(8), []byte{1, 2, 3})
 	}
 	f.Fuzz(func(t *testing.T, data []byte, maxLine uint16, sizes []byte) {
+		// The "\n." searches agree with bytes.Index.
+		if got, want := blockIndexNLDotSWAR(data), bytes.Index(data, []byte("\n.")); got != want {
+			t.Fatalf("portable search of %q = %d, want %d", data, got, want)
+		}
+		if got, want := blockIndexNLDot(data), bytes.Index(data, []byte("\n.")); got != want {
+			t.Fatalf("search of %q = %d, want %d", data, got, want)
+		}
 		// Small limits exercise the limit; 0 is DefaultMaxLine.
-		want := refDecode(data, int(maxLine))
-		check := func(how string, got decoded) {
+		want := refBlockDecode(data, int(maxLine))
+		check := func(how string, got blockResult) {
 			t.Helper()
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("%s of %q (maxLine %d, sizes %v): (-reference +got)\n%s", how, data, maxLine, sizes, diff)
 			}
 		}
-		ps := cutBy(data, sizes)
-		check("Decode whole", decodePieces(t, int(maxLine), [][]byte{data}))
-		check("Decode in pieces", decodePieces(t, int(maxLine), ps))
-		check("DecodeInPlace in pieces", decodePiecesInPlace(t, int(maxLine), cutBy(data, sizes)))
+		ps := blockCutBy(data, sizes)
+		check("Decode whole", blockDecodePieces(t, int(maxLine), [][]byte{data}))
+		check("Decode in pieces", blockDecodePieces(t, int(maxLine), ps))
+		check("DecodeInPlace in pieces", blockDecodePiecesInPlace(t, int(maxLine), blockCutBy(data, sizes)))
 		readSize := 1
 		if len(sizes) > 0 {
 			readSize = max(1, int(sizes[0]))
 		}
-		check("BlockReader", readBlock(t, int(maxLine), readSize, data, cutBy(data, sizes)))
+		check("BlockReader", blockReadAll(t, int(maxLine), readSize, data, blockCutBy(data, sizes)))
 	})
 }
 
@@ -68,17 +75,17 @@ func FuzzBlockRoundTrip(f *testing.F) {
 	f.Add([]byte("trailing CR\r"), []byte{})
 	f.Fuzz(func(t *testing.T, x, sizes []byte) {
 		enc := AppendBlock(nil, x)
-		if got := encodePieces(cutBy(x, sizes)); !bytes.Equal(enc, []byte(got)) {
+		if got := blockEncodePieces(blockCutBy(x, sizes)); !bytes.Equal(enc, []byte(got)) {
 			t.Fatalf("Append in pieces %v of %q gave %q, AppendBlock %q", sizes, x, got, enc)
 		}
-		if got := writeBlock(t, cutBy(x, sizes)); !bytes.Equal(enc, []byte(got)) {
+		if got := blockWriteAll(t, blockCutBy(x, sizes)); !bytes.Equal(enc, []byte(got)) {
 			t.Fatalf("BlockWriter in pieces %v of %q gave %q, AppendBlock %q", sizes, x, got, enc)
 		}
-		checkRoundTrip(t, x, enc)
+		blockCheckRoundTrip(t, x, enc)
 		// And in pieces, with a response pipelined after the block.
 		src := append(append([]byte(nil), enc...), "205 bye\r\n"...)
-		whole := decodePieces(t, len(enc), [][]byte{src})
-		if diff := cmp.Diff(whole, decodePieces(t, len(enc), cutBy(src, sizes))); diff != "" {
+		whole := blockDecodePieces(t, len(enc), [][]byte{src})
+		if diff := cmp.Diff(whole, blockDecodePieces(t, len(enc), blockCutBy(src, sizes))); diff != "" {
 			t.Fatalf("decoding %q in pieces %v: (-whole +pieces)\n%s", src, sizes, diff)
 		}
 	})
