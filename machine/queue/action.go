@@ -1,0 +1,279 @@
+package queue
+
+import (
+	"fmt"
+	"time"
+)
+
+// Entry is one article queued for one peer.
+type Entry struct {
+	Token     string    // spool token, opaque here ("@...@")
+	MessageID string    // "<...>", as offered to the peer
+	Size      int64     // article size in octets; 0 when read back from a file
+	Offered   time.Time // when it was offered; zero when read back from a file
+	Attempts  int       // how many times the peer deferred it (431/436)
+}
+
+// Conn names one of the peer's connections. The owner picks the numbers.
+type Conn int
+
+// Outcome is what became of an entry handed to a connection.
+type Outcome uint8
+
+// Outcomes a connection reports with Done.
+const (
+	OutcomeAccepted Outcome = iota // 239 to TAKETHIS, 235 to IHAVE
+	OutcomeRefused                 // 438 to CHECK, 435 to IHAVE: the peer has it
+	OutcomeRejected                // 439 to TAKETHIS, 437 to IHAVE (and 431 to TAKETHIS)
+	OutcomeDeferred                // 431 to CHECK, 436 to IHAVE: try again later
+	OutcomeMissing                 // the spool no longer holds the article
+)
+
+var outcomeTriggers = [...]Trigger{
+	OutcomeAccepted: OnAccepted, OutcomeRefused: OnRefused, OutcomeRejected: OnRejected,
+	OutcomeDeferred: OnDefer, OutcomeMissing: OnMissing,
+}
+
+// String names the outcome.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeTriggers) {
+		return outcomeTriggers[o].String()
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
+// Action is a file operation the machine asks its owner to carry out (with
+// spoolfs.Backlog), in the order NextAction gives them. An action that fails
+// is reported back with Queue.Failed before the next other input.
+type Action interface{ isAction() }
+
+// RotateBacklog closes file Closed (after syncing it; "" when there was no
+// current file of this kind) and creates the empty file Opened, syncing the
+// directory. Later AppendBacklog actions of this kind name Opened.
+type RotateBacklog struct {
+	Kind   Kind
+	Closed string
+	Opened string
+}
+
+// AppendBacklog appends the lines of Entries to File, which an earlier
+// RotateBacklog created. The write need not be synced at once: spoolfs syncs
+// in groups, and always before a Checkpoint.
+type AppendBacklog struct {
+	Kind    Kind
+	File    string
+	Entries []Entry
+}
+
+// PromoteToReplay renames File (syncing and closing it first if it is open)
+// to <peer>.P and syncs the directory, removing any stale <peer>.P.ckpt
+// first. A <peer>.P already present makes it fail rather than be
+// overwritten.
+type PromoteToReplay struct {
+	File string
+}
+
+// ReadReplay reads up to Max entries from <peer>.P starting at byte Offset;
+// the owner gives the result to Queue.ReplayRead.
+type ReadReplay struct {
+	Offset int64
+	Max    int
+}
+
+// Checkpoint records that <peer>.P is dealt with up to byte Offset, so a
+// restart resumes there: sync every appended backlog line first, then write
+// <peer>.P.ckpt durably (temp, fsync, rename, fsync directory).
+type Checkpoint struct {
+	Offset int64
+}
+
+// DeleteReplay removes <peer>.P, then <peer>.P.ckpt, then syncs the
+// directory: every entry read from it has been settled. (In this order a
+// crash in between leaves a stale checkpoint, which recovery and the next
+// promotion remove, rather than a .P without one, which would be resent
+// whole.)
+type DeleteReplay struct{}
+
+// QuarantineReplay renames <peer>.P to To (a <peer>.Q.<ts> name) and removes
+// its checkpoint: the file could not be read, and what it still holds was
+// counted as dropped, but it is kept for a human (STYLE §7.5).
+type QuarantineReplay struct {
+	To string
+}
+
+// DeleteBacklog removes File (closing it first if open) and syncs the
+// directory: a limit dropped it, and its entries were counted as dropped.
+type DeleteBacklog struct {
+	File string
+}
+
+func (RotateBacklog) isAction()    {}
+func (AppendBacklog) isAction()    {}
+func (PromoteToReplay) isAction()  {}
+func (ReadReplay) isAction()       {}
+func (Checkpoint) isAction()       {}
+func (DeleteReplay) isAction()     {}
+func (QuarantineReplay) isAction() {}
+func (DeleteBacklog) isAction()    {}
+
+// Event is something the owner may log or count; it needs no answer.
+type Event interface{ isEvent() }
+
+// Reason says why entries were dropped.
+type Reason string
+
+// Reasons for Drop.
+const (
+	ReasonAttempts    Reason = "defer-attempts" // deferred MaxDefers times already
+	ReasonBytes       Reason = "backlog-bytes"  // over BacklogMaxBytes
+	ReasonAge         Reason = "backlog-age"    // older than BacklogMaxAge
+	ReasonWriteFailed Reason = "write-failed"   // an AppendBacklog failed
+	ReasonReadFailed  Reason = "read-failed"    // the replay file could not be read
+	ReasonShortRead   Reason = "short-read"     // the replay file held fewer lines than written
+)
+
+// Drop reports Count entries discarded for Reason (they are counted in
+// Stats.Dropped); File is the backlog file they were in, "" when none.
+type Drop struct {
+	Reason Reason
+	Count  int
+	File   string
+}
+
+// Spilled reports that the full memory queue wrote its Count oldest entries
+// to File.
+type Spilled struct {
+	Count int
+	File  string
+}
+
+// ReplayStarted reports that File became <peer>.P, holding Entries entries.
+type ReplayStarted struct {
+	File    string
+	Entries int
+}
+
+// ReplayFinished reports that <peer>.P was read to the end and every entry
+// from it settled; it is being deleted (or quarantined, Quarantined true).
+type ReplayFinished struct {
+	Quarantined bool
+}
+
+func (Drop) isEvent()           {}
+func (Spilled) isEvent()        {}
+func (ReplayStarted) isEvent()  {}
+func (ReplayFinished) isEvent() {}
+
+// Stats are a queue's counters. They add up: Check verifies
+//
+//	Offered + Recovered = Accepted + Refused + Rejected + Missing + Dropped
+//	                    + Queued + InFlight + Backlog + Deferred + Replay
+type Stats struct {
+	Offered   int64 // Offer calls taken
+	Recovered int64 // entries found in files at start, or found surplus while replaying
+
+	Accepted int64
+	Refused  int64
+	Rejected int64
+	Missing  int64
+	Dropped  int64 // by limits, attempts, I/O errors; each reported by a Drop event
+
+	Queued   int64 // in the memory queue
+	InFlight int64 // handed to a connection, no answer yet
+	Backlog  int64 // in .B files
+	Deferred int64 // in .D files
+	Replay   int64 // in <peer>.P, not read yet
+
+	Spilled      int64 // entries the full memory queue wrote to .B (they are in Backlog, or moved on)
+	Requeued     int64 // entries put back at the head when their connection went down
+	Retried      int64 // deferrals written to .D
+	BacklogBytes int64 // octets in this peer's .B, .D and .P files
+	BacklogFiles int   // .B and .D files (not .P)
+}
+
+// Config sets a queue's limits. Zero fields take the defaults of
+// DefaultConfig.
+type Config struct {
+	Peer      string // names the files: <Peer>.B.<ts> and so on
+	QueueSize int    // memory queue capacity, in entries
+
+	RotateBytes    int64         // a .B/.D file this large is rotated...
+	RotateInterval time.Duration // ...but no more often than this
+
+	DeferDelay    time.Duration // wait before retrying a first deferral; doubles per attempt
+	DeferMaxDelay time.Duration // the doubling stops here
+	MaxDefers     int           // deferrals allowed; the next one drops the entry (<0: none allowed)
+
+	BacklogMaxBytes int64         // drop oldest files beyond this many octets (0: no limit)
+	BacklogMaxAge   time.Duration // drop files whose newest line is older (0: no limit)
+
+	CheckpointInterval time.Duration // checkpoint a replay's progress at least this often
+}
+
+// DefaultConfig returns the defaults: a 4096-entry queue, files rotated at
+// 10 MB but at most every 5 minutes (seed 000), deferrals retried after 1
+// minute doubling up to 1 hour and dropped after 10, no backlog limits, a
+// replay checkpoint at least every 10 seconds of progress.
+func DefaultConfig(peer string) Config {
+	return Config{
+		Peer:               peer,
+		QueueSize:          4096,
+		RotateBytes:        10 << 20,
+		RotateInterval:     5 * time.Minute,
+		DeferDelay:         time.Minute,
+		DeferMaxDelay:      time.Hour,
+		MaxDefers:          10,
+		CheckpointInterval: 10 * time.Second,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig(c.Peer)
+	if c.QueueSize <= 0 {
+		c.QueueSize = d.QueueSize
+	}
+	if c.RotateBytes <= 0 {
+		c.RotateBytes = d.RotateBytes
+	}
+	if c.RotateInterval <= 0 {
+		c.RotateInterval = d.RotateInterval
+	}
+	if c.DeferDelay <= 0 {
+		c.DeferDelay = d.DeferDelay
+	}
+	if c.DeferMaxDelay < c.DeferDelay {
+		c.DeferMaxDelay = max(d.DeferMaxDelay, c.DeferDelay)
+	}
+	if c.MaxDefers == 0 {
+		c.MaxDefers = d.MaxDefers
+	}
+	if c.CheckpointInterval <= 0 {
+		c.CheckpointInterval = d.CheckpointInterval
+	}
+	return c
+}
+
+// FileInfo describes a .B or .D file found at start.
+type FileInfo struct {
+	Name        string
+	Kind        Kind
+	TS          int64     // from the name
+	Bytes       int64     // octets of complete lines
+	Entries     int       // valid lines
+	MaxAttempts int       // the largest attempts field among them
+	ModTime     time.Time // last write: the age limit and a .D's delay count from it
+}
+
+// ReplayInfo describes a <peer>.P found at start.
+type ReplayInfo struct {
+	Bytes   int64 // file size
+	Offset  int64 // from <peer>.P.ckpt; 0 without one
+	Entries int   // valid lines after Offset
+}
+
+// Recovered is what a peer's backlog directory held at start
+// (spoolfs.Backlog.Recover).
+type Recovered struct {
+	Files  []FileInfo
+	Replay *ReplayInfo // nil when there is no <peer>.P
+}

@@ -1,0 +1,243 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// The backlog line format, shared by the machine (which needs the byte size
+// of what it asks spoolfs to write, for the per-peer byte limit) and by
+// spoolfs (which writes and reads the lines):
+//
+//	<token> SP <message-id> [SP <attempts>] LF
+//
+// The first two fields are innfeed's backlog format ("@0101...@ <id@host>"),
+// so innfeed-style tools can read a newsflow backlog and vice versa. The
+// optional third field is newsflow's: how many times the peer deferred the
+// article, written only when it is not zero, so a deferred article keeps its
+// retry count across .D files and restarts.
+//
+// A line is self-validating (STYLE §7.2): it counts only if it ends in LF and
+// every field parses. A torn last line after a crash has no LF, or ends in the
+// NUL bytes some filesystems leave behind, and is therefore absent, not
+// garbage.
+
+// MaxTokenLen is the longest token a backlog line may hold. Spool tokens are
+// far shorter (INN's are 36 octets); the bound keeps a corrupt file from
+// producing giant entries.
+const MaxTokenLen = 255
+
+// MaxMessageIDLen is the longest message-id a backlog line may hold, angle
+// brackets included (RFC 5536 §3.1.3: at most 250 octets).
+const MaxMessageIDLen = 250
+
+// MaxAttempts is the largest deferral count a line may carry.
+const MaxAttempts = 1<<31 - 1
+
+// ErrBadLine is wrapped by every error ParseLine and CheckEntry return.
+var ErrBadLine = errors.New("bad backlog line")
+
+// CheckEntry reports whether e can be written to a backlog file and read back
+// unchanged: a token of 1..MaxTokenLen printable ASCII octets without spaces,
+// a message-id "<...>" of at most MaxMessageIDLen printable ASCII octets
+// without spaces, and 0 <= Attempts <= MaxAttempts. The message-id check is
+// deliberately the framing one, not the full RFC 5536 grammar: an article the
+// spool accepted must be feedable even if its id is unusual.
+func CheckEntry(e Entry) error {
+	if err := checkField("token", e.Token, MaxTokenLen); err != nil {
+		return err
+	}
+	if err := checkField("message-id", e.MessageID, MaxMessageIDLen); err != nil {
+		return err
+	}
+	if len(e.MessageID) < 3 || e.MessageID[0] != '<' || e.MessageID[len(e.MessageID)-1] != '>' {
+		return fmt.Errorf("%w: message-id %q is not enclosed in <>", ErrBadLine, e.MessageID)
+	}
+	if e.Attempts < 0 || e.Attempts > MaxAttempts {
+		return fmt.Errorf("%w: attempts %d out of range", ErrBadLine, e.Attempts)
+	}
+	return nil
+}
+
+// checkField accepts 1..max octets in %x21-7E.
+func checkField(name, s string, max int) error {
+	if len(s) == 0 {
+		return fmt.Errorf("%w: empty %s", ErrBadLine, name)
+	}
+	if len(s) > max {
+		return fmt.Errorf("%w: %s of %d octets (limit %d)", ErrBadLine, name, len(s), max)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e {
+			return fmt.Errorf("%w: %s holds octet %#02x at %d", ErrBadLine, name, c, i)
+		}
+	}
+	return nil
+}
+
+// LineLen is the number of octets AppendLine writes for e, LF included.
+func LineLen(e Entry) int64 {
+	n := len(e.Token) + 1 + len(e.MessageID) + 1
+	if e.Attempts > 0 {
+		n += 1 + decimalLen(e.Attempts)
+	}
+	return int64(n)
+}
+
+func decimalLen(v int) int {
+	n := 1
+	for v >= 10 {
+		v /= 10
+		n++
+	}
+	return n
+}
+
+// AppendLine appends the backlog line of e to dst. Only the token, the
+// message-id and a non-zero Attempts are written; Size and Offered do not
+// survive a trip through a file. e must pass CheckEntry.
+func AppendLine(dst []byte, e Entry) []byte {
+	dst = append(dst, e.Token...)
+	dst = append(dst, ' ')
+	dst = append(dst, e.MessageID...)
+	if e.Attempts > 0 {
+		dst = append(dst, ' ')
+		dst = strconv.AppendInt(dst, int64(e.Attempts), 10)
+	}
+	return append(dst, '\n')
+}
+
+// ParseLine parses one backlog line, which must end in LF, into an entry
+// with Size 0 and a zero Offered time. Anything else (missing LF, empty or
+// extra fields, octets outside %x21-7E, an attempts field that is not a
+// canonical decimal in 1..MaxAttempts) is an error wrapping ErrBadLine.
+func ParseLine(line []byte) (Entry, error) {
+	n := len(line)
+	if n == 0 || line[n-1] != '\n' {
+		return Entry{}, fmt.Errorf("%w: no LF at the end", ErrBadLine)
+	}
+	body := line[:n-1]
+	var f [3][]byte
+	nf := 0
+	start := 0
+	for i := 0; i <= len(body); i++ {
+		if i < len(body) && body[i] != ' ' {
+			continue
+		}
+		if nf == len(f) {
+			return Entry{}, fmt.Errorf("%w: more than 3 fields", ErrBadLine)
+		}
+		f[nf] = body[start:i]
+		nf++
+		start = i + 1
+	}
+	if nf < 2 {
+		return Entry{}, fmt.Errorf("%w: want <token> <message-id>", ErrBadLine)
+	}
+	e := Entry{Token: string(f[0]), MessageID: string(f[1])}
+	if err := CheckEntry(e); err != nil {
+		return Entry{}, err
+	}
+	if nf == 3 {
+		a, err := parseAttempts(f[2])
+		if err != nil {
+			return Entry{}, err
+		}
+		e.Attempts = a
+	}
+	return e, nil
+}
+
+// parseAttempts accepts the canonical decimal form of 1..MaxAttempts, so that
+// a parsed line re-encodes to the same bytes.
+func parseAttempts(b []byte) (int, error) {
+	if len(b) == 0 || len(b) > 10 || b[0] == '0' {
+		return 0, fmt.Errorf("%w: attempts %q is not a decimal in 1..%d", ErrBadLine, b, MaxAttempts)
+	}
+	v := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("%w: attempts %q is not a decimal", ErrBadLine, b)
+		}
+		v = v*10 + int(c-'0')
+	}
+	if v > MaxAttempts {
+		return 0, fmt.Errorf("%w: attempts %q out of range", ErrBadLine, b)
+	}
+	return v, nil
+}
+
+// Kind says which of a peer's backlog files an entry is written to.
+type Kind byte
+
+// The two kinds of write-only backlog file (seed 000).
+const (
+	// KindBacklog files, <peer>.B.<ts>, hold articles that could not be
+	// sent: the memory queue overflowed or no connection was up.
+	KindBacklog Kind = 'B'
+	// KindDeferred files, <peer>.D.<ts>, hold articles the peer answered
+	// "try again later" (RFC 4644 §2.4 431, RFC 3977 §6.3.2 436).
+	KindDeferred Kind = 'D'
+)
+
+// String returns "B" or "D".
+func (k Kind) String() string { return string(rune(k)) }
+
+// FileName is the name of a backlog file: <peer>.<B|D>.<ts> with ts the
+// lowercase hexadecimal Unix time the file was opened (seed 000:
+// "peer.B.5db93971").
+func FileName(peer string, k Kind, ts int64) string {
+	return peer + "." + string(rune(k)) + "." + strconv.FormatInt(ts, 16)
+}
+
+// ReplayName is the name of a peer's replay file, <peer>.P: the one backlog
+// file currently being sent again. (The seed also calls it .R; newsflow uses
+// .P only.)
+func ReplayName(peer string) string { return peer + ".P" }
+
+// CheckpointName is the file holding how far <peer>.P has been dealt with.
+func CheckpointName(peer string) string { return peer + ".P.ckpt" }
+
+// QuarantineName is where a replay file that could not be read is moved
+// (STYLE §7.5: quarantine, never delete): <peer>.Q.<ts>.
+func QuarantineName(peer string, ts int64) string {
+	return peer + ".Q." + strconv.FormatInt(ts, 16)
+}
+
+// ParseFileName reports whether name is one of peer's .B or .D files and
+// returns its kind and timestamp. The timestamp must be 1..16 lowercase hex
+// digits without a leading zero (so that FileName gives the name back), and
+// the name must be exactly peer + ".B." or ".D." + ts: another peer whose
+// name starts with this one ("news.example" and "news.example.B") is never
+// mistaken for it.
+func ParseFileName(peer, name string) (Kind, int64, bool) {
+	if len(name) < len(peer)+4 || name[:len(peer)] != peer || name[len(peer)] != '.' {
+		return 0, 0, false
+	}
+	rest := name[len(peer)+1:]
+	k := Kind(rest[0])
+	if (k != KindBacklog && k != KindDeferred) || rest[1] != '.' {
+		return 0, 0, false
+	}
+	hex := rest[2:]
+	if len(hex) == 0 || len(hex) > 16 || (hex[0] == '0' && len(hex) > 1) {
+		return 0, 0, false
+	}
+	var ts uint64
+	for i := 0; i < len(hex); i++ {
+		c := hex[i]
+		switch {
+		case c >= '0' && c <= '9':
+			ts = ts<<4 | uint64(c-'0')
+		case c >= 'a' && c <= 'f':
+			ts = ts<<4 | uint64(c-'a'+10)
+		default:
+			return 0, 0, false
+		}
+	}
+	if ts > 1<<63-1 {
+		return 0, 0, false
+	}
+	return k, int64(ts), true
+}

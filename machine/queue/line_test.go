@@ -1,0 +1,196 @@
+package queue
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// innToken is the shape of an INN storage token as grephistory prints it.
+const innToken = "@030100000000000000000000000000000000@"
+
+func TestParseLine(t *testing.T) {
+	long := strings.Repeat("x", MaxTokenLen+1)
+	cases := []struct {
+		name string
+		line string
+		want Entry
+		err  string // substring; "" means valid
+	}{
+		{name: "innfeed backlog line", line: innToken + " <i.am.an.article@example.com>\n",
+			want: Entry{Token: innToken, MessageID: "<i.am.an.article@example.com>"}},
+		{name: "deferred twice", line: "@a@ <a@x> 2\n", want: Entry{Token: "@a@", MessageID: "<a@x>", Attempts: 2}},
+		{name: "largest attempts", line: "@a@ <a@x> 2147483647\n", want: Entry{Token: "@a@", MessageID: "<a@x>", Attempts: MaxAttempts}},
+		{name: "unusual but framed id", line: "@a@ <no-at-sign>\n", want: Entry{Token: "@a@", MessageID: "<no-at-sign>"}},
+		{name: "torn: no LF", line: "@a@ <a@x>", err: "no LF"},
+		{name: "torn: NULs a crash left", line: "@a@ <a@\x00\x00\x00\n", err: "octet 0x00"},
+		{name: "empty line", line: "\n", err: "want <token> <message-id>"},
+		{name: "one field", line: "@a@\n", err: "want <token> <message-id>"},
+		{name: "double space", line: "@a@  <a@x>\n", err: "empty message-id"},
+		{name: "four fields", line: "@a@ <a@x> 1 2\n", err: "more than 3 fields"},
+		{name: "CRLF", line: "@a@ <a@x>\r\n", err: "octet 0x0d"},
+		{name: "id without brackets", line: "@a@ a@x\n", err: "not enclosed"},
+		{name: "attempts zero is never written", line: "@a@ <a@x> 0\n", err: "not a decimal in 1.."},
+		{name: "attempts with a leading zero", line: "@a@ <a@x> 01\n", err: "not a decimal in 1.."},
+		{name: "attempts not a number", line: "@a@ <a@x> x\n", err: "not a decimal"},
+		{name: "attempts too large", line: "@a@ <a@x> 2147483648\n", err: "out of range"},
+		{name: "token too long", line: long + " <a@x>\n", err: "token of 256 octets"},
+		{name: "id too long", line: "@a@ <" + strings.Repeat("x", 249) + ">\n", err: "message-id of 251 octets"},
+		{name: "tab inside", line: "@a@\t<a@x>\n", err: "want <token> <message-id>"},
+		{name: "tab in the token", line: "@a\t@ <a@x>\n", err: "token holds octet 0x09"},
+		{name: "8-bit octet", line: "@a@ <\xc3\xa9@x>\n", err: "octet 0xc3"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseLine([]byte(tc.line))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, ErrBadLine) {
+					t.Fatalf("ParseLine(%q) = %+v, %v; want an ErrBadLine containing %q", tc.line, got, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseLine(%q): %v", tc.line, err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("entry (-want +got):\n%s", diff)
+			}
+			if back := AppendLine(nil, got); string(back) != tc.line {
+				t.Errorf("AppendLine gives %q, want %q back", back, tc.line)
+			}
+			if n := LineLen(got); n != int64(len(tc.line)) {
+				t.Errorf("LineLen = %d, want %d", n, len(tc.line))
+			}
+		})
+	}
+}
+
+func TestFileNames(t *testing.T) {
+	if got := FileName("peer", KindBacklog, 0x5db93971); got != "peer.B.5db93971" {
+		t.Errorf("FileName = %q, want the seed's peer.B.5db93971", got)
+	}
+	cases := []struct {
+		peer, name string
+		kind       Kind
+		ts         int64
+		ok         bool
+	}{
+		{"peer", "peer.B.5db93971", KindBacklog, 0x5db93971, true},
+		{"peer", "peer.D.0", KindDeferred, 0, true},
+		{"news.example.org", "news.example.org.D.1", KindDeferred, 1, true},
+		{"peer", "peer.D.7fffffffffffffff", KindDeferred, 1<<63 - 1, true},
+		{"peer", "peer.D.8000000000000000", 0, 0, false}, // beyond int64
+		{"peer", "peer.B.05", 0, 0, false},               // FileName never writes a leading zero
+		{"peer", "peer.B.5DB93971", 0, 0, false},
+		{"peer", "peer.B.", 0, 0, false},
+		{"peer", "peer.P", 0, 0, false},
+		{"peer", "peer.P.ckpt", 0, 0, false},
+		{"peer", "peer.Q.5", 0, 0, false},
+		{"peer", "peer.B.5.tmp", 0, 0, false},
+		{"peer", "peerx.B.1", 0, 0, false},
+		{"peer.B", "peer.B.1", 0, 0, false}, // another peer's file
+		{"peer", "peer.B.B.1", 0, 0, false}, // peer "peer.B"'s file
+		{"peer", "peer.B.12345678901234567", 0, 0, false},
+		{"peer", "peer", 0, 0, false},
+	}
+	for _, tc := range cases {
+		k, ts, ok := ParseFileName(tc.peer, tc.name)
+		if ok != tc.ok || k != tc.kind || ts != tc.ts {
+			t.Errorf("ParseFileName(%q, %q) = %v %x %v, want %v %x %v", tc.peer, tc.name, k, ts, ok, tc.kind, tc.ts, tc.ok)
+		}
+	}
+}
+
+// referenceParseLine is the slow, obvious reading of the line format the
+// fuzz target compares ParseLine with.
+func referenceParseLine(line []byte) (Entry, bool) {
+	s := string(line)
+	if !strings.HasSuffix(s, "\n") {
+		return Entry{}, false
+	}
+	s = strings.TrimSuffix(s, "\n")
+	for _, r := range []byte(s) {
+		if r != ' ' && (r < 0x21 || r > 0x7e) {
+			return Entry{}, false
+		}
+	}
+	f := strings.Split(s, " ")
+	if len(f) < 2 || len(f) > 3 {
+		return Entry{}, false
+	}
+	e := Entry{Token: f[0], MessageID: f[1]}
+	if len(e.Token) < 1 || len(e.Token) > MaxTokenLen || len(e.MessageID) < 3 || len(e.MessageID) > MaxMessageIDLen ||
+		!strings.HasPrefix(e.MessageID, "<") || !strings.HasSuffix(e.MessageID, ">") {
+		return Entry{}, false
+	}
+	if len(f) == 3 {
+		a, err := strconv.Atoi(f[2])
+		if err != nil || a < 1 || a > MaxAttempts || strconv.Itoa(a) != f[2] {
+			return Entry{}, false
+		}
+		e.Attempts = a
+	}
+	return e, true
+}
+
+// FuzzParseLine checks ParseLine against the reference and that every line
+// it accepts encodes back to the same bytes, with LineLen octets.
+func FuzzParseLine(f *testing.F) {
+	for _, s := range []string{
+		innToken + " <i.am.an.article@example.com>\n",
+		"@a@ <a@x> 3\n", "@a@ <a@x>", "@a@ <a@\x00\x00\n", "\n", "@a@ <a@x> 01\n",
+		"@a@ <a@x> 1 2\n", "@a@  <a@x>\n", "@a@ <a@x>\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		got, err := ParseLine(line)
+		want, ok := referenceParseLine(line)
+		if (err == nil) != ok {
+			t.Fatalf("ParseLine(%q) error %v, reference accepts %v", line, err, ok)
+		}
+		if err != nil {
+			return
+		}
+		if got != want {
+			t.Fatalf("ParseLine(%q) = %+v, reference %+v", line, got, want)
+		}
+		if back := AppendLine(nil, got); !bytes.Equal(back, line) {
+			t.Fatalf("ParseLine(%q) re-encodes as %q", line, back)
+		}
+		if LineLen(got) != int64(len(line)) {
+			t.Fatalf("LineLen = %d for a %d-octet line", LineLen(got), len(line))
+		}
+	})
+}
+
+// FuzzParseFileName checks that ParseFileName accepts exactly the names
+// FileName makes: what it parses builds back to the same name, and any
+// FileName parses back to its kind and timestamp.
+func FuzzParseFileName(f *testing.F) {
+	f.Add("peer", "peer.B.5db93971", int64(0x5db93971))
+	f.Add("news.example.org", "news.example.org.D.0", int64(0))
+	f.Add("peer", "peer.B.05", int64(-1))
+	f.Add("peer.B", "peer.B.B.1", int64(1<<62))
+	f.Fuzz(func(t *testing.T, peer, name string, ts int64) {
+		if k, v, ok := ParseFileName(peer, name); ok {
+			if back := FileName(peer, k, v); back != name {
+				t.Fatalf("ParseFileName(%q, %q) = %v %x; FileName gives %q", peer, name, k, v, back)
+			}
+		}
+		if ts < 0 {
+			return
+		}
+		for _, k := range []Kind{KindBacklog, KindDeferred} {
+			n := FileName(peer, k, ts)
+			gk, gts, ok := ParseFileName(peer, n)
+			if !ok || gk != k || gts != ts {
+				t.Fatalf("FileName(%q, %v, %x) = %q parses as %v %x %v", peer, k, ts, n, gk, gts, ok)
+			}
+		}
+	})
+}
