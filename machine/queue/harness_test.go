@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
-	"os"
 	"testing"
 	"time"
 )
@@ -239,7 +239,9 @@ func (h *harness) step(what string) {
 			h.acts = append(h.acts, a)
 			continue
 		}
-		if debugActions { fmt.Printf("%s action %#v\n", what, a) }
+		if debugActions {
+			fmt.Printf("%s action %#v\n", what, a)
+		}
 		r, err := h.disk.do(h.now, a)
 		if err != nil {
 			h.failed = append(h.failed, a)
@@ -366,4 +368,5 @@ func sortedKeys[M ~map[K]V, K string, V any](m M) []K {
 	slices.Sort(ks)
 	return ks
 }
+
 var debugActions = os.Getenv("QDEBUG") != ""
