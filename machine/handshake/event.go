@@ -109,5 +109,27 @@ func (f Failed) Error() string {
 	return s
 }
 
+// String summarises r on one line: "Ready caps=5 posting reader streaming
+// authenticated tls" (only the flags that are set; "legacy" instead of
+// caps=N for an RFC 977 server).
+func (r Ready) String() string {
+	s := "Ready"
+	if r.Legacy {
+		s += " legacy"
+	} else {
+		s += " caps=" + strconv.Itoa(len(r.Capabilities))
+	}
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{r.Posting, "posting"}, {r.Reader, "reader"}, {r.Streaming, "streaming"},
+		{r.Authenticated, "authenticated"}, {r.TLS, "tls"}} {
+		if f.on {
+			s += " " + f.name
+		}
+	}
+	return s
+}
+
 func (Ready) isEvent()  {}
 func (Failed) isEvent() {}

@@ -18,6 +18,7 @@ import (
 //
 //	# config: reader stream tls=off|offered|required user=U pass=P timeout=30s
 //	# session: GROUP misc.test     (run a Session with this command instead)
+//	# then: GROUP misc.test        (a handshake, then from this command on a Session)
 //	# want: <summary of the events, as summarize writes it>
 //
 // The test replays the transcript against a fresh machine with input split
@@ -27,6 +28,7 @@ import (
 type scripted struct {
 	cfg     Config
 	session *proto.Command
+	then    bool // the session follows a handshake
 	want    string
 }
 
@@ -73,12 +75,12 @@ func readHeader(tr transcript.Transcript) (scripted, error) {
 					return s, fmt.Errorf("config: unknown word %q", w)
 				}
 			}
-		case "session":
+		case "session", "then":
 			c, err := proto.ParseCommand([]byte(val))
 			if err != nil {
 				return s, err
 			}
-			s.session = &c
+			s.session, s.then = &c, key == "then"
 		case "want":
 			haveWant = true
 			s.want = val
@@ -98,21 +100,7 @@ func summarize(events []Event) string {
 		var b strings.Builder
 		switch e := ev.(type) {
 		case Ready:
-			b.WriteString("Ready")
-			if e.Legacy {
-				b.WriteString(" legacy")
-			} else {
-				fmt.Fprintf(&b, " caps=%d", len(e.Capabilities))
-			}
-			for _, f := range []struct {
-				on   bool
-				name string
-			}{{e.Posting, "posting"}, {e.Reader, "reader"}, {e.Streaming, "streaming"},
-				{e.Authenticated, "authenticated"}, {e.TLS, "tls"}} {
-				if f.on {
-					b.WriteString(" " + f.name)
-				}
-			}
+			b.WriteString(e.String())
 		case Failed:
 			fmt.Fprintf(&b, "Failed %s: %s", e.State, e.Reason)
 			if e.Response.Code != 0 {
@@ -142,6 +130,37 @@ func newScripted(s scripted) eventer {
 		return NewSession(transcript.Epoch, s.cfg, *s.session)
 	}
 	return New(transcript.Epoch, s.cfg)
+}
+
+// replayScripted replays tr as its header says and summarises the events.
+func replayScripted(s scripted, tr transcript.Transcript, opts transcript.Options) (string, error) {
+	if !s.then {
+		m := newScripted(s)
+		if err := transcript.Replay(m, tr, opts); err != nil {
+			return "", err
+		}
+		return summarize(drainEvents(m)), nil
+	}
+	first := s.session.String() + "\r\n"
+	cut := -1
+	for i, e := range tr {
+		if e.Kind == transcript.Data && e.Side == transcript.Client && string(e.Data) == first {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 {
+		return "", fmt.Errorf("the session's command %q is not in the transcript", first)
+	}
+	h := New(transcript.Epoch, s.cfg)
+	if err := transcript.Replay(h, tr[:cut], opts); err != nil {
+		return "", fmt.Errorf("handshake part: %w", err)
+	}
+	sess := NewSession(transcript.Epoch, s.cfg, *s.session)
+	if err := transcript.Replay(sess, tr[cut:], opts); err != nil {
+		return "", fmt.Errorf("session part: %w", err)
+	}
+	return summarize(append(drainEvents(h), drainEvents(sess)...)), nil
 }
 
 func drainEvents(m eventer) []Event {
@@ -208,11 +227,11 @@ func TestTranscripts(t *testing.T) {
 				t.Fatalf("%s: %v", path, err)
 			}
 			for name, split := range splits(tr) {
-				m := newScripted(s)
-				if err := transcript.Replay(m, tr, transcript.Options{Split: split}); err != nil {
+				got, err := replayScripted(s, tr, transcript.Options{Split: split})
+				if err != nil {
 					t.Fatalf("%s, split %s: %v", path, name, err)
 				}
-				if got := summarize(drainEvents(m)); got != s.want {
+				if got != s.want {
 					t.Fatalf("%s, split %s: events %q, want %q", path, name, got, s.want)
 				}
 			}
@@ -253,7 +272,7 @@ func TestTranscriptsCatchMistakes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = transcript.Replay(newScripted(s), tr, transcript.Options{})
+			_, err = replayScripted(s, tr, transcript.Options{})
 			var d *transcript.Divergence
 			if !errors.As(err, &d) || d.Line != tc.line || !strings.Contains(d.Reason, tc.reasonHas) {
 				t.Fatalf("Replay = %v; want a divergence at line %d containing %q", err, tc.line, tc.reasonHas)
