@@ -45,6 +45,15 @@
 //	s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 502, Close: true})
 //	s.AddFault(nntptest.Fault{Cmd: "ARTICLE", Delay: 20 * time.Millisecond, Rate: 50000})
 //
+// # Playing a transcript
+//
+// ServeScript (and StartScript in tests) plays the server side of a
+// runtime/transcript session to one client and reports the first line where
+// the client sent something else, as a *transcript.Divergence:
+//
+//	sc := nntptest.StartScript(t, "S: 200 ready\nC: QUIT\nS: 205 bye\nS! eof\n", nntptest.ScriptOptions{})
+//	// run the client against sc.HostPort(); the test fails if it diverges
+//
 // Waiting for asynchronous clients is done with Await, never with sleeps:
 //
 //	s.Await(ctx, func() bool { return len(s.AcceptedIDs()) == 3 })

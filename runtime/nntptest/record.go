@@ -2,6 +2,7 @@ package nntptest
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/newsflow/newsflow/proto"
@@ -57,11 +58,12 @@ func matches(cmd proto.Command, name string) bool {
 
 // Count returns how many commands named name the server has received on all
 // connections. name is a verb ("BODY", "LIST": every LIST variant) or a full
-// name ("LIST ACTIVE", "MODE STREAM"), upper case.
+// name ("LIST ACTIVE", "MODE STREAM"), in any case.
 func (s *Server) Count(name string) int { return s.CountConn(0, name) }
 
 // CountConn is Count for connection conn only (0 means every connection).
 func (s *Server) CountConn(conn int, name string) int {
+	name = strings.ToUpper(name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0

@@ -185,7 +185,7 @@ func TestCounting(t *testing.T) {
 		want int
 	}{
 		{0, "BODY", 2}, {1, "BODY", 1}, {2, "BODY", 1}, {0, "LIST", 2}, {0, "LIST ACTIVE", 1},
-		{0, "MODE STREAM", 1}, {0, "MODE", 1}, {0, "ARTICLE", 0}, {3, "BODY", 0},
+		{0, "MODE STREAM", 1}, {0, "MODE", 1}, {0, "ARTICLE", 0}, {3, "BODY", 0}, {0, "list active", 1},
 	} {
 		if got := s.CountConn(tt.conn, tt.name); got != tt.want {
 			t.Errorf("CountConn(%d, %q) = %d, want %d", tt.conn, tt.name, got, tt.want)
