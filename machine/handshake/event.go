@@ -78,14 +78,14 @@ type Event interface{ isEvent() }
 // Ready is the last event of a successful handshake. The owner hands the
 // connection (and Handshake.Leftover) to the next machine.
 type Ready struct {
-	Greeting      proto.Response // the greeting (200 or 201), or MODE READER's answer when it replaced it
-	Capabilities  []string       // the last capability list, one line each; nil when Legacy
-	Legacy        bool           // the server did not answer CAPABILITIES: RFC 977 behaviour assumed
-	Posting       bool           // POST advertised (or, when Legacy, a 200 greeting or MODE READER answer)
-	Reader        bool           // reader commands available: READER advertised or MODE READER accepted
-	Streaming     bool           // MODE STREAM answered 203 (RFC 4644 §2.3)
-	Authenticated bool           // AUTHINFO succeeded (281)
-	TLS           bool           // STARTTLS completed
+	Greeting      proto.Response      // the greeting (200 or 201), or MODE READER's answer when it replaced it
+	Capabilities  proto.CapabilitySet // the last capability list; empty when Legacy
+	Legacy        bool                // the server did not answer CAPABILITIES: RFC 977 behaviour assumed
+	Posting       bool                // POST advertised (or, when Legacy, a 200 greeting or MODE READER answer)
+	Reader        bool                // reader commands available: READER advertised or MODE READER accepted
+	Streaming     bool                // MODE STREAM answered 203 (RFC 4644 §2.3)
+	Authenticated bool                // AUTHINFO succeeded (281)
+	TLS           bool                // STARTTLS completed
 }
 
 // Failed is the last event of a handshake or session that did not succeed.
@@ -117,7 +117,7 @@ func (r Ready) String() string {
 	if r.Legacy {
 		s += " legacy"
 	} else {
-		s += " caps=" + strconv.Itoa(len(r.Capabilities))
+		s += " caps=" + strconv.Itoa(len(r.Capabilities.List))
 	}
 	for _, f := range []struct {
 		on   bool

@@ -92,19 +92,19 @@ type Handshake struct {
 	auth     Auth
 
 	greeting      proto.Response
-	posting       bool    // from the greeting or MODE READER answer
-	caps          capList // last capability list
-	capsFresh     bool    // caps describe the current state of the session
-	pending       capList // list being read in StateCapabilityList
-	legacy        bool    // CAPABILITIES not understood
-	readerDone    bool    // MODE READER answered (or skipped as unknown)
-	tls           bool    // TLS established
-	tlsTried      bool    // STARTTLS refused: do not ask again
-	tlsNeeded     bool    // a 483 asked for TLS
-	authenticated bool    // 281 received
-	authSkipped   bool    // the server had no AUTHINFO USER: go on without
-	streamDone    bool    // MODE STREAM answered or skipped
-	streaming     bool    // MODE STREAM answered 203
+	posting       bool                // from the greeting or MODE READER answer
+	caps          proto.CapabilitySet // last capability list
+	capsFresh     bool                // caps describe the current state of the session
+	pending       []string            // list being read in StateCapabilityList
+	legacy        bool                // CAPABILITIES not understood
+	readerDone    bool                // MODE READER answered (or skipped as unknown)
+	tls           bool                // TLS established
+	tlsTried      bool                // STARTTLS refused: do not ask again
+	tlsNeeded     bool                // a 483 asked for TLS
+	authenticated bool                // 281 received
+	authSkipped   bool                // the server had no AUTHINFO USER: go on without
+	streamDone    bool                // MODE STREAM answered or skipped
+	streaming     bool                // MODE STREAM answered 203
 }
 
 // New returns a handshake that waits for the server's greeting on a
@@ -285,9 +285,9 @@ func (h *Handshake) line(now time.Time, line []byte) error {
 	case actUnavailable:
 		h.fail(Failed{State: h.state, Reason: ReasonUnavailable, Response: resp}, false)
 	case actCapsList:
-		h.state, h.pending = StateCapabilityList, capList{}
+		h.state, h.pending = StateCapabilityList, nil
 	case actLegacy:
-		h.legacy, h.caps = true, nil
+		h.legacy, h.caps = true, proto.CapabilitySet{}
 		h.advance(now)
 	case actReaderOK:
 		// RFC 3977 §5.3.2: the answer replaces the greeting's posting
@@ -340,7 +340,7 @@ func (h *Handshake) line(now time.Time, line []byte) error {
 func (h *Handshake) capLine(now time.Time, line []byte) {
 	if len(line) > 0 && line[0] == '.' {
 		if len(line) == 1 {
-			h.caps, h.pending, h.capsFresh = h.pending, nil, true
+			h.caps, h.pending, h.capsFresh = parseCaps(h.pending), nil, true
 			h.advance(now)
 			return
 		}
@@ -393,17 +393,17 @@ func (h *Handshake) advance(now time.Time) {
 	switch {
 	case !h.capsFresh && !h.legacy:
 		h.send(now, proto.Capabilities(), StateCapabilities)
-	case h.cfg.Reader && !h.readerDone && !h.caps.has("READER"):
+	case h.cfg.Reader && !h.readerDone && !h.caps.Has(proto.CapReader):
 		h.send(now, proto.ModeReader(), StateModeReader)
 	case h.cfg.TLS != TLSOff && !h.tls && !h.tlsTried &&
-		(h.tlsNeeded || h.caps.has("STARTTLS") || (h.legacy && h.cfg.TLS == TLSRequired)):
+		(h.tlsNeeded || h.caps.Has(proto.CapStartTLS) || (h.legacy && h.cfg.TLS == TLSRequired)):
 		h.send(now, proto.StartTLS(), StateStartTLS)
 	case h.cfg.TLS == TLSRequired && !h.tls:
 		h.fail(Failed{State: h.state, Reason: ReasonTLSUnavailable, Detail: "the server does not offer STARTTLS"}, true)
 	case h.cfg.User != "" && !h.authenticated && !h.authSkipped &&
-		(h.legacy || h.caps.has("AUTHINFO", "USER")):
+		(h.legacy || h.caps.HasArg(proto.CapAuthinfo, "USER")):
 		h.startAuth(now)
-	case h.cfg.Stream && !h.streamDone && (h.legacy || h.caps.has("STREAMING")):
+	case h.cfg.Stream && !h.streamDone && (h.legacy || h.caps.Has(proto.CapStreaming)):
 		h.send(now, proto.ModeStream(), StateModeStream)
 	default:
 		h.ready()
@@ -426,16 +426,16 @@ func (h *Handshake) ready() {
 		Greeting:      h.greeting,
 		Legacy:        h.legacy,
 		Posting:       h.posting,
-		Reader:        h.readerDone || h.caps.has("READER"),
+		Reader:        h.readerDone || h.caps.Has(proto.CapReader),
 		Streaming:     h.streaming,
 		Authenticated: h.authenticated,
 		TLS:           h.tls,
 	}
 	if !h.legacy {
-		r.Capabilities = append([]string{}, h.caps...)
+		r.Capabilities = h.caps
 		// RFC 3977 §5.1.1: the greeting only says whether posting might
 		// be allowed; the POST capability is authoritative.
-		r.Posting = h.caps.has("POST")
+		r.Posting = h.caps.Has(proto.CapPost)
 	}
 	h.state, h.deadline = StateReady, time.Time{}
 	h.events = append(h.events, r)

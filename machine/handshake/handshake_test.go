@@ -22,11 +22,19 @@ const (
 )
 
 var (
-	transitList = []string{"VERSION 2", "IMPLEMENTATION INN 2.7.1", "IHAVE", "MODE-READER", "STREAMING"}
-	readerList  = []string{"VERSION 2", "READER", "POST", "AUTHINFO USER", "LIST ACTIVE NEWSGROUPS"}
-	authList    = []string{"VERSION 2", "READER", "AUTHINFO USER"}
-	plainList   = []string{"VERSION 2", "READER"}
+	transitList = capSet("VERSION 2", "IMPLEMENTATION INN 2.7.1", "IHAVE", "MODE-READER", "STREAMING")
+	readerList  = capSet("VERSION 2", "READER", "POST", "AUTHINFO USER", "LIST ACTIVE NEWSGROUPS")
+	plainList   = capSet("VERSION 2", "READER")
 )
+
+// capSet parses a capability list for expectations.
+func capSet(lines ...string) proto.CapabilitySet {
+	c, err := proto.ParseCapabilities(lines)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
 
 func resp(code int, text string) proto.Response { return proto.Response{Code: code, Text: text} }
 
@@ -345,7 +353,7 @@ var handshakeCases = []hsCase{
 		cfg:     Config{TLS: TLSIfOffered},
 		server:  "200 hi\r\n" + tlsCaps + "502 no\r\n",
 		wantOut: "CAPABILITIES\r\nSTARTTLS\r\n",
-		want: []Event{Ready{Greeting: resp(200, "hi"), Capabilities: []string{"VERSION 2", "READER", "STARTTLS"},
+		want: []Event{Ready{Greeting: resp(200, "hi"), Capabilities: capSet("VERSION 2", "READER", "STARTTLS"),
 			Reader: true}},
 	},
 	{
@@ -404,10 +412,10 @@ var handshakeCases = []hsCase{
 		wantClosed: true,
 	},
 	{
-		name:    "dot-stuffed capability line and bare LF endings",
-		server:  "200 hi\n101 caps\n..ODD\nVERSION 2\n.\n",
+		name:    "dot-stuffed and invalid capability lines are skipped; bare LF endings",
+		server:  "200 hi\n101 caps\n..ODD\nVERSION 2\n9LIVES\nX-OK arg\n.\n",
 		wantOut: "CAPABILITIES\r\n",
-		want:    []Event{Ready{Greeting: resp(200, "hi"), Capabilities: []string{".ODD", "VERSION 2"}}},
+		want:    []Event{Ready{Greeting: resp(200, "hi"), Capabilities: capSet("VERSION 2", "X-OK arg")}},
 	},
 }
 

@@ -29,11 +29,11 @@ import (
 
 // Done is the event of a Session whose command got its answer.
 type Done struct {
-	Response      proto.Response // the command's answer
-	Block         []byte         // the decoded multi-line block, when the answer has one
-	Authenticated bool           // AUTHINFO was run (after a 480) and succeeded
-	ModeReader    bool           // MODE READER was sent (after a 401 MODE-READER)
-	Capabilities  []string       // the list asked for after MODE READER, if any
+	Response      proto.Response      // the command's answer
+	Block         []byte              // the decoded multi-line block, when the answer has one
+	Authenticated bool                // AUTHINFO was run (after a 480) and succeeded
+	ModeReader    bool                // MODE READER was sent (after a 401 MODE-READER)
+	Capabilities  proto.CapabilitySet // the list asked for after MODE READER, if any
 }
 
 func (Done) isEvent() {}
@@ -98,7 +98,7 @@ type Session struct {
 	answer  proto.Response
 	block   []byte
 	dec     *proto.BlockDecoder
-	caps    capList
+	caps    []string
 	done    Done
 	retried bool // the command was sent again after MODE READER
 }
@@ -155,7 +155,7 @@ func (s *Session) line(now time.Time, line []byte) error {
 	if s.state == StateCapabilityList {
 		if len(line) > 0 && line[0] == '.' {
 			if len(line) == 1 {
-				s.done.Capabilities = append([]string{}, s.caps...)
+				s.done.Capabilities = parseCaps(s.caps)
 				s.send(now, s.cmd, StateCommand)
 				return nil
 			}
@@ -226,7 +226,7 @@ func (s *Session) line(now time.Time, line []byte) error {
 	case sUnavailable:
 		s.fail(Failed{State: s.state, Reason: ReasonUnavailable, Response: resp}, false)
 	case sCapsList:
-		s.state, s.caps = StateCapabilityList, capList{}
+		s.state, s.caps = StateCapabilityList, nil
 	case sRetry:
 		s.send(now, s.cmd, StateCommand)
 	case sUnexpected:

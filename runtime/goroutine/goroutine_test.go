@@ -112,7 +112,7 @@ func TestRunHandshakeThenSession(t *testing.T) {
 	}
 	want := []handshake.Event{handshake.Ready{
 		Greeting:     proto.Response{Code: 200, Text: "scripted ready"},
-		Capabilities: []string{"VERSION 2", "IHAVE", "STREAMING"},
+		Capabilities: mustCaps(t, "VERSION 2", "IHAVE", "STREAMING"),
 		Streaming:    true,
 	}}
 	if d := cmp.Diff(want, ev.list); d != "" {
@@ -134,6 +134,15 @@ func TestRunHandshakeThenSession(t *testing.T) {
 	if _, err := conn.NetConn().Write([]byte("QUIT\r\n")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func mustCaps(t *testing.T, lines ...string) proto.CapabilitySet {
+	t.Helper()
+	c, err := proto.ParseCapabilities(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func TestRunTimeout(t *testing.T) {

@@ -92,8 +92,8 @@ func TestHandshakeAgainstNNTPTest(t *testing.T) {
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}
-			if caps >= 0 && len(got.Capabilities) != caps {
-				t.Errorf("%d capabilities, want %d: %q", len(got.Capabilities), caps, got.Capabilities)
+			if caps >= 0 && len(got.Capabilities.List) != caps {
+				t.Errorf("%d capabilities, want %d: %v", len(got.Capabilities.List), caps, got.Capabilities)
 			}
 		}
 	}
@@ -233,11 +233,11 @@ func TestSessionAgainstNNTPTest(t *testing.T) {
 	}
 }
 
-func sessionCaps(t *testing.T, evs []handshake.Event) []string {
+func sessionCaps(t *testing.T, evs []handshake.Event) proto.CapabilitySet {
 	if len(evs) == 1 {
 		if d, ok := evs[0].(handshake.Done); ok {
 			return d.Capabilities
 		}
 	}
-	return nil
+	return proto.CapabilitySet{}
 }
