@@ -29,6 +29,7 @@ const (
 var stateNames = [...]string{"greeting", "capabilities", "capability-list", "mode-reader",
 	"starttls", "tls", "auth", "mode-stream", "command", "block", "ready", "failed"}
 
+// String returns the state's name as used in errors ("capability-list").
 func (s State) String() string {
 	if int(s) < len(stateNames) {
 		return stateNames[s]
@@ -64,6 +65,7 @@ var reasonNames = [...]string{"", "service unavailable", "protocol error", "time
 	"authentication out of sequence", "authentication refused", "authentication unsupported",
 	"bad configuration"}
 
+// String returns the reason in words ("authentication rejected").
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) && r > 0 {
 		return reasonNames[r]

@@ -40,7 +40,9 @@ func (l *lineBuffer) next() ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if i+1 > maxLine {
-		return nil, false, fmt.Errorf("line of %d octets, more than %d: %w", i+1, maxLine, proto.ErrLineTooLong)
+		// The same words as above, so that the outcome does not depend on
+		// how the input was split.
+		return nil, false, fmt.Errorf("line of more than %d octets: %w", maxLine, proto.ErrLineTooLong)
 	}
 	l.off += i + 1
 	return bytes.TrimSuffix(rest[:i], []byte("\r")), true, nil

@@ -37,6 +37,7 @@ type Divergence struct {
 	Diff   string // cmp.Diff(want, got) of the bytes concerned, when there are any
 }
 
+// Error names the line and the reason, followed by the diff if any.
 func (d *Divergence) Error() string {
 	s := fmt.Sprintf("transcript line %d: %s", d.Line, d.Reason)
 	if d.Diff != "" {
