@@ -53,7 +53,9 @@ type InnfeedOptions struct {
 	// (percent accepted); 0 keeps innfeed's defaults (95 and 90).
 	NoCheckHigh, NoCheckLow float64
 	// Extra is more innfeed.conf text (key: value lines) placed before the
-	// peer block, for tuning beyond these fields.
+	// peer block, for tuning beyond these fields. innfeed refuses a key
+	// defined twice, so it must not repeat one the harness sets (see
+	// innfeedGlobals: initial-sleep, dynamic-method, ...).
 	Extra string
 	// Timeout bounds the run; default 2 minutes.
 	Timeout time.Duration
@@ -262,13 +264,6 @@ func (s *Server) SendFileFeed(ctx context.Context, site string) (InnxmitResult, 
 		}
 	}
 	return s.RunInnxmit(ctx, data, InnxmitOptions{Addr: feed.Addr, NoStreaming: feed.NoStreaming})
-}
-
-// FlushFeeds has innd flush every site's buffers (ctlinnd flush ”), which
-// also restarts the innfeed channel.
-func (s *Server) FlushFeeds() error {
-	_, err := s.Ctlinnd("flush", "")
-	return err
 }
 
 // scratchDir makes a new directory owned by news inside the instance.

@@ -494,6 +494,35 @@ func TestReaderAuth(t *testing.T) {
 	}
 }
 
+func TestPeerPassword(t *testing.T) {
+	t.Parallel()
+	srv := Start(t, Options{Peers: []Peer{{Name: "authpeer", Hosts: []string{"127.0.0.1"}, Password: "pw"}}})
+	cases := []struct {
+		name string
+		cmds []string
+		want []int
+	}{
+		{"IHAVE without AUTHINFO", []string{"IHAVE <a@inntest.invalid>"}, []int{480}},
+		{"wrong password", []string{"AUTHINFO USER authpeer", "AUTHINFO PASS nope", "IHAVE <a@inntest.invalid>"}, []int{381, 481, 480}},
+		{"right password", []string{"AUTHINFO USER authpeer", "AUTHINFO PASS pw", "IHAVE <a@inntest.invalid>"}, []int{381, 281, 335}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cl, greeting := dial(t, srv.Addr())
+			if code(greeting) != 200 {
+				t.Fatalf("greeting %q", greeting)
+			}
+			var got []int
+			for _, c := range tc.cmds {
+				got = append(got, code(cl.cmd(c)))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("response codes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestStartFailureShowsLogs(t *testing.T) {
 	if err := Available(); err != nil {
 		t.Skipf("skipping INN-backed test: %v", err)
