@@ -78,7 +78,7 @@ func (o SpoolOptions) withDefaults() SpoolOptions {
 // group commit that makes every earlier Put durable with one fdatasync. All
 // methods are safe for concurrent use.
 //
-// Lock order: syncMu, then mu, then History.mu, then rmu.
+// Lock order: cmu, then syncMu, then mu, then History.mu, then rmu.
 type Spool struct {
 	dir    string
 	segDir string
@@ -86,6 +86,11 @@ type Spool struct {
 	log    *slog.Logger
 	lock   *os.File
 	hist   *History
+
+	// cmu and cwake coordinate concurrent Sync calls (see Sync).
+	cmu     sync.Mutex
+	cwake   *sync.Cond
+	syncing bool // a leader is syncing
 
 	// syncMu serialises Sync, Close and history compaction, and guards the
 	// history file and the durable position.
@@ -313,7 +318,7 @@ func (s *Spool) writeLocked(seg *segment, p []byte) error {
 				s.setFatalLocked(fmt.Errorf("spool: cut partial write in %s: %w", seg.path, terr))
 			}
 		}
-		return fmt.Errorf("write %s: %w", seg.path, err)
+		return err // an *os.PathError naming the file and wrapping the errno
 	}
 	seg.written += int64(n)
 	s.bytes.Add(int64(n))
@@ -414,12 +419,30 @@ func (s *Spool) fatalErr() error {
 // because after a failed fsync the kernel may have dropped the data.
 func (s *Spool) Sync() error {
 	target := s.seq.Load()
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
-	if s.durable.Load() >= target {
-		return nil
+	// Leader and followers: one caller (the leader) syncs while the others
+	// wait; when it is done they are all woken at once, and those it covered
+	// return. Queueing on a plain mutex instead would wake them one by one,
+	// each finding little new to sync: a convoy of small fdatasyncs.
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	for s.durable.Load() < target {
+		if s.syncing {
+			s.cwake.Wait()
+			continue
+		}
+		s.syncing = true
+		s.cmu.Unlock()
+		s.syncMu.Lock()
+		err := s.syncLocked(false)
+		s.syncMu.Unlock()
+		s.cmu.Lock()
+		s.syncing = false
+		s.cwake.Broadcast()
+		if err != nil {
+			return err
+		}
 	}
-	return s.syncLocked(false)
+	return nil
 }
 
 // syncLocked does the work of Sync; syncMu is held. With ckpt, it also

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -39,6 +40,7 @@ func OpenSpool(dir string, opts SpoolOptions) (*Spool, error) {
 		log:    opts.Logger.With("spool", dir),
 		segs:   make(map[uint32]*segment),
 	}
+	s.cwake = sync.NewCond(&s.cmu)
 	s.hist = newHistory(s, opts.ReserveTimeout)
 	for _, d := range []string{dir, s.segDir, filepath.Join(dir, quarantineDir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

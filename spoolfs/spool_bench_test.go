@@ -1,0 +1,143 @@
+package spoolfs
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+)
+
+// The benchmarks write to b.TempDir(), i.e. the real disk under $TMPDIR, so
+// the Sync figures include real fdatasync latency.
+
+func benchIDs(prefix string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("<%s.%d@bench.example>", prefix, i)
+	}
+	return ids
+}
+
+func reportRate(b *testing.B) {
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "articles/s")
+}
+
+// BenchmarkPut2K stores 2 KB articles with one Sync per batch, as an ingest
+// loop that acks after each group commit would.
+func BenchmarkPut2K(b *testing.B) {
+	wire := wireArticle("<bench@x>", 2000)
+	for _, every := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("sync=%d", every), func(b *testing.B) {
+			s := openT(b, b.TempDir(), SpoolOptions{})
+			defer s.Close()
+			ids := benchIDs("p", b.N)
+			b.SetBytes(int64(len(wire)))
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := s.Put(ids[i], wire, t0); err != nil {
+					b.Fatal(err)
+				}
+				if (i+1)%every == 0 {
+					if err := s.Sync(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if err := s.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			reportRate(b)
+		})
+	}
+	// Many connections, each acking every article as soon as it is durable:
+	// Put then Sync per article; concurrent Syncs share one fdatasync.
+	b.Run("conns=64,sync=each", func(b *testing.B) {
+		s := openT(b, b.TempDir(), SpoolOptions{})
+		defer s.Close()
+		ids := benchIDs("c", b.N)
+		var next atomic.Int64
+		b.SetBytes(int64(len(wire)))
+		b.SetParallelism(32) // x GOMAXPROCS (2 here) = 64 goroutines
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				i := next.Add(1) - 1
+				if _, err := s.Put(ids[i], wire, t0); err != nil {
+					b.Error(err)
+					return
+				}
+				if err := s.Sync(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		reportRate(b)
+	})
+}
+
+// BenchmarkGet reads random synced 2 KB articles (page cache warm), with CRC
+// check, into a reused buffer.
+func BenchmarkGet(b *testing.B) {
+	s := openT(b, b.TempDir(), SpoolOptions{})
+	defer s.Close()
+	wire := wireArticle("<bench@x>", 2000)
+	ids := benchIDs("g", 20000)
+	toks := make([]Token, len(ids))
+	for i, id := range ids {
+		toks[i] = putT(b, s, id, wire, t0)
+	}
+	if err := s.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	var buf []byte
+	b.SetBytes(int64(len(wire)))
+	b.ResetTimer()
+	for range b.N {
+		var err error
+		if buf, err = s.AppendArticle(buf[:0], toks[r.IntN(len(toks))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b)
+}
+
+// BenchmarkHistoryLookup answers CHECK for a history of a million ids:
+// hits, and misses (a new article being offered).
+func BenchmarkHistoryLookup(b *testing.B) {
+	s := openT(b, b.TempDir(), SpoolOptions{})
+	defer s.Close()
+	h := s.History()
+	const n = 1_000_000
+	ids := benchIDs("h", n)
+	h.mu.Lock()
+	for i, id := range ids {
+		h.addLocked(id, kindArticle, Token{Seg: 1, Off: uint64(48 + i*2100), Len: 2000}, t0.UnixNano(), 0)
+	}
+	h.mu.Unlock()
+	misses := benchIDs("miss", 1<<16)
+	b.Run("hit", func(b *testing.B) {
+		r := rand.New(rand.NewPCG(2, 2))
+		for range b.N {
+			if st := h.Status(ids[r.IntN(n)], t0); st != Stored {
+				b.Fatalf("status %v", st)
+			}
+		}
+	})
+	b.Run("miss", func(b *testing.B) {
+		for i := range b.N {
+			if st := h.Status(misses[i&(1<<16-1)], t0); st != Unknown {
+				b.Fatalf("status %v", st)
+			}
+		}
+	})
+	b.Run("hit-parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			r := rand.New(rand.NewPCG(rand.Uint64(), 3))
+			for pb.Next() {
+				h.Status(ids[r.IntN(n)], t0)
+			}
+		})
+	})
+}
