@@ -1,0 +1,515 @@
+package spoolfs
+
+// # Theory of operation: per-peer backlog files
+//
+// machine/queue decides what happens to a peer's queue; Backlog carries out
+// the file operations it asks for (queue.Action), in one directory shared by
+// all peers, with these files per peer (seed 000):
+//
+//	<peer>.B.<ts>      backlog: articles that could not be sent (write-only)
+//	<peer>.D.<ts>      deferred: articles the peer said to retry (write-only)
+//	<peer>.P           the one file being sent again ("replay"; the seed's .R)
+//	<peer>.P.ckpt      how far <peer>.P has been dealt with: "<offset>\n"
+//	<peer>.P.ckpt.tmp  a checkpoint being written (removed at recovery)
+//	<peer>.Q.<ts>      a replay file that could not be read (kept for a human)
+//	<peer>.bad         corrupt lines met while replaying, copied verbatim
+//
+// <ts> is the Unix time the file was opened, in lowercase hex. A line is
+// "<token> <message-id>[ <attempts>]\n" (queue.AppendLine); it counts only
+// if it ends in LF and parses, so the torn last line of a crashed append is
+// absent, not garbage (STYLE §7.2).
+//
+// Durability, step by step (STYLE §7):
+//
+//   - Creating a file (Rotate) syncs the directory before any line goes in.
+//   - Appends are write(2)s; Sync fsyncs every file written since the last
+//     one: one group commit for many articles (§7.6). A failed write is cut
+//     back to the last whole line, so the file never holds a torn line in
+//     the middle.
+//   - A state change is one rename (§7.3): Promote renames a .B or .D file
+//     to <peer>.P (never over an existing one) and syncs the directory.
+//   - Checkpoint syncs all pending appends first (entries moved from
+//     <peer>.P into another file are durable there before <peer>.P is
+//     marked past them), then writes temp, fsyncs, renames, fsyncs the
+//     directory (§7.1).
+//   - DeleteReplay removes <peer>.P before its checkpoint: a crash between
+//     leaves a stale checkpoint, which Recover and Promote remove, rather
+//     than a finished .P without one, which would be resent whole.
+//   - Recover sweeps temps and stale checkpoints and lists what is left for
+//     queue.New (§7.4); corrupt lines are quarantined when met, never
+//     dropped silently (§7.5).
+//
+// A directory must be used by one process at a time.
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/newsflow/newsflow/machine/queue"
+)
+
+// Backlog carries out machine/queue's actions for one peer's files in one
+// directory. It is not safe for concurrent use.
+type Backlog struct {
+	dir  string
+	peer string
+	log  *slog.Logger
+
+	open  map[string]*backlogFile // .B/.D files taking appends
+	rp    *os.File                // <peer>.P, open for reading
+	bad   *os.File                // <peer>.bad, opened on the first corrupt line
+	buf   []byte
+	crash string // tests: stop after this named step, as if the process died
+}
+
+// backlogFile is an open .B or .D file.
+type backlogFile struct {
+	f     *os.File
+	size  int64 // octets of whole lines written
+	dirty bool  // written since the last fsync
+}
+
+// ReplayBatch is what ReadReplay read from <peer>.P: the entries, the
+// offset after the last line consumed, whether the end was reached, and how
+// many corrupt lines were skipped (and copied to <peer>.bad).
+type ReplayBatch struct {
+	Entries []queue.Entry
+	Offset  int64
+	EOF     bool
+	Bad     int
+}
+
+// errBacklogCrash is returned by an operation stopped at a test crash point.
+var errBacklogCrash = errors.New("simulated crash")
+
+// OpenBacklog returns the backlog of peer in dir, creating dir if needed. A
+// nil log discards. Call Recover before anything else.
+func OpenBacklog(dir, peer string, log *slog.Logger) (*Backlog, error) {
+	if peer == "" || peer == "." || peer == ".." || strings.ContainsAny(peer, "/\x00") {
+		return nil, fmt.Errorf("backlog: peer name %q cannot name files", peer)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("backlog %s: %w", peer, err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Backlog{dir: dir, peer: peer, log: log, open: map[string]*backlogFile{}}, nil
+}
+
+// Do carries out one action. Only ReadReplay returns a batch, for
+// queue.ReplayRead; on an error the owner calls queue.Failed.
+func (b *Backlog) Do(a queue.Action) (ReplayBatch, error) {
+	switch a := a.(type) {
+	case queue.RotateBacklog:
+		return ReplayBatch{}, b.Rotate(a.Closed, a.Opened)
+	case queue.AppendBacklog:
+		return ReplayBatch{}, b.Append(a.File, a.Entries)
+	case queue.PromoteToReplay:
+		return ReplayBatch{}, b.Promote(a.File)
+	case queue.ReadReplay:
+		return b.ReadReplay(a.Offset, a.Max)
+	case queue.Checkpoint:
+		return ReplayBatch{}, b.Checkpoint(a.Offset)
+	case queue.DeleteReplay:
+		return ReplayBatch{}, b.DeleteReplay()
+	case queue.QuarantineReplay:
+		return ReplayBatch{}, b.QuarantineReplay(a.To)
+	case queue.DeleteBacklog:
+		return ReplayBatch{}, b.Delete(a.File)
+	}
+	return ReplayBatch{}, fmt.Errorf("backlog %s: unknown action %T", b.peer, a)
+}
+
+// path checks that name is one of this peer's .B/.D files and returns its
+// path: actions never reach outside the peer's files.
+func (b *Backlog) path(name string) (string, error) {
+	if _, _, ok := queue.ParseFileName(b.peer, name); !ok {
+		return "", fmt.Errorf("backlog %s: %q is not one of its .B/.D files", b.peer, name)
+	}
+	return filepath.Join(b.dir, name), nil
+}
+
+func (b *Backlog) replayPath() string { return filepath.Join(b.dir, queue.ReplayName(b.peer)) }
+func (b *Backlog) ckptPath() string   { return filepath.Join(b.dir, queue.CheckpointName(b.peer)) }
+
+// hit reports whether the test crash point step is reached.
+func (b *Backlog) hit(step string) bool { return b.crash == step }
+
+// Rotate syncs and closes closed ("" for none) and creates opened, empty,
+// syncing the directory so the name is durable before any line goes in.
+func (b *Backlog) Rotate(closed, opened string) error {
+	if closed != "" {
+		if err := b.closeFile(closed, true); err != nil {
+			return err
+		}
+	}
+	p, err := b.path(opened)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("backlog %s: create: %w", b.peer, err)
+	}
+	b.open[opened] = &backlogFile{f: f}
+	if b.hit("rotate:after-create") {
+		return errBacklogCrash
+	}
+	if err := syncDir(b.dir); err != nil {
+		return fmt.Errorf("backlog %s: create %s: %w", b.peer, opened, err)
+	}
+	return nil
+}
+
+// Append writes the lines of entries to file, which Rotate created, in one
+// write. It does not sync (Sync does, for many appends at once). A failed
+// write is cut back to the last whole line.
+func (b *Backlog) Append(file string, entries []queue.Entry) error {
+	bf, ok := b.open[file]
+	if !ok {
+		return fmt.Errorf("backlog %s: append to %s: not open for appends", b.peer, file)
+	}
+	b.buf = b.buf[:0]
+	for _, e := range entries {
+		if err := queue.CheckEntry(e); err != nil {
+			return fmt.Errorf("backlog %s: append to %s: %w", b.peer, file, err)
+		}
+		b.buf = queue.AppendLine(b.buf, e)
+	}
+	n, err := bf.f.WriteAt(b.buf, bf.size)
+	if err == nil && b.hit("append:torn") {
+		// Leave a torn last line, as a crash in the middle of the write.
+		n, err = len(b.buf)-3, errBacklogCrash
+		if terr := bf.f.Truncate(bf.size + int64(n)); terr != nil {
+			return terr
+		}
+		return err
+	}
+	if err != nil {
+		if n > 0 {
+			if terr := bf.f.Truncate(bf.size); terr != nil {
+				b.log.Error("backlog: cannot cut a failed append back; closing the file", "peer", b.peer, "file", file, "err", terr)
+				bf.f.Close()
+				delete(b.open, file)
+			}
+		}
+		return fmt.Errorf("backlog %s: append to %s: %w", b.peer, file, err)
+	}
+	bf.size += int64(n)
+	bf.dirty = true
+	return nil
+}
+
+// Sync makes every line appended so far durable: one fsync per file written
+// since the last Sync.
+func (b *Backlog) Sync() error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(b.open)) {
+		bf := b.open[name]
+		if !bf.dirty {
+			continue
+		}
+		if err := syncData(bf.f); err != nil {
+			errs = append(errs, fmt.Errorf("backlog %s: sync %s: %w", b.peer, name, err))
+			continue
+		}
+		bf.dirty = false
+	}
+	if b.bad != nil {
+		if err := syncData(b.bad); err != nil {
+			errs = append(errs, fmt.Errorf("backlog %s: sync quarantine: %w", b.peer, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// closeFile closes an open .B/.D file, fsyncing it first if sync.
+func (b *Backlog) closeFile(name string, sync bool) error {
+	bf, ok := b.open[name]
+	if !ok {
+		return nil
+	}
+	delete(b.open, name)
+	var err error
+	if sync && bf.dirty {
+		err = syncData(bf.f)
+	}
+	if cerr := bf.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("backlog %s: close %s: %w", b.peer, name, err)
+	}
+	return nil
+}
+
+// Promote renames file to <peer>.P: sync and close it if open, remove a
+// stale checkpoint (syncing the directory), rename, sync the directory. An
+// existing <peer>.P is never overwritten.
+func (b *Backlog) Promote(file string) error {
+	p, err := b.path(file)
+	if err != nil {
+		return err
+	}
+	if err := b.closeFile(file, true); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(b.replayPath()); err == nil {
+		return fmt.Errorf("backlog %s: promote %s: %s exists", b.peer, file, queue.ReplayName(b.peer))
+	}
+	switch err := os.Remove(b.ckptPath()); {
+	case err == nil:
+		if err := syncDir(b.dir); err != nil {
+			return fmt.Errorf("backlog %s: promote %s: %w", b.peer, file, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("backlog %s: promote %s: stale checkpoint: %w", b.peer, file, err)
+	}
+	if b.hit("promote:after-ckpt-remove") {
+		return errBacklogCrash
+	}
+	if err := os.Rename(p, b.replayPath()); err != nil {
+		return fmt.Errorf("backlog %s: promote: %w", b.peer, err)
+	}
+	if b.hit("promote:after-rename") {
+		return errBacklogCrash
+	}
+	if err := syncDir(b.dir); err != nil {
+		return fmt.Errorf("backlog %s: promote %s: %w", b.peer, file, err)
+	}
+	return nil
+}
+
+// ReadReplay reads up to max entries from <peer>.P starting at offset.
+// Complete lines that do not parse are copied to <peer>.bad and skipped; a
+// last line without LF (torn by a crash) is not consumed and ends the file.
+func (b *Backlog) ReadReplay(offset int64, max int) (ReplayBatch, error) {
+	if b.rp == nil {
+		f, err := os.Open(b.replayPath())
+		if err != nil {
+			return ReplayBatch{}, fmt.Errorf("backlog %s: read replay: %w", b.peer, err)
+		}
+		b.rp = f
+	}
+	st, err := b.rp.Stat()
+	if err != nil {
+		return ReplayBatch{}, fmt.Errorf("backlog %s: read replay: %w", b.peer, err)
+	}
+	if offset < 0 || offset > st.Size() {
+		return ReplayBatch{}, fmt.Errorf("backlog %s: read replay at %d of %d octets", b.peer, offset, st.Size())
+	}
+	batch := ReplayBatch{Offset: offset}
+	r := bufio.NewReaderSize(io.NewSectionReader(b.rp, offset, st.Size()-offset), 64<<10)
+	var long []byte // a line longer than the buffer, being gathered
+	for len(batch.Entries) < max {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, line...)
+			continue
+		}
+		if err == io.EOF {
+			batch.EOF = true // what is left, if anything, is a torn line
+			break
+		}
+		if err != nil {
+			return ReplayBatch{}, fmt.Errorf("backlog %s: read replay: %w", b.peer, err)
+		}
+		n := int64(len(long) + len(line))
+		if long != nil {
+			line = append(long, line...)
+			long = nil
+		}
+		e, perr := queue.ParseLine(line)
+		if perr != nil {
+			if err := b.quarantineLine(line, batch.Offset, perr); err != nil {
+				return ReplayBatch{}, err
+			}
+			batch.Bad++
+		} else {
+			batch.Entries = append(batch.Entries, e)
+		}
+		batch.Offset += n
+	}
+	if batch.Offset == st.Size() {
+		batch.EOF = true
+	}
+	return batch, nil
+}
+
+// quarantineLine appends a corrupt line to <peer>.bad (STYLE §7.5).
+func (b *Backlog) quarantineLine(line []byte, off int64, why error) error {
+	if b.bad == nil {
+		f, err := os.OpenFile(filepath.Join(b.dir, b.peer+".bad"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("backlog %s: quarantine: %w", b.peer, err)
+		}
+		b.bad = f
+	}
+	b.log.Warn("backlog: corrupt line quarantined", "peer", b.peer, "file", queue.ReplayName(b.peer), "offset", off, "err", why)
+	if _, err := b.bad.Write(line); err != nil {
+		return fmt.Errorf("backlog %s: quarantine: %w", b.peer, err)
+	}
+	return nil
+}
+
+// Checkpoint records that <peer>.P is dealt with up to offset: Sync every
+// append first, then write <peer>.P.ckpt through a temp file, fsync it,
+// rename it, fsync the directory.
+func (b *Backlog) Checkpoint(offset int64) error {
+	if err := b.Sync(); err != nil {
+		return fmt.Errorf("backlog %s: checkpoint: %w", b.peer, err)
+	}
+	tmp := b.ckptPath() + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("backlog %s: checkpoint: %w", b.peer, err)
+	}
+	_, err = f.Write(strconv.AppendInt(nil, offset, 10))
+	if err == nil {
+		_, err = f.Write([]byte{'\n'})
+	}
+	if err == nil {
+		err = syncData(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("backlog %s: checkpoint: %w", b.peer, err)
+	}
+	if b.hit("checkpoint:after-temp") {
+		return errBacklogCrash
+	}
+	if err := os.Rename(tmp, b.ckptPath()); err != nil {
+		return fmt.Errorf("backlog %s: checkpoint: %w", b.peer, err)
+	}
+	if err := syncDir(b.dir); err != nil {
+		return fmt.Errorf("backlog %s: checkpoint: %w", b.peer, err)
+	}
+	return nil
+}
+
+// backlogParseCheckpoint reads "<offset>\n": a decimal without sign or leading
+// zero, then LF, nothing else.
+func backlogParseCheckpoint(data []byte) (int64, bool) {
+	s, ok := bytes.CutSuffix(data, []byte{'\n'})
+	if !ok || len(s) == 0 || len(s) > 19 || (s[0] == '0' && len(s) > 1) {
+		return 0, false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' { // no sign: "-0" is not a checkpoint
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(string(s), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return v, true
+}
+
+// DeleteReplay removes <peer>.P, then its checkpoint, then syncs the
+// directory. Names already gone are not an error.
+func (b *Backlog) DeleteReplay() error {
+	b.closeReplay()
+	if err := os.Remove(b.replayPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
+	}
+	if b.hit("delete-replay:after-remove") {
+		return errBacklogCrash
+	}
+	if err := os.Remove(b.ckptPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("backlog %s: delete replay checkpoint: %w", b.peer, err)
+	}
+	if err := syncDir(b.dir); err != nil {
+		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
+	}
+	return nil
+}
+
+// QuarantineReplay renames <peer>.P to to (a <peer>.Q.<ts> name), removes
+// its checkpoint and syncs the directory. A <peer>.P already gone is not an
+// error: there is nothing left to keep.
+func (b *Backlog) QuarantineReplay(to string) error {
+	hex, ok := strings.CutPrefix(to, b.peer+".Q.")
+	if !ok || queue.QuarantineName(b.peer, backlogParseHex(hex)) != to {
+		return fmt.Errorf("backlog %s: %q is not a quarantine name", b.peer, to)
+	}
+	b.closeReplay()
+	if err := os.Rename(b.replayPath(), filepath.Join(b.dir, to)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("backlog %s: quarantine replay: %w", b.peer, err)
+	}
+	if err := os.Remove(b.ckptPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("backlog %s: quarantine replay checkpoint: %w", b.peer, err)
+	}
+	if err := syncDir(b.dir); err != nil {
+		return fmt.Errorf("backlog %s: quarantine replay: %w", b.peer, err)
+	}
+	return nil
+}
+
+func backlogParseHex(s string) int64 {
+	v, err := strconv.ParseInt(s, 16, 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+// Delete removes a .B/.D file a limit dropped (closing it first if open)
+// and syncs the directory.
+func (b *Backlog) Delete(file string) error {
+	p, err := b.path(file)
+	if err != nil {
+		return err
+	}
+	if err := b.closeFile(file, false); err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("backlog %s: delete: %w", b.peer, err)
+	}
+	if err := syncDir(b.dir); err != nil {
+		return fmt.Errorf("backlog %s: delete %s: %w", b.peer, file, err)
+	}
+	return nil
+}
+
+func (b *Backlog) closeReplay() {
+	if b.rp != nil {
+		b.rp.Close()
+		b.rp = nil
+	}
+}
+
+// Close syncs and closes every open file. Call it after queue.Shutdown's
+// actions have been carried out.
+func (b *Backlog) Close() error {
+	err := b.Sync()
+	for _, name := range slices.Sorted(maps.Keys(b.open)) {
+		if cerr := b.closeFile(name, false); err == nil {
+			err = cerr
+		}
+	}
+	b.closeReplay()
+	if b.bad != nil {
+		if cerr := b.bad.Close(); err == nil {
+			err = cerr
+		}
+		b.bad = nil
+	}
+	return err
+}

@@ -1,0 +1,182 @@
+package spoolfs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/newsflow/newsflow/machine/queue"
+)
+
+// Recover readies the peer's files after a start or a crash and lists them
+// for queue.New (STYLE §7.4): it removes a half-written checkpoint
+// (<peer>.P.ckpt.tmp) and a checkpoint whose <peer>.P is gone (a delete
+// interrupted between its two removes), syncing the directory if it did;
+// counts the valid lines of each .B and .D file; and finds where <peer>.P
+// resumes. A checkpoint that does not parse, lies beyond the file or not at
+// a line start is ignored (logged): the file resumes from the start, which
+// sends duplicates rather than losing entries.
+func (b *Backlog) Recover() (queue.Recovered, error) {
+	var r queue.Recovered
+	des, err := os.ReadDir(b.dir)
+	if err != nil {
+		return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
+	}
+	has := map[string]bool{}
+	var files []string
+	for _, de := range des {
+		name := de.Name()
+		has[name] = true
+		if _, _, ok := queue.ParseFileName(b.peer, name); ok && de.Type().IsRegular() {
+			files = append(files, name)
+		}
+	}
+	pName, ckName := queue.ReplayName(b.peer), queue.CheckpointName(b.peer)
+	swept := false
+	for _, name := range []string{ckName + ".tmp", ckName} {
+		if !has[name] || (name == ckName && has[pName]) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(b.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
+		}
+		b.log.Info("backlog: removed a leftover checkpoint", "peer", b.peer, "file", name)
+		swept = true
+	}
+	if swept {
+		if err := syncDir(b.dir); err != nil {
+			return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
+		}
+	}
+	for _, name := range files {
+		k, ts, _ := queue.ParseFileName(b.peer, name)
+		p := filepath.Join(b.dir, name)
+		st, err := os.Stat(p)
+		if err != nil {
+			return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
+		}
+		sc, err := backlogScan(p, 0)
+		if err != nil {
+			return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
+		}
+		r.Files = append(r.Files, queue.FileInfo{Name: name, Kind: k, TS: ts, Bytes: sc.end,
+			Entries: sc.entries, MaxAttempts: sc.maxAttempts, ModTime: st.ModTime()})
+	}
+	slices.SortFunc(r.Files, func(x, y queue.FileInfo) int {
+		if x.TS != y.TS {
+			return int(backlogSign(x.TS - y.TS))
+		}
+		return int(x.Kind) - int(y.Kind)
+	})
+	if has[pName] {
+		p := b.replayPath()
+		st, err := os.Stat(p)
+		if err != nil {
+			return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
+		}
+		off := int64(0)
+		if has[ckName] {
+			off, err = b.readCheckpoint(p, st.Size())
+			if err != nil {
+				return r, err
+			}
+		}
+		sc, err := backlogScan(p, off)
+		if err != nil {
+			return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
+		}
+		r.Replay = &queue.ReplayInfo{Bytes: st.Size(), Offset: off, Entries: sc.entries}
+	}
+	return r, nil
+}
+
+func backlogSign(v int64) int64 {
+	switch {
+	case v < 0:
+		return -1
+	case v > 0:
+		return 1
+	}
+	return 0
+}
+
+// readCheckpoint returns the offset in <peer>.P.ckpt if it is usable for a
+// replay file of size octets, else 0.
+func (b *Backlog) readCheckpoint(replay string, size int64) (int64, error) {
+	data, err := os.ReadFile(b.ckptPath())
+	if err != nil {
+		return 0, fmt.Errorf("backlog %s: recover checkpoint: %w", b.peer, err)
+	}
+	off, ok := backlogParseCheckpoint(data)
+	if ok && off > size {
+		ok = false
+	}
+	if ok && off > 0 {
+		// The checkpoint must fall just after a line's LF.
+		f, err := os.Open(replay)
+		if err != nil {
+			return 0, fmt.Errorf("backlog %s: recover checkpoint: %w", b.peer, err)
+		}
+		var c [1]byte
+		_, err = f.ReadAt(c[:], off-1)
+		f.Close()
+		if err != nil {
+			return 0, fmt.Errorf("backlog %s: recover checkpoint: %w", b.peer, err)
+		}
+		ok = c[0] == '\n'
+	}
+	if !ok {
+		b.log.Warn("backlog: unusable checkpoint; replaying from the start", "peer", b.peer, "checkpoint", string(data), "size", size)
+		return 0, nil
+	}
+	return off, nil
+}
+
+// backlogScanResult is what a pass over a backlog file found.
+type backlogScanResult struct {
+	entries     int
+	maxAttempts int
+	end         int64 // offset after the last complete line (a torn tail is not counted)
+}
+
+// backlogScan counts the valid lines of the file at path from offset on.
+func backlogScan(path string, from int64) (backlogScanResult, error) {
+	res := backlogScanResult{end: from}
+	f, err := os.Open(path)
+	if err != nil {
+		return res, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return res, err
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	var long []byte
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, line...)
+			continue
+		}
+		if err == io.EOF {
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+		res.end += int64(len(long) + len(line))
+		if long != nil {
+			line = append(long, line...)
+			long = nil
+		}
+		if e, err := queue.ParseLine(line); err == nil {
+			res.entries++
+			res.maxAttempts = max(res.maxAttempts, e.Attempts)
+		}
+	}
+}
