@@ -45,6 +45,8 @@ package proto
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"hash/crc32"
 )
 
@@ -404,10 +406,34 @@ func (d *YencDecoder) control() error {
 // yencDataScalar decodes data-line bytes src[i:end] into buf[o:lim]. It
 // returns after consuming a LF (lineEnd), at end, or when a byte must be
 // written but o == lim (full; that byte is not consumed).
+//
+// Eight bytes at a time when none of them is "=", CR or LF (SWAR: the
+// checks and the subtraction work on all bytes of a uint64 at once), byte
+// by byte otherwise.
 func yencDataScalar(buf []byte, o, lim int, src []byte, i, end int, esc bool) (int, int, bool, bool, bool) {
 	buf = buf[:lim]
 	src = src[:end]
 	for i < len(src) {
+		if !esc && i+8 <= len(src) && o+8 <= len(buf) {
+			x := binary.LittleEndian.Uint64(src[i:])
+			y := yencSWARSub42(x)
+			m := yencSWARSpecial(x)
+			if m == 0 {
+				binary.LittleEndian.PutUint64(buf[o:], y)
+				i += 8
+				o += 8
+				continue
+			}
+			// Only the bytes before the first special one are written:
+			// writing all 8 could overwrite input not yet read when
+			// decoding in place.
+			k := bits.TrailingZeros64(m) >> 3
+			for j := 0; j < k; j++ {
+				buf[o+j] = byte(y >> (8 * j))
+			}
+			i += k
+			o += k
+		}
 		c := src[i]
 		if esc {
 			switch c {
@@ -449,3 +475,25 @@ func yencDataScalar(buf []byte, o, lim int, src []byte, i, end int, esc bool) (i
 // yencSpecial marks the bytes that do not decode to themselves minus 42 in
 // a data line: the escape and the line ending bytes.
 var yencSpecial = [256]bool{'=': true, '\r': true, '\n': true}
+
+const (
+	swarLo = 0x0101010101010101
+	swarHi = 0x8080808080808080
+)
+
+// yencSWARSpecial returns a mask whose lowest set bit is the high bit of
+// the first byte of x that is "=", CR or LF (0 if none). For each value,
+// (v-1) & ^v has the high bit of a byte set where v's byte is zero; a
+// borrow only leaves a zero byte, so bits above the first zero byte may be
+// wrong but the lowest set bit is exact.
+func yencSWARSpecial(x uint64) uint64 {
+	zero := func(v uint64) uint64 { return (v - swarLo) & ^v & swarHi }
+	return zero(x^(swarLo*'=')) | zero(x^(swarLo*'\r')) | zero(x^(swarLo*'\n'))
+}
+
+// yencSWARSub42 subtracts 42 from every byte of x, modulo 256 each. With
+// the high bit of every byte set first, no byte borrows from its
+// neighbour; the high bits are then corrected where x had them clear.
+func yencSWARSub42(x uint64) uint64 {
+	return ((x | swarHi) - swarLo*42) ^ (^x & swarHi)
+}
