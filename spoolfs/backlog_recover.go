@@ -36,6 +36,10 @@ func (b *Backlog) Recover() (queue.Recovered, error) {
 			files = append(files, name)
 		}
 	}
+	// A temp checkpoint is an interrupted Checkpoint: the old checkpoint (or
+	// none) still holds. A checkpoint without <peer>.P is what a crash
+	// between DeleteReplay's two removes leaves. Both go; the directory is
+	// synced so they stay gone.
 	pName, ckName := queue.ReplayName(b.peer), queue.CheckpointName(b.peer)
 	swept := false
 	for _, name := range []string{ckName + ".tmp", ckName} {
@@ -53,6 +57,8 @@ func (b *Backlog) Recover() (queue.Recovered, error) {
 			return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
 		}
 	}
+	// Each .B/.D file is read through once to count its valid lines: the
+	// machine's counters (and the byte and age limits) start exact.
 	for _, name := range files {
 		k, ts, _ := queue.ParseFileName(b.peer, name)
 		p := filepath.Join(b.dir, name)
@@ -169,6 +175,8 @@ func backlogScan(path string, from int64) (backlogScanResult, error) {
 		if err != nil {
 			return res, err
 		}
+		// Complete lines count toward the size, valid or not; a torn tail
+		// (no LF before EOF) does not.
 		res.end += int64(len(long) + len(line))
 		if long != nil {
 			line = append(long, line...)

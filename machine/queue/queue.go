@@ -238,12 +238,16 @@ func (q *Queue) Offer(now time.Time, e Entry) error {
 	}
 	q.offered++
 	if len(q.conns) == 0 {
+		// Peer down: nothing would take it from memory, so it goes where
+		// it survives a restart.
 		q.scratch = append(q.scratch[:0], item{Entry: e})
 		q.appendBacklog(now, KindBacklog, Absent, OnOfferDown, q.scratch)
 		q.pump(now)
 		return nil
 	}
 	if q.mem.n >= q.cfg.QueueSize {
+		// Full: the oldest third goes to .B (see the table's rules), so
+		// the fresh articles stay in memory and go out first.
 		q.spill(now, q.third)
 	}
 	q.mem.pushBack(item{Entry: e})
@@ -338,6 +342,8 @@ func (q *Queue) Done(now time.Time, c Conn, id string, o Outcome) error {
 	}
 	it := cs.items[i]
 	cs.items = slices.Delete(cs.items, i, i+1)
+	// Entries read from <peer>.P are settled here (or by the append that
+	// moves them to .D): their read batch may now let the checkpoint on.
 	switch {
 	case o != OutcomeDeferred:
 		q.moveN(InFlight, on, 1)
@@ -396,6 +402,9 @@ func (q *Queue) ReplayRead(now time.Time, entries []Entry, newOffset int64, eof 
 		q.mem.pushBack(item{Entry: e, batch: seq + 1})
 	}
 	q.rp.readOff = newOffset
+	// At the end, what was counted but not found is gone: a write that
+	// failed unnoticed, or lines corrupted on disk (spoolfs quarantined
+	// them). Count it, so the totals still add up.
 	if eof && q.rp.unread > 0 {
 		q.moveN(Replay, OnShortRead, q.rp.unread)
 		q.event(Drop{Reason: ReasonShortRead, Count: int(q.rp.unread), File: ReplayName(q.cfg.Peer)})
@@ -594,6 +603,8 @@ func (q *Queue) Deadline() (time.Time, bool) {
 	if q.state != Running {
 		return d, false
 	}
+	// Each deadline below is one the next Tick acts on, so a runtime that
+	// calls Tick at Deadline never spins: after the Tick it has moved on.
 	set(q.wakeAt)
 	if q.cfg.BacklogMaxAge > 0 {
 		for _, f := range q.files {
@@ -640,6 +651,7 @@ func (q *Queue) ReplayState() State { return q.rp.state }
 // the replay file and its read batches). Tests call it after every step.
 func (q *Queue) Check() error {
 	s := q.Stats()
+	// Conservation: every entry that came in is in exactly one state.
 	in := s.Offered + s.Recovered
 	out := s.Accepted + s.Refused + s.Rejected + s.Missing + s.Dropped +
 		s.Queued + s.InFlight + s.Backlog + s.Deferred + s.Replay
