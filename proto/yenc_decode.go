@@ -46,8 +46,8 @@ package proto
 import (
 	"bytes"
 	"encoding/binary"
-	"math/bits"
 	"hash/crc32"
+	"math/bits"
 )
 
 // Line states of the decoder.
