@@ -9,12 +9,17 @@
 // article cannot keep up, so the spool is a log: articles are appended, in
 // wire format, to large segment files, and durability is a group commit.
 // Many Puts buffer records in memory; one Sync writes them and fdatasyncs the
-// segment; then the caller acknowledges them all (STYLE §7.6). A Token
-// (segment, offset, length) addresses an article's wire bytes in its segment,
-// so a sender can hand them to sendfile(2) as they are (Spool.Section).
+// segment; then the caller acknowledges them all (STYLE §7.6). Concurrent
+// Syncs elect a leader: one fdatasync covers every connection's Puts, and
+// all the callers it covered are woken together. A Token (segment, offset,
+// length) addresses an article's wire bytes in its segment, so a sender can
+// hand them to sendfile(2) as they are (Spool.Section, Section.SendTo).
+// Spool.Scan walks what arrived after a remembered Position, for a feeder
+// that must hand articles to its peers again after a crash.
 //
 // The History maps message-ids to tokens in memory (an open-addressing table
-// keyed by a 64-bit hash with the full id compared on every hit) and answers
+// keyed by a 64-bit hash with the full id compared on every hit, about 120
+// bytes an entry, with no pointers for the garbage collector) and answers
 // CHECK/IHAVE: Unknown (want it), Reserved (another connection is sending
 // it), Pending (stored, not yet synced), Stored, Rejected. Put checks and
 // inserts under one lock, so of two connections storing the same id exactly

@@ -167,11 +167,12 @@ func (h *History) entryStatus(e *slot) Status {
 // addLocked inserts an entry unless msgid already has one, and reports
 // whether it did. h.mu must be held for writing.
 func (h *History) addLocked(msgid string, kind byte, tok Token, when int64, seq uint64) bool {
-	if h.t.get(msgid) != nil {
+	if !h.t.add(msgid, slot{seq: seq, when: when, off: tok.Off, seg: tok.Seg, n: tok.Len}, kind) {
 		return false
 	}
-	h.t.insert(msgid, slot{seq: seq, when: when, off: tok.Off, seg: tok.Seg, n: tok.Len}, kind)
-	delete(h.reserved, msgid)
+	if len(h.reserved) > 0 {
+		delete(h.reserved, msgid)
+	}
 	return true
 }
 
@@ -228,6 +229,7 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 		nt.insert(string(id), *e, e.kind())
 	})
 	h.t = nt
+	kept := nt.count
 	h.mu.Unlock()
 	s.mu.Unlock()
 	img = appendCheckpoint(img, ckpt, ckptNewest)
@@ -246,6 +248,6 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 	s.hfile, s.hoff = f, int64(len(img))
 	s.hwait = s.hwait[:0] // their entries are in the image
 
-	s.log.Info("history expired", "removed", removed, "kept", nt.count, "bytes", len(img))
+	s.log.Info("history expired", "removed", removed, "kept", kept, "bytes", len(img))
 	return removed, nil
 }

@@ -80,6 +80,31 @@ func (t *table) insert(msgid string, e slot, kind byte) {
 	t.count++
 }
 
+// add inserts an entry for msgid unless one exists, with a single probe
+// sequence, and reports whether it did.
+func (t *table) add(msgid string, e slot, kind byte) bool {
+	if (t.count+1)*10 > len(t.slots)*7 {
+		t.grow()
+	}
+	h := t.hash(msgid)
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.hash == 0 {
+			e.hash = h
+			e.ref = uint64(len(t.arena))<<8 | uint64(kind)
+			t.arena = append(t.arena, byte(len(msgid)))
+			t.arena = append(t.arena, msgid...)
+			*s = e
+			t.count++
+			return true
+		}
+		if s.hash == h && string(t.id(s)) == msgid {
+			return false
+		}
+	}
+}
+
 // place puts e in the first free slot of its probe sequence.
 func (t *table) place(e slot) {
 	mask := uint64(len(t.slots) - 1)

@@ -629,11 +629,11 @@ func (s *Spool) acquire(num uint32) (*segment, error) {
 		}
 		seg.f = f
 		s.nopen++
-		s.evictLocked()
 	}
-	seg.refs++
+	seg.refs++ // before evicting, so that seg itself is not idle
 	s.clock++
 	seg.lastUse = s.clock
+	s.evictLocked()
 	return seg, nil
 }
 

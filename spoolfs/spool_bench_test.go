@@ -3,6 +3,7 @@ package spoolfs
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 )
@@ -140,4 +141,35 @@ func BenchmarkHistoryLookup(b *testing.B) {
 			}
 		})
 	})
+}
+
+// BenchmarkOpenHistory1M measures start-up: replaying a history log of a
+// million entries into memory (the spool itself is empty).
+func BenchmarkOpenHistory1M(b *testing.B) {
+	dir := b.TempDir()
+	s := openT(b, dir, SpoolOptions{})
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	const n = 1_000_000
+	log := append([]byte(nil), histMagic[:]...)
+	for i, id := range benchIDs("o", n) {
+		log = appendHistRecord(log, kindArticle, id, Token{Seg: 1, Off: uint64(48 + i), Len: 2000}, t0.UnixNano())
+	}
+	log = appendCheckpoint(log, Position{Seg: 1, Off: segHeaderSize}, 0)
+	if err := writeFileDurable(filepath.Join(dir, histFileName), log); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(log)))
+	b.ResetTimer()
+	for range b.N {
+		s := openT(b, dir, SpoolOptions{})
+		if s.History().Len() != n {
+			b.Fatalf("replayed %d entries, want %d", s.History().Len(), n)
+		}
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 }

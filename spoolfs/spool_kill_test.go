@@ -33,9 +33,15 @@ func killArticleSize(id string) int {
 
 // killChild is the child's loop; it only ends by being killed.
 func killChild(dir, round string) {
-	// A small FlushSize puts unsynced records in the kernel, where they
-	// survive the kill: open must then find them by scanning the spool.
-	s, err := OpenSpool(dir, SpoolOptions{SegmentSize: killOpts, FlushSize: 8 << 10})
+	// In odd rounds a small FlushSize puts unsynced records in the kernel,
+	// where they survive the kill: open must then find them by scanning the
+	// spool. In even rounds records reach the kernel only through Sync, so
+	// an ack for anything Sync did not write is caught.
+	opts := SpoolOptions{SegmentSize: killOpts}
+	if n, _ := strconv.Atoi(round); n%2 == 1 {
+		opts.FlushSize = 8 << 10
+	}
+	s, err := OpenSpool(dir, opts)
 	if err != nil {
 		fmt.Println("OPEN FAILED", err)
 		os.Exit(2)
@@ -106,13 +112,16 @@ func TestKill9(t *testing.T) {
 			}
 			acked[f[1]] = tok
 			if n++; n == killAfter {
-				// SIGKILL a random moment later, so it lands anywhere in the
-				// loop: Put, write, fdatasync, rotation, checkpoint, printing.
-				delay := time.Duration(r.IntN(20000)) * time.Microsecond
-				go func() {
-					time.Sleep(delay)
-					cmd.Process.Kill()
-				}()
+				// Even rounds: SIGKILL at once, right after an ack, when the
+				// child has just returned from Sync (an ack for data Sync did
+				// not write would be caught here). Odd rounds: a random moment
+				// later, anywhere in the loop: Put, write, fdatasync,
+				// rotation, checkpoint.
+				var delay time.Duration
+				if round%2 == 1 {
+					delay = time.Duration(r.IntN(20000)) * time.Microsecond
+				}
+				time.AfterFunc(delay, func() { cmd.Process.Kill() })
 			}
 		}
 		cmd.Wait()

@@ -221,6 +221,10 @@ func (s *Spool) replayHistory() error {
 		return err
 	}
 	h := s.hist
+	// Size the table for the log up front (records are ~60 bytes) rather
+	// than growing it step by step while replaying.
+	h.t = newTable(h.t.seed, int(st.Size()/64))
+	h.t.arena = make([]byte, 0, st.Size()/2)
 	sc := newScanner(f, st.Size(), histRecMagic, parseHistRecord)
 	sc.chunk = 4 << 20
 	end, err := sc.scan(histHeaderSize, func(off int64, b []byte) error {
@@ -335,8 +339,10 @@ func (s *Spool) openActive() error {
 		s.activeNum.Store(last.num)
 		return nil
 	}
-	num := uint32(1)
-	if last != nil {
+	// Never reuse a segment number that a token may still name: not even
+	// when the segments after the checkpoint were lost or deleted.
+	num := s.ckpt.Seg + 1
+	if last != nil && last.num >= num {
 		num = last.num + 1
 	}
 	seg, err := s.createSegment(num)

@@ -414,3 +414,117 @@ func TestScan(t *testing.T) {
 		t.Fatalf("Scan from the previous end (-want +got):\n%s", diff)
 	}
 }
+
+// TestConcurrentEverything runs ingest (Put, Reject, Sync), readers (Get,
+// Section, Lookup), spool expiry and history expiry at once, for the race
+// detector, then checks that every article Put is either readable or
+// expired, and never different.
+func TestConcurrentEverything(t *testing.T) {
+	dir := t.TempDir()
+	opts := SpoolOptions{SegmentSize: 32 << 10, FlushSize: 4 << 10, MaxOpenSegments: 4}
+	s := openT(t, dir, opts)
+	const writers, each = 4, 150
+	toks := make([][]Token, writers)
+	var wg, readers sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range writers {
+		toks[w] = make([]Token, each)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				id := msgID(fmt.Sprintf("all%d", w), i)
+				toks[w][i] = putT(t, s, id, wireArticle(id, 900), t0.Add(time.Duration(i)*time.Second))
+				if i%10 == 0 {
+					if err := s.Reject(msgID(fmt.Sprintf("rej%d", w), i), t0); err != nil {
+						t.Error(err)
+					}
+				}
+				if i%7 == 0 {
+					if err := s.Sync(); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		}()
+	}
+	readers.Add(3)
+	go func() { // reader: random earlier articles, through Get and Section
+		defer readers.Done()
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			w, i := n%writers, (n*31)%each
+			id := msgID(fmt.Sprintf("all%d", w), i)
+			e, ok := s.History().Lookup(id)
+			if !ok {
+				continue
+			}
+			if b, err := s.Get(e.Token); err == nil && !bytes.Equal(b, wireArticle(id, 900)) {
+				t.Errorf("Get(%s) returned other bytes", id)
+			} else if err != nil && !errors.Is(err, ErrExpired) {
+				t.Errorf("Get(%s): %v", id, err)
+			}
+			if x, err := s.Section(e.Token); err == nil {
+				x.Close()
+			} else if !errors.Is(err, ErrExpired) {
+				t.Errorf("Section(%s): %v", id, err)
+			}
+		}
+	}()
+	go func() { // spool expiry by size
+		defer readers.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.Expire(t0, 0, 200<<10); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	go func() { // history expiry of rejected ids
+		defer readers.Done()
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.History().Expire(t0.Add(time.Hour), 0, time.Minute); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(time.Millisecond) // not an assertion: keeps compaction from monopolising the log
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, dir, opts)
+	defer s.Close()
+	for w := range writers {
+		for i := range each {
+			id := msgID(fmt.Sprintf("all%d", w), i)
+			e, ok := s.History().Lookup(id)
+			if !ok || e.Token != toks[w][i] || e.Status != Stored {
+				t.Fatalf("%s after reopen: %+v, %v; want stored at %v", id, e, ok, toks[w][i])
+			}
+			b, err := s.Get(e.Token)
+			switch {
+			case errors.Is(err, ErrExpired):
+			case err != nil:
+				t.Fatalf("Get(%s): %v", id, err)
+			case !bytes.Equal(b, wireArticle(id, 900)):
+				t.Fatalf("Get(%s) returned other bytes", id)
+			}
+		}
+	}
+}

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/newsflow/newsflow/proto"
 )
 
 // t0 is the arrival time tests start from; the spool never reads a clock for
@@ -44,7 +42,24 @@ func wireArticle(msgid string, size int) []byte {
 			native.WriteString("\r\n")
 		}
 	}
-	return proto.AppendBlock(nil, native.Bytes())
+	return stuff(native.Bytes())
+}
+
+// stuff dot-stuffs CRLF lines and terminates the block (RFC 3977 §3.1.1).
+// It is written out here rather than taken from proto so that the spool's
+// tests do not depend on the codec's.
+func stuff(lines []byte) []byte {
+	var out []byte
+	for len(lines) > 0 {
+		i := bytes.Index(lines, []byte("\r\n"))
+		line := lines[:i+2]
+		if line[0] == '.' {
+			out = append(out, '.')
+		}
+		out = append(out, line...)
+		lines = lines[i+2:]
+	}
+	return append(out, ".\r\n"...)
 }
 
 // testLog collects log records so tests can assert that corruption was
