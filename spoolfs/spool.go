@@ -101,6 +101,7 @@ type Spool struct {
 	ckpt       Position // last checkpoint written and fsynced to the log
 	ckptNewest int64
 	ckptSeg    atomic.Uint32 // ckpt.Seg, for Expire
+	durEnd     Position      // end of the data made durable by the last Sync
 
 	// mu guards the append path.
 	mu       sync.Mutex
@@ -506,6 +507,7 @@ func (s *Spool) syncLocked(ckpt bool) error {
 		return s.fatalErr()
 	}
 	s.durable.Store(seq)
+	s.durEnd = Position{Seg: act.num, Off: actEnd}
 
 	// Step 3: their history records go to the log. No fsync is needed here:
 	// a crash that loses them loses nothing, because open rebuilds the
@@ -562,10 +564,7 @@ func (s *Spool) writeHistoryLocked() error {
 func (s *Spool) End() Position {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	s.mu.Lock()
-	a := s.active
-	s.mu.Unlock()
-	return Position{Seg: a.num, Off: a.synced}
+	return s.durEnd
 }
 
 // Close syncs, writes a checkpoint, and closes every file. Sections still

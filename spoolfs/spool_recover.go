@@ -108,7 +108,7 @@ func (s *Spool) recover() error {
 	if err := syncData(s.hfile); err != nil {
 		return err
 	}
-	s.ckpt, s.ckptNewest = end, a.newest
+	s.ckpt, s.ckptNewest, s.durEnd = end, a.newest, end
 	s.ckptSeg.Store(end.Seg)
 	return nil
 }
