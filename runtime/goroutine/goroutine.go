@@ -77,6 +77,10 @@ type Options struct {
 	Now func() time.Time
 	// ReadBuffer is the size of the read buffer; 64 KiB when zero.
 	ReadBuffer int
+	// Bodies, when set, makes Run write the output of machines that are
+	// machine.SegmentSenders segment by segment, reading stored articles
+	// from it (see segments.go); without it Run uses AppendOutgoing.
+	Bodies machine.BodySource
 }
 
 // Conn is one connection driven by the runtime. Run drives one machine at
@@ -277,6 +281,9 @@ func (c *Conn) Do(ctx context.Context, fn func(now time.Time)) error {
 
 // flush writes everything the machine has to send.
 func (c *Conn) flush(m machine.Conn) error {
+	if ss, ok := m.(machine.SegmentSender); ok && c.opts.Bodies != nil {
+		return c.flushSegments(m, ss)
+	}
 	var out []byte
 	for {
 		n := len(out)

@@ -1,0 +1,169 @@
+package goroutine
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/machine"
+)
+
+// segMachine is a SegmentSender that writes its script of segments at
+// the start and closes; it counts how its output was taken.
+type segMachine struct {
+	segs      []machine.Segment
+	bodies    machine.BodySource // for AppendOutgoing
+	byteCalls int                // AppendOutgoing calls that found output
+}
+
+func (m *segMachine) Receive(time.Time, []byte) error { return nil }
+func (m *segMachine) Timeout(time.Time)               {}
+func (m *segMachine) Deadline() (time.Time, bool)     { return time.Time{}, false }
+func (m *segMachine) Closed() bool                    { return len(m.segs) == 0 }
+
+func (m *segMachine) AppendSegments(dst []machine.Segment) []machine.Segment {
+	dst = append(dst, m.segs...)
+	m.segs = nil
+	return dst
+}
+
+func (m *segMachine) AppendOutgoing(dst []byte) []byte {
+	if len(m.segs) == 0 {
+		return dst
+	}
+	m.byteCalls++
+	dst, _ = machine.AppendSegmentBytes(dst, m.segs, m.bodies)
+	m.segs = nil
+	return dst
+}
+
+// bodyMap is a BodySource over a map.
+type bodyMap map[string][]byte
+
+func (b bodyMap) Body(token string) ([]byte, error) {
+	body, ok := b[token]
+	if !ok {
+		return nil, fmt.Errorf("no article %s", token)
+	}
+	return body, nil
+}
+
+// writerSource is a BodySource that also writes bodies itself.
+type writerSource struct {
+	bodyMap
+	writes []string
+}
+
+func (w *writerSource) WriteBody(dst io.Writer, token string, size int64) (int64, error) {
+	w.writes = append(w.writes, token)
+	body, err := w.Body(token)
+	if err != nil {
+		return 0, err
+	}
+	n, err := dst.Write(body)
+	return int64(n), err
+}
+
+func TestRunSegments(t *testing.T) {
+	big := strings.Repeat("x", 5<<20) // more than one gather batch
+	bodies := bodyMap{
+		"@a@":   []byte("Subject: a\r\n\r\n..dot\r\n.\r\n"),
+		"@b@":   []byte("Subject: b\r\n\r\nb\r\n.\r\n"),
+		"@big@": []byte(big + "\r\n.\r\n"),
+	}
+	script := []machine.Segment{
+		{Bytes: []byte("TAKETHIS <a@x>\r\n")},
+		{Token: "@a@", Size: int64(len(bodies["@a@"]))},
+		{Bytes: []byte("CHECK <c@x>\r\nTAKETHIS <big@x>\r\n")},
+		{Token: "@big@", Size: int64(len(bodies["@big@"]))},
+		{Bytes: []byte("TAKETHIS <b@x>\r\n")},
+		{Token: "@b@", Size: int64(len(bodies["@b@"]))},
+	}
+	want := "TAKETHIS <a@x>\r\n" + string(bodies["@a@"]) + "CHECK <c@x>\r\nTAKETHIS <big@x>\r\n" +
+		string(bodies["@big@"]) + "TAKETHIS <b@x>\r\n" + string(bodies["@b@"])
+
+	tests := []struct {
+		name        string
+		source      func() machine.BodySource
+		wantErr     string // part of Run's error; "" for success
+		wantWrites  []string
+		byteOutput  bool // the runtime should have used AppendOutgoing
+		wantWritten string
+	}{
+		{name: "gathered bodies", source: func() machine.BodySource { return bodies }, wantWritten: want},
+		{name: "body writer", source: func() machine.BodySource { return &writerSource{bodyMap: bodies} },
+			wantWrites: []string{"@a@", "@big@", "@b@"}, wantWritten: want},
+		{name: "no body source: AppendOutgoing", source: func() machine.BodySource { return nil },
+			byteOutput: true, wantWritten: want},
+		{name: "missing article", source: func() machine.BodySource { return bodyMap{"@a@": bodies["@a@"]} },
+			wantErr: "read article @big@: no article @big@"},
+		{name: "size differs", source: func() machine.BodySource {
+			return bodyMap{"@a@": bodies["@a@"], "@big@": []byte("short\r\n.\r\n")}
+		}, wantErr: "read article @big@: 10 bytes, want"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := make(chan string, 1)
+			addr := serve(t, func(c net.Conn, r *bufio.Reader) {
+				b, _ := io.ReadAll(r)
+				got <- string(b)
+			})
+			src := tc.source()
+			conn := New(dial(t, addr), Options{Bodies: src})
+			m := &segMachine{segs: append([]machine.Segment(nil), script...), bodies: bodies}
+			err := conn.Run(context.Background(), m, nil)
+			conn.Close()
+			written := <-got
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Run = %v, want an error with %q", err, tc.wantErr)
+				}
+				// Nothing after the unreadable article went out.
+				if strings.Contains(written, "TAKETHIS <b@x>") {
+					t.Errorf("written after the failure: %q", clipString(written))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if written != tc.wantWritten {
+				t.Errorf("written %d bytes %q, want %d bytes %q", len(written), clipString(written), len(tc.wantWritten), clipString(tc.wantWritten))
+			}
+			if (m.byteCalls > 0) != tc.byteOutput {
+				t.Errorf("AppendOutgoing used %d times, want used=%v", m.byteCalls, tc.byteOutput)
+			}
+			if ws, ok := src.(*writerSource); ok {
+				if d := cmp.Diff(tc.wantWrites, ws.writes); d != "" {
+					t.Errorf("WriteBody calls (-want +got):\n%s", d)
+				}
+			}
+		})
+	}
+}
+
+// TestRunSegmentsWriteError: a write that fails ends Run with the error.
+func TestRunSegmentsWriteError(t *testing.T) {
+	client, server := net.Pipe()
+	server.Close()
+	conn := New(client, Options{Bodies: bodyMap{"@a@": []byte(".\r\n")}})
+	m := &segMachine{segs: []machine.Segment{{Bytes: []byte("TAKETHIS <a@x>\r\n")}, {Token: "@a@", Size: 3}}}
+	err := conn.Run(context.Background(), m, nil)
+	if err == nil || !strings.Contains(err.Error(), "goroutine: write") || !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("Run = %v, want a write error", err)
+	}
+}
+
+func clipString(s string) string {
+	if len(s) > 120 {
+		return s[:60] + "..." + s[len(s)-60:]
+	}
+	return s
+}
