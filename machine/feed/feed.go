@@ -416,7 +416,11 @@ func (f *Feed) authReply(now time.Time, line []byte) error {
 		f.authed, f.phase = true, phDrain
 		f.settle(now)
 	case handshake.AuthFailed:
-		f.fail(ReasonAuth, fmt.Sprintf("AUTHINFO: %s: %s", reason, resp))
+		r := ReasonAuth
+		if reason == handshake.ReasonUnavailable {
+			r = ReasonUnavailable
+		}
+		f.fail(r, fmt.Sprintf("AUTHINFO: %s: %s", reason, resp))
 	}
 	return nil
 }
