@@ -17,25 +17,31 @@ func yencBenchBody() (body []byte, size int) {
 }
 
 // BenchmarkYencDecode measures decode (+CRC) throughput in bytes of encoded
-// input per second, for the scalar loop and the SIMD kernel.
+// input per second, for the scalar loop, the AVX2 kernel and the best kernel here.
 func BenchmarkYencDecode(b *testing.B) {
 	body, size := yencBenchBody()
 	dst := make([]byte, 0, size)
 	for _, bc := range []struct {
-		name          string
-		scalar, nocrc bool
+		name  string
+		kern  uint8
+		nocrc bool
 	}{
-		{"scalar", true, true},
-		{"scalar+crc", true, false},
-		{"fast", false, true},
-		{"fast+crc", false, false},
+		{"scalar", kernScalar, true},
+		{"scalar+crc", kernScalar, false},
+		{"avx2", kernAVX2, true},
+		{"avx2+crc", kernAVX2, false},
+		{"fast", kernAuto, true},
+		{"fast+crc", kernAuto, false},
 	} {
+		if !yencKernelAvailable(bc.kern) {
+			continue
+		}
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			var d YencDecoder
 			for b.Loop() {
 				d.Reset()
-				d.scalar, d.nocrc = bc.scalar, bc.nocrc
+				d.kern, d.nocrc = bc.kern, bc.nocrc
 				out, n, err := d.Feed(dst, body)
 				if err != nil || n != len(body) || len(out) != size {
 					b.Fatal(err, n, len(out))

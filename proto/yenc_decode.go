@@ -50,6 +50,15 @@ import (
 	"math/bits"
 )
 
+// Kernels for the data-line loop; yencBestKernel is the fastest this CPU
+// runs.
+const (
+	kernAuto   uint8 = iota // the zero value: use yencBestKernel
+	kernScalar              // pure Go only
+	kernAVX2                // amd64 AVX2 (yenc_amd64.s)
+	kernAVX512              // amd64 AVX-512 BW+VBMI2 (yenc_amd64.s)
+)
+
 // Line states of the decoder.
 const (
 	ysLineStart uint8 = iota // at the start of a wire line
@@ -85,7 +94,7 @@ type YencDecoder struct {
 	esc     bool  // an "=" escape waits for its byte
 	done    bool  // the terminator has been consumed
 	err     error // the first decoding error; the decoder then skips to the terminator
-	scalar  bool  // tests and benchmarks: never use the SIMD kernel
+	kern    uint8 // tests and benchmarks: force a kernel (kernAuto: the best one here)
 	nocrc   bool  // benchmarks: skip the CRC, to measure decoding alone
 	lineLen int
 	line    [MaxYencControlLine]byte
@@ -326,9 +335,13 @@ func (d *YencDecoder) feed(buf []byte, o int, src []byte, i int) (int, int, bool
 			}
 			o1 := o
 			var full, lineEnd bool
+			kern := d.kern
+			if kern == kernAuto {
+				kern = yencBestKernel
+			}
 			for {
-				if !d.scalar && yencHaveKernel && len(src)-i >= 64 && lim > o {
-					n, w, esc, ls := yencKernel(buf[o:lim], src[i:], d.esc)
+				if kern != kernScalar && len(src)-i >= 64 && lim > o {
+					n, w, esc, ls := yencKernel(kern, buf[o:lim], src[i:], d.esc)
 					i, o, d.esc = i+n, o+w, esc
 					if ls {
 						lineEnd = true
@@ -336,7 +349,7 @@ func (d *YencDecoder) feed(buf []byte, o int, src []byte, i int) (int, int, bool
 					}
 				}
 				end := len(src)
-				if !d.scalar && yencHaveKernel && end-i > 128 {
+				if kern != kernScalar && end-i > 128 {
 					end = i + 128
 				}
 				o, i, d.esc, lineEnd, full = yencDataScalar(buf, o, lim, src, i, end, d.esc)

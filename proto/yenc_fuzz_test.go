@@ -21,15 +21,16 @@ var yencSeedBodies = []string{
 }
 
 // FuzzYencDecode: on any input the decoder never panics, agrees with the
-// reference, and never writes outside the region it is given: the region
-// is exactly the part's size, inside a guarded buffer.
+// reference, and changes no byte outside what it decodes: the region it is
+// given is exactly the part's size, inside a guarded buffer, and every
+// byte after the decoded output must keep its value.
 func FuzzYencDecode(f *testing.F) {
 	for _, s := range yencSeedBodies {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ref := refYencDecode(body)
-		got := streamYenc(t, body, []int{len(body) / 3, len(body) / 2}, false)
+		got := streamYenc(t, body, []int{len(body) / 3, len(body) / 2}, kernAuto)
 		if diff := cmp.Diff(ref, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("decoder differs from reference (-ref +got):\n%s", diff)
 		}
@@ -38,31 +39,34 @@ func FuzzYencDecode(f *testing.F) {
 			return
 		}
 		const pad = 64
-		guard := bytes.Repeat([]byte{0x5a}, int(size)+2*pad)
-		dst := guard[pad : pad : pad+int(size)]
-		var d YencDecoder
-		pos := 0
-		for pos < len(body) && !d.Done() {
-			out, n, _ := d.Feed(dst, body[pos:])
-			if n == 0 && !d.Done() {
-				t.Fatalf("no progress at %d with the part's whole region", pos)
+		for _, kern := range yencTestKernels() {
+			guard := bytes.Repeat([]byte{0x5a}, int(size)+2*pad)
+			dst := guard[pad : pad : pad+int(size)]
+			var d YencDecoder
+			d.kern = kern
+			pos := 0
+			for pos < len(body) && !d.Done() {
+				out, n, _ := d.Feed(dst, body[pos:])
+				if n == 0 && !d.Done() {
+					t.Fatalf("kernel %d: no progress at %d with the part's whole region", kern, pos)
+				}
+				dst = out
+				pos += n
 			}
-			dst = out
-			pos += n
-		}
-		for i, c := range guard {
-			if (i < pad || i >= pad+int(size)) && c != 0x5a {
-				t.Fatalf("byte %d outside the part's region was written", i-pad)
+			for i, c := range guard {
+				if (i < pad || i >= pad+len(dst)) && c != 0x5a {
+					t.Fatalf("kernel %d: byte %d outside the decoded output was written", kern, i-pad)
+				}
 			}
-		}
-		if !bytes.Equal(dst, ref.Out) {
-			t.Fatalf("region holds other bytes than the reference decoded")
+			if !bytes.Equal(dst, ref.Out) {
+				t.Fatalf("kernel %d: region holds other bytes than the reference decoded", kern)
+			}
 		}
 	})
 }
 
-// FuzzYencFastVsScalar: the SIMD kernel path, the scalar path and the
-// reference agree byte for byte, with the input split at fuzzed points.
+// FuzzYencFastVsScalar: every kernel this CPU runs (scalar, AVX2, AVX-512)
+// and the reference agree byte for byte, with the input split at fuzzed points.
 // With header set, the input is the data lines of a part whose =ybegin
 // declares enough room, so arbitrary bytes reach the data path.
 func FuzzYencFastVsScalar(f *testing.F) {
@@ -80,13 +84,11 @@ func FuzzYencFastVsScalar(f *testing.F) {
 			cuts[0], cuts[1] = cuts[1], cuts[0]
 		}
 		ref := refYencDecode(body)
-		scalar := streamYenc(t, body, cuts, true)
-		fast := streamYenc(t, body, cuts, false)
-		if diff := cmp.Diff(ref, scalar, cmpopts.EquateEmpty()); diff != "" {
-			t.Fatalf("scalar differs from reference (-ref +got):\n%s", diff)
-		}
-		if diff := cmp.Diff(ref, fast, cmpopts.EquateEmpty()); diff != "" {
-			t.Fatalf("fast differs from reference (-ref +got):\n%s", diff)
+		for _, kern := range yencTestKernels() {
+			got := streamYenc(t, body, cuts, kern)
+			if diff := cmp.Diff(ref, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("kernel %d differs from the reference (-ref +got):\n%s", kern, diff)
+			}
 		}
 	})
 }
@@ -110,16 +112,16 @@ func FuzzYencRoundTrip(f *testing.F) {
 		if cuts[0] > cuts[1] {
 			cuts[0], cuts[1] = cuts[1], cuts[0]
 		}
-		for _, scalar := range []bool{true, false} {
-			got := streamYenc(t, body, cuts, scalar)
+		for _, kern := range yencTestKernels() {
+			got := streamYenc(t, body, cuts, kern)
 			if got.Err != "" || got.Verify != "" || !got.Done || got.Consumed != len(body) {
-				t.Fatalf("scalar=%v: err %q verify %q done %v consumed %d/%d", scalar, got.Err, got.Verify, got.Done, got.Consumed, len(body))
+				t.Fatalf("kern=%d: err %q verify %q done %v consumed %d/%d", kern, got.Err, got.Verify, got.Done, got.Consumed, len(body))
 			}
 			if !bytes.Equal(got.Out, data) {
-				t.Fatalf("scalar=%v: decoded %q, want %q", scalar, got.Out, data)
+				t.Fatalf("kern=%d: decoded %q, want %q", kern, got.Out, data)
 			}
 			if got.Part.CRC != crc32.ChecksumIEEE(data) || got.Part.Offset() != max(opts.Begin, 1)-1 {
-				t.Fatalf("scalar=%v: crc %08x offset %d", scalar, got.Part.CRC, got.Part.Offset())
+				t.Fatalf("kern=%d: crc %08x offset %d", kern, got.Part.CRC, got.Part.Offset())
 			}
 		}
 	})

@@ -3,6 +3,7 @@ package proto
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
 	"os"
@@ -13,6 +14,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
+
+// yencTestKernels lists the kernels to test: the scalar loop and every
+// SIMD kernel this CPU can run.
+func yencTestKernels() []uint8 {
+	ks := []uint8{kernScalar}
+	for _, k := range []uint8{kernAVX2, kernAVX512} {
+		if yencKernelAvailable(k) {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
 
 // yencResult is everything observable about one decode, for comparisons.
 type yencResult struct {
@@ -177,9 +190,9 @@ func refYencDecode(body []byte) yencResult {
 
 // streamYenc feeds body to a YencDecoder in pieces ending at the given cut
 // points, with room for every decoded byte, and collects what it did.
-func streamYenc(t testing.TB, body []byte, cuts []int, scalar bool) yencResult {
+func streamYenc(t testing.TB, body []byte, cuts []int, kern uint8) yencResult {
 	var d YencDecoder
-	d.scalar = scalar
+	d.kern = kern
 	var r yencResult
 	dst := make([]byte, 0, len(body))
 	pos := 0
@@ -384,20 +397,20 @@ func TestYencDecodeCases(t *testing.T) {
 			if diff := cmp.Diff(want, ref, ignorePart, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("reference (-want +got):\n%s", diff)
 			}
-			for _, scalar := range []bool{true, false} {
+			for _, kern := range yencTestKernels() {
 				// Every split into two pieces, and byte by byte.
 				for cut := 0; cut <= len(body); cut++ {
-					got := streamYenc(t, body, []int{cut}, scalar)
+					got := streamYenc(t, body, []int{cut}, kern)
 					if diff := cmp.Diff(ref, got, cmpopts.EquateEmpty()); diff != "" {
-						t.Fatalf("scalar=%v cut at %d (-ref +got):\n%s", scalar, cut, diff)
+						t.Fatalf("kern=%d cut at %d (-ref +got):\n%s", kern, cut, diff)
 					}
 				}
 				cuts := make([]int, len(body))
 				for i := range cuts {
 					cuts[i] = i
 				}
-				if diff := cmp.Diff(ref, streamYenc(t, body, cuts, scalar), cmpopts.EquateEmpty()); diff != "" {
-					t.Fatalf("scalar=%v byte by byte (-ref +got):\n%s", scalar, diff)
+				if diff := cmp.Diff(ref, streamYenc(t, body, cuts, kern), cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("kern=%d byte by byte (-ref +got):\n%s", kern, diff)
 				}
 			}
 			if c.check != nil {
@@ -430,17 +443,17 @@ func TestYencRoundTrip(t *testing.T) {
 			for _, keepDot := range []bool{false, true} {
 				data := yencTestData(rng, n)
 				body := YencEncode(nil, data, YencOptions{Name: "f.bin", Line: line, KeepLeadingDot: keepDot, Wire: true})
-				for _, scalar := range []bool{true, false} {
+				for _, kern := range yencTestKernels() {
 					cuts := []int{rng.IntN(len(body) + 1), rng.IntN(len(body) + 1)}
 					if cuts[0] > cuts[1] {
 						cuts[0], cuts[1] = cuts[1], cuts[0]
 					}
-					got := streamYenc(t, body, cuts, scalar)
+					got := streamYenc(t, body, cuts, kern)
 					if got.Verify != "" || got.Err != "" || !got.Done || got.Consumed != len(body) {
-						t.Fatalf("n=%d line=%d keepDot=%v scalar=%v: %+v", n, line, keepDot, scalar, got)
+						t.Fatalf("n=%d line=%d keepDot=%v kern=%d: %+v", n, line, keepDot, kern, got)
 					}
 					if !bytes.Equal(got.Out, data) {
-						t.Fatalf("n=%d line=%d keepDot=%v scalar=%v: decoded data differs", n, line, keepDot, scalar)
+						t.Fatalf("n=%d line=%d keepDot=%v kern=%d: decoded data differs", n, line, keepDot, kern)
 					}
 				}
 				checkYencLines(t, body, line, keepDot)
@@ -518,9 +531,9 @@ func TestYencShortDst(t *testing.T) {
 	body := YencEncode(nil, data, YencOptions{Name: "f", Wire: true})
 	body = append(body, "200 next\r\n"...)
 	for _, room := range []int{1, 7, 64, 100, 1000} {
-		for _, scalar := range []bool{true, false} {
+		for _, kern := range yencTestKernels() {
 			var d YencDecoder
-			d.scalar = scalar
+			d.kern = kern
 			var got []byte
 			buf := make([]byte, 0, room)
 			pos := 0
@@ -536,7 +549,7 @@ func TestYencShortDst(t *testing.T) {
 				pos += n
 			}
 			if err := d.Verify(); err != nil || !bytes.Equal(got, data) || string(body[pos:]) != "200 next\r\n" {
-				t.Fatalf("room %d scalar %v: err %v, equal %v, rest %q", room, scalar, err, bytes.Equal(got, data), body[pos:])
+				t.Fatalf("room %d kern %d: err %v, equal %v, rest %q", room, kern, err, bytes.Equal(got, data), body[pos:])
 			}
 		}
 	}
@@ -546,10 +559,10 @@ func TestYencInPlace(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	data := yencTestData(rng, 50000)
 	body := YencEncode(nil, data, YencOptions{Name: "f", KeepLeadingDot: true, Wire: true})
-	for _, scalar := range []bool{true, false} {
+	for _, kern := range yencTestKernels() {
 		buf := bytes.Clone(body)
 		var d YencDecoder
-		d.scalar = scalar
+		d.kern = kern
 		var out []byte
 		// Two calls, so that the second starts with state from the first.
 		out, n, err := d.Feed(buf[:0], buf[:len(buf)/2])
@@ -558,7 +571,7 @@ func TestYencInPlace(t *testing.T) {
 		}
 		out, _, err = d.Feed(out, buf[len(buf)/2:])
 		if err != nil || d.Verify() != nil || !bytes.Equal(out, data) {
-			t.Fatalf("scalar %v: in-place decode differs (err %v, verify %v)", scalar, err, d.Verify())
+			t.Fatalf("kern %d: in-place decode differs (err %v, verify %v)", kern, err, d.Verify())
 		}
 	}
 }
@@ -577,14 +590,14 @@ func TestYencGuard(t *testing.T) {
 		size int
 		err  error
 	}{{good, 3000, nil}, {long, 1000, ErrYencOverflow}} {
-		for _, scalar := range []bool{true, false} {
+		for _, kern := range yencTestKernels() {
 			guard := make([]byte, tc.size+256)
 			for i := range guard {
 				guard[i] = 0xa5
 			}
 			dst := guard[128 : 128 : 128+tc.size]
 			var d YencDecoder
-			d.scalar = scalar
+			d.kern = kern
 			pos := 0
 			var firstErr error
 			for !d.Done() {
@@ -600,11 +613,11 @@ func TestYencGuard(t *testing.T) {
 			}
 			for i, c := range guard {
 				if (i < 128 || i >= 128+tc.size) && c != 0xa5 {
-					t.Fatalf("scalar %v: guard byte %d changed", scalar, i)
+					t.Fatalf("kern %d: guard byte %d changed", kern, i)
 				}
 			}
 			if !bytes.Equal(dst, data[:tc.size]) {
-				t.Fatalf("scalar %v: region holds wrong data", scalar)
+				t.Fatalf("kern %d: region holds wrong data", kern)
 			}
 		}
 	}
@@ -629,11 +642,11 @@ func TestCRC32Combine(t *testing.T) {
 	}
 }
 
-// TestYencKernel checks where the SIMD kernel stops: it takes plain
-// 64-byte blocks and declines the first block that needs the scalar code
-// (where there is no kernel, it declines everything).
+// TestYencKernel checks where each SIMD kernel stops: it takes plain
+// blocks (64 bytes for AVX-512, 32 for AVX2) and declines the first block
+// that needs the scalar code.
 func TestYencKernel(t *testing.T) {
-	plain := strings.Repeat("k", 62) + "\r\n" // a full line per block
+	plain := strings.Repeat("k", 62) + "\r\n" // a full line per 64 bytes
 	type res struct {
 		N, W    int
 		Esc, LS bool
@@ -643,43 +656,46 @@ func TestYencKernel(t *testing.T) {
 		src  string
 		room int
 		esc  bool
-		want res
+		want res  // AVX-512
+		avx2 *res // AVX2, if different
 	}{
-		{"plain lines", plain + plain + "xx", 200, false, res{128, 124, false, true}},
-		{"escapes", strings.Repeat("=}k", 21) + "k" + plain, 200, false, res{128, 43 + 62, false, true}},
-		{"pending escape carried in", "}" + strings.Repeat("k", 63) + plain, 200, true, res{128, 64 + 62, false, true}},
-		{"pending escape across blocks", strings.Repeat("k", 63) + "=" + "}" + strings.Repeat("k", 63), 200, false, res{128, 127, false, false}},
-		{"pending escape out", strings.Repeat("k", 63) + "=", 200, false, res{64, 63, true, false}},
-		{"dot at line start", plain + "..k" + strings.Repeat("k", 61), 200, false, res{64, 62, false, true}},
-		{"=y at line start", plain + "=ybegin" + strings.Repeat("k", 57), 200, false, res{64, 62, false, true}},
-		{"= at line start without y is an escape", plain + "=}" + strings.Repeat("k", 62), 200, false, res{128, 62 + 63, false, false}},
-		{"= after LF at the end of a block", strings.Repeat("k", 62) + "\n=" + "}" + strings.Repeat("k", 63), 200, false, res{0, 0, false, false}},
-		{"==", "k==}" + strings.Repeat("k", 60), 200, false, res{0, 0, false, false}},
-		{"escape before CRLF", strings.Repeat("k", 61) + "=\r\n", 200, false, res{0, 0, false, false}},
-		{"no room for the block", plain + plain, 100, false, res{64, 62, false, true}},
-		{"short input", strings.Repeat("k", 63), 200, false, res{0, 0, false, false}},
+		{"plain lines", plain + plain + "xx", 200, false, res{128, 124, false, true}, nil},
+		{"escapes", strings.Repeat("=}k", 21) + "k" + plain, 200, false, res{128, 43 + 62, false, true}, nil},
+		{"pending escape carried in", "}" + strings.Repeat("k", 63) + plain, 200, true, res{128, 64 + 62, false, true}, nil},
+		{"pending escape across blocks", strings.Repeat("k", 63) + "=" + "}" + strings.Repeat("k", 63), 200, false, res{128, 127, false, false}, nil},
+		{"pending escape out", strings.Repeat("k", 63) + "=", 200, false, res{64, 63, true, false}, nil},
+		{"dot at line start", plain + "..k" + strings.Repeat("k", 61), 200, false, res{64, 62, false, true}, nil},
+		{"=y at line start", plain + "=ybegin" + strings.Repeat("k", 57), 200, false, res{64, 62, false, true}, nil},
+		{"= at line start without y is an escape", plain + "=}" + strings.Repeat("k", 62), 200, false, res{128, 62 + 63, false, false}, nil},
+		{"= after LF at the end of a block", strings.Repeat("k", 62) + "\n=" + "}" + strings.Repeat("k", 63), 200, false, res{0, 0, false, false}, &res{32, 32, false, false}},
+		{"==", "k==}" + strings.Repeat("k", 60), 200, false, res{0, 0, false, false}, nil},
+		{"escape before CRLF", strings.Repeat("k", 61) + "=\r\n", 200, false, res{0, 0, false, false}, &res{32, 32, false, false}},
+		{"no room for the block", plain + plain, 100, false, res{64, 62, false, true}, &res{96, 94, false, false}},
+		{"short input", strings.Repeat("k", 63), 200, false, res{0, 0, false, false}, &res{32, 32, false, false}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dst := make([]byte, tc.room)
-			n, w, esc, ls := yencKernel(dst, []byte(tc.src), tc.esc)
-			want := tc.want
-			if !yencHaveKernel {
-				want = res{0, 0, tc.esc, false}
-			}
-			if diff := cmp.Diff(want, res{n, w, esc, ls}); diff != "" {
-				t.Fatalf("(-want +got):\n%s", diff)
-			}
-			// What it wrote is what the scalar loop makes of the same bytes
-			// (plain blocks hold no line-start cases).
-			ref := make([]byte, n)
-			o, i, e := 0, 0, tc.esc
-			for i < n {
-				o, i, e, _, _ = yencDataScalar(ref, o, len(ref), []byte(tc.src), i, n, e)
-			}
-			if !bytes.Equal(dst[:w], ref[:o]) {
-				t.Errorf("kernel wrote %q, scalar %q", dst[:w], ref[:o])
-			}
-		})
+		for _, kern := range yencTestKernels()[1:] {
+			t.Run(fmt.Sprintf("%s/kern%d", tc.name, kern), func(t *testing.T) {
+				dst := make([]byte, tc.room)
+				n, w, esc, ls := yencKernel(kern, dst, []byte(tc.src), tc.esc)
+				want := tc.want
+				if kern == kernAVX2 && tc.avx2 != nil {
+					want = *tc.avx2
+				}
+				if diff := cmp.Diff(want, res{n, w, esc, ls}); diff != "" {
+					t.Fatalf("(-want +got):\n%s", diff)
+				}
+				// What it wrote is what the scalar loop makes of the same
+				// bytes (plain blocks hold no line-start cases).
+				ref := make([]byte, n)
+				o, i, e := 0, 0, tc.esc
+				for i < n {
+					o, i, e, _, _ = yencDataScalar(ref, o, len(ref), []byte(tc.src), i, n, e)
+				}
+				if !bytes.Equal(dst[:w], ref[:o]) {
+					t.Errorf("kernel wrote %q, scalar %q", dst[:w], ref[:o])
+				}
+			})
+		}
 	}
 }
 
@@ -704,11 +720,11 @@ func TestYencSabyencVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, scalar := range []bool{true, false} {
-				got := streamYenc(t, wire, []int{len(wire) / 3}, scalar)
+			for _, kern := range yencTestKernels() {
+				got := streamYenc(t, wire, []int{len(wire) / 3}, kern)
 				if got.Err != "" || got.Verify != "" || !got.Done || got.Consumed != len(wire) || !bytes.Equal(got.Out, data) {
-					t.Fatalf("scalar %v: err %q verify %q done %v consumed %d/%d, data equal %v",
-						scalar, got.Err, got.Verify, got.Done, got.Consumed, len(wire), bytes.Equal(got.Out, data))
+					t.Fatalf("kern %d: err %q verify %q done %v consumed %d/%d, data equal %v",
+						kern, got.Err, got.Verify, got.Done, got.Consumed, len(wire), bytes.Equal(got.Out, data))
 				}
 			}
 			// Same data lines as sabyenc: compare everything between the
