@@ -244,40 +244,64 @@ func (d *BlockDecoder) run(dst, src []byte, p int) ([]byte, int, error) {
 // blockIndexNLDot returns the index of the first "\n." in s (a line that
 // begins with '.'), or -1.
 func blockIndexNLDot(s []byte) int {
-	i := 0
-	if blockHaveAVX2 && len(s) > 64 {
-		blocks := (len(s) - 1) / 64
-		if j := blockNLDotAVX2(s, blocks); j >= 0 {
-			return j
-		}
-		i = blocks * 64
+	if !blockHaveAVX2 || len(s) <= 64 {
+		return blockIndexNLDotSWAR(s)
 	}
-	if j := blockIndexNLDotSWAR(s[i:]); j >= 0 {
-		return i + j
+	blocks := (len(s) - 1) / 64
+	if j := blockNLDotAVX2(s, blocks); j >= 0 {
+		return j
+	}
+	if blocks*64 < len(s)-1 {
+		// The last positions: one more round over the final 65 bytes,
+		// overlapping positions already known to hold no pair.
+		t := len(s) - 65
+		if j := blockNLDotAVX2(s[t:], 1); j >= 0 {
+			return t + j
+		}
 	}
 	return -1
 }
 
 // blockIndexNLDotSWAR is the portable blockIndexNLDot: 32 positions a round,
-// eight to a 64-bit word. A byte of z is zero exactly where s has "\n." (x
-// holds s[k:k+8], y holds s[k+1:k+9]), and (z-lo)&^z&hi is non-zero exactly
-// when some byte of z is zero; the round that has one is searched bytewise.
+// eight to a 64-bit word, the last round overlapping the one before it.
+// Inputs shorter than a round are searched bytewise.
 func blockIndexNLDotSWAR(s []byte) int {
+	if len(s) < 33 {
+		return blockIndexNLDotBytes(s, 0)
+	}
+	i := 0
+	for ; i+33 <= len(s); i += 32 {
+		if blockRoundSWAR(s[i : i+33]) {
+			return blockIndexNLDotBytes(s[:i+33], i)
+		}
+	}
+	if i < len(s)-1 && blockRoundSWAR(s[len(s)-33:]) {
+		return blockIndexNLDotBytes(s, i)
+	}
+	return -1
+}
+
+// blockRoundSWAR reports whether t (33 bytes) holds "\n." at a position
+// below 32. A byte of z = (x^nl)|(y^dot) is zero exactly where t has "\n."
+// (x holds t[k:k+8], y holds t[k+1:k+9]), and (z-lo)&^z&hi is non-zero
+// exactly when some byte of z is zero, so a round that reports true has a
+// pair and the bytewise search of it finds one. (Mind Go's precedence: ^ and
+// | bind alike, so the parentheses in z matter.)
+func blockRoundSWAR(t []byte) bool {
 	const lo = 0x0101010101010101
 	const hi = 0x8080808080808080
 	const nl, dot = lo * '\n', lo * '.'
 	le := binary.LittleEndian
-	i := 0
-	for ; i+33 <= len(s); i += 32 {
-		t := s[i : i+33]
-		z0 := le.Uint64(t[0:8]) ^ nl | le.Uint64(t[1:9]) ^ dot
-		z1 := le.Uint64(t[8:16]) ^ nl | le.Uint64(t[9:17]) ^ dot
-		z2 := le.Uint64(t[16:24]) ^ nl | le.Uint64(t[17:25]) ^ dot
-		z3 := le.Uint64(t[24:32]) ^ nl | le.Uint64(t[25:33]) ^ dot
-		if ((z0-lo)&^z0|(z1-lo)&^z1|(z2-lo)&^z2|(z3-lo)&^z3)&hi != 0 {
-			break
-		}
-	}
+	t = t[:33]
+	z0 := (le.Uint64(t[0:8]) ^ nl) | (le.Uint64(t[1:9]) ^ dot)
+	z1 := (le.Uint64(t[8:16]) ^ nl) | (le.Uint64(t[9:17]) ^ dot)
+	z2 := (le.Uint64(t[16:24]) ^ nl) | (le.Uint64(t[17:25]) ^ dot)
+	z3 := (le.Uint64(t[24:32]) ^ nl) | (le.Uint64(t[25:33]) ^ dot)
+	return ((z0-lo)&^z0|(z1-lo)&^z1|(z2-lo)&^z2|(z3-lo)&^z3)&hi != 0
+}
+
+// blockIndexNLDotBytes searches s for "\n." from index i, a byte at a time.
+func blockIndexNLDotBytes(s []byte, i int) int {
 	for ; i+1 < len(s); i++ {
 		if s[i] == '\n' && s[i+1] == '.' {
 			return i
