@@ -1,0 +1,281 @@
+package feed
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/handshake"
+	"github.com/newsflow/newsflow/runtime/transcript"
+)
+
+// Each testdata/*.txt transcript describes its own test in comments:
+//
+//	# config: stream window=2 user=U pass=P timeout=30s idle=1m nocheck=HIGH,LOW,FILTER nocheck=off
+//	# offer: <a@x> <b@x>      (offered before the first line)
+//	# articles: inn 200       (offer innArticles(200) instead)
+//	# handshake: stream       (the transcript starts with a handshake with this config;
+//	                           the Feed takes over after Ready, Streaming from it)
+//	# split: whole            (only whole runs and finer splits: a recorded session,
+//	                           where one read may hold several replies)
+//	# do: close | offer <id> | abort   (an owner's action at this point)
+//	# want: <summarize of the events>
+//
+// The test replays each against a fresh Feed with the input split one line
+// per Receive (unless split: whole), whole runs, byte by byte and cut at
+// every offset of every run, and compares the events with want.
+
+type scripted struct {
+	cfg       Config
+	offer     []Article
+	bodies    bodyMap
+	handshake *handshake.Config
+	wholeOnly bool
+	want      string
+}
+
+func readHeader(tr transcript.Transcript) (scripted, error) {
+	s := scripted{bodies: bodyMap{}}
+	var haveCfg, haveWant bool
+	for _, e := range tr {
+		if e.Kind != transcript.Comment {
+			continue
+		}
+		key, val, ok := strings.Cut(e.Text, ":")
+		if !ok {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		switch key {
+		case "config":
+			haveCfg = true
+			for _, w := range strings.Fields(val) {
+				k, v, _ := strings.Cut(w, "=")
+				switch k {
+				case "stream":
+					s.cfg.Streaming = true
+				case "user":
+					s.cfg.User = v
+				case "pass":
+					s.cfg.Pass = v
+				case "window":
+					n, err := strconv.Atoi(v)
+					if err != nil {
+						return s, fmt.Errorf("config: %w", err)
+					}
+					s.cfg.Window = n
+				case "timeout", "idle":
+					d, err := time.ParseDuration(v)
+					if err != nil {
+						return s, fmt.Errorf("config: %w", err)
+					}
+					if k == "timeout" {
+						s.cfg.ResponseTimeout = d
+					} else {
+						s.cfg.IdleTimeout = d
+					}
+				case "nocheck":
+					if v == "off" {
+						s.cfg.NoCheckOff = true
+						continue
+					}
+					var hi, lo, fl float64
+					if _, err := fmt.Sscanf(v, "%g,%g,%g", &hi, &lo, &fl); err != nil {
+						return s, fmt.Errorf("config: nocheck=%q: %w", v, err)
+					}
+					s.cfg.NoCheckHigh, s.cfg.NoCheckLow, s.cfg.NoCheckFilter = hi, lo, fl
+				default:
+					return s, fmt.Errorf("config: unknown word %q", w)
+				}
+			}
+		case "offer":
+			for _, id := range strings.Fields(val) {
+				s.offer = append(s.offer, art(id))
+			}
+		case "articles":
+			var n int
+			if _, err := fmt.Sscanf(val, "inn %d", &n); err != nil {
+				return s, fmt.Errorf("articles: %q: %w", val, err)
+			}
+			for _, ia := range innArticles(n) {
+				s.offer = append(s.offer, ia.Article)
+				s.bodies[ia.Token] = ia.wire
+			}
+		case "handshake":
+			hc := handshake.Config{Stream: strings.Contains(val, "stream")}
+			s.handshake = &hc
+		case "split":
+			s.wholeOnly = val == "whole"
+		case "want":
+			haveWant = true
+			s.want = val
+		}
+	}
+	if !haveCfg || !haveWant {
+		return s, fmt.Errorf("the transcript needs # config: and # want: lines")
+	}
+	return s, nil
+}
+
+// part is a piece of a transcript between owner actions.
+type part struct {
+	tr    transcript.Transcript
+	start time.Time // the clock at its first line
+	then  string    // the action after it, "" for none
+}
+
+// parts cuts tr at "# do:" comments.
+func parts(tr transcript.Transcript, start time.Time) []part {
+	var ps []part
+	cur := part{start: start}
+	now := start
+	for _, e := range tr {
+		if e.Kind == transcript.Comment && strings.HasPrefix(e.Text, "do: ") {
+			cur.then = strings.TrimPrefix(e.Text, "do: ")
+			ps = append(ps, cur)
+			cur = part{start: now}
+			continue
+		}
+		if e.Kind == transcript.Advance {
+			now = now.Add(e.D)
+		}
+		cur.tr = append(cur.tr, e)
+	}
+	return append(ps, cur)
+}
+
+// replayFeed replays tr (with its header s) against a fresh Feed and
+// returns the events' summary.
+func replayFeed(tr transcript.Transcript, s scripted, split func([]byte) [][]byte) (string, error) {
+	cfg := s.cfg
+	cfg.Bodies = s.bodies
+	if s.handshake != nil {
+		// The handshake part ends where the first feed command is.
+		i := firstFeedCommand(tr)
+		h := handshake.New(transcript.Epoch, *s.handshake)
+		if err := transcript.Replay(h, tr[:i], transcript.Options{Split: split}); err != nil {
+			return "", fmt.Errorf("handshake part: %w", err)
+		}
+		e, ok := h.NextEvent()
+		ready, isReady := e.(handshake.Ready)
+		if !ok || !isReady {
+			return "", fmt.Errorf("handshake part: event %v, want Ready", e)
+		}
+		cfg.Streaming = ready.Streaming
+		tr = tr[i:]
+	}
+	f := New(transcript.Epoch, cfg)
+	for _, a := range s.offer {
+		f.Offer(transcript.Epoch, a)
+	}
+	for _, p := range parts(tr, transcript.Epoch) {
+		if err := transcript.Replay(f, p.tr, transcript.Options{Start: p.start, Split: split}); err != nil {
+			return "", err
+		}
+		now := p.start
+		for _, e := range p.tr {
+			if e.Kind == transcript.Advance {
+				now = now.Add(e.D)
+			}
+		}
+		switch w := strings.Fields(p.then); {
+		case len(w) == 0:
+		case w[0] == "close":
+			f.Close(now)
+		case w[0] == "abort":
+			f.Abort(now, "owner")
+		case w[0] == "offer" && len(w) == 2:
+			f.Offer(now, art(w[1]))
+		default:
+			return "", fmt.Errorf("unknown action %q", p.then)
+		}
+	}
+	var evs []Event
+	for {
+		e, ok := f.NextEvent()
+		if !ok {
+			break
+		}
+		evs = append(evs, e)
+	}
+	return summarize(evs), nil
+}
+
+// firstFeedCommand is the index of the first CHECK, TAKETHIS or IHAVE the
+// client sent, or len(tr).
+func firstFeedCommand(tr transcript.Transcript) int {
+	for i, e := range tr {
+		if e.Kind != transcript.Data || e.Side != transcript.Client {
+			continue
+		}
+		for _, v := range []string{"CHECK ", "TAKETHIS ", "IHAVE "} {
+			if strings.HasPrefix(string(e.Data), v) {
+				return i
+			}
+		}
+	}
+	return len(tr)
+}
+
+// maxRun is the length of the longest run of consecutive server data.
+func maxRun(tr transcript.Transcript) int {
+	best, cur := 0, 0
+	for _, e := range tr {
+		switch {
+		case e.Kind == transcript.Data && e.Side == transcript.Server:
+			cur += len(e.Data)
+			best = max(best, cur)
+		case e.Kind == transcript.Blank || e.Kind == transcript.Comment:
+		default:
+			cur = 0
+		}
+	}
+	return best
+}
+
+func TestTranscripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			text, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := transcript.Parse(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := readHeader(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			splits := map[string]func([]byte) [][]byte{"whole": transcript.Whole, "bytes": transcript.Chunks(1)}
+			if !s.wholeOnly {
+				splits["lines"] = nil
+			}
+			cuts := maxRun(tr)
+			if s.wholeOnly {
+				cuts = min(cuts, 64) // a recorded run can be long; its start is what varies
+			}
+			for k := 1; k < cuts; k++ {
+				splits[fmt.Sprintf("cut at %d", k)] = transcript.CutAt(k)
+			}
+			for name, split := range splits {
+				got, err := replayFeed(tr, s, split)
+				if err != nil {
+					t.Fatalf("replay (%s): %v", name, err)
+				}
+				if got != s.want {
+					t.Fatalf("replay (%s): events\n  %s\nwant\n  %s", name, got, s.want)
+				}
+			}
+		})
+	}
+}
