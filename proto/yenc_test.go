@@ -751,3 +751,35 @@ func TestYencSabyencVectors(t *testing.T) {
 		})
 	}
 }
+
+// TestYencPipelined decodes two bodies that arrive in one buffer, as
+// pipelined BODY responses do: consumed marks where the second starts, and
+// Reset readies the decoder for it.
+func TestYencPipelined(t *testing.T) {
+	a, b := []byte("first part"), []byte("second part, longer")
+	wire := YencEncode(nil, a, YencOptions{Name: "a", Part: 1, Total: 2, Size: int64(len(a) + len(b)), Wire: true})
+	wire = append(wire, "222 0 <b@x>\r\n"...)
+	wire = YencEncode(wire, b, YencOptions{Name: "a", Part: 2, Total: 2, Begin: int64(len(a) + 1), Size: int64(len(a) + len(b)), Wire: true})
+	for _, kern := range yencTestKernels() {
+		var d YencDecoder
+		d.kern = kern
+		out, n, err := d.Feed(nil, wire) // no room: only headers can be read
+		if err != nil || len(out) != 0 || d.Done() {
+			t.Fatalf("kern %d: with no room: n=%d err=%v done=%v", kern, n, err, d.Done())
+		}
+		out, n2, err := d.Feed(make([]byte, 0, 64), wire[n:])
+		n += n2
+		if err != nil || !d.Done() || d.Verify() != nil || string(out) != string(a) {
+			t.Fatalf("kern %d: first body: %q err=%v verify=%v", kern, out, err, d.Verify())
+		}
+		rest := wire[n:]
+		if !bytes.HasPrefix(rest, []byte("222 0 <b@x>\r\n")) {
+			t.Fatalf("kern %d: first body consumed %d bytes, rest starts %q", kern, n, rest[:min(20, len(rest))])
+		}
+		d.Reset()
+		out, n, err = d.Feed(make([]byte, 0, 64), rest[len("222 0 <b@x>\r\n"):])
+		if err != nil || !d.Done() || d.Verify() != nil || string(out) != string(b) || d.Part().Offset() != int64(len(a)) {
+			t.Fatalf("kern %d: second body: %q err=%v verify=%v", kern, out, err, d.Verify())
+		}
+	}
+}
