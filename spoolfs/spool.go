@@ -98,6 +98,7 @@ type Spool struct {
 	hfile      *os.File
 	hoff       int64    // end of the valid history log
 	hwait      []byte   // records of durable articles not yet written to the log
+	hspare     []byte   // the previous hpend, reused as the next
 	ckpt       Position // last checkpoint written and fsynced to the log
 	ckptNewest int64
 	ckptSeg    atomic.Uint32 // ckpt.Seg, for Expire
@@ -475,7 +476,7 @@ func (s *Spool) syncLocked(ckpt bool) error {
 	ckpt = ckpt || s.needCkpt
 	s.needCkpt = false
 	hrecs := s.hpend
-	s.hpend = nil
+	s.hpend, s.hspare = s.hspare[:0], nil
 	s.rmu.Lock()
 	act.refs++ // Expire must not close it under our fsync
 	s.rmu.Unlock()
@@ -515,6 +516,7 @@ func (s *Spool) syncLocked(ckpt bool) error {
 	// (or Close, or history expiry) writes a checkpoint and fsyncs the log,
 	// which bounds that rebuild to about one segment.
 	s.hwait = append(s.hwait, hrecs...)
+	s.hspare = hrecs
 	if ckpt {
 		end := Position{Seg: act.num, Off: actEnd}
 		s.hwait = appendCheckpoint(s.hwait, end, newest)

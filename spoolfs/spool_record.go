@@ -37,8 +37,6 @@ var (
 // crc32c is CRC-32C (Castagnoli), hardware-accelerated on amd64 and arm64.
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
-// crc32cString is crc32c of a string (message-ids: short, so the copy is cheap).
-func crc32cString(s string) uint32 { return crc32.Checksum([]byte(s), castagnoli) }
 
 // appendSegHeader appends the 16-byte header that opens every segment file.
 func appendSegHeader(dst []byte, seg uint32) []byte {
@@ -89,18 +87,21 @@ func (h recordHeader) size() int { return recOverhead + int(h.n) + h.idLen }
 //
 // crcP is the payload's CRC-32C, computed by the caller outside any lock.
 func appendRecord(dst []byte, kind byte, msgid string, payload []byte, arrived int64, crcP uint32) []byte {
-	var h [recHeaderSize]byte
+	// Everything is written into dst and checksummed there: a local header
+	// array would escape to the heap through crc32 (two allocations a Put).
+	start := len(dst)
+	dst = append(dst, make([]byte, recHeaderSize)...)
+	dst = append(dst, payload...)
+	dst = append(dst, msgid...)
+	h := dst[start : start+recHeaderSize]
 	copy(h[0:4], recMagic)
 	h[4] = kind
 	h[5] = byte(len(msgid))
 	binary.BigEndian.PutUint32(h[8:12], uint32(len(payload)))
 	binary.BigEndian.PutUint64(h[12:20], uint64(arrived))
 	binary.BigEndian.PutUint32(h[20:24], crcP)
-	binary.BigEndian.PutUint32(h[24:28], crc32cString(msgid))
+	binary.BigEndian.PutUint32(h[24:28], crc32c(dst[len(dst)-len(msgid):]))
 	binary.BigEndian.PutUint32(h[28:32], crc32c(h[:28]))
-	dst = append(dst, h[:]...)
-	dst = append(dst, payload...)
-	dst = append(dst, msgid...)
 	return append(dst, recEnd[:]...)
 }
 
