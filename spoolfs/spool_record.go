@@ -37,7 +37,6 @@ var (
 // crc32c is CRC-32C (Castagnoli), hardware-accelerated on amd64 and arm64.
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
-
 // appendSegHeader appends the 16-byte header that opens every segment file.
 func appendSegHeader(dst []byte, seg uint32) []byte {
 	start := len(dst)
