@@ -1,0 +1,166 @@
+package ingest
+
+// Articles: reading the block that follows TAKETHIS (or IHAVE's 335), the
+// machine's own checks, and the spool's wire form.
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/newsflow/newsflow/proto"
+)
+
+// discardChunk bounds one decode of input that is thrown away, so the
+// scratch buffer stays small however much input is held.
+const discardChunk = 64 << 10
+
+// startArticle begins reading the article block of cmd for id.
+func (g *Ingest) startArticle(cmd Cmd, id string) {
+	g.state = stArticle
+	g.cur = current{cmd: cmd, id: id}
+	g.dec.Reset()
+	if g.art != nil {
+		g.art = g.art[:0]
+	}
+}
+
+// readArticle decodes held input into the article. It reports whether it
+// made progress that the parser should follow up on.
+func (g *Ingest) readArticle(now time.Time) bool {
+	src := g.in[g.off:]
+	if len(src) == 0 {
+		return false
+	}
+	var (
+		n    int
+		done bool
+		err  error
+	)
+	if g.cur.discard {
+		if len(src) > discardChunk {
+			src = src[:discardChunk]
+		}
+		g.scratch, n, done, err = g.dec.Decode(g.scratch[:0], src)
+	} else {
+		if g.art == nil {
+			g.art = make([]byte, 0, g.artHint)
+		}
+		g.art, n, done, err = g.dec.Decode(g.art, src)
+		if int64(len(g.art)) > g.cfg.MaxArticleSize {
+			// Keep reading to the block's end, keeping nothing.
+			g.cur.tooBig, g.cur.discard = true, true
+			g.art = nil
+		}
+	}
+	g.off += n
+	if err != nil {
+		// Only a line over blockMaxLine gets here: the block's end is lost.
+		g.abort(now, "article block: "+err.Error())
+		return false
+	}
+	if !done {
+		return g.held() > 0
+	}
+	g.finishArticle(now)
+	return true
+}
+
+// finishArticle checks the complete article and hands it to the owner or
+// refuses it.
+func (g *Ingest) finishArticle(now time.Time) {
+	cur := g.cur
+	g.cur = current{}
+	g.state = stCommand
+	data := g.art
+	if cur.syntax {
+		return // 501 was sent with the command
+	}
+	var kind RejectKind
+	var reason, detail string
+	switch {
+	case cur.badID:
+		kind, reason, detail = RejectMessageID, msgSyntax, cur.why
+	case cur.tooBig:
+		kind, reason = RejectTooLarge, fmt.Sprintf("Article larger than %d octets", g.cfg.MaxArticleSize)
+	default:
+		h, body, k, why := g.validate(now, cur.id, data)
+		if why == "" {
+			g.art = nil // Data now belongs to the owner
+			if n := len(data) + len(data)/8; n > g.artHint {
+				g.artHint = min(n, 1<<20)
+			}
+			seq := g.push(now, slot{kind: slotArticle, cmd: cur.cmd, id: cur.id, echo: cur.cmd == CmdTakeThis, waiting: true})
+			g.emit(Article{Seq: seq, Cmd: cur.cmd, MessageID: cur.id, Data: data, Header: h, Body: body})
+			return
+		}
+		kind, reason = k, why
+	}
+	if detail == "" {
+		detail = reason
+	}
+	g.rejected(cur.cmd, cur.id, kind, detail)
+	if cur.cmd == CmdTakeThis {
+		g.push(now, slot{code: proto.CodeTakeThisReject, id: cur.id, echo: true, text: reason})
+	} else {
+		g.push(now, slot{code: proto.CodeTransferReject, text: reason})
+	}
+}
+
+// validate applies the machine's checks to a complete article offered as
+// id. It returns the parsed header and body offset, or the kind of refusal
+// and a one-line reason.
+func (g *Ingest) validate(now time.Time, id string, data []byte) (proto.Header, int, RejectKind, string) {
+	h, body, err := proto.ParseHeaders(data)
+	if err != nil {
+		return h, 0, RejectHeader, err.Error()
+	}
+	// RFC 5536 §3.1: From, Date, Newsgroups, Subject, Message-ID, Path,
+	// once each and well-formed; the Date window.
+	opts := proto.ValidateOptions{Now: now, MaxAge: g.cfg.MaxAge, MaxFuture: g.cfg.MaxFuture}
+	if err := proto.ValidateArticle(h, opts); err != nil {
+		return h, 0, RejectInvalid, err.Error()
+	}
+	// RFC 4644 §2.5, RFC 3977 §6.3.2: the article is the one offered.
+	if mid := h.Get(proto.HeaderMessageID); mid != id {
+		return h, 0, RejectMismatch, fmt.Sprintf("Message-ID %s does not match the offered %s", mid, id)
+	}
+	// RFC 5537 §3.3: our own name in Path means the article looped.
+	if g.cfg.PathHost != "" && proto.PathContains(h.Path(), g.cfg.PathHost) {
+		return h, 0, RejectPathLoop, "Path loop: already holds " + g.cfg.PathHost
+	}
+	return h, body, 0, ""
+}
+
+// AppendWire appends to dst the article a in the form the spool stores:
+// pathHost prepended to its Path field (RFC 5537 §3.2.1; none when pathHost
+// is empty), dot-stuffed, ending in ".\r\n" (RFC 3977 §3.1.1). It fails
+// when the article has no Path field or pathHost is not a valid path
+// identity (RFC 5536 §3.1.5).
+func AppendWire(dst []byte, a Article, pathHost string) ([]byte, error) {
+	var e proto.BlockEncoder
+	if pathHost == "" {
+		return e.Close(e.Append(dst, a.Data)), nil
+	}
+	if a.Body < 0 || a.Body > len(a.Data) {
+		return dst, fmt.Errorf("ingest: wire form of %s: body offset %d outside the article", a.MessageID, a.Body)
+	}
+	hdr := a.Data[:a.Body]
+	if len(hdr) > 0 && hdr[0] == '.' || bytes.Contains(hdr, []byte("\n.")) {
+		// A header line that begins with '.' needs stuffing: build the
+		// new header apart, then stuff it with the body.
+		h, err := proto.PrependPathIdentity(nil, hdr, a.Header, pathHost)
+		if err != nil {
+			return dst, fmt.Errorf("ingest: wire form of %s: %w", a.MessageID, err)
+		}
+		dst = e.Append(dst, h)
+		return e.Close(e.Append(dst, a.Data[a.Body:])), nil
+	}
+	start := len(dst)
+	dst, err := proto.PrependPathIdentity(dst, hdr, a.Header, pathHost)
+	if err != nil {
+		return dst[:start], fmt.Errorf("ingest: wire form of %s: %w", a.MessageID, err)
+	}
+	// The header ends a line, so the encoder starts at a line start.
+	return e.Close(e.Append(dst, a.Data[a.Body:])), nil
+}

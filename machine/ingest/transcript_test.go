@@ -1,0 +1,196 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/runtime/transcript"
+)
+
+// Each testdata/*.txt transcript is a session as the peer and the relay
+// saw it ("C:" the upstream feeder, "S:" this machine), and says in header
+// comments how to set the test up:
+//
+//	# owner: want all, store ok     the owner's policy (see parseOwner)
+//	# config: pathhost=relay.example maxsize=2000 pending=8 idle=10m transfer=2m
+//	# not accepting: Disk full      SetAccepting(false, reason) before the session
+//	# unavailable: Disk full        Config.Unavailable (the greeting is 400)
+//	# stored: 3                     how many articles the owner must have stored
+//	# events depend on splits: why  the owner's events may differ between splits
+//
+// The test replays each against a fresh machine in the server role, with
+// input given one line per Receive, whole runs, byte by byte, and runs cut
+// in two, and checks the stored count.
+
+type scripted struct {
+	cfg          Config
+	policy       string
+	notAccepting *string
+	stored       int
+	haveStored   bool
+	splitEvents  bool // events may differ between splits
+}
+
+func readHeader(tr transcript.Transcript) (scripted, error) {
+	s := scripted{cfg: Config{}}
+	haveOwner := false
+	for _, e := range tr {
+		if e.Kind != transcript.Comment {
+			continue
+		}
+		key, val, ok := strings.Cut(e.Text, ":")
+		if !ok {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		switch key {
+		case "owner":
+			s.policy, haveOwner = val, true
+		case "not accepting":
+			s.notAccepting = &val
+		case "unavailable":
+			s.cfg.Unavailable = val
+		case "events depend on splits":
+			s.splitEvents = true
+		case "stored":
+			n, err := strconv.Atoi(val)
+			if err != nil {
+				return s, fmt.Errorf("stored: %w", err)
+			}
+			s.stored, s.haveStored = n, true
+		case "config":
+			for _, w := range strings.Fields(val) {
+				k, v, _ := strings.Cut(w, "=")
+				var err error
+				switch k {
+				case "pathhost":
+					s.cfg.PathHost = v
+				case "maxsize":
+					s.cfg.MaxArticleSize, err = strconv.ParseInt(v, 10, 64)
+				case "pending":
+					s.cfg.MaxPending, err = strconv.Atoi(v)
+				case "idle":
+					s.cfg.IdleTimeout, err = time.ParseDuration(v)
+				case "transfer":
+					s.cfg.TransferTimeout, err = time.ParseDuration(v)
+				default:
+					err = errors.New("unknown key")
+				}
+				if err != nil {
+					return s, fmt.Errorf("config %q: %v", w, err)
+				}
+			}
+		}
+	}
+	if !haveOwner {
+		return s, errors.New(`transcript lacks an "# owner:" comment`)
+	}
+	return s, nil
+}
+
+// replay runs tr against a fresh machine set up by its header and returns
+// the owner.
+func replay(tr transcript.Transcript, split func([]byte) [][]byte) (*owner, error) {
+	s, err := readHeader(tr)
+	if err != nil {
+		return nil, err
+	}
+	o, err := parseOwner(s.policy)
+	if err != nil {
+		return nil, err
+	}
+	c := &ownedConn{Ingest: New(transcript.Epoch, s.cfg), o: o}
+	if s.notAccepting != nil {
+		c.SetAccepting(transcript.Epoch, false, *s.notAccepting)
+	}
+	o.serve(transcript.Epoch, c.Ingest)
+	err = transcript.Replay(c, tr, transcript.Options{Local: transcript.Server, Split: split})
+	if err == nil && s.haveStored && len(o.stored) != s.stored {
+		err = fmt.Errorf("the owner stored %d articles, the transcript says %d", len(o.stored), s.stored)
+	}
+	return o, err
+}
+
+func TestTranscripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no transcripts in testdata")
+	}
+	splits := []struct {
+		name string
+		fn   func([]byte) [][]byte
+	}{
+		{"lines", nil},
+		{"whole", transcript.Whole},
+		{"bytes", transcript.Chunks(1)},
+		{"chunks7", transcript.Chunks(7)},
+		{"cut3", transcript.CutAt(3)},
+		{"cut100", transcript.CutAt(100)},
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
+			text, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := transcript.Parse(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hdr, err := readHeader(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs [][]string
+			for _, sp := range splits {
+				o, err := replay(tr, sp.fn)
+				if err != nil {
+					t.Fatalf("split %s: %v", sp.name, err)
+				}
+				logs = append(logs, o.log)
+			}
+			for i := 1; i < len(logs) && !hdr.splitEvents; i++ {
+				if diff := cmp.Diff(logs[0], logs[i]); diff != "" {
+					t.Errorf("events differ between splits %s and %s (-+):\n%s", splits[0].name, splits[i].name, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestTranscriptsCatchDivergence: a replay that should fail does, so the
+// transcripts above are a real check.
+func TestTranscriptsCatchDivergence(t *testing.T) {
+	cases := []struct{ name, text, want string }{
+		{"wrong code", "# owner: refuse all\nS: 200 relay.example newsflow ready (transit mode)\nC: CHECK <a@b>\nS: 238 <a@b> Send it\n",
+			"machine wrote something else"},
+		{"missing response", "# owner: want all\nS: 200 relay.example newsflow ready (transit mode)\nC: CHECK <a@b>\nC: DATE\n",
+			"machine wrote more than the transcript holds"},
+		{"stored count", "# owner: want all, store ok\n# stored: 1\n# config: pathhost=relay.example\nS: 200 relay.example newsflow ready (transit mode)\n",
+			"the owner stored 0 articles, the transcript says 1"},
+	}
+	for _, tc := range cases {
+		tr, err := transcript.Parse([]byte(tc.text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The greeting names PathHost; give the first two a config too.
+		if !strings.Contains(tc.text, "# config") {
+			tr = append(transcript.Transcript{{Kind: transcript.Comment, Text: "config: pathhost=relay.example"}}, tr...)
+		}
+		_, err = replay(tr, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
