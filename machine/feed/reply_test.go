@@ -6,14 +6,14 @@ import (
 
 // A context puts a fresh Feed where a reply is due and says what it has
 // sent; the table then gives every response code in every context.
-type context struct {
+type replyContext struct {
 	cfg   Config
 	setup func(h *harness)
 }
 
 const a, b = "<a@x>", "<b@x>"
 
-var contexts = map[string]context{
+var contexts = map[string]replyContext{
 	// CHECK <a> and CHECK <b> outstanding; the reply answers CHECK <a>.
 	"CHECK": {cfg: Config{Streaming: true, User: "u", Pass: "p"}, setup: func(h *harness) {
 		h.offer(a, b)

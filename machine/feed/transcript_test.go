@@ -24,6 +24,7 @@ import (
 //	                           where one read may hold several replies)
 //	# do: close | offer <id> | abort   (an owner's action at this point)
 //	# want: <summarize of the events>
+//	# tally: <the events counted, as tally.String writes them> (instead of want)
 //
 // The test replays each against a fresh Feed with the input split one line
 // per Receive (unless split: whole), whole runs, byte by byte and cut at
@@ -36,6 +37,7 @@ type scripted struct {
 	handshake *handshake.Config
 	wholeOnly bool
 	want      string
+	tally     string
 }
 
 func readHeader(tr transcript.Transcript) (scripted, error) {
@@ -113,10 +115,13 @@ func readHeader(tr transcript.Transcript) (scripted, error) {
 		case "want":
 			haveWant = true
 			s.want = val
+		case "tally":
+			haveWant = true
+			s.tally = val
 		}
 	}
 	if !haveCfg || !haveWant {
-		return s, fmt.Errorf("the transcript needs # config: and # want: lines")
+		return s, fmt.Errorf("the transcript needs # config: and # want: (or # tally:) lines")
 	}
 	return s, nil
 }
@@ -149,7 +154,7 @@ func parts(tr transcript.Transcript, start time.Time) []part {
 }
 
 // replayFeed replays tr (with its header s) against a fresh Feed and
-// returns the events' summary.
+// returns the events' summary, or their tally when s has one.
 func replayFeed(tr transcript.Transcript, s scripted, split func([]byte) [][]byte) (string, error) {
 	cfg := s.cfg
 	cfg.Bodies = s.bodies
@@ -201,6 +206,9 @@ func replayFeed(tr transcript.Transcript, s scripted, split func([]byte) [][]byt
 			break
 		}
 		evs = append(evs, e)
+	}
+	if s.tally != "" {
+		return count(evs).String(), nil
 	}
 	return summarize(evs), nil
 }
@@ -272,8 +280,8 @@ func TestTranscripts(t *testing.T) {
 				if err != nil {
 					t.Fatalf("replay (%s): %v", name, err)
 				}
-				if got != s.want {
-					t.Fatalf("replay (%s): events\n  %s\nwant\n  %s", name, got, s.want)
+				if want := s.want + s.tally; got != want {
+					t.Fatalf("replay (%s): events\n  %s\nwant\n  %s", name, got, want)
 				}
 			}
 		})

@@ -197,6 +197,11 @@ func (c *Conn) Run(ctx context.Context, m machine.Conn, step func(now time.Time)
 				}
 				return fmt.Errorf("goroutine: step: %w", err)
 			}
+			// step may have given the machine work (an Offer, a Close):
+			// write it now rather than after the next input.
+			if err := c.flush(m); err != nil {
+				return err
+			}
 		}
 		if m.Closed() {
 			return c.Close()

@@ -1,0 +1,167 @@
+package feed
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/machine/handshake"
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/inntest"
+	"github.com/newsflow/newsflow/runtime/transcript"
+)
+
+// update rewrites testdata/inn_stream.txt from a live INN:
+//
+//	go test ./machine/feed/ -run INN -update
+var update = flag.Bool("update", false, "rewrite testdata/inn_stream.txt from a live INN")
+
+const innGolden = "testdata/inn_stream.txt"
+
+// innCount is how many articles the INN session streams.
+const innCount = 200
+
+// normalize replaces what differs between hosts and runs (INN's path host,
+// the machine's name) in the server's lines.
+func normalize(tr transcript.Transcript, names ...string) transcript.Transcript {
+	out := make(transcript.Transcript, 0, len(tr))
+	for _, e := range tr {
+		if e.Kind == transcript.Data && e.Side == transcript.Server {
+			d := string(e.Data)
+			for _, n := range names {
+				if n != "" {
+					d = strings.ReplaceAll(d, n, "inn.example")
+				}
+			}
+			e.Data = []byte(d)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// skeleton is what the golden comparison checks, apart from how the two
+// directions interleave (that depends on how reads were split): every
+// client line in order, and every server status code in order.
+func skeleton(tr transcript.Transcript) (client, server []string) {
+	for _, e := range tr {
+		if e.Kind != transcript.Data {
+			continue
+		}
+		line := strings.TrimRight(string(e.Data), "\r\n")
+		if e.Side == transcript.Client {
+			client = append(client, line)
+			continue
+		}
+		if r, err := proto.ParseResponse([]byte(line)); err == nil && line[0] >= '2' {
+			line = fmt.Sprint(r.Code)
+		}
+		if strings.HasPrefix(line, "IMPLEMENTATION ") {
+			line = "IMPLEMENTATION"
+		}
+		server = append(server, line)
+	}
+	return client, server
+}
+
+// TestINNStream streams 200 articles into a private innd through the
+// handshake and the Feed on runtime/goroutine, checks that INN stores each,
+// replays the recorded session against fresh machines and compares it with
+// testdata/inn_stream.txt (which TestTranscripts replays without INN).
+func TestINNStream(t *testing.T) {
+	if err := inntest.Available(); err != nil && *update {
+		t.Fatalf("-update needs INN: %v", err)
+	}
+	srv := inntest.Start(t, inntest.Options{}) // skips when INN is missing
+	arts := innArticles(innCount)
+	r := runFeed(t, srv.Addr(), handshake.Config{Stream: true}, Config{}, arts, true)
+	if r.runErr != nil {
+		t.Fatalf("Run: %v", r.runErr)
+	}
+	if !r.ready.Streaming {
+		t.Fatalf("innd did not stream: %v", r.ready)
+	}
+	// 149 wanted articles take innfeed's filter over 95%: the rest go
+	// without CHECK.
+	want := tally{Accepted: innCount, Closed: ReasonQuit, ModeChanges: []string{"check->takethis"}}
+	if d := cmp.Diff(want, count(r.events)); d != "" {
+		t.Fatalf("outcomes (-want +got):\n%s\n%s", d, summarize(r.events))
+	}
+	accountedFor(t, arts, r.events)
+	for _, a := range arts {
+		if !srv.HasArticle(a.MessageID) {
+			t.Errorf("INN does not have %s", a.MessageID)
+		}
+	}
+
+	host, _ := os.Hostname()
+	live := normalize(r.rec.Transcript(), srv.PathHost(), host)
+	// The owner's Close happened just before QUIT; the replay does it there.
+	var body transcript.Transcript
+	for _, e := range live {
+		if e.Kind == transcript.Data && e.Side == transcript.Client && string(e.Data) == "QUIT\r\n" {
+			body = append(body, transcript.Entry{Kind: transcript.Comment, Text: "do: close"})
+		}
+		body = append(body, e)
+	}
+	head := transcript.Transcript{
+		{Kind: transcript.Comment, Text: fmt.Sprintf("INN 2.7.1 innd on its feed port: the handshake (CAPABILITIES, MODE STREAM), then %d articles", innCount)},
+		{Kind: transcript.Comment, Text: "streamed with CHECK/TAKETHIS in a window of 100 (TAKETHIS only once 149 were wanted,"},
+		{Kind: transcript.Comment, Text: "innfeed's no-CHECK mode), then QUIT (RFC 4644, RFC 3977 §5.4)."},
+		{Kind: transcript.Comment, Text: "Recorded from a live INN by machine/feed's TestINNStream -update; host names normalised."},
+		{Kind: transcript.Comment, Text: "handshake: stream"},
+		{Kind: transcript.Comment, Text: "split: whole"},
+		{Kind: transcript.Comment, Text: fmt.Sprintf("articles: inn %d", innCount)},
+		{Kind: transcript.Comment, Text: "config:"},
+		{Kind: transcript.Comment, Text: "tally: " + count(r.events).String()},
+	}
+	full := append(head, body...)
+	text, err := transcript.Format(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The live session replays against fresh machines.
+	parsed, err := transcript.Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := readHeader(parsed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, split := range map[string]func([]byte) [][]byte{"whole": transcript.Whole, "bytes": transcript.Chunks(1)} {
+		got, err := replayFeed(parsed, s, split)
+		if err != nil {
+			t.Fatalf("replaying the live session (%s): %v", name, err)
+		}
+		if got != s.tally {
+			t.Fatalf("replaying the live session (%s): events differ:\n%s\nwant\n%s", name, got, s.tally)
+		}
+	}
+	if *update {
+		if err := os.WriteFile(innGolden, text, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", innGolden)
+		return
+	}
+	golden, err := os.ReadFile(innGolden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to record it)", err)
+	}
+	gt, err := transcript.Parse(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, gs := skeleton(gt)
+	lc, ls := skeleton(live)
+	if d := cmp.Diff(gc, lc); d != "" {
+		t.Errorf("the Feed's side differs from %s (-golden +live):\n%s", innGolden, d)
+	}
+	if d := cmp.Diff(gs, ls); d != "" {
+		t.Errorf("INN's side differs from %s (-golden +live); rerun with -update if INN changed:\n%s", innGolden, d)
+	}
+}
