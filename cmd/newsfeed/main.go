@@ -1,0 +1,256 @@
+// Command newsfeed is newsflow's transit feeder: it takes articles from
+// upstream servers (MODE STREAM, CHECK, TAKETHIS, IHAVE) and from files,
+// stores each once, and feeds every peer that wants it, like INN's innfeed.
+//
+//	newsfeed [-config FILE] [-v]              run the relay
+//	newsfeed inject [-config FILE] FILE...    store rnews batches or article files
+//	newsfeed demo [-n N] [-v]                 run the relay against two loopback peers
+//	newsfeed status [-config FILE] [-admin ADDR] [-json]
+//	                                          print per-peer state from the admin listener
+//
+// With no -config, newsfeed runs an embedded default: ingest on
+// 127.0.0.1:1119, the spool under $XDG_STATE_HOME/newsflow (or
+// ~/.local/state/newsflow), no peers.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/newsflow/newsflow/runtime/relay"
+)
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Main runs newsfeed with args and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "inject":
+			return inject(args[1:], stdout, stderr)
+		case "demo":
+			return demo(args[1:], stdout, stderr)
+		case "status":
+			return status(args[1:], stdout, stderr)
+		case "help", "-h", "-help", "--help":
+			usage(stderr)
+			return 0
+		}
+	}
+	return run(args, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  newsfeed [-config FILE] [-v]              run the relay (embedded default without -config)
+  newsfeed inject [-config FILE] FILE...    store rnews batches or single article files
+  newsfeed demo [-n N] [-v]                 run the relay against two loopback peers
+  newsfeed status [-config FILE] [-admin ADDR] [-json]
+`)
+}
+
+func logger(w io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelInfo
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("newsfeed", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "", "configuration `file` (TOML); the embedded default when empty")
+	verbose := fs.Bool("v", false, "log debug messages")
+	fs.Usage = func() { usage(stderr); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "newsfeed: unexpected argument %q\n", fs.Arg(0))
+		usage(stderr)
+		return 2
+	}
+	cfg, err := relay.LoadConfig(*config)
+	if err != nil {
+		fmt.Fprintf(stderr, "newsfeed: %v\n", err)
+		return 2
+	}
+	log := logger(stderr, *verbose)
+	r, err := relay.Open(cfg, relay.Options{Logger: log})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := r.Run(ctx); err != nil {
+		log.Error("stopped with an error", "err", err)
+		return 1
+	}
+	log.Info("stopped cleanly")
+	return 0
+}
+
+func inject(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("newsfeed inject", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "", "configuration `file` (TOML); the embedded default when empty")
+	verbose := fs.Bool("v", false, "log debug messages")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "usage: newsfeed inject [-config FILE] FILE...")
+		return 2
+	}
+	cfg, err := relay.LoadConfig(*config)
+	if err != nil {
+		fmt.Fprintf(stderr, "newsfeed: %v\n", err)
+		return 2
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	r, err := relay.Open(cfg, relay.Options{Logger: log, NoConnect: true})
+	if err != nil {
+		fmt.Fprintf(stderr, "newsfeed inject: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	var total relay.InjectResult
+	failed := false
+	for _, name := range fs.Args() {
+		res, err := r.InjectFile(ctx, name)
+		fmt.Fprintf(stdout, "%s: %s\n", name, res)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsfeed inject: %s: %v\n", name, err)
+			failed = true
+		}
+		total.Add(res)
+	}
+	if err := r.Close(); err != nil {
+		fmt.Fprintf(stderr, "newsfeed inject: %v\n", err)
+		failed = true
+	}
+	fmt.Fprintf(stdout, "total: %s\n", total)
+	if failed || total.Rejected > 0 {
+		return 1
+	}
+	return 0
+}
+
+func demo(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("newsfeed demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	n := fs.Int("n", 200, "number of sample articles")
+	verbose := fs.Bool("v", false, "show the relay's log")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	opts := relay.DemoOptions{Articles: *n}
+	if *verbose {
+		opts.Log = stderr
+	}
+	if err := relay.Demo(context.Background(), stdout, opts); err != nil {
+		fmt.Fprintf(stderr, "newsfeed demo: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func status(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("newsfeed status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "", "configuration `file` whose admin address to ask")
+	admin := fs.String("admin", "", "admin listener `host:port` (overrides the configuration's)")
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	addr := *admin
+	if addr == "" {
+		cfg, err := relay.LoadConfig(*config)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsfeed: %v\n", err)
+			return 2
+		}
+		addr = cfg.Admin
+	}
+	if addr == "" {
+		fmt.Fprintln(stderr, "newsfeed status: no admin address: set admin in the configuration or pass -admin HOST:PORT")
+		return 2
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + addr + "/status.json")
+	if err != nil {
+		fmt.Fprintf(stderr, "newsfeed status: %v\n", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "newsfeed status: %s: %s\n", addr, resp.Status)
+		return 1
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		fmt.Fprintf(stderr, "newsfeed status: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		stdout.Write(body)
+		return 0
+	}
+	var st relay.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		fmt.Fprintf(stderr, "newsfeed status: %s: %v\n", addr, err)
+		return 1
+	}
+	printStatus(stdout, st)
+	return 0
+}
+
+func printStatus(w io.Writer, st relay.Status) {
+	acc := "accepting"
+	if !st.Accepting {
+		acc = "NOT accepting: " + st.NotReason
+	}
+	fmt.Fprintf(w, "newsfeed %s on %s, up since %s, %s\n", st.PathHost, st.Listen, st.Started.Format(time.RFC3339), acc)
+	fmt.Fprintf(w, "ingest: connections %d open %d accepted %d duplicate %d refused %d deferred %d rejected %d\n",
+		st.Ingest.Connections, st.Ingest.Open, st.Ingest.Accepted, st.Ingest.Duplicate, st.Ingest.Refused, st.Ingest.Deferred, st.Ingest.Rejected)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PEER\tOFFERED\tACCEPTED\tREFUSED\tREJECTED\tDEFERRED\tDROPPED\tMISSING\tQUEUED\tBACKLOG\tCONNECTIONS")
+	for _, p := range st.Peers {
+		conns := ""
+		for i, c := range p.Connections {
+			if i > 0 {
+				conns += ", "
+			}
+			conns += fmt.Sprintf("#%d %s", c.ID, c.State)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%dB\t%s\n", p.Name, p.Offered, p.Accepted, p.Refused,
+			p.Rejected, p.Deferred, p.Dropped, p.Missing, p.Queued, p.BacklogArticle, p.BacklogBytes, conns)
+	}
+	tw.Flush()
+	if len(st.Peers) == 0 {
+		fmt.Fprintln(w, "no peers configured")
+	}
+}
+
+var _ = errors.New

@@ -1,0 +1,204 @@
+package relay
+
+import (
+	"sync"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/ingest"
+	"github.com/newsflow/newsflow/machine/queue"
+)
+
+// pendingArt is one stored article waiting for the group commit.
+type pendingArt struct {
+	ic    *inConn // the connection to answer; nil for inject
+	seq   uint64  // the ingest machine's sequence number
+	entry queue.Entry
+	peers []*peer
+	done  chan ingest.Result // inject waits here; nil for connections
+}
+
+// committer is the group commit (STYLE §7.6): it takes every article
+// stored since its last round, offers each to the peers that want it (their
+// queues journal the offer), makes the spool and every touched peer's files
+// durable with one Sync each, and only then answers the articles' senders.
+// While the disk is full it holds the batch, keeps ingest off, and retries.
+type committer struct {
+	r *Relay
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	items    []pendingArt
+	running  bool
+	stopping bool
+	done     chan struct{}
+
+	rounds, synced int64 // for stats: commit rounds, articles made durable
+}
+
+func newCommitter(r *Relay) *committer {
+	c := &committer{r: r, done: make(chan struct{})}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+// start runs the commit loop (once).
+func (c *committer) start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running || c.stopping {
+		return
+	}
+	c.running = true
+	go c.loop()
+}
+
+// add queues stored articles for the next round.
+func (c *committer) add(items ...pendingArt) {
+	c.mu.Lock()
+	if c.stopping && !c.running {
+		c.mu.Unlock()
+		for _, it := range items {
+			c.answer(it, ingest.Result{Outcome: ingest.StoreLater, Reason: "shutting down"})
+		}
+		return
+	}
+	c.items = append(c.items, items...)
+	c.cond.Signal()
+	c.mu.Unlock()
+}
+
+// stop finishes the round in progress and everything queued, then ends
+// the loop. It is safe to call more than once, and on a committer never
+// started.
+func (c *committer) stop() {
+	c.mu.Lock()
+	if c.stopping {
+		running := c.running
+		c.mu.Unlock()
+		if running {
+			<-c.done
+		}
+		return
+	}
+	c.stopping = true
+	running := c.running
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	if running {
+		<-c.done
+	}
+}
+
+func (c *committer) loop() {
+	defer close(c.done)
+	var batch []pendingArt
+	for {
+		c.mu.Lock()
+		for len(c.items) == 0 && !c.stopping {
+			c.cond.Wait()
+		}
+		if len(c.items) == 0 && c.stopping {
+			c.mu.Unlock()
+			return
+		}
+		batch = append(batch[:0], c.items...)
+		clear(c.items)
+		c.items = c.items[:0]
+		c.mu.Unlock()
+		c.commit(batch)
+		clear(batch)
+	}
+}
+
+// commit is one round: fan out, sync, answer.
+func (c *committer) commit(batch []pendingArt) {
+	r := c.r
+	now := r.now()
+	byPeer := map[*peer][]queue.Entry{}
+	for _, it := range batch {
+		for _, p := range it.peers {
+			byPeer[p] = append(byPeer[p], it.entry)
+		}
+	}
+	for p, es := range byPeer {
+		if err := p.q.offer(now, es); err != nil {
+			r.log.Error("queue offer failed", "peer", p.cfg.Name, "err", err)
+		}
+		p.offeredBytes.Add(sumSize(es))
+	}
+	// Durability, in order: the spool (articles and history), then each
+	// peer's queue files (journal lines, backlog lines). Only then ack.
+	full := false
+	for {
+		err := r.spool.Sync()
+		if err == nil {
+			for p := range byPeer {
+				if err = p.q.sync(); err != nil {
+					break
+				}
+			}
+		}
+		if err == nil {
+			break
+		}
+		if !isDiskFull(err) {
+			r.log.Error("group commit failed: articles not acknowledged", "articles", len(batch), "err", err)
+			r.setAccepting(false, "spool error: "+err.Error())
+			for _, it := range batch {
+				c.answer(it, ingest.Result{Outcome: ingest.StoreLater, Reason: "Cannot store articles now"})
+			}
+			return
+		}
+		if !full {
+			full = true
+			r.setAccepting(false, "disk full")
+			r.log.Error("disk full: holding acknowledgements until a write succeeds", "articles", len(batch), "err", err)
+		}
+		if c.isStopping() {
+			// Shutting down with the disk still full: the articles stay
+			// buffered in the spool (and are written if it closes cleanly),
+			// but none is acknowledged; upstream offers them again.
+			for _, it := range batch {
+				c.answer(it, ingest.Result{Outcome: ingest.StoreLater, Reason: "disk full"})
+			}
+			return
+		}
+		time.Sleep(r.opts.ProbeInterval)
+	}
+	if full {
+		r.setAccepting(true, "")
+	}
+	c.mu.Lock()
+	c.rounds++
+	c.synced += int64(len(batch))
+	c.mu.Unlock()
+	ok := ingest.Result{Outcome: ingest.StoreAccepted}
+	for _, it := range batch {
+		c.answer(it, ok)
+	}
+	r.ingest.accepted.Add(int64(len(batch)))
+}
+
+func (c *committer) isStopping() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopping
+}
+
+// answer gives an article's result to whoever waits for it.
+func (c *committer) answer(it pendingArt, res ingest.Result) {
+	switch {
+	case it.done != nil:
+		it.done <- res
+	case it.ic != nil:
+		it.ic.stored(it.seq, res)
+	}
+}
+
+func sumSize(es []queue.Entry) int64 {
+	var n int64
+	for _, e := range es {
+		n += e.Size
+	}
+	return n
+}

@@ -1,0 +1,345 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/ingest"
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/goroutine"
+	"github.com/newsflow/newsflow/spoolfs"
+)
+
+// ingestStats counts what the ingest listener (and inject) did.
+type ingestStats struct {
+	conns     atomic.Int64 // connections accepted
+	open      atomic.Int64 // connections open now
+	accepted  atomic.Int64 // articles made durable and acknowledged
+	duplicate atomic.Int64 // articles another connection stored first
+	refused   atomic.Int64 // offers not wanted (history)
+	deferred  atomic.Int64 // offers answered "later" (in progress, disk full)
+	rejected  atomic.Int64 // articles or offers refused by validation
+}
+
+// acceptLoop accepts upstream connections until ln closes.
+func (r *Relay) acceptLoop(ctx context.Context, ln net.Listener) {
+	var inWG sync.WaitGroup
+	defer inWG.Wait()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			r.log.Warn("ingest accept", "err", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		r.ingest.conns.Add(1)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.serveIngest(ctx, nc)
+		}()
+	}
+}
+
+// inConn is one upstream connection: the ingest machine on the goroutine
+// runtime, plus the answers the committer and the relay hand it.
+type inConn struct {
+	r      *Relay
+	remote string
+	gate   *gatedConn
+	gc     *goroutine.Conn
+	g      *ingest.Ingest
+	kick   chan struct{}
+
+	mu       sync.Mutex
+	results  []storedResult
+	accept   *acceptChange
+	shutdown string
+
+	// Owned by the Run goroutine.
+	reserved map[string]struct{}
+	buf      []byte
+}
+
+type storedResult struct {
+	seq uint64
+	res ingest.Result
+}
+
+type acceptChange struct {
+	ok     bool
+	reason string
+}
+
+// serveIngest runs one upstream connection to its end.
+func (r *Relay) serveIngest(ctx context.Context, nc net.Conn) {
+	now := r.now()
+	g := ingest.New(now, ingest.Config{
+		PathHost:       r.cfg.PathHost,
+		MaxArticleSize: int64(r.cfg.MaxArticleSize),
+		MaxBuffered:    2*int(r.cfg.MaxArticleSize) + 4<<20,
+		MaxFuture:      -1, // a relay passes what its upstream accepted; INN's artcutoff is off too
+	})
+	ic := &inConn{r: r, remote: nc.RemoteAddr().String(), gate: newGatedConn(nc), g: g,
+		kick: make(chan struct{}, 1), reserved: map[string]struct{}{}}
+	if why := r.notAccepting(); why != "" {
+		g.SetAccepting(now, false, why)
+	}
+	ic.gc = goroutine.New(ic.gate, goroutine.Options{Now: r.now})
+	r.mu.Lock()
+	r.inConns[ic] = struct{}{}
+	r.mu.Unlock()
+	r.ingest.open.Add(1)
+	r.log.Debug("ingest connection", "remote", ic.remote)
+
+	sctx, cancel := context.WithCancel(ctx)
+	go func() {
+		for {
+			select {
+			case <-ic.kick:
+				ic.gc.Do(sctx, ic.apply)
+			case <-sctx.Done():
+				return
+			}
+		}
+	}()
+	err := ic.gc.Run(sctx, g, ic.step)
+	cancel()
+	ic.gc.Close()
+	r.mu.Lock()
+	delete(r.inConns, ic)
+	r.mu.Unlock()
+	r.ingest.open.Add(-1)
+	h := r.spool.History()
+	for id := range ic.reserved {
+		h.Release(id)
+	}
+	if err != nil && ctx.Err() == nil {
+		r.log.Debug("ingest connection ended", "remote", ic.remote, "err", err)
+	}
+}
+
+// step drains the machine's events after every input (Run's goroutine).
+func (ic *inConn) step(now time.Time) error {
+	r := ic.r
+	for {
+		ev, ok := ic.g.NextEvent()
+		if !ok {
+			break
+		}
+		switch e := ev.(type) {
+		case ingest.Check:
+			ic.check(now, e)
+		case ingest.Article:
+			ic.article(now, e)
+		case ingest.Rejected:
+			r.ingest.rejected.Add(1)
+			r.log.Info("article rejected", "remote", ic.remote, "cmd", e.Cmd.String(), "id", e.MessageID,
+				"kind", e.Kind.String(), "reason", e.Reason)
+		case ingest.Closed:
+			r.log.Debug("ingest connection closed", "remote", ic.remote, "reason", e.Reason)
+		}
+	}
+	ic.gate.setPaused(ic.g.Paused())
+	return nil
+}
+
+// check answers CHECK or IHAVE from the history: unknown ids are reserved
+// for this connection and wanted; ids in transit elsewhere or not yet
+// durable are deferred; stored or rejected ids are refused.
+func (ic *inConn) check(now time.Time, e ingest.Check) {
+	r := ic.r
+	st, ok := r.spool.History().Reserve(e.MessageID, now)
+	v := ingest.Want
+	switch {
+	case ok:
+		ic.reserved[e.MessageID] = struct{}{}
+	case st == spoolfs.Reserved || st == spoolfs.Pending:
+		v = ingest.Defer
+		r.ingest.deferred.Add(1)
+	default:
+		v = ingest.Refuse
+		r.ingest.refused.Add(1)
+	}
+	if err := ic.g.Decide(now, e.Seq, v); err != nil {
+		r.log.Error("ingest decide", "err", err)
+	}
+}
+
+// article stores a received article and hands it to the group commit.
+func (ic *inConn) article(now time.Time, e ingest.Article) {
+	delete(ic.reserved, e.MessageID)
+	res, item := ic.r.store(now, e.MessageID, e.Data, e.Header, &ic.buf)
+	if item == nil {
+		if err := ic.g.Stored(now, e.Seq, res); err != nil {
+			ic.r.log.Error("ingest stored", "err", err)
+		}
+		return
+	}
+	item.ic, item.seq = ic, e.Seq
+	ic.r.com.add(*item)
+}
+
+// store prepends our Path identity to an article that passed validation,
+// puts its wire form in the spool and routes it. It returns either a final
+// result (refused: nil item) or the item for the group commit.
+func (r *Relay) store(now time.Time, id string, data []byte, h proto.Header, buf *[]byte) (ingest.Result, *pendingArt) {
+	withPath, err := proto.PrependPathIdentity((*buf)[:0], data, h, r.cfg.PathHost)
+	if err != nil {
+		r.ingest.rejected.Add(1)
+		return ingest.Result{Outcome: ingest.StoreRejected, Reason: "Bad Path: " + err.Error()}, nil
+	}
+	*buf = withPath
+	wire := proto.ToWire(withPath)
+	groups, _ := h.Newsgroups()
+	path := h.Path()
+	tok, err := r.spool.Put(id, wire, now)
+	switch {
+	case err == nil:
+	case errors.Is(err, spoolfs.ErrDuplicate):
+		r.ingest.duplicate.Add(1)
+		return ingest.Result{Outcome: ingest.StoreDuplicate}, nil
+	case isDiskFull(err):
+		r.setAccepting(false, "disk full")
+		r.ingest.deferred.Add(1)
+		return ingest.Result{Outcome: ingest.StoreLater, Reason: "Disk full"}, nil
+	case errors.Is(err, spoolfs.ErrBadArticle):
+		r.ingest.rejected.Add(1)
+		r.log.Info("article rejected by the spool", "id", id, "err", err)
+		return ingest.Result{Outcome: ingest.StoreRejected, Reason: "Cannot store it"}, nil
+	default:
+		r.log.Error("spool put", "id", id, "err", err)
+		r.ingest.deferred.Add(1)
+		return ingest.Result{Outcome: ingest.StoreLater, Reason: "Cannot store articles now"}, nil
+	}
+	size := int64(len(wire))
+	return ingest.Result{}, &pendingArt{entry: entryFor(tok, id, size, now), peers: r.route(groups, path, size, nil)}
+}
+
+// stored hands the committer's result to the connection (any goroutine).
+func (ic *inConn) stored(seq uint64, res ingest.Result) {
+	ic.mu.Lock()
+	ic.results = append(ic.results, storedResult{seq, res})
+	ic.mu.Unlock()
+	ic.poke()
+}
+
+// setAccepting tells the connection's machine whether articles are taken.
+func (ic *inConn) setAccepting(ok bool, reason string) {
+	ic.mu.Lock()
+	ic.accept = &acceptChange{ok, reason}
+	ic.mu.Unlock()
+	ic.poke()
+}
+
+// stop asks the machine to finish gracefully.
+func (ic *inConn) stop(reason string) {
+	ic.mu.Lock()
+	ic.shutdown = reason
+	ic.mu.Unlock()
+	ic.poke()
+}
+
+func (ic *inConn) poke() {
+	select {
+	case ic.kick <- struct{}{}:
+	default:
+	}
+}
+
+// apply gives the machine what others handed the connection (Run's
+// goroutine, through Do).
+func (ic *inConn) apply(now time.Time) {
+	ic.mu.Lock()
+	results := ic.results
+	ic.results = nil
+	acc := ic.accept
+	ic.accept = nil
+	shut := ic.shutdown
+	ic.mu.Unlock()
+	if acc != nil {
+		ic.g.SetAccepting(now, acc.ok, acc.reason)
+	}
+	for _, sr := range results {
+		if err := ic.g.Stored(now, sr.seq, sr.res); err != nil {
+			ic.r.log.Error("ingest stored", "err", err)
+		}
+	}
+	if shut != "" {
+		ic.g.Shutdown(now, shut)
+	}
+}
+
+// stopIngest asks every upstream connection to finish (answers already
+// owed still go out) and waits a little for them.
+func (r *Relay) stopIngest() {
+	r.mu.Lock()
+	conns := make([]*inConn, 0, len(r.inConns))
+	for c := range r.inConns {
+		conns = append(conns, c)
+	}
+	r.mu.Unlock()
+	for _, c := range conns {
+		c.stop("Shutting down")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for r.ingest.open.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// gatedConn is a net.Conn whose reads wait while the ingest machine is
+// paused (its response queue is full), so TCP pushes back on the peer
+// instead of the machine buffering without bound.
+type gatedConn struct {
+	net.Conn
+	mu     sync.Mutex
+	cond   *sync.Cond
+	paused bool
+	closed bool
+}
+
+func newGatedConn(nc net.Conn) *gatedConn {
+	g := &gatedConn{Conn: nc}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *gatedConn) setPaused(p bool) {
+	g.mu.Lock()
+	if g.paused != p {
+		g.paused = p
+		g.cond.Broadcast()
+	}
+	g.mu.Unlock()
+}
+
+// Read waits while paused, then reads.
+func (g *gatedConn) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	for g.paused && !g.closed {
+		g.cond.Wait()
+	}
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
+		return 0, net.ErrClosed
+	}
+	return g.Conn.Read(p)
+}
+
+// Close wakes a waiting Read and closes the connection.
+func (g *gatedConn) Close() error {
+	g.mu.Lock()
+	g.closed = true
+	g.cond.Broadcast()
+	g.mu.Unlock()
+	return g.Conn.Close()
+}
