@@ -669,6 +669,9 @@ func (f *Feed) AppendOutgoing(dst []byte) []byte {
 		var err error
 		dst, err = machine.AppendSegmentBytes(dst, []machine.Segment{{Token: s.token, Size: s.size}}, f.cfg.Bodies)
 		if err != nil {
+			// The command line went out without its article: the stream
+			// is broken, nothing after it can be sent.
+			f.segs, f.out, f.handed = f.segs[:0], f.out[:0], false
 			f.fail(ReasonAborted, err.Error())
 			return dst
 		}
@@ -682,8 +685,10 @@ func (f *Feed) finish() {
 	f.fail(f.closeReason, "")
 }
 
-// fail closes the Feed: everything it holds is requeued, pending output is
-// dropped (it would go to a connection about to close), Closed is emitted.
+// fail closes the Feed: everything it holds is requeued and Closed is
+// emitted. Output already produced stays pending (the runtime writes it
+// before it closes), so that what goes out does not depend on how the
+// input was split; the articles it carries are requeued all the same.
 func (f *Feed) fail(r Reason, detail string) {
 	if f.phase == phDone {
 		return
@@ -699,7 +704,6 @@ func (f *Feed) fail(r Reason, detail string) {
 	if len(arts) > 0 {
 		f.requeue(arts)
 	}
-	f.segs, f.out = f.segs[:0], f.out[:0]
 	f.phase, f.idle = phDone, false
 	f.emit(Closed{Reason: r, Detail: detail})
 }

@@ -372,6 +372,7 @@ func rerun(cfg Config, ops []op, cut func([]byte) [][]byte) (out []byte, evs []E
 			for _, p := range cut(o.data) {
 				if len(p) > 0 && !f.Closed() {
 					f.Receive(now, p)
+					out = f.AppendOutgoing(out) // as a runtime does after every read
 				}
 			}
 		case "time":

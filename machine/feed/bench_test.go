@@ -1,0 +1,110 @@
+package feed
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/newsflow/newsflow/machine"
+)
+
+// responder is an in-memory peer that wants and accepts everything: it
+// reads the Feed's segments (command lines as bytes, articles as tokens,
+// as a runtime would write them) and answers each command.
+type responder struct {
+	replies []byte
+	ihave   [][]byte // message-ids of IHAVEs answered 335, waiting for the article
+}
+
+func (r *responder) take(segs []machine.Segment) {
+	for _, s := range segs {
+		if s.Token != "" {
+			if len(r.ihave) > 0 {
+				r.replies = append(r.replies, "235 ok\r\n"...)
+				r.ihave = r.ihave[1:]
+			}
+			continue
+		}
+		b := s.Bytes
+		for len(b) > 0 {
+			i := bytes.IndexByte(b, '\n')
+			line := b[:i-1]
+			b = b[i+1:]
+			sp := bytes.IndexByte(line, ' ')
+			verb, id := line[:sp], line[sp+1:]
+			switch string(verb) {
+			case "CHECK":
+				r.replies = append(r.replies, "238 "...)
+			case "TAKETHIS":
+				r.replies = append(r.replies, "239 "...)
+			case "IHAVE":
+				r.replies = append(r.replies, "335 go\r\n"...)
+				r.ihave = append(r.ihave, id)
+				continue
+			}
+			r.replies = append(r.replies, id...)
+			r.replies = append(r.replies, '\r', '\n')
+		}
+	}
+}
+
+// BenchmarkFeed measures articles per second through one Feed driven by
+// the responder, with replies arriving in batches as reads would bring
+// them. Article bodies are not copied (token segments).
+func BenchmarkFeed(b *testing.B) {
+	pool := make([]Article, 1024)
+	for i := range pool {
+		id := fmt.Sprintf("<bench-%d@newsflow.invalid>", i)
+		pool[i] = Article{Token: "@" + id + "@", MessageID: id, Size: 2000}
+	}
+	for _, mode := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"check", Config{Streaming: true, NoCheckOff: true}},
+		{"takethis", Config{Streaming: true, NoCheckHigh: 1, NoCheckLow: 1, NoCheckFilter: 1}},
+		{"ihave", Config{}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			f := New(t0, mode.cfg)
+			r := &responder{}
+			var segs []machine.Segment
+			credit, offered, done := 0, 0, 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done < b.N {
+				for {
+					e, ok := f.NextEvent()
+					if !ok {
+						break
+					}
+					switch e := e.(type) {
+					case WantMore:
+						credit += e.N
+					case Accepted:
+						done++
+					case Closed:
+						b.Fatalf("closed: %v", e)
+					}
+				}
+				for ; credit > 0 && offered < b.N; credit-- {
+					f.Offer(t0, pool[offered%len(pool)])
+					offered++
+				}
+				segs = f.AppendSegments(segs[:0])
+				r.take(segs)
+				if len(r.replies) > 0 {
+					if err := f.Receive(t0, r.replies); err != nil {
+						b.Fatal(err)
+					}
+					r.replies = r.replies[:0]
+				} else if done < b.N && credit == 0 && offered == b.N {
+					// nothing left to answer: drain events
+					continue
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "articles/s")
+		})
+	}
+}
