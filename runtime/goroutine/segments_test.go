@@ -167,3 +167,47 @@ func clipString(s string) string {
 	}
 	return s
 }
+
+// stepMachine gets its only output from the owner's step callback, as a
+// feed gets Offer or Close from its owner.
+type stepMachine struct {
+	out  []byte
+	done bool
+}
+
+func (m *stepMachine) Receive(time.Time, []byte) error { return nil }
+func (m *stepMachine) Timeout(time.Time)               {}
+func (m *stepMachine) Deadline() (time.Time, bool)     { return time.Time{}, false }
+func (m *stepMachine) Closed() bool                    { return m.done && len(m.out) == 0 }
+func (m *stepMachine) AppendOutgoing(dst []byte) []byte {
+	dst = append(dst, m.out...)
+	m.out = nil
+	return dst
+}
+
+// TestRunWritesStepOutput: output a step callback produced goes out before
+// Run waits for the peer (which here says nothing until it got it).
+func TestRunWritesStepOutput(t *testing.T) {
+	got := make(chan string, 1)
+	addr := serve(t, func(c net.Conn, r *bufio.Reader) {
+		line, _ := r.ReadString('\n')
+		got <- line
+	})
+	conn := New(dial(t, addr), Options{})
+	defer conn.Close()
+	m := &stepMachine{}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := conn.Run(ctx, m, func(time.Time) error {
+		if !m.done {
+			m.out, m.done = []byte("QUIT\r\n"), true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if line := <-got; line != "QUIT\r\n" {
+		t.Fatalf("server read %q", line)
+	}
+}
