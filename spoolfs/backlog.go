@@ -8,6 +8,8 @@ package spoolfs
 //
 //	<peer>.B.<ts>      backlog: articles that could not be sent (write-only)
 //	<peer>.D.<ts>      deferred: articles the peer said to retry (write-only)
+//	<peer>.J.<ts>      journal: a line for every article offered while the
+//	                   peer was up (write-only; deleted once all are settled)
 //	<peer>.P           the one file being sent again ("replay"; the seed's .R)
 //	<peer>.P.ckpt      how far <peer>.P has been dealt with: "<offset>\n"
 //	<peer>.P.ckpt.tmp  a checkpoint being written (removed at recovery)
@@ -22,22 +24,28 @@ package spoolfs
 // Durability, step by step (STYLE §7):
 //
 //   - Creating a file (Rotate) syncs the directory before any line goes in.
-//   - Appends are write(2)s; Sync fsyncs every file written since the last
-//     one: one group commit for many articles (§7.6). A failed write is cut
-//     back to the last whole line, so the file never holds a torn line in
-//     the middle.
+//   - Appends (to .B, .D and .J files) are write(2)s; Sync fsyncs every file
+//     written since the last one: one group commit for many articles
+//     (§7.6). The owner acknowledges articles upstream only after the Sync
+//     that followed their offers returned without error. A failed write is
+//     cut back to the last whole line, so the file never holds a torn line
+//     in the middle. Closing a file (rotation, promotion) fsyncs it first.
 //   - A state change is one rename (§7.3): Promote renames a .B or .D file
 //     to <peer>.P (never over an existing one) and syncs the directory.
 //   - Checkpoint syncs all pending appends first (entries moved from
 //     <peer>.P into another file are durable there before <peer>.P is
 //     marked past them), then writes temp, fsyncs, renames, fsyncs the
 //     directory (§7.1).
-//   - DeleteReplay removes <peer>.P before its checkpoint: a crash between
-//     leaves a stale checkpoint, which Recover and Promote remove, rather
-//     than a finished .P without one, which would be resent whole.
-//   - Recover sweeps temps and stale checkpoints and lists what is left for
-//     queue.New (§7.4); corrupt lines are quarantined when met, never
-//     dropped silently (§7.5).
+//   - DeleteReplay, QuarantineReplay and DeleteJournal Sync every pending
+//     append first: the entries of the file going away that moved to a .B
+//     or .D file must be durable there before it goes. DeleteReplay removes
+//     <peer>.P before its checkpoint: a crash between leaves a stale
+//     checkpoint, which Recover and Promote remove, rather than a finished
+//     .P without one, which would be resent whole.
+//   - Recover sweeps temps and stale checkpoints, renames every journal
+//     <peer>.J.<ts> (left only by a crash) to <peer>.B.<ts> so its entries
+//     are sent again, and lists what is left for queue.New (§7.4); corrupt
+//     lines are quarantined when met, never dropped silently (§7.5).
 //
 // A directory must be used by one process at a time.
 
@@ -70,14 +78,17 @@ type Backlog struct {
 	rp    *os.File                // <peer>.P, open for reading
 	bad   *os.File                // <peer>.bad, opened on the first corrupt line
 	buf   []byte
-	crash string // tests: stop after this named step, as if the process died
+	crash string   // tests: stop after this named step, as if the process died
+	trace bool     // tests: record the durable steps in ops
+	ops   []string // "fsync peer.B.1", "remove peer.J.2", ... while trace is on
 }
 
-// backlogFile is an open .B or .D file.
+// backlogFile is an open .B, .D or .J file.
 type backlogFile struct {
-	f     *os.File
-	size  int64 // octets of whole lines written
-	dirty bool  // written since the last fsync
+	f      *os.File
+	size   int64 // octets of whole lines written
+	synced int64 // octets known durable (size at the last fsync)
+	dirty  bool  // written since the last fsync
 }
 
 // ReplayBatch is what ReadReplay read from <peer>.P: the entries, the
@@ -128,6 +139,14 @@ func (b *Backlog) Do(a queue.Action) (ReplayBatch, error) {
 		return ReplayBatch{}, b.QuarantineReplay(a.To)
 	case queue.DeleteBacklog:
 		return ReplayBatch{}, b.Delete(a.File)
+	case queue.OpenJournal:
+		return ReplayBatch{}, b.OpenJournal(a.File)
+	case queue.AppendJournal:
+		return ReplayBatch{}, b.AppendJournal(a.File, a.Entries)
+	case queue.CloseJournal:
+		return ReplayBatch{}, b.CloseJournal(a.File)
+	case queue.DeleteJournal:
+		return ReplayBatch{}, b.DeleteJournal(a.File)
 	}
 	return ReplayBatch{}, fmt.Errorf("backlog %s: unknown action %T", b.peer, a)
 }
@@ -139,6 +158,39 @@ func (b *Backlog) path(name string) (string, error) {
 		return "", fmt.Errorf("backlog %s: %q is not one of its .B/.D files", b.peer, name)
 	}
 	return filepath.Join(b.dir, name), nil
+}
+
+// journalPath checks that name is one of this peer's journal files and
+// returns its path.
+func (b *Backlog) journalPath(name string) (string, error) {
+	if _, ok := queue.ParseJournalName(b.peer, name); !ok {
+		return "", fmt.Errorf("backlog %s: %q is not one of its journal files", b.peer, name)
+	}
+	return filepath.Join(b.dir, name), nil
+}
+
+// note records a durable step while tracing (tests).
+func (b *Backlog) note(op, name string) {
+	if b.trace {
+		b.ops = append(b.ops, op+" "+name)
+	}
+}
+
+// syncDir fsyncs the directory: names created, renamed or removed are
+// durable after it.
+func (b *Backlog) syncDir() error {
+	b.note("fsync-dir", ".")
+	return syncDir(b.dir)
+}
+
+// syncFile fdatasyncs an open file.
+func (b *Backlog) syncFile(name string, bf *backlogFile) error {
+	b.note("fsync", name)
+	if err := syncData(bf.f); err != nil {
+		return err
+	}
+	bf.synced, bf.dirty = bf.size, false
+	return nil
 }
 
 func (b *Backlog) replayPath() string { return filepath.Join(b.dir, queue.ReplayName(b.peer)) }
@@ -159,16 +211,84 @@ func (b *Backlog) Rotate(closed, opened string) error {
 	if err != nil {
 		return err
 	}
+	return b.create(opened, p, "rotate:after-create")
+}
+
+// create makes the empty file name at path p, open for appends, and syncs
+// the directory so the name is durable before any line goes in. crashAt
+// names the test crash point between the two.
+func (b *Backlog) create(name, p, crashAt string) error {
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("backlog %s: create: %w", b.peer, err)
 	}
-	b.open[opened] = &backlogFile{f: f}
-	if b.hit("rotate:after-create") {
+	b.note("create", name)
+	b.open[name] = &backlogFile{f: f}
+	if b.hit(crashAt) {
 		return errBacklogCrash
 	}
-	if err := syncDir(b.dir); err != nil {
-		return fmt.Errorf("backlog %s: create %s: %w", b.peer, opened, err)
+	if err := b.syncDir(); err != nil {
+		return fmt.Errorf("backlog %s: create %s: %w", b.peer, name, err)
+	}
+	return nil
+}
+
+// OpenJournal creates the empty journal file file and syncs the directory.
+func (b *Backlog) OpenJournal(file string) error {
+	p, err := b.journalPath(file)
+	if err != nil {
+		return err
+	}
+	return b.create(file, p, "open-journal:after-create")
+}
+
+// AppendJournal writes the lines of entries to journal file file, which
+// OpenJournal created, in one write. Like Append it does not sync: the
+// owner's Sync does, before it acknowledges the offers upstream.
+func (b *Backlog) AppendJournal(file string, entries []queue.Entry) error {
+	if _, err := b.journalPath(file); err != nil {
+		return err
+	}
+	return b.Append(file, entries)
+}
+
+// CloseJournal fsyncs journal file file (if written since the last Sync)
+// and closes it. A file that is not open is not an error.
+func (b *Backlog) CloseJournal(file string) error {
+	if _, err := b.journalPath(file); err != nil {
+		return err
+	}
+	return b.closeFile(file, true)
+}
+
+// DeleteJournal removes journal file file, all of whose entries are
+// settled: FIRST Sync every pending append (entries that moved from the
+// journal to a .B or .D file must be durable there before it goes), then
+// close and remove it, then sync the directory. A file already gone is not
+// an error.
+func (b *Backlog) DeleteJournal(file string) error {
+	p, err := b.journalPath(file)
+	if err != nil {
+		return err
+	}
+	if err := b.Sync(); err != nil {
+		return fmt.Errorf("backlog %s: delete journal %s: %w", b.peer, file, err)
+	}
+	if b.hit("delete-journal:after-sync") {
+		return errBacklogCrash
+	}
+	if err := b.closeFile(file, false); err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("backlog %s: delete journal: %w", b.peer, err)
+	}
+	b.note("remove", file)
+	if b.hit("delete-journal:after-remove") {
+		return errBacklogCrash
+	}
+	if err := b.syncDir(); err != nil {
+		return fmt.Errorf("backlog %s: delete journal %s: %w", b.peer, file, err)
 	}
 	return nil
 }
@@ -221,11 +341,10 @@ func (b *Backlog) Sync() error {
 		if !bf.dirty {
 			continue
 		}
-		if err := syncData(bf.f); err != nil {
+		if err := b.syncFile(name, bf); err != nil {
 			errs = append(errs, fmt.Errorf("backlog %s: sync %s: %w", b.peer, name, err))
 			continue
 		}
-		bf.dirty = false
 	}
 	if b.bad != nil {
 		if err := syncData(b.bad); err != nil {
@@ -244,7 +363,7 @@ func (b *Backlog) closeFile(name string, sync bool) error {
 	delete(b.open, name)
 	var err error
 	if sync && bf.dirty {
-		err = syncData(bf.f)
+		err = b.syncFile(name, bf)
 	}
 	if cerr := bf.f.Close(); err == nil {
 		err = cerr
@@ -271,7 +390,7 @@ func (b *Backlog) Promote(file string) error {
 	}
 	switch err := os.Remove(b.ckptPath()); {
 	case err == nil:
-		if err := syncDir(b.dir); err != nil {
+		if err := b.syncDir(); err != nil {
 			return fmt.Errorf("backlog %s: promote %s: %w", b.peer, file, err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
@@ -283,10 +402,11 @@ func (b *Backlog) Promote(file string) error {
 	if err := os.Rename(p, b.replayPath()); err != nil {
 		return fmt.Errorf("backlog %s: promote: %w", b.peer, err)
 	}
+	b.note("rename", file+" "+queue.ReplayName(b.peer))
 	if b.hit("promote:after-rename") {
 		return errBacklogCrash
 	}
-	if err := syncDir(b.dir); err != nil {
+	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: promote %s: %w", b.peer, file, err)
 	}
 	return nil
@@ -396,7 +516,7 @@ func (b *Backlog) Checkpoint(offset int64) error {
 	if err := os.Rename(tmp, b.ckptPath()); err != nil {
 		return fmt.Errorf("backlog %s: checkpoint: %w", b.peer, err)
 	}
-	if err := syncDir(b.dir); err != nil {
+	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: checkpoint: %w", b.peer, err)
 	}
 	return nil
@@ -421,32 +541,42 @@ func backlogParseCheckpoint(data []byte) (int64, bool) {
 	return v, true
 }
 
-// DeleteReplay removes <peer>.P, then its checkpoint, then syncs the
-// directory. Names already gone are not an error.
+// DeleteReplay Syncs every pending append (entries of <peer>.P that moved
+// to a .B or .D file must be durable there first), removes <peer>.P, then
+// its checkpoint, then syncs the directory. Names already gone are not an
+// error.
 func (b *Backlog) DeleteReplay() error {
+	if err := b.Sync(); err != nil {
+		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
+	}
 	b.closeReplay()
 	if err := os.Remove(b.replayPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
 	}
+	b.note("remove", queue.ReplayName(b.peer))
 	if b.hit("delete-replay:after-remove") {
 		return errBacklogCrash
 	}
 	if err := os.Remove(b.ckptPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backlog %s: delete replay checkpoint: %w", b.peer, err)
 	}
-	if err := syncDir(b.dir); err != nil {
+	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
 	}
 	return nil
 }
 
-// QuarantineReplay renames <peer>.P to to (a <peer>.Q.<ts> name), removes
-// its checkpoint and syncs the directory. A <peer>.P already gone is not an
-// error: there is nothing left to keep.
+// QuarantineReplay Syncs every pending append (as DeleteReplay does),
+// renames <peer>.P to to (a <peer>.Q.<ts> name), removes its checkpoint and
+// syncs the directory. A <peer>.P already gone is not an error: there is
+// nothing left to keep.
 func (b *Backlog) QuarantineReplay(to string) error {
 	hex, ok := strings.CutPrefix(to, b.peer+".Q.")
 	if !ok || queue.QuarantineName(b.peer, backlogParseHex(hex)) != to {
 		return fmt.Errorf("backlog %s: %q is not a quarantine name", b.peer, to)
+	}
+	if err := b.Sync(); err != nil {
+		return fmt.Errorf("backlog %s: quarantine replay: %w", b.peer, err)
 	}
 	b.closeReplay()
 	if err := os.Rename(b.replayPath(), filepath.Join(b.dir, to)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -455,7 +585,7 @@ func (b *Backlog) QuarantineReplay(to string) error {
 	if err := os.Remove(b.ckptPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backlog %s: quarantine replay checkpoint: %w", b.peer, err)
 	}
-	if err := syncDir(b.dir); err != nil {
+	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: quarantine replay: %w", b.peer, err)
 	}
 	return nil
@@ -482,7 +612,8 @@ func (b *Backlog) Delete(file string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backlog %s: delete: %w", b.peer, err)
 	}
-	if err := syncDir(b.dir); err != nil {
+	b.note("remove", file)
+	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: delete %s: %w", b.peer, file, err)
 	}
 	return nil

@@ -26,7 +26,8 @@ var backlogUpdate = flag.Bool("backlog-update", false, "rewrite the outputs of s
 // peer "peer" (the last one may stop at a crash point set by "crash"), and
 // what must follow:
 //
-//	output          each command and its result
+//	output          each command and its result (after "trace", also the
+//	                durable steps it took: creates, fsyncs, renames, removes)
 //	after/...       the directory after the commands (no after/ files: empty)
 //	recover         what Recover then lists for queue.New
 //	after-recover/  the directory after Recover, when it changed anything
@@ -82,7 +83,13 @@ func runBacklogGolden(t *testing.T, file string) {
 	}
 	var out strings.Builder
 	for _, line := range strings.Split(strings.TrimSpace(cmds), "\n") {
-		fmt.Fprintf(&out, "> %s\n%s\n", line, backlogRunCmd(b, dir, line))
+		b.ops = b.ops[:0]
+		res := backlogRunCmd(b, dir, line)
+		fmt.Fprintf(&out, "> %s\n", line)
+		for _, op := range b.ops {
+			fmt.Fprintf(&out, "  %s\n", op)
+		}
+		fmt.Fprintf(&out, "%s\n", res)
 	}
 	b.abandon()
 	gotAfter := backlogDumpDir(t, dir)
@@ -170,6 +177,20 @@ func backlogRunCmd(b *Backlog, dir, line string) string {
 	case "crash":
 		b.crash = arg(1)
 		return "ok"
+	case "trace":
+		b.trace = true
+		return "ok"
+	case "open-journal":
+		err = b.OpenJournal(arg(1))
+	case "append-journal":
+		err = b.AppendJournal(arg(1), backlogGoldenEntries(line))
+	case "close-journal":
+		err = b.CloseJournal(arg(1))
+	case "delete-journal":
+		err = b.DeleteJournal(arg(1))
+	case "recover":
+		rec, err := b.Recover()
+		return strings.TrimSuffix(backlogDumpRecovered(rec, err), "\n")
 	case "rotate":
 		closed := arg(1)
 		if closed == "-" {
@@ -177,17 +198,7 @@ func backlogRunCmd(b *Backlog, dir, line string) string {
 		}
 		err = b.Rotate(closed, arg(2))
 	case "append":
-		var es []queue.Entry
-		for _, part := range strings.Split(strings.TrimSpace(strings.TrimPrefix(line, "append "+arg(1))), ";") {
-			p := strings.Fields(part)
-			e := queue.Entry{Token: p[0], MessageID: p[1]}
-			if len(p) > 2 {
-				a, _ := strconv.Atoi(p[2])
-				e.Attempts = a
-			}
-			es = append(es, e)
-		}
-		err = b.Append(arg(1), es)
+		err = b.Append(arg(1), backlogGoldenEntries(line))
 	case "sync":
 		err = b.Sync()
 	case "promote":
@@ -220,6 +231,23 @@ func backlogRunCmd(b *Backlog, dir, line string) string {
 		return backlogErrText(err, dir)
 	}
 	return "ok"
+}
+
+// backlogGoldenEntries parses the entries of "<command> <file> <token>
+// <id> [<attempts>]; <token> <id>; ...".
+func backlogGoldenEntries(line string) []queue.Entry {
+	f := strings.Fields(line)
+	var es []queue.Entry
+	for _, part := range strings.Split(strings.TrimSpace(strings.TrimPrefix(line, f[0]+" "+f[1])), ";") {
+		p := strings.Fields(part)
+		e := queue.Entry{Token: p[0], MessageID: p[1]}
+		if len(p) > 2 {
+			a, _ := strconv.Atoi(p[2])
+			e.Attempts = a
+		}
+		es = append(es, e)
+	}
+	return es
 }
 
 func backlogErrText(err error, dir string) string {
@@ -282,7 +310,11 @@ func backlogDumpRecovered(r queue.Recovered, err error) string {
 	}
 	var s strings.Builder
 	for _, f := range r.Files {
-		fmt.Fprintf(&s, "%s %s ts=%x bytes=%d entries=%d max-attempts=%d\n", f.Kind, f.Name, f.TS, f.Bytes, f.Entries, f.MaxAttempts)
+		journal := ""
+		if f.Journal {
+			journal = " from-journal"
+		}
+		fmt.Fprintf(&s, "%s %s ts=%x bytes=%d entries=%d max-attempts=%d%s\n", f.Kind, f.Name, f.TS, f.Bytes, f.Entries, f.MaxAttempts, journal)
 	}
 	if p := r.Replay; p != nil {
 		fmt.Fprintf(&s, "P bytes=%d offset=%d entries=%d\n", p.Bytes, p.Offset, p.Entries)

@@ -16,9 +16,12 @@ import (
 // Recover readies the peer's files after a start or a crash and lists them
 // for queue.New (STYLE §7.4): it removes a half-written checkpoint
 // (<peer>.P.ckpt.tmp) and a checkpoint whose <peer>.P is gone (a delete
-// interrupted between its two removes), syncing the directory if it did;
-// counts the valid lines of each .B and .D file; and finds where <peer>.P
-// resumes. A checkpoint that does not parse, lies beyond the file or not at
+// interrupted between its two removes); renames every journal <peer>.J.<ts>
+// to <peer>.B.<ts> (a clean Shutdown leaves none, so each is a crash's: its
+// entries were in memory, in flight or answered, and are all sent again,
+// marked FileInfo.Journal so the queue counts them as Resent); syncs the
+// directory if it did any of this; counts the valid lines of each .B and .D
+// file; and finds where <peer>.P resumes. A checkpoint that does not parse, lies beyond the file or not at
 // a line start is ignored (logged): the file resumes from the start, which
 // sends duplicates rather than losing entries.
 func (b *Backlog) Recover() (queue.Recovered, error) {
@@ -28,12 +31,18 @@ func (b *Backlog) Recover() (queue.Recovered, error) {
 		return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
 	}
 	has := map[string]bool{}
-	var files []string
+	var files, journals []string
+	maxTS := int64(0)
 	for _, de := range des {
 		name := de.Name()
 		has[name] = true
-		if _, _, ok := queue.ParseFileName(b.peer, name); ok && de.Type().IsRegular() {
+		if _, ts, ok := queue.ParseFileName(b.peer, name); ok && de.Type().IsRegular() {
 			files = append(files, name)
+			maxTS = max(maxTS, ts)
+		}
+		if ts, ok := queue.ParseJournalName(b.peer, name); ok && de.Type().IsRegular() {
+			journals = append(journals, name)
+			maxTS = max(maxTS, ts)
 		}
 	}
 	// A temp checkpoint is an interrupted Checkpoint: the old checkpoint (or
@@ -52,8 +61,31 @@ func (b *Backlog) Recover() (queue.Recovered, error) {
 		b.log.Info("backlog: removed a leftover checkpoint", "peer", b.peer, "file", name)
 		swept = true
 	}
+	// A journal becomes the .B file of the same timestamp: one rename, so
+	// a crash here leaves each journal under one name or the other, and the
+	// next Recover finishes the job. (The machine gives .B, .D and .J files
+	// timestamps from one sequence, so the name is free; if it is not, the
+	// journal takes the next free timestamp rather than overwrite a file.)
+	fromJournal := map[string]bool{}
+	for _, name := range journals {
+		ts, _ := queue.ParseJournalName(b.peer, name)
+		to := queue.FileName(b.peer, queue.KindBacklog, ts)
+		if has[to] {
+			maxTS++
+			to = queue.FileName(b.peer, queue.KindBacklog, maxTS)
+			b.log.Warn("backlog: a journal's .B name is taken; using a new timestamp", "peer", b.peer, "journal", name, "to", to)
+		}
+		if err := os.Rename(filepath.Join(b.dir, name), filepath.Join(b.dir, to)); err != nil {
+			return r, fmt.Errorf("backlog %s: recover journal: %w", b.peer, err)
+		}
+		b.note("rename", name+" "+to)
+		b.log.Info("backlog: journal left by a crash will be sent again", "peer", b.peer, "journal", name, "as", to)
+		has[to], fromJournal[to] = true, true
+		files = append(files, to)
+		swept = true
+	}
 	if swept {
-		if err := syncDir(b.dir); err != nil {
+		if err := b.syncDir(); err != nil {
 			return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
 		}
 	}
@@ -71,7 +103,7 @@ func (b *Backlog) Recover() (queue.Recovered, error) {
 			return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
 		}
 		r.Files = append(r.Files, queue.FileInfo{Name: name, Kind: k, TS: ts, Bytes: sc.end,
-			Entries: sc.entries, MaxAttempts: sc.maxAttempts, ModTime: st.ModTime()})
+			Entries: sc.entries, MaxAttempts: sc.maxAttempts, ModTime: st.ModTime(), Journal: fromJournal[name]})
 	}
 	slices.SortFunc(r.Files, func(x, y queue.FileInfo) int {
 		if x.TS != y.TS {

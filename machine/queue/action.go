@@ -87,15 +87,18 @@ type Checkpoint struct {
 	Offset int64
 }
 
-// DeleteReplay removes <peer>.P, then <peer>.P.ckpt, then syncs the
-// directory: every entry read from it has been settled. (In this order a
+// DeleteReplay syncs every line appended to the peer's files (entries read
+// from <peer>.P that went to a .B or .D file must be durable there first),
+// then removes <peer>.P, then <peer>.P.ckpt, then syncs the directory: every
+// entry read from it has been settled. (In this order a
 // crash in between leaves a stale checkpoint, which recovery and the next
 // promotion remove, rather than a .P without one, which would be resent
 // whole.)
 type DeleteReplay struct{}
 
-// QuarantineReplay renames <peer>.P to To (a <peer>.Q.<ts> name) and removes
-// its checkpoint: the file could not be read, and what it still holds was
+// QuarantineReplay syncs every appended line (as DeleteReplay does), then
+// renames <peer>.P to To (a <peer>.Q.<ts> name) and removes its checkpoint:
+// the file could not be read, and what it still holds was
 // counted as dropped, but it is kept for a human (STYLE §7.5).
 type QuarantineReplay struct {
 	To string
@@ -107,6 +110,36 @@ type DeleteBacklog struct {
 	File string
 }
 
+// OpenJournal creates the empty journal file File (<peer>.J.<ts>) and syncs
+// the directory. Later AppendJournal actions name it.
+type OpenJournal struct {
+	File string
+}
+
+// AppendJournal appends the lines of Entries (the backlog line format) to
+// File, which an OpenJournal created. Like AppendBacklog it need not be
+// synced at once: the owner's group-commit Sync makes it durable, and the
+// owner acknowledges the offers upstream only after that Sync succeeded.
+type AppendJournal struct {
+	File    string
+	Entries []Entry
+}
+
+// CloseJournal syncs File and closes it: it takes no more lines (it was
+// rotated, or is broken). A file that is not open is not an error.
+type CloseJournal struct {
+	File string
+}
+
+// DeleteJournal removes File, a closed journal every entry of which is
+// settled, and syncs the directory. FIRST it syncs every line appended to any
+// of the peer's files: entries that left memory for a .B or .D file must be
+// durable there before their journal line goes. A file already gone is not
+// an error.
+type DeleteJournal struct {
+	File string
+}
+
 func (RotateBacklog) isAction()    {}
 func (AppendBacklog) isAction()    {}
 func (PromoteToReplay) isAction()  {}
@@ -115,6 +148,10 @@ func (Checkpoint) isAction()       {}
 func (DeleteReplay) isAction()     {}
 func (QuarantineReplay) isAction() {}
 func (DeleteBacklog) isAction()    {}
+func (OpenJournal) isAction()      {}
+func (AppendJournal) isAction()    {}
+func (CloseJournal) isAction()     {}
+func (DeleteJournal) isAction()    {}
 
 // Event is something the owner may log or count; it needs no answer.
 type Event interface{ isEvent() }
@@ -140,11 +177,13 @@ type Drop struct {
 	File   string
 }
 
-// Spilled reports that the full memory queue wrote its Count oldest entries
-// to File.
+// Spilled reports that the memory queue wrote Count entries to File: its
+// oldest third because it was full, or all of it (Down true) because no
+// connection had been up for DownSpillDelay.
 type Spilled struct {
 	Count int
 	File  string
+	Down  bool
 }
 
 // ReplayStarted reports that File became <peer>.P, holding Entries entries.
@@ -168,9 +207,19 @@ func (ReplayFinished) isEvent() {}
 //
 //	Offered + Recovered = Accepted + Refused + Rejected + Missing + Dropped
 //	                    + Queued + InFlight + Backlog + Deferred + Replay
+//
+// Entries recovered after a crash enter through Recovered, like every entry
+// found in a file at start, not through Offered (Offered counts Offer calls
+// of this life only). Resent is the part of Recovered that came from journal
+// files: entries that were in memory, in flight, or already answered when the
+// process died. They are sent again, and each may be a duplicate for the
+// peer (which then refuses it, 438/435, counted in Refused); so the
+// duplicates a crash causes are at most Resent, plus the entries of <peer>.P
+// read after its last checkpoint (see the package's Durability section).
 type Stats struct {
 	Offered   int64 // Offer calls taken
-	Recovered int64 // entries found in files at start, or found surplus while replaying
+	Recovered int64 // entries found in files at start (Resent included), or found surplus while replaying
+	Resent    int64 // entries recovered from journal files at start: possible duplicates
 
 	Accepted int64
 	Refused  int64
@@ -189,6 +238,10 @@ type Stats struct {
 	Retried      int64 // deferrals written to .D
 	BacklogBytes int64 // octets in this peer's .B, .D and .P files
 	BacklogFiles int   // .B and .D files (not .P)
+
+	Journaled    int64 // lines appended to journal files
+	JournalBytes int64 // octets in journal files not yet deleted
+	JournalFiles int   // journal files not yet deleted (the current one included)
 }
 
 // Config sets a queue's limits. Zero fields take the defaults of
@@ -208,12 +261,23 @@ type Config struct {
 	BacklogMaxAge   time.Duration // drop files whose newest line is older (0: no limit)
 
 	CheckpointInterval time.Duration // checkpoint a replay's progress at least this often
+
+	JournalRotateBytes    int64         // a journal file this large is rotated at the next offer...
+	JournalRotateInterval time.Duration // ...and one this old at the next Tick, whatever its size
+
+	// DownSpillDelay is how long the memory queue waits for a connection
+	// after the last one went down before all of it is appended to .B. A
+	// negative value keeps it in memory (and in the journal) until a
+	// connection comes back.
+	DownSpillDelay time.Duration
 }
 
 // DefaultConfig returns the defaults: a 4096-entry queue, files rotated at
 // 10 MB but at most every 5 minutes (seed 000), deferrals retried after 1
 // minute doubling up to 1 hour and dropped after 10, no backlog limits, a
-// replay checkpoint at least every 10 seconds of progress.
+// replay checkpoint at least every 10 seconds of progress, journal files
+// rotated at 1 MB or after 30 seconds, and the memory queue of a peer with no
+// connection spilled to .B after 30 seconds.
 func DefaultConfig(peer string) Config {
 	return Config{
 		Peer:               peer,
@@ -224,6 +288,10 @@ func DefaultConfig(peer string) Config {
 		DeferMaxDelay:      time.Hour,
 		MaxDefers:          10,
 		CheckpointInterval: 10 * time.Second,
+
+		JournalRotateBytes:    1 << 20,
+		JournalRotateInterval: 30 * time.Second,
+		DownSpillDelay:        30 * time.Second,
 	}
 }
 
@@ -250,6 +318,15 @@ func (c Config) withDefaults() Config {
 	if c.CheckpointInterval <= 0 {
 		c.CheckpointInterval = d.CheckpointInterval
 	}
+	if c.JournalRotateBytes <= 0 {
+		c.JournalRotateBytes = d.JournalRotateBytes
+	}
+	if c.JournalRotateInterval <= 0 {
+		c.JournalRotateInterval = d.JournalRotateInterval
+	}
+	if c.DownSpillDelay == 0 {
+		c.DownSpillDelay = d.DownSpillDelay
+	}
 	return c
 }
 
@@ -262,6 +339,11 @@ type FileInfo struct {
 	Entries     int       // valid lines
 	MaxAttempts int       // the largest attempts field among them
 	ModTime     time.Time // last write: the age limit and a .D's delay count from it
+
+	// Journal says the file was the journal <peer>.J.<ts>, which Recover
+	// renamed to <peer>.B.<ts>: the process stopped without settling it, and
+	// its entries count as Resent.
+	Journal bool
 }
 
 // ReplayInfo describes a <peer>.P found at start.

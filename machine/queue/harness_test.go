@@ -37,16 +37,59 @@ func ents(names ...string) []Entry {
 
 // fakeDisk carries out the queue's actions on an in-memory directory, with
 // the same file format as spoolfs (AppendLine/ParseLine), so offsets and
-// byte counts are real.
+// byte counts are real. It keeps spoolfs's durability contract: names
+// (create, rename, remove) and checkpoints are durable at once, appended
+// lines only once synced (sync, a rotation's or promotion's close, and the
+// sync-everything-first of Checkpoint, DeleteReplay, QuarantineReplay and
+// DeleteJournal). crash throws away what a power loss may lose.
 type fakeDisk struct {
-	files map[string][]byte
-	mtime map[string]time.Time
-	ckpt  int64 // -1: no <peer>.P.ckpt
-	fail  func(a Action) bool
+	files   map[string][]byte
+	durable map[string]int // octets of each file known to be on disk
+	mtime   map[string]time.Time
+	ckpt    int64 // -1: no <peer>.P.ckpt
+	fail    func(a Action) bool
 }
 
 func newFakeDisk() *fakeDisk {
-	return &fakeDisk{files: map[string][]byte{}, mtime: map[string]time.Time{}, ckpt: -1}
+	return &fakeDisk{files: map[string][]byte{}, durable: map[string]int{}, mtime: map[string]time.Time{}, ckpt: -1}
+}
+
+// sync makes every file durable: the owner's group commit.
+func (d *fakeDisk) sync() {
+	for name, b := range d.files {
+		d.durable[name] = len(b)
+	}
+}
+
+func (d *fakeDisk) syncFile(name string) {
+	if b, ok := d.files[name]; ok {
+		d.durable[name] = len(b)
+	}
+}
+
+func (d *fakeDisk) rename(from, to string) {
+	d.files[to], d.durable[to], d.mtime[to] = d.files[from], d.durable[from], d.mtime[from]
+	d.remove(from)
+}
+
+func (d *fakeDisk) remove(name string) {
+	delete(d.files, name)
+	delete(d.durable, name)
+	delete(d.mtime, name)
+}
+
+// crash ends the process. With powerLoss, each file keeps its durable part
+// and a random prefix of the rest, which may end in a torn line.
+func (d *fakeDisk) crash(powerLoss bool, rng interface{ Intn(int) int }) {
+	if !powerLoss {
+		return
+	}
+	for _, name := range sortedKeys(d.files) {
+		b := d.files[name]
+		keep := d.durable[name] + rng.Intn(len(b)-d.durable[name]+1)
+		d.files[name] = b[:keep:keep]
+		d.durable[name] = keep
+	}
 }
 
 var errInjected = errors.New("injected failure")
@@ -68,29 +111,35 @@ func (d *fakeDisk) do(now time.Time, a Action) (*readResult, error) {
 		if _, ok := d.files[a.Opened]; ok {
 			return nil, fmt.Errorf("create %s: exists", a.Opened)
 		}
+		d.syncFile(a.Closed)
 		d.files[a.Opened] = []byte{}
+		d.durable[a.Opened] = 0
 		d.mtime[a.Opened] = now
 	case AppendBacklog:
-		b, ok := d.files[a.File]
-		if !ok {
-			return nil, fmt.Errorf("append %s: no such file", a.File)
+		return nil, d.append(now, a.File, a.Entries)
+	case OpenJournal:
+		if _, ok := d.files[a.File]; ok {
+			return nil, fmt.Errorf("create %s: exists", a.File)
 		}
-		for _, e := range a.Entries {
-			b = AppendLine(b, e)
-		}
-		d.files[a.File] = b
-		d.mtime[a.File] = now
+		d.files[a.File] = []byte{}
+		d.durable[a.File] = 0
+	case AppendJournal:
+		return nil, d.append(now, a.File, a.Entries)
+	case CloseJournal:
+		d.syncFile(a.File)
+	case DeleteJournal:
+		d.sync()
+		d.remove(a.File)
 	case PromoteToReplay:
 		if _, ok := d.files[p]; ok {
 			return nil, fmt.Errorf("promote %s: %s exists", a.File, p)
 		}
-		b, ok := d.files[a.File]
-		if !ok {
+		if _, ok := d.files[a.File]; !ok {
 			return nil, fmt.Errorf("promote %s: no such file", a.File)
 		}
 		d.ckpt = -1
-		delete(d.files, a.File)
-		d.files[p] = b
+		d.syncFile(a.File)
+		d.rename(a.File, p)
 	case ReadReplay:
 		b, ok := d.files[p]
 		if !ok {
@@ -115,25 +164,49 @@ func (d *fakeDisk) do(now time.Time, a Action) (*readResult, error) {
 		if _, ok := d.files[p]; !ok {
 			return nil, fmt.Errorf("checkpoint: no %s", p)
 		}
+		d.sync()
 		d.ckpt = a.Offset
 	case DeleteReplay:
+		d.sync()
 		d.ckpt = -1
-		delete(d.files, p)
+		d.remove(p)
 	case QuarantineReplay:
+		d.sync()
 		d.ckpt = -1
-		d.files[a.To] = d.files[p]
-		delete(d.files, p)
+		d.rename(p, a.To)
 	case DeleteBacklog:
-		delete(d.files, a.File)
+		d.remove(a.File)
 	default:
 		return nil, fmt.Errorf("unknown action %T", a)
 	}
 	return nil, nil
 }
 
-// recover lists the directory as spoolfs.Backlog.Recover does.
+func (d *fakeDisk) append(now time.Time, name string, es []Entry) error {
+	b, ok := d.files[name]
+	if !ok {
+		return fmt.Errorf("append %s: no such file", name)
+	}
+	for _, e := range es {
+		b = AppendLine(b, e)
+	}
+	d.files[name] = b
+	d.mtime[name] = now
+	return nil
+}
+
+// recover lists the directory as spoolfs.Backlog.Recover does, renaming
+// every journal file to .B first.
 func (d *fakeDisk) recover() Recovered {
 	var r Recovered
+	journal := map[string]bool{}
+	for _, name := range sortedKeys(d.files) {
+		if ts, ok := ParseJournalName(peer, name); ok {
+			b := FileName(peer, KindBacklog, ts)
+			d.rename(name, b)
+			journal[b] = true
+		}
+	}
 	for name, b := range d.files {
 		if name == ReplayName(peer) {
 			off := max(d.ckpt, 0)
@@ -144,7 +217,10 @@ func (d *fakeDisk) recover() Recovered {
 		if !ok {
 			continue
 		}
-		fi := FileInfo{Name: name, Kind: k, TS: ts, Bytes: int64(len(b)), ModTime: d.mtime[name]}
+		fi := FileInfo{Name: name, Kind: k, TS: ts, Bytes: int64(len(b)), ModTime: d.mtime[name], Journal: journal[name]}
+		if i := bytes.LastIndexByte(b, '\n'); i+1 < len(b) {
+			fi.Bytes = int64(i + 1) // a torn last line does not count
+		}
 		for _, e := range d.lines(b) {
 			fi.Entries++
 			fi.MaxAttempts = max(fi.MaxAttempts, e.Attempts)
@@ -188,6 +264,15 @@ type harness struct {
 	failed []Action
 
 	dropEvents int64 // sum of Drop events in this life
+
+	// crashIn > 0 counts down the actions still carried out: at 0 the
+	// process dies, crashed is set, and nothing more reaches the disk
+	// until start.
+	crashIn int
+	crashed bool
+	// writeFailed says a write (create, append, close) failed since the
+	// last sync: the owner must not acknowledge that group.
+	writeFailed bool
 }
 
 func testConfig() Config {
@@ -200,6 +285,10 @@ func testConfig() Config {
 		DeferMaxDelay:      4 * time.Minute,
 		MaxDefers:          2,
 		CheckpointInterval: 10 * time.Second,
+
+		JournalRotateBytes:    1 << 20,
+		JournalRotateInterval: 10 * time.Minute,
+		DownSpillDelay:        30 * time.Second,
 	}
 }
 
@@ -221,6 +310,7 @@ func (h *harness) start(r Recovered) {
 	}
 	h.q = q
 	h.dropEvents = 0
+	h.crashed, h.crashIn, h.reads = false, 0, nil
 	h.step("New")
 }
 
@@ -239,11 +329,22 @@ func (h *harness) step(what string) {
 			h.acts = append(h.acts, a)
 			continue
 		}
+		if h.crashIn > 0 {
+			h.crashIn--
+			h.crashed = h.crashIn == 0
+		}
+		if h.crashed {
+			continue // the process is dead: the action never happens
+		}
 		if debugActions {
 			fmt.Printf("%s action %#v\n", what, a)
 		}
 		r, err := h.disk.do(h.now, a)
 		if err != nil {
+			switch a.(type) {
+			case RotateBacklog, AppendBacklog, OpenJournal, AppendJournal, CloseJournal:
+				h.writeFailed = true
+			}
 			h.failed = append(h.failed, a)
 			if err := h.q.Failed(h.now, a, err); err != nil {
 				h.t.Fatalf("Failed(%#v): %v", a, err)
@@ -272,6 +373,9 @@ func (h *harness) step(what string) {
 	}
 	// Deliver read results once every action of the input has been carried
 	// out, as the contract asks.
+	if h.crashed {
+		h.reads = nil
+	}
 	if h.exec && len(h.reads) > 0 {
 		r := h.reads[0]
 		h.reads = h.reads[1:]

@@ -205,6 +205,24 @@ func QuarantineName(peer string, ts int64) string {
 	return peer + ".Q." + strconv.FormatInt(ts, 16)
 }
 
+// JournalName is the name of a journal file, <peer>.J.<ts>, with ts as in
+// FileName. Timestamps come from the same sequence as the .B and .D files', so
+// a journal renamed to <peer>.B.<ts> at recovery takes a free name.
+func JournalName(peer string, ts int64) string {
+	return peer + ".J." + strconv.FormatInt(ts, 16)
+}
+
+// ParseJournalName reports whether name is one of peer's journal files and
+// returns its timestamp, with the rules of ParseFileName.
+func ParseJournalName(peer, name string) (int64, bool) {
+	if len(name) < len(peer)+4 || name[:len(peer)] != peer || name[len(peer):len(peer)+3] != ".J." {
+		return 0, false
+	}
+	// The .B form of the name has the same timestamp rules.
+	_, ts, ok := ParseFileName(peer, peer+".B."+name[len(peer)+3:])
+	return ts, ok
+}
+
 // ParseFileName reports whether name is one of peer's .B or .D files and
 // returns its kind and timestamp. The timestamp must be 1..16 lowercase hex
 // digits without a leading zero (so that FileName gives the name back), and

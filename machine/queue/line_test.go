@@ -103,6 +103,35 @@ func TestFileNames(t *testing.T) {
 			t.Errorf("ParseFileName(%q, %q) = %v %x %v, want %v %x %v", tc.peer, tc.name, k, ts, ok, tc.kind, tc.ts, tc.ok)
 		}
 	}
+	if got := JournalName("peer", 0x5db93971); got != "peer.J.5db93971" {
+		t.Errorf("JournalName = %q, want peer.J.5db93971", got)
+	}
+	journals := []struct {
+		peer, name string
+		ts         int64
+		ok         bool
+	}{
+		{"peer", "peer.J.5db93971", 0x5db93971, true},
+		{"peer", "peer.J.0", 0, true},
+		{"news.example.org", "news.example.org.J.1", 1, true},
+		{"peer", "peer.J.05", 0, false},
+		{"peer", "peer.J.", 0, false},
+		{"peer", "peer.J.5DB93971", 0, false},
+		{"peer", "peer.B.5db93971", 0, false}, // a backlog file is not a journal
+		{"peer", "peer.J.J.1", 0, false},      // peer "peer.J"'s journal
+		{"peer.J", "peer.J.1", 0, false},
+		{"peer", "peer.J.1.tmp", 0, false},
+		{"peer", "peer.J.8000000000000000", 0, false},
+	}
+	for _, tc := range journals {
+		ts, ok := ParseJournalName(tc.peer, tc.name)
+		if ok != tc.ok || ts != tc.ts {
+			t.Errorf("ParseJournalName(%q, %q) = %x %v, want %x %v", tc.peer, tc.name, ts, ok, tc.ts, tc.ok)
+		}
+		if _, _, ok := ParseFileName(tc.peer, tc.name); ok && tc.ok {
+			t.Errorf("journal name %q also parses as a backlog file", tc.name)
+		}
+	}
 }
 
 // referenceParseLine is the slow, obvious reading of the line format the
@@ -168,22 +197,37 @@ func FuzzParseLine(f *testing.F) {
 	})
 }
 
-// FuzzParseFileName checks that ParseFileName accepts exactly the names
-// FileName makes: what it parses builds back to the same name, and any
-// FileName parses back to its kind and timestamp.
+// FuzzParseFileName checks that ParseFileName and ParseJournalName accept
+// exactly the names FileName and JournalName make: what they parse builds
+// back to the same name, any name made parses back to its kind and
+// timestamp, and no name is both a backlog file and a journal.
 func FuzzParseFileName(f *testing.F) {
 	f.Add("peer", "peer.B.5db93971", int64(0x5db93971))
 	f.Add("news.example.org", "news.example.org.D.0", int64(0))
 	f.Add("peer", "peer.B.05", int64(-1))
 	f.Add("peer.B", "peer.B.B.1", int64(1<<62))
+	f.Add("peer", "peer.J.5db93971", int64(0x5db93971))
+	f.Add("peer.J", "peer.J.J.1", int64(1))
 	f.Fuzz(func(t *testing.T, peer, name string, ts int64) {
-		if k, v, ok := ParseFileName(peer, name); ok {
+		k, v, okB := ParseFileName(peer, name)
+		if okB {
 			if back := FileName(peer, k, v); back != name {
 				t.Fatalf("ParseFileName(%q, %q) = %v %x; FileName gives %q", peer, name, k, v, back)
 			}
 		}
+		if v, ok := ParseJournalName(peer, name); ok {
+			if back := JournalName(peer, v); back != name {
+				t.Fatalf("ParseJournalName(%q, %q) = %x; JournalName gives %q", peer, name, v, back)
+			}
+			if okB {
+				t.Fatalf("%q is both a backlog file and a journal of %q", name, peer)
+			}
+		}
 		if ts < 0 {
 			return
+		}
+		if v, ok := ParseJournalName(peer, JournalName(peer, ts)); !ok || v != ts {
+			t.Fatalf("JournalName(%q, %x) parses as %x %v", peer, ts, v, ok)
 		}
 		for _, k := range []Kind{KindBacklog, KindDeferred} {
 			n := FileName(peer, k, ts)

@@ -13,7 +13,8 @@
 // .D file with its attempt count raised; a connection that drops puts its
 // articles back at the head of the memory queue.
 //
-// When the memory queue is full, its oldest third is written to .B. When it
+// When the memory queue is full, its oldest third is written to .B; when no
+// connection has been up for DownSpillDelay, all of it is. When it
 // is empty and a connection wants work, the oldest backlog file is renamed to
 // <peer>.P and read back half a queue at a time; .D files qualify only once
 // their delay (DeferDelay doubling per attempt, up to DeferMaxDelay) has
@@ -35,19 +36,42 @@
 //
 // # Durability
 //
-// The memory queue and what is in flight are not on disk: a crash loses them
-// (the owner must re-offer from its own journal, or accept the loss), and
-// Shutdown writes them to .B for a clean stop. What is in backlog files
-// survives. Entries read from <peer>.P are checkpointed only once settled
-// (answered, or written to another backlog file, which spoolfs syncs before
-// it writes the checkpoint), in whole read batches: after a crash, the
-// entries of the unsettled batches are read and sent again. Those duplicates
-// are the documented cost, at most the entries of the batches in progress,
-// and the peer refuses them cheaply with 438.
+// An article acknowledged upstream must reach the peer even if the process
+// is killed at any moment. So every entry offered while a connection is up
+// (and therefore kept in memory) is also appended to the peer's current
+// journal file <peer>.J.<ts> (AppendJournal); an entry offered while none is
+// goes straight to .B, whose line is its durable record. Neither write is
+// synced by itself: THE OWNER MUST SYNC (spoolfs.Backlog.Sync, one fsync per
+// written file for all the offers since the last one) after carrying out the
+// actions of its offers and BEFORE it acknowledges them upstream (239/235).
+// That is the group commit of STYLE §7.6; the machine need not know when it
+// happens, because nothing it decides depends on it.
+//
+// Each entry in memory or in flight remembers its journal file. It is settled
+// when it reaches a final state (accepted, refused, rejected, missing,
+// dropped) or is appended to a .B or .D file. The current journal is rotated
+// at JournalRotateBytes or JournalRotateInterval; a rotated file whose
+// entries are all settled is deleted (DeleteJournal), and spoolfs syncs every
+// appended line of the peer's files before it deletes one, so an entry that
+// moved to .B or .D is durable there before its journal line goes. At start,
+// spoolfs renames every journal file it finds to .B (they only exist after a
+// crash: Shutdown settles everything and deletes them), and those entries
+// are sent again, counted as Resent. A crash therefore loses no entry that
+// was offered and synced; it may duplicate at most the lines of the journal
+// files still on disk (the current one, at most JournalRotateBytes or
+// JournalRotateInterval's worth, and rotated ones with an entry still
+// unsettled), and the peer refuses those cheaply with 438.
+//
+// Entries read from <peer>.P are not journaled: the file holds them.
+// They are checkpointed only once settled (answered, or written to another
+// backlog file, which spoolfs syncs before it writes the checkpoint), in
+// whole read batches: after a crash, the entries of the unsettled batches
+// are read and sent again. Those duplicates are the other documented cost,
+// at most the entries of the batches in progress.
 //
 // # Driving it
 //
-// After every input, drain NextAction and carry each action out, reporting
+// spoolfs.PeerQueue does all of this for a runtime. After every input, drain NextAction and carry each action out, reporting
 // failures with Failed; drain NextEvent; then offer work to idle connections
 // with Next, and repeat while Next hands out entries or actions appear (a
 // Next with an empty memory queue asks for a replay file to be promoted or
@@ -80,26 +104,45 @@ type Queue struct {
 	rp     replay
 	wakeAt time.Time // a failure was reported: Tick soon
 
+	journal   *journalFile   // the current journal file, nil when none is open
+	journals  []*journalFile // journal files not yet deleted, oldest first (the current one last)
+	downSince time.Time      // when the last connection went down; zero while one is up
+
 	count     [Dropped + 1]int64 // entries per state; count[Absent] goes negative as entries are born
 	offered   int64
 	recovered int64
 	spilled   int64
 	requeued  int64
 	retried   int64
+	resent    int64
+	journaled int64
 
 	trace func(State, Trigger) // tests record the transitions taken
 
 	actions []Action
 	actHead int
+	jbatch  AppendJournal // journal lines not yet in actions (emitJournal)
 	events  []Event
 	evHead  int
 	scratch []item
 }
 
-// item is an entry with, when it was read from <peer>.P, its read batch.
+// item is an entry with, when it was read from <peer>.P, its read batch, and
+// when it was offered while a connection was up, its journal file.
 type item struct {
 	Entry
-	batch uint64 // batch sequence + 1; 0 when not from the replay file
+	batch uint64       // batch sequence + 1; 0 when not from the replay file
+	jrnl  *journalFile // holds the entry's line until it is settled; nil when none does
+}
+
+// journalFile is one <peer>.J.<ts> file.
+type journalFile struct {
+	name      string
+	state     State // JournalOpen, JournalBroken, JournalClosed or JournalStuck
+	opened    time.Time
+	bytes     int64
+	unsettled int64     // entries journaled here and not settled yet
+	retryAt   time.Time // JournalStuck: when to try the delete again
 }
 
 type connState struct {
@@ -173,6 +216,9 @@ func newQueue(cfg Config, now time.Time, r Recovered, trace func(State, Trigger)
 		if !ok || k != fi.Kind || ts != fi.TS {
 			return nil, fmt.Errorf("queue %s: recovered file %q is not a %s file of timestamp %x", cfg.Peer, fi.Name, fi.Kind, fi.TS)
 		}
+		if fi.Journal && k != KindBacklog {
+			return nil, fmt.Errorf("queue %s: recovered file %q is marked as a journal but is not a .B file", cfg.Peer, fi.Name)
+		}
 		if seen[fi.Name] || fi.Entries < 0 || fi.Bytes < 0 {
 			return nil, fmt.Errorf("queue %s: recovered file %q listed twice or with negative counts", cfg.Peer, fi.Name)
 		}
@@ -188,8 +234,15 @@ func newQueue(cfg Config, now time.Time, r Recovered, trace func(State, Trigger)
 		q.bytes += f.bytes
 		q.lastTS = max(q.lastTS, ts)
 		on := OnRecoverB
-		if k == KindDeferred {
+		switch {
+		case k == KindDeferred:
 			on = OnRecoverD
+		case fi.Journal:
+			// A journal the last life left behind: its entries were in
+			// memory, in flight or answered when it died. All are sent
+			// again; some are duplicates.
+			on = OnRecoverJ
+			q.resent += f.entries
 		}
 		q.moveN(Absent, on, f.entries)
 		q.recovered += f.entries
@@ -250,7 +303,9 @@ func (q *Queue) Offer(now time.Time, e Entry) error {
 		// the fresh articles stay in memory and go out first.
 		q.spill(now, q.third)
 	}
-	q.mem.pushBack(item{Entry: e})
+	it := item{Entry: e}
+	q.journalAppend(now, &it) // memory does not survive a crash: the journal does
+	q.mem.pushBack(it)
 	q.moveN(Absent, OnOffer, 1)
 	return nil
 }
@@ -266,6 +321,7 @@ func (q *Queue) ConnUp(now time.Time, c Conn) error {
 	}
 	q.mustMove(ConnDown, OnConnUp)
 	q.conns[c] = &connState{}
+	q.downSince = time.Time{}
 	q.pump(now)
 	return nil
 }
@@ -291,6 +347,9 @@ func (q *Queue) ConnDown(now time.Time, c Conn) error {
 	q.requeued += n
 	if q.mem.n > q.cfg.QueueSize {
 		q.spill(now, max(q.third, q.mem.n-q.cfg.QueueSize))
+	}
+	if len(q.conns) == 0 {
+		q.downSince = now // DownSpillDelay counts from here
 	}
 	q.pump(now)
 	return nil
@@ -496,6 +555,32 @@ func (q *Queue) Failed(now time.Time, a Action, err error) error {
 	case DeleteBacklog:
 		// Its entries were counted as dropped already; the file stays on
 		// disk and is found again (and sent) after a restart.
+	case OpenJournal, AppendJournal:
+		// The entries stay in memory and are sent as usual, but their
+		// journal lines may be missing: the owner must not acknowledge
+		// them (its Sync reports the failure). The file takes no more
+		// lines; the next offer opens another.
+		var name string
+		switch a := a.(type) {
+		case OpenJournal:
+			name = a.File
+		case AppendJournal:
+			name = a.File
+		}
+		if j := q.findJournal(name); j != nil && j.state == JournalOpen {
+			j.state = q.mustMove(JournalOpen, OnWriteFailed)
+		}
+	case CloseJournal:
+		// Nothing to undo: the file takes no more lines either way, and
+		// the owner's Sync reports that its last lines may not be durable.
+	case DeleteJournal:
+		if j := q.findJournal(a.File); j != nil {
+			return &TransitionError{Peer: q.cfg.Peer, Subject: "journal " + a.File, State: j.state, Trigger: OnDeleteFailed}
+		}
+		// Tried again after DeferDelay; after a restart, its entries would
+		// be sent again (and counted as Resent).
+		j := &journalFile{name: a.File, state: q.mustMove(JournalNone, OnDeleteFailed), retryAt: now.Add(q.cfg.DeferDelay)}
+		q.journals = append(q.journals, j)
 	default:
 		return fmt.Errorf("queue %s: failed action %T is not one of the queue's", q.cfg.Peer, a)
 	}
@@ -508,13 +593,26 @@ func (q *Queue) Failed(now time.Time, a Action, err error) error {
 
 // Tick lets time pass: files older than BacklogMaxAge are dropped, a stuck
 // delete is retried, a replay's progress is checkpointed, a .D file whose
-// delay has passed may be promoted. Call it at Deadline; an early or
-// repeated call is harmless.
+// delay has passed may be promoted, the memory queue of a peer down for
+// DownSpillDelay is spilled to .B, and a journal file that is old enough (or
+// broken) is rotated. Call it at Deadline; an early or repeated call is
+// harmless.
 func (q *Queue) Tick(now time.Time) {
 	if q.state != Running {
 		return
 	}
 	q.wakeAt = time.Time{}
+	if q.downSpillDue(now) {
+		q.spillDown(now)
+	}
+	for _, j := range slices.Clone(q.journals) {
+		if j.state == JournalStuck && !now.Before(j.retryAt) {
+			q.retryJournalDelete(j)
+		}
+	}
+	if j := q.journal; j != nil && (j.state == JournalBroken || now.Sub(j.opened) >= q.cfg.JournalRotateInterval) {
+		q.rotateJournal(j, OnJournalRotate)
+	}
 	if q.cfg.BacklogMaxAge > 0 {
 		for _, f := range slices.Clone(q.files) {
 			if now.Sub(f.last) >= q.cfg.BacklogMaxAge {
@@ -563,12 +661,24 @@ func (q *Queue) Shutdown(now time.Time) error {
 	case q.replayOpen() && q.rp.doneOff > q.rp.ckptOff:
 		q.checkpoint(now)
 	}
+	// Everything journaled is settled now (in a final state or in .B), so
+	// closing the current journal deletes it, after the appends above: a
+	// clean stop leaves no journal behind.
+	for _, j := range slices.Clone(q.journals) {
+		if j.state == JournalStuck {
+			q.retryJournalDelete(j)
+		}
+	}
+	if j := q.journal; j != nil {
+		q.rotateJournal(j, OnShutdown)
+	}
 	q.state = q.mustMove(Running, OnShutdown)
 	return nil
 }
 
 // NextAction returns the next file operation to carry out, in order.
 func (q *Queue) NextAction() (Action, bool) {
+	q.flushJournal()
 	if q.actHead == len(q.actions) {
 		q.actions, q.actHead = q.actions[:0], 0
 		return nil, false
@@ -606,6 +716,17 @@ func (q *Queue) Deadline() (time.Time, bool) {
 	// Each deadline below is one the next Tick acts on, so a runtime that
 	// calls Tick at Deadline never spins: after the Tick it has moved on.
 	set(q.wakeAt)
+	if j := q.journal; j != nil {
+		set(j.opened.Add(q.cfg.JournalRotateInterval))
+	}
+	for _, j := range q.journals {
+		if j.state == JournalStuck {
+			set(j.retryAt)
+		}
+	}
+	if len(q.conns) == 0 && q.mem.n > 0 && q.cfg.DownSpillDelay >= 0 {
+		set(q.downSince.Add(q.cfg.DownSpillDelay))
+	}
 	if q.cfg.BacklogMaxAge > 0 {
 		for _, f := range q.files {
 			set(f.last.Add(q.cfg.BacklogMaxAge))
@@ -631,14 +752,19 @@ func (q *Queue) Deadline() (time.Time, bool) {
 
 // Stats returns the queue's counters.
 func (q *Queue) Stats() Stats {
+	var jbytes int64
+	for _, j := range q.journals {
+		jbytes += j.bytes
+	}
 	return Stats{
-		Offered: q.offered, Recovered: q.recovered,
+		Offered: q.offered, Recovered: q.recovered, Resent: q.resent,
 		Accepted: q.count[Accepted], Refused: q.count[Refused], Rejected: q.count[Rejected],
 		Missing: q.count[Missing], Dropped: q.count[Dropped],
 		Queued: q.count[Queued], InFlight: q.count[InFlight], Backlog: q.count[Backlog],
 		Deferred: q.count[Deferred], Replay: q.count[Replay],
 		Spilled: q.spilled, Requeued: q.requeued, Retried: q.retried,
 		BacklogBytes: q.bytes, BacklogFiles: len(q.files),
+		Journaled: q.journaled, JournalBytes: jbytes, JournalFiles: len(q.journals),
 	}
 }
 
@@ -667,11 +793,15 @@ func (q *Queue) Check() error {
 		return fmt.Errorf("queue %s: memory queue holds %d, counted %d", q.cfg.Peer, q.mem.n, s.Queued)
 	}
 	var inflight, pending int64
+	held := map[*journalFile]int64{} // entries whose journal line is not settled, per file
 	for c, cs := range q.conns {
 		inflight += int64(len(cs.items))
 		for _, it := range cs.items {
 			if it.batch != 0 {
 				pending++
+			}
+			if it.jrnl != nil {
+				held[it.jrnl]++
 			}
 			if CheckEntry(it.Entry) != nil {
 				return fmt.Errorf("queue %s: conn %d holds invalid entry %+v", q.cfg.Peer, c, it.Entry)
@@ -682,9 +812,16 @@ func (q *Queue) Check() error {
 		return fmt.Errorf("queue %s: connections hold %d, counted %d in flight", q.cfg.Peer, inflight, s.InFlight)
 	}
 	for i := 0; i < q.mem.n; i++ {
-		if q.mem.at(i).batch != 0 {
+		it := q.mem.at(i)
+		if it.batch != 0 {
 			pending++
 		}
+		if it.jrnl != nil {
+			held[it.jrnl]++
+		}
+	}
+	if err := q.checkJournals(held); err != nil {
+		return err
 	}
 	var left int64
 	for _, b := range q.rp.batches {
@@ -769,6 +906,7 @@ func (q *Queue) replayErr(on Trigger) error {
 }
 
 func (q *Queue) emit(a Action) {
+	q.flushJournal()
 	if ab, ok := a.(AppendBacklog); ok && len(q.actions) > q.actHead {
 		if last, ok := q.actions[len(q.actions)-1].(AppendBacklog); ok && last.File == ab.File {
 			last.Entries = append(last.Entries, ab.Entries...)
@@ -777,6 +915,26 @@ func (q *Queue) emit(a Action) {
 		}
 	}
 	q.actions = append(q.actions, a)
+}
+
+// emitJournal asks for e's line in journal file name. Consecutive lines
+// gather in q.jbatch, which becomes one AppendJournal (many offers, one
+// write) when any other action is emitted or the owner asks for the next:
+// the order of actions is kept, and an offer costs no allocation of its own.
+func (q *Queue) emitJournal(name string, e Entry) {
+	if q.jbatch.File != name {
+		q.flushJournal()
+		q.jbatch.File = name
+	}
+	q.jbatch.Entries = append(q.jbatch.Entries, e)
+}
+
+// flushJournal turns the gathered journal lines into their action.
+func (q *Queue) flushJournal() {
+	if len(q.jbatch.Entries) > 0 {
+		q.actions = append(q.actions, q.jbatch)
+	}
+	q.jbatch = AppendJournal{}
 }
 
 func (q *Queue) event(e Event) {
@@ -831,15 +989,19 @@ func (q *Queue) replayOpen() bool {
 }
 
 // spill writes the n oldest entries of the memory queue to .B.
-func (q *Queue) spill(now time.Time, n int) {
+func (q *Queue) spill(now time.Time, n int) { q.spillBy(now, n, OnSpill) }
+
+// spillBy writes the n oldest entries of the memory queue to .B by trigger
+// on (OnSpill: the queue is full; OnSpillDown: the peer is down).
+func (q *Queue) spillBy(now time.Time, n int, on Trigger) {
 	q.scratch = q.scratch[:0]
 	for i := 0; i < n && q.mem.n > 0; i++ {
 		q.scratch = append(q.scratch, q.mem.popFront())
 	}
-	written, name := q.appendBacklog(now, KindBacklog, Queued, OnSpill, q.scratch)
+	written, name := q.appendBacklog(now, KindBacklog, Queued, on, q.scratch)
 	q.spilled += int64(written)
 	if written > 0 {
-		q.event(Spilled{Count: written, File: name})
+		q.event(Spilled{Count: written, File: name, Down: on == OnSpillDown})
 	}
 }
 
@@ -912,11 +1074,7 @@ func (q *Queue) ensureFile(now time.Time, k Kind) *file {
 		}
 	}
 	if f == nil {
-		ts := now.Unix()
-		if ts <= q.lastTS {
-			ts = q.lastTS + 1 // names stay unique and ordered, even within a second
-		}
-		q.lastTS = ts
+		ts := q.nextTS(now)
 		f = &file{name: FileName(q.cfg.Peer, k, ts), kind: k, ts: ts, opened: now, last: now}
 		q.files = append(q.files, f)
 		q.current[i] = f
@@ -976,8 +1134,12 @@ func (q *Queue) forgetIfGone(f *file) {
 	}
 }
 
-// settle notes that an entry read from <peer>.P no longer needs the file.
+// settle notes that an entry no longer needs the file it came from: the
+// read batch of <peer>.P, or its journal file.
 func (q *Queue) settle(it item) {
+	if it.jrnl != nil {
+		q.settleJournal(it.jrnl)
+	}
 	if it.batch == 0 {
 		return
 	}

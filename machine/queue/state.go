@@ -8,7 +8,7 @@ import "fmt"
 // illegal transition and comes back as a *TransitionError naming the state
 // and the trigger.
 //
-// Four things have a state:
+// Five things have a state:
 //
 // An ENTRY (one article for this peer) is born Absent and ends in one of the
 // five final states; its count in each state is what Stats reports.
@@ -41,9 +41,13 @@ import "fmt"
 //     that held fewer lines than were written to it drops the difference
 //     (ShortRead), one with more finds the surplus (Found). Every drop is
 //     counted and reported as a Drop event, never silent.
+//   - When the last connection has been down for DownSpillDelay, the whole
+//     memory queue is appended to .B (SpillDown): a down peer's articles do
+//     not sit in memory, where a crash would leave only their journal.
 //   - Shutdown writes the memory queue and everything in flight to .B.
 //   - At start, Recover counts what the files hold (RecoverB, RecoverD,
-//     RecoverP).
+//     RecoverP). A journal file found at start was renamed to .B by spoolfs
+//     (RecoverJ): its entries are sent again, and counted as Resent.
 //
 // A CONNECTION is Down (never seen, or gone) or Up.
 //
@@ -52,6 +56,18 @@ import "fmt"
 // end; waiting for the entries read from it to be settled before it is
 // deleted) or Stuck (deleting or quarantining it failed; retried on Tick,
 // and no other file is promoted meanwhile).
+//
+// A JOURNAL file <peer>.J.<ts> holds a line for every entry offered while a
+// connection was up (entries offered while none is go to .B, which is their
+// durable record). It is None (not there, or its delete was asked), Open
+// (the current file, taking lines), Broken (creating it or appending to it
+// failed: it takes no more lines and is closed at the next append or Tick),
+// Closed (rotated, by size or age, or at Shutdown; waiting for every entry
+// journaled in it to be settled, and then deleted: Drained) or Stuck (the
+// delete failed; retried on Tick). An entry is settled when it reaches a
+// final state or is appended to a .B or .D file: spoolfs syncs every
+// appended line before it deletes a journal file, so the entry is durable in
+// its new file before its journal line goes.
 //
 // The QUEUE itself is Running until Shutdown, then Closed: every input after
 // that is an error.
@@ -62,10 +78,12 @@ var table = [...]rule{
 	{Absent, OnRecoverB, Backlog},
 	{Absent, OnRecoverD, Deferred},
 	{Absent, OnRecoverP, Replay},
+	{Absent, OnRecoverJ, Backlog},
 	{Absent, OnFound, Replay},
 	{Absent, OnTrim, Dropped},
 	{Queued, OnNext, InFlight},
 	{Queued, OnSpill, Backlog},
+	{Queued, OnSpillDown, Backlog},
 	{Queued, OnTrim, Dropped},
 	{Queued, OnShutdown, Backlog},
 	{InFlight, OnAccepted, Accepted},
@@ -109,6 +127,17 @@ var table = [...]rule{
 	{ReplayDraining, OnDrained, ReplayNone},
 	{ReplayStuck, OnRetryDelete, ReplayNone},
 
+	// Journal files.
+	{JournalNone, OnJournalOpen, JournalOpen},
+	{JournalOpen, OnJournalRotate, JournalClosed},
+	{JournalOpen, OnWriteFailed, JournalBroken},
+	{JournalOpen, OnShutdown, JournalClosed},
+	{JournalBroken, OnJournalRotate, JournalClosed},
+	{JournalBroken, OnShutdown, JournalClosed},
+	{JournalClosed, OnDrained, JournalNone},
+	{JournalNone, OnDeleteFailed, JournalStuck},
+	{JournalStuck, OnRetryDelete, JournalNone},
+
 	// The queue.
 	{Running, OnShutdown, Closed},
 }
@@ -148,6 +177,13 @@ const (
 	ReplayDraining
 	ReplayStuck
 
+	// Journal file states.
+	JournalNone
+	JournalOpen
+	JournalBroken
+	JournalClosed
+	JournalStuck
+
 	// Queue states.
 	Running
 	Closed
@@ -162,6 +198,8 @@ var stateNames = [numStates]string{
 	ConnDown: "down", ConnUp: "up",
 	ReplayNone: "none", ReplayIdle: "idle", ReplayReading: "reading",
 	ReplayDraining: "draining", ReplayStuck: "stuck",
+	JournalNone: "journal-none", JournalOpen: "journal-open", JournalBroken: "journal-broken",
+	JournalClosed: "journal-closed", JournalStuck: "journal-stuck",
 	Running: "running", Closed: "closed",
 }
 
@@ -211,6 +249,10 @@ const (
 	OnDrained
 	OnDeleteFailed
 	OnRetryDelete
+	OnRecoverJ
+	OnSpillDown
+	OnJournalOpen
+	OnJournalRotate
 
 	numTriggers
 )
@@ -227,6 +269,8 @@ var triggerNames = [numTriggers]string{
 	OnShutdown: "shutdown", OnConnUp: "conn-up", OnConnDown: "conn-down",
 	OnReadAsked: "read-asked", OnReadEOF: "read-eof", OnDrained: "drained",
 	OnDeleteFailed: "delete-failed", OnRetryDelete: "retry-delete",
+	OnRecoverJ: "recover-J", OnSpillDown: "spill-down",
+	OnJournalOpen: "journal-open", OnJournalRotate: "journal-rotate",
 }
 
 // String returns the trigger's name as used in errors.
@@ -263,7 +307,7 @@ func lookup(from State, on Trigger) (State, bool) {
 // Trigger came.
 type TransitionError struct {
 	Peer    string
-	Subject string // "entry <id> on conn 2", "conn 2", "replay file", "queue"
+	Subject string // "entry <id> on conn 2", "conn 2", "replay file", "journal <file>", "queue"
 	State   State
 	Trigger Trigger
 }

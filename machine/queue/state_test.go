@@ -14,6 +14,8 @@ const (
 	fB0 = "peer.B.5db93971"
 	fB1 = "peer.B.5db93972"
 	fD0 = "peer.D.5db93971"
+	fD1 = "peer.D.5db93972"
+	fJ0 = "peer.J.5db93971"
 	fP  = "peer.P"
 )
 
@@ -44,10 +46,10 @@ func transitionCases() []transitionCase {
 		o     Outcome
 		stats Stats
 	}{
-		{OutcomeAccepted, Stats{Offered: 1, Accepted: 1}},
-		{OutcomeRefused, Stats{Offered: 1, Refused: 1}},
-		{OutcomeRejected, Stats{Offered: 1, Rejected: 1}},
-		{OutcomeMissing, Stats{Offered: 1, Missing: 1}},
+		{OutcomeAccepted, Stats{Offered: 1, Accepted: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1}},
+		{OutcomeRefused, Stats{Offered: 1, Refused: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1}},
+		{OutcomeRejected, Stats{Offered: 1, Rejected: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1}},
+		{OutcomeMissing, Stats{Offered: 1, Missing: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1}},
 	}
 	var cases []transitionCase
 	for _, oc := range outcomes {
@@ -60,10 +62,14 @@ func transitionCases() []transitionCase {
 	}
 	return append(cases, []transitionCase{
 		{
-			name:      "offer while a connection is up joins the memory queue",
-			setup:     func(h *harness) { h.up(1) },
-			input:     func(h *harness) []string { h.offer("a"); return nil },
-			wantStats: Stats{Offered: 1, Queued: 1},
+			name:  "offer while a connection is up joins the memory queue, and its line the journal",
+			setup: func(h *harness) { h.up(1) },
+			input: func(h *harness) []string { h.offer("a"); return nil },
+			wantActions: []Action{
+				OpenJournal{File: fJ0},
+				AppendJournal{File: fJ0, Entries: ents("a")},
+			},
+			wantStats: Stats{Offered: 1, Queued: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
 		},
 		{
 			name:  "offer with no connection up goes straight to .B (peer down)",
@@ -79,24 +85,24 @@ func transitionCases() []transitionCase {
 			setup:     func(h *harness) { h.up(1); h.offer("a", "b") },
 			input:     func(h *harness) []string { return h.next(1, 1) },
 			wantNext:  []string{"a"},
-			wantStats: Stats{Offered: 2, Queued: 1, InFlight: 1},
+			wantStats: Stats{Offered: 2, Queued: 1, InFlight: 1, Journaled: 2, JournalBytes: 20, JournalFiles: 1},
 		},
 		{
 			name:  "deferred goes to .D with one more attempt",
 			setup: func(h *harness) { h.up(1); h.offer("a"); h.next(1, 1) },
 			input: func(h *harness) []string { h.done(1, "a", OutcomeDeferred); return nil },
 			wantActions: []Action{
-				RotateBacklog{Kind: KindDeferred, Opened: fD0},
-				AppendBacklog{Kind: KindDeferred, File: fD0, Entries: []Entry{deferredEnt("a", 1)}},
+				RotateBacklog{Kind: KindDeferred, Opened: fD1},
+				AppendBacklog{Kind: KindDeferred, File: fD1, Entries: []Entry{deferredEnt("a", 1)}},
 			},
-			wantStats: Stats{Offered: 1, Deferred: 1, Retried: 1, BacklogBytes: 12, BacklogFiles: 1},
+			wantStats: Stats{Offered: 1, Deferred: 1, Retried: 1, BacklogBytes: 12, BacklogFiles: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
 		},
 		{
 			name:       "a deferral beyond MaxDefers drops the entry and counts it",
 			setup:      func(h *harness) { h.up(1); h.offerEntry(deferredEnt("a", 2)); h.next(1, 1) },
 			input:      func(h *harness) []string { h.done(1, "a", OutcomeDeferred); return nil },
 			wantEvents: []Event{Drop{Reason: ReasonAttempts, Count: 1}},
-			wantStats:  Stats{Offered: 1, Dropped: 1},
+			wantStats:  Stats{Offered: 1, Dropped: 1, Journaled: 1, JournalBytes: 12, JournalFiles: 1},
 		},
 		{
 			name:  "a lost connection puts its entries back at the head, in order",
@@ -107,18 +113,19 @@ func transitionCases() []transitionCase {
 				return h.next(2, 3)
 			},
 			wantNext:  []string{"a", "b", "c"},
-			wantStats: Stats{Offered: 3, InFlight: 3, Requeued: 2},
+			wantStats: Stats{Offered: 3, InFlight: 3, Requeued: 2, Journaled: 3, JournalBytes: 30, JournalFiles: 1},
 		},
 		{
 			name:  "a full memory queue spills its oldest third to .B",
 			setup: func(h *harness) { h.up(1); h.offer("a", "b", "c", "d", "e", "f") },
 			input: func(h *harness) []string { h.offer("g"); return nil },
 			wantActions: []Action{
-				RotateBacklog{Kind: KindBacklog, Opened: fB0},
-				AppendBacklog{Kind: KindBacklog, File: fB0, Entries: ents("a", "b")},
+				RotateBacklog{Kind: KindBacklog, Opened: fB1},
+				AppendBacklog{Kind: KindBacklog, File: fB1, Entries: ents("a", "b")},
+				AppendJournal{File: fJ0, Entries: ents("g")},
 			},
-			wantEvents: []Event{Spilled{Count: 2, File: fB0}},
-			wantStats:  Stats{Offered: 7, Queued: 5, Backlog: 2, Spilled: 2, BacklogBytes: 20, BacklogFiles: 1},
+			wantEvents: []Event{Spilled{Count: 2, File: fB1}},
+			wantStats:  Stats{Offered: 7, Queued: 5, Backlog: 2, Spilled: 2, BacklogBytes: 20, BacklogFiles: 1, Journaled: 7, JournalBytes: 70, JournalFiles: 1},
 		},
 		{
 			name: "entries requeued beyond capacity spill, the requeued ones first",
@@ -130,11 +137,11 @@ func transitionCases() []transitionCase {
 			},
 			input: func(h *harness) []string { h.down(1); return nil },
 			wantActions: []Action{
-				RotateBacklog{Kind: KindBacklog, Opened: fB0},
-				AppendBacklog{Kind: KindBacklog, File: fB0, Entries: ents("a", "b", "c")},
+				RotateBacklog{Kind: KindBacklog, Opened: fB1},
+				AppendBacklog{Kind: KindBacklog, File: fB1, Entries: ents("a", "b", "c")},
 			},
-			wantEvents: []Event{Spilled{Count: 3, File: fB0}},
-			wantStats:  Stats{Offered: 9, Queued: 6, Backlog: 3, Spilled: 3, Requeued: 3, BacklogBytes: 30, BacklogFiles: 1},
+			wantEvents: []Event{Spilled{Count: 3, File: fB1}},
+			wantStats:  Stats{Offered: 9, Queued: 6, Backlog: 3, Spilled: 3, Requeued: 3, BacklogBytes: 30, BacklogFiles: 1, Journaled: 9, JournalBytes: 90, JournalFiles: 1},
 		},
 		{
 			name:        "a connection up with nothing queued promotes the oldest .B to <peer>.P",
@@ -275,8 +282,8 @@ func transitionCases() []transitionCase {
 				h.done(1, "a", OutcomeDeferred)
 				h.tick(time.Minute) // promotes it
 			},
-			input:     func(h *harness) []string { h.fail(PromoteToReplay{File: fD0}); return nil },
-			wantStats: Stats{Offered: 1, Deferred: 1, Retried: 1, BacklogBytes: 12, BacklogFiles: 1},
+			input:     func(h *harness) []string { h.fail(PromoteToReplay{File: fD1}); return nil },
+			wantStats: Stats{Offered: 1, Deferred: 1, Retried: 1, BacklogBytes: 12, BacklogFiles: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
 		},
 		{
 			name:  "a .D file is promoted once DeferDelay has passed since its last line",
@@ -286,9 +293,9 @@ func transitionCases() []transitionCase {
 				h.tick(time.Second)
 				return nil
 			},
-			wantActions: []Action{PromoteToReplay{File: fD0}},
-			wantEvents:  []Event{ReplayStarted{File: fD0, Entries: 1}},
-			wantStats:   Stats{Offered: 1, Replay: 1, Retried: 1, BacklogBytes: 12},
+			wantActions: []Action{PromoteToReplay{File: fD1}},
+			wantEvents:  []Event{ReplayStarted{File: fD1, Entries: 1}},
+			wantStats:   Stats{Offered: 1, Replay: 1, Retried: 1, BacklogBytes: 12, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
 			wantReplay:  ReplayIdle,
 		},
 		{
@@ -301,10 +308,12 @@ func transitionCases() []transitionCase {
 			},
 			input: func(h *harness) []string { h.must("Shutdown", h.q.Shutdown(h.now)); return nil },
 			wantActions: []Action{
-				RotateBacklog{Kind: KindBacklog, Opened: fB0},
-				AppendBacklog{Kind: KindBacklog, File: fB0, Entries: ents("b", "a", "c")},
+				RotateBacklog{Kind: KindBacklog, Opened: fB1},
+				AppendBacklog{Kind: KindBacklog, File: fB1, Entries: ents("b", "a", "c")},
+				CloseJournal{File: fJ0},
+				DeleteJournal{File: fJ0},
 			},
-			wantStats: Stats{Offered: 3, Backlog: 3, BacklogBytes: 30, BacklogFiles: 1},
+			wantStats: Stats{Offered: 3, Backlog: 3, BacklogBytes: 30, BacklogFiles: 1, Journaled: 3},
 		},
 		{
 			name: "Shutdown checkpoints the replay's progress",
@@ -440,20 +449,21 @@ func transitionCases() []transitionCase {
 			setup: func(h *harness) { h.up(1); h.offer("a", "b", "c", "d", "e", "f") },
 			input: func(h *harness) []string { h.offer("g"); return nil },
 			wantActions: []Action{
-				RotateBacklog{Kind: KindBacklog, Opened: fB0},
-				AppendBacklog{Kind: KindBacklog, File: fB0, Entries: ents("b")},
+				RotateBacklog{Kind: KindBacklog, Opened: fB1},
+				AppendBacklog{Kind: KindBacklog, File: fB1, Entries: ents("b")},
+				AppendJournal{File: fJ0, Entries: ents("g")},
 			},
-			wantEvents: []Event{Drop{Reason: ReasonBytes, Count: 1}, Spilled{Count: 1, File: fB0}},
-			wantStats:  Stats{Offered: 7, Queued: 5, Dropped: 1, Backlog: 1, Spilled: 1, BacklogBytes: 10, BacklogFiles: 1},
+			wantEvents: []Event{Drop{Reason: ReasonBytes, Count: 1}, Spilled{Count: 1, File: fB1}},
+			wantStats:  Stats{Offered: 7, Queued: 5, Dropped: 1, Backlog: 1, Spilled: 1, BacklogBytes: 10, BacklogFiles: 1, Journaled: 7, JournalBytes: 70, JournalFiles: 1},
 		},
 		{
 			name:        "over BacklogMaxBytes a deferral is dropped",
 			cfg:         func(c *Config) { c.BacklogMaxBytes = 5 },
 			setup:       func(h *harness) { h.up(1); h.offer("a"); h.next(1, 1) },
 			input:       func(h *harness) []string { h.done(1, "a", OutcomeDeferred); return nil },
-			wantActions: []Action{RotateBacklog{Kind: KindDeferred, Opened: fD0}},
+			wantActions: []Action{RotateBacklog{Kind: KindDeferred, Opened: fD1}},
 			wantEvents:  []Event{Drop{Reason: ReasonBytes, Count: 1}},
-			wantStats:   Stats{Offered: 1, Dropped: 1, BacklogFiles: 1},
+			wantStats:   Stats{Offered: 1, Dropped: 1, BacklogFiles: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
 		},
 		{
 			name:  "a failed append to .B drops what it held",
@@ -469,11 +479,11 @@ func transitionCases() []transitionCase {
 			name:  "a failed append to .D drops what it held",
 			setup: func(h *harness) { h.up(1); h.offer("a"); h.next(1, 1); h.done(1, "a", OutcomeDeferred) },
 			input: func(h *harness) []string {
-				h.fail(AppendBacklog{Kind: KindDeferred, File: fD0, Entries: []Entry{deferredEnt("a", 1)}})
+				h.fail(AppendBacklog{Kind: KindDeferred, File: fD1, Entries: []Entry{deferredEnt("a", 1)}})
 				return nil
 			},
-			wantEvents: []Event{Drop{Reason: ReasonWriteFailed, Count: 1, File: fD0}},
-			wantStats:  Stats{Offered: 1, Dropped: 1, Retried: 1, BacklogFiles: 1},
+			wantEvents: []Event{Drop{Reason: ReasonWriteFailed, Count: 1, File: fD1}},
+			wantStats:  Stats{Offered: 1, Dropped: 1, Retried: 1, BacklogFiles: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
 		},
 		{
 			name:  "a failed file creation forgets the file; the next offer opens another",
@@ -540,10 +550,10 @@ func transitionCases() []transitionCase {
 			},
 			input: func(h *harness) []string { h.done(1, "b", OutcomeDeferred); return nil },
 			wantActions: []Action{
-				RotateBacklog{Kind: KindDeferred, Closed: fD0, Opened: "peer.D.5db939ad"},
+				RotateBacklog{Kind: KindDeferred, Closed: fD1, Opened: "peer.D.5db939ad"},
 				AppendBacklog{Kind: KindDeferred, File: "peer.D.5db939ad", Entries: []Entry{deferredEnt("b", 1)}},
 			},
-			wantStats: Stats{Offered: 3, Queued: 1, Deferred: 2, Retried: 2, BacklogBytes: 24, BacklogFiles: 2},
+			wantStats: Stats{Offered: 3, Queued: 1, Deferred: 2, Retried: 2, BacklogBytes: 24, BacklogFiles: 2, Journaled: 3, JournalBytes: 30, JournalFiles: 1},
 		},
 		{
 			name: "the replay's progress is checkpointed on Tick after CheckpointInterval",
@@ -586,6 +596,167 @@ func transitionCases() []transitionCase {
 			wantActions: []Action{Checkpoint{Offset: 30}, ReadReplay{Offset: 60, Max: 3}},
 			wantStats:   Stats{Offered: 7, Accepted: 3, InFlight: 3, Replay: 1, BacklogBytes: 70},
 			wantReplay:  ReplayReading,
+		},
+		{
+			name: "a journal a crash left behind is recovered as .B, its entries counted as Resent",
+			input: func(h *harness) []string {
+				h.start(Recovered{Files: []FileInfo{
+					{Name: "peer.B.5db93970", Kind: KindBacklog, TS: 0x5db93970, Bytes: 20, Entries: 2, Journal: true},
+				}})
+				h.up(1)
+				return nil
+			},
+			wantActions: []Action{PromoteToReplay{File: "peer.B.5db93970"}},
+			wantEvents:  []Event{ReplayStarted{File: "peer.B.5db93970", Entries: 2}},
+			wantStats:   Stats{Recovered: 2, Resent: 2, Replay: 2, BacklogBytes: 20},
+			wantReplay:  ReplayIdle,
+		},
+		{
+			name:  "a peer down for DownSpillDelay spills its whole memory queue to .B, settling the journal",
+			setup: func(h *harness) { h.up(1); h.offer("a", "b", "c"); h.next(1, 1) },
+			input: func(h *harness) []string {
+				h.down(1)
+				if d, ok := h.q.Deadline(); !ok || !d.Equal(t0.Add(30*time.Second)) {
+					h.t.Errorf("Deadline with the last connection down = %v %v, want %v", d, ok, t0.Add(30*time.Second))
+				}
+				h.tick(29 * time.Second)
+				if len(h.acts) != 0 {
+					h.t.Errorf("spilled before DownSpillDelay: %v", h.acts)
+				}
+				h.tick(time.Second)
+				return nil
+			},
+			wantActions: []Action{
+				RotateBacklog{Kind: KindBacklog, Opened: "peer.B.5db9398f"},
+				AppendBacklog{Kind: KindBacklog, File: "peer.B.5db9398f", Entries: ents("a", "b", "c")},
+			},
+			wantEvents: []Event{Spilled{Count: 3, File: "peer.B.5db9398f", Down: true}},
+			wantStats: Stats{Offered: 3, Backlog: 3, Spilled: 3, Requeued: 1, BacklogBytes: 30, BacklogFiles: 1,
+				Journaled: 3, JournalBytes: 30, JournalFiles: 1},
+		},
+		{
+			name: "a connection back within DownSpillDelay keeps the memory queue",
+			setup: func(h *harness) {
+				h.up(1)
+				h.offer("a", "b")
+				h.down(1)
+				h.tick(29 * time.Second)
+			},
+			input: func(h *harness) []string {
+				h.up(2)
+				h.tick(time.Minute)
+				return h.next(2, 2)
+			},
+			wantNext:  []string{"a", "b"},
+			wantStats: Stats{Offered: 2, InFlight: 2, Journaled: 2, JournalBytes: 20, JournalFiles: 1},
+		},
+		{
+			name:  "a journal file of JournalRotateBytes is rotated at the next offer; it waits for its entries",
+			cfg:   func(c *Config) { c.JournalRotateBytes = 20 },
+			setup: func(h *harness) { h.up(1); h.offer("a", "b"); h.next(1, 1) },
+			input: func(h *harness) []string { h.offer("c"); return nil },
+			wantActions: []Action{
+				CloseJournal{File: fJ0},
+				OpenJournal{File: "peer.J.5db93972"},
+				AppendJournal{File: "peer.J.5db93972", Entries: ents("c")},
+			},
+			wantStats: Stats{Offered: 3, Queued: 2, InFlight: 1, Journaled: 3, JournalBytes: 30, JournalFiles: 2},
+		},
+		{
+			name: "a rotated journal is deleted after the append that settles its last entry",
+			cfg:  func(c *Config) { c.JournalRotateBytes = 20 },
+			setup: func(h *harness) {
+				h.up(1)
+				h.offer("a", "b")
+				h.next(1, 1)
+				h.offer("c")
+				h.done(1, "a", OutcomeAccepted)
+				h.next(1, 1)
+			},
+			input: func(h *harness) []string { h.done(1, "b", OutcomeDeferred); return nil },
+			wantActions: []Action{
+				RotateBacklog{Kind: KindDeferred, Opened: "peer.D.5db93973"},
+				AppendBacklog{Kind: KindDeferred, File: "peer.D.5db93973", Entries: []Entry{deferredEnt("b", 1)}},
+				DeleteJournal{File: fJ0},
+			},
+			wantStats: Stats{Offered: 3, Accepted: 1, Queued: 1, Deferred: 1, Retried: 1, BacklogBytes: 12, BacklogFiles: 1,
+				Journaled: 3, JournalBytes: 10, JournalFiles: 1},
+		},
+		{
+			name:  "a journal JournalRotateInterval old is rotated on Tick, and deleted at once when settled",
+			setup: func(h *harness) { h.up(1); h.offer("a"); h.next(1, 1); h.done(1, "a", OutcomeAccepted) },
+			input: func(h *harness) []string {
+				if d, ok := h.q.Deadline(); !ok || !d.Equal(t0.Add(10*time.Minute)) {
+					h.t.Errorf("Deadline with a journal open = %v %v, want %v", d, ok, t0.Add(10*time.Minute))
+				}
+				h.tick(10*time.Minute - time.Second)
+				h.tick(time.Second)
+				if _, ok := h.q.Deadline(); ok {
+					h.t.Error("a deadline with nothing left to do")
+				}
+				return nil
+			},
+			wantActions: []Action{CloseJournal{File: fJ0}, DeleteJournal{File: fJ0}},
+			wantStats:   Stats{Offered: 1, Accepted: 1, Journaled: 1},
+		},
+		{
+			name:  "a failed journal append breaks the file; the entry stays queued",
+			setup: func(h *harness) { h.up(1); h.offer("a") },
+			input: func(h *harness) []string {
+				h.fail(AppendJournal{File: fJ0, Entries: ents("a")})
+				if d, ok := h.q.Deadline(); !ok || !d.Equal(t0) {
+					h.t.Errorf("Deadline after a failure = %v %v, want a Tick now, %v", d, ok, t0)
+				}
+				return nil
+			},
+			wantStats: Stats{Offered: 1, Queued: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
+		},
+		{
+			name:  "a broken journal is rotated at the next offer",
+			setup: func(h *harness) { h.up(1); h.offer("a"); h.fail(OpenJournal{File: fJ0}) },
+			input: func(h *harness) []string { h.offer("b"); return nil },
+			wantActions: []Action{
+				CloseJournal{File: fJ0},
+				OpenJournal{File: "peer.J.5db93972"},
+				AppendJournal{File: "peer.J.5db93972", Entries: ents("b")},
+			},
+			wantStats: Stats{Offered: 2, Queued: 2, Journaled: 2, JournalBytes: 20, JournalFiles: 2},
+		},
+		{
+			name:  "a broken journal is closed at Shutdown and deleted after the memory queue is in .B",
+			setup: func(h *harness) { h.up(1); h.offer("a"); h.fail(AppendJournal{File: fJ0, Entries: ents("a")}) },
+			input: func(h *harness) []string { h.must("Shutdown", h.q.Shutdown(h.now)); return nil },
+			wantActions: []Action{
+				RotateBacklog{Kind: KindBacklog, Opened: fB1},
+				AppendBacklog{Kind: KindBacklog, File: fB1, Entries: ents("a")},
+				CloseJournal{File: fJ0},
+				DeleteJournal{File: fJ0},
+			},
+			wantStats: Stats{Offered: 1, Backlog: 1, BacklogBytes: 10, BacklogFiles: 1, Journaled: 1},
+		},
+		{
+			name: "a failed journal delete is stuck, then retried after DeferDelay",
+			setup: func(h *harness) {
+				h.up(1)
+				h.offer("a")
+				h.next(1, 1)
+				h.done(1, "a", OutcomeAccepted)
+				h.tick(10 * time.Minute)
+			},
+			input: func(h *harness) []string {
+				h.fail(DeleteJournal{File: fJ0})
+				if s := h.q.Stats(); s.JournalFiles != 1 {
+					h.t.Errorf("a journal whose delete failed is not counted: %+v", s)
+				}
+				h.tick(time.Minute - time.Second)
+				if len(h.acts) != 0 {
+					h.t.Errorf("retried before DeferDelay: %v", h.acts)
+				}
+				h.tick(time.Second)
+				return nil
+			},
+			wantActions: []Action{DeleteJournal{File: fJ0}},
+			wantStats:   Stats{Offered: 1, Accepted: 1, Journaled: 1},
 		},
 	}...)
 }
@@ -711,6 +882,12 @@ func TestIllegal(t *testing.T) {
 			want:  "queue peer: replay file in state idle: illegal event delete-failed",
 		},
 		{
+			name:  "a failed delete of the journal still taking lines",
+			setup: func(h *harness) { h.up(1); h.offer("a") },
+			input: func(h *harness) error { return h.q.Failed(h.now, DeleteJournal{File: fJ0}, errInjected) },
+			want:  "queue peer: journal peer.J.5db93971 in state journal-open: illegal event delete-failed",
+		},
+		{
 			name:  "an offer after Shutdown",
 			setup: func(h *harness) { h.must("Shutdown", h.q.Shutdown(h.now)) },
 			input: func(h *harness) error { return h.q.Offer(h.now, ent("a")) },
@@ -791,6 +968,9 @@ func TestInputErrors(t *testing.T) {
 	if _, err := New(testConfig(), t0, Recovered{Files: []FileInfo{{Name: "other.B.1", Kind: KindBacklog, TS: 1}}}); err == nil {
 		t.Error("New with another peer's file: no error")
 	}
+	if _, err := New(testConfig(), t0, Recovered{Files: []FileInfo{{Name: "peer.D.1", Kind: KindDeferred, TS: 1, Journal: true}}}); err == nil {
+		t.Error("New with a .D file marked as a journal: no error")
+	}
 	if _, err := New(testConfig(), t0, Recovered{Replay: &ReplayInfo{Bytes: 5, Offset: 9}}); err == nil {
 		t.Error("New with a checkpoint beyond the replay file: no error")
 	}
@@ -827,7 +1007,7 @@ func TestDeferDelay(t *testing.T) {
 		t.Errorf("promoted before its delay: %v", h.acts)
 	}
 	h.tick(time.Second)
-	if diff := cmp.Diff([]Action{PromoteToReplay{File: fD0}}, h.acts); diff != "" {
+	if diff := cmp.Diff([]Action{PromoteToReplay{File: fD1}}, h.acts); diff != "" {
 		t.Errorf("at its delay (-want +got):\n%s", diff)
 	}
 }
