@@ -165,3 +165,18 @@ func TestINNStream(t *testing.T) {
 		t.Errorf("INN's side differs from %s (-golden +live); rerun with -update if INN changed:\n%s", innGolden, d)
 	}
 }
+
+// BenchmarkINN streams b.N articles into a fresh private innd (skipped
+// without INN); innd is the limit. Run with a fixed count, e.g.
+// -bench INN -benchtime=5000x.
+func BenchmarkINN(b *testing.B) {
+	arts := innArticles(b.N)
+	srv := inntest.Start(b, inntest.Options{})
+	b.ResetTimer()
+	r := runFeed(b, srv.Addr(), handshake.Config{Stream: true}, Config{}, arts, false)
+	b.StopTimer()
+	if c := count(r.events); c.Accepted != b.N {
+		b.Fatalf("outcomes %v", c)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "articles/s")
+}

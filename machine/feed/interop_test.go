@@ -27,7 +27,7 @@ type feedRun struct {
 	rec    *transcript.Recorder
 }
 
-func runFeed(t *testing.T, addr string, hcfg handshake.Config, cfg Config, articles []innArticle, record bool) feedRun {
+func runFeed(t testing.TB, addr string, hcfg handshake.Config, cfg Config, articles []innArticle, record bool) feedRun {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -45,7 +45,7 @@ func runFeed(t *testing.T, addr string, hcfg handshake.Config, cfg Config, artic
 	}
 	gc := goroutine.New(conn, goroutine.Options{Bodies: bodies})
 	defer gc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
 	h := handshake.New(time.Now(), hcfg)
@@ -331,4 +331,19 @@ func TestInteropAbortOnWriteFailure(t *testing.T) {
 		t.Fatalf("outcomes %+v: %s", c, summarize(r.events))
 	}
 	accountedFor(t, arts, r.events)
+}
+
+// BenchmarkLoopback streams b.N articles of about 400 bytes through the
+// handshake and a Feed on runtime/goroutine over loopback TCP into
+// nntptest (which records every command, so it is the slower side).
+func BenchmarkLoopback(b *testing.B) {
+	arts := innArticles(b.N)
+	s := nntptest.Start(b, nntptest.Options{})
+	b.ResetTimer()
+	r := runFeed(b, s.HostPort(), handshake.Config{Stream: true}, Config{}, arts, false)
+	b.StopTimer()
+	if c := count(r.events); c.Accepted != b.N {
+		b.Fatalf("outcomes %v", c)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "articles/s")
 }
