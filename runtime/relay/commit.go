@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -33,6 +35,7 @@ type committer struct {
 	done     chan struct{}
 
 	rounds, synced int64 // for stats: commit rounds, articles made durable
+	wantProbe      bool  // a Put failed for lack of space: probe until it would not
 }
 
 func newCommitter(r *Relay) *committer {
@@ -94,8 +97,14 @@ func (c *committer) loop() {
 	var batch []pendingArt
 	for {
 		c.mu.Lock()
-		for len(c.items) == 0 && !c.stopping {
+		for len(c.items) == 0 && !c.stopping && !c.wantProbe {
 			c.cond.Wait()
+		}
+		if c.wantProbe && len(c.items) == 0 && !c.stopping {
+			c.wantProbe = false
+			c.mu.Unlock()
+			c.probe()
+			continue
 		}
 		if len(c.items) == 0 && c.stopping {
 			c.mu.Unlock()
@@ -128,44 +137,50 @@ func (c *committer) commit(batch []pendingArt) {
 	}
 	// Durability, in order: the spool (articles and history), then each
 	// peer's queue files (journal lines, backlog lines). Only then ack.
-	full := false
+	//
+	// A spool Sync that fails for lack of space loses nothing (the records
+	// stay buffered and the next Sync writes them), so the batch is held
+	// and the Sync retried until it succeeds. A peer's Sync that fails
+	// cannot be retried that way (the failed write is gone), so the batch
+	// is answered "try later": upstream offers it again, and by then the
+	// spool has it, so only the peers' copies matter, and they are in
+	// the queues' memory already.
 	for {
 		err := r.spool.Sync()
-		if err == nil {
-			for p := range byPeer {
-				if err = p.q.sync(); err != nil {
-					break
-				}
-			}
-		}
 		if err == nil {
 			break
 		}
 		if !isDiskFull(err) {
 			r.log.Error("group commit failed: articles not acknowledged", "articles", len(batch), "err", err)
 			r.setAccepting(false, "spool error: "+err.Error())
-			for _, it := range batch {
-				c.answer(it, ingest.Result{Outcome: ingest.StoreLater, Reason: "Cannot store articles now"})
-			}
+			c.answerAll(batch, "Cannot store articles now")
 			return
 		}
-		if !full {
-			full = true
-			r.setAccepting(false, "disk full")
-			r.log.Error("disk full: holding acknowledgements until a write succeeds", "articles", len(batch), "err", err)
-		}
-		if c.isStopping() {
-			// Shutting down with the disk still full: the articles stay
-			// buffered in the spool (and are written if it closes cleanly),
-			// but none is acknowledged; upstream offers them again.
-			for _, it := range batch {
-				c.answer(it, ingest.Result{Outcome: ingest.StoreLater, Reason: "disk full"})
-			}
+		r.setAccepting(false, "disk full")
+		r.log.Error("disk full: holding acknowledgements until a write succeeds", "articles", len(batch), "err", err)
+		if !c.probe() {
+			// Shutting down with the disk still full: none is
+			// acknowledged; upstream offers them again.
+			c.answerAll(batch, "Disk full")
 			return
 		}
-		time.Sleep(r.opts.ProbeInterval)
 	}
-	if full {
+	var perr error
+	for p := range byPeer {
+		if err := p.q.sync(); err != nil {
+			r.log.Error("peer queue sync failed: articles not acknowledged", "peer", p.cfg.Name, "articles", len(batch), "err", err)
+			perr = err
+		}
+	}
+	if perr != nil {
+		c.answerAll(batch, "Cannot store articles now")
+		if isDiskFull(perr) {
+			r.setAccepting(false, "disk full")
+			c.probe()
+		}
+		return
+	}
+	if r.notAccepting() == "disk full" {
 		r.setAccepting(true, "")
 	}
 	c.mu.Lock()
@@ -177,6 +192,64 @@ func (c *committer) commit(batch []pendingArt) {
 		c.answer(it, ok)
 	}
 	r.ingest.accepted.Add(int64(len(batch)))
+}
+
+// diskFull asks the loop to probe the disk until it takes writes again
+// (a Put failed for lack of space).
+func (c *committer) diskFull() {
+	c.mu.Lock()
+	c.wantProbe = true
+	c.cond.Signal()
+	c.mu.Unlock()
+}
+
+// answerAll answers every article of the batch "try later".
+func (c *committer) answerAll(batch []pendingArt, reason string) {
+	for _, it := range batch {
+		c.answer(it, ingest.Result{Outcome: ingest.StoreLater, Reason: reason})
+	}
+}
+
+// probe waits until the disk takes writes again: every probe interval it
+// writes and syncs a small file in the spool directory and retries the
+// spool's buffered records. It turns accepting back on and returns true
+// when both succeed, false if the relay stops first.
+func (c *committer) probe() bool {
+	r := c.r
+	for {
+		if c.isStopping() {
+			return false
+		}
+		time.Sleep(r.opts.ProbeInterval)
+		if err := probeWrite(r.cfg.Spool); err != nil {
+			r.log.Debug("disk still full", "err", err)
+			continue
+		}
+		if err := r.spool.Sync(); err != nil {
+			r.log.Debug("disk still full", "err", err)
+			continue
+		}
+		r.setAccepting(true, "")
+		return true
+	}
+}
+
+// probeWrite writes, syncs and removes a 64 KiB file in dir.
+func probeWrite(dir string) error {
+	name := filepath.Join(dir, ".probe")
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(name)
+	_, err = f.Write(make([]byte, 64<<10))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (c *committer) isStopping() bool {

@@ -208,6 +208,7 @@ func (r *Relay) store(now time.Time, id string, data []byte, h proto.Header, buf
 		return ingest.Result{Outcome: ingest.StoreDuplicate}, nil
 	case isDiskFull(err):
 		r.setAccepting(false, "disk full")
+		r.com.diskFull()
 		r.ingest.deferred.Add(1)
 		return ingest.Result{Outcome: ingest.StoreLater, Reason: "Disk full"}, nil
 	case errors.Is(err, spoolfs.ErrBadArticle):
@@ -289,7 +290,7 @@ func (r *Relay) stopIngest() {
 	for _, c := range conns {
 		c.stop("Shutting down")
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(r.opts.StopTimeout)
 	for r.ingest.open.Load() > 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

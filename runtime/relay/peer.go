@@ -140,7 +140,7 @@ func (p *peer) stop() {
 	}
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(p.r.opts.StopTimeout):
 		p.r.log.Warn("peer connections slow to close; cutting them", "peer", p.cfg.Name)
 	}
 }

@@ -73,6 +73,10 @@ type Options struct {
 	// QueueConfig, if set, adjusts each peer's queue configuration after it
 	// was derived from the Config (tests: shorter delays).
 	QueueConfig func(*queue.Config)
+	// StopTimeout bounds the graceful part of a shutdown (ingest
+	// connections finishing, peer connections draining answers); 5s when
+	// zero.
+	StopTimeout time.Duration
 	// NoConnect keeps the relay from dialing its peers (inject opens the
 	// relay only to store and queue articles).
 	NoConnect bool
@@ -114,6 +118,9 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 	}
 	if opts.BackoffBase <= 0 {
 		opts.BackoffBase = 250 * time.Millisecond
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 5 * time.Second
 	}
 	if opts.ProbeInterval <= 0 {
 		opts.ProbeInterval = 500 * time.Millisecond
