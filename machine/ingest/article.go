@@ -15,14 +15,49 @@ import (
 // scratch buffer stays small however much input is held.
 const discardChunk = 64 << 10
 
+// Articles and their header fields are carved from slabs rather than
+// allocated one by one: an article is decoded into the free tail of the
+// current slab and, when handed to the owner, that part of the slab becomes
+// its Data (capped, so appending to it cannot touch the next article). An
+// article that outgrows the tail moves to its own array by append's usual
+// growth. A slab lives as long as any article carved from it, which is
+// until the owner has stored them, a batch at most.
+const (
+	slabSize      = 64 << 10 // bytes per article slab
+	slabMinFree   = 4 << 10  // a tail smaller than this starts a new slab
+	fieldSlabSize = 512      // header fields per field slab
+)
+
+// newArt returns an empty buffer for the next article.
+func (g *Ingest) newArt() []byte {
+	if g.last > slabSize/4 {
+		// Large articles in a row: give each its own array, sized to
+		// the last one, instead of growing one by doubling.
+		return make([]byte, 0, g.last+g.last/8)
+	}
+	if cap(g.slab)-len(g.slab) < slabMinFree {
+		g.slab = make([]byte, 0, slabSize)
+	}
+	return g.slab[len(g.slab):len(g.slab)]
+}
+
+// keepArt hands data, the article just decoded, to the owner: capped, and
+// its part of the slab used up.
+func (g *Ingest) keepArt(data []byte) []byte {
+	n := len(data)
+	g.last = n
+	if n > 0 && cap(g.slab) > len(g.slab) && &data[0] == &g.slab[:len(g.slab)+1][len(g.slab)] {
+		g.slab = g.slab[:len(g.slab)+n]
+	}
+	return data[:n:n]
+}
+
 // startArticle begins reading the article block of cmd for id.
 func (g *Ingest) startArticle(cmd Cmd, id string) {
 	g.state = stArticle
 	g.cur = current{cmd: cmd, id: id}
 	g.dec.Reset()
-	if g.art != nil {
-		g.art = g.art[:0]
-	}
+	g.art = g.newArt()
 }
 
 // readArticle decodes held input into the article. It reports whether it
@@ -43,9 +78,6 @@ func (g *Ingest) readArticle(now time.Time) bool {
 		}
 		g.scratch, n, done, err = g.dec.Decode(g.scratch[:0], src)
 	} else {
-		if g.art == nil {
-			g.art = make([]byte, 0, g.artHint)
-		}
 		g.art, n, done, err = g.dec.Decode(g.art, src)
 		if int64(len(g.art)) > g.cfg.MaxArticleSize {
 			// Keep reading to the block's end, keeping nothing.
@@ -86,10 +118,9 @@ func (g *Ingest) finishArticle(now time.Time) {
 	default:
 		h, body, k, why := g.validate(now, cur.id, data)
 		if why == "" {
-			g.art = nil // Data now belongs to the owner
-			if n := len(data) + len(data)/8; n > g.artHint {
-				g.artHint = min(n, 1<<20)
-			}
+			data = g.keepArt(data) // Data now belongs to the owner
+			g.art = nil
+			g.keepFields(&h)
 			seq := g.push(now, slot{kind: slotArticle, cmd: cur.cmd, id: cur.id, echo: cur.cmd == CmdTakeThis, waiting: true})
 			g.emit(Article{Seq: seq, Cmd: cur.cmd, MessageID: cur.id, Data: data, Header: h, Body: body})
 			return
@@ -111,7 +142,11 @@ func (g *Ingest) finishArticle(now time.Time) {
 // id. It returns the parsed header and body offset, or the kind of refusal
 // and a one-line reason.
 func (g *Ingest) validate(now time.Time, id string, data []byte) (proto.Header, int, RejectKind, string) {
-	h, body, err := proto.ParseHeaders(data)
+	if cap(g.fields)-len(g.fields) < 64 {
+		g.fields = make([]proto.HeaderField, 0, fieldSlabSize)
+	}
+	h := proto.Header{Fields: g.fields[len(g.fields):len(g.fields)]}
+	body, err := h.Parse(data)
 	if err != nil {
 		return h, 0, RejectHeader, err.Error()
 	}
@@ -122,14 +157,55 @@ func (g *Ingest) validate(now time.Time, id string, data []byte) (proto.Header, 
 		return h, 0, RejectInvalid, err.Error()
 	}
 	// RFC 4644 §2.5, RFC 3977 §6.3.2: the article is the one offered.
-	if mid := h.Get(proto.HeaderMessageID); mid != id {
-		return h, 0, RejectMismatch, fmt.Sprintf("Message-ID %s does not match the offered %s", mid, id)
+	// (ValidateArticle found exactly one valid Message-ID field.)
+	if f, _ := h.Field(proto.HeaderMessageID); !fieldIs(f, id) {
+		return h, 0, RejectMismatch, fmt.Sprintf("Message-ID %s does not match the offered %s", f.Value(), id)
 	}
 	// RFC 5537 §3.3: our own name in Path means the article looped.
-	if g.cfg.PathHost != "" && proto.PathContains(h.Path(), g.cfg.PathHost) {
+	if f, _ := h.Field(proto.HeaderPath); g.cfg.PathHost != "" && pathHolds(f.Raw, g.cfg.PathHost) {
 		return h, 0, RejectPathLoop, "Path loop: already holds " + g.cfg.PathHost
 	}
 	return h, body, 0, ""
+}
+
+// fieldIs reports whether f's value is s, without allocating when the
+// field is not folded.
+func fieldIs(f proto.HeaderField, s string) bool {
+	v := bytes.Trim(f.Raw, " \t\r\n")
+	if bytes.IndexByte(v, '\n') >= 0 {
+		return f.Value() == s
+	}
+	return string(v) == s
+}
+
+// pathHolds is proto.PathContains on a Path field's raw bytes, so that the
+// check for every article does not allocate: whether identity is one of the
+// '!'-separated entries, ASCII case-insensitive, whitespace (and folding)
+// around entries ignored.
+func pathHolds(raw []byte, identity string) bool {
+	for len(raw) > 0 {
+		e := raw
+		if i := bytes.IndexByte(raw, '!'); i >= 0 {
+			e, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		e = bytes.Trim(e, " \t\r\n")
+		if len(e) == len(identity) && bytes.EqualFold(e, []byte(identity)) {
+			return true
+		}
+	}
+	return false
+}
+
+// keepFields hands h's fields to the owner: capped, and their part of the
+// field slab used up.
+func (g *Ingest) keepFields(h *proto.Header) {
+	n := len(h.Fields)
+	if n > 0 && cap(g.fields) > len(g.fields) && &h.Fields[0] == &g.fields[:len(g.fields)+1][len(g.fields)] {
+		g.fields = g.fields[:len(g.fields)+n]
+	}
+	h.Fields = h.Fields[:n:n]
 }
 
 // AppendWire appends to dst the article a in the form the spool stores:

@@ -34,7 +34,8 @@ type Event interface{ isEvent() }
 
 // Check asks the owner whether it wants the article offered by CHECK or
 // IHAVE. Answer with Decide(now, Seq, verdict); typically the owner looks
-// the id up in its history and its set of articles in progress.
+// the id up in its history and its set of articles in progress. After Want
+// for IHAVE, the article that follows comes as an Article with its own Seq.
 type Check struct {
 	Seq       uint64
 	Cmd       Cmd    // CmdCheck or CmdIHave
@@ -52,6 +53,8 @@ type Article struct {
 	// Data is the article as received, dot-unstuffed (RFC 3977 §3.1.1):
 	// header and body with their line endings, without the terminating
 	// line. It belongs to the owner; AppendWire makes the spool's form.
+	// Small articles share one 64 KiB array (each capped to its own
+	// part), so holding a Data long keeps that array alive: store and drop.
 	Data []byte
 	// Header is Data's header section, parsed; its slices point into Data.
 	Header proto.Header

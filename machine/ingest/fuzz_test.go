@@ -259,3 +259,85 @@ func FuzzIngest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFastCommand: the fast path for CHECK and TAKETHIS agrees with
+// proto.ParseCommand whenever it accepts a line, and accepts the common
+// shapes.
+func FuzzFastCommand(f *testing.F) {
+	for _, s := range []string{"CHECK <a@b>\r\n", "TAKETHIS <a@b>\n", "CHECK  <a@b>\r\n", "CHECK <a@b> x\r\n",
+		"check <a@b>\r\n", "CHECK <a\x01b>\r\n", "CHECK <a@b>\r\r\n", "TAKETHIS \r\n", "CHECK\r\n", "CHECK <\xff@b>\r\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		g := New(t0, testCfg)
+		c, ok := g.fastCommand(line)
+		if !ok {
+			return
+		}
+		want, err := proto.ParseCommand(line)
+		if err != nil {
+			t.Fatalf("fast path took %q, ParseCommand refuses it: %v", line, err)
+		}
+		if diff := cmp.Diff(want, c); diff != "" {
+			t.Fatalf("fast path parsed %q differently (-ParseCommand +fast):\n%s", line, diff)
+		}
+	})
+}
+
+// TestFastCommand names the lines the fast path must take or leave.
+func TestFastCommand(t *testing.T) {
+	cases := []struct {
+		name, line string
+		ok         bool
+	}{
+		{"CHECK", "CHECK <a@b>\r\n", true},
+		{"TAKETHIS, bare LF", "TAKETHIS <a@b>\n", true},
+		{"lower case goes the general way", "check <a@b>\r\n", false},
+		{"two spaces", "CHECK  <a@b>\r\n", false},
+		{"two arguments", "CHECK <a@b> x\r\n", false},
+		{"a control octet", "CHECK <a\x01b@c>\r\n", false},
+		{"CR before CRLF", "CHECK <a@b>\r\r\n", false},
+		{"no argument", "TAKETHIS \r\n", false},
+		{"over 512 octets (fuzz find: ParseCommand refuses it)", "TAKETHIS <" + strings.Repeat("x", 600) + "@b>\r\n", false},
+		{"non-ASCII octets are kept", "CHECK <\xff@b>\r\n", true},
+	}
+	for _, tc := range cases {
+		g := New(t0, testCfg)
+		c, ok := g.fastCommand([]byte(tc.line))
+		if ok != tc.ok {
+			t.Errorf("%s: fast path took it: %v, want %v", tc.name, ok, tc.ok)
+			continue
+		}
+		if ok {
+			want, _ := proto.ParseCommand([]byte(tc.line))
+			if diff := cmp.Diff(want, c); diff != "" {
+				t.Errorf("%s (-ParseCommand +fast):\n%s", tc.name, diff)
+			}
+		}
+	}
+}
+
+// TestPathHolds: the allocation-free Path check agrees with
+// proto.PathContains, and the Message-ID comparison with Header.Get.
+func TestPathHolds(t *testing.T) {
+	paths := []string{"", "relay.example", "a!relay.example!b", "a!RELAY.EXAMPLE", " relay.example !x", "a!relay.example.org!b",
+		"a!\r\n relay.example!b", "relay.exampl", "!!relay.example!!", "a!b!c", "xrelay.example!y", "relay.example\t!z"}
+	for _, p := range paths {
+		h, _, err := proto.ParseHeaders([]byte("Path: " + p + "\r\nMessage-ID: " + p + "\r\n\r\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := h.Field("Path")
+		for _, id := range []string{"relay.example", "b", "x"} {
+			if got, want := pathHolds(f.Raw, id), proto.PathContains(h.Path(), id); got != want {
+				t.Errorf("pathHolds(%q, %q) = %v, PathContains says %v", p, id, got, want)
+			}
+		}
+		m, _ := h.Field("Message-ID")
+		for _, s := range []string{strings.TrimSpace(p), h.Get("Message-ID"), "x"} {
+			if got, want := fieldIs(m, s), h.Get("Message-ID") == s; got != want {
+				t.Errorf("fieldIs(%q, %q) = %v, Get says %v", p, s, got, want)
+			}
+		}
+	}
+}

@@ -77,14 +77,16 @@ import (
 
 // Defaults for the zero fields of Config.
 const (
-	// DefaultIdleTimeout matches innd's default peer timeout (inn.conf
-	// peertimeout: 1 hour is INN's; 10 minutes is what innfeed-fed relays
-	// commonly use and what newsflow asks of an idle upstream).
+	// DefaultIdleTimeout closes an upstream connection that has had
+	// nothing to do for ten minutes (a feeder that went away without
+	// closing); busy feeders keep their connections in use.
 	DefaultIdleTimeout = 10 * time.Minute
 	// DefaultTransferTimeout is how long a peer may stall in the middle of
 	// a command line or an article.
 	DefaultTransferTimeout = 2 * time.Minute
 	// DefaultMaxArticleSize bounds one article, dot-unstuffed, in octets.
+	// The wire form AppendWire makes is a little larger (stuffing dots,
+	// the Path identity, the terminator): keep the spool's limit above it.
 	DefaultMaxArticleSize = 16 << 20
 	// DefaultMaxPending bounds the responses queued for one connection.
 	DefaultMaxPending = 256
@@ -195,9 +197,12 @@ type Ingest struct {
 	own   []byte // the buffer held input lives in between calls
 	lent  bool   // in is the caller's p
 
+	arg     [1]string // fastCommand's Args
 	cur     current
 	art     []byte // the article being decoded (becomes Article.Data)
-	artHint int    // capacity for the next article buffer
+	slab    []byte // article buffers are carved from its tail (see newArt)
+	fields  []proto.HeaderField
+	last    int    // size of the last article handed out
 	scratch []byte // decoder output that is discarded
 	dec     *proto.BlockDecoder
 
@@ -233,7 +238,6 @@ func New(now time.Time, cfg Config) *Ingest {
 		accepting: true,
 		lastRecv:  now,
 		lastSend:  now,
-		artHint:   4 << 10,
 	}
 	if g.cfg.Unavailable != "" {
 		g.out = appendStatus(g.out, proto.CodeUnavailable, "", g.cfg.Unavailable)
