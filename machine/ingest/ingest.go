@@ -23,7 +23,9 @@ package ingest
 // any order (a batch fsync acknowledges many articles at once, a history
 // lookup answers at once); the queue keeps RFC 4644's rule that responses go
 // out in command order. IHAVE has two responses: its slot first gets 335 (or
-// 435/436), and the transferred article gets a slot of its own.
+// 435/436), and the transferred article gets a slot of its own. Slots are
+// numbered in order (the Seq of events), whether or not the owner is asked,
+// so the numbers do not depend on how input was split into reads.
 //
 // Back-pressure. At most Config.MaxPending slots may be queued. When the
 // queue is full the parser stops at the next command line and Paused reports
@@ -31,7 +33,7 @@ package ingest
 // peer) until an owner answer frees a slot. Bytes that still arrive are held,
 // up to Config.MaxBuffered, beyond which Receive fails. The parser also stops
 // after IHAVE until the owner decides, because the peer waits for 335 before
-// it sends the article (RFC 3977 §3.5: IHAVE is not pipelined past).
+// it sends the article (RFC 3977 §6.3.2; §3.5 on pipelining).
 //
 // Articles. After TAKETHIS, or IHAVE's 335, the article block is decoded
 // incrementally (proto.BlockDecoder: dot-unstuffing, any split) into a
