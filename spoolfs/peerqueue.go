@@ -82,7 +82,11 @@ func OpenPeerQueue(dir string, cfg queue.Config, now time.Time, log *slog.Logger
 		log.Info("peer queue: recovered", "peer", p.peer, "entries", s.Recovered, "resent", s.Resent,
 			"backlog", s.Backlog, "deferred", s.Deferred, "replay", s.Replay)
 	}
-	return p, p.run(now)
+	if err := p.run(now); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return p, nil
 }
 
 // Offer queues e for the peer (see queue.Queue.Offer). The write it asks for

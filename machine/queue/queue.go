@@ -480,11 +480,15 @@ func (q *Queue) ReplayRead(now time.Time, entries []Entry, newOffset int64, eof 
 
 // Failed reports that action a, given by NextAction, could not be carried
 // out. Report it before any other input; it emits no action itself, and
-// asks for a Tick (Deadline) to take the next step. What a failed write held is dropped
+// asks for a Tick (Deadline) to take the next step. What a failed .B/.D write held is dropped
 // and counted; a failed rename puts the file back (tried again after
 // DeferDelay); a failed read ends the replay, drops what was left in the file
-// and quarantines it; a failed delete is retried after DeferDelay. Failures
-// of the actions Shutdown asked for are taken after it too.
+// and quarantines it; a failed delete (of <peer>.P or of a journal) is
+// retried after DeferDelay; a failed journal create or append breaks the
+// journal file, which is rotated at the next offer or Tick, while its
+// entries stay queued (the owner must not acknowledge them: its Sync
+// reports the failure). Failures of the actions Shutdown asked for are
+// taken after it too.
 func (q *Queue) Failed(now time.Time, a Action, err error) error {
 	switch a := a.(type) {
 	case AppendBacklog:
