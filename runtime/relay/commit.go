@@ -138,32 +138,25 @@ func (c *committer) commit(batch []pendingArt) {
 	// Durability, in order: the spool (articles and history), then each
 	// peer's queue files (journal lines, backlog lines). Only then ack.
 	//
-	// A spool Sync that fails for lack of space loses nothing (the records
-	// stay buffered and the next Sync writes them), so the batch is held
-	// and the Sync retried until it succeeds. A peer's Sync that fails
-	// cannot be retried that way (the failed write is gone), so the batch
-	// is answered "try later": upstream offers it again, and by then the
-	// spool has it, so only the peers' copies matter, and they are in
-	// the queues' memory already.
-	for {
-		err := r.spool.Sync()
-		if err == nil {
-			break
-		}
+	// A Sync that fails for lack of space loses nothing: the spool keeps
+	// the records buffered and writes them once space returns. But the
+	// articles are not durable now, so they are answered "try later"
+	// (TAKETHIS: 400 and close, IHAVE: 436) at once rather than held, and
+	// ingest stops accepting until a probe write succeeds. Offered again,
+	// they draw 431/436 while pending and 438 once written. A peer's Sync
+	// that fails is answered the same way; the peers' copies are in their
+	// queues' memory already.
+	if err := r.spool.Sync(); err != nil {
+		c.answerAll(batch, "Disk full")
 		if !isDiskFull(err) {
 			r.log.Error("group commit failed: articles not acknowledged", "articles", len(batch), "err", err)
 			r.setAccepting(false, "spool error: "+err.Error())
-			c.answerAll(batch, "Cannot store articles now")
 			return
 		}
 		r.setAccepting(false, "disk full")
-		r.log.Error("disk full: holding acknowledgements until a write succeeds", "articles", len(batch), "err", err)
-		if !c.probe() {
-			// Shutting down with the disk still full: none is
-			// acknowledged; upstream offers them again.
-			c.answerAll(batch, "Disk full")
-			return
-		}
+		r.log.Error("disk full: articles not acknowledged", "articles", len(batch), "err", err)
+		c.probe()
+		return
 	}
 	var perr error
 	for p := range byPeer {
@@ -217,7 +210,14 @@ func (c *committer) answerAll(batch []pendingArt, reason string) {
 func (c *committer) probe() bool {
 	r := c.r
 	for {
-		if c.isStopping() {
+		// Articles handed over meanwhile cannot be made durable either.
+		c.mu.Lock()
+		held := c.items
+		c.items = nil
+		stopping := c.stopping
+		c.mu.Unlock()
+		c.answerAll(held, "Disk full")
+		if stopping {
 			return false
 		}
 		time.Sleep(r.opts.ProbeInterval)
