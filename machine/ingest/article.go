@@ -156,6 +156,13 @@ func (g *Ingest) validate(now time.Time, id string, data []byte) (proto.Header, 
 	if err := proto.ValidateArticle(h, opts); err != nil {
 		return h, 0, RejectInvalid, err.Error()
 	}
+	// RFC 3977 §3.1.1: lines end in CRLF. The decoder tolerates bare LFs;
+	// inside the article they are kept as received, but the last line
+	// must end in CRLF so that the wire form ends in "\r\n.\r\n", the
+	// spool's record check.
+	if n := len(data); n < 2 || data[n-2] != '\r' {
+		return h, 0, RejectInvalid, "Article does not end with CRLF"
+	}
 	// RFC 4644 §2.5, RFC 3977 §6.3.2: the article is the one offered.
 	// (ValidateArticle found exactly one valid Message-ID field.)
 	if f, _ := h.Field(proto.HeaderMessageID); !fieldIs(f, id) {

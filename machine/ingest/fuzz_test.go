@@ -34,6 +34,12 @@ type outcome struct {
 // drive runs input through an Ingest with a synchronous owner, cut into
 // the given pieces.
 func drive(cfg Config, policy string, pieces [][]byte) outcome {
+	out, _ := driveOwner(cfg, policy, pieces)
+	return out
+}
+
+// driveOwner is drive, also returning the owner.
+func driveOwner(cfg Config, policy string, pieces [][]byte) (outcome, *owner) {
 	o, err := parseOwner(policy)
 	if err != nil {
 		panic(err)
@@ -47,7 +53,7 @@ func drive(cfg Config, policy string, pieces [][]byte) outcome {
 		c.Receive(t0, p)
 		out = c.AppendOutgoing(out)
 	}
-	return outcome{Out: string(out), Events: o.log, Closed: c.Closed()}
+	return outcome{Out: string(out), Events: o.log, Closed: c.Closed()}, o
 }
 
 func split(b []byte, cuts ...int) [][]byte {
@@ -237,7 +243,25 @@ func FuzzIngest(f *testing.F) {
 	f.Add([]byte("TAKETHIS <a@b>\r\nPath: x\r\n.\n"))
 	cfg := Config{PathHost: "relay.example", MaxArticleSize: 300}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		whole := drive(cfg, "want all, store ok", [][]byte{in})
+		whole, o := driveOwner(cfg, "want all, store ok", [][]byte{in})
+		// Every stored article has a wire form the spool takes: it ends in
+		// "\r\n.\r\n" and decodes to the article with the Path identity.
+		for _, a := range o.stored {
+			w, err := AppendWire(nil, a, "relay.example")
+			if err != nil {
+				t.Fatalf("AppendWire(%s): %v", a.MessageID, err)
+			}
+			if !bytes.HasSuffix(w, []byte("\r\n.\r\n")) {
+				t.Fatalf("wire form of %s ends %q", a.MessageID, w[max(0, len(w)-8):])
+			}
+			d := proto.NewBlockDecoder(blockMaxLine)
+			back, n, done, err := d.Decode(nil, w)
+			h, _, herr := proto.ParseHeaders(back)
+			wantPath := append([]string{"relay.example"}, proto.PathIdentities(a.Header.Path())...)
+			if err != nil || !done || n != len(w) || herr != nil || !cmp.Equal(wantPath, proto.PathIdentities(h.Path())) {
+				t.Fatalf("wire form of %s does not decode back: %v %v %d/%d %v", a.MessageID, err, done, n, len(w), herr)
+			}
+		}
 		n, err := statusLines(whole.Out)
 		if err != nil {
 			t.Fatalf("malformed output: %v\n%q", err, whole.Out)

@@ -319,10 +319,13 @@ func TestTakeThis(t *testing.T) {
 					events: []string{"rejected TAKETHIS " + a1 + " path-loop: Path loop: already holds relay.example"}},
 				{what: "an empty article", do: recv("TAKETHIS " + a1 + "\r\n.\r\n"), out: "439 " + a1 + " Missing From header\r\n",
 					events: []string{"rejected TAKETHIS " + a1 + " invalid: Missing From header"}},
-				{what: "still in step: a good one", do: recv(takethis(a1, art1)), events: []string{"article 10 TAKETHIS " + a1 + " " + itoa(n1)}},
+				{what: "last line ends in a bare LF", do: recv("TAKETHIS " + a1 + "\r\n" + block(strings.TrimSuffix(art1, "\r\n")+"\n")),
+					out:    "439 " + a1 + " Article does not end with CRLF\r\n",
+					events: []string{"rejected TAKETHIS " + a1 + " invalid: Article does not end with CRLF"}},
+				{what: "still in step: a good one", do: recv(takethis(a1, art1)), events: []string{"article 11 TAKETHIS " + a1 + " " + itoa(n1)}},
 			},
-			counts: &Counters{Offered: 10, Rejected: [NumRejectKinds]int64{
-				RejectMessageID: 1, RejectMismatch: 1, RejectInvalid: 4, RejectHeader: 1, RejectTooLarge: 1, RejectPathLoop: 1}},
+			counts: &Counters{Offered: 11, Rejected: [NumRejectKinds]int64{
+				RejectMessageID: 1, RejectMismatch: 1, RejectInvalid: 5, RejectHeader: 1, RejectTooLarge: 1, RejectPathLoop: 1}},
 		},
 		{
 			name: "TAKETHIS without an id: 501 at once, the block discarded",
