@@ -73,3 +73,12 @@ type TLSStarter interface {
 type EOFReceiver interface {
 	ReceiveEOF(now time.Time)
 }
+
+// Pauser is implemented by machines that apply back-pressure: while Paused
+// reports true (for example, a server machine waiting for its owner's
+// verdicts on many pipelined commands) the runtime requests no further
+// reads from the peer. Input from the owner (a runtime's Do) or a deadline
+// wakes the loop, after which the runtime asks again.
+type Pauser interface {
+	Paused() bool
+}

@@ -219,7 +219,7 @@ func (c *Conn) Run(ctx context.Context, m machine.Conn, step func(now time.Time)
 			// implement EOFReceiver, or ignored it): nothing more can come.
 			return fmt.Errorf("goroutine: read: %w", c.readErr)
 		}
-		if !c.pending {
+		if !c.pending && !paused(m) {
 			c.read()
 		}
 
@@ -360,4 +360,11 @@ func (c *Conn) startTLS(ctx context.Context, m machine.Conn) error {
 	c.nc = tc
 	c.mu.Unlock()
 	return nil
+}
+
+// paused reports whether m asks, through machine.Pauser, that no more input
+// be read for now.
+func paused(m machine.Conn) bool {
+	p, ok := m.(machine.Pauser)
+	return ok && p.Paused()
 }
