@@ -28,7 +28,7 @@ import (
 // first on $PATH, so a script runs it with `exec newsfeed ...`. Add a line
 // when the program's main package exists.
 var programs = []string{
-	// "newsfeed",
+	"newsfeed",
 	// "newsget",
 	// "newsweb",
 	// "newsbench",

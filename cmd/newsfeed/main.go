@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -58,7 +59,7 @@ func usage(w io.Writer) {
   newsfeed [-config FILE] [-v]              run the relay (embedded default without -config)
   newsfeed inject [-config FILE] FILE...    store rnews batches or single article files
   newsfeed demo [-n N] [-v]                 run the relay against two loopback peers
-  newsfeed status [-config FILE] [-admin ADDR] [-json]
+  newsfeed status [-config FILE] [-admin ADDR] [-json] [-wait DURATION [-drained]]
 `)
 }
 
@@ -127,13 +128,18 @@ func inject(args []string, stdout, stderr io.Writer) int {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
 	r, err := relay.Open(cfg, relay.Options{Logger: log, NoConnect: true})
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		// A relay runs on this spool: hand it the articles over its
+		// ingest listener instead.
+		return injectRemote(ctx, cfg, fs.Args(), stdout, stderr)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "newsfeed inject: %v\n", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	var total relay.InjectResult
 	failed := false
 	for _, name := range fs.Args() {
@@ -151,6 +157,25 @@ func inject(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "total: %s\n", total)
 	if failed || total.Rejected > 0 {
+		return 1
+	}
+	return 0
+}
+
+func injectRemote(ctx context.Context, cfg *relay.Config, files []string, stdout, stderr io.Writer) int {
+	listen, _, err := relay.ReadAddrs(cfg.Spool)
+	if err != nil {
+		fmt.Fprintf(stderr, "newsfeed inject: the spool is in use, and %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "the spool is in use: offering the articles to the running newsfeed on %s\n", listen)
+	res, err := relay.InjectRemote(ctx, listen, files, int(cfg.MaxArticleSize))
+	fmt.Fprintf(stdout, "total: %s\n", res)
+	if err != nil {
+		fmt.Fprintf(stderr, "newsfeed inject: %v\n", err)
+		return 1
+	}
+	if res.Rejected > 0 {
 		return 1
 	}
 	return 0
@@ -181,49 +206,83 @@ func status(args []string, stdout, stderr io.Writer) int {
 	config := fs.String("config", "", "configuration `file` whose admin address to ask")
 	admin := fs.String("admin", "", "admin listener `host:port` (overrides the configuration's)")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
+	wait := fs.Duration("wait", 0, "keep asking for up to this long until newsfeed answers")
+	drained := fs.Bool("drained", false, "with -wait: also wait until no peer has articles queued")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	addr := *admin
+	deadline := time.Now().Add(*wait)
+	for {
+		body, st, err := fetchStatus(*config, *admin)
+		if err == nil && (!*drained || isDrained(st)) {
+			if *asJSON {
+				stdout.Write(body)
+			} else {
+				printStatus(stdout, st)
+			}
+			return 0
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = errors.New("peers still have articles queued")
+				printStatus(stdout, st)
+			}
+			fmt.Fprintf(stderr, "newsfeed status: %v\n", err)
+			return 1
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func isDrained(st relay.Status) bool {
+	for _, p := range st.Peers {
+		if p.Queued != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// fetchStatus asks the admin listener: -admin, else the configuration's
+// admin address, else (port 0 or none) the one the running relay wrote in
+// its spool.
+func fetchStatus(config, admin string) ([]byte, relay.Status, error) {
+	var st relay.Status
+	addr := admin
 	if addr == "" {
-		cfg, err := relay.LoadConfig(*config)
+		cfg, err := relay.LoadConfig(config)
 		if err != nil {
-			fmt.Fprintf(stderr, "newsfeed: %v\n", err)
-			return 2
+			return nil, st, err
 		}
 		addr = cfg.Admin
+		if addr == "" || strings.HasSuffix(addr, ":0") {
+			_, running, err := relay.ReadAddrs(cfg.Spool)
+			if err != nil {
+				return nil, st, err
+			}
+			addr = running
+		}
 	}
 	if addr == "" {
-		fmt.Fprintln(stderr, "newsfeed status: no admin address: set admin in the configuration or pass -admin HOST:PORT")
-		return 2
+		return nil, st, errors.New("no admin address: set admin in the configuration or pass -admin HOST:PORT")
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get("http://" + addr + "/status.json")
 	if err != nil {
-		fmt.Fprintf(stderr, "newsfeed status: %v\n", err)
-		return 1
+		return nil, st, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "newsfeed status: %s: %s\n", addr, resp.Status)
-		return 1
+		return nil, st, fmt.Errorf("%s: %s", addr, resp.Status)
 	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		fmt.Fprintf(stderr, "newsfeed status: %v\n", err)
-		return 1
+		return nil, st, err
 	}
-	if *asJSON {
-		stdout.Write(body)
-		return 0
-	}
-	var st relay.Status
 	if err := json.Unmarshal(body, &st); err != nil {
-		fmt.Fprintf(stderr, "newsfeed status: %s: %v\n", addr, err)
-		return 1
+		return nil, st, fmt.Errorf("%s: %w", addr, err)
 	}
-	printStatus(stdout, st)
-	return 0
+	return body, st, nil
 }
 
 func printStatus(w io.Writer, st relay.Status) {
@@ -252,5 +311,3 @@ func printStatus(w io.Writer, st relay.Status) {
 		fmt.Fprintln(w, "no peers configured")
 	}
 }
-
-var _ = errors.New

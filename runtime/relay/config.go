@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -499,6 +500,13 @@ func (c *Config) check() error {
 		seen[p.Name] = i + 1
 		errs = append(errs, p.check(c, pre)...)
 	}
+	// Report mistakes in the order of the file.
+	slices.SortStableFunc(errs, func(a, b error) int {
+		var ea, eb *ConfigError
+		errors.As(a, &ea)
+		errors.As(b, &eb)
+		return ea.Line - eb.Line
+	})
 	return errors.Join(errs...)
 }
 
@@ -536,7 +544,7 @@ func (p *PeerConfig) check(c *Config, pre string) []error {
 	if _, err := proto.ParseGroupPatterns(p.Groups); err != nil {
 		bad("groups", "%v", err)
 	}
-	if p.PathName != "" && !validPathIdentity(p.PathName) {
+	if p.PathName != "" && !validPathIdentity(p.PathName) && c.Has(pre+"pathname") {
 		bad("pathname", "%q is not a valid path identity", p.PathName)
 	}
 	if p.MaxSize < 0 {

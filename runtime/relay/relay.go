@@ -218,6 +218,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	r.mu.Unlock()
 
 	r.logStart()
+	r.writeAddrFile()
+	defer os.Remove(AddrFile(r.cfg.Spool))
 	runCtx, stopConns := context.WithCancel(context.Background())
 	defer stopConns()
 
