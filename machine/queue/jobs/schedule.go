@@ -7,7 +7,7 @@ import "time"
 // and why the last one failed.
 type Schedule struct {
 	Attempts  int       `json:"attempts"`
-	Next      time.Time `json:"next,omitzero"`       // not before; zero: at once
+	Next      time.Time `json:"next,omitzero"`        // not before; zero: at once
 	LastError string    `json:"last_error,omitempty"` // the last attempt's failure, for people
 }
 
