@@ -42,3 +42,4 @@ func (b spoolBodies) WriteBody(w io.Writer, token string, size int64) (int64, er
 	}
 	return io.Copy(w, sec.Reader())
 }
+
