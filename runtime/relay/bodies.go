@@ -42,4 +42,3 @@ func (b spoolBodies) WriteBody(w io.Writer, token string, size int64) (int64, er
 	}
 	return io.Copy(w, sec.Reader())
 }
-
