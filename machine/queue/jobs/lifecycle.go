@@ -35,8 +35,9 @@ import "fmt"
 //   - Reschedule rewrites the schedule (attempts, next-attempt time) of a
 //     queued entry: it stays Queued. To retry later, the owner cancels then
 //     reschedules, as in the seed.
-//   - Progress and Compact record per-file segment progress of an entry in
-//     flight: only a download produces progress.
+//   - Read (ReadInflight: the NZB and the metadata), Progress and Compact
+//     concern an entry in flight: only a download reads its job or produces
+//     progress.
 //   - SendDone (downloaded) and Drop (abandoned while queued) move the entry
 //     to cleanup/; Cleanup removes its files and then its link (Removed).
 //
@@ -65,6 +66,7 @@ var table = [...]rule{
 	// Downloading.
 	{Queued, OnSendStart, InFlight},
 	{Queued, OnReschedule, Queued},
+	{InFlight, OnRead, InFlight},
 	{InFlight, OnProgress, InFlight},
 	{InFlight, OnCompact, InFlight},
 	{InFlight, OnSendCancel, Queued},
@@ -136,6 +138,7 @@ const (
 	OnAbort
 	OnSendStart
 	OnReschedule
+	OnRead
 	OnProgress
 	OnCompact
 	OnSendCancel
@@ -151,7 +154,7 @@ const (
 
 var eventNames = [numEvents]string{
 	OnEnqueue: "enqueue", OnCommit: "commit", OnAbort: "abort",
-	OnSendStart: "send-start", OnReschedule: "reschedule", OnProgress: "progress",
+	OnSendStart: "send-start", OnReschedule: "reschedule", OnRead: "read", OnProgress: "progress",
 	OnCompact: "compact", OnSendCancel: "send-cancel", OnSendDone: "send-done",
 	OnDrop: "drop", OnCleanup: "cleanup", OnRecover: "recover",
 	OnRecoverUncommitted: "recover-uncommitted", OnRecoverCorrupt: "recover-corrupt",

@@ -21,6 +21,7 @@ var wantRows = []struct {
 	{Writing, OnAbort, Removed, "an Enqueue that failed before its commit point removes what it wrote"},
 	{Queued, OnSendStart, InFlight, "a download starts"},
 	{Queued, OnReschedule, Queued, "a queued entry gets a new schedule and stays queued"},
+	{InFlight, OnRead, InFlight, "a download reads its NZB and metadata"},
 	{InFlight, OnProgress, InFlight, "a download records finished and missing segments"},
 	{InFlight, OnCompact, InFlight, "a download folds its progress log into the metadata"},
 	{InFlight, OnSendCancel, Queued, "a stopped download goes back to the queue with its progress"},
