@@ -36,6 +36,17 @@ type committer struct {
 
 	rounds, synced int64 // for stats: commit rounds, articles made durable
 	wantProbe      bool  // a Put failed for lack of space: probe until it would not
+
+	// The fan-out position (fanout.go), owned by the loop.
+	posFrozen bool // a round failed: the position stays where it is
+	posWrote  time.Time
+}
+
+// frozen reports whether a failed round froze the fan-out position.
+func (c *committer) frozen() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.posFrozen
 }
 
 func newCommitter(r *Relay) *committer {
@@ -110,17 +121,41 @@ func (c *committer) loop() {
 			c.mu.Unlock()
 			return
 		}
+		c.mu.Unlock()
+		// Take the batch under putMu: every article stored so far is in
+		// it or in an earlier one, so the spool's durable end now is a
+		// valid fan-out position once this round succeeds.
+		c.r.putMu.Lock()
+		c.mu.Lock()
 		batch = append(batch[:0], c.items...)
 		clear(c.items)
 		c.items = c.items[:0]
 		c.mu.Unlock()
-		c.commit(batch)
+		pos := c.r.spool.End()
+		c.r.putMu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		ok := c.commit(batch)
 		clear(batch)
+		c.mu.Lock()
+		if !ok {
+			c.posFrozen = true
+		}
+		write := !c.posFrozen && time.Since(c.posWrote) >= fanoutEvery
+		c.mu.Unlock()
+		if write {
+			if err := writeFanout(c.r.cfg.Spool, pos); err != nil {
+				c.r.log.Warn("cannot record the fan-out position", "err", err)
+			}
+			c.posWrote = time.Now()
+		}
 	}
 }
 
-// commit is one round: fan out, sync, answer.
-func (c *committer) commit(batch []pendingArt) {
+// commit is one round: fan out, sync, answer. It reports whether the
+// round made its articles durable in the spool and every queue.
+func (c *committer) commit(batch []pendingArt) bool {
 	r := c.r
 	now := r.now()
 	byPeer := map[*peer][]queue.Entry{}
@@ -151,12 +186,12 @@ func (c *committer) commit(batch []pendingArt) {
 		if !isDiskFull(err) {
 			r.log.Error("group commit failed: articles not acknowledged", "articles", len(batch), "err", err)
 			r.setAccepting(false, "spool error: "+err.Error())
-			return
+			return false
 		}
 		r.setAccepting(false, "disk full")
 		r.log.Error("disk full: articles not acknowledged", "articles", len(batch), "err", err)
 		c.probe()
-		return
+		return false
 	}
 	var perr error
 	for p := range byPeer {
@@ -171,7 +206,7 @@ func (c *committer) commit(batch []pendingArt) {
 			r.setAccepting(false, "disk full")
 			c.probe()
 		}
-		return
+		return false
 	}
 	if r.notAccepting() == "disk full" {
 		r.setAccepting(true, "")
@@ -185,6 +220,7 @@ func (c *committer) commit(batch []pendingArt) {
 		c.answer(it, ok)
 	}
 	r.ingest.accepted.Add(int64(len(batch)))
+	return true
 }
 
 // diskFull asks the loop to probe the disk until it takes writes again

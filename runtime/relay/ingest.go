@@ -176,52 +176,58 @@ func (ic *inConn) check(now time.Time, e ingest.Check) {
 // article stores a received article and hands it to the group commit.
 func (ic *inConn) article(now time.Time, e ingest.Article) {
 	delete(ic.reserved, e.MessageID)
-	res, item := ic.r.store(now, e.MessageID, e.Data, e.Header, &ic.buf)
-	if item == nil {
+	res, queued := ic.r.store(now, e.MessageID, e.Data, e.Header, &ic.buf, pendingArt{ic: ic, seq: e.Seq})
+	if !queued {
 		if err := ic.g.Stored(now, e.Seq, res); err != nil {
 			ic.r.log.Error("ingest stored", "err", err)
 		}
-		return
 	}
-	item.ic, item.seq = ic, e.Seq
-	ic.r.com.add(*item)
 }
 
 // store prepends our Path identity to an article that passed validation,
-// puts its wire form in the spool and routes it. It returns either a final
-// result (refused: nil item) or the item for the group commit.
-func (r *Relay) store(now time.Time, id string, data []byte, h proto.Header, buf *[]byte) (ingest.Result, *pendingArt) {
+// puts its wire form in the spool, routes it and hands it to the group
+// commit, which answers it through item (ic and seq, or done). It returns
+// true then; false with the final result when the article was refused.
+func (r *Relay) store(now time.Time, id string, data []byte, h proto.Header, buf *[]byte, item pendingArt) (ingest.Result, bool) {
 	withPath, err := proto.PrependPathIdentity((*buf)[:0], data, h, r.cfg.PathHost)
 	if err != nil {
 		r.ingest.rejected.Add(1)
-		return ingest.Result{Outcome: ingest.StoreRejected, Reason: "Bad Path: " + err.Error()}, nil
+		return ingest.Result{Outcome: ingest.StoreRejected, Reason: "Bad Path: " + err.Error()}, false
 	}
 	*buf = withPath
 	wire := proto.ToWire(withPath)
 	groups, _ := h.Newsgroups()
 	path := h.Path()
+	// Put and the hand-over to the committer under putMu: see fanout.go.
+	r.putMu.Lock()
 	tok, err := r.spool.Put(id, wire, now)
+	if err == nil {
+		size := int64(len(wire))
+		item.entry = entryFor(tok, id, size, now)
+		item.peers = r.route(groups, path, size, nil)
+		r.com.add(item)
+	}
+	r.putMu.Unlock()
 	switch {
 	case err == nil:
 	case errors.Is(err, spoolfs.ErrDuplicate):
 		r.ingest.duplicate.Add(1)
-		return ingest.Result{Outcome: ingest.StoreDuplicate}, nil
+		return ingest.Result{Outcome: ingest.StoreDuplicate}, false
 	case isDiskFull(err):
 		r.setAccepting(false, "disk full")
 		r.com.diskFull()
 		r.ingest.deferred.Add(1)
-		return ingest.Result{Outcome: ingest.StoreLater, Reason: "Disk full"}, nil
+		return ingest.Result{Outcome: ingest.StoreLater, Reason: "Disk full"}, false
 	case errors.Is(err, spoolfs.ErrBadArticle):
 		r.ingest.rejected.Add(1)
 		r.log.Info("article rejected by the spool", "id", id, "err", err)
-		return ingest.Result{Outcome: ingest.StoreRejected, Reason: "Cannot store it"}, nil
+		return ingest.Result{Outcome: ingest.StoreRejected, Reason: "Cannot store it"}, false
 	default:
 		r.log.Error("spool put", "id", id, "err", err)
 		r.ingest.deferred.Add(1)
-		return ingest.Result{Outcome: ingest.StoreLater, Reason: "Cannot store articles now"}, nil
+		return ingest.Result{Outcome: ingest.StoreLater, Reason: "Cannot store articles now"}, false
 	}
-	size := int64(len(wire))
-	return ingest.Result{}, &pendingArt{entry: entryFor(tok, id, size, now), peers: r.route(groups, path, size, nil)}
+	return ingest.Result{}, true
 }
 
 // stored hands the committer's result to the connection (any goroutine).

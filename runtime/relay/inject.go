@@ -128,7 +128,7 @@ func (r *Relay) Inject(ctx context.Context, articles [][]byte) InjectResult {
 	var res InjectResult
 	now := r.now()
 	var waits []chan ingest.Result
-	var items []pendingArt
+	r.com.start()
 	var buf []byte
 	seen := map[string]bool{}
 	for _, a := range articles {
@@ -162,9 +162,10 @@ func (r *Relay) Inject(ctx context.Context, articles [][]byte) InjectResult {
 			res.Duplicate++
 			continue
 		}
-		out, item := r.store(now, id, a, h, &buf)
-		buf = nil // store keeps no reference, but the next article needs its own
-		if item == nil {
+		ch := make(chan ingest.Result, 1)
+		out, queued := r.store(now, id, a, h, &buf, pendingArt{done: ch})
+		buf = nil
+		if !queued {
 			switch out.Outcome {
 			case ingest.StoreDuplicate:
 				res.Duplicate++
@@ -173,13 +174,8 @@ func (r *Relay) Inject(ctx context.Context, articles [][]byte) InjectResult {
 			}
 			continue
 		}
-		ch := make(chan ingest.Result, 1)
-		item.done = ch
-		items = append(items, *item)
 		waits = append(waits, ch)
 	}
-	r.com.start()
-	r.com.add(items...)
 	for _, ch := range waits {
 		select {
 		case out := <-ch:

@@ -95,6 +95,7 @@ type Relay struct {
 
 	started time.Time
 	ingest  ingestStats
+	putMu   sync.Mutex // Put and hand-over to the committer (fanout.go)
 
 	mu        sync.Mutex
 	ln        net.Listener
@@ -151,6 +152,11 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 	}
 	r.com = newCommitter(r)
 	r.started = r.now()
+	if err := r.recoverFanout(); err != nil {
+		r.closeQueues()
+		sp.Close()
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -289,6 +295,14 @@ func (r *Relay) logStart() {
 func (r *Relay) Close() error {
 	r.com.stop()
 	err := r.closeQueues()
+	if err == nil && !r.com.frozen() {
+		// Everything stored is in the queues' files now.
+		if e := r.spool.Sync(); e == nil {
+			if e := writeFanout(r.cfg.Spool, r.spool.End()); e != nil {
+				r.log.Warn("cannot record the fan-out position", "err", e)
+			}
+		}
+	}
 	if e := r.spool.Close(); e != nil && err == nil {
 		err = e
 	}

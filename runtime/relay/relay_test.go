@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/nntptest"
+	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // TestFanOut feeds articles over TCP and checks that each of four peers
@@ -312,4 +314,58 @@ func TestInjectFiles(t *testing.T) {
 	if got := len(s.AcceptedIDs()); got != 6 {
 		t.Errorf("sink accepted %d, want 6", got)
 	}
+}
+
+// TestFanoutRecovery: articles durable in the spool but in no peer's queue
+// (what a crash between the group commit's spool Sync and the queues' Sync
+// leaves) are routed again at start, from the fan-out position.
+func TestFanoutRecovery(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	dir := t.TempDir()
+	text := peerText("p", s, "")
+	h := startRelay(t, relayConfig(t, dir, text), nil)
+	var arts [][]byte
+	for i := range 5 {
+		arts = append(arts, testArticle(fmt.Sprintf("<before%d@t>", i), "misc.test", "up!x", 2))
+	}
+	if res := h.r.Inject(context.Background(), arts); res.Accepted != 5 {
+		t.Fatalf("inject: %s", res)
+	}
+	h.settle()
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Store three more behind the relay's back: in the spool, in no queue.
+	sp, err := spoolfs.OpenSpool(filepath.Join(dir, "spool"), spoolfs.SpoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var late []string
+	for i := range 3 {
+		id := fmt.Sprintf("<late%d@t>", i)
+		late = append(late, id)
+		if _, err := sp.Put(id, proto.ToWire(testArticle(id, "misc.test", "relay.test!up!x", 2)), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sp.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	h2 := startRelay(t, relayConfig(t, dir, text), nil)
+	h2.settle()
+	for _, id := range late {
+		if !s.Has(id) {
+			t.Errorf("%s was never routed to the peer", id)
+		}
+	}
+	ps, _ := h2.r.PeerStats("p")
+	if ps.Accepted != 3 || ps.Offered != 3 {
+		t.Errorf("after restart: %s; want exactly the 3 late articles offered and accepted", ps.Line())
+	}
+	h2.checkStats()
 }
