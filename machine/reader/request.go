@@ -1,0 +1,109 @@
+// Package reader holds newsweb's pure parts: the reader client machine that
+// runs GROUP, LIST, OVER/HDR/HEAD and ARTICLE on one connection (Client),
+// threading by References (Thread, Merge), the activity tracker and refresh
+// period of the background refresh (Refresher, RefreshPeriod), the priority
+// queues with aging and the coalescing table (Scheduler, Coalescer), and the
+// cache policy (CacheConfig, Debouncer). Nothing here does I/O, reads a
+// clock or starts a goroutine: the runtime passes bytes and time in.
+package reader
+
+import (
+	"strconv"
+)
+
+// A Request is work for a server (the seed's NntpRequest). Its Key is its
+// identity for coalescing: equal keys mean the same answer.
+type Request interface {
+	// Priority is the queue the request waits in (seed 001, "Request Priority").
+	Priority() Priority
+	// Key identifies the request for coalescing.
+	Key() string
+	isRequest()
+}
+
+// GetGroups asks for every group with its marks, status and description
+// (LIST ACTIVE and LIST NEWSGROUPS, merged).
+type GetGroups struct{}
+
+// GetGroupStats asks for a group's count, marks and the date of its newest
+// article (GROUP, then the Date of the high article by OVER, HDR or HEAD).
+type GetGroupStats struct{ Group string }
+
+// GetThreads asks for the thread data of a group: the articles after Since
+// (a high-water mark; 0 for none), at most Limit of them, newest kept
+// (Config.ThreadLimit when 0).
+type GetThreads struct {
+	Group string
+	Since int64
+	Limit int
+}
+
+// GetThread asks for the thread holding MessageID in Group. The runtime
+// answers it from cached thread data when it has some (Find); the Client
+// answers it by fetching the group's thread data (as GetThreads with no
+// high-water mark) and threading it.
+type GetThread struct {
+	Group     string
+	MessageID string
+	Limit     int
+}
+
+// GetArticle asks for an article by message-id (ARTICLE).
+type GetArticle struct{ MessageID string }
+
+// GetNewArticles asks for the articles of Group after the high-water mark
+// Since: the incremental update of a cached thread list (seed 004).
+type GetNewArticles struct {
+	Group string
+	Since int64
+	Limit int
+}
+
+func (GetGroups) isRequest()      {}
+func (GetGroupStats) isRequest()  {}
+func (GetThreads) isRequest()     {}
+func (GetThread) isRequest()      {}
+func (GetArticle) isRequest()     {}
+func (GetNewArticles) isRequest() {}
+
+// Priority is Normal: a page load.
+func (GetGroups) Priority() Priority { return Normal }
+
+// Priority is Low: background refresh and prefetch.
+func (GetGroupStats) Priority() Priority { return Low }
+
+// Priority is Normal: a page load.
+func (GetThreads) Priority() Priority { return Normal }
+
+// Priority is High: a user waits for the thread.
+func (GetThread) Priority() Priority { return High }
+
+// Priority is High: a user waits for the article.
+func (GetArticle) Priority() Priority { return High }
+
+// Priority is Low: background refresh (seed 004, "Priority").
+func (GetNewArticles) Priority() Priority { return Low }
+
+// Key is "groups".
+func (GetGroups) Key() string { return "groups" }
+
+// Key is "stats:<group>".
+func (r GetGroupStats) Key() string { return "stats:" + r.Group }
+
+// Key is "threads:<group>:<since>:<limit>".
+func (r GetThreads) Key() string {
+	return "threads:" + r.Group + ":" + strconv.FormatInt(r.Since, 10) + ":" + strconv.Itoa(r.Limit)
+}
+
+// Key is "thread:<group>:<message-id>:<limit>".
+func (r GetThread) Key() string {
+	return "thread:" + r.Group + ":" + r.MessageID + ":" + strconv.Itoa(r.Limit)
+}
+
+// Key is "article:<message-id>".
+func (r GetArticle) Key() string { return "article:" + r.MessageID }
+
+// Key is "new:<group>:<since>:<limit>".
+func (r GetNewArticles) Key() string {
+	return "new:" + r.Group + ":" + strconv.FormatInt(r.Since, 10) + ":" + strconv.Itoa(r.Limit)
+}
