@@ -340,7 +340,15 @@ func (f *Fetch) Pending() int { return len(f.reqs) }
 
 func (f *Fetch) emit(e FetchEvent) { f.events = append(f.events, e) }
 
-func (f *Fetch) outstanding() int { return len(f.sent) - f.sentOff }
+// outstanding counts the commands whose answers are due, the body being
+// read included.
+func (f *Fetch) outstanding() int {
+	n := len(f.sent) - f.sentOff
+	if f.inBody {
+		n++
+	}
+	return n
+}
 
 // prepare makes room in the output buffer for the decode of n input bytes.
 // A buffer that undrained Data events still reference is not reused.

@@ -1,0 +1,311 @@
+package download
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/runtime/transcript"
+)
+
+// Each testdata/*.txt transcript describes its own test in comments:
+//
+//	# config: pipeline=2 user=U pass=P timeout=60s
+//	# request: 1/1 <a@t> [group]    (a request made before the first line)
+//	# do: request 1/3 <c@t> [group] | close | abort   (an owner's action here)
+//	# want: <one event, as summarize writes it>      (one line per event)
+//	# bytes: 1/1 <the segment's decoded bytes>       (optional)
+//	# split: whole                   (only whole runs and finer splits)
+//
+// The test replays each against a fresh Fetch with the input split one line
+// per Receive, whole runs, byte by byte and cut in two at every offset of
+// every run, and requires the same events and bytes every time.
+
+type fetchScript struct {
+	cfg       FetchConfig
+	requests  []Request
+	want      []string
+	bytes     map[Key]string
+	wholeOnly bool
+}
+
+// parseRequest reads "1/1 <a@t> [group]".
+func parseRequest(w []string) (Request, error) {
+	if len(w) < 2 || len(w) > 3 {
+		return Request{}, fmt.Errorf("request %q: want KEY MESSAGE-ID [GROUP]", strings.Join(w, " "))
+	}
+	k, err := parseKey(w[0])
+	if err != nil {
+		return Request{}, err
+	}
+	r := Request{Segment: k, MessageID: w[1]}
+	if len(w) == 3 {
+		r.Group = w[2]
+	}
+	return r, nil
+}
+
+func readFetchHeader(tr transcript.Transcript) (fetchScript, error) {
+	s := fetchScript{bytes: map[Key]string{}}
+	haveCfg := false
+	for _, e := range tr {
+		if e.Kind != transcript.Comment {
+			continue
+		}
+		key, val, ok := strings.Cut(e.Text, ":")
+		if !ok {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		switch key {
+		case "config":
+			haveCfg = true
+			for _, w := range strings.Fields(val) {
+				k, v, _ := strings.Cut(w, "=")
+				switch k {
+				case "pipeline":
+					n, err := strconv.Atoi(v)
+					if err != nil {
+						return s, fmt.Errorf("config: %w", err)
+					}
+					s.cfg.Pipeline = n
+				case "user":
+					s.cfg.User = v
+				case "pass":
+					s.cfg.Pass = v
+				case "timeout":
+					d, err := time.ParseDuration(v)
+					if err != nil {
+						return s, fmt.Errorf("config: %w", err)
+					}
+					s.cfg.Timeout = d
+				default:
+					return s, fmt.Errorf("config: unknown word %q", w)
+				}
+			}
+		case "request":
+			r, err := parseRequest(strings.Fields(val))
+			if err != nil {
+				return s, err
+			}
+			s.requests = append(s.requests, r)
+		case "want":
+			s.want = append(s.want, val)
+		case "bytes":
+			k, b, _ := strings.Cut(val, " ")
+			key, err := parseKey(k)
+			if err != nil {
+				return s, err
+			}
+			s.bytes[key] = b
+		case "split":
+			s.wholeOnly = val == "whole"
+		}
+	}
+	if !haveCfg || len(s.want) == 0 {
+		return s, fmt.Errorf("the transcript needs # config: and # want: lines")
+	}
+	return s, nil
+}
+
+// logged is a Fetch whose events are drained after every input, as an
+// owner drains them, into a log; Data bytes are collected per segment.
+type logged struct {
+	*Fetch
+	evs   []FetchEvent
+	bytes map[Key][]byte
+}
+
+func newLogged(f *Fetch) *logged { return &logged{Fetch: f, bytes: map[Key][]byte{}} }
+
+func (l *logged) drain() {
+	for {
+		e, ok := l.Fetch.NextEvent()
+		if !ok {
+			return
+		}
+		if d, ok := e.(Data); ok {
+			l.bytes[d.Segment] = append(l.bytes[d.Segment], d.Bytes...)
+			d.Bytes = bytes.Clone(d.Bytes) // the slice is only valid until the next input
+			e = d
+		}
+		l.evs = append(l.evs, e)
+	}
+}
+
+func (l *logged) Receive(now time.Time, p []byte) error {
+	err := l.Fetch.Receive(now, p)
+	l.drain()
+	return err
+}
+
+func (l *logged) Timeout(now time.Time) { l.Fetch.Timeout(now); l.drain() }
+
+func (l *logged) ReceiveEOF(now time.Time) { l.Fetch.ReceiveEOF(now); l.drain() }
+
+// summarize writes events one per line; consecutive Data events of one
+// segment that continue each other are one "data K off+len" line, so the
+// summary does not depend on how the input was split.
+func summarize(evs []FetchEvent) []string {
+	var out []string
+	var cur *Data
+	var n int
+	flush := func() {
+		if cur != nil {
+			out = append(out, fmt.Sprintf("data %s %d+%d", cur.Segment, cur.Offset, n))
+			cur = nil
+		}
+	}
+	for _, e := range evs {
+		if d, ok := e.(Data); ok {
+			if cur != nil && cur.Segment == d.Segment && cur.Offset+int64(n) == d.Offset {
+				n += len(d.Bytes)
+				continue
+			}
+			flush()
+			c := d
+			cur, n = &c, len(d.Bytes)
+			continue
+		}
+		flush()
+		out = append(out, e.(fmt.Stringer).String())
+	}
+	flush()
+	return out
+}
+
+// parts cuts tr at "# do:" comments, with the clock at each part's start.
+type fetchPart struct {
+	tr    transcript.Transcript
+	start time.Time
+	then  string
+}
+
+func fetchParts(tr transcript.Transcript) []fetchPart {
+	var ps []fetchPart
+	cur := fetchPart{start: transcript.Epoch}
+	now := transcript.Epoch
+	for _, e := range tr {
+		if e.Kind == transcript.Comment && strings.HasPrefix(e.Text, "do: ") {
+			cur.then = strings.TrimPrefix(e.Text, "do: ")
+			ps = append(ps, cur)
+			cur = fetchPart{start: now}
+			continue
+		}
+		if e.Kind == transcript.Advance {
+			now = now.Add(e.D)
+		}
+		cur.tr = append(cur.tr, e)
+	}
+	return append(ps, cur)
+}
+
+// replayFetch replays a transcript against a fresh Fetch.
+func replayFetch(tr transcript.Transcript, s fetchScript, split func([]byte) [][]byte) (*logged, error) {
+	l := newLogged(NewFetch(transcript.Epoch, s.cfg))
+	for _, r := range s.requests {
+		if err := l.Request(transcript.Epoch, r); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range fetchParts(tr) {
+		if err := transcript.Replay(l, p.tr, transcript.Options{Start: p.start, Split: split}); err != nil {
+			return nil, err
+		}
+		now := p.start
+		for _, e := range p.tr {
+			if e.Kind == transcript.Advance {
+				now = now.Add(e.D)
+			}
+		}
+		switch w := strings.Fields(p.then); {
+		case len(w) == 0:
+		case w[0] == "close":
+			l.Close(now)
+		case w[0] == "abort":
+			l.Abort(now, "owner")
+		case w[0] == "request":
+			r, err := parseRequest(w[1:])
+			if err != nil {
+				return nil, err
+			}
+			if err := l.Request(now, r); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("unknown action %q", p.then)
+		}
+		l.drain()
+	}
+	return l, nil
+}
+
+// maxServerRun is the length of the longest run of consecutive server data.
+func maxServerRun(tr transcript.Transcript) int {
+	best, cur := 0, 0
+	for _, e := range tr {
+		switch {
+		case e.Kind == transcript.Data && e.Side == transcript.Server:
+			cur += len(e.Data)
+			best = max(best, cur)
+		case e.Kind == transcript.Blank || e.Kind == transcript.Comment:
+		default:
+			cur = 0
+		}
+	}
+	return best
+}
+
+func TestFetchTranscripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			text, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := transcript.Parse(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := readFetchHeader(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			splits := map[string]func([]byte) [][]byte{"whole": transcript.Whole, "bytes": transcript.Chunks(1)}
+			if !s.wholeOnly {
+				splits["lines"] = nil
+			}
+			cuts := maxServerRun(tr)
+			if s.wholeOnly {
+				cuts = min(cuts, 200)
+			}
+			for k := 1; k < cuts; k++ {
+				splits[fmt.Sprintf("cut at %d", k)] = transcript.CutAt(k)
+			}
+			for name, split := range splits {
+				l, err := replayFetch(tr, s, split)
+				if err != nil {
+					t.Fatalf("replay (%s): %v", name, err)
+				}
+				if diff := cmp.Diff(s.want, summarize(l.evs)); diff != "" {
+					t.Fatalf("replay (%s): events (-want +got):\n%s", name, diff)
+				}
+				for k, want := range s.bytes {
+					if got := string(l.bytes[k]); got != want {
+						t.Fatalf("replay (%s): segment %s bytes %q, want %q", name, k, got, want)
+					}
+				}
+			}
+		})
+	}
+}
