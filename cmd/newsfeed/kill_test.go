@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -296,6 +298,28 @@ reconnect_max = "200ms"
 		t.Errorf("newsfeed after SIGTERM: %v", err)
 	}
 	lost := missing()
+	if b, err := os.ReadFile(logf.Name()); err != nil || !bytes.Contains(b, []byte(`msg="final stats" peer=b offered=`)) {
+		t.Errorf("the log lacks the final stats lines; its end:\n%s", b[max(0, len(b)-3000):])
+	} else {
+		// The last final stats line of each peer adds up.
+		re := regexp.MustCompile(`msg="final stats" peer=(\w+) offered=(\d+) accepted=(\d+) refused=(\d+) rejected=(\d+) deferred=\d+ dropped=(\d+) missing=(\d+) queued=(\d+)`)
+		last := map[string][]string{}
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			last[m[1]] = m
+		}
+		for peer, m := range last {
+			n := make([]int, len(m))
+			for i := 2; i < len(m); i++ {
+				n[i], _ = strconv.Atoi(m[i])
+			}
+			if n[2] != n[3]+n[4]+n[5]+n[6]+n[7]+n[8] {
+				t.Errorf("peer %s: final stats do not add up: %s", peer, m[0])
+			}
+		}
+		if len(last) != 2 {
+			t.Errorf("final stats for %d peers, want 2", len(last))
+		}
+	}
 
 	// Duplicates: offers of an article to a sink beyond the first.
 	dups := 0

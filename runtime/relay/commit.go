@@ -122,6 +122,9 @@ func (c *committer) loop() {
 			return
 		}
 		c.mu.Unlock()
+		if d := c.r.cfg.CommitDelay.D(); d > 0 {
+			time.Sleep(d) // gather more articles for this fsync
+		}
 		// Take the batch under putMu: every article stored so far is in
 		// it or in an earlier one, so the spool's durable end now is a
 		// valid fan-out position once this round succeeds.

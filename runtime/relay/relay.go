@@ -241,6 +241,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	statsDone := make(chan struct{})
 	go r.statsLoop(ctx, statsDone)
+	expireDone := make(chan struct{})
+	go r.expireLoop(ctx, expireDone)
 
 	acceptDone := make(chan struct{})
 	go func() {
@@ -260,6 +262,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	stopConns()
 	r.wg.Wait()
 	<-statsDone
+	<-expireDone
 	if adminSrv != nil {
 		adminSrv.close()
 	}
@@ -372,6 +375,52 @@ func (r *Relay) notAccepting() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.notAccept
+}
+
+// expireEvery is how often the spool and the history are expired.
+const expireEvery = time.Hour
+
+// expireLoop expires a minute after start and then every expireEvery,
+// until ctx ends.
+func (r *Relay) expireLoop(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTimer(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.Expire(r.now())
+			t.Reset(expireEvery)
+		}
+	}
+}
+
+// Expire removes spool segments older than spool_max_age or beyond
+// spool_max_bytes, and forgets message-ids older than history_retention.
+// Queued copies of removed articles are settled as missing when their turn
+// comes. Run calls it every hour.
+func (r *Relay) Expire(now time.Time) {
+	if r.cfg.SpoolMaxAge > 0 || r.cfg.SpoolMaxBytes > 0 {
+		n, err := r.spool.Expire(now, r.cfg.SpoolMaxAge.D(), int64(r.cfg.SpoolMaxBytes))
+		switch {
+		case err != nil:
+			r.log.Error("spool expiry", "err", err)
+		case n > 0:
+			r.log.Info("spool expired", "segments", n, "bytes_left", r.spool.Bytes())
+		}
+	}
+	if r.cfg.HistoryRetention > 0 {
+		keep := r.cfg.HistoryRetention.D()
+		n, err := r.spool.History().Expire(now, keep, keep)
+		switch {
+		case err != nil:
+			r.log.Error("history expiry", "err", err)
+		case n > 0:
+			r.log.Info("history expired", "entries", n, "left", r.spool.History().Len())
+		}
+	}
 }
 
 // isDiskFull reports whether err is the disk (or quota) filling up.

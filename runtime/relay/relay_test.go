@@ -369,3 +369,39 @@ func TestFanoutRecovery(t *testing.T) {
 	}
 	h2.checkStats()
 }
+
+// TestExpiry: articles expire from the spool while waiting for a peer
+// that is down; when it comes back their copies are settled as missing,
+// and the history forgets old ids. The counts still add up.
+func TestExpiry(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	down := s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down", Close: true})
+	cfg := relayConfig(t, t.TempDir(), "spool_max_age = \"1d\"\nhistory_retention = \"2d\"\n"+peerText("p", s, "connections = 1"))
+	h := startRelay(t, cfg, func(o *Options) { o.SegmentSize = 4 << 10 })
+	var arts [][]byte
+	for i := range 40 {
+		arts = append(arts, testArticle(fmt.Sprintf("<old%d@t>", i), "misc.test", "up!x", 10))
+	}
+	if res := h.r.Inject(context.Background(), arts); res.Accepted != 40 {
+		t.Fatalf("inject: %s", res)
+	}
+	before := h.r.Spool().History().Len()
+	h.r.Expire(time.Now().Add(36 * time.Hour))
+	if h.r.Spool().Bytes() >= 40*800 {
+		t.Errorf("spool still holds %d bytes after expiry", h.r.Spool().Bytes())
+	}
+	if got := h.r.Spool().History().Len(); got != before {
+		t.Errorf("history dropped entries younger than history_retention: %d -> %d", before, got)
+	}
+	s.RemoveFault(down)
+	h.settle()
+	ps, _ := h.r.PeerStats("p")
+	if ps.Missing == 0 || ps.Missing+ps.Accepted != 40 {
+		t.Errorf("after expiry: %s; want the expired copies missing, the rest accepted", ps.Line())
+	}
+	h.checkStats()
+	h.r.Expire(time.Now().Add(72 * time.Hour))
+	if got := h.r.Spool().History().Len(); got != 0 {
+		t.Errorf("history holds %d ids older than history_retention", got)
+	}
+}
