@@ -123,8 +123,9 @@ type JobQueue struct {
 	scanned   *jobScan                  // what OpenJobQueue saw, until Recover
 	broken    error                     // set by a failed fsync: every call fails
 
-	// Tests: stop after the crashN-th step named crash, as if the process
-	// died there; record the durable steps in ops while trace is on.
+	// Tests: stop after the crashN-th step named crash ("*": any step), as
+	// if the process died there; record the durable steps in ops while
+	// trace is on.
 	crash  string
 	crashN int
 	hits   int
@@ -752,7 +753,7 @@ func (q *JobQueue) hit(label string) error {
 		}
 		q.seen[label]++
 	}
-	if q.crash == "" || q.crash != label {
+	if q.crash == "" || q.crash != label && q.crash != "*" {
 		return nil
 	}
 	q.hits++
