@@ -68,13 +68,19 @@ var jqScenarios = []jqScenario{
 			return err
 		}},
 	{"send-start", func(t *testing.T, q *JobQueue) { jqEnqueue(t, q, "j1", 1) },
-		func(q *JobQueue) error { _, err := q.SendStart(QueuedJob{ID: jobs.ID{Job: "j1", Dest: "d1"}}); return err }},
+		func(q *JobQueue) error {
+			_, err := q.SendStart(QueuedJob{ID: jobs.ID{Job: "j1", Dest: "d1"}})
+			return err
+		}},
 	{"send-cancel", func(t *testing.T, q *JobQueue) {
 		ij := jqStartRead(t, q, jqEnqueue(t, q, "j1", 1)[0])
 		jqMust(t, q.Record(ij, done(0, 1), done(0, 2)))
 		jqMust(t, q.Sync())
 		jqMust(t, q.Record(ij, done(1, 1), jobs.Record{Kind: jobs.SegmentMissing, File: 1, Segment: 3, Begin: 10, End: 20}))
-	}, func(q *JobQueue) error { _, err := q.SendCancel(InflightJob{ID: jobs.ID{Job: "j1", Dest: "d1"}}); return err }},
+	}, func(q *JobQueue) error {
+		_, err := q.SendCancel(InflightJob{ID: jobs.ID{Job: "j1", Dest: "d1"}})
+		return err
+	}},
 	{"send-done+cleanup", func(t *testing.T, q *JobQueue) {
 		ij := jqStartRead(t, q, jqEnqueue(t, q, "j1", 1)[0])
 		jqMust(t, q.Record(ij, done(0, 1)))
