@@ -1,0 +1,383 @@
+//go:build linux
+
+package epoll
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/newsflow/newsflow/machine"
+	"github.com/newsflow/newsflow/runtime/goroutine"
+)
+
+// ErrStop, returned by a step callback, ends the run without closing the
+// connection, so that the owner can start the next machine on it. It is
+// runtime/goroutine's ErrStop, so one step callback serves both runtimes.
+var ErrStop = goroutine.ErrStop
+
+// ErrClosed is returned for a connection or Loop that was closed.
+var ErrClosed = errors.New("epoll: connection closed")
+
+// ErrTLSUnsupported is what a machine that asks for STARTTLS is told
+// (TLSDone), and what its run ends with: crypto/tls needs a net.Conn, so
+// TLS connections stay on runtime/goroutine.
+var ErrTLSUnsupported = errors.New("epoll: STARTTLS is not supported (crypto/tls needs a net.Conn): run TLS connections on runtime/goroutine")
+
+// Pauser is implemented by machines that can ask the runtime to stop
+// reading for a while (machine/ingest, when its response queue is full).
+// While Paused reports true the loop reads nothing from the connection;
+// the machine is asked again after every input.
+type Pauser interface {
+	Paused() bool
+}
+
+// Options configure a Loop.
+type Options struct {
+	// Now is the clock given to machines and used for their deadlines;
+	// time.Now when nil.
+	Now func() time.Time
+	// ReadBuffer is the size of the loop's one read buffer; 64 KiB when
+	// zero.
+	ReadBuffer int
+	// Bodies, when set, makes the loop write the output of machines that
+	// are machine.SegmentSenders segment by segment, reading stored
+	// articles from it; when it also implements FileBodySource, articles go
+	// out with sendfile(2). Without it the loop uses AppendOutgoing.
+	Bodies machine.BodySource
+	// MaxEvents is how many events one epoll_wait returns at most; 256
+	// when zero.
+	MaxEvents int
+}
+
+// handler is something registered with the epoll instance: a connection,
+// a listener or the eventfd.
+type handler interface {
+	handle(ev uint32)
+}
+
+// Loop is one goroutine driving many connections. Its methods are safe for
+// concurrent use.
+type Loop struct {
+	opts Options
+	epfd int
+	evfd int
+
+	// Loop goroutine only.
+	handlers map[int]handler
+	conns    map[*Conn]struct{}
+	lns      map[*Listener]struct{}
+	ready    []*Conn // connections to advance without waiting for epoll
+	spare    []*Conn // the previous ready slice, reused
+	timers   timerHeap
+	buf      []byte // the read buffer
+	events   []unix.EpollEvent
+	scratch  scratch // output staging, see write.go
+	stopping bool
+	now      time.Time // the time of the current input, for callbacks
+
+	mu       sync.Mutex
+	posted   []func()
+	running  []func() // the previous posted slice, reused
+	closed   bool
+	sleeping atomic.Bool // the loop is in (or about to enter) epoll_wait
+	done     chan struct{}
+	closeErr error
+}
+
+// New creates a Loop and starts its goroutine. Close it when done.
+func New(opts Options) (*Loop, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ReadBuffer <= 0 {
+		opts.ReadBuffer = 64 << 10
+	}
+	if opts.MaxEvents <= 0 {
+		opts.MaxEvents = 256
+	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("epoll: epoll_create1: %w", err)
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("epoll: eventfd: %w", err)
+	}
+	l := &Loop{
+		opts:     opts,
+		epfd:     epfd,
+		evfd:     evfd,
+		handlers: make(map[int]handler),
+		conns:    make(map[*Conn]struct{}),
+		lns:      make(map[*Listener]struct{}),
+		buf:      make([]byte, opts.ReadBuffer),
+		events:   make([]unix.EpollEvent, opts.MaxEvents),
+		done:     make(chan struct{}),
+	}
+	if err := l.register(evfd, wakeHandler{l}); err != nil {
+		unix.Close(evfd)
+		unix.Close(epfd)
+		return nil, err
+	}
+	go l.loop()
+	return l, nil
+}
+
+// Close closes every connection and listener (runs end with ErrClosed, Do
+// calls return it), stops the loop goroutine and waits for it.
+func (l *Loop) Close() error {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		l.posted = append(l.posted, func() { l.stopping = true })
+		l.mu.Unlock()
+		l.wake()
+	} else {
+		l.mu.Unlock()
+	}
+	<-l.done
+	return l.closeErr
+}
+
+// Conns returns how many connections the loop holds (for tests and
+// metrics).
+func (l *Loop) Conns() int {
+	n := make(chan int, 1)
+	if err := l.post(func() { n <- len(l.conns) }); err != nil {
+		return 0
+	}
+	return <-n
+}
+
+// post queues fn to run on the loop goroutine and wakes the loop if it
+// sleeps. It fails only when the Loop is closed.
+func (l *Loop) post(fn func()) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.posted = append(l.posted, fn)
+	l.mu.Unlock()
+	// The loop sets sleeping before it looks at posted for the last time
+	// and blocks; either it sees fn there, or we see sleeping here.
+	if l.sleeping.Load() {
+		l.wake()
+	}
+	return nil
+}
+
+// wake makes epoll_wait return (eventfd counter += 1).
+func (l *Loop) wake() {
+	var one = [8]byte{1}
+	for {
+		_, err := unix.Write(l.evfd, one[:])
+		if err != unix.EINTR {
+			return // EAGAIN: the counter is huge, the loop will wake anyway
+		}
+	}
+}
+
+// wakeHandler drains the eventfd; the posted functions run at the top of
+// the loop.
+type wakeHandler struct{ l *Loop }
+
+func (w wakeHandler) handle(uint32) {
+	var b [8]byte
+	for {
+		_, err := unix.Read(w.l.evfd, b[:])
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// register adds fd to the epoll instance, edge-triggered, for reading,
+// writing and the peer's half-close.
+func (l *Loop) register(fd int, h handler) error {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd)}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		return fmt.Errorf("epoll: epoll_ctl add %d: %w", fd, err)
+	}
+	l.handlers[fd] = h
+	return nil
+}
+
+// unregister removes fd from the epoll instance before it is closed.
+func (l *Loop) unregister(fd int) {
+	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	delete(l.handlers, fd)
+}
+
+// loop is the loop goroutine.
+func (l *Loop) loop() {
+	defer close(l.done)
+	for {
+		l.runPosted()
+		if l.stopping {
+			l.shutdown()
+			return
+		}
+		l.runReady()
+		l.runPosted() // callbacks may have posted (Start, Close)
+		if l.stopping {
+			l.shutdown()
+			return
+		}
+
+		timeout := l.waitTimeout()
+		if timeout != 0 {
+			l.sleeping.Store(true)
+			l.mu.Lock()
+			pending := len(l.posted) > 0
+			l.mu.Unlock()
+			if pending {
+				timeout = 0
+			}
+		}
+		n, err := unix.EpollWait(l.epfd, l.events, timeout)
+		l.sleeping.Store(false)
+		if err != nil && err != unix.EINTR {
+			l.closeErr = fmt.Errorf("epoll: epoll_wait: %w", err)
+			l.mu.Lock()
+			l.closed = true
+			l.mu.Unlock()
+			l.runPosted()
+			l.shutdown()
+			return
+		}
+		for i := 0; i < n; i++ {
+			ev := l.events[i]
+			if h, ok := l.handlers[int(ev.Fd)]; ok {
+				h.handle(ev.Events)
+			}
+		}
+		l.expire(l.opts.Now())
+	}
+}
+
+// runPosted runs the functions other goroutines queued.
+func (l *Loop) runPosted() {
+	for {
+		l.mu.Lock()
+		fns := l.posted
+		l.posted = l.running[:0]
+		l.mu.Unlock()
+		if len(fns) == 0 {
+			l.running = fns
+			return
+		}
+		for i, fn := range fns {
+			fn()
+			fns[i] = nil
+		}
+		l.running = fns
+	}
+}
+
+// runReady advances every connection marked ready. A connection that
+// still has work after its budget marks itself ready again, for the next
+// round, after the others had their turn.
+func (l *Loop) runReady() {
+	for len(l.ready) > 0 {
+		cs := l.ready
+		l.ready = l.spare[:0]
+		for i, c := range cs {
+			cs[i] = nil
+			c.queued = false
+			c.advance()
+		}
+		l.spare = cs
+		if len(l.ready) > 0 {
+			return // let epoll and the posted functions in first
+		}
+	}
+}
+
+// markReady queues c for advance in this round of the loop.
+func (l *Loop) markReady(c *Conn) {
+	if !c.queued && c.fd >= 0 {
+		c.queued = true
+		l.ready = append(l.ready, c)
+	}
+}
+
+// waitTimeout is epoll_wait's timeout in milliseconds: 0 when connections
+// are ready, until the nearest deadline (rounded up, so the loop does not
+// wake just before it), or -1 for none.
+func (l *Loop) waitTimeout() int {
+	if len(l.ready) > 0 {
+		return 0
+	}
+	next, ok := l.nextDeadline()
+	if !ok {
+		return -1
+	}
+	d := next.Sub(l.opts.Now())
+	if d <= 0 {
+		return 0
+	}
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	if ms > math.MaxInt32 {
+		ms = math.MaxInt32
+	}
+	return int(ms)
+}
+
+// nextDeadline is the nearest of the connections' deadlines and the
+// listeners' retry times.
+func (l *Loop) nextDeadline() (time.Time, bool) {
+	var next time.Time
+	ok := false
+	if len(l.timers) > 0 {
+		next, ok = l.timers[0].key, true
+	}
+	for ln := range l.lns {
+		if ln.retry.IsZero() {
+			continue
+		}
+		if !ok || ln.retry.Before(next) {
+			next, ok = ln.retry, true
+		}
+	}
+	return next, ok
+}
+
+// expire marks ready the connections whose deadline has come, and retries
+// listeners that backed off.
+func (l *Loop) expire(now time.Time) {
+	for len(l.timers) > 0 && !now.Before(l.timers[0].key) {
+		c := l.timers.pop()
+		l.markReady(c)
+	}
+	for ln := range l.lns {
+		if !ln.retry.IsZero() && !now.Before(ln.retry) {
+			ln.retry = time.Time{}
+			ln.accept()
+		}
+	}
+}
+
+// shutdown closes everything; the loop goroutine ends after it.
+func (l *Loop) shutdown() {
+	// Functions posted from now on are refused by post (closed is set);
+	// run the ones that made it in, then close what they may have opened,
+	// so that every Run, Do and Dial returns.
+	l.runPosted()
+	for c := range l.conns {
+		c.closeWith(ErrClosed)
+	}
+	for ln := range l.lns {
+		ln.closeNow()
+	}
+	l.unregister(l.evfd)
+	unix.Close(l.evfd)
+	unix.Close(l.epfd)
+}
