@@ -196,4 +196,3 @@ func TestFeedReadChunking(t *testing.T) {
 		return o
 	})
 }
-

@@ -26,11 +26,11 @@ const acceptBackoff = 100 * time.Millisecond
 // Listener accepts connections on a socket of the Loop and hands each to
 // its accept function, on the loop goroutine.
 type Listener struct {
-	l      *Loop
-	fd     int // loop goroutine only after registration; -1 once closed
-	addr   net.Addr
+	l        *Loop
+	fd       int // loop goroutine only after registration; -1 once closed
+	addr     net.Addr
 	onAccept func(now time.Time, c *Conn)
-	retry  time.Time // when to accept again after a failure; zero for none
+	retry    time.Time // when to accept again after a failure; zero for none
 }
 
 // Listen listens on addr (a literal "ip:port"; port 0 picks one) and calls
