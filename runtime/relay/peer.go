@@ -176,6 +176,7 @@ type outConn struct {
 	credits int
 	closing bool
 	batch   []queue.Entry
+	closed  error // the feed's Closed event, why the session ended
 }
 
 func (c *outConn) setState(state, lastErr string) {
@@ -304,7 +305,7 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 		User:            cfg.Username,
 		Pass:            cfg.Password,
 	})
-	c.credits, c.closing = 0, false
+	c.credits, c.closing, c.closed = 0, false, nil
 	if left := hs.Leftover(); len(left) > 0 {
 		if err := c.f.Receive(now, left); err != nil {
 			return false, fmt.Errorf("feed: %w", err)
@@ -337,6 +338,9 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	c.hungry.Store(false)
 	p.q.connDown(r.now(), c.id)
 	c.f = nil
+	if c.closed != nil {
+		err = c.closed // the feed knows best why it ended
+	}
 	if err == nil {
 		err = errors.New("connection closed")
 	}
@@ -399,7 +403,8 @@ func (c *outConn) drain(now time.Time) {
 		case feed.Warning:
 			p.r.log.Warn("peer misbehaved", "peer", p.cfg.Name, "id", e.Article.MessageID, "response", e.Response, "text", e.Text)
 		case feed.Closed:
-			p.r.log.Info("peer connection closed", "peer", p.cfg.Name, "conn", int(c.id), "reason", e.Error())
+			c.closed = e
+			p.r.log.Debug("peer connection closed", "peer", p.cfg.Name, "conn", int(c.id), "reason", e.Error())
 		}
 	}
 }
