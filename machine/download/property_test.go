@@ -115,6 +115,10 @@ func runProperty(t *testing.T, seed uint64) {
 			t.Errorf("segment %s neither done nor failed", k)
 		}
 	}
+	st := m.s.Stats()
+	if st.Waiting != 0 || st.InFlight != 0 || st.Done != len(m.done) || st.Failed != len(m.fail) || st.Segments != len(m.segs) {
+		t.Errorf("stats %+v; the model has %d done, %d failed of %d", st, len(m.done), len(m.fail), len(m.segs))
+	}
 }
 
 // out reports whether server id cannot be asked for segment k at now: the

@@ -321,6 +321,9 @@ func (s *Scheduler) Closed(now time.Time, id ConnID, o Outcome) error {
 	if !ok || !c.up {
 		return fmt.Errorf("download: Closed(c%d): no such open connection (a dial that failed goes to DialFailed)", id)
 	}
+	if o != ConnError && o != AuthError {
+		return fmt.Errorf("download: Closed(c%d): outcome %v; a closed connection is a connection or auth error", id, o)
+	}
 	s.dropConn(c)
 	c.srv.open--
 	reqs := c.reqs

@@ -533,4 +533,7 @@ func TestSchedulerErrors(t *testing.T) {
 	if err := h.s.Report(h.now, 1, Key{1, 2}, OK); err == nil {
 		t.Error("Report of a segment not in flight accepted")
 	}
+	if err := h.s.Closed(h.now, 1, OK); err == nil {
+		t.Error("Closed with outcome OK accepted")
+	}
 }
