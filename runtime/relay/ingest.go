@@ -141,6 +141,7 @@ func (ic *inConn) step(now time.Time) error {
 			ic.article(now, e)
 		case ingest.Rejected:
 			r.ingest.rejected.Add(1)
+			ic.rejected(now, e)
 			r.log.Info("article rejected", "remote", ic.remote, "cmd", e.Cmd.String(), "id", e.MessageID,
 				"kind", e.Kind.String(), "reason", e.Reason)
 		case ingest.Closed:
@@ -149,6 +150,23 @@ func (ic *inConn) step(now time.Time) error {
 	}
 	ic.gate.setPaused(ic.g.Paused())
 	return nil
+}
+
+// rejected ends the reservation of an article the machine refused, and
+// remembers refusals that hold whatever the sender does (too large, loops,
+// invalid headers) so that later offers of the id are refused at once, as
+// INN's history does.
+func (ic *inConn) rejected(now time.Time, e ingest.Rejected) {
+	if _, ok := ic.reserved[e.MessageID]; ok {
+		delete(ic.reserved, e.MessageID)
+		ic.r.spool.History().Release(e.MessageID)
+	}
+	switch e.Kind {
+	case ingest.RejectTooLarge, ingest.RejectInvalid, ingest.RejectPathLoop:
+		if err := ic.r.spool.Reject(e.MessageID, now); err != nil {
+			ic.r.log.Debug("cannot remember a rejected id", "id", e.MessageID, "err", err)
+		}
+	}
 }
 
 // check answers CHECK or IHAVE from the history: unknown ids are reserved
