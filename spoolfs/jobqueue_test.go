@@ -57,7 +57,7 @@ func jqStartRead(t *testing.T, q *JobQueue, j QueuedJob) InflightJob {
 	return ij
 }
 
-func done(file, seg int) jobs.Record {
+func jqDone(file, seg int) jobs.Record {
 	return jobs.Record{Kind: jobs.SegmentDone, File: file, Segment: seg}
 }
 
@@ -74,16 +74,16 @@ var jqScenarios = []jqScenario{
 		}},
 	{"send-cancel", func(t *testing.T, q *JobQueue) {
 		ij := jqStartRead(t, q, jqEnqueue(t, q, "j1", 1)[0])
-		jqMust(t, q.Record(ij, done(0, 1), done(0, 2)))
+		jqMust(t, q.Record(ij, jqDone(0, 1), jqDone(0, 2)))
 		jqMust(t, q.Sync())
-		jqMust(t, q.Record(ij, done(1, 1), jobs.Record{Kind: jobs.SegmentMissing, File: 1, Segment: 3, Begin: 10, End: 20}))
+		jqMust(t, q.Record(ij, jqDone(1, 1), jobs.Record{Kind: jobs.SegmentMissing, File: 1, Segment: 3, Begin: 10, End: 20}))
 	}, func(q *JobQueue) error {
 		_, err := q.SendCancel(InflightJob{ID: jobs.ID{Job: "j1", Dest: "d1"}})
 		return err
 	}},
 	{"send-done+cleanup", func(t *testing.T, q *JobQueue) {
 		ij := jqStartRead(t, q, jqEnqueue(t, q, "j1", 1)[0])
-		jqMust(t, q.Record(ij, done(0, 1)))
+		jqMust(t, q.Record(ij, jqDone(0, 1)))
 		jqMust(t, q.Sync())
 	}, func(q *JobQueue) error {
 		c, err := q.SendDone(InflightJob{ID: jobs.ID{Job: "j1", Dest: "d1"}})
@@ -111,9 +111,9 @@ var jqScenarios = []jqScenario{
 		}},
 	{"compact", func(t *testing.T, q *JobQueue) {
 		ij := jqStartRead(t, q, jqEnqueue(t, q, "j1", 1)[0])
-		jqMust(t, q.Record(ij, done(0, 1), done(0, 3)))
+		jqMust(t, q.Record(ij, jqDone(0, 1), jqDone(0, 3)))
 		jqMust(t, q.Sync())
-		jqMust(t, q.Record(ij, done(0, 2)))
+		jqMust(t, q.Record(ij, jqDone(0, 2)))
 	}, func(q *JobQueue) error { return q.Compact(InflightJob{ID: jobs.ID{Job: "j1", Dest: "d1"}}) }},
 }
 
@@ -481,9 +481,9 @@ func TestJobQueueResume(t *testing.T) {
 	q := jqOpen(t, dir, jqCounterIDs())
 	q.Recover()
 	ij := jqStartRead(t, q, jqEnqueue(t, q, "j1", 1)[0])
-	jqMust(t, q.Record(ij, done(0, 1), done(0, 2), done(1, 3)))
+	jqMust(t, q.Record(ij, jqDone(0, 1), jqDone(0, 2), jqDone(1, 3)))
 	jqMust(t, q.Sync())
-	jqMust(t, q.Record(ij, done(0, 3))) // never synced
+	jqMust(t, q.Record(ij, jqDone(0, 3))) // never synced
 	q.abandon()
 
 	q = jqOpen(t, dir, jqCounterIDs())
@@ -519,7 +519,7 @@ func TestJobQueueAutoCompact(t *testing.T) {
 	ij := jqStartRead(t, q, jqEnqueue(t, q, "j1", 1)[0])
 	logPath := q.path(filepath.Join(jqData, "j1", "d1", jqProgress))
 	for s := 1; s <= 25; s++ {
-		jqMust(t, q.Record(ij, done(0, s)))
+		jqMust(t, q.Record(ij, jqDone(0, s)))
 		jqMust(t, q.Sync())
 		st, err := os.Stat(logPath)
 		jqMust(t, err)
@@ -558,7 +558,7 @@ func TestJobQueueConcurrentRecord(t *testing.T) {
 		wg.Go(func() {
 			ij := ijs[w%3]
 			for s := range 100 {
-				if err := q.Record(ij, done(w/3, 1+s)); err != nil {
+				if err := q.Record(ij, jqDone(w/3, 1+s)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -600,7 +600,7 @@ func TestJobQueueProgressTorn(t *testing.T) {
 	var log []byte
 	const n = 5
 	for s := 1; s <= n; s++ {
-		log = appendProgressRecord(log, done(0, s))
+		log = appendProgressRecord(log, jqDone(0, s))
 	}
 	last := len(log) - progressRecordSize
 	for cut := last; cut <= len(log); cut++ {
@@ -640,7 +640,7 @@ func TestJobQueueProgressTorn(t *testing.T) {
 			if got := m.Files[0].Done.String(); got != want {
 				t.Errorf("%s: done %q, want %q", name, got, want)
 			}
-			jqMust(t, q.Record(ij, done(0, 9)))
+			jqMust(t, q.Record(ij, jqDone(0, 9)))
 			jqMust(t, q.Sync())
 			q.abandon()
 			got, _ := os.ReadFile(filepath.Join(dir, "data/j1/d1/progress"))
@@ -649,7 +649,7 @@ func TestJobQueueProgressTorn(t *testing.T) {
 			if cut == len(log) {
 				wantRecs = n + 1
 			}
-			if end != len(got) || bad != 0 || len(recs) != wantRecs || recs[len(recs)-1] != done(0, 9) {
+			if end != len(got) || bad != 0 || len(recs) != wantRecs || recs[len(recs)-1] != jqDone(0, 9) {
 				t.Errorf("%s: log after a new record: %d records, end %d of %d, %d bad", name, len(recs), end, len(got), bad)
 			}
 			if entries, _ := os.ReadDir(filepath.Join(dir, jqQuarantine)); len(entries) != 0 {
@@ -664,7 +664,7 @@ func TestJobQueueProgressTorn(t *testing.T) {
 // slots before end, and encoding them again gives those slots' bytes.
 func FuzzJobProgressLog(f *testing.F) {
 	var good []byte
-	good = appendProgressRecord(good, done(0, 1))
+	good = appendProgressRecord(good, jqDone(0, 1))
 	good = appendProgressRecord(good, jobs.Record{Kind: jobs.SegmentMissing, File: 3, Segment: 7, Begin: 100, End: 900})
 	f.Add(good)
 	f.Add(good[:len(good)-1])
