@@ -495,11 +495,8 @@ func (q *JobQueue) SendCancel(j InflightJob) (QueuedJob, error) {
 	}
 	// Records that came in during the rename go to the log too.
 	err = q.syncLogs([]jobs.ID{j.ID})
+	q.dropLog(j.ID)
 	q.mu.Lock()
-	if l := q.logs[j.ID]; l != nil {
-		l.close()
-		delete(q.logs, j.ID)
-	}
 	q.schedules[j.ID] = sched
 	q.mu.Unlock()
 	if err != nil {
@@ -517,12 +514,7 @@ func (q *JobQueue) SendDone(j InflightJob) (CleanupJob, error) {
 	if err := q.move(j.ID, jobs.OnSendDone, jqInflight, jqCleanup, "send-done:rename"); err != nil {
 		return CleanupJob{}, err
 	}
-	q.mu.Lock()
-	if l := q.logs[j.ID]; l != nil {
-		l.close()
-		delete(q.logs, j.ID)
-	}
-	q.mu.Unlock()
+	q.dropLog(j.ID)
 	return CleanupJob{ID: j.ID}, nil
 }
 

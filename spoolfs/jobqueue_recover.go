@@ -151,7 +151,8 @@ func (q *JobQueue) scan() error {
 }
 
 // examine reads an entry's data directory and says whether it is intact,
-// and if not why; it lists the entry's temporary files in s.
+// and if not why; it lists the entry's temporary files and anything that
+// does not belong in it in s.
 func (q *JobQueue) examine(id jobs.ID, hasContents bool, s *jobScan) (jobs.Data, string) {
 	destRel := filepath.Join(jqData, id.Job, id.Dest)
 	des, err := os.ReadDir(q.path(destRel))
@@ -159,8 +160,14 @@ func (q *JobQueue) examine(id jobs.ID, hasContents bool, s *jobScan) (jobs.Data,
 		return jobs.DataCorrupt, err.Error()
 	}
 	for _, de := range des {
-		if strings.HasSuffix(de.Name(), jqTmp) && de.Type().IsRegular() {
-			s.temps = append(s.temps, filepath.Join(destRel, de.Name()))
+		rel := filepath.Join(destRel, de.Name())
+		switch {
+		case !de.Type().IsRegular():
+			s.strays = append(s.strays, stray{rel, "not part of an entry"})
+		case strings.HasSuffix(de.Name(), jqTmp):
+			s.temps = append(s.temps, rel)
+		case de.Name() != jqMetadata && de.Name() != jqSchedule && de.Name() != jqProgress:
+			s.strays = append(s.strays, stray{rel, "not part of an entry"})
 		}
 	}
 	if !hasContents {
@@ -241,6 +248,7 @@ func (q *JobQueue) Recover() (JobRecovery, error) {
 		name := "recover " + id.String()
 		switch {
 		case d.To == jobs.Quarantined:
+			q.dropLog(id)
 			to, err := q.quarantineEntry(id, d, f)
 			if err != nil {
 				return rec, q.failed(name, err)
@@ -252,6 +260,7 @@ func (q *JobQueue) Recover() (JobRecovery, error) {
 			// Kept as it is.
 
 		case d.From == jobs.InFlight:
+			q.dropLog(id)
 			// A rename over a stale queue/ link (Extra) replaces it.
 			if err := q.move(id, d.On, jqInflight, jqQueue, "recover:requeue"); err != nil {
 				return rec, err
@@ -405,4 +414,15 @@ func (q *JobQueue) quarantineEntry(id jobs.ID, d jobs.Decision, f jobs.Found) (s
 	q.led.Apply(id, d.On)
 	q.mu.Unlock()
 	return to, nil
+}
+
+// dropLog forgets the loaded progress of entry id (a ReadInflight called
+// before Recover), closing its log.
+func (q *JobQueue) dropLog(id jobs.ID) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if l := q.logs[id]; l != nil {
+		l.close()
+		delete(q.logs, id)
+	}
 }
