@@ -19,7 +19,7 @@ func TestParseResponse(t *testing.T) {
 		{line: "238 <a@b>\r\n", want: Response{Code: 238, Text: "<a@b>"}},
 		{line: "205\r\n", want: Response{Code: 205}},
 		{line: "205", want: Response{Code: 205}},
-		{line: "401 MODE-READER\n", want: Response{Code: 401, Text: "MODE-READER"}},          // bare LF tolerated
+		{line: "401 MODE-READER\n", want: Response{Code: 401, Text: "MODE-READER"}},            // bare LF tolerated
 		{line: "211\t3 1 3 misc.test\r\n", want: Response{Code: 211, Text: "3 1 3 misc.test"}}, // tab tolerated
 		{line: "281 \r\n", want: Response{Code: 281, Text: ""}},
 		{line: "", wantErr: "shorter than a status code"},
