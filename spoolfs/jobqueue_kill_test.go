@@ -132,9 +132,6 @@ func TestJobQueueKill9(t *testing.T) {
 		jqKillChild(dir)
 		return
 	}
-	if testing.Short() {
-		t.Skip("kill -9 test runs child processes; skipped in -short mode")
-	}
 	dir := t.TempDir()
 	durable := map[[2]int]string{} // (file, segment) -> DURABLE or MISSING
 	r := rand.New(rand.NewPCG(5, 6))
