@@ -212,7 +212,7 @@ func TestRefresherLifecycle(t *testing.T) {
 		{at: atDeadline, want: trigger + " at 4m19.218s"},
 		{at: atDeadline, want: trigger + " at 4m47.87s"},
 		{at: atDeadline, want: "g stop at 5m16.522s"}, // both requests were in bucket 0: gone at 300 s
-		{at: 400 * time.Second, want: ""},            // no task, no deadline
+		{at: 400 * time.Second, want: ""},             // no task, no deadline
 		{at: 401 * time.Second, mark: true, want: "spawned at+30s"},
 	}
 	r := NewRefresher(t0)

@@ -65,7 +65,10 @@ func DefaultCacheConfig() CacheConfig {
 // configuration file may set only what it changes.
 func (c CacheConfig) WithDefaults() CacheConfig {
 	d := DefaultCacheConfig()
-	for _, f := range []struct{ dst *time.Duration; def time.Duration }{
+	for _, f := range []struct {
+		dst *time.Duration
+		def time.Duration
+	}{
 		{&c.Article, d.Article}, {&c.ArticleNotFound, d.ArticleNotFound},
 		{&c.Threads, d.Threads}, {&c.Thread, d.Thread},
 		{&c.Groups, d.Groups}, {&c.GroupStats, d.GroupStats},

@@ -26,10 +26,14 @@ package reader
 // changes the selected group or article). GROUP is always a batch of its
 // own because the range of the next step depends on its answer.
 //
-// GROUP is sent only when the connection's selected group differs from the
-// request's, or the selection is older than Config.GroupMaxAge (servers such
-// as INN's nnrpd fix a group's high-water mark when it is selected, so a
-// long-lived connection re-selects to see new articles).
+// GROUP is sent when the connection's selected group differs from the
+// request's, and also when the selection is older than Config.GroupMaxAge
+// (1 s by default): INN's nnrpd fixes a group's high-water mark when the
+// group is selected ("OVER 3-" answers 423 for an article that arrived after
+// GROUP; after a new GROUP it is there), so a long-lived connection must
+// select again to see new articles. Within GroupMaxAge the selection and its
+// marks are reused, which is what makes back-to-back requests for one group
+// (a page load and its background refresh) cost one GROUP.
 //
 // Answers are read line by line; multi-line answers (proto.MultiLine) go
 // through proto.BlockDecoder with the configured line limit and a limit on
@@ -75,6 +79,7 @@ const (
 	DefaultMaxResponse = 64 << 20         // largest multi-line answer (an article)
 	DefaultThreadLimit = 1000             // most articles one GetThreads fetches
 	DefaultHeadWindow  = 16               // HEAD commands pipelined at a time
+	DefaultGroupMaxAge = time.Second      // a selection younger than this is reused
 )
 
 // statsSpan is how many of a group's newest numbers GetGroupStats asks the
@@ -101,8 +106,10 @@ type Config struct {
 	HeadWindow  int           // HEAD commands in flight; DefaultHeadWindow when 0
 
 	// GroupMaxAge is how long a GROUP answer stays good for the next request
-	// on the same group; after that GROUP is sent again for fresh marks.
-	// 0 means it never goes stale (GROUP only when the group differs).
+	// on the same group; after that GROUP is sent again for fresh marks
+	// (INN's nnrpd serves no article above the high-water mark it read at
+	// GROUP time). DefaultGroupMaxAge when 0; negative means never: GROUP
+	// only when the group differs.
 	GroupMaxAge time.Duration
 }
 
@@ -121,6 +128,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HeadWindow <= 0 {
 		c.HeadWindow = DefaultHeadWindow
+	}
+	if c.GroupMaxAge == 0 {
+		c.GroupMaxAge = DefaultGroupMaxAge
 	}
 	return c
 }
@@ -362,7 +372,7 @@ func (c *Client) advance(now time.Time) {
 
 // selectionFresh reports whether the last GROUP answer may be reused at now.
 func (c *Client) selectionFresh(now time.Time) bool {
-	return c.cfg.GroupMaxAge <= 0 || now.Sub(c.curAt) < c.cfg.GroupMaxAge
+	return c.cfg.GroupMaxAge < 0 || now.Sub(c.curAt) < c.cfg.GroupMaxAge
 }
 
 // planDate asks for the Date of the group's newest article.
@@ -391,7 +401,7 @@ func (c *Client) planDate(now time.Time) {
 // planFetch sends the hints wanted, then the thread-data commands.
 func (c *Client) planFetch(now time.Time) {
 	j := c.job
-	h, f := wantHints(c.caps, c.hints)
+	h, f := wantHints(c.caps, c.hints, c.Strategy())
 	h, f = h && !c.askedH, f && !c.askedF
 	if h || f {
 		var cmds []proto.Command
@@ -1062,18 +1072,23 @@ func (c *Client) Timeout(now time.Time) {
 	if c.closed || c.deadline.IsZero() || now.Before(c.deadline) {
 		return
 	}
-	what := "answer"
-	if len(c.answers) < len(c.batch) {
-		what = "answer to " + c.batch[len(c.answers)].cmd.Name()
+	var err error
+	switch {
+	case c.reading:
+		err = fmt.Errorf("reader: %w: the answer to %s stopped for %v", ErrTimeout, c.answers[len(c.answers)-1].cmd.Name(), c.cfg.Timeout)
+	case len(c.answers) < len(c.batch):
+		err = fmt.Errorf("reader: %w: no answer to %s within %v", ErrTimeout, c.batch[len(c.answers)].cmd.Name(), c.cfg.Timeout)
+	default:
+		err = fmt.Errorf("reader: %w: within %v", ErrTimeout, c.cfg.Timeout)
 	}
-	c.fatal(fmt.Errorf("reader: %w: no %s within %v", ErrTimeout, what, c.cfg.Timeout), true, false)
+	c.fatal(err, true, false)
 }
 
 // ReceiveEOF notes that the server closed the connection
 // (machine.EOFReceiver): the request in hand fails (Retry) and the Client
 // closes.
 func (c *Client) ReceiveEOF(now time.Time) {
-	c.fatal(ErrConnClosed, true, false)
+	c.fatal(fmt.Errorf("reader: %w", ErrConnClosed), true, false)
 }
 
 // Close ends the connection at the owner's wish: the request in hand, if
@@ -1083,7 +1098,7 @@ func (c *Client) Close(now time.Time) {
 		return
 	}
 	if c.job != nil {
-		c.failJob(ErrClientShutdown, true)
+		c.failJob(fmt.Errorf("reader: %w", ErrClientShutdown), true)
 	}
 	c.out, _ = proto.Quit().Append(c.out)
 	c.sentCount["QUIT"]++

@@ -101,23 +101,23 @@ func (NotFound) isEvent()      {}
 func (Failed) isEvent()        {}
 func (Closed) isEvent()        {}
 
-// Errors a Failed or Closed event may wrap.
+// Errors a Failed or Closed event may wrap (with "reader: " and context
+// before them).
 var (
-	ErrTimeout        = errors.New("reader: no answer in time")
-	ErrConnClosed     = errors.New("reader: the server closed the connection")
-	ErrProtocol       = errors.New("reader: protocol error")
-	ErrAuthRequired   = errors.New("reader: authentication required")
-	ErrAuthFailed     = errors.New("reader: authentication failed")
-	ErrEncryptionReq  = errors.New("reader: the server requires encryption")
-	ErrUnavailable    = errors.New("reader: service unavailable")
-	ErrRefused        = errors.New("reader: the server refused the command")
-	ErrBadRequest     = errors.New("reader: bad request")
-	ErrNoReader       = errors.New("reader: reading not permitted")
-	ErrClientShutdown = errors.New("reader: connection shut down by its owner")
+	ErrTimeout        = errors.New("no answer in time")
+	ErrConnClosed     = errors.New("the server closed the connection")
+	ErrProtocol       = errors.New("protocol error")
+	ErrAuthRequired   = errors.New("authentication required")
+	ErrAuthFailed     = errors.New("authentication failed")
+	ErrEncryptionReq  = errors.New("the server requires encryption")
+	ErrUnavailable    = errors.New("service unavailable")
+	ErrRefused        = errors.New("the server refused the command")
+	ErrBadRequest     = errors.New("bad request")
+	ErrNoReader       = errors.New("reading not permitted")
+	ErrClientShutdown = errors.New("connection shut down by its owner")
 )
 
 // refusal wraps an unexpected answer as ErrRefused, naming the command.
 func refusal(cmd proto.Command, r proto.Response) error {
-	return fmt.Errorf("reader: %s: %w: %w", cmd.Name(), ErrRefused,
-		&proto.ResponseError{Cmd: cmd.Name(), Resp: r})
+	return fmt.Errorf("reader: %w: %w", ErrRefused, &proto.ResponseError{Cmd: cmd.Name(), Resp: r})
 }

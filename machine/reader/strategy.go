@@ -19,11 +19,11 @@ const (
 	StrategyHEAD                      // HEAD per article (RFC 3977 §6.2.2): works everywhere, one command per article
 )
 
-var strategyNames = [...]string{"", "HDR", "OVER", "XOVER", "HEAD"}
+var strategyNames = [...]string{"none", "HDR", "OVER", "XOVER", "HEAD"}
 
-// String returns the command the strategy uses.
+// String returns the command the strategy uses ("none" for 0).
 func (s Strategy) String() string {
-	if int(s) < len(strategyNames) && s > 0 {
+	if int(s) < len(strategyNames) {
 		return strategyNames[s]
 	}
 	return "strategy(?)"
@@ -105,14 +105,15 @@ func ChooseStrategy(caps proto.CapabilitySet, h Hints) Strategy {
 	return StrategyHEAD
 }
 
-// wantHints reports which LIST commands are worth sending before choosing:
-// LIST HEADERS when HDR would be chosen and the server lists HEADERS under
-// LIST; LIST OVERVIEW.FMT when OVER would be chosen and it is listed.
-func wantHints(caps proto.CapabilitySet, h Hints) (headers, overviewFmt bool) {
+// wantHints reports which LIST commands are worth sending before fetching
+// with strategy s: LIST HEADERS for HDR when the server lists HEADERS under
+// LIST; LIST OVERVIEW.FMT for OVER when it is listed. An answer may change
+// the choice (ChooseStrategy), after which the hint of the new one is asked.
+func wantHints(caps proto.CapabilitySet, h Hints, s Strategy) (headers, overviewFmt bool) {
 	if h.Legacy {
 		return false, false
 	}
-	switch ChooseStrategy(caps, h) {
+	switch s {
 	case StrategyHDR:
 		return h.Headers == nil && caps.HasArg(proto.CapList, "HEADERS"), false
 	case StrategyOVER:

@@ -79,7 +79,7 @@ func TestWantHints(t *testing.T) {
 		{"HEAD", caps("VERSION 2", "READER", "LIST ACTIVE HEADERS OVERVIEW.FMT"), Hints{}, ""},
 	}
 	for _, tc := range tests {
-		h, f := wantHints(tc.caps, tc.hints)
+		h, f := wantHints(tc.caps, tc.hints, ChooseStrategy(tc.caps, tc.hints))
 		var got []string
 		if h {
 			got = append(got, "headers")
