@@ -202,7 +202,7 @@ func (r *Relay) logStats(final bool) {
 		what = "final stats"
 	}
 	in := r.Status().Ingest
-	r.log.Info(what, "ingest", "", "connections", in.Connections, "accepted", in.Accepted, "duplicate", in.Duplicate,
+	r.log.Info(what+" (ingest)", "connections", in.Connections, "accepted", in.Accepted, "duplicate", in.Duplicate,
 		"refused", in.Refused, "deferred", in.Deferred, "rejected", in.Rejected)
 	for _, p := range r.peers {
 		s := p.stats(now)
