@@ -157,7 +157,7 @@ func TestFaults(t *testing.T) {
 		}, [4]int64{n, 0, 0, 0}, true, false, 2},
 		{"never answers", "response_timeout = \"300ms\"", func(s *nntptest.Server) {
 			s.AddFault(nntptest.Fault{Cmd: "CHECK", Nth: 3, Hang: true})
-		}, [4]int64{n, 0, 0, 0}, true, false, 2},
+		}, [4]int64{n, 0, 0, 0}, true, true, 2}, // a slow answer on a loaded machine may also time out
 		{"refuses connections at first", "", func(s *nntptest.Server) {
 			s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Times: 3, Code: 400, Text: "not now", Close: true})
 		}, [4]int64{n, 0, 0, 0}, true, false, 4},
