@@ -133,3 +133,28 @@ func TestBacklogLimit(t *testing.T) {
 	}
 	h.checkStats()
 }
+
+// TestStatsInterval: every stats_interval the relay logs one line per peer
+// (and one for ingest) whose counts add up.
+func TestStatsInterval(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	var log syncBuffer
+	cfg := relayConfig(t, t.TempDir(), "stats_interval = \"1s\"\n"+peerText("p", s, "")+peerText("q", s, `groups = ["comp.*"]`))
+	h := startRelay(t, cfg, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	if res := h.r.Inject(context.Background(), [][]byte{testArticle("<st@t>", "misc.test", "up!x", 1)}); res.Accepted != 1 {
+		t.Fatalf("inject: %s", res)
+	}
+	h.settle()
+	waitFor(t, 10*time.Second, "a periodic stats line", func() bool {
+		return strings.Contains(log.String(), "msg=stats peer=q")
+	}, log.String)
+	for _, want := range []string{
+		`msg="stats (ingest)" connections=0 accepted=1`,
+		"msg=stats peer=p offered=1 accepted=1 refused=0 rejected=0 deferred=0 dropped=0 missing=0 queued=0 backlog=0 backlog_bytes=0 rate=",
+		"msg=stats peer=q offered=0 accepted=0",
+	} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, log.String())
+		}
+	}
+}
