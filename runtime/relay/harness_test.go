@@ -40,7 +40,10 @@ func testLog(t testing.TB) *slog.Logger {
 // dir, pathhost relay.test, and text (peers and more).
 func relayConfig(t testing.TB, dir, text string) *Config {
 	t.Helper()
-	head := fmt.Sprintf("listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"relay.test\"\nstats_interval = \"1h\"\n", dir)
+	head := fmt.Sprintf("listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"relay.test\"\n", dir)
+	if !strings.Contains(text, "stats_interval") {
+		head += "stats_interval = \"1h\"\n"
+	}
 	cfg, err := ParseConfig("test.toml", []byte(head+text))
 	if err != nil {
 		t.Fatal(err)
