@@ -66,6 +66,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -948,8 +949,7 @@ func headNumber(a answer) int64 {
 		return info.Number
 	}
 	if len(a.cmd.Args) > 0 {
-		var n int64
-		fmt.Sscan(a.cmd.Args[0], &n)
+		n, _ := strconv.ParseInt(a.cmd.Args[0], 10, 64)
 		return n
 	}
 	return 0

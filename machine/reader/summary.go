@@ -150,12 +150,6 @@ func compareSummary(a, b *Summary) int {
 	return cmp.Compare(a.Lines, b.Lines)
 }
 
-// sameArticle reports whether two summaries describe the same article
-// fetched twice: same number and message-id.
-func sameArticle(a, b *Summary) bool {
-	return a.Number == b.Number && a.MessageID == b.MessageID
-}
-
 // MergeSummaries returns existing with newer appended, where an article of
 // newer replaces the one of existing with the same number and message-id
 // (an overlapping range fetched again). Neither input is modified.
