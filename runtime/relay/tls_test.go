@@ -158,3 +158,33 @@ func TestStatsInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerAuthAndStreamingOn: a peer that requires AUTHINFO gets the
+// configured credentials; a peer that cannot stream is not fed when
+// streaming = "on", and the connection says why.
+func TestPeerAuthAndStreamingOn(t *testing.T) {
+	auth := nntptest.Start(t, nntptest.Options{Hostname: "auth", Auth: &nntptest.Auth{User: "feeder", Pass: "s3cret", Required: true}})
+	nostream := nntptest.Start(t, nntptest.Options{Hostname: "nostream", NoStreaming: true})
+	text := peerText("auth", auth, "username = \"feeder\"\npassword = \"s3cret\"") +
+		peerText("nostream", nostream, "streaming = \"on\"\nconnections = 1")
+	h := startRelay(t, relayConfig(t, t.TempDir(), text), nil)
+	var arts [][]byte
+	for i := range 10 {
+		arts = append(arts, testArticle(fmt.Sprintf("<au%d@t>", i), "misc.test", "up!x", 2))
+	}
+	if res := h.r.Inject(context.Background(), arts); res.Accepted != 10 {
+		t.Fatalf("inject: %s", res)
+	}
+	waitFor(t, 10*time.Second, "the auth peer to get everything", func() bool { return len(auth.AcceptedIDs()) == 10 }, h.r.StatsLines)
+	if auth.Count("AUTHINFO") < 2 {
+		t.Errorf("auth peer saw %d AUTHINFO commands, want USER and PASS", auth.Count("AUTHINFO"))
+	}
+	waitFor(t, 10*time.Second, "the non-streaming peer's connection to fail", func() bool {
+		ps, _ := h.r.PeerStats("nostream")
+		return len(ps.Connections) == 1 && strings.Contains(ps.Connections[0].LastErr, "streaming")
+	}, func() string { ps, _ := h.r.PeerStats("nostream"); return fmt.Sprintf("%+v", ps.Connections) })
+	if n := nostream.Count("IHAVE"); n != 0 {
+		t.Errorf("streaming = \"on\" but the peer got %d IHAVE", n)
+	}
+	h.checkStats()
+}
