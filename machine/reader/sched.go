@@ -67,7 +67,7 @@ const DefaultPriorityAging = 10 * time.Second
 const DefaultQueueCapacity = 1024
 
 // ErrQueueFull is the result of Push on a full queue.
-var ErrQueueFull = errors.New("reader: queue full")
+var ErrQueueFull = errors.New("queue full")
 
 // SchedulerConfig sizes the queues and sets the aging.
 type SchedulerConfig struct {
