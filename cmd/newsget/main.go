@@ -1,0 +1,296 @@
+// Command newsget downloads the files of NZB documents from news servers,
+// verified, like NZBGet.
+//
+//	newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] [-v] FILE.nzb...
+//
+// A server URL is nntp://[user:pass@]host[:port] or nntps://... (TLS from
+// the first byte) with query parameters connections=, level=, group=,
+// optional=1, retention= (days), join_group=1, pipeline=, starttls=1,
+// verify=0, ca=FILE, ip=4|6. The TOML configuration has the same keys per
+// [[server]] and download_dir, queue_dir, rate, daily_quota, monthly_quota,
+// quota_day, article_retries (see runtime/download.Config).
+//
+// Exit status: 0 when every file is complete and verified; 1 when some
+// file is incomplete (its missing segments and byte ranges are in the
+// summary and in NAME.incomplete); 2 for a usage or configuration
+// mistake, a refused NZB or no usable server; 3 when a quota stopped the
+// download (rerun after it resets to resume).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/newsflow/newsflow/runtime/download"
+)
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// serverList collects repeated -server flags.
+type serverList []string
+
+func (s *serverList) String() string     { return strings.Join(*s, " ") }
+func (s *serverList) Set(v string) error { *s = append(*s, v); return nil }
+
+// Main runs newsget with args and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("newsget", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "", "configuration `file` (TOML)")
+	var servers serverList
+	fs.Var(&servers, "server", "server `URL` nntp://[user:pass@]host[:port][?connections=N&...] (repeatable)")
+	out := fs.String("o", "", "download `directory` (default: download_dir of the config, or .)")
+	overwrite := fs.Bool("overwrite", false, "replace existing files of the same name")
+	rate := fs.String("rate", "", "speed limit in bytes per second over all connections (\"20M\")")
+	verbose := fs.Bool("v", false, "log every event")
+	quiet := fs.Bool("q", false, "no progress display")
+	interval := fs.Duration("progress", 0, "plain progress line interval when not on a terminal (default 5s)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] FILE.nzb...")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	cfg := &download.Config{}
+	if *config != "" {
+		c, err := download.LoadConfig(*config)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsget: %v\n", err)
+			return 2
+		}
+		cfg = c
+	}
+	for _, u := range servers {
+		sc, err := download.ParseServerURL(u)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsget: -server: %v\n", err)
+			return 2
+		}
+		cfg.Servers = append(cfg.Servers, sc)
+	}
+	if err := cfg.Check(); err != nil {
+		fmt.Fprintf(stderr, "newsget: %v\n", err)
+		return 2
+	}
+	if *out != "" {
+		cfg.DownloadDir = *out
+	}
+	if *rate != "" {
+		r, err := download.ParseSize(*rate)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsget: -rate: %v\n", err)
+			return 2
+		}
+		cfg.Rate = r
+	}
+	if err := cfg.ResolveDirs(); err != nil {
+		fmt.Fprintf(stderr, "newsget: %v\n", err)
+		return 2
+	}
+	var list []download.Job
+	for _, name := range fs.Args() {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsget: %v\n", err)
+			return 2
+		}
+		list = append(list, download.Job{Name: name, NZB: data})
+	}
+
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	eng, err := download.New(cfg, download.Options{Overwrite: *overwrite, Log: logger})
+	if err != nil {
+		fmt.Fprintf(stderr, "newsget: %v\n", err)
+		return 2
+	}
+	defer eng.Close()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	stopProgress := func() {}
+	if !*quiet {
+		stopProgress = startProgress(eng, stderr, *interval)
+	}
+	sum, err := eng.Download(ctx, list)
+	stopProgress()
+	if err != nil {
+		fmt.Fprintf(stderr, "newsget: %v\n", err)
+		return 2
+	}
+	printSummary(stdout, sum)
+	switch {
+	case sum.Complete():
+		return 0
+	case sum.Quota != "":
+		return 3
+	case len(sum.JobErrs) > 0 || sum.Fatal != "":
+		return 2
+	}
+	return 1
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// startProgress shows progress until the returned function is called: a
+// bar redrawn in place on a terminal, a plain line every interval
+// otherwise.
+func startProgress(eng *download.Engine, w io.Writer, interval time.Duration) func() {
+	tty := isTerminal(w)
+	every := interval
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	if tty {
+		every = 250 * time.Millisecond
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				if tty {
+					fmt.Fprint(w, "\r\033[K")
+				}
+				return
+			case <-t.C:
+				p := eng.Progress()
+				if tty {
+					fmt.Fprint(w, "\r\033[K"+progressBar(p, 30))
+				} else {
+					fmt.Fprintln(w, progressLine(p))
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// rateETA returns the speed in bytes per second and the time left.
+func rateETA(p download.Progress) (float64, time.Duration) {
+	secs := p.Elapsed.Seconds()
+	if secs <= 0 {
+		return 0, 0
+	}
+	speed := float64(p.Received) / secs
+	if speed <= 0 || p.TotalBytes <= p.Received {
+		return speed, 0
+	}
+	return speed, time.Duration(float64(p.TotalBytes-p.Received) / speed * float64(time.Second)).Round(time.Second)
+}
+
+// progressBar draws "[#####-----] 42% files 1/3 12.3 MB/s ETA 0:12".
+func progressBar(p download.Progress, width int) string {
+	frac := 0.0
+	if p.Segments > 0 {
+		frac = float64(p.Done+p.Failed) / float64(p.Segments)
+	}
+	n := int(frac * float64(width))
+	speed, eta := rateETA(p)
+	return fmt.Sprintf("[%s%s] %3.0f%% files %d/%d %.1f MB/s ETA %s conns %d", strings.Repeat("#", n),
+		strings.Repeat("-", width-n), frac*100, p.FilesDone, p.Files, speed/1e6, eta, p.Connections)
+}
+
+// progressLine is the plain periodic line.
+func progressLine(p download.Progress) string {
+	speed, eta := rateETA(p)
+	s := fmt.Sprintf("newsget: files %d/%d segments %d/%d (%d missing) %s %.1f MB/s ETA %s retries %d",
+		p.FilesDone, p.Files, p.Done, p.Segments, p.Failed, download.FormatBytes(p.Received), speed/1e6, eta, p.Retries)
+	if p.QuotaReached != "" {
+		s += " (" + p.QuotaReached + ")"
+	}
+	return s
+}
+
+// printSummary writes the end-of-run summary.
+func printSummary(w io.Writer, s *download.Summary) {
+	complete, incomplete := 0, 0
+	missing := 0
+	for _, f := range s.Files {
+		if f.Complete {
+			complete++
+		} else {
+			incomplete++
+		}
+		missing += len(f.Missing)
+	}
+	for _, e := range s.JobErrs {
+		fmt.Fprintf(w, "refused: %s\n", e)
+	}
+	for _, f := range s.Files {
+		if f.Complete {
+			fmt.Fprintf(w, "complete: %s (%d bytes)\n", f.Name, f.Size)
+			continue
+		}
+		fmt.Fprintf(w, "incomplete: %s: %s\n", f.Name, f.Err)
+		for _, line := range strings.Split(strings.TrimSpace(download.FormatMissing(f.Missing)), "\n") {
+			if line != "" {
+				fmt.Fprintf(w, "  %s\n", line)
+			}
+		}
+	}
+	for _, sv := range s.Servers {
+		fmt.Fprintf(w, "server given up: %s\n", sv)
+	}
+	secs := s.Elapsed.Seconds()
+	speed := 0.0
+	if secs > 0 {
+		speed = float64(s.Received) / secs / 1e6
+	}
+	var retries []string
+	keys := make([]string, 0, len(s.Retries))
+	for k := range s.Retries {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		retries = append(retries, fmt.Sprintf("%s %d", k, s.Retries[k]))
+	}
+	if len(retries) == 0 {
+		retries = []string{"none"}
+	}
+	fmt.Fprintf(w, "summary: files %d complete, %d incomplete; %d bytes received, %d written; segments %d done, %d missing; requests %d; retries: %s; %.1f MB/s in %s\n",
+		complete, incomplete, s.Received, s.Decoded, s.Stats.Done, missing, s.Stats.Requests, strings.Join(retries, ", "),
+		speed, s.Elapsed.Round(time.Millisecond))
+	if s.Quota != "" {
+		fmt.Fprintf(w, "stopped: %s\n", s.Quota)
+	}
+	if s.Fatal != "" {
+		fmt.Fprintf(w, "stopped: %s\n", s.Fatal)
+	}
+}

@@ -1,0 +1,73 @@
+package download
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/runtime/nntptest"
+)
+
+// TestDownloadBasic downloads two multi-part files (one with a short last
+// part) over two connections with pipelining and checks every byte, the
+// names, that each BODY was sent once, and the summary's counters.
+func TestDownloadBasic(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	a := posting("a.bin", 1, 10000, 3000) // 4 parts, the last 1000 bytes
+	b := posting("b.dat", 2, 4096, 4096)  // one part
+	serve(t, s, nil, a, b)
+	r := newRun(t, server(s, "s1"))
+	sum := r.run(t, NZB(a, b))
+	if !sum.Complete() {
+		t.Fatalf("not complete: %v %+v", results(sum), sum)
+	}
+	want := map[string]string{"a.bin": digest(a.Data), "b.dat": digest(b.Data)}
+	if diff := cmp.Diff(want, r.outputs(t)); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	for id, n := range bodyCounts(s) {
+		if n != 1 {
+			t.Errorf("BODY %s sent %d times", id, n)
+		}
+	}
+	if sum.Stats.Done != 5 || sum.Stats.Requests != 5 || sum.Decoded != 14096 {
+		t.Errorf("stats: done %d requests %d decoded %d; want 5, 5, 14096", sum.Stats.Done, sum.Stats.Requests, sum.Decoded)
+	}
+	// The job is finished: nothing left in the queue, no file info.
+	if des, _ := os.ReadDir(filepath.Join(r.cfg.QueueDir, "jobs", "queue")); len(des) != 0 {
+		t.Errorf("queue still holds %d entries", len(des))
+	}
+}
+
+// TestDownloadMissingSegment: a part on no server leaves the file as
+// NAME.part with NAME.incomplete naming the exact byte range missing.
+func TestDownloadMissingSegment(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	a := posting("a.bin", 3, 10000, 3000)
+	serve(t, s, func(p Posting, n int) bool { return n == 2 }, a)
+	r := newRun(t, server(s, "s1"))
+	sum := r.run(t, NZB(a))
+	if sum.Complete() {
+		t.Fatal("complete with a part missing")
+	}
+	if diff := cmp.Diff([]string{"a.bin.part incomplete: missing segment 2 bytes 3000-5999 (3000 bytes)"}, results(sum)); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	side, err := os.ReadFile(filepath.Join(r.cfg.DownloadDir, "a.bin.incomplete"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(side), "missing segment 2 bytes 3000-5999 (3000 bytes)") {
+		t.Errorf("sidecar:\n%s", side)
+	}
+	part, err := os.ReadFile(filepath.Join(r.cfg.DownloadDir, "a.bin.part"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every byte outside the missing range is right.
+	if len(part) != len(a.Data) || string(part[:3000]) != string(a.Data[:3000]) || string(part[6000:]) != string(a.Data[6000:]) {
+		t.Errorf("the .part holds wrong bytes outside the missing range")
+	}
+}
