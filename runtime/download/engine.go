@@ -102,15 +102,15 @@ type Engine struct {
 	limiter   download.Limiter
 	limiterMu sync.Mutex
 
-	kick     chan struct{} // wakes the loop: deadline or state changed
-	received atomic.Int64  // bytes read from servers
-	decoded  atomic.Int64  // bytes written to files
-	quotaAt  int64         // received when the quota was last counted
-	totalBytes int64       // article bytes of the segments to fetch (NZB bytes=)
-	wg       sync.WaitGroup
-	ctx      context.Context
-	stop     context.CancelFunc
-	start    time.Time
+	kick       chan struct{} // wakes the loop: deadline or state changed
+	received   atomic.Int64  // bytes read from servers
+	decoded    atomic.Int64  // bytes written to files
+	quotaAt    int64         // received when the quota was last counted
+	totalBytes int64         // article bytes of the segments to fetch (NZB bytes=)
+	wg         sync.WaitGroup
+	ctx        context.Context
+	stop       context.CancelFunc
+	start      time.Time
 }
 
 // serverRun is a configured server and what happened to it.

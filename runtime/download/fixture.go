@@ -34,11 +34,16 @@ func (p Posting) MessageID(n int) string {
 // Body is part n's yEnc body (CRLF lines, not dot-stuffed): =ybegin with
 // part= and total=, =ypart, data, =yend with pcrc32 and the whole file's
 // crc32.
-func (p Posting) Body(n int) []byte {
+func (p Posting) Body(n int) []byte { return p.body(n, false) }
+
+// WireBody is Body in NNTP wire form: dot-stuffed, ending in ".\r\n".
+func (p Posting) WireBody(n int) []byte { return p.body(n, true) }
+
+func (p Posting) body(n int, wire bool) []byte {
 	begin := (n - 1) * p.PartSize
 	end := min(begin+p.PartSize, len(p.Data))
 	return proto.YencEncode(nil, p.Data[begin:end], proto.YencOptions{Name: p.Name, Part: n, Total: p.Parts(),
-		Begin: int64(begin) + 1, Size: int64(len(p.Data)), HasFileCRC: true, FileCRC: crc32.ChecksumIEEE(p.Data)})
+		Begin: int64(begin) + 1, Size: int64(len(p.Data)), HasFileCRC: true, FileCRC: crc32.ChecksumIEEE(p.Data), Wire: wire})
 }
 
 // Subject is part n's subject, in the usual posting convention.
