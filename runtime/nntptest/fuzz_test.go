@@ -4,88 +4,10 @@ import (
 	"math"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
-
-// wildmatReference is a slow wildmat built on regexp: each pattern becomes
-// an anchored expression, and the last one to match decides.
-func wildmatReference(pat, name string) bool {
-	result := false
-	for _, p := range strings.Split(pat, ",") {
-		neg := strings.HasPrefix(p, "!")
-		if neg {
-			p = p[1:]
-		}
-		var re strings.Builder
-		re.WriteString(`^`)
-		for _, r := range p {
-			switch r {
-			case '*':
-				re.WriteString(`(?s:.*)`)
-			case '?':
-				re.WriteString(`(?s:.)`)
-			default:
-				re.WriteString(regexp.QuoteMeta(string(r)))
-			}
-		}
-		re.WriteString(`$`)
-		if regexp.MustCompile(re.String()).MatchString(name) {
-			result = !neg
-		}
-	}
-	return result
-}
-
-func TestWildmat(t *testing.T) {
-	tests := []struct {
-		pat, name string
-		want      bool
-	}{
-		{"*", "misc.test", true},
-		{"misc.*", "misc.test", true},
-		{"misc.*", "alt.misc", false},
-		{"*,!misc.*", "misc.test", false},
-		{"*,!misc.*,misc.test", "misc.test", true},
-		{"!misc.*", "alt.test", false}, // a lone negation matches nothing
-		{"?isc.test", "misc.test", true},
-		{"misc.te?t", "misc.tet", false},
-		{"a*b*c", "aXXbYYc", true},
-		{"a*b*c", "aXXbYY", false},
-		{"", "", true},
-		{"", "x", false},
-		{"é?", "éü", true},
-		{"*.binaries.*", "alt.binaries.test", true},
-	}
-	for _, tt := range tests {
-		if got := wildmat(tt.pat, tt.name); got != tt.want {
-			t.Errorf("wildmat(%q, %q) = %v, want %v", tt.pat, tt.name, got, tt.want)
-		}
-		if ref := wildmatReference(tt.pat, tt.name); ref != tt.want {
-			t.Errorf("reference wildmat(%q, %q) = %v, want %v", tt.pat, tt.name, ref, tt.want)
-		}
-	}
-}
-
-// FuzzWildmat checks the matcher against the regexp reference.
-func FuzzWildmat(f *testing.F) {
-	for _, s := range [][2]string{
-		{"*,!misc.*,misc.test", "misc.test"}, {"a*b?c", "aXbYc"}, {"**?*", "é"}, {"comp.lang.*", "comp.lang.go"},
-	} {
-		f.Add(s[0], s[1])
-	}
-	f.Fuzz(func(t *testing.T, pat, name string) {
-		if !utf8.ValidString(pat) || len(pat) > 64 || len(name) > 256 {
-			t.Skip()
-		}
-		if got, want := wildmat(pat, name), wildmatReference(pat, name); got != want {
-			t.Errorf("wildmat(%q, %q) = %v, reference says %v", pat, name, got, want)
-		}
-	})
-}
 
 var rangeRE = regexp.MustCompile(`^([0-9]{1,18})(-([0-9]{1,18})?)?$`)
 

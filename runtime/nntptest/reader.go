@@ -441,7 +441,8 @@ func cmdHdr(c *conn, cmd proto.Command) []byte {
 }
 
 // listGroups is LIST ACTIVE and LIST NEWSGROUPS: a line per group that the
-// optional wildmat matches (RFC 3977 §7.6.3, §7.6.6).
+// optional wildmat matches (RFC 3977 §7.6.3, §7.6.6), matched by
+// proto.MatchWildmat like every other wildmat in newsflow.
 func listGroups(c *conn, cmd proto.Command, line func(dst []byte, g *group) []byte) []byte {
 	if len(cmd.Args) > 2 {
 		return syntax("LIST " + cmd.Args[0] + " [wildmat]")
@@ -451,7 +452,7 @@ func listGroups(c *conn, cmd proto.Command, line func(dst []byte, g *group) []by
 	defer c.s.mu.Unlock()
 	var b []byte
 	for _, g := range c.s.store.sortedGroups() {
-		if pat == "" || wildmat(pat, g.Name) {
+		if pat == "" || proto.MatchWildmat(pat, g.Name) {
 			b = line(b, g)
 		}
 	}
@@ -514,7 +515,7 @@ func cmdNewNews(c *conn, cmd proto.Command) []byte {
 			continue
 		}
 		for name := range a.numbers {
-			if wildmat(cmd.Args[0], name) {
+			if proto.MatchWildmat(cmd.Args[0], name) {
 				arts = append(arts, a)
 				break
 			}

@@ -1,6 +1,7 @@
 package nntptest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -140,6 +141,63 @@ func TestReaderLists(t *testing.T) {
 			"<1@example>", "<2@example>", "<3@example>", "."}},
 		{"NEWNEWS * 2024 000000", []string{"501 Syntax: NEWNEWS wildmat yyyymmdd hhmmss [GMT]"}},
 		{"FROBNICATE", []string{"500 What?"}},
+	})
+}
+
+// TestReaderWildmat checks that LIST ACTIVE and NEWNEWS filter with
+// proto.MatchWildmat (RFC 3977 §4, INN uwildmat): the last matching element
+// decides, "!" negates, "?" is one UTF-8 character, and the §4.4 sets and
+// escapes work while a malformed element matches nothing. The matcher itself
+// is tested and fuzzed in proto; this is about the server using it.
+func TestReaderWildmat(t *testing.T) {
+	s := readerFixture(t, Options{})
+	for _, name := range []string{"alt.binaries.test", "comp.lang.c", "comp.lang.go", "comp.os", "de.alt.grüße"} {
+		s.AddGroup(Group{Name: name})
+	}
+	all := []string{"alt.binaries.test", "alt.test", "comp.lang.c", "comp.lang.go", "comp.os", "de.alt.grüße", "local.empty", "misc.test"}
+	c := dialGreeted(t, s)
+	tests := []struct {
+		pat  string
+		want []string
+	}{
+		{"*", all},
+		{"misc.*", []string{"misc.test"}},
+		{"*,!*.test", []string{"comp.lang.c", "comp.lang.go", "comp.os", "de.alt.grüße", "local.empty"}},
+		{"*,!misc.*,misc.test", all},
+		{"!misc.*", nil}, // a lone negation matches nothing
+		{"?isc.test", []string{"misc.test"}},
+		{"de.alt.gr??e", []string{"de.alt.grüße"}}, // "?" is a character, not an octet
+		{"*ü*", []string{"de.alt.grüße"}},
+		{"*.binaries.*", []string{"alt.binaries.test"}},
+		{"comp.*,!comp.lang.*,comp.lang.go", []string{"comp.lang.go", "comp.os"}},
+		// RFC 3977 §4.4 sets and escapes, as INN implements them.
+		{"[a-c]*", []string{"alt.binaries.test", "alt.test", "comp.lang.c", "comp.lang.go", "comp.os"}},
+		{"[!a-l]*", []string{"misc.test"}},
+		{"comp.lang.[cg]*", []string{"comp.lang.c", "comp.lang.go"}},
+		{"misc\\.test", []string{"misc.test"}},
+		{"comp.[,misc.*", []string{"misc.test"}}, // the malformed element matches nothing
+	}
+	for _, tt := range tests {
+		lines := c.do("LIST ACTIVE " + tt.pat)
+		if len(lines) < 2 || lines[0] != "215 List follows" || lines[len(lines)-1] != "." {
+			t.Errorf("LIST ACTIVE %s: response %q, want a 215 list", tt.pat, lines)
+			continue
+		}
+		var got []string
+		for _, l := range lines[1 : len(lines)-1] {
+			name, _, _ := strings.Cut(l, " ")
+			got = append(got, name)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("LIST ACTIVE %s: groups (-want +got):\n%s", tt.pat, diff)
+		}
+	}
+	// NEWNEWS filters the same way: <2@example> is the only article in a
+	// group other than misc.test (alt.test).
+	runSteps(t, c, []step{
+		{"NEWNEWS [a-l]* 20240101 000000 GMT", []string{"230 List of new articles follows", "<2@example>", "."}},
+		{"NEWNEWS *,!misc.* 20240101 000000 GMT", []string{"230 List of new articles follows", "<2@example>", "."}},
+		{"NEWNEWS m[h-j]sc.test 20240101 000000 GMT", []string{"230 List of new articles follows", "<1@example>", "<2@example>", "<3@example>", "."}},
 	})
 }
 
