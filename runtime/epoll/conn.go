@@ -334,11 +334,16 @@ func (c *Conn) advance() {
 				continue
 			}
 			if c.readErr != nil {
-				// The machine went on after the peer's EOF (it does not
-				// implement EOFReceiver, or ignored it): nothing more can
-				// come.
-				c.finish(r, fmt.Errorf("epoll: read: %w", c.readErr), true)
-				return
+				if _, ok := r.m.(machine.EOFReceiver); !ok || c.readErr != io.EOF {
+					// The machine cannot learn of the EOF, or the
+					// connection failed: nothing more can come.
+					c.finish(r, fmt.Errorf("epoll: read: %w", c.readErr), true)
+					return
+				}
+				// An EOFReceiver that is not Closed after the peer's EOF
+				// still has work (machine/ingest owes answers its owner
+				// has not given yet): it keeps its other inputs, Do,
+				// Post and Timeout, until it closes.
 			}
 			r.phase = phIdle
 		case phFail:
@@ -364,7 +369,7 @@ func (c *Conn) advance() {
 				r.phase = phStep
 				continue
 			}
-			if c.readable && (r.pauser == nil || !r.pauser.Paused()) && c.read(r) {
+			if c.readable && c.readErr == nil && (r.pauser == nil || !r.pauser.Paused()) && c.read(r) {
 				continue
 			}
 			if d, ok := r.m.Deadline(); ok {
