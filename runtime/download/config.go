@@ -239,7 +239,7 @@ func ParseConfig(name string, text []byte) (*Config, error) {
 			var errs []error
 			for _, e := range strict.Errors {
 				row, _ := e.Position()
-				errs = append(errs, &ConfigError{File: name, Line: row, Key: arrayKey(e.Key(), text), Msg: "unknown key"})
+				errs = append(errs, &ConfigError{File: name, Line: row, Key: keyAtLine(keys, row, strings.Join(e.Key(), ".")), Msg: "unknown key"})
 			}
 			return nil, errors.Join(errs...)
 		}
@@ -259,9 +259,6 @@ func ParseConfig(name string, text []byte) (*Config, error) {
 	}
 	return c, nil
 }
-
-// arrayKey names a key of the TOML document for messages.
-func arrayKey(k []string, _ []byte) string { return strings.Join(k, ".") }
 
 // keyAtLine prefers the indexed key name (with its [[server]] number) of
 // the key on a line.
@@ -380,8 +377,8 @@ func (c *Config) Check() error {
 		default:
 			errs = append(errs, c.errAt(key("encryption"), "%q: want none, tls or starttls", s.Encryption))
 		}
-		if s.IPVersion == "" {
-			s.IPVersion = "auto"
+		if err := s.IPVersion.UnmarshalText([]byte(s.IPVersion)); err != nil {
+			errs = append(errs, c.errAt(key("ip_version"), "%v", err))
 		}
 		if s.Connections == 0 {
 			s.Connections = DefaultConnections

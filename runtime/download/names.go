@@ -28,6 +28,8 @@ func SanitizeName(name, fallback string) string {
 			b.WriteByte('_')
 		case r == '/' || r == '\\':
 			b.WriteByte('_')
+		case r == '\t':
+			b.WriteByte(' ')
 		case r < 0x20 || r == 0x7f || unicode.Is(unicode.Cc, r) || r == 0xfffd:
 			// control characters (NUL, CR, LF, ESC sequences) are dropped
 		case unicode.IsSpace(r):
