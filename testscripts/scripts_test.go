@@ -29,7 +29,7 @@ import (
 // when the program's main package exists.
 var programs = []string{
 	"newsfeed",
-	// "newsget",
+	"newsget",
 	// "newsweb",
 	// "newsbench",
 }
