@@ -381,6 +381,7 @@ func (e *Engine) step(c *connRun, m *pooled, now time.Time) error {
 		e.mu.Unlock()
 		e.wakeAll(wake)
 	}()
+	e.accountQuota(now)
 	if werr != nil && e.fatal == nil {
 		// A write to the output failed (disk full?): nothing more can be
 		// stored, so the run ends; progress so far stays resumable.

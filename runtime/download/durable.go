@@ -82,12 +82,8 @@ func openQuota(dir string, cfg *Config, loc *time.Location) (*quotaStore, error)
 	return s, nil
 }
 
-// save writes the counters when they changed since the last save.
-func (s *quotaStore) save() error {
-	st := s.q.State()
-	if st == s.saved {
-		return nil
-	}
+// saveState writes counters taken from the quota.
+func (s *quotaStore) saveState(st download.QuotaState) error {
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err

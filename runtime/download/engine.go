@@ -338,9 +338,7 @@ func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
 	for _, jr := range jobsRun {
 		e.endJob(jr)
 	}
-	if err := e.quota.save(); err != nil {
-		e.log.Error("quota state", "err", err)
-	}
+	e.saveQuota()
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -548,7 +546,7 @@ func (e *Engine) loop() {
 			e.fatal = err
 			e.mu.Unlock()
 		}
-		e.countQuota()
+		e.saveQuota()
 		e.mu.Lock()
 		e.finishFiles(false)
 		done := e.sched.Finished() || e.fatal != nil || (e.closing && e.sched.Stats().InFlight == 0)
@@ -703,29 +701,41 @@ func (o *outFile) interrupted(why string) *FileResult {
 	return r
 }
 
-// countQuota adds the bytes read since the last count to the quota,
-// persists it, and stops the run when a quota is reached.
-func (e *Engine) countQuota() {
-	now := e.opts.Now()
+// accountQuota adds the bytes read since the last count to the quota
+// and, when one is reached, pauses the Scheduler: requests in flight
+// finish, no new ones start. Called with mu held, after every step, so at
+// most the requests already in flight pass a quota.
+func (e *Engine) accountQuota(now time.Time) {
 	got := e.received.Load()
-	e.quota.q.Add(now, got-e.quotaAt)
-	e.quotaAt = got
-	if err := e.quota.save(); err != nil {
-		e.log.Error("quota state", "err", err)
-	}
-	reached, kind := e.quota.q.Reached(now)
-	if !reached {
+	if got == e.quotaAt {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.quota.q.Add(now, got-e.quotaAt)
+	e.quotaAt = got
 	if e.quotaMsg != "" {
 		return
 	}
-	e.quotaMsg = e.quotaMessage(kind)
-	e.log.Warn("quota reached: stopping", "quota", kind.String())
-	e.sched.Pause(now, true)
-	e.closing = true
+	if reached, kind := e.quota.q.Reached(now); reached {
+		e.quotaMsg = e.quotaMessage(kind)
+		e.log.Warn("quota reached: stopping", "quota", kind.String())
+		e.sched.Pause(now, true)
+		e.closing = true
+		e.kickLoop()
+	}
+}
+
+// saveQuota persists the quota counters when they changed.
+func (e *Engine) saveQuota() {
+	e.mu.Lock()
+	e.accountQuota(e.opts.Now())
+	st := e.quota.q.State()
+	e.mu.Unlock()
+	if st == e.quota.saved {
+		return
+	}
+	if err := e.quota.saveState(st); err != nil {
+		e.log.Error("quota state", "err", err)
+	}
 }
 
 // quotaMessage says which quota stopped the download and when it resets.

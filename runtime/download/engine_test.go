@@ -71,3 +71,49 @@ func TestDownloadMissingSegment(t *testing.T) {
 		t.Errorf("the .part holds wrong bytes outside the missing range")
 	}
 }
+
+// TestQuota: a daily quota stops the download after the request that
+// reaches it (nothing more is asked for), the state persists, a rerun the
+// same day asks for nothing, and a rerun with a larger quota resumes with
+// only the parts not yet downloaded.
+func TestQuota(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	p := posting("q.bin", 40, 12000, 3000)
+	serve(t, s, nil, p)
+	c := server(s, "s1")
+	c.Connections, c.Pipeline = 1, 1
+	r := newRun(t, c)
+	r.cfg.DailyQuota = 5000 // two parts of about 3.1 KB on the wire
+	sum := r.run(t, NZB(p))
+	if sum.Complete() || !strings.Contains(sum.Quota, "daily quota of 4.9 KiB reached") {
+		t.Fatalf("quota: %q, results %v", sum.Quota, results(sum))
+	}
+	if n := s.Count("BODY"); n != 2 {
+		t.Errorf("%d BODY commands before the quota stopped it, want 2", n)
+	}
+	st, err := os.ReadFile(filepath.Join(r.cfg.QueueDir, "quota.json"))
+	if err != nil || !strings.Contains(string(st), `"day_bytes"`) {
+		t.Fatalf("quota state: %s %v", st, err)
+	}
+
+	again := func(quota Size) *Summary {
+		r2 := newRun(t, c)
+		r2.cfg.DownloadDir, r2.cfg.QueueDir, r2.cfg.DailyQuota = r.cfg.DownloadDir, r.cfg.QueueDir, quota
+		return r2.run(t, NZB(p))
+	}
+	if sum := again(5000); sum.Quota == "" || s.Count("BODY") != 2 {
+		t.Fatalf("rerun with the quota used up: quota %q, BODY %d", sum.Quota, s.Count("BODY"))
+	}
+	if sum := again(1 << 20); !sum.Complete() {
+		t.Fatalf("rerun with room: %v %q", results(sum), sum.Quota)
+	}
+	counts := bodyCounts(s)
+	for n := 1; n <= p.Parts(); n++ {
+		if counts[p.MessageID(n)] != 1 {
+			t.Errorf("part %d fetched %d times", n, counts[p.MessageID(n)])
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"q.bin": digest(p.Data)}, r.outputs(t)); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+}

@@ -267,6 +267,50 @@ func (o *outFile) missingRange(n int) jobs.Missing {
 	return m
 }
 
+// refineMissing gives missing segments whose range was not known when
+// they failed (no part had told the layout yet) their range: from the
+// layout, or, when every part arrived in this run, from the gaps the parts
+// leave, matched to the missing segments in order. Called with mu held.
+func (o *outFile) refineMissing() {
+	var unknown []int
+	for n, m := range o.missing {
+		if m.End > m.Begin {
+			continue
+		}
+		if b, e, ok := o.rangeOf(n); ok {
+			o.missing[n] = jobs.Missing{Segment: n, Begin: b, End: e}
+			continue
+		}
+		unknown = append(unknown, n)
+	}
+	if len(unknown) == 0 || !o.sizeKnown || o.prior.Len() > 0 {
+		return
+	}
+	ps := make([]partInfo, 0, len(o.parts))
+	for _, p := range o.parts {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b partInfo) int { return int(a.off - b.off) })
+	var gaps [][2]int64
+	at := int64(0)
+	for _, p := range ps {
+		if p.off > at {
+			gaps = append(gaps, [2]int64{at, p.off})
+		}
+		at = max(at, p.off+p.size)
+	}
+	if at < o.info.Size {
+		gaps = append(gaps, [2]int64{at, o.info.Size})
+	}
+	if len(gaps) != len(unknown) {
+		return
+	}
+	slices.Sort(unknown)
+	for i, n := range unknown {
+		o.missing[n] = jobs.Missing{Segment: n, Begin: gaps[i][0], End: gaps[i][1]}
+	}
+}
+
 // takeInfo returns the file info to persist, if it changed.
 func (o *outFile) takeInfo() (fileInfo, bool) {
 	o.mu.Lock()
@@ -303,6 +347,7 @@ func (o *outFile) finish(overwrite bool, taken func(string) bool) *FileResult {
 	if o.sizeKnown {
 		r.Size = o.info.Size
 	}
+	o.refineMissing()
 	for _, m := range o.missing {
 		r.Missing = append(r.Missing, m)
 	}

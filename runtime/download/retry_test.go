@@ -97,6 +97,10 @@ func TestRetryTable(t *testing.T) {
 			want:    []string{"r.bin.part incomplete: missing segment 4 bytes 9000-11999 (3000 bytes)"},
 			bodies:  map[string][]int{"s1": {1, 1, 1, 1}, "s2": {0, 0, 0, 1}},
 			retry:   map[string]int{"missing": 1}},
+		{name: "430 everywhere for the first part: its range is known at the end",
+			servers: []srvSpec{{name: "s1", cfg: one, lacks: []int{1}}},
+			want:    []string{"r.bin.part incomplete: missing segment 1 bytes 0-2999 (3000 bytes)"},
+			bodies:  map[string][]int{"s1": {1, 1, 1, 1}}},
 		{name: "CRC mismatch: once more on the same server, then next",
 			servers: []srvSpec{
 				{name: "s1", cfg: level(0), body: func(n, _ int) []byte {
