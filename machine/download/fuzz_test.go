@@ -119,11 +119,7 @@ func fetchCorpus() [][]byte {
 	var out [][]byte
 	files, _ := filepath.Glob("testdata/*.txt")
 	for _, file := range files {
-		text, err := os.ReadFile(file)
-		if err != nil {
-			continue
-		}
-		tr, err := transcript.Parse(text)
+		tr, err := transcript.ReadFile(file)
 		if err != nil {
 			continue
 		}

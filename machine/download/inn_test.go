@@ -213,13 +213,9 @@ func TestINNFetch(t *testing.T) {
 		t.Logf("wrote %s", innGolden)
 		return
 	}
-	golden, err := os.ReadFile(innGolden)
+	gt, err := transcript.ReadFile(innGolden)
 	if err != nil {
 		t.Fatalf("%v (run with -update-inn to record it)", err)
-	}
-	gt, err := transcript.Parse(golden)
-	if err != nil {
-		t.Fatal(err)
 	}
 	if d := cmp.Diff(dataLines(gt), dataLines(parsed)); d != "" {
 		t.Errorf("the session differs from %s (-golden +live); rerun with -update-inn if INN changed:\n%s", innGolden, d)

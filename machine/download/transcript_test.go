@@ -3,7 +3,6 @@ package download
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -54,15 +53,7 @@ func parseRequest(w []string) (Request, error) {
 func readFetchHeader(tr transcript.Transcript) (fetchScript, error) {
 	s := fetchScript{bytes: map[Key]string{}}
 	haveCfg := false
-	for _, e := range tr {
-		if e.Kind != transcript.Comment {
-			continue
-		}
-		key, val, ok := strings.Cut(e.Text, ":")
-		if !ok {
-			continue
-		}
-		val = strings.TrimSpace(val)
+	for key, val := range tr.Fields() {
 		switch key {
 		case "config":
 			haveCfg = true
@@ -246,63 +237,36 @@ func replayFetch(tr transcript.Transcript, s fetchScript, split func([]byte) [][
 	return l, nil
 }
 
-// maxServerRun is the length of the longest run of consecutive server data.
-func maxServerRun(tr transcript.Transcript) int {
-	best, cur := 0, 0
-	for _, e := range tr {
-		switch {
-		case e.Kind == transcript.Data && e.Side == transcript.Server:
-			cur += len(e.Data)
-			best = max(best, cur)
-		case e.Kind == transcript.Blank || e.Kind == transcript.Comment:
-		default:
-			cur = 0
-		}
-	}
-	return best
-}
-
 func TestFetchTranscripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts: %v", err)
+	files, err := transcript.ReadFiles("testdata/*.txt")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			text, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr, err := transcript.Parse(text)
-			if err != nil {
-				t.Fatal(err)
-			}
+	for _, f := range files {
+		t.Run(filepath.Base(f.Path), func(t *testing.T) {
+			tr := f.Transcript
 			s, err := readFetchHeader(tr)
 			if err != nil {
 				t.Fatal(err)
 			}
-			splits := map[string]func([]byte) [][]byte{"whole": transcript.Whole, "bytes": transcript.Chunks(1)}
-			if !s.wholeOnly {
-				splits["lines"] = nil
-			}
-			cuts := maxServerRun(tr)
+			limit := 0
 			if s.wholeOnly {
-				cuts = min(cuts, 200)
+				limit = 200
 			}
-			for k := 1; k < cuts; k++ {
-				splits[fmt.Sprintf("cut at %d", k)] = transcript.CutAt(k)
-			}
-			for name, split := range splits {
-				l, err := replayFetch(tr, s, split)
+			for _, split := range transcript.Splits(tr, transcript.Server, limit) {
+				if s.wholeOnly && split.Name == "lines" {
+					continue
+				}
+				l, err := replayFetch(tr, s, split.Fn)
 				if err != nil {
-					t.Fatalf("replay (%s): %v", name, err)
+					t.Fatalf("replay (%s): %v", split.Name, err)
 				}
 				if diff := cmp.Diff(s.want, summarize(l.evs)); diff != "" {
-					t.Fatalf("replay (%s): events (-want +got):\n%s", name, diff)
+					t.Fatalf("replay (%s): events (-want +got):\n%s", split.Name, diff)
 				}
 				for k, want := range s.bytes {
 					if got := string(l.bytes[k]); got != want {
-						t.Fatalf("replay (%s): segment %s bytes %q, want %q", name, k, got, want)
+						t.Fatalf("replay (%s): segment %s bytes %q, want %q", split.Name, k, got, want)
 					}
 				}
 			}

@@ -148,13 +148,9 @@ func TestINNStream(t *testing.T) {
 		t.Logf("wrote %s", innGolden)
 		return
 	}
-	golden, err := os.ReadFile(innGolden)
+	gt, err := transcript.ReadFile(innGolden)
 	if err != nil {
 		t.Fatalf("%v (run with -update to record it)", err)
-	}
-	gt, err := transcript.Parse(golden)
-	if err != nil {
-		t.Fatal(err)
 	}
 	gc, gs := skeleton(gt)
 	lc, ls := skeleton(live)

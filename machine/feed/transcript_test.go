@@ -2,7 +2,6 @@ package feed
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,15 +42,7 @@ type scripted struct {
 func readHeader(tr transcript.Transcript) (scripted, error) {
 	s := scripted{bodies: bodyMap{}}
 	var haveCfg, haveWant bool
-	for _, e := range tr {
-		if e.Kind != transcript.Comment {
-			continue
-		}
-		key, val, ok := strings.Cut(e.Text, ":")
-		if !ok {
-			continue
-		}
-		val = strings.TrimSpace(val)
+	for key, val := range tr.Fields() {
 		switch key {
 		case "config":
 			haveCfg = true
@@ -229,59 +220,32 @@ func firstFeedCommand(tr transcript.Transcript) int {
 	return len(tr)
 }
 
-// maxRun is the length of the longest run of consecutive server data.
-func maxRun(tr transcript.Transcript) int {
-	best, cur := 0, 0
-	for _, e := range tr {
-		switch {
-		case e.Kind == transcript.Data && e.Side == transcript.Server:
-			cur += len(e.Data)
-			best = max(best, cur)
-		case e.Kind == transcript.Blank || e.Kind == transcript.Comment:
-		default:
-			cur = 0
-		}
-	}
-	return best
-}
-
 func TestTranscripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts: %v", err)
+	files, err := transcript.ReadFiles("testdata/*.txt")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			text, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr, err := transcript.Parse(text)
-			if err != nil {
-				t.Fatal(err)
-			}
+	for _, f := range files {
+		t.Run(filepath.Base(f.Path), func(t *testing.T) {
+			tr := f.Transcript
 			s, err := readHeader(tr)
 			if err != nil {
 				t.Fatal(err)
 			}
-			splits := map[string]func([]byte) [][]byte{"whole": transcript.Whole, "bytes": transcript.Chunks(1)}
-			if !s.wholeOnly {
-				splits["lines"] = nil
-			}
-			cuts := maxRun(tr)
+			limit := 0
 			if s.wholeOnly {
-				cuts = min(cuts, 64) // a recorded run can be long; its start is what varies
+				limit = 64 // a recorded run can be long; its start is what varies
 			}
-			for k := 1; k < cuts; k++ {
-				splits[fmt.Sprintf("cut at %d", k)] = transcript.CutAt(k)
-			}
-			for name, split := range splits {
-				got, err := replayFeed(tr, s, split)
+			for _, split := range transcript.Splits(tr, transcript.Server, limit) {
+				if s.wholeOnly && split.Name == "lines" {
+					continue
+				}
+				got, err := replayFeed(tr, s, split.Fn)
 				if err != nil {
-					t.Fatalf("replay (%s): %v", name, err)
+					t.Fatalf("replay (%s): %v", split.Name, err)
 				}
 				if want := s.want + s.tally; got != want {
-					t.Fatalf("replay (%s): events\n  %s\nwant\n  %s", name, got, want)
+					t.Fatalf("replay (%s): events\n  %s\nwant\n  %s", split.Name, got, want)
 				}
 			}
 		})

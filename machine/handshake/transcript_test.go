@@ -35,15 +35,7 @@ type scripted struct {
 func readHeader(tr transcript.Transcript) (scripted, error) {
 	var s scripted
 	var haveCfg, haveWant bool
-	for _, e := range tr {
-		if e.Kind != transcript.Comment {
-			continue
-		}
-		key, val, ok := strings.Cut(e.Text, ":")
-		if !ok {
-			continue
-		}
-		val = strings.TrimSpace(val)
+	for key, val := range tr.Fields() {
 		switch key {
 		case "config":
 			haveCfg = true
@@ -174,65 +166,28 @@ func drainEvents(m eventer) []Event {
 	}
 }
 
-// splits returns the ways to cut input tried for a transcript: the default
-// (one line per Receive), whole runs, byte by byte, and a cut at every
-// offset up to the longest run.
-func splits(tr transcript.Transcript) map[string]func([]byte) [][]byte {
-	longest, run := 0, 0
-	for _, e := range tr {
-		switch {
-		case e.Kind == transcript.Data && e.Side == transcript.Server:
-			run += len(e.Data)
-			longest = max(longest, run)
-		case e.Kind == transcript.Blank || e.Kind == transcript.Comment:
-		default:
-			run = 0
-		}
-	}
-	m := map[string]func([]byte) [][]byte{
-		"lines": nil, "whole": transcript.Whole, "bytes": transcript.Chunks(1),
-	}
-	for i := 1; i < longest; i++ {
-		m[fmt.Sprintf("cut%d", i)] = transcript.CutAt(i)
-	}
-	return m
-}
-
-func loadTranscript(t *testing.T, path string) transcript.Transcript {
-	t.Helper()
-	text, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := transcript.Parse(text)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return tr
-}
-
 func TestTranscripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
+	files, err := transcript.ReadFiles("testdata/*.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(files) < 25 {
 		t.Fatalf("found %d transcripts in testdata; some are missing", len(files))
 	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			tr := loadTranscript(t, path)
+	for _, f := range files {
+		t.Run(filepath.Base(f.Path), func(t *testing.T) {
+			path, tr := f.Path, f.Transcript
 			s, err := readHeader(tr)
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
-			for name, split := range splits(tr) {
-				got, err := replayScripted(s, tr, transcript.Options{Split: split})
+			for _, split := range transcript.Splits(tr, transcript.Server, 0) {
+				got, err := replayScripted(s, tr, transcript.Options{Split: split.Fn})
 				if err != nil {
-					t.Fatalf("%s, split %s: %v", path, name, err)
+					t.Fatalf("%s, split %s: %v", path, split.Name, err)
 				}
 				if got != s.want {
-					t.Fatalf("%s, split %s: events %q, want %q", path, name, got, s.want)
+					t.Fatalf("%s, split %s: events %q, want %q", path, split.Name, got, s.want)
 				}
 			}
 		})

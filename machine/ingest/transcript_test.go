@@ -3,7 +3,6 @@ package ingest
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,15 +40,7 @@ type scripted struct {
 func readHeader(tr transcript.Transcript) (scripted, error) {
 	s := scripted{cfg: Config{}}
 	haveOwner := false
-	for _, e := range tr {
-		if e.Kind != transcript.Comment {
-			continue
-		}
-		key, val, ok := strings.Cut(e.Text, ":")
-		if !ok {
-			continue
-		}
-		val = strings.TrimSpace(val)
+	for key, val := range tr.Fields() {
 		switch key {
 		case "owner":
 			s.policy, haveOwner = val, true
@@ -119,49 +110,36 @@ func replay(tr transcript.Transcript, split func([]byte) [][]byte) (*owner, erro
 }
 
 func TestTranscripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
+	files, err := transcript.ReadFiles("testdata/*.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) == 0 {
-		t.Fatal("no transcripts in testdata")
+	splits := []transcript.Split{
+		{Name: "lines", Fn: nil},
+		{Name: "whole", Fn: transcript.Whole},
+		{Name: "bytes", Fn: transcript.Chunks(1)},
+		{Name: "chunks7", Fn: transcript.Chunks(7)},
+		{Name: "cut3", Fn: transcript.CutAt(3)},
+		{Name: "cut100", Fn: transcript.CutAt(100)},
 	}
-	splits := []struct {
-		name string
-		fn   func([]byte) [][]byte
-	}{
-		{"lines", nil},
-		{"whole", transcript.Whole},
-		{"bytes", transcript.Chunks(1)},
-		{"chunks7", transcript.Chunks(7)},
-		{"cut3", transcript.CutAt(3)},
-		{"cut100", transcript.CutAt(100)},
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			text, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr, err := transcript.Parse(text)
-			if err != nil {
-				t.Fatal(err)
-			}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f.Path), ".txt"), func(t *testing.T) {
+			tr := f.Transcript
 			hdr, err := readHeader(tr)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var logs [][]string
 			for _, sp := range splits {
-				o, err := replay(tr, sp.fn)
+				o, err := replay(tr, sp.Fn)
 				if err != nil {
-					t.Fatalf("split %s: %v", sp.name, err)
+					t.Fatalf("split %s: %v", sp.Name, err)
 				}
 				logs = append(logs, o.log)
 			}
 			for i := 1; i < len(logs) && !hdr.splitEvents; i++ {
 				if diff := cmp.Diff(logs[0], logs[i]); diff != "" {
-					t.Errorf("events differ between splits %s and %s (-+):\n%s", splits[0].name, splits[i].name, diff)
+					t.Errorf("events differ between splits %s and %s (-+):\n%s", splits[0].Name, splits[i].Name, diff)
 				}
 			}
 		})

@@ -2,7 +2,6 @@ package reader
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -39,15 +38,7 @@ type script struct {
 func readScript(tr transcript.Transcript) (script, error) {
 	var s script
 	var haveCaps bool
-	for _, e := range tr {
-		if e.Kind != transcript.Comment {
-			continue
-		}
-		key, val, ok := strings.Cut(e.Text, ":")
-		if !ok {
-			continue
-		}
-		val = strings.TrimSpace(val)
+	for key, val := range tr.Fields() {
 		switch key {
 		case "config":
 			for _, w := range strings.Fields(val) {
@@ -370,49 +361,23 @@ func firstClientCommandAfterReady(tr transcript.Transcript) int {
 
 // TestTranscripts replays every testdata/*.txt.
 func TestTranscripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
+	files, err := transcript.ReadFiles("testdata/*.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) == 0 {
-		t.Fatal("no transcripts in testdata")
-	}
 	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
-			text, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr, err := transcript.Parse(text)
-			if err != nil {
-				t.Fatal(err)
-			}
+		t.Run(strings.TrimSuffix(filepath.Base(f.Path), ".txt"), func(t *testing.T) {
+			tr := f.Transcript
 			s, err := readScript(tr)
 			if err != nil {
 				t.Fatal(err)
 			}
-			splits := map[string]func([]byte) [][]byte{
-				"lines": nil, "whole": transcript.Whole, "bytes": transcript.Chunks(1), "chunks7": transcript.Chunks(7),
-			}
-			for name, split := range splits {
-				if err := replayScript(tr, s, split); err != nil {
-					t.Fatalf("split %s: %v", name, err)
-				}
-			}
-			// Cut every run of input at every offset (up to the longest run).
-			longest := 0
-			run := 0
-			for _, e := range tr {
-				if e.Kind == transcript.Data && e.Side == transcript.Server {
-					run += len(e.Data)
-					longest = max(longest, run)
-				} else if e.Kind == transcript.Data {
-					run = 0
-				}
-			}
-			for k := 1; k < longest && k < 4096; k++ {
-				if err := replayScript(tr, s, transcript.CutAt(k)); err != nil {
-					t.Fatalf("cut at %d: %v", k, err)
+			// Lines, whole runs, bytes, every run cut at every offset (up
+			// to the longest run), and chunks of 7.
+			splits := append(transcript.Splits(tr, transcript.Server, 4096), transcript.Split{Name: "chunks7", Fn: transcript.Chunks(7)})
+			for _, split := range splits {
+				if err := replayScript(tr, s, split.Fn); err != nil {
+					t.Fatalf("split %s: %v", split.Name, err)
 				}
 			}
 		})
