@@ -82,14 +82,7 @@ type Config struct {
 // performs no I/O and reads no clock. After every input (Receive, Timeout,
 // TLSDone, ReceiveEOF) drain AppendOutgoing and NextEvent.
 type Handshake struct {
-	cfg      Config
-	state    State
-	deadline time.Time
-	in       lineBuffer
-	out      []byte
-	events   []Event
-	closed   bool
-	auth     Auth
+	core
 
 	greeting      proto.Response
 	posting       bool                // from the greeting or MODE READER answer
@@ -113,12 +106,12 @@ func New(now time.Time, cfg Config) *Handshake {
 	if cfg.StepTimeout <= 0 {
 		cfg.StepTimeout = DefaultStepTimeout
 	}
-	return &Handshake{
+	return &Handshake{core: core{
 		cfg:      cfg,
 		state:    StateGreeting,
 		deadline: now.Add(cfg.StepTimeout),
 		auth:     Auth{User: cfg.User, Pass: cfg.Pass},
-	}
+	}}
 }
 
 // action is what a response means in a state; see table.
@@ -232,13 +225,13 @@ func (h *Handshake) Receive(now time.Time, p []byte) error {
 	case StateFailed:
 		return fmt.Errorf("handshake: %d bytes received in state %s", len(p), h.state)
 	case StateTLS:
-		return h.protocolError(now, "data received between 382 and the TLS handshake")
+		return h.protocolError("data received between 382 and the TLS handshake")
 	}
 	h.in.add(p)
 	for h.state != StateReady && h.state != StateFailed && h.state != StateTLS {
 		line, ok, err := h.in.next()
 		if err != nil {
-			return h.protocolError(now, err.Error())
+			return h.protocolError(err.Error())
 		}
 		if !ok {
 			break
@@ -250,7 +243,7 @@ func (h *Handshake) Receive(now time.Time, p []byte) error {
 	if h.state == StateTLS && h.in.buffered() > 0 {
 		// RFC 4642 §2.2.2 and the STARTTLS command-injection attacks:
 		// nothing may follow 382 in plaintext.
-		return h.protocolError(now, "data received between 382 and the TLS handshake")
+		return h.protocolError("data received between 382 and the TLS handshake")
 	}
 	return nil
 }
@@ -264,7 +257,7 @@ func (h *Handshake) line(now time.Time, line []byte) error {
 	resp, perr := proto.ParseResponse(line)
 	if h.state == StateAuth {
 		if perr != nil {
-			return h.protocolError(now, perr.Error())
+			return h.protocolError(perr.Error())
 		}
 		h.authResponse(now, resp)
 		return nil
@@ -275,7 +268,7 @@ func (h *Handshake) line(now time.Time, line []byte) error {
 	}
 	act, ok := lookup(h.state, code)
 	if !ok {
-		return h.protocolError(now, fmt.Sprintf("response %q in state %s", clip(line), h.state))
+		return h.protocolError(fmt.Sprintf("response %q in state %s", clip(line), h.state))
 	}
 	switch act {
 	case actGreeted:
@@ -331,7 +324,7 @@ func (h *Handshake) line(now time.Time, line []byte) error {
 	case actUnexpected:
 		h.fail(Failed{State: h.state, Reason: ReasonUnexpected, Response: resp}, true)
 	case actProtocol:
-		return h.protocolError(now, perr.Error())
+		return h.protocolError(perr.Error())
 	}
 	return nil
 }
@@ -441,45 +434,6 @@ func (h *Handshake) ready() {
 	h.events = append(h.events, r)
 }
 
-// fail ends the handshake. quit sends QUIT first (RFC 3977 §5.4), for
-// failures that leave the connection in step.
-func (h *Handshake) fail(f Failed, quit bool) {
-	if h.state == StateFailed {
-		return
-	}
-	if quit {
-		h.out, _ = proto.Quit().Append(h.out)
-	}
-	h.state, h.deadline, h.closed = StateFailed, time.Time{}, true
-	h.events = append(h.events, f)
-}
-
-// protocolError fails with ReasonProtocol and returns the error for Receive.
-func (h *Handshake) protocolError(now time.Time, detail string) error {
-	f := Failed{State: h.state, Reason: ReasonProtocol, Detail: detail}
-	h.fail(f, false)
-	return f
-}
-
-// Timeout fails the handshake when its step deadline has passed
-// (machine.Conn); otherwise it does nothing.
-func (h *Handshake) Timeout(now time.Time) {
-	if h.state == StateReady || h.state == StateFailed || now.Before(h.deadline) {
-		return
-	}
-	h.fail(Failed{State: h.state, Reason: ReasonTimeout,
-		Detail: fmt.Sprintf("no answer within %v", h.cfg.StepTimeout)}, false)
-}
-
-// ReceiveEOF notes that the server closed the connection
-// (machine.EOFReceiver): before Ready, that fails the handshake.
-func (h *Handshake) ReceiveEOF(now time.Time) {
-	if h.state == StateReady || h.state == StateFailed {
-		return
-	}
-	h.fail(Failed{State: h.state, Reason: ReasonClosed}, false)
-}
-
 // WantTLS reports that STARTTLS was accepted (382) and the runtime must now
 // perform the TLS handshake (machine.TLSStarter).
 func (h *Handshake) WantTLS() bool { return h.state == StateTLS }
@@ -498,39 +452,6 @@ func (h *Handshake) TLSDone(now time.Time, err error) error {
 	h.advance(now)
 	return nil
 }
-
-// AppendOutgoing appends the commands to send (machine.Conn).
-func (h *Handshake) AppendOutgoing(dst []byte) []byte {
-	dst = append(dst, h.out...)
-	h.out = h.out[:0]
-	return dst
-}
-
-// Deadline is when Timeout must be called; none once Ready or Failed.
-func (h *Handshake) Deadline() (time.Time, bool) {
-	if h.state == StateReady || h.state == StateFailed {
-		return time.Time{}, false
-	}
-	return h.deadline, true
-}
-
-// Closed reports that the handshake failed and the connection must close
-// (machine.Conn). A Ready handshake is not closed: the connection is handed on.
-func (h *Handshake) Closed() bool { return h.closed }
-
-// NextEvent returns the next event for the owner: Ready or Failed.
-func (h *Handshake) NextEvent() (Event, bool) {
-	if len(h.events) == 0 {
-		return nil, false
-	}
-	e := h.events[0]
-	h.events = h.events[1:]
-	return e, true
-}
-
-// Leftover returns the bytes received after the last response of a
-// successful handshake: they belong to the next machine on the connection.
-func (h *Handshake) Leftover() []byte { return h.in.rest() }
 
 func clip(b []byte) []byte {
 	if len(b) > 80 {

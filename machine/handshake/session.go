@@ -85,15 +85,8 @@ var sessionTable = map[State]map[int]sessAction{
 // way when the server asks for it. After every input drain AppendOutgoing
 // and NextEvent.
 type Session struct {
-	cfg      Config
-	cmd      proto.Command
-	state    State
-	deadline time.Time
-	in       lineBuffer
-	out      []byte
-	events   []Event
-	closed   bool
-	auth     Auth
+	core
+	cmd proto.Command
 
 	answer  proto.Response
 	block   []byte
@@ -109,7 +102,7 @@ func NewSession(now time.Time, cfg Config, cmd proto.Command) *Session {
 	if cfg.StepTimeout <= 0 {
 		cfg.StepTimeout = DefaultStepTimeout
 	}
-	s := &Session{cfg: cfg, cmd: cmd, auth: Auth{User: cfg.User, Pass: cfg.Pass}}
+	s := &Session{core: core{cfg: cfg, auth: Auth{User: cfg.User, Pass: cfg.Pass}}, cmd: cmd}
 	s.send(now, cmd, StateCommand)
 	return s
 }
@@ -275,68 +268,3 @@ func (s *Session) send(now time.Time, c proto.Command, st State) {
 	}
 	s.out, s.state, s.deadline = out, st, now.Add(s.cfg.StepTimeout)
 }
-
-func (s *Session) fail(f Failed, quit bool) {
-	if s.state == StateFailed {
-		return
-	}
-	if quit {
-		s.out, _ = proto.Quit().Append(s.out)
-	}
-	s.state, s.deadline, s.closed = StateFailed, time.Time{}, true
-	s.events = append(s.events, f)
-}
-
-func (s *Session) protocolError(detail string) error {
-	f := Failed{State: s.state, Reason: ReasonProtocol, Detail: detail}
-	s.fail(f, false)
-	return f
-}
-
-// Timeout fails the session when its deadline has passed (machine.Conn).
-func (s *Session) Timeout(now time.Time) {
-	if s.state == StateReady || s.state == StateFailed || now.Before(s.deadline) {
-		return
-	}
-	s.fail(Failed{State: s.state, Reason: ReasonTimeout,
-		Detail: fmt.Sprintf("no answer within %v", s.cfg.StepTimeout)}, false)
-}
-
-// ReceiveEOF fails a session still waiting for an answer (machine.EOFReceiver).
-func (s *Session) ReceiveEOF(now time.Time) {
-	if s.state == StateReady || s.state == StateFailed {
-		return
-	}
-	s.fail(Failed{State: s.state, Reason: ReasonClosed}, false)
-}
-
-// AppendOutgoing appends the commands to send (machine.Conn).
-func (s *Session) AppendOutgoing(dst []byte) []byte {
-	dst = append(dst, s.out...)
-	s.out = s.out[:0]
-	return dst
-}
-
-// Deadline is when Timeout must be called; none once done.
-func (s *Session) Deadline() (time.Time, bool) {
-	if s.state == StateReady || s.state == StateFailed {
-		return time.Time{}, false
-	}
-	return s.deadline, true
-}
-
-// Closed reports that the session failed and the connection must close.
-func (s *Session) Closed() bool { return s.closed }
-
-// NextEvent returns the next event: Done or Failed.
-func (s *Session) NextEvent() (Event, bool) {
-	if len(s.events) == 0 {
-		return nil, false
-	}
-	e := s.events[0]
-	s.events = s.events[1:]
-	return e, true
-}
-
-// Leftover returns bytes received after the answer, for the next machine.
-func (s *Session) Leftover() []byte { return s.in.rest() }
