@@ -98,6 +98,7 @@ func (m *meteredConn) Read(p []byte) (int, error) {
 	if n > 0 {
 		m.e.received.Add(int64(n))
 		if wait := m.e.take(int64(n)); wait > 0 {
+			m.e.throttled.Add(int64(wait))
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:

@@ -129,3 +129,40 @@ func TestIdleClose(t *testing.T) {
 			s.Conns(), firstQuit, slowBody)
 	}
 }
+
+// TestRateLimit: with a rate, the token bucket holds reads back (the time
+// it did so is counted); without, it never does.
+func TestRateLimit(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	p := posting("rate.bin", 60, 60000, 6000)
+	serve(t, s, nil, p)
+	for _, rate := range []Size{0, 40000} {
+		r := newRun(t, server(s, "s1"))
+		r.cfg.Rate = rate
+		sum := r.run(t, NZB(p))
+		if !sum.Complete() {
+			t.Fatalf("rate %d: %v", rate, results(sum))
+		}
+		if (sum.Throttled > 0) != (rate > 0) {
+			t.Errorf("rate %d: reads held back for %v", rate, sum.Throttled)
+		}
+	}
+}
+
+// TestIPVersion: ip_version = ipv6 cannot reach 127.0.0.1; the server is
+// given up with the connect error, and the run says so.
+func TestIPVersion(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	p := posting("ip.bin", 61, 3000, 3000)
+	serve(t, s, nil, p)
+	c := server(s, "s1")
+	c.IPVersion = "ipv4"
+	if sum := newRun(t, c).run(t, NZB(p)); !sum.Complete() {
+		t.Fatalf("ipv4: %v %s", results(sum), sum.Fatal)
+	}
+	c.IPVersion = "ipv6"
+	sum := newRun(t, c).run(t, NZB(p))
+	if sum.Complete() || !strings.Contains(sum.Fatal, "no usable server left; s1:") || !strings.Contains(sum.Fatal, "connect") {
+		t.Errorf("ipv6 to 127.0.0.1: fatal %q", sum.Fatal)
+	}
+}

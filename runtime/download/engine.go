@@ -105,6 +105,7 @@ type Engine struct {
 	kick       chan struct{} // wakes the loop: deadline or state changed
 	received   atomic.Int64  // bytes read from servers
 	decoded    atomic.Int64  // bytes written to files
+	throttled  atomic.Int64  // nanoseconds reads were held back by the speed limit
 	quotaAt    int64         // received when the quota was last counted
 	totalBytes int64         // article bytes of the segments to fetch (NZB bytes=)
 	wg         sync.WaitGroup
@@ -217,10 +218,11 @@ type Summary struct {
 	Stats    download.Stats // the Scheduler's counters
 	// Retries counts requests that repeated a failed one, by that
 	// failure's cause ("connection error", "corrupt", "missing", ...).
-	Retries map[string]int
-	Quota   string   // set when a quota stopped the download
-	Fatal   string   // set when the run could not go on (no usable server)
-	Servers []string // servers given up, and why
+	Retries   map[string]int
+	Throttled time.Duration // time reads were held back by the speed limit (rate)
+	Quota     string        // set when a quota stopped the download
+	Fatal     string        // set when the run could not go on (no usable server)
+	Servers   []string      // servers given up, and why
 }
 
 // Complete reports whether every file of every job is complete and
@@ -348,6 +350,7 @@ func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
 		}
 	}
 	sum.Received, sum.Decoded = e.received.Load(), e.decoded.Load()
+	sum.Throttled = time.Duration(e.throttled.Load())
 	sum.Elapsed = e.opts.Now().Sub(e.start)
 	sum.Stats = e.sched.Stats()
 	for o, n := range sum.Stats.Retries {
