@@ -119,26 +119,25 @@ func benchGet(args []string, stdout, stderr io.Writer) error {
 		}
 		return runGet(o, "nntptest", s.HostPort(), ps, nzb, work, stdout, stderr)
 	}
-	// runtime/inntest is a test harness (it takes a testing.TB to stop INN
-	// when done): run the comparison inside a test function.
-	var runErr error
-	testing.Init()
-	ok := testing.RunTests(func(_, _ string) (bool, error) { return true, nil }, []testing.InternalTest{{
+	// runtime/inntest is a test harness: it takes a testing.TB and stops
+	// INN when the test ends. So the comparison runs as the one test of
+	// testing.Main, which exits the process when it is done (status 1 if
+	// it failed); testing's own chatter goes to stderr.
+	os.Stdout = os.Stderr
+	testing.Main(func(_, _ string) (bool, error) { return true, nil }, []testing.InternalTest{{
 		Name: "newsbench-get",
 		F: func(t *testing.T) {
 			srv := inntest.Start(t, inntest.Options{Reader: true, Groups: []inntest.Group{{Name: "alt.binaries.newsbench"}}})
 			fmt.Fprintf(stderr, "newsbench get: posting %d MiB to a private INN...\n", o.sizeMiB)
 			if err := postINN(srv.Addr(), ps); err != nil {
-				runErr = err
-				return
+				t.Fatal(err)
 			}
-			runErr = runGet(o, "inn-nnrpd", srv.ReaderAddr(), ps, nzb, work, stdout, stderr)
+			if err := runGet(o, "inn-nnrpd", srv.ReaderAddr(), ps, nzb, work, stdout, stderr); err != nil {
+				t.Fatal(err)
+			}
 		},
-	}})
-	if runErr == nil && !ok {
-		runErr = errors.New("the private INN failed (see above)")
-	}
-	return runErr
+	}}, nil, nil)
+	return nil // not reached: testing.Main exits
 }
 
 // postINN feeds the postings to innd with IHAVE (RFC 3977 §6.3.2).
