@@ -171,11 +171,17 @@ func (o *outFile) write(n int, off int64, p []byte) error {
 		o.mu.Unlock()
 		return nil
 	}
-	o.wrote = true
 	o.mu.Unlock()
 	if _, err := o.f.WriteAt(p, off); err != nil {
 		return fmt.Errorf("download: write %s: %w", o.partPath, err)
 	}
+	// Marked after the write: syncData clears the mark before its fsync,
+	// so a write that completes after that fsync began leaves the mark
+	// for the next one (a segment is recorded done only after an fsync
+	// that began after its last write).
+	o.mu.Lock()
+	o.wrote = true
+	o.mu.Unlock()
 	return nil
 }
 
