@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 //	/metrics      Prometheus metrics
 //	/status       the status page (HTML)
 //	/status.json  the same as JSON (what `newsfeed status` reads)
+//	/debug/pprof/ Go's profiler, only with pprof = true (newsbench feed -profile)
 
 type adminServer struct {
 	srv *http.Server
@@ -36,6 +38,12 @@ func (r *Relay) serveAdmin(ln net.Listener) *adminServer {
 		enc.Encode(r.Status())
 	})
 	mux.HandleFunc("/status", r.statusPage)
+	if r.cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
 		if req.URL.Path != "/" {
 			http.NotFound(w, req)

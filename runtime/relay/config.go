@@ -54,6 +54,9 @@ type Config struct {
 	// CommitDelay is how long the group commit waits to gather more
 	// articles before one fsync (0: commit as soon as the previous one ends).
 	CommitDelay Duration `toml:"commit_delay"`
+	// Pprof serves Go's profiler (net/http/pprof) under /debug/pprof/ on
+	// the admin listener; off by default (profiles expose internals).
+	Pprof bool `toml:"pprof"`
 
 	Peers []PeerConfig `toml:"peer"`
 
