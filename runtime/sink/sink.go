@@ -7,17 +7,17 @@
 // Each connection is one goroutine with one large read buffer. It answers
 // the greeting, CAPABILITIES, MODE STREAM, CHECK (238), TAKETHIS (239),
 // IHAVE (335 then 235) and QUIT; anything else draws 500. An article block
-// is not decoded: the sink looks for its terminator, "\r\n.\r\n", with
-// bytes.Index over whatever the buffer holds (the terminator is the only
-// place where a line is exactly "."; dot-stuffed lines never are), so a
-// 500 KB article costs one or two searches, not a pass per line. When the
-// terminator is not in the buffer, everything but the last four bytes is
-// counted and dropped, so the buffer never grows and large articles are
-// never copied. Answers are appended to an output buffer that is written
-// only when the input buffer holds no complete command (about to block in
-// read) or the output is large: a pipelined window of CHECKs or TAKETHISes
-// is answered with one write. The sink is strict about line endings: it
-// expects CRLF as RFC 3977 §3.1 requires.
+// goes through proto's BlockDecoder in place: it looks only for lines that
+// begin with '.', which are rare (one SIMD search per run of lines, about
+// 10 GB/s), so a 500 KB article costs a few searches, not a pass per line
+// (bytes.Index for "\r\n.\r\n" managed 3.6 GB/s, less than loopback TCP
+// moves). Whatever the decoder consumed is counted and dropped, so the
+// buffer never grows and large articles are never copied. Line endings are
+// taken as the decoder takes them (CRLF, or a tolerated bare LF). Answers
+// are appended to an output buffer that is written only when the input
+// buffer holds no complete command (about to block in read) or the output
+// is large: a pipelined window of CHECKs or TAKETHISes is answered with
+// one write.
 //
 // Counters are per sink, updated once per read (not per article) with
 // atomic adds; Wait blocks until a target count is reached, woken by the
@@ -39,6 +39,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/newsflow/newsflow/proto"
 )
 
 // Options configure a Sink; the zero value is a streaming sink that greets
@@ -249,6 +251,10 @@ func (s *Sink) accept() {
 // errLineTooLong ends a connection whose command line does not fit.
 var errLineTooLong = errors.New("sink: command line too long")
 
+// maxLine is the longest line of an article the sink takes: generous,
+// since the sink is there to measure feeders, not to police articles.
+const maxLine = 16 << 20
+
 // maxCommand is the longest command line the sink reads (RFC 3977 §3.1
 // allows 512 octets; a little slack for long message-ids).
 const maxCommand = 4096
@@ -267,8 +273,8 @@ type conn struct {
 	inBlock  bool
 	blockID  []byte
 	blockOK  string // "239 " or "235 "
-	scan     int    // where the terminator search resumes (buf index)
-	blockLen int64  // block octets counted so far (before scan)
+	blockLen int64  // block octets read so far
+	dec      *proto.BlockDecoder
 
 	articles, bytes int64 // counted since the last flush to the sink
 }
@@ -279,7 +285,8 @@ func (s *Sink) serve(nc net.Conn) {
 }
 
 func (s *Sink) newConn(rd io.Reader, wr io.Writer) *conn {
-	return &conn{s: s, rd: rd, wr: wr, buf: make([]byte, s.opts.ReadBuffer), out: make([]byte, 0, 64<<10)}
+	return &conn{s: s, rd: rd, wr: wr, buf: make([]byte, s.opts.ReadBuffer), out: make([]byte, 0, 64<<10),
+		dec: proto.NewBlockDecoder(maxLine)}
 }
 
 // loop greets, then reads and answers until QUIT, an error or EOF.
@@ -321,9 +328,6 @@ func (c *conn) publish() {
 func (c *conn) fill() error {
 	if c.r > 0 {
 		n := copy(c.buf, c.buf[c.r:c.w])
-		if c.inBlock {
-			c.scan -= c.r
-		}
 		c.r, c.w = 0, n
 	}
 	if c.w == len(c.buf) {
@@ -351,8 +355,9 @@ func (c *conn) handle() (quit bool, err error) {
 			c.out = c.out[:0]
 		}
 		if c.inBlock {
-			if !c.block() {
-				return false, nil
+			more, err := c.block()
+			if err != nil || !more {
+				return false, err
 			}
 			continue
 		}
@@ -371,28 +376,23 @@ func (c *conn) handle() (quit bool, err error) {
 	}
 }
 
-// block looks for the end of the current article block; false means more
-// input is needed.
-func (c *conn) block() bool {
-	data := c.buf[c.scan:c.w]
-	i := bytes.Index(data, terminator)
-	if i < 0 {
-		// Keep the last 4 octets: a terminator may straddle the read.
-		if keep := len(data) - (len(terminator) - 1); keep > 0 {
-			c.blockLen += int64(keep)
-			c.scan += keep
-		}
-		c.r = c.scan
-		return false
+// block reads on through the current article block; false means more
+// input is needed. proto's decoder finds the terminator (it searches for
+// lines that begin with '.', which are rare, with SIMD on amd64); decoding
+// in place overwrites input the sink does not keep anyway.
+func (c *conn) block() (bool, error) {
+	_, n, done, err := c.dec.DecodeInPlace(c.buf[c.r:c.w])
+	c.r += n
+	c.blockLen += int64(n)
+	if err != nil {
+		return false, fmt.Errorf("sink: article %s: %w", c.blockID, err)
 	}
-	// The block ends before ".\r\n"; its "\r\n" (part of the last line)
-	// counts, unless it is the command line's own (an empty block).
-	end := c.scan + i + 2
-	c.blockLen += int64(i + 2)
-	c.r = end + 3
+	if !done {
+		return false, nil
+	}
 	c.inBlock = false
 	c.articles++
-	c.bytes += c.blockLen - 2 // the search began on the command's CRLF
+	c.bytes += c.blockLen - int64(len(".\r\n"))
 	if c.s.opts.RecordIDs {
 		c.s.mu.Lock()
 		c.s.ids = append(c.s.ids, string(c.blockID))
@@ -401,10 +401,8 @@ func (c *conn) block() bool {
 	c.out = append(c.out, c.blockOK...)
 	c.out = append(c.out, c.blockID...)
 	c.out = append(c.out, "\r\n"...)
-	return true
+	return true, nil
 }
-
-var terminator = []byte("\r\n.\r\n")
 
 // command handles one command line; it reports QUIT.
 func (c *conn) command(line []byte) bool {
@@ -440,15 +438,13 @@ func (c *conn) command(line []byte) bool {
 	return false
 }
 
-// startBlock begins reading an article block for the message-id arg. The
-// terminator search starts on the command line's CRLF, so that an empty
-// block (".\r\n" right away) is found too.
+// startBlock begins reading an article block for the message-id arg.
 func (c *conn) startBlock(arg []byte, ok string) {
 	c.blockID = append(c.blockID[:0], arg...)
 	c.blockOK = ok
 	c.inBlock = true
-	c.scan = c.r - 2
 	c.blockLen = 0
+	c.dec.Reset()
 }
 
 // equalFold compares an ASCII command word without allocating.

@@ -273,3 +273,33 @@ func FuzzSink(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSink measures the connection loop alone (no socket): how fast
+// the sink takes a TAKETHIS stream of 2 KB and of 500 KB articles.
+//
+//	go test ./runtime/sink/ -run '^$' -bench Sink
+func BenchmarkSink(b *testing.B) {
+	for _, size := range []int{2000, 500000} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			line := "The quick brown fox jumps over the lazy dog; newsbench feed test data 01\n"
+			art := "Message-ID: <a@x>\n\n" + strings.Repeat(line, size/len(line))
+			block := stuffed(art)
+			var input bytes.Buffer
+			n := max(1, (64<<20)/len(block))
+			for i := range n {
+				fmt.Fprintf(&input, "TAKETHIS <%d@x>\r\n", i)
+				input.Write(block)
+			}
+			data := input.Bytes()
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				s := newTestSink(Options{})
+				s.newConn(&chunkReader{data: data, n: 256 << 10}, io.Discard).loop()
+				if s.Articles() != int64(n) {
+					b.Fatalf("%d articles, want %d", s.Articles(), n)
+				}
+			}
+		})
+	}
+}
