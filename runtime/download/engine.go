@@ -253,6 +253,9 @@ func jobID(nzb []byte, dir string) string {
 // them. An error means the run could not start (the Summary says what
 // happened to files otherwise).
 func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
+	// Setup holds mu so that Progress, called from another goroutine,
+	// waits for it.
+	e.mu.Lock()
 	e.start = e.opts.Now()
 	sum := &Summary{Retries: map[string]int{}}
 	var servers []download.Server
@@ -265,6 +268,7 @@ func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
 	sched, err := download.NewScheduler(download.Config{ArticleRetries: e.cfg.ArticleRetries,
 		BackoffBase: e.opts.BackoffBase, BackoffMax: e.opts.BackoffMax}, servers)
 	if err != nil {
+		e.mu.Unlock()
 		return nil, fmt.Errorf("newsget: %w", err)
 	}
 	e.sched = sched
@@ -305,7 +309,6 @@ func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
 			e.totalBytes += s.Bytes
 		}
 	}
-	e.mu.Lock()
 	if e.quotaMsg != "" {
 		e.sched.Pause(now, true)
 		e.closing = true
