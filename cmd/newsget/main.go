@@ -41,7 +41,10 @@ func main() {
 // serverList collects repeated -server flags.
 type serverList []string
 
-func (s *serverList) String() string     { return strings.Join(*s, " ") }
+// String joins the URLs (flag.Value).
+func (s *serverList) String() string { return strings.Join(*s, " ") }
+
+// Set adds a URL (flag.Value).
 func (s *serverList) Set(v string) error { *s = append(*s, v); return nil }
 
 // Main runs newsget with args and returns the exit status.

@@ -93,6 +93,7 @@ type meteredConn struct {
 	done chan struct{}
 }
 
+// Read reads, counts the bytes and waits as the speed limit says.
 func (m *meteredConn) Read(p []byte) (int, error) {
 	n, err := m.Conn.Read(p)
 	if n > 0 {
@@ -110,6 +111,7 @@ func (m *meteredConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close ends any wait and closes the connection.
 func (m *meteredConn) Close() error {
 	m.once.Do(func() { close(m.done) })
 	return m.Conn.Close()
