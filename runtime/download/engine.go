@@ -408,6 +408,21 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 		if i < len(meta.Files) {
 			done = meta.Files[i].Done
 		}
+		if i < len(meta.Files) && meta.Files[i].Complete() {
+			// Finished in an earlier run of this job (which stayed queued
+			// because another file was incomplete): nothing to fetch.
+			name := o.nzbName
+			if fi, ok := readInfo(infoPath(e.cfg.QueueDir, jr.id, i)); ok && fi.Name != "" {
+				name = SanitizeName(fi.Name, o.nzbName)
+			}
+			final := filepath.Join(e.cfg.DownloadDir, name)
+			if st, err := os.Stat(final); err == nil {
+				e.taken[name] = true
+				o.refused, o.finished, o.remaining = "already complete", true, 0
+				o.result = &FileResult{Job: jr.name, Name: name, Path: final, Size: st.Size(), Complete: true, Segments: len(nf.Segments)}
+				continue
+			}
+		}
 		partName := uniqueName(o.nzbName+".part", func(s string) bool { return e.taken[s] })
 		e.taken[partName] = true
 		e.taken[strings.TrimSuffix(partName, ".part")] = true

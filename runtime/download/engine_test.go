@@ -117,3 +117,40 @@ func TestQuota(t *testing.T) {
 		t.Errorf("files (-want +got):\n%s", diff)
 	}
 }
+
+// TestRerunIncompleteJob: a job with an incomplete file stays queued; when
+// the missing part appears and the same command runs again, the file
+// already complete is left alone (not fetched, not refused as existing)
+// and only the missing part is fetched.
+func TestRerunIncompleteJob(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	a := posting("done.bin", 70, 6000, 3000)
+	b := posting("hole.bin", 71, 9000, 3000)
+	serve(t, s, func(p Posting, n int) bool { return p.Name == "hole.bin" && n == 2 }, a, b)
+	r := newRun(t, server(s, "s1"))
+	if sum := r.run(t, NZB(a, b)); sum.Complete() {
+		t.Fatal("complete with a part missing")
+	}
+	if err := s.AddArticle(nntptest.Article{MessageID: b.MessageID(2), Raw: b.Article(2)}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(s.Commands())
+	r2 := newRun(t, server(s, "s1"))
+	r2.cfg.DownloadDir, r2.cfg.QueueDir = r.cfg.DownloadDir, r.cfg.QueueDir
+	sum := r2.run(t, NZB(a, b))
+	if diff := cmp.Diff([]string{"done.bin complete", "hole.bin complete"}, results(sum)); diff != "" {
+		t.Fatalf("results (-want +got):\n%s", diff)
+	}
+	var fetched []string
+	for _, c := range s.Commands()[before:] {
+		if c.Cmd.Verb == "BODY" {
+			fetched = append(fetched, c.Cmd.Args[0])
+		}
+	}
+	if diff := cmp.Diff([]string{b.MessageID(2)}, fetched); diff != "" {
+		t.Errorf("BODY in the rerun (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"done.bin": digest(a.Data), "hole.bin": digest(b.Data)}, r.outputs(t)); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+}

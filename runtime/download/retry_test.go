@@ -175,7 +175,7 @@ func TestRetryTable(t *testing.T) {
 			want:   []string{"r.bin complete"},
 			bodies: map[string][]int{"s1": {0, 0, 0, 0}, "s2": {1, 1, 1, 1}}},
 		{name: "a server that stalls mid-body times out: same server again",
-			timeout: 300 * time.Millisecond,
+			timeout: time.Second,
 			servers: []srvSpec{{name: "s1", cfg: one, body: func(n, attempt int) []byte {
 				if n == 2 && attempt == 1 {
 					b := p.WireBody(2)
