@@ -1,0 +1,308 @@
+// Package web is newsweb's HTTP side: server-rendered HTML pages (group
+// list, a group's threads, a thread as a tree, an article) that need no
+// JavaScript, and a JSON API, over a reader.Federated service.
+//
+// # Theory of operation
+//
+// Every route is a function from the request to a rendered response (status,
+// body, content type, cache lifetime) or an error. One wrapper, respond,
+// does the rest for all of them: a deadline for the work (Options.Timeout),
+// the mapping of errors to statuses (reader.ErrBadRequest 400,
+// reader.ErrNotFound 404, reader.ErrUnavailable 502, a deadline 504), an
+// ETag over the body with 304 on a matching If-None-Match, Cache-Control, and
+// metrics. Pages are rendered into a buffer before anything is written, so a
+// failure never leaves half a page.
+//
+// Safety: article text reaches the page only through html/template, as
+// text; nothing from an article is ever emitted as markup, and the
+// Content-Security-Policy allows no script at all and no style but the
+// page's own (by hash), so even a template mistake could not run code.
+// Requests are bounded: GET and HEAD only (the mux answers 405), a 1 KiB
+// body limit, a URL length limit, and http.Server timeouts (NewHTTPServer).
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/reader"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultTimeout = 30 * time.Second
+	DefaultPerPage = 50
+	DefaultSite    = "newsweb"
+	maxURL         = 4096
+	maxBody        = 1 << 10
+)
+
+// Cache lifetimes sent to browsers and proxies.
+const (
+	cacheArticle = "public, max-age=86400" // an article never changes
+	cacheGroups  = "public, max-age=300"
+	cacheThreads = "public, max-age=15"
+	cacheError   = "no-store"
+)
+
+// Options tune the web side.
+type Options struct {
+	Site    string        // name in page titles; DefaultSite when ""
+	Timeout time.Duration // bound on each request's work; DefaultTimeout when 0
+	PerPage int           // threads per group page; DefaultPerPage when 0
+	Logger  *slog.Logger  // slog.Default() when nil
+	// Registerer, when set, gets the HTTP request metrics; Gatherer, when
+	// set, is served on /metrics.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+}
+
+// Server is the HTTP handler of newsweb.
+type Server struct {
+	fed  *reader.Federated
+	opts Options
+	log  *slog.Logger
+	mux  *http.ServeMux
+
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// New returns the handler serving fed.
+func New(fed *reader.Federated, opts Options) *Server {
+	if opts.Site == "" {
+		opts.Site = DefaultSite
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.PerPage <= 0 {
+		opts.PerPage = DefaultPerPage
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{fed: fed, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "newsweb_http_requests_total", Help: "HTTP requests by route and status code.",
+	}, []string{"route", "code"})
+	s.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "newsweb_http_request_seconds", Help: "HTTP request latency by route.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"route"})
+	if opts.Registerer != nil {
+		opts.Registerer.MustRegister(s.requests, s.duration)
+	}
+	s.route("GET /{$}", "groups", false, s.groupsPage)
+	s.route("GET /groups/{group}", "group", false, s.groupPage)
+	s.route("GET /groups/{group}/threads/{msgid...}", "thread", false, s.threadPage)
+	s.route("GET /articles/{msgid...}", "article", false, s.articlePage)
+	s.route("GET /api/groups", "api_groups", true, s.apiGroups)
+	s.route("GET /api/groups/{group}/threads", "api_threads", true, s.apiThreads)
+	s.route("GET /api/threads/{msgid...}", "api_thread", true, s.apiThread)
+	s.route("GET /api/articles/{msgid...}", "api_article", true, s.apiArticle)
+	if opts.Gatherer != nil {
+		s.mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	}
+	s.mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		s.write(w, r, "notfound", s.errorPage(http.StatusNotFound, "No such page", "There is nothing at this address."))
+	})
+	return s
+}
+
+// NewHTTPServer returns an http.Server for h with bounded header size and
+// timeouts, so slow or huge requests cannot tie the server up.
+func NewHTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      DefaultTimeout + 10*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    32 << 10,
+	}
+}
+
+// ServeHTTP applies the security headers and request limits, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", contentSecurityPolicy)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Frame-Options", "DENY")
+	if len(r.RequestURI) > maxURL {
+		http.Error(w, "URI too long", http.StatusRequestURITooLong)
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// response is a rendered answer.
+type response struct {
+	status int
+	ctype  string
+	cache  string
+	body   []byte
+}
+
+// route registers fn on pattern with the common wrapper.
+func (s *Server) route(pattern, name string, api bool, fn func(ctx context.Context, r *http.Request) (*response, error)) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.opts.Timeout)
+		defer cancel()
+		start := time.Now()
+		resp, err := fn(ctx, r)
+		if err != nil {
+			resp = s.failure(r, api, err)
+		}
+		s.write(w, r, name, resp)
+		s.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	})
+}
+
+// write sends resp with its ETag, honouring If-None-Match.
+func (s *Server) write(w http.ResponseWriter, r *http.Request, route string, resp *response) {
+	h := w.Header()
+	h.Set("Content-Type", resp.ctype)
+	h.Set("Cache-Control", resp.cache)
+	status := resp.status
+	if status == http.StatusOK {
+		sum := sha256.Sum256(resp.body)
+		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+		h.Set("ETag", etag)
+		h.Add("Vary", "Accept-Encoding")
+		if etagMatch(r.Header.Get("If-None-Match"), etag) {
+			status = http.StatusNotModified
+		}
+	}
+	s.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	if status == http.StatusNotModified {
+		h.Del("Content-Type")
+		w.WriteHeader(status)
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(len(resp.body)))
+	w.WriteHeader(status)
+	w.Write(resp.body)
+}
+
+// etagMatch implements If-None-Match's weak comparison (RFC 9110 §13.1.2).
+func etagMatch(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// failure turns an error into an error page or JSON error.
+func (s *Server) failure(r *http.Request, api bool, err error) *response {
+	status, title, msg := http.StatusInternalServerError, "Something went wrong", "newsweb could not show this page."
+	switch {
+	case errors.Is(err, reader.ErrBadRequest):
+		status, title, msg = http.StatusBadRequest, "Bad address", "That is not a valid group name or message-id."
+	case errors.Is(err, reader.ErrNotFound):
+		status, title, msg = http.StatusNotFound, "Not found", "No news server has this group or article. It may have expired or never existed."
+	case errors.Is(err, reader.ErrUnavailable):
+		status, title, msg = http.StatusBadGateway, "News servers unavailable", "None of the news servers behind this site answered. Please try again in a moment."
+	case errors.Is(err, context.DeadlineExceeded):
+		status, title, msg = http.StatusGatewayTimeout, "Too slow", "The news servers took too long to answer. Please try again in a moment."
+	}
+	level := slog.LevelDebug
+	if status >= 500 {
+		level = slog.LevelWarn
+	}
+	s.log.Log(r.Context(), level, "request failed", "path", r.URL.Path, "status", status, "err", err)
+	if api {
+		body, _ := json.Marshal(map[string]any{"error": msg, "status": status})
+		return &response{status: status, ctype: "application/json", cache: cacheError, body: append(body, '\n')}
+	}
+	return s.errorPage(status, title, msg)
+}
+
+func (s *Server) errorPage(status int, title, msg string) *response {
+	resp, err := s.render("error", errorView{base: s.base(title, ""), Message: msg}, cacheError)
+	if err != nil {
+		return &response{status: http.StatusInternalServerError, ctype: "text/plain; charset=utf-8", cache: cacheError, body: []byte(msg)}
+	}
+	resp.status = status
+	return resp
+}
+
+func (s *Server) base(title, group string) base {
+	return base{Title: title, Site: s.opts.Site, CSS: template.CSS(css), Group: group}
+}
+
+// render executes a page template into a response.
+func (s *Server) render(name string, data any, cache string) (*response, error) {
+	var b bytes.Buffer
+	if err := templates.ExecuteTemplate(&b, name, data); err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, ctype: "text/html; charset=utf-8", cache: cache, body: b.Bytes()}, nil
+}
+
+// renderJSON encodes v as the response body.
+func renderJSON(v any, cache string) (*response, error) {
+	body, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, ctype: "application/json", cache: cache, body: append(body, '\n')}, nil
+}
+
+// groupParam returns the {group} path value, checked.
+func groupParam(r *http.Request) (string, error) {
+	g := r.PathValue("group")
+	if err := proto.ValidGroupName(g); err != nil {
+		return "", errBad
+	}
+	return g, nil
+}
+
+// msgidParam returns the {msgid} path value with angle brackets, checked.
+func msgidParam(r *http.Request) (string, error) {
+	id := bracketID(r.PathValue("msgid"))
+	if err := proto.ValidNNTPMessageID(id); err != nil {
+		return "", errBad
+	}
+	return id, nil
+}
+
+var errBad = reader.ErrBadRequest
+
+// pageParam returns ?page (1 when absent).
+func pageParam(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("page")
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1_000_000 {
+		return 0, errBad
+	}
+	return n, nil
+}
