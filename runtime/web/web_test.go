@@ -24,7 +24,7 @@ import (
 // testArticle is an article of the test group.
 type testArticle struct {
 	id, subject, refs, body string
-	date                   string
+	date                    string
 }
 
 func rawArticle(group string, a testArticle) []byte {
