@@ -99,6 +99,10 @@ type Conn struct {
 	started bool            // the reader goroutine runs
 	do      chan action     // owner actions for the loop
 	closed  bool
+
+	// Owned by Run's goroutine: reused by every flush (segments.go).
+	segs   []machine.Segment
+	gather gather
 }
 
 type readResult struct {

@@ -71,6 +71,22 @@ func (w *writerSource) WriteBody(dst io.Writer, token string, size int64) (int64
 	return int64(n), err
 }
 
+// appenderSource appends small bodies and writes large ones itself, as
+// the relay's spool source does (pread for small, sendfile for large).
+type appenderSource struct {
+	writerSource
+	appends []string
+}
+
+func (a *appenderSource) AppendBody(dst []byte, token string, size int64) ([]byte, error) {
+	a.appends = append(a.appends, token)
+	body, err := a.Body(token)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, body...), nil
+}
+
 func TestRunSegments(t *testing.T) {
 	big := strings.Repeat("x", 5<<20) // more than one gather batch
 	bodies := bodyMap{
@@ -94,12 +110,22 @@ func TestRunSegments(t *testing.T) {
 		source      func() machine.BodySource
 		wantErr     string // part of Run's error; "" for success
 		wantWrites  []string
+		wantAppends []string
 		byteOutput  bool // the runtime should have used AppendOutgoing
 		wantWritten string
 	}{
 		{name: "gathered bodies", source: func() machine.BodySource { return bodies }, wantWritten: want},
 		{name: "body writer", source: func() machine.BodySource { return &writerSource{bodyMap: bodies} },
 			wantWrites: []string{"@a@", "@big@", "@b@"}, wantWritten: want},
+		{name: "small bodies appended, large written", source: func() machine.BodySource {
+			return &appenderSource{writerSource: writerSource{bodyMap: bodies}}
+		}, wantAppends: []string{"@a@", "@b@"}, wantWrites: []string{"@big@"}, wantWritten: want},
+		{name: "appender fails", source: func() machine.BodySource {
+			return &appenderSource{writerSource: writerSource{bodyMap: bodyMap{"@big@": bodies["@big@"]}}}
+		}, wantErr: "read article @a@: no article @a@"},
+		{name: "appender size differs", source: func() machine.BodySource {
+			return &appenderSource{writerSource: writerSource{bodyMap: bodyMap{"@a@": []byte("x\r\n.\r\n")}}}
+		}, wantErr: "read article @a@: 6 bytes, want"},
 		{name: "no body source: AppendOutgoing", source: func() machine.BodySource { return nil },
 			byteOutput: true, wantWritten: want},
 		{name: "missing article", source: func() machine.BodySource { return bodyMap{"@a@": bodies["@a@"]} },
@@ -143,6 +169,14 @@ func TestRunSegments(t *testing.T) {
 			if ws, ok := src.(*writerSource); ok {
 				if d := cmp.Diff(tc.wantWrites, ws.writes); d != "" {
 					t.Errorf("WriteBody calls (-want +got):\n%s", d)
+				}
+			}
+			if as, ok := src.(*appenderSource); ok {
+				if d := cmp.Diff(tc.wantWrites, as.writes); d != "" {
+					t.Errorf("WriteBody calls (-want +got):\n%s", d)
+				}
+				if d := cmp.Diff(tc.wantAppends, as.appends); d != "" {
+					t.Errorf("AppendBody calls (-want +got):\n%s", d)
 				}
 			}
 		})

@@ -177,6 +177,12 @@ type outConn struct {
 	closing bool
 	batch   []queue.Entry
 	closed  error // the feed's Closed event, why the session ended
+
+	// The spool segment last found present, and r.expiries then: entries
+	// replayed from backlog lie in long runs in the same segment, and only
+	// Expire removes segments, so one check per segment per expiry does.
+	presentSeg uint32
+	presentGen uint64
 }
 
 func (c *outConn) setState(state, lastErr string) {
@@ -259,7 +265,7 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 		}
 		nc = tc
 	}
-	gc := goroutine.New(nc, goroutine.Options{TLSConfig: p.tls, Bodies: spoolBodies{r.spool}, Now: r.now})
+	gc := goroutine.New(nc, goroutine.Options{TLSConfig: p.tls, Bodies: spoolBodies{s: r.spool, bad: &r.badBodies}, Now: r.now})
 	defer gc.Close()
 
 	hcfg := handshake.Config{Stream: cfg.Streaming != "off", User: cfg.Username, Pass: cfg.Password,
@@ -423,7 +429,7 @@ func (c *outConn) pull(now time.Time) int {
 			p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
 			continue
 		}
-		if e.Offered.IsZero() && !p.r.present(tok) {
+		if p.r.badBodies.has(e.Token) || e.Offered.IsZero() && !c.present(tok) {
 			p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
 			continue
 		}
@@ -431,6 +437,22 @@ func (c *outConn) pull(now time.Time) int {
 		c.credits--
 	}
 	return len(c.batch)
+}
+
+// present reports whether the spool still holds the article at tok,
+// trusting the last segment found present while no expiry has run since
+// (an expiry in progress makes the count odd, and the check is done again).
+func (c *outConn) present(tok spoolfs.Token) bool {
+	r := c.p.r
+	gen := r.expiries.Load()
+	if tok.Seg == c.presentSeg && gen == c.presentGen && gen%2 == 0 {
+		return true
+	}
+	if !r.present(tok) {
+		return false
+	}
+	c.presentSeg, c.presentGen = tok.Seg, gen
+	return true
 }
 
 // present reports whether the spool still holds the article at tok.

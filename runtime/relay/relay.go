@@ -106,6 +106,14 @@ type Relay struct {
 
 	accepting atomic.Bool
 	wg        sync.WaitGroup
+
+	// expiries counts spool expiries begun and ended (two per Expire), so
+	// that a connection may trust a segment it found present as long as
+	// the count has not moved (peer.go, pull).
+	expiries atomic.Uint64
+	// badBodies are articles that could not be read for sending
+	// (bodies.go).
+	badBodies badBodies
 }
 
 // Open opens the spool and every peer's queue (recovering what a crash
@@ -127,6 +135,7 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 		opts.ProbeInterval = 500 * time.Millisecond
 	}
 	r := &Relay{cfg: cfg, opts: opts, log: opts.Logger, now: opts.Now, inConns: map[*inConn]struct{}{}}
+	r.badBodies.log = r.log
 	r.accepting.Store(true)
 	if err := os.MkdirAll(cfg.Spool, 0o755); err != nil {
 		return nil, fmt.Errorf("relay: spool: %w", err)
@@ -403,7 +412,9 @@ func (r *Relay) expireLoop(ctx context.Context, done chan<- struct{}) {
 // comes. Run calls it every hour.
 func (r *Relay) Expire(now time.Time) {
 	if r.cfg.SpoolMaxAge > 0 || r.cfg.SpoolMaxBytes > 0 {
+		r.expiries.Add(1)
 		n, err := r.spool.Expire(now, r.cfg.SpoolMaxAge.D(), int64(r.cfg.SpoolMaxBytes))
+		r.expiries.Add(1)
 		switch {
 		case err != nil:
 			r.log.Error("spool expiry", "err", err)
