@@ -30,7 +30,7 @@ import (
 var programs = []string{
 	"newsfeed",
 	"newsget",
-	// "newsweb",
+	"newsweb",
 	// "newsbench",
 }
 

@@ -1,0 +1,211 @@
+// Command newsweb is a web reader for Usenet: it serves newsgroups as HTML
+// pages and a JSON API, reading from one or more NNTP servers by priority
+// through caches, so that many readers cost the servers few commands.
+//
+// Usage:
+//
+//	newsweb [-config FILE] [-listen ADDR] [-server URL]... [-ca FILE] [-debug] [-addr-file FILE]
+//
+// A server URL is nntp://[user:pass@]host[:port] or nntps://... (implicit
+// TLS), with optional ?priority=N (lower is asked first) and
+// &connections=N. -server adds to the servers of the configuration file.
+// Pages are at /, the API under /api/, Prometheus metrics at /metrics.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	mreader "github.com/newsflow/newsflow/machine/reader"
+	"github.com/newsflow/newsflow/runtime/reader"
+	"github.com/newsflow/newsflow/runtime/web"
+)
+
+// defaultListen is where pages are served when neither -listen nor the
+// configuration says.
+const defaultListen = "127.0.0.1:8080"
+
+// noServerHelp is printed when no server is configured.
+const noServerHelp = `newsweb: no news server configured.
+Pass at least one with -server, for example:
+  newsweb -server nntp://news.example.com
+  newsweb -server 'nntps://user:pass@news.example.com?priority=1&connections=4' -server nntp://backup.example.com?priority=2
+or list them in a TOML file given with -config:
+  [[server]]
+  url = "nntps://news.example.com"
+`
+
+// list is a repeatable flag.
+type list []string
+
+func (l *list) String() string     { return strings.Join(*l, " ") }
+func (l *list) Set(v string) error { *l = append(*l, v); return nil }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stderr))
+}
+
+// run is newsweb; it returns the exit status.
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("newsweb", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		servers  list
+		confPath = fs.String("config", "", "TOML configuration `file`")
+		listen   = fs.String("listen", "", "HTTP `address` to serve on (default "+defaultListen+")")
+		caFile   = fs.String("ca", "", "PEM `file` of certificates to trust for -server TLS connections")
+		debug    = fs.Bool("debug", false, "log at debug level (background refresh, coalescing, failover)")
+		addrFile = fs.String("addr-file", "", "write the address actually listened on to `file` (useful with port 0)")
+	)
+	fs.Var(&servers, "server", "NNTP server `URL` (nntp:// or nntps://, ?priority=N&connections=N); repeatable")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: newsweb [-config FILE] [-listen ADDR] [-server URL]...")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "newsweb: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	var cfg config
+	if *confPath != "" {
+		var err error
+		if cfg, err = loadConfig(*confPath); err != nil {
+			fmt.Fprintf(stderr, "newsweb: config: %v\n", err)
+			return 2
+		}
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = defaultListen
+	}
+	level := slog.LevelInfo
+	if cfg.LogLevel != "" {
+		if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+			fmt.Fprintf(stderr, "newsweb: config: log_level %q: want debug, info, warn or error\n", cfg.LogLevel)
+			return 2
+		}
+	}
+	if *debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	var serverCfgs []reader.ServerConfig
+	for i, e := range cfg.Servers {
+		sc, err := e.serverConfig()
+		if err != nil {
+			fmt.Fprintf(stderr, "newsweb: config: server %d: %v\n", i+1, err)
+			return 2
+		}
+		serverCfgs = append(serverCfgs, sc)
+	}
+	var extraTLS *tls.Config
+	if *caFile != "" {
+		var err error
+		if extraTLS, err = trustFile(*caFile); err != nil {
+			fmt.Fprintf(stderr, "newsweb: -ca: %v\n", err)
+			return 2
+		}
+	}
+	for _, u := range servers {
+		sc, err := reader.ParseServerURL(u)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsweb: -server: %v\n", err)
+			return 2
+		}
+		sc.TLSConfig = extraTLS
+		serverCfgs = append(serverCfgs, sc)
+	}
+	if len(serverCfgs) == 0 {
+		fmt.Fprint(stderr, noServerHelp)
+		return 2
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := reader.NewMetrics(reg)
+	timeout := time.Duration(cfg.RequestTimeout)
+	var svcs []*reader.Service
+	for _, sc := range serverCfgs {
+		svcs = append(svcs, reader.NewService(sc, reader.ServiceOptions{
+			RequestTimeout: timeout,
+			Scheduler: mreader.SchedulerConfig{
+				Aging:    time.Duration(cfg.Queue.PriorityAging),
+				Capacity: [3]int{cfg.Queue.Capacity, cfg.Queue.Capacity, cfg.Queue.Capacity},
+			},
+			Client:  mreader.Config{ThreadLimit: cfg.ThreadLimit},
+			Logger:  log,
+			Metrics: metrics,
+		}))
+	}
+	fed := reader.NewFederated(svcs, reader.Options{
+		Cache:             cfg.cacheConfig(),
+		ArticleCacheBytes: cfg.Cache.ArticleBytes,
+		ThreadLimit:       cfg.ThreadLimit,
+		FetchTimeout:      timeout,
+		Logger:            log,
+		Metrics:           metrics,
+	})
+	defer fed.Close()
+	handler := web.New(fed, web.Options{Site: cfg.Site, Timeout: timeout, PerPage: cfg.PerPage, Logger: log,
+		Registerer: reg, Gatherer: reg})
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "newsweb: listen: %v\n", err)
+		return 1
+	}
+	addr := ln.Addr().String()
+	if *addrFile != "" {
+		if err := os.WriteFile(*addrFile, []byte(addr+"\n"), 0o644); err != nil {
+			fmt.Fprintf(stderr, "newsweb: -addr-file: %v\n", err)
+			return 1
+		}
+	}
+	names := make([]string, 0, len(svcs))
+	for _, s := range fed.Services() {
+		c := s.Config()
+		names = append(names, fmt.Sprintf("%s(priority %d, %d connections, %s)", c.Name, c.Priority, c.Connections, c.TLS))
+	}
+	log.Info("newsweb serving", "addr", "http://"+addr+"/", "servers", strings.Join(names, " "))
+
+	srv := web.NewHTTPServer(cfg.Listen, handler)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(stderr, "newsweb: serve: %v\n", err)
+			return 1
+		}
+	case <-ctx.Done():
+		log.Info("newsweb shutting down")
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}
+	return 0
+}
