@@ -93,7 +93,7 @@ const pageTemplates = `
 
 {{define "group"}}{{template "head" .}}
 <h1>{{.Group}}</h1>
-<p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, newest {{fmtTime .LastDate}}{{end}}{{end}}.</p>
+<p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th><th class="num">Articles</th><th class="num">Latest</th></tr></thead>
 <tbody>
