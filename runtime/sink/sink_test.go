@@ -279,9 +279,16 @@ func FuzzSink(f *testing.F) {
 //
 //	go test ./runtime/sink/ -run '^$' -bench Sink
 func BenchmarkSink(b *testing.B) {
-	for _, size := range []int{2000, 500000} {
-		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			line := "The quick brown fox jumps over the lazy dog; newsbench feed test data 01\n"
+	for _, tc := range []struct {
+		size int
+		line string
+	}{
+		{2000, "The quick brown fox jumps over the lazy dog; newsbench feed test data 01\n"},
+		{500000, "The quick brown fox jumps over the lazy dog; newsbench feed test data 01\n"},
+		{500000, "Dots. Every. Few. Words. Like yEnc bodies have now and then... 01234567\n"},
+	} {
+		size, line := tc.size, tc.line
+		b.Run(fmt.Sprintf("size=%d/dots=%d", size, strings.Count(line, ".")), func(b *testing.B) {
 			art := "Message-ID: <a@x>\n\n" + strings.Repeat(line, size/len(line))
 			block := stuffed(art)
 			var input bytes.Buffer
@@ -302,4 +309,91 @@ func BenchmarkSink(b *testing.B) {
 			}
 		})
 	}
+}
+
+// scanEnd runs blockScan over data handed over chunk bytes at a time
+// (plus what the last call left), as the sink's buffer does, and returns
+// where the block ended and whether it did.
+func scanEnd(b *blockScan, data []byte, chunk int) (int, bool) {
+	got, done := 0, false
+	for end := 0; end < len(data) && !done; {
+		end = min(end+chunk, len(data))
+		n, ok := b.next(data[got:end])
+		got += n
+		done = ok
+	}
+	return got, done
+}
+
+// TestBlockScan: blockScan ends blocks where proto's decoder does, in both
+// of its ways (memchr for sparse dots, the decoder for dense ones), for
+// every split, and carries the density over to the next block.
+func TestBlockScan(t *testing.T) {
+	prose := strings.Repeat("Dots. Every. Few. Words... and a line\r\n", 40)
+	tests := []struct {
+		name      string
+		block     string
+		wantDense bool // the block ends in the decoder way
+	}{
+		{"sparse", "Subject: x\r\n\r\nno dots at all\r\n..one stuffed\r\n.\r\n", false},
+		{"dense prose", prose + "..stuffed\r\n.\r\n", true},
+		{"dense then bare LF end", prose + ".\n", true},
+		{"dense with a dot-CR line", prose + ".\rx\r\n.\r\n", true},
+		{"empty", ".\r\n", false},
+	}
+	for _, tc := range tests {
+		data := []byte(tc.block + "TAKETHIS <next@x>\r\n")
+		d := proto.NewBlockDecoder(1 << 20)
+		_, wantN, wantDone, err := d.Decode(nil, data)
+		if err != nil || !wantDone {
+			t.Fatalf("%s: reference decoder: %v done=%v", tc.name, err, wantDone)
+		}
+		for _, chunk := range []int{1, 2, 3, 5, 7, 64, 4096} {
+			var b blockScan
+			b.reset()
+			got, done := scanEnd(&b, append([]byte(nil), data...), chunk)
+			if !done || got != wantN {
+				t.Errorf("%s/chunk=%d: end %d done %v, want %d", tc.name, chunk, got, done, wantN)
+			}
+			if b.dense != tc.wantDense {
+				t.Errorf("%s/chunk=%d: dense = %v, want %v", tc.name, chunk, b.dense, tc.wantDense)
+			}
+			if want := len(tc.block) - strings.LastIndex(tc.block[:len(tc.block)-1], "\n") - 1; b.termLen != want {
+				t.Errorf("%s/chunk=%d: terminator length %d, want %d", tc.name, chunk, b.termLen, want)
+			}
+			// The next block starts dense at once after a dense one.
+			b.reset()
+			if n, _ := b.next([]byte("a.b.c\r\n")); tc.wantDense && (!b.dense || n == 0) {
+				t.Errorf("%s/chunk=%d: the next block did not start dense", tc.name, chunk)
+			}
+		}
+	}
+}
+
+// FuzzBlockScan: on any input, split anywhere, blockScan ends the block
+// where proto's BlockDecoder (the reference) does, or agrees that it has
+// not ended.
+func FuzzBlockScan(f *testing.F) {
+	f.Add([]byte("a\r\n.\r\n"), uint8(1))
+	f.Add([]byte(".\r\nrest"), uint8(2))
+	f.Add([]byte("..x\r\n.\n"), uint8(3))
+	f.Add([]byte("x.\r\n.y\r\n.\r"), uint8(5))
+	f.Add([]byte("line\n.\r\r\n.\r\n"), uint8(4))
+	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
+		if chunk == 0 {
+			chunk = 1
+		}
+		d := proto.NewBlockDecoder(len(data) + 16)
+		_, wantN, wantDone, err := d.Decode(nil, data)
+		if err != nil {
+			t.Skip("the decoder refuses this input")
+		}
+		var b blockScan
+		b.reset()
+		// The decoder way decodes in place: scan a copy.
+		got, done := scanEnd(&b, append([]byte(nil), data...), int(chunk))
+		if done != wantDone || done && got != wantN {
+			t.Fatalf("scan: end %d done %v; decoder: end %d done %v", got, done, wantN, wantDone)
+		}
+	})
 }
