@@ -328,6 +328,16 @@ func displayName(from string) string {
 // cleanText removes control characters other than tab (terminal escapes,
 // NUL, bidirectional overrides) so text cannot disguise itself.
 func cleanText(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t') || c >= 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s // printable ASCII, the common case
+	}
 	return strings.Map(func(r rune) rune {
 		switch {
 		case r == '\t':

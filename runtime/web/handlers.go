@@ -120,6 +120,10 @@ func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, e
 	if err != nil {
 		return nil, err
 	}
+	key := "html " + id + " " + r.URL.Query().Get("group")
+	if resp, ok := s.pages.get(key); ok {
+		return resp, nil
+	}
 	a, err := s.fed.Article(ctx, id)
 	if err != nil {
 		return nil, err
@@ -133,7 +137,13 @@ func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, e
 	for _, p := range d.Parts {
 		v.Parts = append(v.Parts, partView{Note: p.Note, Blocks: blocks(p.Lines)})
 	}
-	return s.render("article", v, cacheArticle)
+	resp, err := s.render("article", v, cacheArticle)
+	if err != nil {
+		return nil, err
+	}
+	resp.etag = etagOf(resp.body)
+	s.pages.put(key, resp)
+	return resp, nil
 }
 
 func orNoSubject(s string) string {
@@ -210,6 +220,10 @@ func (s *Server) apiArticle(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
+	key := "json " + id
+	if resp, ok := s.pages.get(key); ok {
+		return resp, nil
+	}
 	a, err := s.fed.Article(ctx, id)
 	if err != nil {
 		return nil, err
@@ -218,9 +232,15 @@ func (s *Server) apiArticle(ctx context.Context, r *http.Request) (*response, er
 	if d.Parts == nil {
 		d.Parts = []Part{}
 	}
-	return renderJSON(struct {
+	resp, err := renderJSON(struct {
 		*Display
 		Server string `json:"server"`
 		Text   string `json:"text"`
 	}{d, a.Server, d.Text()}, cacheArticle)
+	if err != nil {
+		return nil, err
+	}
+	resp.etag = etagOf(resp.body)
+	s.pages.put(key, resp)
+	return resp, nil
 }

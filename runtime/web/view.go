@@ -220,13 +220,23 @@ func tree(group string, root *mreader.Node, current string) *treeNode {
 // text is set off as one block per run.
 func blocks(lines []Line) []block {
 	var out []block
-	for _, l := range lines {
+	var b strings.Builder
+	for i, l := range lines {
 		q := min(l.Quote, 3)
 		if n := len(out); n > 0 && out[n-1].Quote == q && out[n-1].Sig == l.Sig {
-			out[n-1].Text += "\n" + l.Text
-			continue
+			b.WriteByte('\n')
+			b.WriteString(l.Text)
+		} else {
+			if n > 0 {
+				out[n-1].Text = b.String()
+			}
+			b.Reset()
+			b.WriteString(l.Text)
+			out = append(out, block{Quote: q, Sig: l.Sig})
 		}
-		out = append(out, block{Quote: q, Sig: l.Sig, Text: l.Text})
+		if i == len(lines)-1 {
+			out[len(out)-1].Text = b.String()
+		}
 	}
 	return out
 }

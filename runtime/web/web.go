@@ -47,8 +47,10 @@ const (
 	DefaultTimeout = 30 * time.Second
 	DefaultPerPage = 50
 	DefaultSite    = "newsweb"
-	maxURL         = 4096
-	maxBody        = 1 << 10
+	// DefaultPageCacheBytes bounds the rendered article pages kept.
+	DefaultPageCacheBytes = 64 << 20
+	maxURL                = 4096
+	maxBody               = 1 << 10
 )
 
 // Cache lifetimes sent to browsers and proxies.
@@ -64,7 +66,10 @@ type Options struct {
 	Site    string        // name in page titles; DefaultSite when ""
 	Timeout time.Duration // bound on each request's work; DefaultTimeout when 0
 	PerPage int           // threads per group page; DefaultPerPage when 0
-	Logger  *slog.Logger  // slog.Default() when nil
+	// PageCacheBytes bounds the cache of rendered article pages
+	// (DefaultPageCacheBytes when 0; negative disables it).
+	PageCacheBytes int
+	Logger         *slog.Logger // slog.Default() when nil
 	// Registerer, when set, gets the HTTP request metrics; Gatherer, when
 	// set, is served on /metrics.
 	Registerer prometheus.Registerer
@@ -77,6 +82,8 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	mux  *http.ServeMux
+	// pages holds rendered article pages (nil when disabled).
+	pages *pageCache
 
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -97,6 +104,12 @@ func New(fed *reader.Federated, opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{fed: fed, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	switch {
+	case opts.PageCacheBytes == 0:
+		s.pages = newPageCache(DefaultPageCacheBytes)
+	case opts.PageCacheBytes > 0:
+		s.pages = newPageCache(opts.PageCacheBytes)
+	}
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "newsweb_http_requests_total", Help: "HTTP requests by route and status code.",
 	}, []string{"route", "code"})
@@ -161,6 +174,7 @@ type response struct {
 	ctype  string
 	cache  string
 	body   []byte
+	etag   string // computed by write when empty
 }
 
 // route registers fn on pattern with the common wrapper.
@@ -185,8 +199,10 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, route string, res
 	h.Set("Cache-Control", resp.cache)
 	status := resp.status
 	if status == http.StatusOK {
-		sum := sha256.Sum256(resp.body)
-		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+		etag := resp.etag
+		if etag == "" {
+			etag = etagOf(resp.body)
+		}
 		h.Set("ETag", etag)
 		h.Add("Vary", "Accept-Encoding")
 		if etagMatch(r.Header.Get("If-None-Match"), etag) {
@@ -202,6 +218,12 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, route string, res
 	h.Set("Content-Length", strconv.Itoa(len(resp.body)))
 	w.WriteHeader(status)
 	w.Write(resp.body)
+}
+
+// etagOf is a strong validator for body: a hash of it.
+func etagOf(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
 // etagMatch implements If-None-Match's weak comparison (RFC 9110 §13.1.2).
