@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -59,6 +60,7 @@ type feedOptions struct {
 	profile           string
 	timeout           time.Duration
 	innQueue          int
+	selfProfile       string
 }
 
 // feeder names, in table order.
@@ -118,6 +120,7 @@ func runFeed(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.profile, "profile", "", "write newsfeed's CPU and allocation profiles (pprof) of each case's last round to `dir`")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on one feeder's run after this long")
 	fs.IntVar(&o.innQueue, "innfeed-queue", 0, "innfeed max-queue-size (its window per connection); 0 keeps innfeed's default")
+	fs.StringVar(&o.selfProfile, "selfprofile", "", "write newsbench's own CPU profile (the sinks and the Go sender) to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -127,6 +130,17 @@ func runFeed(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.rounds < 1 || o.conns < 1 || o.fanout < 1 || o.smallN < 1 || o.largeN < 1 {
 		return errors.New("-rounds, -conns, -fanout, -small and -large must be at least 1")
+	}
+	if o.selfProfile != "" {
+		f, err := os.Create(o.selfProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx := context.Background()
 	b := &feedBench{o: o, out: stdout, log: stderr}
