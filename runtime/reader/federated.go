@@ -590,6 +590,15 @@ func (f *Federated) Thread(ctx context.Context, group, id string) (ThreadView, e
 			return tv, nil
 		}
 		ev, s, err := f.ask(ctx, "thread "+id+" in "+group, mreader.GetThread{Group: group, MessageID: id, Limit: f.opts.ThreadLimit})
+		if errors.Is(err, ErrNotFound) {
+			// Older than the thread data covers (ThreadLimit newest
+			// articles): the article alone, under placeholders for
+			// the ancestors its References name.
+			if tv, ok := f.loneThread(ctx, group, id); ok {
+				f.thread.put(key, tv, 2)
+				return tv, nil
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -605,4 +614,22 @@ func (f *Federated) Thread(ctx context.Context, group, id string) (ThreadView, e
 		return ThreadView{}, err
 	}
 	return v.(ThreadView), nil
+}
+
+// loneThread is the thread of an article found by message-id but not in its
+// group's thread data: the article with its References as placeholders.
+func (f *Federated) loneThread(ctx context.Context, group, id string) (ThreadView, bool) {
+	a, err := f.Article(ctx, id)
+	if err != nil {
+		return ThreadView{}, false
+	}
+	h, _, err := proto.ParseHeaders(a.Raw)
+	if err != nil {
+		return ThreadView{}, false
+	}
+	root, _ := mreader.Find(mreader.Thread([]mreader.Summary{mreader.SummaryFromHeader(0, h)}), id)
+	if root == nil {
+		return ThreadView{}, false
+	}
+	return ThreadView{Group: group, Root: root, Server: a.Server}, true
 }

@@ -23,6 +23,15 @@ var (
 	ErrClosed = errors.New("service closed")
 )
 
+// Backoff after a failed connection: while a server is down, requests fail
+// at once (so the federated service moves to the next server without
+// waiting for a dial timeout) for minBackoff, doubling per failure up to
+// maxBackoff; a successful connection ends it.
+const (
+	minBackoff = time.Second
+	maxBackoff = 30 * time.Second
+)
+
 // Defaults for ServiceOptions fields left zero.
 const (
 	DefaultRequestTimeout = 30 * time.Second
@@ -92,11 +101,13 @@ type Service struct {
 	wg     sync.WaitGroup
 	wake   chan struct{} // one token per push, so no idle worker misses work
 
-	mu     sync.Mutex
-	sched  *mreader.Scheduler[*call]
-	coal   *mreader.Coalescer[string]
-	calls  map[string]*call
-	closed bool
+	mu        sync.Mutex
+	downUntil time.Time     // after a failed connection: fail fast until then
+	backoff   time.Duration // the current wait after a failed connection
+	sched     *mreader.Scheduler[*call]
+	coal      *mreader.Coalescer[string]
+	calls     map[string]*call
+	closed    bool
 
 	ids atomic.Uint64 // request ids for the Client's events
 }
@@ -177,6 +188,11 @@ func (s *Service) Do(ctx context.Context, req mreader.Request) (mreader.Event, e
 		s.mu.Unlock()
 		return nil, fmt.Errorf("reader: %s: %w", s.cfg.Name, ErrClosed)
 	}
+	if now := s.now(); now.Before(s.downUntil) {
+		until := s.downUntil.Sub(now)
+		s.mu.Unlock()
+		return nil, fmt.Errorf("reader: %s: %w: connecting failed, next try in %v", s.cfg.Name, ErrUnavailable, until.Round(time.Millisecond))
+	}
 	c := s.calls[key]
 	if s.coal.Join(key, s.now()) || c == nil {
 		c = &call{key: key, req: req, done: make(chan struct{})}
@@ -246,6 +262,33 @@ func (s *Service) next(w *worker) *call {
 	}
 }
 
+// down returns an error while the server is in its backoff.
+func (s *Service) down() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now := s.now(); now.Before(s.downUntil) {
+		return fmt.Errorf("reader: %s: %w: connecting failed, next try in %v", s.cfg.Name, ErrUnavailable, s.downUntil.Sub(now).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// connected records the outcome of a connection attempt: a failure starts
+// or lengthens the backoff, a success ends it.
+func (s *Service) connected(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		if s.backoff > 0 {
+			s.log.Info("server reachable again")
+		}
+		s.backoff, s.downUntil = 0, time.Time{}
+		return
+	}
+	s.backoff = min(max(minBackoff, 2*s.backoff), maxBackoff)
+	s.downUntil = s.now().Add(s.backoff)
+	s.log.Warn("cannot connect; failing requests fast meanwhile", "backoff", s.backoff, "err", err)
+}
+
 // worker is one persistent connection's loop.
 type worker struct {
 	s       *Service
@@ -298,7 +341,11 @@ func (w *worker) run(req mreader.Request) (mreader.Event, error) {
 			w.conn = nil
 		}
 		if w.conn == nil {
+			if err := s.down(); err != nil {
+				return nil, err
+			}
 			sc, err := s.connect(s.ctx, w.id)
+			s.connected(err)
 			if err != nil {
 				return nil, err
 			}

@@ -377,3 +377,50 @@ func TestBackgroundRefresh(t *testing.T) {
 		t.Errorf("quiet group: sent %q", got)
 	}
 }
+
+// A server that cannot be connected to is not dialled again for every
+// request: requests fail at once (so the federated service moves on) until
+// the backoff has passed.
+func TestServerDownBackoff(t *testing.T) {
+	srv := newsServer(t, 1)
+	fault := srv.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 502, Text: "too busy", Close: true})
+	clock := newFakeClock()
+	s := service(t, ServerConfig{Addr: srv.HostPort(), Connections: 2}, clock, nil)
+	ctx := context.Background()
+	if _, err := s.Do(ctx, mreader.GetArticle{MessageID: "<1@t>"}); err == nil {
+		t.Fatal("a server answering 502 served an article")
+	}
+	conns := srv.Conns()
+	for i := range 5 {
+		if _, err := s.Do(ctx, mreader.GetArticle{MessageID: fmt.Sprintf("<x%d@t>", i)}); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("request %d during the backoff: %v, want ErrUnavailable", i, err)
+		}
+	}
+	if got := srv.Conns(); got != conns {
+		t.Errorf("%d connections during the backoff, want none", got-conns)
+	}
+	srv.RemoveFault(fault)
+	clock.Advance(time.Second)
+	if _, err := s.Do(ctx, mreader.GetArticle{MessageID: "<1@t>"}); err != nil {
+		t.Fatalf("after the backoff: %v", err)
+	}
+}
+
+// An article older than the thread data covers still has a thread page: the
+// article under placeholders for the ancestors it references.
+func TestThreadBeyondLimit(t *testing.T) {
+	srv := newsServer(t, 8)
+	svc := NewService(ServerConfig{Addr: srv.HostPort()}, ServiceOptions{Logger: testLogger(t)})
+	f := NewFederated([]*Service{svc}, Options{Logger: testLogger(t), NoBackground: true, ThreadLimit: 3})
+	t.Cleanup(f.Close)
+	tv, err := f.Thread(context.Background(), "misc.test", "<2@t>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tv.Root.ID != "<1@t>" || !tv.Root.Placeholder() || len(tv.Root.Children) != 1 || tv.Root.Children[0].ID != "<2@t>" {
+		t.Errorf("thread of <2@t>: root %s placeholder=%v children %d", tv.Root.ID, tv.Root.Placeholder(), len(tv.Root.Children))
+	}
+	if _, err := f.Thread(context.Background(), "misc.test", "<nope@t>"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("thread of a missing article: %v, want ErrNotFound", err)
+	}
+}
