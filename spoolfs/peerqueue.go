@@ -103,6 +103,32 @@ func (p *PeerQueue) Offer(now time.Time, e queue.Entry) error {
 	return p.run(now)
 }
 
+// OfferBatch is Offer for many entries at once, such as the copies of one
+// group commit for this peer. The machine gathers consecutive journal lines
+// into one AppendJournal, and the actions are carried out once, after the
+// last offer, so the batch's lines leave in one write(2) instead of one
+// each (profiling the relay showed a write per article per peer). Entries
+// the machine refuses are skipped and the first such error is returned;
+// the others are taken. A file operation that fails is reported to the
+// machine after the whole batch: entries of the batch that went to the same
+// file are counted as dropped, and, as with Offer, the next Sync fails, so
+// none of the batch is acknowledged upstream.
+func (p *PeerQueue) OfferBatch(now time.Time, es []queue.Entry) error {
+	if err := p.usable(); err != nil {
+		return err
+	}
+	var first error
+	for _, e := range es {
+		if err := p.q.Offer(now, e); err != nil && first == nil {
+			first = err
+		}
+	}
+	if err := p.run(now); err != nil {
+		return err
+	}
+	return first
+}
+
 // Sync makes every offer since the last Sync durable: one fsync per file
 // written. A non-nil error means some of those offers may not be durable (a
 // write or an fsync failed): do not acknowledge them upstream.

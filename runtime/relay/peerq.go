@@ -81,19 +81,15 @@ func (p *peerQueue) tick() {
 	p.wake()
 }
 
-// offer queues entries for the peer (the masterfeed's copies). They are
-// durable after the next sync.
+// offer queues entries for the peer (the masterfeed's copies), their
+// journal lines in one write. They are durable after the next sync.
 func (p *peerQueue) offer(now time.Time, es []queue.Entry) error {
 	p.mu.Lock()
 	var first error
-	for _, e := range es {
-		if p.shut {
-			first = fmt.Errorf("queue %s: shut down", p.name)
-			break
-		}
-		if err := p.q.Offer(now, e); err != nil && first == nil {
-			first = err
-		}
+	if p.shut {
+		first = fmt.Errorf("queue %s: shut down", p.name)
+	} else {
+		first = p.q.OfferBatch(now, es)
 	}
 	p.armLocked(now)
 	p.mu.Unlock()
