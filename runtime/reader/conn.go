@@ -177,7 +177,10 @@ func (s *Service) setUp(ctx context.Context, nc net.Conn, mode handshake.TLSMode
 		done: make(chan struct{}), cancel: ccancel, ctx: cctx}
 	last := map[string]int{}
 	go func() {
+		// When the loop ends (the server closed, a timeout), cancelling
+		// cctx also releases a worker blocked in gc.Do on this connection.
 		defer close(sc.done)
+		defer ccancel()
 		gc.Run(cctx, client, func(time.Time) error {
 			for {
 				ev, ok := client.NextEvent()
@@ -195,7 +198,11 @@ func (s *Service) setUp(ctx context.Context, nc net.Conn, mode handshake.TLSMode
 					}
 					last = maps.Clone(now)
 				}
-				sc.events <- ce
+				select {
+				case sc.events <- ce:
+				case <-cctx.Done():
+					return cctx.Err()
+				}
 			}
 		})
 		gc.Close()

@@ -424,3 +424,24 @@ func TestThreadBeyondLimit(t *testing.T) {
 		t.Errorf("thread of a missing article: %v, want ErrNotFound", err)
 	}
 }
+
+// A connection the server closes between requests (an idle timeout) is
+// replaced: the next request is sent on a new one and succeeds.
+func TestReconnectAfterServerClose(t *testing.T) {
+	srv := newsServer(t, 3)
+	s := service(t, ServerConfig{Addr: srv.HostPort(), Connections: 1}, nil, nil)
+	ctx := context.Background()
+	for i := 1; i <= 3; i++ {
+		ev, err := s.Do(ctx, mreader.GetArticle{MessageID: fmt.Sprintf("<%d@t>", i)})
+		if err != nil {
+			t.Fatalf("article %d: %v", i, err)
+		}
+		if _, ok := ev.(mreader.ArticleResult); !ok {
+			t.Fatalf("article %d: %T", i, ev)
+		}
+		srv.DropConns()
+	}
+	if n := srv.Conns(); n != 3 {
+		t.Errorf("%d connections for 3 requests with the connection dropped after each, want 3", n)
+	}
+}
