@@ -18,6 +18,7 @@ import (
 // duration is a time.Duration written as "90s", "5m", "24h" in TOML.
 type duration time.Duration
 
+// UnmarshalText parses a Go duration ("90s", "5m"); negative is refused.
 func (d *duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {

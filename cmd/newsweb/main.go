@@ -53,7 +53,9 @@ or list them in a TOML file given with -config:
 // list is a repeatable flag.
 type list []string
 
+// String joins the values (flag.Value).
 func (l *list) String() string     { return strings.Join(*l, " ") }
+// Set appends a value (flag.Value).
 func (l *list) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {

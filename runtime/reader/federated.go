@@ -232,7 +232,9 @@ type errNotFound struct {
 	definitive bool
 }
 
+// Error says what was not found.
 func (e *errNotFound) Error() string { return "reader: " + e.what + ": " + ErrNotFound.Error() }
+// Unwrap makes errors.Is(err, ErrNotFound) hold.
 func (e *errNotFound) Unwrap() error { return ErrNotFound }
 
 // ask tries the servers in priority order until one answers: an error moves
