@@ -54,7 +54,8 @@ or list them in a TOML file given with -config:
 type list []string
 
 // String joins the values (flag.Value).
-func (l *list) String() string     { return strings.Join(*l, " ") }
+func (l *list) String() string { return strings.Join(*l, " ") }
+
 // Set appends a value (flag.Value).
 func (l *list) Set(v string) error { *l = append(*l, v); return nil }
 

@@ -234,6 +234,7 @@ type errNotFound struct {
 
 // Error says what was not found.
 func (e *errNotFound) Error() string { return "reader: " + e.what + ": " + ErrNotFound.Error() }
+
 // Unwrap makes errors.Is(err, ErrNotFound) hold.
 func (e *errNotFound) Unwrap() error { return ErrNotFound }
 
