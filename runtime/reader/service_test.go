@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -337,6 +340,8 @@ func TestBackgroundRefresh(t *testing.T) {
 	srv := newsServer(t, 2)
 	clock := newFakeClock()
 	f := federated(t, clock, nil, ServerConfig{Addr: srv.HostPort(), Connections: 1})
+	var logs syncBuffer
+	f.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx := context.Background()
 	if _, err := f.Threads(ctx, "misc.test"); err != nil {
 		t.Fatal(err)
@@ -376,6 +381,40 @@ func TestBackgroundRefresh(t *testing.T) {
 	if got := commandLines(srv, seen); len(got) != 0 {
 		t.Errorf("quiet group: sent %q", got)
 	}
+	// The seed's Monitoring section, in order.
+	var msgs []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if m := regexp.MustCompile(`msg="([^"]*)" group=misc.test`).FindStringSubmatch(l); m != nil {
+			msgs = append(msgs, m[1])
+		}
+	}
+	want = []string{"Spawning background refresh task", "Group refresh scheduled", "Group refresh scheduled",
+		"Triggering incremental update", "Found new articles", "Group inactive, stopping refresh task"}
+	if d := cmp.Diff(want, msgs); d != "" {
+		t.Errorf("debug log (-want +got):\n%s", d)
+	}
+	if !strings.Contains(logs.String(), `msg="Group refresh scheduled" group=misc.test rps=0 period_secs=30`) ||
+		!strings.Contains(logs.String(), `msg="Found new articles" group=misc.test count=2`) {
+		t.Errorf("log lines lack the seed's fields:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // A server that cannot be connected to is not dialled again for every
