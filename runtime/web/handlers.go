@@ -20,7 +20,19 @@ func (s *Server) groupsPage(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
-	return s.render("groups", groupsView{base: s.base("Newsgroups", ""), Groups: groups, ServerCount: len(s.fed.Services())}, cacheGroups)
+	return s.render("groups", groupsView{base: s.base("Newsgroups", ""), Groups: displayGroups(groups), ServerCount: len(s.fed.Services())}, cacheGroups)
+}
+
+// displayGroups returns a copy of the (shared, cached) list with the
+// descriptions decoded for display: LIST NEWSGROUPS text may be Latin-1,
+// UTF-8 or carry encoded-words.
+func displayGroups(groups []reader.Group) []reader.Group {
+	out := make([]reader.Group, len(groups))
+	for i, g := range groups {
+		g.Description = decodeHeader(g.Description)
+		out[i] = g
+	}
+	return out
 }
 
 // threadPage is one page of a group's threads, newest activity first.
@@ -160,10 +172,7 @@ func (s *Server) apiGroups(ctx context.Context, r *http.Request) (*response, err
 	if err != nil {
 		return nil, err
 	}
-	if groups == nil {
-		groups = []reader.Group{}
-	}
-	return renderJSON(map[string]any{"groups": groups}, cacheGroups)
+	return renderJSON(map[string]any{"groups": displayGroups(groups)}, cacheGroups)
 }
 
 func (s *Server) apiThreads(ctx context.Context, r *http.Request) (*response, error) {
