@@ -61,6 +61,7 @@ type feedOptions struct {
 	timeout           time.Duration
 	innQueue          int
 	selfProfile       string
+	compare           string
 }
 
 // feeder names, in table order.
@@ -69,6 +70,7 @@ const (
 	feederSender   = "go sender"
 	feederNFGo     = "newsfeed goroutine"
 	feederNFEpoll  = "newsfeed epoll"
+	feederCompare  = "newsfeed -compare"
 	feederInnfeed  = "innfeed"
 	runtimeGo      = "goroutine"
 	runtimeEpoll   = "epoll"
@@ -120,6 +122,7 @@ func runFeed(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.profile, "profile", "", "write newsfeed's CPU and allocation profiles (pprof) of each case's last round to `dir`")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on one feeder's run after this long")
 	fs.IntVar(&o.innQueue, "innfeed-queue", 0, "innfeed max-queue-size (its window per connection); 0 keeps innfeed's default")
+	fs.StringVar(&o.compare, "compare", "", "another newsfeed `binary` (e.g. an older build) run as one more feeder, goroutine runtime, for before/after figures")
 	fs.StringVar(&o.selfProfile, "selfprofile", "", "write newsbench's own CPU profile (the sinks and the Go sender) to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -303,6 +306,9 @@ func (b *feedBench) feeders() []string {
 	if b.epoll {
 		f = append(f, feederNFEpoll)
 	}
+	if b.o.compare != "" {
+		f = append(f, feederCompare)
+	}
 	if b.innWhy == "" {
 		f = append(f, feederInnfeed)
 	}
@@ -320,9 +326,11 @@ func (b *feedBench) measure(ctx context.Context, c feedCase, feeder string, last
 	case feederSender:
 		return b.runSender(ctx, c)
 	case feederNFGo:
-		return b.runNewsfeed(ctx, c, runtimeGo, last)
+		return b.runNewsfeed(ctx, c, b.bin, runtimeGo, last)
 	case feederNFEpoll:
-		return b.runNewsfeed(ctx, c, runtimeEpoll, last)
+		return b.runNewsfeed(ctx, c, b.bin, runtimeEpoll, last)
+	case feederCompare:
+		return b.runNewsfeed(ctx, c, b.o.compare, runtimeGo, false)
 	case feederInnfeed:
 		return b.runInnfeed(ctx, c)
 	}
@@ -451,7 +459,7 @@ func (b *feedBench) report(loadBefore, loadAfter string) {
 	meds := map[string]map[string]med{}
 	for _, c := range b.cases {
 		meds[c.name] = map[string]med{}
-		for _, f := range []string{feederCopy, feederSender, feederNFGo, feederNFEpoll, feederInnfeed} {
+		for _, f := range []string{feederCopy, feederSender, feederNFGo, feederNFEpoll, feederCompare, feederInnfeed} {
 			ms := b.results[c.name][f]
 			if len(ms) == 0 {
 				continue

@@ -247,7 +247,7 @@ func (b *feedBench) runSender(ctx context.Context, c feedCase) (measure, error) 
 // runNewsfeed runs the relay (runtime rt) as a child process on the set's
 // spool with its backlog restored, peers = the case's sinks, and times
 // the replay of the backlog to the sinks.
-func (b *feedBench) runNewsfeed(ctx context.Context, c feedCase, rt string, last bool) (measure, error) {
+func (b *feedBench) runNewsfeed(ctx context.Context, c feedCase, bin, rt string, last bool) (measure, error) {
 	spool := b.spools[c.set.label]
 	if err := restoreBacklog(spool); err != nil {
 		return measure{}, err
@@ -267,13 +267,13 @@ func (b *feedBench) runNewsfeed(ctx context.Context, c feedCase, rt string, last
 	if err := os.WriteFile(cfg, []byte(relayConfig(spool, rt, ports, b.o.conns, profile)), 0o644); err != nil {
 		return measure{}, err
 	}
-	logName := filepath.Join(dir, "newsfeed-"+c.name+"-"+rt+".log")
+	logName := filepath.Join(dir, "newsfeed-"+c.name+"-"+rt+"-"+filepath.Base(bin)+".log")
 	logf, err := os.Create(logName)
 	if err != nil {
 		return measure{}, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(b.bin, "-config", cfg)
+	cmd := exec.Command(bin, "-config", cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
