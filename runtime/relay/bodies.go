@@ -13,8 +13,10 @@ import (
 
 // spoolBodies gives the feed runtime the stored articles it sends
 // (machine.BodySource). Small articles it appends to the runtime's gather
-// buffer (goroutine.BodyAppender: one pread, CRC checked), so they leave
-// with the commands around them in one write; large ones it writes itself
+// buffer (goroutine.BodyAppender, CRC checked), so they leave with the
+// commands around them in one write; they are read through the
+// connection's ReadAhead, one pread for a run of articles stored together
+// (a replayed backlog is in that order). Large ones it writes itself
 // (goroutine.BodyWriter): with sendfile(2) straight from the segment file
 // when the connection is a plain TCP socket, by copying otherwise (TLS).
 //
@@ -24,6 +26,7 @@ import (
 // remembered in bad, and pull settles it as missing when it comes again.
 type spoolBodies struct {
 	s   *spoolfs.Spool
+	ra  *spoolfs.ReadAhead // the connection's own; nil reads each article alone
 	bad *badBodies
 }
 
@@ -84,7 +87,12 @@ func (b spoolBodies) AppendBody(dst []byte, token string, size int64) ([]byte, e
 		b.bad.add(token, err)
 		return dst, err
 	}
-	out, err := b.s.AppendArticle(dst, tok)
+	var out []byte
+	if b.ra != nil {
+		out, err = b.ra.AppendArticle(dst, tok)
+	} else {
+		out, err = b.s.AppendArticle(dst, tok)
+	}
 	if err != nil {
 		b.bad.add(token, err)
 	}

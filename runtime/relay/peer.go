@@ -265,7 +265,7 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 		}
 		nc = tc
 	}
-	gc := goroutine.New(nc, goroutine.Options{TLSConfig: p.tls, Bodies: spoolBodies{s: r.spool, bad: &r.badBodies}, Now: r.now})
+	gc := goroutine.New(nc, goroutine.Options{TLSConfig: p.tls, Bodies: spoolBodies{s: r.spool, ra: r.spool.NewReadAhead(readAhead), bad: &r.badBodies}, Now: r.now})
 	defer gc.Close()
 
 	hcfg := handshake.Config{Stream: cfg.Streaming != "off", User: cfg.Username, Pass: cfg.Password,
@@ -438,6 +438,10 @@ func (c *outConn) pull(now time.Time) int {
 	}
 	return len(c.batch)
 }
+
+// readAhead is the window of each connection's ReadAhead: about a hundred
+// 2 KB articles, a window's worth of commands.
+const readAhead = 256 << 10
 
 // present reports whether the spool still holds the article at tok,
 // trusting the last segment found present while no expiry has run since
