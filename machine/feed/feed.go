@@ -297,14 +297,21 @@ func (f *Feed) reply(now time.Time, line []byte) error {
 	if f.recvQ.len() > 0 {
 		c = f.recvQ.front().cmd
 	}
-	resp, perr := proto.ParseResponse(line)
-	code := resp.Code
-	if perr != nil {
+	// The common answers (238, 239, 438, 235) are handled from the line's
+	// bytes; the parsed Response, whose text is a new string, is built
+	// only where it is needed (failures, rejects, warnings).
+	code, text, ok := statusLine(line)
+	if !ok {
 		code = codeGarbage
 	}
+	resp := func() proto.Response { r, _ := proto.ParseResponse(line); return r }
 	r := lookup(c, code)
 	switch r.act {
 	case actGarbage:
+		_, perr := proto.ParseResponse(line)
+		if perr == nil {
+			perr = fmt.Errorf("feed: malformed response %q", clip(line))
+		}
 		return f.protocolError(perr.Error())
 	case actUnexpected:
 		return f.protocolError(fmt.Sprintf("response %q to %s", clip(line), c))
@@ -312,7 +319,7 @@ func (f *Feed) reply(now time.Time, line []byte) error {
 	var e entry
 	if c != cmdNone {
 		e = *f.recvQ.front()
-		if r.id && resp.StreamID() != e.art.MessageID {
+		if r.id && string(firstWord(text)) != e.art.MessageID {
 			// The peer answers for another article than the one asked
 			// about: its idea of what was accepted cannot be trusted.
 			return f.protocolError(fmt.Sprintf("response %q to %s %s: message-id mismatch", clip(line), c, e.art.MessageID))
@@ -320,16 +327,16 @@ func (f *Feed) reply(now time.Time, line []byte) error {
 	}
 	switch r.act {
 	case actUnavailable:
-		f.fail(ReasonUnavailable, resp.String())
+		f.fail(ReasonUnavailable, resp().String())
 		return nil
 	case actDenied:
-		f.fail(ReasonDenied, resp.String())
+		f.fail(ReasonDenied, resp().String())
 		return nil
 	case actOutOfStep:
-		f.fail(ReasonNoStreaming, fmt.Sprintf("%s to TAKETHIS %s", resp, e.art.MessageID))
+		f.fail(ReasonNoStreaming, fmt.Sprintf("%s to TAKETHIS %s", resp(), e.art.MessageID))
 		return nil
 	case actNoTransfer:
-		f.fail(ReasonNoTransfer, fmt.Sprintf("%s to IHAVE %s", resp, e.art.MessageID))
+		f.fail(ReasonNoTransfer, fmt.Sprintf("%s to IHAVE %s", resp(), e.art.MessageID))
 		return nil
 	case actSendBody:
 		// RFC 3977 §6.3.2: the article follows 335; the same entry now
@@ -360,7 +367,7 @@ func (f *Feed) reply(now time.Time, line []byte) error {
 			f.sample(now, false)
 		}
 		f.stats.Rejected++
-		f.emit(Rejected{Article: e.art, Code: code, Reason: resp.Text})
+		f.emit(Rejected{Article: e.art, Code: code, Reason: resp().Text})
 	case actDeferred:
 		if c == cmdCheck {
 			f.sample(now, false)
@@ -373,10 +380,10 @@ func (f *Feed) reply(now time.Time, line []byte) error {
 		if e.noCheck {
 			f.sample(now, false)
 		}
-		f.emit(Warning{Article: e.art, Response: resp.String(),
+		f.emit(Warning{Article: e.art, Response: resp().String(),
 			Text: fmt.Sprintf("%d to TAKETHIS is not allowed by RFC 4644 §2.5; treated as a reject", code)})
 		f.stats.Rejected++
-		f.emit(Rejected{Article: e.art, Code: code, Reason: resp.Text})
+		f.emit(Rejected{Article: e.art, Code: code, Reason: resp().Text})
 	case actAuth:
 		if f.cfg.User == "" || f.authed {
 			f.recvQ.pushFront(e)
@@ -384,7 +391,7 @@ func (f *Feed) reply(now time.Time, line []byte) error {
 			if f.authed {
 				why = "again after authenticating"
 			}
-			f.fail(ReasonAuth, fmt.Sprintf("%s to %s %s: %s", resp, c, e.art.MessageID, why))
+			f.fail(ReasonAuth, fmt.Sprintf("%s to %s %s: %s", resp(), c, e.art.MessageID, why))
 			return nil
 		}
 		f.retry = append(f.retry, e)
@@ -804,4 +811,44 @@ func clip(b []byte) []byte {
 		return b[:80]
 	}
 	return b
+}
+
+// statusLine reads a status line as proto.ParseResponse does (RFC 3977
+// §3.2: three digits of class 1-5, then the end or a space or tab and
+// text; a trailing CRLF or LF removed), without allocating: ok is false
+// exactly where ParseResponse fails.
+func statusLine(line []byte) (code int, text []byte, ok bool) {
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+	}
+	if len(line) < 3 || line[0] < '1' || line[0] > '5' {
+		return 0, nil, false
+	}
+	for _, c := range line[:3] {
+		if c < '0' || c > '9' {
+			return 0, nil, false
+		}
+		code = code*10 + int(c-'0')
+	}
+	if len(line) == 3 {
+		return code, nil, true
+	}
+	if line[3] != ' ' && line[3] != '\t' {
+		return 0, nil, false
+	}
+	return code, line[4:], true
+}
+
+// firstWord is the text up to the first space or tab: the message-id of
+// an RFC 4644 answer (as proto.Response.StreamID).
+func firstWord(text []byte) []byte {
+	for i, c := range text {
+		if c == ' ' || c == '\t' {
+			return text[:i]
+		}
+	}
+	return text
 }
