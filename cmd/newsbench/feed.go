@@ -17,10 +17,10 @@ package main
 //
 // Each peer is a sink (runtime/sink) that holds its greeting until every
 // connection the feeder opens has arrived: the clock starts when the sinks
-// greet and stops when every sink has taken every article. CPU time and
-// peak RSS are the child process's, from wait4 (so they include start-up
-// and shutdown, the same way for both). Rounds interleave the feeders and
-// the table shows the median of the rounds.
+// greet and stops when every sink has taken every article. CPU time is the
+// child process's, from wait4, and peak RSS its VmHWM (so both include
+// start-up and shutdown, the same way for both). Rounds interleave the
+// feeders and the table shows the median of the rounds.
 
 import (
 	"context"
@@ -429,7 +429,7 @@ func cpuModel() string {
 	return runtime.GOARCH
 }
 
-// innVersion asks innd for its version line ("" when unknown).
+// innVersion is the installed inn2 package's version ("" when unknown).
 func innVersion() string {
 	out, err := exec.Command("dpkg-query", "-W", "-f", "${Version}", "inn2").Output()
 	if err != nil {
@@ -449,7 +449,7 @@ func (b *feedBench) report(loadBefore, loadAfter string) {
 	}
 	fmt.Fprintf(w, "median of %d interleaved rounds; %d connections per peer for every feeder; ", o.rounds, o.conns)
 	fmt.Fprintf(w, "time from the sinks' greeting to the last article taken\n")
-	fmt.Fprintf(w, "art/s and MB/s count what the sinks took (fan-out: every copy); CPU and RSS are the feeder process's (wait4), start-up included\n")
+	fmt.Fprintf(w, "art/s and MB/s count what the sinks took (fan-out: every copy); CPU (wait4) and peak RSS (VmHWM) are the feeder process's, start-up included\n")
 	fmt.Fprintf(w, "newsfeed and innfeed both start from stored, queued articles (newsfeed: backlog files written by `newsfeed inject`; innfeed: -x with a batch file per peer)\n")
 	if o.quick {
 		fmt.Fprintf(w, "-quick: tiny sets, one round: a smoke test, not a measurement\n")
