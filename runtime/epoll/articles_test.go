@@ -82,8 +82,9 @@ func bodiesOf(arts []stored) bodyMap {
 }
 
 // fileStore keeps articles in one file, like a spool segment: it is a
-// machine.BodySource, a FileBodySource (for this runtime's sendfile) and
-// a goroutine.BodyWriter (sendfile through the net.Conn's descriptor).
+// machine.BodySource, a FileBodySource (for this runtime's sendfile), a
+// goroutine.BodyWriter (sendfile through the net.Conn's descriptor) and a
+// goroutine.BodyAppender (one pread), as runtime/relay's spool source is.
 type fileStore struct {
 	f        *os.File
 	fd       int
@@ -91,6 +92,34 @@ type fileStore struct {
 	opened   atomic.Int64        // BodyFile calls
 	released atomic.Int64        // release calls
 	written  atomic.Int64        // WriteBody calls
+	appended atomic.Int64        // AppendBody calls
+}
+
+// AppendBody appends the article with one pread.
+func (s *fileStore) AppendBody(dst []byte, token string, size int64) ([]byte, error) {
+	s.appended.Add(1)
+	r, ok := s.at[token]
+	if !ok {
+		return dst, fmt.Errorf("no article %s", token)
+	}
+	n := len(dst)
+	dst = append(dst, make([]byte, r[1])...)
+	if _, err := s.f.ReadAt(dst[n:], r[0]); err != nil {
+		return dst[:n], err
+	}
+	return dst, nil
+}
+
+// fileOnly is a fileStore without AppendBody: every article goes out by
+// sendfile.
+type fileOnly struct{ s *fileStore }
+
+func (f fileOnly) Body(token string) ([]byte, error) { return f.s.Body(token) }
+func (f fileOnly) BodyFile(token string) (int, int64, int64, func(), error) {
+	return f.s.BodyFile(token)
+}
+func (f fileOnly) WriteBody(w io.Writer, token string, size int64) (int64, error) {
+	return f.s.WriteBody(w, token, size)
 }
 
 func newFileStore(t testing.TB, arts []stored) *fileStore {

@@ -35,7 +35,7 @@ const (
 type run struct {
 	m       machine.Conn
 	ss      machine.SegmentSender // set when segments are written
-	pauser  Pauser
+	pauser  machine.Pauser
 	tls     machine.TLSStarter
 	step    func(now time.Time) error
 	done    func(err error)
@@ -121,7 +121,7 @@ func (c *Conn) Start(ctx context.Context, m machine.Conn, step func(now time.Tim
 	if ss, ok := m.(machine.SegmentSender); ok && c.l.opts.Bodies != nil {
 		r.ss = ss
 	}
-	r.pauser, _ = m.(Pauser)
+	r.pauser, _ = m.(machine.Pauser)
 	r.tls, _ = m.(machine.TLSStarter)
 	if r.done == nil {
 		r.done = func(error) {}
@@ -406,6 +406,7 @@ func (c *Conn) read(r *run) bool {
 		c.readable = false
 		return false
 	}
+	l.stats.Reads++
 	r.now = l.opts.Now()
 	r.phase = phStep
 	switch {

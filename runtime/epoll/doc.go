@@ -30,11 +30,12 @@
 //
 //  1. collect the machine's output (AppendSegments when it is a
 //     machine.SegmentSender and Options.Bodies is set, else
-//     AppendOutgoing) and write it: writev for bytes, sendfile for stored
-//     articles whose source is a FileBodySource, the bytes of
-//     BodySource.Body otherwise. What the socket does not take waits for
-//     EPOLLOUT; meanwhile the machine gets no input, so the segments' bytes
-//     stay valid and nothing is copied;
+//     AppendOutgoing) and write it: writev for commands, small articles
+//     copied in by a goroutine.BodyAppender and bodies from
+//     BodySource.Body; sendfile for larger articles whose source is a
+//     FileBodySource. What the socket does not take waits for EPOLLOUT;
+//     meanwhile the machine gets no input, so the segments' bytes stay
+//     valid and are not copied;
 //  2. call the owner's step callback (events), then write what it produced;
 //  3. close when the machine is Closed; refuse STARTTLS (see below);
 //  4. give the machine its next input: a function queued with Do or Post,
@@ -42,9 +43,9 @@
 //     else Timeout when its deadline has passed; then go to 1. Without an
 //     input the connection waits for epoll.
 //
-// A machine that implements Pauser and reports Paused gets no reads until
-// an input unpauses it (machine/ingest's back-pressure): the socket's
-// receive buffer fills and TCP pushes back on the peer.
+// A machine that implements machine.Pauser and reports Paused gets no
+// reads until an input unpauses it (machine/ingest's back-pressure): the
+// socket's receive buffer fills and TCP pushes back on the peer.
 //
 // Deadlines come from the machines: after each input the connection's
 // Deadline (or, while output is unwritten, the write deadline taken from it

@@ -29,14 +29,6 @@ var ErrClosed = errors.New("epoll: connection closed")
 // TLS connections stay on runtime/goroutine.
 var ErrTLSUnsupported = errors.New("epoll: STARTTLS is not supported (crypto/tls needs a net.Conn): run TLS connections on runtime/goroutine")
 
-// Pauser is implemented by machines that can ask the runtime to stop
-// reading for a while (machine/ingest, when its response queue is full).
-// While Paused reports true the loop reads nothing from the connection;
-// the machine is asked again after every input.
-type Pauser interface {
-	Paused() bool
-}
-
 // Options configure a Loop.
 type Options struct {
 	// Now is the clock given to machines and used for their deadlines;
@@ -47,8 +39,11 @@ type Options struct {
 	ReadBuffer int
 	// Bodies, when set, makes the loop write the output of machines that
 	// are machine.SegmentSenders segment by segment, reading stored
-	// articles from it; when it also implements FileBodySource, articles go
-	// out with sendfile(2). Without it the loop uses AppendOutgoing.
+	// articles from it: articles of at most goroutine.SmallBody octets
+	// through goroutine.BodyAppender when it implements that (copied into
+	// the write with the commands around them), others with sendfile(2)
+	// when it implements FileBodySource, the rest through Body. Without it
+	// the loop uses AppendOutgoing.
 	Bodies machine.BodySource
 	// MaxEvents is how many events one epoll_wait returns at most; 256
 	// when zero.
@@ -79,7 +74,7 @@ type Loop struct {
 	events   []unix.EpollEvent
 	scratch  scratch // output staging, see write.go
 	stopping bool
-	now      time.Time // the time of the current input, for callbacks
+	stats    Stats
 
 	mu       sync.Mutex
 	posted   []func()
@@ -146,14 +141,28 @@ func (l *Loop) Close() error {
 	return l.closeErr
 }
 
-// Conns returns how many connections the loop holds (for tests and
-// metrics).
-func (l *Loop) Conns() int {
-	n := make(chan int, 1)
-	if err := l.post(func() { n <- len(l.conns) }); err != nil {
-		return 0
+// Stats counts what a Loop did, for metrics and tests.
+type Stats struct {
+	Conns      int   // connections open now (including ones connecting)
+	Wakeups    int64 // epoll_wait calls that returned
+	Reads      int64 // read calls that returned bytes or EOF
+	Writes     int64 // write and writev calls
+	Sendfiles  int64 // sendfile calls
+	WouldBlock int64 // writes that the socket did not take in full
+}
+
+// Stats returns the loop's counters. It waits for the loop, so do not
+// call it on the loop goroutine; after Close it returns the zero Stats.
+func (l *Loop) Stats() Stats {
+	res := make(chan Stats, 1)
+	if err := l.post(func() {
+		st := l.stats
+		st.Conns = len(l.conns)
+		res <- st
+	}); err != nil {
+		return Stats{}
 	}
-	return <-n
+	return <-res
 }
 
 // post queues fn to run on the loop goroutine and wakes the loop if it
@@ -244,6 +253,7 @@ func (l *Loop) loop() {
 		}
 		n, err := unix.EpollWait(l.epfd, l.events, timeout)
 		l.sleeping.Store(false)
+		l.stats.Wakeups++
 		if err != nil && err != unix.EINTR {
 			l.closeErr = fmt.Errorf("epoll: epoll_wait: %w", err)
 			l.mu.Lock()

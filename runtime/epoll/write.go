@@ -9,12 +9,15 @@ package epoll
 // of its segments stay valid (machine.SegmentSender) and are written from
 // where the machine keeps them.
 //
-// Consecutive byte pieces (commands, and article bodies from
-// BodySource.Body) go out in one writev, at most maxIovecs pieces or about
-// maxGather bytes at a time. A stored article whose source is a
-// FileBodySource goes out with sendfile(2) from its file at an explicit
-// offset. Stored articles are fetched only when the writer reaches them, so
-// a window full of large articles is not held in memory at once.
+// Consecutive byte pieces go out in one writev, at most maxIovecs pieces
+// or about maxGather bytes at a time: commands, articles of at most
+// goroutine.SmallBody octets that a goroutine.BodyAppender copies into the
+// loop's scratch space (as runtime/goroutine does: a window of CHECKs or
+// TAKETHISes with their 2 KB articles is one system call, not one per
+// piece), and bodies from BodySource.Body. A larger stored article whose
+// source is a FileBodySource goes out with sendfile(2) from its file at an
+// explicit offset. Stored articles are fetched only when the writer reaches
+// them, so a window full of large articles is not held in memory at once.
 
 import (
 	"bytes"
@@ -26,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/newsflow/newsflow/machine"
+	"github.com/newsflow/newsflow/runtime/goroutine"
 )
 
 const (
@@ -77,7 +81,8 @@ type outQueue struct {
 type scratch struct {
 	items []outItem
 	segs  []machine.Segment
-	buf   []byte
+	buf   []byte // AppendOutgoing's bytes
+	body  []byte // small articles from a BodyAppender, for one flush
 	iov   []unix.Iovec
 }
 
@@ -189,6 +194,12 @@ func (c *Conn) collect(r *run) {
 // detached from the scratch space, to wait for EPOLLOUT.
 func (c *Conn) flush() error {
 	q := &c.out
+	s := &c.l.scratch
+	// No output refers to the body scratch between flushes (detach).
+	if cap(s.body) > maxScratch {
+		s.body = nil
+	}
+	s.body = s.body[:0]
 	defer q.detach()
 	for len(q.items) > 0 && c.writable {
 		it := &q.items[0]
@@ -210,10 +221,32 @@ func (c *Conn) flush() error {
 	return nil
 }
 
-// resolve fetches the stored article of a token item: as a file range when
-// the source is a FileBodySource, as bytes otherwise.
+// appendable reports whether a token item's article is copied in by a
+// BodyAppender.
+func (c *Conn) appendable(it *outItem) bool {
+	_, ok := c.l.opts.Bodies.(goroutine.BodyAppender)
+	return ok && it.size <= goroutine.SmallBody
+}
+
+// resolve fetches the stored article of a token item: copied into the
+// scratch space when it is small and the source a BodyAppender, as a file
+// range when the source is a FileBodySource, as bytes otherwise.
 func (c *Conn) resolve(it *outItem) error {
 	src := c.l.opts.Bodies
+	if c.appendable(it) {
+		s := &c.l.scratch
+		start := len(s.body)
+		b, err := src.(goroutine.BodyAppender).AppendBody(s.body, it.token, it.size)
+		if err != nil {
+			return fmt.Errorf("epoll: read article %s: %w", it.token, err)
+		}
+		if n := int64(len(b) - start); n != it.size {
+			return fmt.Errorf("epoll: read article %s: %d bytes, want %d", it.token, n, it.size)
+		}
+		s.body = b
+		it.b, it.resolved, it.scratch = b[start:len(b):len(b)], true, true
+		return nil
+	}
 	if fs, ok := src.(FileBodySource); ok {
 		fd, off, n, release, err := fs.BodyFile(it.token)
 		if err != nil {
@@ -244,6 +277,7 @@ func (c *Conn) sendfile(it *outItem) error {
 	for it.n > 0 {
 		want := int(min(it.n, maxSendfile))
 		n, err := unix.Sendfile(c.fd, it.fd, &it.off, want)
+		c.l.stats.Sendfiles++
 		if n > 0 {
 			it.n -= int64(n)
 		}
@@ -252,6 +286,7 @@ func (c *Conn) sendfile(it *outItem) error {
 			continue
 		case err == unix.EAGAIN:
 			c.writable = false
+			c.l.stats.WouldBlock++
 			return nil
 		case err != nil:
 			return fmt.Errorf("epoll: sendfile article %s: %w", it.token, os.NewSyscallError("sendfile", err))
@@ -259,6 +294,7 @@ func (c *Conn) sendfile(it *outItem) error {
 			return fmt.Errorf("epoll: sendfile article %s: no progress with %d bytes left", it.token, it.n)
 		case n < want:
 			c.writable = false // the socket is full (epoll(7))
+			c.l.stats.WouldBlock++
 			if it.n > 0 {
 				return nil
 			}
@@ -282,8 +318,8 @@ func (c *Conn) writev() error {
 			break
 		}
 		if it.token != "" && !it.resolved {
-			if _, ok := c.l.opts.Bodies.(FileBodySource); ok {
-				break
+			if _, ok := c.l.opts.Bodies.(FileBodySource); ok && !c.appendable(it) {
+				break // sendfile, once the bytes before it are written
 			}
 			if err := c.resolve(it); err != nil {
 				if len(iov) > 0 {
@@ -313,6 +349,7 @@ func (c *Conn) writev() error {
 	var n int
 	var err error
 	for {
+		c.l.stats.Writes++
 		if len(iov) == 1 {
 			n, err = unix.Write(c.fd, first)
 		} else {
@@ -330,12 +367,14 @@ func (c *Conn) writev() error {
 	switch {
 	case err == unix.EAGAIN:
 		c.writable = false
+		c.l.stats.WouldBlock++
 		return nil
 	case err != nil:
 		return fmt.Errorf("epoll: write: %w", os.NewSyscallError("writev", err))
 	}
 	if n < total {
 		c.writable = false // the socket is full (epoll(7))
+		c.l.stats.WouldBlock++
 	}
 	for n > 0 {
 		it := &q.items[0]
