@@ -153,7 +153,7 @@ type Feed struct {
 	needAuth    bool   // a 480 came: authenticate when drained
 	fallback    bool   // a 500 to CHECK came: switch to IHAVE when drained
 
-	in     lineBuffer
+	in     proto.LineBuffer
 	offerQ deque[Article]
 	takeQ  deque[Article]
 	recvQ  deque[entry]
@@ -197,6 +197,7 @@ func New(now time.Time, cfg Config) *Feed {
 	}
 	f := &Feed{
 		cfg:       cfg,
+		in:        proto.LineBuffer{Name: "response line"},
 		mode:      ModeIHave,
 		auth:      handshake.Auth{User: cfg.User, Pass: cfg.Pass},
 		idle:      true,
@@ -262,9 +263,9 @@ func (f *Feed) Receive(now time.Time, p []byte) error {
 	if f.phase == phDone {
 		return fmt.Errorf("feed: %d bytes received after close", len(p))
 	}
-	f.in.add(p)
+	f.in.Add(p)
 	for f.phase != phDone {
-		line, ok, err := f.in.next()
+		line, ok, err := f.in.Next()
 		if err != nil {
 			return f.protocolError(err.Error())
 		}

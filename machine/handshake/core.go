@@ -18,7 +18,7 @@ type core struct {
 	cfg      Config
 	state    State
 	deadline time.Time
-	in       lineBuffer
+	in       proto.LineBuffer
 	out      []byte
 	events   []Event
 	closed   bool
@@ -96,4 +96,4 @@ func (c *core) NextEvent() (Event, bool) {
 
 // Leftover returns a copy of the bytes received after the last answer of a
 // machine that is Ready: they belong to the next machine on the connection.
-func (c *core) Leftover() []byte { return c.in.rest() }
+func (c *core) Leftover() []byte { return c.in.Rest() }

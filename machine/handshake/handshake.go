@@ -220,16 +220,16 @@ func (h *Handshake) State() State { return h.state }
 func (h *Handshake) Receive(now time.Time, p []byte) error {
 	switch h.state {
 	case StateReady:
-		h.in.add(p)
+		h.in.Add(p)
 		return nil
 	case StateFailed:
 		return fmt.Errorf("handshake: %d bytes received in state %s", len(p), h.state)
 	case StateTLS:
 		return h.protocolError("data received between 382 and the TLS handshake")
 	}
-	h.in.add(p)
+	h.in.Add(p)
 	for h.state != StateReady && h.state != StateFailed && h.state != StateTLS {
-		line, ok, err := h.in.next()
+		line, ok, err := h.in.Next()
 		if err != nil {
 			return h.protocolError(err.Error())
 		}
@@ -240,7 +240,7 @@ func (h *Handshake) Receive(now time.Time, p []byte) error {
 			return err
 		}
 	}
-	if h.state == StateTLS && h.in.buffered() > 0 {
+	if h.state == StateTLS && h.in.Buffered() > 0 {
 		// RFC 4642 §2.2.2 and the STARTTLS command-injection attacks:
 		// nothing may follow 382 in plaintext.
 		return h.protocolError("data received between 382 and the TLS handshake")

@@ -172,7 +172,7 @@ var handshakeCases = []hsCase{
 	},
 	{
 		name:       "overlong line",
-		server:     "200 " + strings.Repeat("x", maxLine),
+		server:     "200 " + strings.Repeat("x", proto.DefaultMaxStatusLine),
 		want:       []Event{Failed{State: StateGreeting, Reason: ReasonProtocol, Detail: "line of more than 2048 octets: nntp: line too long"}},
 		wantClosed: true,
 		wantErr:    "line too long",

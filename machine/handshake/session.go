@@ -113,13 +113,13 @@ func (s *Session) State() State { return s.state }
 // Receive takes bytes from the server (machine.Conn).
 func (s *Session) Receive(now time.Time, p []byte) error {
 	if s.state == StateReady {
-		s.in.add(p) // for the next machine
+		s.in.Add(p) // for the next machine
 		return nil
 	}
 	if s.state == StateFailed {
 		return fmt.Errorf("handshake: session: %d bytes received in state %s", len(p), s.state)
 	}
-	s.in.add(p)
+	s.in.Add(p)
 	for s.state != StateReady && s.state != StateFailed {
 		if s.state == StateBlock {
 			if err := s.blockBytes(); err != nil {
@@ -130,7 +130,7 @@ func (s *Session) Receive(now time.Time, p []byte) error {
 			}
 			continue
 		}
-		line, ok, err := s.in.next()
+		line, ok, err := s.in.Next()
 		if err != nil {
 			return s.protocolError(err.Error())
 		}
@@ -242,9 +242,9 @@ func (s *Session) answered(resp proto.Response) {
 
 // blockBytes decodes buffered bytes of the multi-line block.
 func (s *Session) blockBytes() error {
-	out, n, done, err := s.dec.Decode(s.block, s.in.peek())
+	out, n, done, err := s.dec.Decode(s.block, s.in.Peek())
 	s.block = out
-	s.in.skip(n)
+	s.in.Skip(n)
 	if err != nil {
 		return err
 	}

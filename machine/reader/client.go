@@ -205,7 +205,7 @@ type Client struct {
 	askedH bool // LIST HEADERS asked on this connection
 	askedF bool // LIST OVERVIEW.FMT asked on this connection
 
-	in       inBuffer
+	in       proto.LineBuffer
 	out      []byte
 	events   []Event
 	closed   bool
@@ -239,6 +239,7 @@ func New(now time.Time, cfg Config) *Client {
 		caps:      cfg.Capabilities,
 		hints:     Hints{Legacy: cfg.Legacy},
 		dec:       proto.NewBlockDecoder(cfg.MaxLine),
+		in:        proto.LineBuffer{Name: "status line"},
 		auth:      handshake.Auth{User: cfg.User, Pass: cfg.Pass},
 		sentCount: make(map[string]int),
 	}
@@ -488,11 +489,11 @@ func (c *Client) Receive(now time.Time, p []byte) error {
 	if c.closed {
 		return fmt.Errorf("reader: %d bytes received after close", len(p))
 	}
-	c.in.add(p)
+	c.in.Add(p)
 	if len(c.batch) > 0 && len(p) > 0 {
 		c.deadline = now.Add(c.cfg.Timeout) // progress
 	}
-	for !c.closed && c.in.buffered() > 0 {
+	for !c.closed && c.in.Buffered() > 0 {
 		if c.reading {
 			done, err := c.readBlock()
 			if err != nil {
@@ -506,7 +507,7 @@ func (c *Client) Receive(now time.Time, p []byte) error {
 			c.answered(now)
 			continue
 		}
-		line, ok, err := c.in.line()
+		line, ok, err := c.in.Next()
 		if err != nil {
 			return c.protocolError(err)
 		}
@@ -534,9 +535,9 @@ func (c *Client) Receive(now time.Time, p []byte) error {
 
 // readBlock decodes buffered bytes of the block being read.
 func (c *Client) readBlock() (bool, error) {
-	out, n, done, err := c.dec.Decode(c.blk, c.in.peek())
+	out, n, done, err := c.dec.Decode(c.blk, c.in.Peek())
 	c.blk = out
-	c.in.skip(n)
+	c.in.Skip(n)
 	if err != nil {
 		return false, fmt.Errorf("answer to %s: %w", c.answers[len(c.answers)-1].cmd.Name(), err)
 	}
