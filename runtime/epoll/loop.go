@@ -5,9 +5,10 @@ package epoll
 import (
 	"errors"
 	"fmt"
-	"math"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -59,9 +60,11 @@ type handler interface {
 // Loop is one goroutine driving many connections. Its methods are safe for
 // concurrent use.
 type Loop struct {
-	opts Options
-	epfd int
-	evfd int
+	opts  Options
+	epfd  int
+	evfd  int
+	epf   *os.File        // epfd, registered with Go's poller (see wait)
+	epraw syscall.RawConn // epf's raw access
 
 	// Loop goroutine only.
 	handlers map[int]handler
@@ -100,15 +103,29 @@ func New(opts Options) (*Loop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("epoll: epoll_create1: %w", err)
 	}
+	// The loop sleeps in Go's poller, not in epoll_wait (see wait): the
+	// epoll descriptor is itself pollable, readable while events wait.
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("epoll: epoll fd: %w", err)
+	}
+	epf := os.NewFile(uintptr(epfd), "epoll")
+	epraw, err := epf.SyscallConn()
+	if err != nil {
+		epf.Close()
+		return nil, fmt.Errorf("epoll: epoll fd: %w", err)
+	}
 	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
-		unix.Close(epfd)
+		epf.Close()
 		return nil, fmt.Errorf("epoll: eventfd: %w", err)
 	}
 	l := &Loop{
 		opts:     opts,
 		epfd:     epfd,
 		evfd:     evfd,
+		epf:      epf,
+		epraw:    epraw,
 		handlers: make(map[int]handler),
 		conns:    make(map[*Conn]struct{}),
 		lns:      make(map[*Listener]struct{}),
@@ -118,7 +135,7 @@ func New(opts Options) (*Loop, error) {
 	}
 	if err := l.register(evfd, wakeHandler{l}); err != nil {
 		unix.Close(evfd)
-		unix.Close(epfd)
+		epf.Close()
 		return nil, err
 	}
 	go l.loop()
@@ -241,21 +258,21 @@ func (l *Loop) loop() {
 			return
 		}
 
-		timeout := l.waitTimeout()
-		if timeout != 0 {
+		d, block := l.waitTimeout()
+		if block {
 			l.sleeping.Store(true)
 			l.mu.Lock()
 			pending := len(l.posted) > 0
 			l.mu.Unlock()
 			if pending {
-				timeout = 0
+				block = false
 			}
 		}
-		n, err := unix.EpollWait(l.epfd, l.events, timeout)
+		n, err := l.wait(d, block)
 		l.sleeping.Store(false)
 		l.stats.Wakeups++
-		if err != nil && err != unix.EINTR {
-			l.closeErr = fmt.Errorf("epoll: epoll_wait: %w", err)
+		if err != nil {
+			l.closeErr = err
 			l.mu.Lock()
 			l.closed = true
 			l.mu.Unlock()
@@ -319,26 +336,66 @@ func (l *Loop) markReady(c *Conn) {
 	}
 }
 
-// waitTimeout is epoll_wait's timeout in milliseconds: 0 when connections
-// are ready, until the nearest deadline (rounded up, so the loop does not
-// wake just before it), or -1 for none.
-func (l *Loop) waitTimeout() int {
+// waitTimeout says how long the loop may sleep: not at all when
+// connections are ready or a deadline has passed (block false), until the
+// nearest deadline (d > 0), or without a limit (d == 0).
+func (l *Loop) waitTimeout() (d time.Duration, block bool) {
 	if len(l.ready) > 0 {
-		return 0
+		return 0, false
 	}
 	next, ok := l.nextDeadline()
 	if !ok {
-		return -1
+		return 0, true
 	}
-	d := next.Sub(l.opts.Now())
+	d = next.Sub(l.opts.Now())
 	if d <= 0 {
-		return 0
+		return 0, false
 	}
-	ms := (d + time.Millisecond - 1) / time.Millisecond
-	if ms > math.MaxInt32 {
-		ms = math.MaxInt32
+	return d, true
+}
+
+// wait collects ready events into l.events. When block is set and none
+// are ready it sleeps until some are, or for d when d > 0.
+//
+// The loop does not sleep in epoll_wait: a goroutine blocked in a system
+// call keeps its thread, and its P until the scheduler's monitor takes it
+// back (tens of microseconds to milliseconds), during which other
+// goroutines (the owner's, a sink in the same process) wait for a P. It
+// polls with a zero timeout instead, and sleeps in Go's own poller, in
+// which the epoll descriptor is registered (it is readable while events
+// wait), with a read deadline for the timeout.
+func (l *Loop) wait(d time.Duration, block bool) (int, error) {
+	poll := func(fd int) (int, error) {
+		n, err := unix.EpollWait(fd, l.events, 0)
+		if err == unix.EINTR {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("epoll: epoll_wait: %w", err)
+		}
+		return n, nil
 	}
-	return int(ms)
+	if !block {
+		return poll(l.epfd)
+	}
+	if d > 0 {
+		l.epf.SetReadDeadline(time.Now().Add(d))
+	} else {
+		l.epf.SetReadDeadline(time.Time{})
+	}
+	var n int
+	var perr error
+	err := l.epraw.Read(func(fd uintptr) bool {
+		n, perr = poll(int(fd))
+		return n > 0 || perr != nil // false: sleep until epfd is readable
+	})
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("epoll: wait: %w", err)
+	}
+	return n, perr
 }
 
 // nextDeadline is the nearest of the connections' deadlines and the
@@ -389,5 +446,5 @@ func (l *Loop) shutdown() {
 	}
 	l.unregister(l.evfd)
 	unix.Close(l.evfd)
-	unix.Close(l.epfd)
+	l.epf.Close()
 }
