@@ -38,8 +38,11 @@ type Config struct {
 	PathHost string `toml:"pathhost"` // our Path identity
 	Admin    string `toml:"admin"`    // optional metrics and status listener
 
-	// Runtime selects the connection runtime: "goroutine" (the only one
-	// until the epoll runtime lands).
+	// Runtime selects the connection runtime: "goroutine" (the default,
+	// a goroutine per connection) or "epoll" (Linux: the ingest listener's
+	// connections and the peers' run on one epoll loop). Peers with tls or
+	// starttls stay on the goroutine runtime either way: crypto/tls needs a
+	// net.Conn.
 	Runtime string `toml:"runtime"`
 	// StatsInterval is how often a stats line per peer is logged.
 	StatsInterval Duration `toml:"stats_interval"`
@@ -477,9 +480,11 @@ func (c *Config) check() error {
 	switch c.Runtime {
 	case "goroutine":
 	case "epoll":
-		add(c.errAt("runtime", `"epoll" is not available yet (it arrives with issue 4); use "goroutine"`))
+		if !epollAvailable {
+			add(c.errAt("runtime", `"epoll" needs Linux; use "goroutine"`))
+		}
 	default:
-		add(c.errAt("runtime", `%q is not a runtime; want "goroutine"`, c.Runtime))
+		add(c.errAt("runtime", `%q is not a runtime; want "goroutine" or "epoll"`, c.Runtime))
 	}
 	if c.StatsInterval.D() < time.Second {
 		add(c.errAt("stats_interval", "must be at least 1s (got %s)", c.StatsInterval.D()))

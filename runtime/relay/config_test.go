@@ -90,7 +90,6 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad duration", "stats_interval = \"soon\"\n", "f.toml:1: stats_interval: bad duration \"soon\""},
 		{"short stats interval", "spool=\"/s\"\nstats_interval = \"10ms\"\n", "f.toml:2: stats_interval: must be at least 1s"},
 		{"bad size", "max_article_size = \"lots\"\n", "f.toml:1: max_article_size: bad size"},
-		{"epoll", "spool=\"/s\"\nruntime = \"epoll\"\n", "f.toml:2: runtime: \"epoll\" is not available yet (it arrives with issue 4)"},
 		{"bad runtime", "spool=\"/s\"\nruntime = \"threads\"\n", "f.toml:2: runtime: \"threads\" is not a runtime"},
 		{"bad listen", "spool=\"/s\"\nlisten = \"nowhere\"\n", "f.toml:2: listen: \"nowhere\" is not host:port"},
 		{"bad pathhost", "spool=\"/s\"\npathhost = \"a b\"\n", "f.toml:2: pathhost: \"a b\" is not a valid path identity"},

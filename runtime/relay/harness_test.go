@@ -40,7 +40,23 @@ func testLog(t testing.TB) *slog.Logger {
 // dir, pathhost relay.test, and text (peers and more).
 func relayConfig(t testing.TB, dir, text string) *Config {
 	t.Helper()
-	head := fmt.Sprintf("listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"relay.test\"\n", dir)
+	return relayConfigRT(t, "goroutine", dir, text)
+}
+
+// runtimes are the connection runtimes the end-to-end tests run under.
+var runtimes = []string{"goroutine", "epoll"}
+
+// forRuntimes runs test once per runtime, as a subtest named for it.
+func forRuntimes(t *testing.T, test func(t *testing.T, rt string)) {
+	for _, rt := range runtimes {
+		t.Run(rt, func(t *testing.T) { test(t, rt) })
+	}
+}
+
+// relayConfigRT is relayConfig with runtime = rt.
+func relayConfigRT(t testing.TB, rt, dir, text string) *Config {
+	t.Helper()
+	head := fmt.Sprintf("listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"relay.test\"\nruntime = %q\n", dir, rt)
 	if !strings.Contains(text, "stats_interval") {
 		head += "stats_interval = \"1h\"\n"
 	}

@@ -42,6 +42,10 @@ func (r *Relay) acceptLoop(ctx context.Context, ln net.Listener) {
 		}
 		r.ingest.conns.Add(1)
 		r.wg.Add(1)
+		if r.loop != nil {
+			r.serveIngestLoop(ctx, nc)
+			continue
+		}
 		go func() {
 			defer r.wg.Done()
 			r.serveIngest(ctx, nc)
@@ -54,10 +58,14 @@ func (r *Relay) acceptLoop(ctx context.Context, ln net.Listener) {
 type inConn struct {
 	r      *Relay
 	remote string
-	gate   *gatedConn
+	gate   *gatedConn // nil on the epoll loop, which pauses reads itself
 	gc     *goroutine.Conn
 	g      *ingest.Ingest
 	kick   chan struct{}
+	// post, on the epoll loop, hands apply to the machine (no goroutine
+	// per connection); nil with the goroutine runtime.
+	post   func(fn func(now time.Time))
+	queued atomic.Bool // an applyQueued is posted and has not run
 
 	mu       sync.Mutex
 	results  []storedResult
@@ -79,8 +87,9 @@ type acceptChange struct {
 	reason string
 }
 
-// serveIngest runs one upstream connection to its end.
-func (r *Relay) serveIngest(ctx context.Context, nc net.Conn) {
+// newInConn makes the ingest machine for an upstream connection from
+// remote.
+func (r *Relay) newInConn(remote string) *inConn {
 	now := r.now()
 	g := ingest.New(now, ingest.Config{
 		PathHost:       r.cfg.PathHost,
@@ -88,17 +97,68 @@ func (r *Relay) serveIngest(ctx context.Context, nc net.Conn) {
 		MaxBuffered:    2*int(r.cfg.MaxArticleSize) + 4<<20,
 		MaxFuture:      -1, // a relay passes what its upstream accepted; INN's artcutoff is off too
 	})
-	ic := &inConn{r: r, remote: nc.RemoteAddr().String(), gate: newGatedConn(nc), g: g,
-		kick: make(chan struct{}, 1), reserved: map[string]struct{}{}}
+	ic := &inConn{r: r, remote: remote, g: g, reserved: map[string]struct{}{}}
 	if why := r.notAccepting(); why != "" {
 		g.SetAccepting(now, false, why)
 	}
-	ic.gc = goroutine.New(ic.gate, goroutine.Options{Now: r.now})
+	return ic
+}
+
+// opened and ended count an upstream connection in and out.
+func (r *Relay) opened(ic *inConn) {
 	r.mu.Lock()
 	r.inConns[ic] = struct{}{}
 	r.mu.Unlock()
 	r.ingest.open.Add(1)
 	r.log.Debug("ingest connection", "remote", ic.remote)
+}
+
+func (r *Relay) ended(ctx context.Context, ic *inConn, err error) {
+	r.mu.Lock()
+	delete(r.inConns, ic)
+	r.mu.Unlock()
+	r.ingest.open.Add(-1)
+	h := r.spool.History()
+	for id := range ic.reserved {
+		h.Release(id)
+	}
+	if err != nil && ctx.Err() == nil {
+		r.log.Debug("ingest connection ended", "remote", ic.remote, "err", err)
+	}
+}
+
+// serveIngestLoop runs one upstream connection on the epoll loop: no
+// goroutine of its own; step and the end run on the loop goroutine, and
+// owner inputs arrive with Post.
+func (r *Relay) serveIngestLoop(ctx context.Context, nc net.Conn) {
+	ic := r.newInConn(nc.RemoteAddr().String())
+	r.opened(ic)
+	post, _, err := r.loop.start(ctx, nc, ic.g, ic.step, func(err error) {
+		r.ended(ctx, ic, err)
+		r.wg.Done()
+	})
+	if err != nil {
+		r.ended(ctx, ic, err)
+		r.wg.Done()
+		return
+	}
+	ic.mu.Lock()
+	ic.post = post
+	pending := ic.results != nil || ic.accept != nil || ic.shutdown != ""
+	ic.mu.Unlock()
+	if pending {
+		ic.poke()
+	}
+}
+
+// serveIngest runs one upstream connection to its end.
+func (r *Relay) serveIngest(ctx context.Context, nc net.Conn) {
+	ic := r.newInConn(nc.RemoteAddr().String())
+	ic.gate = newGatedConn(nc)
+	ic.kick = make(chan struct{}, 1)
+	g := ic.g
+	ic.gc = goroutine.New(ic.gate, goroutine.Options{Now: r.now})
+	r.opened(ic)
 
 	sctx, cancel := context.WithCancel(ctx)
 	go func() {
@@ -114,17 +174,7 @@ func (r *Relay) serveIngest(ctx context.Context, nc net.Conn) {
 	err := ic.gc.Run(sctx, g, ic.step)
 	cancel()
 	ic.gc.Close()
-	r.mu.Lock()
-	delete(r.inConns, ic)
-	r.mu.Unlock()
-	r.ingest.open.Add(-1)
-	h := r.spool.History()
-	for id := range ic.reserved {
-		h.Release(id)
-	}
-	if err != nil && ctx.Err() == nil {
-		r.log.Debug("ingest connection ended", "remote", ic.remote, "err", err)
-	}
+	r.ended(ctx, ic, err)
 }
 
 // step drains the machine's events after every input (Run's goroutine).
@@ -149,7 +199,9 @@ func (ic *inConn) step(now time.Time) error {
 			r.log.Debug("ingest connection closed", "remote", ic.remote, "reason", e.Reason)
 		}
 	}
-	ic.gate.setPaused(ic.g.Paused())
+	if ic.gate != nil {
+		ic.gate.setPaused(ic.g.Paused())
+	}
 	return nil
 }
 
@@ -308,10 +360,30 @@ func (ic *inConn) stop(reason string) {
 }
 
 func (ic *inConn) poke() {
+	ic.mu.Lock()
+	post := ic.post
+	ic.mu.Unlock()
+	if post != nil {
+		// One apply queued at a time: it takes everything handed over
+		// before it runs, and what comes after queues the next.
+		if !ic.queued.Swap(true) {
+			post(ic.applyQueued)
+		}
+		return
+	}
+	if ic.kick == nil {
+		return // on the loop, not started yet: serveIngestLoop applies it
+	}
 	select {
 	case ic.kick <- struct{}{}:
 	default:
 	}
+}
+
+// applyQueued is apply posted by poke on the epoll loop.
+func (ic *inConn) applyQueued(now time.Time) {
+	ic.queued.Store(false)
+	ic.apply(now)
 }
 
 // apply gives the machine what others handed the connection (Run's

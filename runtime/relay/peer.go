@@ -18,7 +18,6 @@ import (
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/machine/queue"
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/goroutine"
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
@@ -265,7 +264,10 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 		}
 		nc = tc
 	}
-	gc := goroutine.New(nc, goroutine.Options{TLSConfig: p.tls, Bodies: spoolBodies{s: r.spool, ra: r.spool.NewReadAhead(readAhead), bad: &r.badBodies}, Now: r.now})
+	gc, err := r.outDriver(nc, p)
+	if err != nil {
+		return false, err
+	}
 	defer gc.Close()
 
 	hcfg := handshake.Config{Stream: cfg.Streaming != "off", User: cfg.Username, Pass: cfg.Password,
@@ -285,7 +287,7 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 			switch e := ev.(type) {
 			case handshake.Ready:
 				ready = &e
-				return goroutine.ErrStop
+				return errStop
 			case handshake.Failed:
 				failed = e
 			}

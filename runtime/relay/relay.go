@@ -114,6 +114,9 @@ type Relay struct {
 	// badBodies are articles that could not be read for sending
 	// (bodies.go).
 	badBodies badBodies
+	// loop drives connections when runtime = "epoll" (drive.go); nil
+	// with the goroutine runtime.
+	loop *eventLoop
 }
 
 // Open opens the spool and every peer's queue (recovering what a crash
@@ -231,6 +234,10 @@ func (r *Relay) Run(ctx context.Context) error {
 	r.running = true
 	ln, al := r.ln, r.admin
 	r.mu.Unlock()
+	if err := r.startLoop(); err != nil {
+		r.Close()
+		return err
+	}
 
 	r.logStart()
 	r.writeAddrFile()
@@ -270,6 +277,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	stopConns()
 	r.wg.Wait()
+	if r.loop != nil {
+		r.loop.close()
+	}
 	<-statsDone
 	<-expireDone
 	if adminSrv != nil {

@@ -20,7 +20,9 @@ import (
 
 // TestFanOut feeds articles over TCP and checks that each of four peers
 // gets exactly the articles its patterns, pathname and size limit allow.
-func TestFanOut(t *testing.T) {
+func TestFanOut(t *testing.T) { forRuntimes(t, testFanOut) }
+
+func testFanOut(t *testing.T, rt string) {
 	sinks := map[string]*nntptest.Server{}
 	for _, n := range []string{"all", "comp", "nobin", "small"} {
 		sinks[n] = nntptest.Start(t, nntptest.Options{Hostname: n})
@@ -29,7 +31,7 @@ func TestFanOut(t *testing.T) {
 		peerText("comp", sinks["comp"], `groups = ["comp.*", "!comp.secret.*"]`) +
 		peerText("nobin", sinks["nobin"], `groups = ["*", "@alt.binaries.*"]`) +
 		peerText("small", sinks["small"], "pathname = \"loop.example\"\nmax_size = 3000\nconnections = 1")
-	h := startRelay(t, relayConfig(t, t.TempDir(), text), nil)
+	h := startRelay(t, relayConfigRT(t, rt, t.TempDir(), text), nil)
 
 	arts := map[string][]byte{
 		"<misc@t>":   testArticle("<misc@t>", "misc.test", "up.example!not-for-mail", 5),
@@ -38,6 +40,9 @@ func TestFanOut(t *testing.T) {
 		"<bin@t>":    testArticle("<bin@t>", "alt.binaries.x,misc.test", "up.example!not-for-mail", 5),
 		"<loop@t>":   testArticle("<loop@t>", "comp.lang.go", "up.example!loop.example!not-for-mail", 5),
 		"<big@t>":    testArticle("<big@t>", "comp.lang.c", "up.example!not-for-mail", 100),
+		// Larger than goroutine.SmallBody: sent with sendfile from the
+		// spool by both runtimes.
+		"<huge@t>": testArticle("<huge@t>", "misc.test", "up.example!not-for-mail", 400),
 	}
 	codes := dialIngest(t, h.r.Addr().String()).takethis(arts)
 	wantCodes := map[string]string{}
@@ -48,11 +53,16 @@ func TestFanOut(t *testing.T) {
 		t.Fatalf("TAKETHIS answers (-want +got):\n%s", diff)
 	}
 	h.settle()
+	// The peers' connections (and the ingest one) are the loop's with
+	// epoll, and there is no loop with goroutines.
+	if got := h.r.loop.conns(); (rt == "epoll") != (got > len(sinks)) {
+		t.Errorf("runtime %s: %d connections were attached to the epoll loop", rt, got)
+	}
 
 	want := map[string][]string{
-		"all":   {"<big@t>", "<bin@t>", "<go@t>", "<loop@t>", "<misc@t>", "<secret@t>"},
+		"all":   {"<big@t>", "<bin@t>", "<go@t>", "<huge@t>", "<loop@t>", "<misc@t>", "<secret@t>"},
 		"comp":  {"<big@t>", "<go@t>", "<loop@t>"},
-		"nobin": {"<big@t>", "<go@t>", "<loop@t>", "<misc@t>", "<secret@t>"},
+		"nobin": {"<big@t>", "<go@t>", "<huge@t>", "<loop@t>", "<misc@t>", "<secret@t>"},
 		"small": {"<bin@t>", "<go@t>", "<misc@t>", "<secret@t>"},
 	}
 	got := map[string][]string{}
@@ -72,7 +82,7 @@ func TestFanOut(t *testing.T) {
 	for _, p := range st.Peers {
 		skips[p.Name] = [3]int64{p.SkippedGroups, p.SkippedPath, p.SkippedSize}
 	}
-	wantSkips := map[string][3]int64{"all": {0, 0, 0}, "comp": {3, 0, 0}, "nobin": {1, 0, 0}, "small": {0, 1, 1}}
+	wantSkips := map[string][3]int64{"all": {0, 0, 0}, "comp": {4, 0, 0}, "nobin": {1, 0, 0}, "small": {0, 1, 2}}
 	if diff := cmp.Diff(wantSkips, skips); diff != "" {
 		t.Errorf("skips [groups path size] (-want +got):\n%s", diff)
 	}
@@ -88,8 +98,10 @@ func firstLine(b []byte) string {
 
 // TestIngestAnswers checks the listener's answers to CHECK, TAKETHIS and
 // IHAVE for new, duplicate, looping and malformed articles.
-func TestIngestAnswers(t *testing.T) {
-	h := startRelay(t, relayConfig(t, t.TempDir(), ""), nil)
+func TestIngestAnswers(t *testing.T) { forRuntimes(t, testIngestAnswers) }
+
+func testIngestAnswers(t *testing.T, rt string) {
+	h := startRelay(t, relayConfigRT(t, rt, t.TempDir(), ""), nil)
 	c := dialIngest(t, h.r.Addr().String())
 	art := proto.ToWire(testArticle("<one@t>", "misc.test", "up!x", 2))
 	loop := proto.ToWire(testArticle("<loop@t>", "misc.test", "up!relay.test!x", 2))
@@ -132,7 +144,9 @@ func TestIngestAnswers(t *testing.T) {
 
 // TestFaults runs one peer through the faults a feeder meets and checks
 // that every article is accounted for and the stats add up.
-func TestFaults(t *testing.T) {
+func TestFaults(t *testing.T) { forRuntimes(t, testFaults) }
+
+func testFaults(t *testing.T, rt string) {
 	const n = 40
 	tests := []struct {
 		name  string
@@ -189,7 +203,7 @@ func TestFaults(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(s)
 			}
-			h := startRelay(t, relayConfig(t, t.TempDir(), peerText("p", s, "connections = 2\nwindow = 8\n"+tc.extra)), nil)
+			h := startRelay(t, relayConfigRT(t, rt, t.TempDir(), peerText("p", s, "connections = 2\nwindow = 8\n"+tc.extra)), nil)
 			var arts [][]byte
 			var ids []string
 			for i := range n {
@@ -234,12 +248,14 @@ func TestFaults(t *testing.T) {
 // TestShutdownFlushesToBacklog stops a relay whose peer never answers:
 // what was in memory and in flight goes to backlog files, and a restart
 // delivers it.
-func TestShutdownFlushesToBacklog(t *testing.T) {
+func TestShutdownFlushesToBacklog(t *testing.T) { forRuntimes(t, testShutdownFlushesToBacklog) }
+
+func testShutdownFlushesToBacklog(t *testing.T, rt string) {
 	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
 	hang := s.AddFault(nntptest.Fault{Cmd: "CHECK", Hang: true})
 	dir := t.TempDir()
 	text := peerText("p", s, "connections = 1\nwindow = 4")
-	h := startRelay(t, relayConfig(t, dir, text), nil)
+	h := startRelay(t, relayConfigRT(t, rt, dir, text), nil)
 	var arts [][]byte
 	var ids []string
 	for i := range 30 {
@@ -260,7 +276,7 @@ func TestShutdownFlushesToBacklog(t *testing.T) {
 	}
 	s.RemoveFault(hang)
 	s.DropConns()
-	h2 := startRelay(t, relayConfig(t, dir, text), nil)
+	h2 := startRelay(t, relayConfigRT(t, rt, dir, text), nil)
 	h2.settle()
 	for _, id := range ids {
 		if !s.Has(id) {

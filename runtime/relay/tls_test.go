@@ -18,7 +18,10 @@ import (
 // STARTTLS) with the certificate verified against ca_file, and checks that
 // a peer whose certificate cannot be verified gets nothing: its articles
 // wait in the queue and the connection says why.
-func TestOutboundTLS(t *testing.T) {
+func TestOutboundTLS(t *testing.T) { forRuntimes(t, testOutboundTLS) }
+
+// With runtime = "epoll" the TLS peers stay on the goroutine runtime.
+func testOutboundTLS(t *testing.T, rt string) {
 	implicit := nntptest.Start(t, nntptest.Options{Hostname: "implicit", TLS: nntptest.ImplicitTLS})
 	starttls := nntptest.Start(t, nntptest.Options{Hostname: "starttls", TLS: nntptest.StartTLS})
 	untrusted := nntptest.Start(t, nntptest.Options{Hostname: "untrusted", TLS: nntptest.ImplicitTLS})
@@ -33,7 +36,7 @@ func TestOutboundTLS(t *testing.T) {
 	text := peerText("implicit", implicit, fmt.Sprintf("tls = true\nca_file = %q", caFile(implicit))) +
 		peerText("starttls", starttls, fmt.Sprintf("starttls = true\nca_file = %q", caFile(starttls))) +
 		peerText("untrusted", untrusted, "tls = true\nconnections = 1")
-	h := startRelay(t, relayConfig(t, filepath.Join(dir, "spool"), text), nil)
+	h := startRelay(t, relayConfigRT(t, rt, filepath.Join(dir, "spool"), text), nil)
 	var arts [][]byte
 	var ids []string
 	for i := range 20 {
@@ -65,6 +68,9 @@ func TestOutboundTLS(t *testing.T) {
 	}
 	if starttls.Count("STARTTLS") == 0 {
 		t.Error("the starttls peer never got STARTTLS")
+	}
+	if n := h.r.loop.conns(); n != 0 {
+		t.Errorf("%d TLS connections were attached to the epoll loop, want none", n)
 	}
 	h.checkStats()
 }
