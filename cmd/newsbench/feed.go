@@ -62,6 +62,7 @@ type feedOptions struct {
 	innQueue          int
 	selfProfile       string
 	compare           string
+	idle              int
 }
 
 // feeder names, in table order.
@@ -123,6 +124,7 @@ func runFeed(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on one feeder's run after this long")
 	fs.IntVar(&o.innQueue, "innfeed-queue", 0, "innfeed max-queue-size (its window per connection); 0 keeps innfeed's default")
 	fs.StringVar(&o.compare, "compare", "", "another newsfeed `binary` (e.g. an older build) run as one more feeder, goroutine runtime, for before/after figures")
+	fs.IntVar(&o.idle, "idle", 0, "instead of the feed cases, measure newsfeed's memory per idle ingest connection with `n` connections, for each runtime")
 	fs.StringVar(&o.selfProfile, "selfprofile", "", "write newsbench's own CPU profile (the sinks and the Go sender) to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -245,6 +247,9 @@ func (b *feedBench) run(ctx context.Context) error {
 	b.epoll = epollAvailable()
 	if !b.epoll {
 		b.say("epoll: not available in this build (relay refuses runtime = \"epoll\"); newsfeed runs with the goroutine runtime only")
+	}
+	if o.idle > 0 {
+		return b.runIdle(ctx, o.idle)
 	}
 	b.spools = map[string]string{}
 	for _, kind := range []string{"small", "large"} {

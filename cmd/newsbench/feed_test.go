@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +221,32 @@ func TestFeedQuick(t *testing.T) {
 	}
 	if !epollAvailable() && !strings.Contains(text, "epoll: not available in this build") {
 		t.Error("epoll is not available and the output does not say so")
+	}
+}
+
+// TestFeedIdle runs `newsbench feed -idle` with a few connections: a row
+// per runtime (epoll when this build has it) with a figure per connection.
+func TestFeedIdle(t *testing.T) {
+	var out, log bytes.Buffer
+	if err := runFeed([]string{"-idle", "50", "-no-inn"}, &out, &log); err != nil {
+		t.Fatalf("newsbench feed -idle: %v\nstderr:\n%s", err, log.String())
+	}
+	t.Logf("stdout:\n%s", out.String())
+	want := []string{runtimeGo}
+	if epollAvailable() {
+		want = append(want, runtimeEpoll)
+	}
+	var got []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 5 && f[1] == "50" {
+			if _, err := strconv.ParseFloat(f[4], 64); err != nil {
+				t.Errorf("row %q: KB per connection %q is not a number", l, f[4])
+			}
+			got = append(got, f[0])
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("runtimes measured (-want +got):\n%s", diff)
 	}
 }
