@@ -143,7 +143,8 @@ func New(opts Options) (*Loop, error) {
 }
 
 // Close closes every connection and listener (runs end with ErrClosed, Do
-// calls return it), stops the loop goroutine and waits for it.
+// calls return it), stops the loop goroutine and waits for it. It must not
+// be called on the loop goroutine (from step, done or accept callbacks).
 func (l *Loop) Close() error {
 	l.mu.Lock()
 	if !l.closed {
@@ -161,7 +162,7 @@ func (l *Loop) Close() error {
 // Stats counts what a Loop did, for metrics and tests.
 type Stats struct {
 	Conns      int   // connections open now (including ones connecting)
-	Wakeups    int64 // epoll_wait calls that returned
+	Wakeups    int64 // rounds of the loop that collected events (or timed out)
 	Reads      int64 // read calls that returned bytes or EOF
 	Writes     int64 // write and writev calls
 	Sendfiles  int64 // sendfile calls
