@@ -189,6 +189,13 @@ func killArticle(i int, groups string) (string, []byte) {
 // wants it. Duplicates (articles offered to a peer more than once) are
 // allowed and reported.
 func TestKill9(t *testing.T) {
+	for _, rt := range []string{"goroutine", "epoll"} {
+		t.Run(rt, func(t *testing.T) { testKill9(t, rt) })
+	}
+}
+
+// testKill9 is TestKill9 with runtime = rt.
+func testKill9(t *testing.T, rt string) {
 	const kills = 5
 	dir := t.TempDir()
 	sinkA := nntptest.Start(t, nntptest.Options{Hostname: "sink-a"})
@@ -199,6 +206,7 @@ func TestKill9(t *testing.T) {
 spool = %q
 pathhost = "relay.test"
 stats_interval = "1s"
+runtime = %q
 
 [[peer]]
 name = "a"
@@ -214,7 +222,7 @@ port = %d
 connections = 1
 groups = ["*", "!skip.*"]
 reconnect_max = "200ms"
-`, port, filepath.Join(dir, "spool"), sinkA.Port(), sinkB.Port())
+`, port, filepath.Join(dir, "spool"), rt, sinkA.Port(), sinkB.Port())
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
