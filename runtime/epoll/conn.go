@@ -211,7 +211,9 @@ func (c *Conn) start(r *run) {
 	r.now = l.opts.Now()
 	c.collect(r)
 	r.phase = phStep
-	l.markReady(c)
+	// At once: collected output lives in the loop's scratch space until
+	// the first flush, and the next connection's collect reuses it.
+	c.advance()
 }
 
 // addAction queues a (loop goroutine).

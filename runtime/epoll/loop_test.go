@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -800,5 +801,66 @@ func TestTimerHeap(t *testing.T) {
 				t.Fatalf("step %d: heap order broken at %d", step, i)
 			}
 		}
+	}
+}
+
+// greeter says "HELLO <name>" when it starts and closes after "BYE".
+type greeter struct {
+	pinger
+	closed bool
+}
+
+func (g *greeter) Receive(now time.Time, b []byte) error {
+	g.pinger.Receive(now, b)
+	if len(g.lines) > 0 && g.lines[len(g.lines)-1] == "BYE\r\n" {
+		g.closed = true
+	}
+	return nil
+}
+func (g *greeter) Closed() bool { return g.closed }
+
+// TestStartsInOneRound: many connections accepted at once are started in
+// one round of the loop; each must get its own first output (output
+// staged in the loop's scratch space must not be shared).
+func TestStartsInOneRound(t *testing.T) {
+	l := newLoop(t, Options{})
+	var next atomic.Int64
+	ln, err := l.Listen("127.0.0.1:0", func(now time.Time, c *Conn) {
+		g := &greeter{}
+		g.out = fmt.Appendf(nil, "HELLO %d %s\r\n", next.Add(1), strings.Repeat("x", int(next.Load()%7)*100))
+		c.Start(nil, g, nil, nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 100
+	var ncs []net.Conn
+	for i := 0; i < n; i++ {
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		ncs = append(ncs, nc)
+	}
+	seen := map[string]bool{}
+	for _, nc := range ncs {
+		nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+		line, err := bufio.NewReader(nc).ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(line)
+		want := "HELLO " + f[1] + " "
+		num, _ := strconv.Atoi(f[1])
+		want += strings.Repeat("x", num%7*100)
+		if strings.TrimRight(line, " \r\n") != strings.TrimRight(want, " ") {
+			t.Errorf("got %.40q..., a greeting not its own", line)
+		}
+		if seen[f[1]] {
+			t.Errorf("greeting %s seen twice", f[1])
+		}
+		seen[f[1]] = true
+		nc.Write([]byte("BYE\r\n"))
 	}
 }

@@ -141,7 +141,8 @@ func (q *outQueue) detach() {
 
 // collect takes the machine's output into the scratch space (the queue is
 // empty: inputs come only after the output was written), with the write
-// deadline runtime/goroutine would set.
+// deadline runtime/goroutine would set. The caller must flush before any
+// other connection collects: flush detaches what the socket did not take.
 func (c *Conn) collect(r *run) {
 	s := &c.l.scratch
 	items := s.items[:0]
