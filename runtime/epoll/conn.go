@@ -103,10 +103,15 @@ func (c *Conn) RemoteAddr() net.Addr { return c.remote }
 //
 //   - nil when m reported Closed (the connection is then closed) or step
 //     returned ErrStop (the connection stays open for the next Start);
-//   - an error when step failed, m.Receive failed, a read or write failed,
-//     the peer closed the connection and m did not close, STARTTLS was
-//     refused (ErrTLSUnsupported), the connection was closed (ErrClosed),
-//     or ctx ended; the connection is then closed.
+//   - an error when step failed, m.Receive failed, a read or write failed
+//     (a write that outlasts m's deadline: os.ErrDeadlineExceeded), the
+//     peer closed the connection and m is not a machine.EOFReceiver,
+//     STARTTLS was refused (ErrTLSUnsupported), the connection was closed
+//     (ErrClosed), or ctx ended; the connection is then closed.
+//
+// Unlike runtime/goroutine, an EOFReceiver that is not Closed after the
+// peer's EOF keeps running on its other inputs (Do, Post, Timeout) until
+// it closes: machine/ingest sends the answers it still owes.
 //
 // step, if not nil, is called on the loop goroutine after every input m
 // took (and once at the start), after its output was written: it drains
