@@ -133,18 +133,7 @@ func (r *Relay) ended(ctx context.Context, ic *inConn, err error) {
 func (r *Relay) serveIngestLoop(ctx context.Context, nc net.Conn) {
 	ic := r.newInConn(nc.RemoteAddr().String())
 	r.opened(ic)
-	// The greeting waits for the first step: runtime/epoll collects a
-	// machine's first output into the loop's shared scratch space when
-	// the run starts but writes it only when the connection's turn comes,
-	// so two connections started together lost one's greeting (reported
-	// to runtime/epoll; TestFanOut/epoll failed about 1 run in 8). Output
-	// produced by step is written at once.
-	hm := &heldIngest{Ingest: ic.g, held: true}
-	step := func(now time.Time) error {
-		hm.held = false
-		return ic.step(now)
-	}
-	post, _, err := r.loop.start(ctx, nc, hm, step, func(err error) {
+	post, _, err := r.loop.start(ctx, nc, ic.g, ic.step, func(err error) {
 		r.ended(ctx, ic, err)
 		r.wg.Done()
 	})
@@ -160,23 +149,6 @@ func (r *Relay) serveIngestLoop(ctx context.Context, nc net.Conn) {
 	if pending {
 		ic.poke()
 	}
-}
-
-// heldIngest is the ingest machine with its output held back until held
-// is cleared (on the loop goroutine); every other method, and so the
-// optional interfaces the loop looks for (Pauser, EOFReceiver), is the
-// machine's own.
-type heldIngest struct {
-	*ingest.Ingest
-	held bool
-}
-
-// AppendOutgoing appends the machine's output unless it is held back.
-func (h *heldIngest) AppendOutgoing(dst []byte) []byte {
-	if h.held {
-		return dst
-	}
-	return h.Ingest.AppendOutgoing(dst)
 }
 
 // serveIngest runs one upstream connection to its end.
