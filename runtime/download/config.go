@@ -1,7 +1,6 @@
 package download
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -12,8 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
-	"github.com/pelletier/go-toml/v2/unstable"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 // Config is newsget's configuration: the servers and what to do with
@@ -50,7 +48,7 @@ type Config struct {
 	IdleTimeout    Duration       `toml:"idle_timeout"`
 	Servers        []ServerConfig `toml:"server"`
 
-	keys map[string]int // "server[1].port" -> line
+	keys tomlconf.Keys // "server[1].port" -> line
 }
 
 // ServerConfig is one [[server]] (seed 003 NewsServer).
@@ -188,25 +186,9 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ConfigError is a configuration mistake, located in its file.
-type ConfigError struct {
-	File string
-	Line int    // 1-based; 0 when unknown
-	Key  string // "server[2].port"
-	Msg  string
-}
-
-// Error formats the mistake as FILE:LINE: KEY: MESSAGE.
-func (e *ConfigError) Error() string {
-	loc := e.File
-	if e.Line > 0 {
-		loc += ":" + strconv.Itoa(e.Line)
-	}
-	if e.Key == "" {
-		return loc + ": " + e.Msg
-	}
-	return loc + ": " + e.Key + ": " + e.Msg
-}
+// ConfigError is a configuration mistake, located in its file
+// (FILE:LINE: KEY: MESSAGE).
+type ConfigError = tomlconf.Error
 
 // LoadConfig reads and checks a configuration file.
 func LoadConfig(file string) (*Config, error) {
@@ -221,122 +203,26 @@ func LoadConfig(file string) (*Config, error) {
 // *ConfigError values (or several joined) naming the file, line and key.
 func ParseConfig(name string, text []byte) (*Config, error) {
 	c := &Config{Source: name}
-	keys, err := tomlKeyLines(text)
+	keys, err := tomlconf.Decode(name, text, c)
 	if err != nil {
-		var pe *unstable.ParserError
-		if errors.As(err, &pe) {
-			line := 1 + bytes.Count(text[:highlightOffset(text, pe.Highlight)], []byte("\n"))
-			return nil, &ConfigError{File: name, Line: line, Msg: pe.Message}
+		// Name keys of [[server]] tables by their number.
+		for _, e := range tomlconf.Errors(err) {
+			if e.Key != "" {
+				e.Key = keys.Indexed(e.Line, e.Key)
+			}
 		}
-		return nil, &ConfigError{File: name, Msg: err.Error()}
+		return nil, err
 	}
 	c.keys = keys
-	dec := toml.NewDecoder(bytes.NewReader(text))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(c); err != nil {
-		var strict *toml.StrictMissingError
-		if errors.As(err, &strict) {
-			var errs []error
-			for _, e := range strict.Errors {
-				row, _ := e.Position()
-				errs = append(errs, &ConfigError{File: name, Line: row, Key: keyAtLine(keys, row, strings.Join(e.Key(), ".")), Msg: "unknown key"})
-			}
-			return nil, errors.Join(errs...)
-		}
-		var de *toml.DecodeError
-		if errors.As(err, &de) {
-			row, _ := de.Position()
-			msg := strings.TrimPrefix(de.Error(), "toml: ")
-			if strings.Contains(msg, "cannot decode TOML") {
-				msg = "wrong type of value (" + msg + ")"
-			}
-			return nil, &ConfigError{File: name, Line: row, Key: keyAtLine(keys, row, strings.Join(de.Key(), ".")), Msg: msg}
-		}
-		return nil, &ConfigError{File: name, Msg: err.Error()}
-	}
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// keyAtLine prefers the indexed key name (with its [[server]] number) of
-// the key on a line.
-func keyAtLine(keys map[string]int, line int, fallback string) string {
-	last := fallback
-	if i := strings.LastIndexByte(fallback, '.'); i >= 0 {
-		last = fallback[i+1:]
-	}
-	for k, l := range keys {
-		if l == line && (k == fallback || strings.HasSuffix(k, "."+last)) {
-			return k
-		}
-	}
-	return fallback
-}
-
-// highlightOffset finds where the parser's highlighted bytes sit in text.
-func highlightOffset(text, highlight []byte) int {
-	if len(highlight) == 0 {
-		return len(text)
-	}
-	for i := range text {
-		if len(text)-i >= len(highlight) && &text[i] == &highlight[0] {
-			return i
-		}
-	}
-	return 0
-}
-
-// tomlKeyLines indexes the document: key path to line; [[server]] tables
-// are numbered from 1 ("server[2].port").
-func tomlKeyLines(text []byte) (map[string]int, error) {
-	keys := map[string]int{}
-	var p unstable.Parser
-	p.Reset(text)
-	table := ""
-	arrays := map[string]int{}
-	lineOf := func(off uint32) int { return 1 + bytes.Count(text[:off], []byte("\n")) }
-	join := func(it unstable.Iterator) (string, uint32) {
-		var parts []string
-		var first uint32
-		for it.Next() {
-			if parts == nil {
-				first = it.Node().Raw.Offset
-			}
-			parts = append(parts, string(it.Node().Data))
-		}
-		return strings.Join(parts, "."), first
-	}
-	for p.NextExpression() {
-		e := p.Expression()
-		switch e.Kind {
-		case unstable.Table:
-			table, _ = join(e.Key())
-		case unstable.ArrayTable:
-			k, off := join(e.Key())
-			arrays[k]++
-			table = k + "[" + strconv.Itoa(arrays[k]) + "]"
-			keys[table] = lineOf(off)
-		case unstable.KeyValue:
-			k, off := join(e.Key())
-			if table != "" {
-				k = table + "." + k
-			}
-			keys[k] = lineOf(off)
-		}
-	}
-	return keys, p.Error()
-}
-
 // errAt returns a ConfigError for key, at its line (or its table's).
 func (c *Config) errAt(key, format string, args ...any) error {
-	line, ok := c.keys[key]
-	if !ok {
-		if i := strings.LastIndexByte(key, '.'); i > 0 {
-			line = c.keys[key[:i]]
-		}
-	}
+	line := c.keys.Line(key)
 	src := c.Source
 	if src == "" {
 		src = "(command line)"

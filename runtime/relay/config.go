@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -13,10 +12,8 @@ import (
 	"strings"
 	"time"
 
-	toml "github.com/pelletier/go-toml/v2"
-	"github.com/pelletier/go-toml/v2/unstable"
-
 	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 // DefaultConfigText is the embedded configuration newsfeed runs when it is
@@ -65,7 +62,7 @@ type Config struct {
 
 	// keys maps each key path present in the file ("listen",
 	// "peer[1].window") to its line, for error messages.
-	keys map[string]int
+	keys tomlconf.Keys
 }
 
 // PeerConfig is one outgoing peer ([[peer]] table).
@@ -162,25 +159,9 @@ func (s *Size) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ConfigError is a configuration mistake, located in its file.
-type ConfigError struct {
-	File string // the configuration file
-	Line int    // 1-based; 0 when the mistake is an absent key
-	Key  string // the key concerned ("peer[2].window")
-	Msg  string
-}
-
-// Error formats the mistake as FILE:LINE: KEY: MESSAGE.
-func (e *ConfigError) Error() string {
-	loc := e.File
-	if e.Line > 0 {
-		loc += ":" + strconv.Itoa(e.Line)
-	}
-	if e.Key == "" {
-		return loc + ": " + e.Msg
-	}
-	return loc + ": " + e.Key + ": " + e.Msg
-}
+// ConfigError is a configuration mistake, located in its file
+// (FILE:LINE: KEY: MESSAGE).
+type ConfigError = tomlconf.Error
 
 // EmbeddedSource is Config.Source for the embedded default.
 const EmbeddedSource = "(embedded default)"
@@ -202,21 +183,11 @@ func LoadConfig(file string) (*Config, error) {
 // value. Errors are *ConfigError values naming name, the line and the key.
 func ParseConfig(name string, text []byte) (*Config, error) {
 	c := &Config{Source: name}
-	keys, err := keyLines(text)
+	keys, err := tomlconf.Decode(name, text, c)
 	if err != nil {
-		var pe *unstable.ParserError
-		if errors.As(err, &pe) {
-			line := 1 + bytes.Count(text[:errorOffset(text, pe.Highlight)], []byte("\n"))
-			return nil, &ConfigError{File: name, Line: line, Msg: pe.Message}
-		}
-		return nil, &ConfigError{File: name, Msg: err.Error()}
+		return nil, err
 	}
 	c.keys = keys
-	dec := toml.NewDecoder(bytes.NewReader(text))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(c); err != nil {
-		return nil, decodeError(name, err)
-	}
 	if err := c.applyDefaults(); err != nil {
 		return nil, err
 	}
@@ -226,109 +197,14 @@ func ParseConfig(name string, text []byte) (*Config, error) {
 	return c, nil
 }
 
-// errorOffset finds where the highlighted slice sits in text.
-func errorOffset(text, highlight []byte) int {
-	if len(highlight) == 0 {
-		return len(text)
-	}
-	for i := range text {
-		if len(text)-i >= len(highlight) && &text[i] == &highlight[0] {
-			return i
-		}
-	}
-	return 0
-}
-
-// decodeError turns go-toml's errors into ConfigErrors.
-func decodeError(name string, err error) error {
-	var strict *toml.StrictMissingError
-	if errors.As(err, &strict) {
-		var errs []error
-		for _, e := range strict.Errors {
-			row, _ := e.Position()
-			errs = append(errs, &ConfigError{File: name, Line: row, Key: keyString(e.Key()), Msg: "unknown key"})
-		}
-		return errors.Join(errs...)
-	}
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		row, _ := de.Position()
-		msg := de.Error()
-		msg = strings.TrimPrefix(msg, "toml: ")
-		// A value our own UnmarshalText refused says so in its own words;
-		// go-toml's type errors name the Go type, so say what TOML wants.
-		if strings.Contains(msg, "cannot decode TOML") {
-			msg = "wrong type of value (" + msg + ")"
-		}
-		return &ConfigError{File: name, Line: row, Key: keyString(de.Key()), Msg: msg}
-	}
-	return &ConfigError{File: name, Msg: err.Error()}
-}
-
-func keyString(k toml.Key) string { return strings.Join(k, ".") }
-
-// keyLines indexes the document: key path -> line. Entries of [[peer]]
-// are numbered from 1: "peer[1].name".
-func keyLines(text []byte) (map[string]int, error) {
-	keys := map[string]int{}
-	var p unstable.Parser
-	p.Reset(text)
-	table := ""
-	arrays := map[string]int{}
-	lineOf := func(off uint32) int { return 1 + bytes.Count(text[:off], []byte("\n")) }
-	keyOf := func(it unstable.Iterator) string {
-		var parts []string
-		for it.Next() {
-			parts = append(parts, string(it.Node().Data))
-		}
-		return strings.Join(parts, ".")
-	}
-	for p.NextExpression() {
-		e := p.Expression()
-		switch e.Kind {
-		case unstable.Table:
-			table = keyOf(e.Key())
-		case unstable.ArrayTable:
-			k := keyOf(e.Key())
-			arrays[k]++
-			table = k + "[" + strconv.Itoa(arrays[k]) + "]"
-			it := e.Key()
-			it.Next()
-			keys[table] = lineOf(it.Node().Raw.Offset)
-		case unstable.KeyValue:
-			it := e.Key()
-			first := uint32(0)
-			var parts []string
-			for it.Next() {
-				if parts == nil {
-					first = it.Node().Raw.Offset
-				}
-				parts = append(parts, string(it.Node().Data))
-			}
-			k := strings.Join(parts, ".")
-			if table != "" {
-				k = table + "." + k
-			}
-			keys[k] = lineOf(first)
-		}
-	}
-	return keys, p.Error()
-}
-
 // errAt returns a ConfigError for key, at its line when the file has it.
 // An absent key is reported at the line of its table.
 func (c *Config) errAt(key, format string, args ...any) error {
-	line, ok := c.keys[key]
-	if !ok {
-		if i := strings.LastIndexByte(key, '.'); i > 0 {
-			line = c.keys[key[:i]]
-		}
-	}
-	return &ConfigError{File: c.Source, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
+	return &ConfigError{File: c.Source, Line: c.keys.Line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Has reports whether the configuration text set key ("peer[1].port").
-func (c *Config) Has(key string) bool { _, ok := c.keys[key]; return ok }
+func (c *Config) Has(key string) bool { return c.keys.Has(key) }
 
 // StateDir is where the embedded default keeps its spool:
 // $XDG_STATE_HOME/newsflow, or ~/.local/state/newsflow.

@@ -1,0 +1,192 @@
+// Package tomlconf holds TOML configuration files decoded strictly, with
+// errors located at FILE:LINE and key.
+package tomlconf
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"strings"
+
+	toml "github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// Error is a configuration mistake, located in its file.
+type Error struct {
+	File string // the configuration file
+	Line int    // 1-based; 0 when unknown or the mistake is an absent key
+	Key  string // the key concerned ("peer[2].window"); empty for syntax errors
+	Msg  string
+}
+
+// Error formats the mistake as FILE:LINE: KEY: MESSAGE (LINE and KEY are
+// left out when unknown).
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc += ":" + strconv.Itoa(e.Line)
+	}
+	if e.Key == "" {
+		return loc + ": " + e.Msg
+	}
+	return loc + ": " + e.Key + ": " + e.Msg
+}
+
+// Errors returns the *Error values in err, which may be one or several
+// joined (as Decode returns them), in order.
+func Errors(err error) []*Error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []*Error
+		for _, e := range j.Unwrap() {
+			out = append(out, Errors(e)...)
+		}
+		return out
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return []*Error{e}
+	}
+	return nil
+}
+
+// Keys maps each key path set in a file to its line. Tables of an array
+// of tables are numbered from 1: "peer[2].window".
+type Keys map[string]int
+
+// Has reports whether the file set key.
+func (k Keys) Has(key string) bool { _, ok := k[key]; return ok }
+
+// Line is the line of key or, when the file does not set it, the line of
+// its table ("peer[2]" for "peer[2].port"); 0 when neither is known.
+func (k Keys) Line(key string) int {
+	line, ok := k[key]
+	if !ok {
+		if i := strings.LastIndexByte(key, '.'); i > 0 {
+			line = k[key[:i]]
+		}
+	}
+	return line
+}
+
+// Indexed returns the numbered key path ("server[2].port") of the key on
+// line whose go-toml name ("server.port") is key; key itself when none is
+// found.
+func (k Keys) Indexed(line int, key string) string {
+	last := key
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		last = key[i+1:]
+	}
+	for p, l := range k {
+		if l == line && (p == key || strings.HasSuffix(p, "."+last)) {
+			return p
+		}
+	}
+	return key
+}
+
+// Decode decodes the TOML text into v, which must be a pointer. Keys v has
+// no field for are errors. Mistakes are *Error values naming name, the
+// line and the key (go-toml's dotted name, "peer.windw"), several joined
+// when there are several unknown keys. The Keys of the file come back
+// whenever the text parses, even when decoding fails.
+func Decode(name string, text []byte, v any) (Keys, error) {
+	keys, err := index(text)
+	if err != nil {
+		var pe *unstable.ParserError
+		if errors.As(err, &pe) {
+			line := 1 + bytes.Count(text[:highlightOffset(text, pe.Highlight)], []byte("\n"))
+			return nil, &Error{File: name, Line: line, Msg: pe.Message}
+		}
+		return nil, &Error{File: name, Msg: err.Error()}
+	}
+	dec := toml.NewDecoder(bytes.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return keys, decodeError(name, err)
+	}
+	return keys, nil
+}
+
+// decodeError turns go-toml's decoding errors into *Error values.
+func decodeError(name string, err error) error {
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		var errs []error
+		for _, e := range strict.Errors {
+			row, _ := e.Position()
+			errs = append(errs, &Error{File: name, Line: row, Key: strings.Join(e.Key(), "."), Msg: "unknown key"})
+		}
+		return errors.Join(errs...)
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, _ := de.Position()
+		msg := strings.TrimPrefix(de.Error(), "toml: ")
+		// A value a type's own UnmarshalText refused says so in its own
+		// words; go-toml's type errors name the Go type, so say what TOML
+		// wants.
+		if strings.Contains(msg, "cannot decode TOML") {
+			msg = "wrong type of value (" + msg + ")"
+		}
+		return &Error{File: name, Line: row, Key: strings.Join(de.Key(), "."), Msg: msg}
+	}
+	return &Error{File: name, Msg: err.Error()}
+}
+
+// highlightOffset finds where the parser's highlighted bytes (a subslice
+// of text) sit in text.
+func highlightOffset(text, highlight []byte) int {
+	if len(highlight) == 0 {
+		return len(text)
+	}
+	for i := range text {
+		if len(text)-i >= len(highlight) && &text[i] == &highlight[0] {
+			return i
+		}
+	}
+	return 0
+}
+
+// index parses the document and maps each key path to its line.
+func index(text []byte) (Keys, error) {
+	keys := Keys{}
+	var p unstable.Parser
+	p.Reset(text)
+	table := ""
+	arrays := map[string]int{}
+	lineOf := func(off uint32) int { return 1 + bytes.Count(text[:off], []byte("\n")) }
+	join := func(it unstable.Iterator) (string, uint32) {
+		var parts []string
+		var first uint32
+		for it.Next() {
+			if parts == nil {
+				first = it.Node().Raw.Offset
+			}
+			parts = append(parts, string(it.Node().Data))
+		}
+		return strings.Join(parts, "."), first
+	}
+	for p.NextExpression() {
+		e := p.Expression()
+		switch e.Kind {
+		case unstable.Table:
+			table, _ = join(e.Key())
+		case unstable.ArrayTable:
+			k, off := join(e.Key())
+			arrays[k]++
+			table = k + "[" + strconv.Itoa(arrays[k]) + "]"
+			keys[table] = lineOf(off)
+		case unstable.KeyValue:
+			k, off := join(e.Key())
+			if table != "" {
+				k = table + "." + k
+			}
+			keys[k] = lineOf(off)
+		}
+	}
+	return keys, p.Error()
+}
