@@ -113,6 +113,12 @@ func Demo(ctx context.Context, out io.Writer, opts DemoOptions) error {
 
 	down := sinks[1].AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "sink-b is down for the demo", Close: true})
 	sinks[1].DropConns()
+	// Wait until the relay has seen sink-b's connections close, so the
+	// next batch goes to backlog files rather than to a queue that a
+	// connection about to fail still holds.
+	for ctx.Err() == nil && r.peerConnsUp("sink-b") > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
 	say("sink-b goes down (connections dropped, reconnects refused with 400)")
 	res = r.Inject(ctx, batch(third, 2*third))
 	say("injected %d more articles: %s", third, res)
@@ -173,6 +179,16 @@ func await(ctx context.Context, s *nntptest.Server, ids []string) error {
 
 // settle waits until no peer has articles queued (the last answers are
 // in), or ctx ends.
+// peerConnsUp is the number of the named peer's connections that are up.
+func (r *Relay) peerConnsUp(name string) int {
+	for _, p := range r.peers {
+		if p.cfg.Name == name {
+			return p.q.connsUp()
+		}
+	}
+	return 0
+}
+
 func settle(ctx context.Context, r *Relay) {
 	for ctx.Err() == nil {
 		queued := int64(0)

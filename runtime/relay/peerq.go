@@ -24,6 +24,7 @@ type peerQueue struct {
 	timer *time.Timer
 	wake  func() // called (without mu) after anything that may give connections work
 	shut  bool
+	up    int // connections up, as told to the queue
 }
 
 // openPeerQueue recovers the peer's backlog files in dir (journals left by
@@ -104,7 +105,15 @@ func (p *peerQueue) connUp(now time.Time, c queue.Conn) {
 		return
 	}
 	p.failed("conn up", p.q.ConnUp(now, c))
+	p.up++
 	p.armLocked(now)
+}
+
+// connsUp is the number of connections up.
+func (p *peerQueue) connsUp() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.up
 }
 
 func (p *peerQueue) connDown(now time.Time, c queue.Conn) {
@@ -114,6 +123,7 @@ func (p *peerQueue) connDown(now time.Time, c queue.Conn) {
 		return
 	}
 	p.failed("conn down", p.q.ConnDown(now, c))
+	p.up--
 	p.armLocked(now)
 	p.mu.Unlock()
 	p.wake() // other connections may take what came back
