@@ -112,6 +112,8 @@ var (
 		"Ingest answers by outcome.", []string{"outcome"}, nil)
 	descIngestConns = prometheus.NewDesc("newsfeed_ingest_connections_open",
 		"Open upstream connections.", nil, nil)
+	descIngestDenied = prometheus.NewDesc("newsfeed_ingest_connections_denied_total",
+		"Upstream connections refused (502) because their address is not in allow.", nil, nil)
 	descAccepting = prometheus.NewDesc("newsfeed_accepting",
 		"1 while ingest accepts articles, 0 while it does not (disk full).", nil, nil)
 	descSpoolBytes = prometheus.NewDesc("newsfeed_spool_bytes", "Octets in spool segment files.", nil, nil)
@@ -120,7 +122,7 @@ var (
 // Describe sends the metric descriptions.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPeerArticles, descPeerQueued, descPeerBacklogBytes, descPeerAcceptedBytes,
-		descPeerSkipped, descPeerConns, descIngest, descIngestConns, descAccepting, descSpoolBytes} {
+		descPeerSkipped, descPeerConns, descIngest, descIngestConns, descIngestDenied, descAccepting, descSpoolBytes} {
 		ch <- d
 	}
 }
@@ -164,6 +166,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descIngest, st.Ingest.Deferred, "deferred")
 	counter(descIngest, st.Ingest.Rejected, "rejected")
 	gauge(descIngestConns, st.Ingest.Open)
+	counter(descIngestDenied, st.Ingest.Denied)
 	acc := int64(0)
 	if st.Accepting {
 		acc = 1

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,6 +36,11 @@ type Config struct {
 	PathHost string `toml:"pathhost"` // our Path identity
 	Admin    string `toml:"admin"`    // optional metrics and status listener
 
+	// Allow lists the addresses ("192.0.2.7", "::1") and prefixes
+	// ("127.0.0.0/8") the ingest listener takes connections from, as INN's
+	// incoming.conf does; absent, loopback only (DefaultAllow).
+	Allow []string `toml:"allow"`
+
 	// Runtime selects the connection runtime: "goroutine" (the default,
 	// a goroutine per connection) or "epoll" (Linux: the ingest listener's
 	// connections and the peers' run on one epoll loop). Peers with tls or
@@ -59,6 +65,9 @@ type Config struct {
 	Pprof bool `toml:"pprof"`
 
 	Peers []PeerConfig `toml:"peer"`
+
+	// allowed is Allow parsed (check fills it).
+	allowed []netip.Prefix
 
 	// keys maps each key path present in the file ("listen",
 	// "peer[1].window") to its line, for error messages.
@@ -219,6 +228,10 @@ func StateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "newsflow"), nil
 }
 
+// DefaultAllow is the ingest listener's allow list when the file sets none:
+// loopback only.
+var DefaultAllow = []string{"127.0.0.0/8", "::1"}
+
 // Defaults of the relay (see DefaultPeer for peers).
 const (
 	DefaultListen         = "127.0.0.1:1119"
@@ -233,6 +246,9 @@ const (
 func (c *Config) applyDefaults() error {
 	if c.Listen == "" && !c.Has("listen") {
 		c.Listen = DefaultListen
+	}
+	if !c.Has("allow") {
+		c.Allow = slices.Clone(DefaultAllow)
 	}
 	if c.Spool == "" && !c.Has("spool") {
 		d, err := StateDir()
@@ -347,6 +363,7 @@ func (c *Config) check() error {
 	if c.Admin != "" {
 		add(c.checkHostPort("admin", c.Admin))
 	}
+	errs = append(errs, c.checkAllow()...)
 	if c.Spool == "" {
 		add(c.errAt("spool", "must not be empty"))
 	}
@@ -404,6 +421,60 @@ func (c *Config) checkHostPort(key, v string) error {
 	}
 	_ = host
 	return nil
+}
+
+// checkAllow parses Allow into c.allowed. An entry's mistake is reported
+// as allow[N] (numbered from 1, like peer[N]) at the line of allow.
+func (c *Config) checkAllow() []error {
+	var errs []error
+	c.allowed = c.allowed[:0]
+	for i, v := range c.Allow {
+		p, err := parseAllow(v)
+		if err != nil {
+			errs = append(errs, &ConfigError{File: c.Source, Line: c.keys.Line("allow"),
+				Key: "allow[" + strconv.Itoa(i+1) + "]", Msg: err.Error()})
+			continue
+		}
+		c.allowed = append(c.allowed, p)
+	}
+	return errs
+}
+
+// parseAllow reads one allow entry: an IPv4 or IPv6 address (a host
+// prefix) or a CIDR prefix, whose host bits must be zero.
+func parseAllow(v string) (netip.Prefix, error) {
+	s := strings.TrimSpace(v)
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is not an address or prefix (want e.g. \"192.0.2.7\", \"127.0.0.0/8\", \"::1\")", v)
+		}
+		if p.Addr().Zone() != "" {
+			return netip.Prefix{}, fmt.Errorf("%q: zones are not allowed", v)
+		}
+		if p != p.Masked() {
+			return netip.Prefix{}, fmt.Errorf("%q has host bits set (did you mean %q?)", v, p.Masked().String())
+		}
+		return p, nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Prefix{}, fmt.Errorf("%q is not an address or prefix (want e.g. \"192.0.2.7\", \"127.0.0.0/8\", \"::1\")", v)
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// Allowed reports whether the ingest listener takes a connection from
+// addr. An IPv4-mapped IPv6 address (::ffff:192.0.2.7) counts as its IPv4
+// address.
+func (c *Config) Allowed(addr netip.Addr) bool {
+	addr = addr.Unmap().WithZone("")
+	for _, p := range c.allowed {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *PeerConfig) check(c *Config, pre string) []error {

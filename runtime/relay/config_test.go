@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +63,9 @@ func TestParseConfigValues(t *testing.T) {
 		{"tls_verify off", "spool=\"/s\"\n[[peer]]\nname=\"a\"\nhost=\"h\"\ntls=true\ntls_verify=false", func(c *Config) any { return *c.Peers[0].TLSVerify }, false},
 		{"pathname defaults to name", "spool=\"/s\"\n[[peer]]\nname=\"a.b\"\nhost=\"h\"", func(c *Config) any { return c.Peers[0].PathName }, "a.b"},
 		{"stats interval", "spool=\"/s\"\nstats_interval=\"5s\"", func(c *Config) any { return c.StatsInterval.D() }, 5 * time.Second},
+		{"allow default", "spool=\"/s\"", func(c *Config) any { return c.Allow }, []string{"127.0.0.0/8", "::1"}},
+		{"allow list", "spool=\"/s\"\nallow = [\"127.0.0.0/8\", \"::1\", \"192.0.2.7\", \"2001:db8::/32\"]", func(c *Config) any { return fmt.Sprint(c.allowed) }, "[127.0.0.0/8 ::1/128 192.0.2.7/32 2001:db8::/32]"},
+		{"allow empty", "spool=\"/s\"\nallow = []", func(c *Config) any { return len(c.allowed) }, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,6 +110,11 @@ func TestParseConfigErrors(t *testing.T) {
 		{"user without password", peer + "username = \"u\"\n", "f.toml:5: peer[1].username: username and password go together"},
 		{"missing ca file", peer + "ca_file = \"/nonexistent/ca.pem\"\n", "f.toml:5: peer[1].ca_file:"},
 		{"history shorter than spool", "spool=\"/s\"\nspool_max_age = \"7d\"\nhistory_retention = \"1d\"\n", "f.toml:3: history_retention: must be at least spool_max_age"},
+		{"allow bad entry", "spool=\"/s\"\nallow = [\"::1\", \"192.0.2.300\"]\n", "f.toml:2: allow[2]: \"192.0.2.300\" is not an address or prefix"},
+		{"allow bad prefix", "spool=\"/s\"\n\nallow = [\"10.0.0.0/33\"]\n", "f.toml:3: allow[1]: \"10.0.0.0/33\" is not an address or prefix"},
+		{"allow host bits", "spool=\"/s\"\nallow = [\"192.0.2.1/24\"]\n", "f.toml:2: allow[1]: \"192.0.2.1/24\" has host bits set (did you mean \"192.0.2.0/24\"?)"},
+		{"allow name", "spool=\"/s\"\nallow = [\"localhost\"]\n", "f.toml:2: allow[1]: \"localhost\" is not an address"},
+		{"allow not a list", "spool=\"/s\"\nallow = \"::1\"\n", "f.toml:2: allow: wrong type of value"},
 		{"syntax", "spool = \"/s\"\nlisten = \n", "f.toml:2: "},
 	}
 	for _, tc := range tests {
@@ -130,5 +140,46 @@ func TestEmbeddedDefault(t *testing.T) {
 	want := []any{EmbeddedSource, "127.0.0.1:1119", "/state/newsflow", 0, ""}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestConfigAllowed checks which addresses an allow list takes.
+func TestConfigAllowed(t *testing.T) {
+	tests := []struct {
+		allow string // TOML value; "" for the default
+		addr  string
+		want  bool
+	}{
+		{"", "127.0.0.1", true},
+		{"", "127.5.6.7", true},
+		{"", "::1", true},
+		{"", "::ffff:127.0.0.1", true},
+		{"", "192.0.2.7", false},
+		{"", "::2", false},
+		{`["192.0.2.0/24"]`, "127.0.0.1", false},
+		{`["192.0.2.0/24"]`, "192.0.2.200", true},
+		{`["192.0.2.0/24"]`, "::ffff:192.0.2.9", true},
+		{`["192.0.2.0/24"]`, "192.0.3.1", false},
+		{`["127.0.0.1"]`, "127.0.0.1", true},
+		{`["127.0.0.1"]`, "127.0.0.2", false},
+		{`["2001:db8::/32"]`, "2001:db8:1::5", true},
+		{`["2001:db8::/32"]`, "2001:db9::5", false},
+		{`["0.0.0.0/0", "::/0"]`, "198.51.100.1", true},
+		{`[]`, "127.0.0.1", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.allow+" "+tc.addr, func(t *testing.T) {
+			text := "spool=\"/s\"\n"
+			if tc.allow != "" {
+				text += "allow = " + tc.allow + "\n"
+			}
+			c, err := ParseConfig("f.toml", []byte(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Allowed(netip.MustParseAddr(tc.addr)); got != tc.want {
+				t.Errorf("Allowed(%s) = %v, want %v", tc.addr, got, tc.want)
+			}
+		})
 	}
 }

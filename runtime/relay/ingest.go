@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ type ingestStats struct {
 	refused   atomic.Int64 // offers not wanted (history)
 	deferred  atomic.Int64 // offers answered "later" (in progress, disk full)
 	rejected  atomic.Int64 // articles or offers refused by validation
+	denied    atomic.Int64 // connections from addresses not in allow
 }
 
 // acceptLoop accepts upstream connections until ln closes.
@@ -40,6 +42,12 @@ func (r *Relay) acceptLoop(ctx context.Context, ln net.Listener) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
+		if !r.allowedConn(nc) {
+			r.ingest.denied.Add(1)
+			r.log.Warn("ingest connection denied (not in allow)", "remote", nc.RemoteAddr().String())
+			denyConn(nc)
+			continue
+		}
 		r.ingest.conns.Add(1)
 		r.wg.Add(1)
 		if r.loop != nil {
@@ -51,6 +59,31 @@ func (r *Relay) acceptLoop(ctx context.Context, ln net.Listener) {
 			r.serveIngest(ctx, nc)
 		}()
 	}
+}
+
+// allowedConn reports whether nc's remote address is in the allow list
+// (the relay's incoming.conf). Addresses that are not IP (a test's pipe)
+// are allowed: the list restricts network feeders.
+func (r *Relay) allowedConn(nc net.Conn) bool {
+	ta, ok := nc.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return true
+	}
+	a, ok := netip.AddrFromSlice(ta.IP)
+	return ok && r.cfg.Allowed(a)
+}
+
+// denyMsg is the greeting a denied feeder gets: RFC 3977 §5.1.1, 502
+// means service permanently unavailable (INN answers 502 too).
+var denyMsg = []byte("502 Access denied\r\n")
+
+// denyConn writes the 502 greeting and closes nc. It runs in the accept
+// loop: a few octets on a fresh socket go to its send buffer at once, and
+// the deadline bounds the write should they not.
+func denyConn(nc net.Conn) {
+	nc.SetWriteDeadline(time.Now().Add(time.Second))
+	nc.Write(denyMsg)
+	nc.Close()
 }
 
 // inConn is one upstream connection: the ingest machine on the goroutine

@@ -84,6 +84,7 @@ type IngestStats struct {
 	Refused     int64 `json:"refused"`
 	Deferred    int64 `json:"deferred"`
 	Rejected    int64 `json:"rejected"`
+	Denied      int64 `json:"denied"` // connections refused by allow
 }
 
 // Status is the relay's state for the status page and `newsfeed status`.
@@ -113,6 +114,7 @@ func (r *Relay) Status() Status {
 			Connections: r.ingest.conns.Load(), Open: r.ingest.open.Load(),
 			Accepted: r.ingest.accepted.Load(), Duplicate: r.ingest.duplicate.Load(),
 			Refused: r.ingest.refused.Load(), Deferred: r.ingest.deferred.Load(), Rejected: r.ingest.rejected.Load(),
+			Denied: r.ingest.denied.Load(),
 		},
 	}
 	if a := r.Addr(); a != nil {
@@ -203,7 +205,7 @@ func (r *Relay) logStats(final bool) {
 	}
 	in := r.Status().Ingest
 	r.log.Info(what+" (ingest)", "connections", in.Connections, "accepted", in.Accepted, "duplicate", in.Duplicate,
-		"refused", in.Refused, "deferred", in.Deferred, "rejected", in.Rejected)
+		"refused", in.Refused, "deferred", in.Deferred, "rejected", in.Rejected, "denied", in.Denied)
 	for _, p := range r.peers {
 		s := p.stats(now)
 		rate, mbs := 0.0, 0.0
