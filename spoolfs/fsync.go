@@ -23,10 +23,10 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// writeFileDurable replaces path with data in the order STYLE §7.1 names:
+// WriteFileDurable replaces path with data in the order STYLE §7.1 names:
 // write temp, fsync temp, rename over path, fsync the parent directory. A crash
 // at any step leaves either the old file or the new one, never a mix.
-func writeFileDurable(path string, data []byte) error {
+func WriteFileDurable(path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -51,4 +51,26 @@ func writeFileDurable(path string, data []byte) error {
 		return err
 	}
 	return syncDir(filepath.Dir(path))
+}
+
+// ProbeWrite writes, syncs and removes a 64 KiB file in dir: whether the
+// disk takes writes again after it was full.
+func ProbeWrite(dir string) error {
+	name := filepath.Join(dir, ".probe")
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("probe write: %w", err)
+	}
+	defer os.Remove(name)
+	_, err = f.Write(make([]byte, 64<<10))
+	if err == nil {
+		err = syncData(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("probe write %s: %w", dir, err)
+	}
+	return nil
 }

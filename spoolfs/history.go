@@ -236,7 +236,7 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 
 	// Step 3: temp, fsync, rename, fsync dir; then switch to the new file.
 	path := filepath.Join(s.dir, histFileName)
-	if err := writeFileDurable(path, img); err != nil {
+	if err := WriteFileDurable(path, img); err != nil {
 		return removed, fmt.Errorf("history: expire: rewrite %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)

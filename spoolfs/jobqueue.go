@@ -40,7 +40,7 @@ package spoolfs
 //
 // A crash can stop any of these between two steps. Recover, called once
 // after OpenJobQueue, looks at what is there and finishes or undoes each
-// operation as the table in machine/queue/jobs says: it sweeps *.tmp files,
+// operation as the table in machine/jobs says: it sweeps *.tmp files,
 // moves in-flight entries back to queue/, finishes removals, rolls an
 // Enqueue back (no symlink yet: it never returned) or forward (some symlink
 // made: every file was already durable), and moves what is damaged (a
@@ -77,7 +77,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/newsflow/newsflow/machine/queue/jobs"
+	"github.com/newsflow/newsflow/machine/jobs"
 )
 
 // JobQueueOptions tunes a JobQueue; the zero value is ready to use.

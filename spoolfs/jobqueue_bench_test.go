@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsflow/newsflow/machine/queue/jobs"
+	"github.com/newsflow/newsflow/machine/jobs"
 )
 
 // BenchmarkJobQueueProgress measures recording download progress: one op

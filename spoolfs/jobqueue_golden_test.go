@@ -21,7 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/txtar"
 
-	"github.com/newsflow/newsflow/machine/queue/jobs"
+	"github.com/newsflow/newsflow/machine/jobs"
 )
 
 var jobQueueUpdate = flag.Bool("jobqueue-update", false, "rewrite the outputs of spoolfs/testdata/jobqueue/*.txtar")

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/machine/queue/jobs"
+	"github.com/newsflow/newsflow/machine/jobs"
 )
 
 // The job queue's kill -9 test re-executes the test binary as a child that

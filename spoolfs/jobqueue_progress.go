@@ -43,7 +43,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/newsflow/newsflow/machine/queue/jobs"
+	"github.com/newsflow/newsflow/machine/jobs"
 )
 
 const progressRecordSize = 40

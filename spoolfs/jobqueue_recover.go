@@ -15,7 +15,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/newsflow/newsflow/machine/queue/jobs"
+	"github.com/newsflow/newsflow/machine/jobs"
 )
 
 // JobRecovery reports what Recover did. Nothing is removed that was not

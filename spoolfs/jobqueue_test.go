@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/txtar"
 
-	"github.com/newsflow/newsflow/machine/queue/jobs"
+	"github.com/newsflow/newsflow/machine/jobs"
 )
 
 // jqScenario is one operation under test, from a state its setup builds.

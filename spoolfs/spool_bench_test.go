@@ -157,7 +157,7 @@ func BenchmarkOpenHistory1M(b *testing.B) {
 		log = appendHistRecord(log, kindArticle, id, Token{Seg: 1, Off: uint64(48 + i), Len: 2000}, t0.UnixNano())
 	}
 	log = appendCheckpoint(log, Position{Seg: 1, Off: segHeaderSize}, 0)
-	if err := writeFileDurable(filepath.Join(dir, histFileName), log); err != nil {
+	if err := WriteFileDurable(filepath.Join(dir, histFileName), log); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(log)))

@@ -208,7 +208,7 @@ func (s *Spool) replayHistory() error {
 		f = nil
 	}
 	if f == nil {
-		if err := writeFileDurable(path, histMagic[:]); err != nil {
+		if err := WriteFileDurable(path, histMagic[:]); err != nil {
 			return err
 		}
 		if f, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
@@ -381,7 +381,7 @@ func (s *Spool) cutTail(f *os.File, path string, end, size int64) error {
 	}
 	if len(bytes.Trim(tail, "\x00")) > 0 {
 		q := s.quarantineName(path, end)
-		if err := writeFileDurable(q, tail); err != nil {
+		if err := WriteFileDurable(q, tail); err != nil {
 			return fmt.Errorf("quarantine torn tail of %s: %w", path, err)
 		}
 		s.log.Warn("torn tail cut off after a crash", "file", path, "offset", end, "bytes", len(tail), "copy", q)
@@ -404,7 +404,7 @@ func (s *Spool) quarantineRange(f *os.File, path string, off, n int64, why strin
 		s.log.Error(why+"; could not copy it", "file", path, "offset", off, "bytes", n, "err", err)
 		return
 	}
-	if err := writeFileDurable(q, b); err != nil {
+	if err := WriteFileDurable(q, b); err != nil {
 		s.log.Error(why+"; could not copy it", "file", path, "offset", off, "bytes", n, "err", err)
 		return
 	}

@@ -1,6 +1,6 @@
 package testscripts
 
-// The NNTP commands scripts use, backed by runtime/nntptest:
+// The NNTP commands scripts use, backed by runtime/testpeer/nntptest:
 //
 //	nntpserver [-name N] [options]     start a test server for the rest of the script
 //	nntpclient [-server N | -addr A] [-tls] [-ca FILE] FILE
@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/nntptest"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 

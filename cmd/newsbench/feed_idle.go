@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/newsflow/newsflow/runtime/relay"
+	"github.com/newsflow/newsflow/runtime/newsfeed"
 )
 
 // idleResult is one runtime's idle-connection figures.
@@ -108,7 +108,7 @@ func (b *feedBench) idleOnce(ctx context.Context, rt string, n int) (idleResult,
 		if time.Now().After(deadline) {
 			return res, fmt.Errorf("no ingest address from newsfeed\n%s", tail(logName, 20))
 		}
-		addr, _, _ = relay.ReadAddrs(spool)
+		addr, _, _ = newsfeed.ReadAddrs(spool)
 	}
 	// One connection first, so that what every connection shares (the
 	// loop, buffers, the first goroutines) is in the baseline.

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/newsflow/newsflow/runtime/inntest"
+	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
 )
 
 // startINN starts a private INN in the work directory and stores every

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/newsflow/newsflow/runtime/relay"
-	"github.com/newsflow/newsflow/runtime/sink"
+	"github.com/newsflow/newsflow/runtime/newsfeed"
+	"github.com/newsflow/newsflow/runtime/testpeer/sink"
 )
 
 // buildNewsfeed returns the newsfeed binary: -newsfeed, or one built from
@@ -41,7 +41,7 @@ func (b *feedBench) buildNewsfeed(ctx context.Context) (string, error) {
 
 // epollAvailable reports whether the relay accepts runtime = "epoll".
 func epollAvailable() bool {
-	_, err := relay.ParseConfig("probe", []byte("spool = \"/nonexistent\"\nruntime = \"epoll\"\n"))
+	_, err := newsfeed.ParseConfig("probe", []byte("spool = \"/nonexistent\"\nruntime = \"epoll\"\n"))
 	return err == nil
 }
 
@@ -358,7 +358,7 @@ func startProfiler(ctx context.Context, spool, dir, name string, earlier []measu
 	}
 	// The relay writes its admin address once it listens.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if _, admin, err := relay.ReadAddrs(spool); err == nil && admin != "" {
+		if _, admin, err := newsfeed.ReadAddrs(spool); err == nil && admin != "" {
 			p.admin = admin
 			break
 		}

@@ -15,8 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/inntest"
-	"github.com/newsflow/newsflow/runtime/sink"
+	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
+	"github.com/newsflow/newsflow/runtime/testpeer/sink"
 )
 
 func TestSizeLabel(t *testing.T) {

@@ -2,11 +2,11 @@ package main
 
 // newsbench get: newsget against NZBGet (Debian nzbget, run headless with a
 // generated configuration) downloading the same NZB from the same loopback
-// server: by default the nnrpd of a private INN (runtime/inntest), else a
-// runtime/nntptest server. The files are random data in yEnc parts (700 KiB
+// server: by default the nnrpd of a private INN (runtime/testpeer/inntest), else a
+// runtime/testpeer/nntptest server. The files are random data in yEnc parts (700 KiB
 // by default, like real posts); both downloaders must produce them byte for
 // byte. newsget runs as a child process (this binary re-executed, driving
-// runtime/download exactly as cmd/newsget does) so that both sides are
+// runtime/newsget exactly as cmd/newsget does) so that both sides are
 // measured the same way: wall time from start to exit, CPU time (user +
 // system) of the child from wait4. Rounds alternate the two; the table
 // shows the median.
@@ -31,9 +31,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/runtime/download"
-	"github.com/newsflow/newsflow/runtime/inntest"
-	"github.com/newsflow/newsflow/runtime/nntptest"
+	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+	"github.com/newsflow/newsflow/runtime/testpeer/posting"
 )
 
 // newsgetChildEnv, when set, makes this binary play newsget (the child
@@ -83,14 +84,14 @@ func benchGet(args []string, stdout, stderr io.Writer) error {
 	} else {
 		defer os.RemoveAll(work)
 	}
-	var ps []download.Posting
+	var ps []posting.Posting
 	per := o.sizeMiB << 20 / o.files
 	for i := 0; i < o.files; i++ {
-		ps = append(ps, download.Posting{Name: fmt.Sprintf("bench%02d.bin", i+1), Data: download.RandomData(uint64(1000+i), per),
+		ps = append(ps, posting.Posting{Name: fmt.Sprintf("bench%02d.bin", i+1), Data: posting.RandomData(uint64(1000+i), per),
 			PartSize: o.partKiB << 10, Group: "alt.binaries.newsbench", IDPrefix: fmt.Sprintf("nb%d-%d", time.Now().UnixNano(), i)})
 	}
 	nzb := filepath.Join(work, "bench.nzb")
-	if err := os.WriteFile(nzb, download.NZB(ps...), 0o644); err != nil {
+	if err := os.WriteFile(nzb, posting.NZB(ps...), 0o644); err != nil {
 		return err
 	}
 
@@ -102,7 +103,7 @@ func benchGet(args []string, stdout, stderr io.Writer) error {
 	}
 	if !useINN {
 		if o.server == "auto" {
-			fmt.Fprintf(stderr, "newsbench get: INN not available (%v); serving from runtime/nntptest\n", inntest.Available())
+			fmt.Fprintf(stderr, "newsbench get: INN not available (%v); serving from runtime/testpeer/nntptest\n", inntest.Available())
 		}
 		s, err := nntptest.New(nntptest.Options{})
 		if err != nil {
@@ -119,7 +120,7 @@ func benchGet(args []string, stdout, stderr io.Writer) error {
 		}
 		return runGet(o, "nntptest", s.HostPort(), ps, nzb, work, stdout, stderr)
 	}
-	// runtime/inntest is a test harness: it takes a testing.TB and stops
+	// runtime/testpeer/inntest is a test harness: it takes a testing.TB and stops
 	// INN when the test ends. So the comparison runs as the one test of
 	// testing.Main, which exits the process when it is done (status 1 if
 	// it failed); testing's own chatter goes to stderr.
@@ -141,7 +142,7 @@ func benchGet(args []string, stdout, stderr io.Writer) error {
 }
 
 // postINN feeds the postings to innd with IHAVE (RFC 3977 §6.3.2).
-func postINN(addr string, ps []download.Posting) error {
+func postINN(addr string, ps []posting.Posting) error {
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		return err
@@ -191,7 +192,7 @@ type getRun struct {
 }
 
 // runGet runs the rounds and prints the report.
-func runGet(o getOptions, server, addr string, ps []download.Posting, nzb, work string, stdout, stderr io.Writer) error {
+func runGet(o getOptions, server, addr string, ps []posting.Posting, nzb, work string, stdout, stderr io.Writer) error {
 	var total int64
 	for _, p := range ps {
 		total += int64(len(p.Data))
@@ -277,7 +278,7 @@ func timed(cmd *exec.Cmd) (getRun, error) {
 }
 
 // checkFiles verifies that dir holds every posting's data.
-func checkFiles(dir string, ps []download.Posting) error {
+func checkFiles(dir string, ps []posting.Posting) error {
 	for _, p := range ps {
 		b, err := os.ReadFile(filepath.Join(dir, p.Name))
 		if err != nil {
@@ -293,7 +294,7 @@ func checkFiles(dir string, ps []download.Posting) error {
 // runNZBGet downloads the NZB with NZBGet in standalone mode (it exits when
 // the queue is done) with a configuration that leaves out everything but
 // downloading and CRC checks: no par, no unpack, no web server.
-func runNZBGet(o getOptions, addr, nzb, dir string, ps []download.Posting) (getRun, error) {
+func runNZBGet(o getOptions, addr, nzb, dir string, ps []posting.Posting) (getRun, error) {
 	host, port, _ := net.SplitHostPort(addr)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return getRun{}, err
@@ -373,7 +374,7 @@ func lastLines(s string, n int) string {
 }
 
 // newsgetChild is the child process: download the NZB into dir from the
-// server URL with runtime/download, as cmd/newsget does (no progress
+// server URL with runtime/newsget, as cmd/newsget does (no progress
 // display), and exit 0 only when every file is complete.
 func newsgetChild(arg string) int {
 	var a []string
@@ -381,12 +382,12 @@ func newsgetChild(arg string) int {
 		fmt.Fprintf(os.Stderr, "newsbench: bad %s\n", newsgetChildEnv)
 		return 2
 	}
-	sc, err := download.ParseServerURL(a[0])
+	sc, err := newsget.ParseServerURL(a[0])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	cfg := &download.Config{DownloadDir: a[1], Servers: []download.ServerConfig{sc}}
+	cfg := &newsget.Config{DownloadDir: a[1], Servers: []newsget.ServerConfig{sc}}
 	if err := cfg.Check(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -400,13 +401,13 @@ func newsgetChild(arg string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	eng, err := download.New(cfg, download.Options{})
+	eng, err := newsget.New(cfg, newsget.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	defer eng.Close()
-	sum, err := eng.Download(context.Background(), []download.Job{{Name: a[2], NZB: data}})
+	sum, err := eng.Download(context.Background(), []newsget.Job{{Name: a[2], NZB: data}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -14,7 +14,7 @@ package main
 //     every cache TTL at 1 ns (no caching; coalescing cannot help a single
 //     client either).
 //
-// The news server is runtime/nntptest on loopback holding generated
+// The news server is runtime/testpeer/nntptest on loopback holding generated
 // threaded articles; it counts every command it receives, handshakes
 // included. Lines "result web <metric> <value>" follow the table.
 
@@ -36,9 +36,8 @@ import (
 	"time"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
-	"github.com/newsflow/newsflow/runtime/nntptest"
-	"github.com/newsflow/newsflow/runtime/reader"
-	"github.com/newsflow/newsflow/runtime/web"
+	"github.com/newsflow/newsflow/runtime/newsweb"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
 func init() {
@@ -89,20 +88,20 @@ func webNews(s *nntptest.Server, groups, n, size int) (webBench, error) {
 // webStack is newsweb (service layer and HTTP) serving on loopback.
 type webStack struct {
 	url  string
-	fed  *reader.Federated
+	fed  *newsweb.Federated
 	http *http.Server
 }
 
 func startWebStack(addr string, cache mreader.CacheConfig, conns int) (*webStack, error) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := reader.NewService(reader.ServerConfig{Addr: addr, Name: "bench", Connections: conns}, reader.ServiceOptions{Logger: log})
-	fed := reader.NewFederated([]*reader.Service{svc}, reader.Options{Cache: cache, Logger: log, NoBackground: true})
+	svc := newsweb.NewService(newsweb.ServerConfig{Addr: addr, Name: "bench", Connections: conns}, newsweb.ServiceOptions{Logger: log})
+	fed := newsweb.NewFederated([]*newsweb.Service{svc}, newsweb.FederatedOptions{Cache: cache, Logger: log, NoBackground: true})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fed.Close()
 		return nil, err
 	}
-	hs := web.NewHTTPServer("", web.New(fed, web.Options{Logger: log}))
+	hs := newsweb.NewHTTPServer("", newsweb.New(fed, newsweb.Options{Logger: log}))
 	go hs.Serve(ln)
 	return &webStack{url: "http://" + ln.Addr().String(), fed: fed, http: hs}, nil
 }

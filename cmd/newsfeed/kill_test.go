@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/nntptest"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
 // TestMain lets the test binary be newsfeed itself: with NEWSFEED_CHILD set

@@ -29,7 +29,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/newsflow/newsflow/runtime/relay"
+	"github.com/newsflow/newsflow/runtime/newsfeed"
 )
 
 func main() {
@@ -85,13 +85,13 @@ func run(args []string, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	cfg, err := relay.LoadConfig(*config)
+	cfg, err := newsfeed.LoadConfig(*config)
 	if err != nil {
 		fmt.Fprintf(stderr, "newsfeed: %v\n", err)
 		return 2
 	}
 	log := logger(stderr, *verbose)
-	r, err := relay.Open(cfg, relay.Options{Logger: log})
+	r, err := newsfeed.Open(cfg, newsfeed.Options{Logger: log})
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1
@@ -118,7 +118,7 @@ func inject(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: newsfeed inject [-config FILE] FILE...")
 		return 2
 	}
-	cfg, err := relay.LoadConfig(*config)
+	cfg, err := newsfeed.LoadConfig(*config)
 	if err != nil {
 		fmt.Fprintf(stderr, "newsfeed: %v\n", err)
 		return 2
@@ -130,7 +130,7 @@ func inject(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	r, err := relay.Open(cfg, relay.Options{Logger: log, NoConnect: true})
+	r, err := newsfeed.Open(cfg, newsfeed.Options{Logger: log, NoConnect: true})
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		// A relay runs on this spool: hand it the articles over its
 		// ingest listener instead.
@@ -140,7 +140,7 @@ func inject(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "newsfeed inject: %v\n", err)
 		return 1
 	}
-	var total relay.InjectResult
+	var total newsfeed.InjectResult
 	failed := false
 	for _, name := range fs.Args() {
 		res, err := r.InjectFile(ctx, name)
@@ -162,14 +162,14 @@ func inject(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func injectRemote(ctx context.Context, cfg *relay.Config, files []string, stdout, stderr io.Writer) int {
-	listen, _, err := relay.ReadAddrs(cfg.Spool)
+func injectRemote(ctx context.Context, cfg *newsfeed.Config, files []string, stdout, stderr io.Writer) int {
+	listen, _, err := newsfeed.ReadAddrs(cfg.Spool)
 	if err != nil {
 		fmt.Fprintf(stderr, "newsfeed inject: the spool is in use, and %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "the spool is in use: offering the articles to the running newsfeed on %s\n", listen)
-	res, err := relay.InjectRemote(ctx, listen, files, int(cfg.MaxArticleSize))
+	res, err := newsfeed.InjectRemote(ctx, listen, files, int(cfg.MaxArticleSize))
 	fmt.Fprintf(stdout, "total: %s\n", res)
 	if err != nil {
 		fmt.Fprintf(stderr, "newsfeed inject: %v\n", err)
@@ -189,11 +189,11 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	opts := relay.DemoOptions{Articles: *n}
+	opts := DemoOptions{Articles: *n}
 	if *verbose {
 		opts.Log = stderr
 	}
-	if err := relay.Demo(context.Background(), stdout, opts); err != nil {
+	if err := Demo(context.Background(), stdout, opts); err != nil {
 		fmt.Fprintf(stderr, "newsfeed demo: %v\n", err)
 		return 1
 	}
@@ -234,7 +234,7 @@ func status(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func isDrained(st relay.Status) bool {
+func isDrained(st newsfeed.Status) bool {
 	for _, p := range st.Peers {
 		if p.Queued != 0 {
 			return false
@@ -246,17 +246,17 @@ func isDrained(st relay.Status) bool {
 // fetchStatus asks the admin listener: -admin, else the configuration's
 // admin address, else (port 0 or none) the one the running relay wrote in
 // its spool.
-func fetchStatus(config, admin string) ([]byte, relay.Status, error) {
-	var st relay.Status
+func fetchStatus(config, admin string) ([]byte, newsfeed.Status, error) {
+	var st newsfeed.Status
 	addr := admin
 	if addr == "" {
-		cfg, err := relay.LoadConfig(config)
+		cfg, err := newsfeed.LoadConfig(config)
 		if err != nil {
 			return nil, st, err
 		}
 		addr = cfg.Admin
 		if addr == "" || strings.HasSuffix(addr, ":0") {
-			_, running, err := relay.ReadAddrs(cfg.Spool)
+			_, running, err := newsfeed.ReadAddrs(cfg.Spool)
 			if err != nil {
 				return nil, st, err
 			}
@@ -285,7 +285,7 @@ func fetchStatus(config, admin string) ([]byte, relay.Status, error) {
 	return body, st, nil
 }
 
-func printStatus(w io.Writer, st relay.Status) {
+func printStatus(w io.Writer, st newsfeed.Status) {
 	acc := "accepting"
 	if !st.Accepting {
 		acc = "NOT accepting: " + st.NotReason

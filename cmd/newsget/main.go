@@ -8,7 +8,7 @@
 // optional=1, retention= (days), join_group=1, pipeline=, starttls=1,
 // verify=0, ca=FILE, ip=4|6. The TOML configuration has the same keys per
 // [[server]] and download_dir, queue_dir, rate, daily_quota, monthly_quota,
-// quota_day, article_retries (see runtime/download.Config).
+// quota_day, article_retries (see runtime/newsget.Config).
 //
 // Exit status: 0 when every file is complete and verified; 1 when some
 // file is incomplete (its missing segments and byte ranges are in the
@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/newsflow/newsflow/runtime/download"
+	"github.com/newsflow/newsflow/runtime/newsget"
 )
 
 func main() {
@@ -74,9 +74,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	cfg := &download.Config{}
+	cfg := &newsget.Config{}
 	if *config != "" {
-		c, err := download.LoadConfig(*config)
+		c, err := newsget.LoadConfig(*config)
 		if err != nil {
 			fmt.Fprintf(stderr, "newsget: %v\n", err)
 			return 2
@@ -84,7 +84,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cfg = c
 	}
 	for _, u := range servers {
-		sc, err := download.ParseServerURL(u)
+		sc, err := newsget.ParseServerURL(u)
 		if err != nil {
 			fmt.Fprintf(stderr, "newsget: -server: %v\n", err)
 			return 2
@@ -99,7 +99,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cfg.DownloadDir = *out
 	}
 	if *rate != "" {
-		r, err := download.ParseSize(*rate)
+		r, err := newsget.ParseSize(*rate)
 		if err != nil {
 			fmt.Fprintf(stderr, "newsget: -rate: %v\n", err)
 			return 2
@@ -110,14 +110,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "newsget: %v\n", err)
 		return 2
 	}
-	var list []download.Job
+	var list []newsget.Job
 	for _, name := range fs.Args() {
 		data, err := os.ReadFile(name)
 		if err != nil {
 			fmt.Fprintf(stderr, "newsget: %v\n", err)
 			return 2
 		}
-		list = append(list, download.Job{Name: name, NZB: data})
+		list = append(list, newsget.Job{Name: name, NZB: data})
 	}
 
 	level := slog.LevelWarn
@@ -125,7 +125,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	eng, err := download.New(cfg, download.Options{Overwrite: *overwrite, Log: logger})
+	eng, err := newsget.New(cfg, newsget.Options{Overwrite: *overwrite, Log: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "newsget: %v\n", err)
 		return 2
@@ -169,7 +169,7 @@ func isTerminal(w io.Writer) bool {
 // startProgress shows progress until the returned function is called: a
 // bar redrawn in place on a terminal, a plain line every interval
 // otherwise.
-func startProgress(eng *download.Engine, w io.Writer, interval time.Duration) func() {
+func startProgress(eng *newsget.Engine, w io.Writer, interval time.Duration) func() {
 	tty := isTerminal(w)
 	every := interval
 	if every <= 0 {
@@ -205,7 +205,7 @@ func startProgress(eng *download.Engine, w io.Writer, interval time.Duration) fu
 }
 
 // rateETA returns the speed in bytes per second and the time left.
-func rateETA(p download.Progress) (float64, time.Duration) {
+func rateETA(p newsget.Progress) (float64, time.Duration) {
 	secs := p.Elapsed.Seconds()
 	if secs <= 0 {
 		return 0, 0
@@ -218,7 +218,7 @@ func rateETA(p download.Progress) (float64, time.Duration) {
 }
 
 // progressBar draws "[#####-----] 42% files 1/3 12.3 MB/s ETA 0:12".
-func progressBar(p download.Progress, width int) string {
+func progressBar(p newsget.Progress, width int) string {
 	frac := 0.0
 	if p.Segments > 0 {
 		frac = float64(p.Done+p.Failed) / float64(p.Segments)
@@ -230,10 +230,10 @@ func progressBar(p download.Progress, width int) string {
 }
 
 // progressLine is the plain periodic line.
-func progressLine(p download.Progress) string {
+func progressLine(p newsget.Progress) string {
 	speed, eta := rateETA(p)
 	s := fmt.Sprintf("newsget: files %d/%d segments %d/%d (%d missing) %s %.1f MB/s ETA %s retries %d",
-		p.FilesDone, p.Files, p.Done, p.Segments, p.Failed, download.FormatBytes(p.Received), speed/1e6, eta, p.Retries)
+		p.FilesDone, p.Files, p.Done, p.Segments, p.Failed, newsget.FormatBytes(p.Received), speed/1e6, eta, p.Retries)
 	if p.QuotaReached != "" {
 		s += " (" + p.QuotaReached + ")"
 	}
@@ -241,7 +241,7 @@ func progressLine(p download.Progress) string {
 }
 
 // printSummary writes the end-of-run summary.
-func printSummary(w io.Writer, s *download.Summary) {
+func printSummary(w io.Writer, s *newsget.Summary) {
 	complete, incomplete := 0, 0
 	missing := 0
 	for _, f := range s.Files {
@@ -261,7 +261,7 @@ func printSummary(w io.Writer, s *download.Summary) {
 			continue
 		}
 		fmt.Fprintf(w, "incomplete: %s: %s\n", f.Name, f.Err)
-		for _, line := range strings.Split(strings.TrimSpace(download.FormatMissing(f.Missing)), "\n") {
+		for _, line := range strings.Split(strings.TrimSpace(newsget.FormatMissing(f.Missing)), "\n") {
 			if line != "" {
 				fmt.Fprintf(w, "  %s\n", line)
 			}

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/runtime/download"
-	"github.com/newsflow/newsflow/runtime/nntptest"
+	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+	"github.com/newsflow/newsflow/runtime/testpeer/posting"
 )
 
 // TestExitStatus: 0 when every file is complete, 1 when one is not, 2 for
@@ -21,13 +22,13 @@ import (
 func TestExitStatus(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	s.AddGroup(nntptest.Group{Name: "alt.binaries.newsflow"})
-	p := download.Posting{Name: "e.bin", Data: download.RandomData(5, 9000), PartSize: 3000, Group: "alt.binaries.newsflow", IDPrefix: "exit"}
+	p := posting.Posting{Name: "e.bin", Data: posting.RandomData(5, 9000), PartSize: 3000, Group: "alt.binaries.newsflow", IDPrefix: "exit"}
 	for n := 1; n <= 2; n++ { // part 3 is missing
 		if err := s.AddArticle(nntptest.Article{MessageID: p.MessageID(n), Raw: p.Article(n)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	whole := download.Posting{Name: "w.bin", Data: p.Data[:6000], PartSize: 3000, Group: p.Group, IDPrefix: "exitw"}
+	whole := posting.Posting{Name: "w.bin", Data: p.Data[:6000], PartSize: 3000, Group: p.Group, IDPrefix: "exitw"}
 	for n := 1; n <= 2; n++ {
 		s.AddArticle(nntptest.Article{MessageID: whole.MessageID(n), Raw: whole.Article(n)})
 	}
@@ -47,15 +48,15 @@ func TestExitStatus(t *testing.T) {
 		out  string // regexp on stdout
 		err  string // regexp on stderr
 	}{
-		{[]string{"-server", url, "-progress", "1ms", write("w.nzb", download.NZB(whole))}, 0,
+		{[]string{"-server", url, "-progress", "1ms", write("w.nzb", posting.NZB(whole))}, 0,
 			`(?m)^complete: w.bin \(6000 bytes\)\nsummary: files 1 complete, 0 incomplete; \d+ bytes received, 6000 written; segments 2 done, 0 missing; requests 2; retries: none; [\d.]+ MB/s in`,
 			`(?m)^newsget: files \d/1 segments \d/2`},
-		{[]string{"-q", "-server", url, write("p.nzb", download.NZB(p))}, 1,
+		{[]string{"-q", "-server", url, write("p.nzb", posting.NZB(p))}, 1,
 			`(?m)^incomplete: e.bin.part: 1 of 3 segments missing on every server\n  missing segment 3 bytes 6000-8999 \(3000 bytes\)$`, `^$|segment missing`},
 		{[]string{"-q", "-server", "nntp://127.0.0.1:1?connections=x", "a.nzb"}, 2, ``, `connections="x" is not a number`},
 		{[]string{"-q", "-server", url, write("bad.nzb", []byte("<nzb><file"))}, 2, `(?m)^refused: .*bad.nzb: refused: nzb: `, ``},
 		{[]string{"-q", "-server", url}, 2, ``, `usage: newsget`},
-		{[]string{"-q", "-config", quota, "-o", filepath.Join(dir, "q"), write("w2.nzb", download.NZB(whole))}, 3,
+		{[]string{"-q", "-config", quota, "-o", filepath.Join(dir, "q"), write("w2.nzb", posting.NZB(whole))}, 3,
 			`(?m)^stopped: daily quota of 100 B reached`, ``},
 	} {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
@@ -88,7 +89,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestProgressBar(t *testing.T) {
-	p := download.Progress{Files: 3, FilesDone: 1, Segments: 10, Done: 4, Received: 10e6, TotalBytes: 30e6, Elapsed: 2 * time.Second, Connections: 8}
+	p := newsget.Progress{Files: 3, FilesDone: 1, Segments: 10, Done: 4, Received: 10e6, TotalBytes: 30e6, Elapsed: 2 * time.Second, Connections: 8}
 	want := "[############------------------]  40% files 1/3 5.0 MB/s ETA 4s conns 8"
 	if got := progressBar(p, 30); got != want {
 		t.Errorf("progressBar:\n got %q\nwant %q", got, want)

@@ -12,7 +12,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
-	"github.com/newsflow/newsflow/runtime/reader"
+	"github.com/newsflow/newsflow/runtime/newsweb"
 )
 
 // duration is a time.Duration written as "90s", "5m", "24h" in TOML.
@@ -108,13 +108,13 @@ func loadConfig(path string) (config, error) {
 }
 
 // serverConfig turns a [[server]] entry into a ServerConfig.
-func (e serverEntry) serverConfig() (reader.ServerConfig, error) {
+func (e serverEntry) serverConfig() (newsweb.ServerConfig, error) {
 	if e.URL == "" {
-		return reader.ServerConfig{}, errors.New("[[server]] needs url = \"nntp://host\" or \"nntps://host\"")
+		return newsweb.ServerConfig{}, errors.New("[[server]] needs url = \"nntp://host\" or \"nntps://host\"")
 	}
-	sc, err := reader.ParseServerURL(e.URL)
+	sc, err := newsweb.ParseServerURL(e.URL)
 	if err != nil {
-		return reader.ServerConfig{}, err
+		return newsweb.ServerConfig{}, err
 	}
 	if e.Name != "" {
 		sc.Name = e.Name
@@ -131,7 +131,7 @@ func (e serverEntry) serverConfig() (reader.ServerConfig, error) {
 	if e.CAFile != "" {
 		cfg, err := trustFile(e.CAFile)
 		if err != nil {
-			return reader.ServerConfig{}, err
+			return newsweb.ServerConfig{}, err
 		}
 		sc.TLSConfig = cfg
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
-	"github.com/newsflow/newsflow/runtime/reader"
+	"github.com/newsflow/newsflow/runtime/newsweb"
 )
 
 const sampleConfig = `
@@ -42,7 +42,7 @@ func TestParseConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []reader.ServerConfig
+	var got []newsweb.ServerConfig
 	for _, e := range c.Servers {
 		sc, err := e.serverConfig()
 		if err != nil {
@@ -50,8 +50,8 @@ func TestParseConfig(t *testing.T) {
 		}
 		got = append(got, sc)
 	}
-	want := []reader.ServerConfig{
-		{Addr: "news.example:563", TLS: reader.TLSImplicit, User: "alice", Pass: "secret", Connections: 8},
+	want := []newsweb.ServerConfig{
+		{Addr: "news.example:563", TLS: newsweb.TLSImplicit, User: "alice", Pass: "secret", Connections: 8},
 		{Addr: "backup.example:1119", Name: "backup", Priority: 5},
 	}
 	if d := cmp.Diff(want, got); d != "" {

@@ -32,8 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
-	"github.com/newsflow/newsflow/runtime/reader"
-	"github.com/newsflow/newsflow/runtime/web"
+	"github.com/newsflow/newsflow/runtime/newsweb"
 )
 
 // defaultListen is where pages are served when neither -listen nor the
@@ -116,7 +115,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	var serverCfgs []reader.ServerConfig
+	var serverCfgs []newsweb.ServerConfig
 	for i, e := range cfg.Servers {
 		sc, err := e.serverConfig()
 		if err != nil {
@@ -134,7 +133,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 	}
 	for _, u := range servers {
-		sc, err := reader.ParseServerURL(u)
+		sc, err := newsweb.ParseServerURL(u)
 		if err != nil {
 			fmt.Fprintf(stderr, "newsweb: -server: %v\n", err)
 			return 2
@@ -149,11 +148,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := reader.NewMetrics(reg)
+	metrics := newsweb.NewMetrics(reg)
 	timeout := time.Duration(cfg.RequestTimeout)
-	var svcs []*reader.Service
+	var svcs []*newsweb.Service
 	for _, sc := range serverCfgs {
-		svcs = append(svcs, reader.NewService(sc, reader.ServiceOptions{
+		svcs = append(svcs, newsweb.NewService(sc, newsweb.ServiceOptions{
 			RequestTimeout: timeout,
 			Scheduler: mreader.SchedulerConfig{
 				Aging:    time.Duration(cfg.Queue.PriorityAging),
@@ -164,7 +163,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 			Metrics: metrics,
 		}))
 	}
-	fed := reader.NewFederated(svcs, reader.Options{
+	fed := newsweb.NewFederated(svcs, newsweb.FederatedOptions{
 		Cache:             cfg.cacheConfig(),
 		ArticleCacheBytes: cfg.Cache.ArticleBytes,
 		ThreadLimit:       cfg.ThreadLimit,
@@ -173,7 +172,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		Metrics:           metrics,
 	})
 	defer fed.Close()
-	handler := web.New(fed, web.Options{Site: cfg.Site, Timeout: timeout, PerPage: cfg.PerPage, Logger: log,
+	handler := newsweb.New(fed, newsweb.Options{Site: cfg.Site, Timeout: timeout, PerPage: cfg.PerPage, Logger: log,
 		Registerer: reg, Gatherer: reg})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -195,7 +194,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log.Info("newsweb serving", "addr", "http://"+addr+"/", "servers", strings.Join(names, " "))
 
-	srv := web.NewHTTPServer(cfg.Listen, handler)
+	srv := newsweb.NewHTTPServer(cfg.Listen, handler)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/newsflow/newsflow/runtime/transcript"
+	"github.com/newsflow/newsflow/machine/transcript"
 )
 
 // updateCorpus rewrites testdata/fuzz/FuzzFetch from the transcripts and

@@ -15,10 +15,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine/handshake"
+	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/goroutine"
-	"github.com/newsflow/newsflow/runtime/inntest"
-	"github.com/newsflow/newsflow/runtime/transcript"
+	"github.com/newsflow/newsflow/runtime/record"
+	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
 )
 
 // updateINN rewrites testdata/inn_nnrpd.txt from a live INN:
@@ -119,7 +120,7 @@ func TestINNFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := transcript.NewRecorder(nc, transcript.Client)
+	rec := record.NewRecorder(nc, transcript.Client)
 	gc := goroutine.New(rec, goroutine.Options{})
 	defer gc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -11,10 +11,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine/handshake"
+	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/goroutine"
-	"github.com/newsflow/newsflow/runtime/nntptest"
-	"github.com/newsflow/newsflow/runtime/transcript"
+	"github.com/newsflow/newsflow/runtime/record"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
 // feedRun is one connection driven through runtime/goroutine over loopback
@@ -24,10 +25,10 @@ type feedRun struct {
 	ready  handshake.Ready
 	events []Event
 	runErr error
-	rec    *transcript.Recorder
+	rec    *record.Recorder
 }
 
-func runFeed(t testing.TB, addr string, hcfg handshake.Config, cfg Config, articles []innArticle, record bool) feedRun {
+func runFeed(t testing.TB, addr string, hcfg handshake.Config, cfg Config, articles []innArticle, recording bool) feedRun {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -35,8 +36,8 @@ func runFeed(t testing.TB, addr string, hcfg handshake.Config, cfg Config, artic
 	}
 	var r feedRun
 	conn := net.Conn(nc)
-	if record {
-		r.rec = transcript.NewRecorder(nc, transcript.Client)
+	if recording {
+		r.rec = record.NewRecorder(nc, transcript.Client)
 		conn = r.rec
 	}
 	bodies := bodyMap{}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine/handshake"
-	"github.com/newsflow/newsflow/runtime/transcript"
+	"github.com/newsflow/newsflow/machine/transcript"
 )
 
 // Each testdata/*.txt transcript describes its own test in comments:

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine"
+	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/transcript"
 )
 
 // Each testdata/*.txt transcript describes its own test in comments:

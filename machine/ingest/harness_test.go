@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine"
+	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/transcript"
 )
 
 // t0 is the clock at the start of every test (transcript.Epoch, so that

@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/goroutine"
-	"github.com/newsflow/newsflow/runtime/inntest"
-	"github.com/newsflow/newsflow/runtime/transcript"
+	"github.com/newsflow/newsflow/runtime/record"
+	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
 )
 
 // update rewrites the recorded INN transcripts:
@@ -78,7 +79,7 @@ func postToINN(t *testing.T, srv *inntest.Server, ids []string) {
 // served is what one accepted connection left: its recording, the owner
 // and how the runtime's Run ended.
 type served struct {
-	rec *transcript.Recorder
+	rec *record.Recorder
 	o   *owner
 	err error
 }
@@ -99,7 +100,7 @@ func serveIngest(t *testing.T, ctx context.Context, cfg Config) (net.Listener, <
 				return
 			}
 			go func() {
-				rec := transcript.NewRecorder(nc, transcript.Server)
+				rec := record.NewRecorder(nc, transcript.Server)
 				conn := goroutine.New(rec, goroutine.Options{})
 				o, _ := parseOwner("want new, store ok")
 				m := &ownedConn{Ingest: New(time.Now(), cfg), o: o}
@@ -201,7 +202,7 @@ func TestInnfeedRecording(t *testing.T) {
 				{Kind: transcript.Comment, Text: "Recorded: INN 2.7 innfeed (batch mode, one connection) " + tc.about + ","},
 				{Kind: transcript.Comment, Text: "feeding newsflow's ingest machine over loopback through runtime/goroutine."},
 				{Kind: transcript.Comment, Text: "INN's path host is replaced by inn.example. Regenerate with"},
-				{Kind: transcript.Comment, Text: "go test ./machine/ingest/ -run Innfeed -update (needs INN, see runtime/inntest)."},
+				{Kind: transcript.Comment, Text: "go test ./machine/ingest/ -run Innfeed -update (needs INN, see runtime/testpeer/inntest)."},
 				{Kind: transcript.Comment, Text: "owner: want new, store ok"},
 				{Kind: transcript.Comment, Text: "config: pathhost=relay.example"},
 				{Kind: transcript.Comment, Text: fmt.Sprintf("stored: %d", innArticles)},

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/newsflow/newsflow/runtime/transcript"
+	"github.com/newsflow/newsflow/machine/transcript"
 )
 
 // TestLoopback drives an Ingest over a real loopback TCP connection with

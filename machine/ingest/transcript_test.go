@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/newsflow/newsflow/runtime/transcript"
+	"github.com/newsflow/newsflow/machine/transcript"
 )
 
 // Each testdata/*.txt transcript is a session as the peer and the relay

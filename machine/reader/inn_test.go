@@ -14,10 +14,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine/handshake"
+	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/goroutine"
-	"github.com/newsflow/newsflow/runtime/inntest"
-	"github.com/newsflow/newsflow/runtime/transcript"
+	"github.com/newsflow/newsflow/runtime/record"
+	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
 )
 
 // update rewrites the golden INN transcripts from a live INN:
@@ -278,7 +279,7 @@ func TestINN(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := transcript.NewRecorder(nc, transcript.Client)
+			rec := record.NewRecorder(nc, transcript.Client)
 			conn := goroutine.New(rec, goroutine.Options{})
 			defer conn.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

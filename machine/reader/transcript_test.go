@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine/handshake"
+	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/transcript"
 )
 
 // Each testdata/*.txt transcript describes its own test in comments:

@@ -25,7 +25,7 @@ import (
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/machine/ingest"
 	"github.com/newsflow/newsflow/runtime/goroutine"
-	"github.com/newsflow/newsflow/runtime/sink"
+	"github.com/newsflow/newsflow/runtime/testpeer/sink"
 )
 
 // feedRound sends n articles (cycling through arts) over conns new
@@ -131,7 +131,7 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkFeed measures Feed connections (one, or four at once: on this
-// runtime on one Loop, or two) into runtime/sink over loopback on each
+// runtime on one Loop, or two) into runtime/testpeer/sink over loopback on each
 // runtime, interleaved: six rounds, each runtime in turn (alternating
 // which goes first), b.N articles per runtime in all. The
 // articles come from a file as from the spool: 2 KB ones copied in with

@@ -11,7 +11,7 @@ import (
 	"github.com/newsflow/newsflow/machine"
 	"github.com/newsflow/newsflow/machine/feed"
 	"github.com/newsflow/newsflow/machine/handshake"
-	"github.com/newsflow/newsflow/runtime/nntptest"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
 // runFeed drives one feeding connection through r: a handshake, then a

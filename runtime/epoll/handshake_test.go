@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine/handshake"
+	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/nntptest"
-	"github.com/newsflow/newsflow/runtime/transcript"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
 // scriptTimeout replaces the step timeouts of scripts that let time pass

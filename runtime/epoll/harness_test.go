@@ -33,8 +33,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine"
+	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/runtime/goroutine"
-	"github.com/newsflow/newsflow/runtime/transcript"
 )
 
 // conn is what both runtimes' connections offer a client-side owner.

@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine/ingest"
-	"github.com/newsflow/newsflow/runtime/transcript"
+	"github.com/newsflow/newsflow/machine/transcript"
 )
 
 // owner is a scripted relay for the ingest machine: verdicts and store

@@ -27,7 +27,7 @@ import (
 	"github.com/newsflow/newsflow/machine"
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/machine/ingest"
-	"github.com/newsflow/newsflow/runtime/nntptest"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
 // peer accepts one connection on a loopback listener and runs handler on

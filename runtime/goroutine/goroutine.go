@@ -53,13 +53,13 @@ var ErrClosed = errors.New("goroutine: connection closed")
 
 // TLSUpgrader is implemented by connections that perform the STARTTLS
 // handshake themselves and keep being used afterwards (such as
-// transcript.Recorder, which records the plaintext inside TLS).
+// record.Recorder, which records the plaintext inside TLS).
 type TLSUpgrader interface {
 	StartTLS(ctx context.Context, cfg *tls.Config) error
 }
 
 // ErrorRecorder is implemented by connections that record sessions (such as
-// transcript.Recorder): Run tells them when the machine's Receive failed,
+// record.Recorder): Run tells them when the machine's Receive failed,
 // before it closes the connection, so a replay can expect the failure.
 type ErrorRecorder interface {
 	RecordError(err error)

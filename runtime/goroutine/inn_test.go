@@ -12,9 +12,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine/handshake"
+	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/inntest"
-	"github.com/newsflow/newsflow/runtime/transcript"
+	"github.com/newsflow/newsflow/runtime/record"
+	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
 )
 
 // update rewrites the golden INN transcripts from a live INN:
@@ -117,7 +118,7 @@ func TestINN(t *testing.T) {
 	host, _ := os.Hostname()
 	for _, tc := range innCases {
 		t.Run(tc.golden, func(t *testing.T) {
-			rec := transcript.NewRecorder(dial(t, srv.Addr()), transcript.Client)
+			rec := record.NewRecorder(dial(t, srv.Addr()), transcript.Client)
 			conn := New(rec, Options{})
 			defer conn.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

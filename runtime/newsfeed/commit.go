@@ -1,0 +1,297 @@
+package newsfeed
+
+import (
+	"sync"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/ingest"
+	"github.com/newsflow/newsflow/machine/queue"
+	"github.com/newsflow/newsflow/spoolfs"
+)
+
+// pendingArt is one stored article waiting for the group commit.
+type pendingArt struct {
+	ic    *inConn // the connection to answer; nil for inject
+	seq   uint64  // the ingest machine's sequence number
+	entry queue.Entry
+	peers []*peer
+	done  chan ingest.Result // inject waits here; nil for connections
+}
+
+// committer is the group commit (STYLE §7.6): it takes every article
+// stored since its last round, offers each to the peers that want it (their
+// queues journal the offer), makes the spool and every touched peer's files
+// durable with one Sync each, and only then answers the articles' senders.
+// While the disk is full it holds the batch, keeps ingest off, and retries.
+type committer struct {
+	r *Relay
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	items    []pendingArt
+	running  bool
+	stopping bool
+	done     chan struct{}
+
+	rounds, synced int64 // for stats: commit rounds, articles made durable
+	wantProbe      bool  // a Put failed for lack of space: probe until it would not
+
+	// The fan-out position (fanout.go), owned by the loop.
+	posFrozen bool // a round failed: the position stays where it is
+	posWrote  time.Time
+}
+
+// frozen reports whether a failed round froze the fan-out position.
+func (c *committer) frozen() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.posFrozen
+}
+
+func newCommitter(r *Relay) *committer {
+	c := &committer{r: r, done: make(chan struct{})}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+// start runs the commit loop (once).
+func (c *committer) start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running || c.stopping {
+		return
+	}
+	c.running = true
+	go c.loop()
+}
+
+// add queues stored articles for the next round.
+func (c *committer) add(items ...pendingArt) {
+	c.mu.Lock()
+	if c.stopping && !c.running {
+		c.mu.Unlock()
+		for _, it := range items {
+			c.answer(it, ingest.Result{Outcome: ingest.StoreLater, Reason: "shutting down"})
+		}
+		return
+	}
+	c.items = append(c.items, items...)
+	c.cond.Signal()
+	c.mu.Unlock()
+}
+
+// stop finishes the round in progress and everything queued, then ends
+// the loop. It is safe to call more than once, and on a committer never
+// started.
+func (c *committer) stop() {
+	c.mu.Lock()
+	if c.stopping {
+		running := c.running
+		c.mu.Unlock()
+		if running {
+			<-c.done
+		}
+		return
+	}
+	c.stopping = true
+	running := c.running
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	if running {
+		<-c.done
+	}
+}
+
+func (c *committer) loop() {
+	defer close(c.done)
+	var batch []pendingArt
+	for {
+		c.mu.Lock()
+		for len(c.items) == 0 && !c.stopping && !c.wantProbe {
+			c.cond.Wait()
+		}
+		if c.wantProbe && len(c.items) == 0 && !c.stopping {
+			c.wantProbe = false
+			c.mu.Unlock()
+			c.probe()
+			continue
+		}
+		if len(c.items) == 0 && c.stopping {
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		if d := c.r.cfg.CommitDelay.D(); d > 0 {
+			time.Sleep(d) // gather more articles for this fsync
+		}
+		// Take the batch under putMu: every article stored so far is in
+		// it or in an earlier one, so the spool's durable end now is a
+		// valid fan-out position once this round succeeds.
+		c.r.putMu.Lock()
+		c.mu.Lock()
+		batch = append(batch[:0], c.items...)
+		clear(c.items)
+		c.items = c.items[:0]
+		c.mu.Unlock()
+		pos := c.r.spool.End()
+		c.r.putMu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		ok := c.commit(batch)
+		clear(batch)
+		c.mu.Lock()
+		if !ok {
+			c.posFrozen = true
+		}
+		write := !c.posFrozen && time.Since(c.posWrote) >= fanoutEvery
+		c.mu.Unlock()
+		if write {
+			if err := writeFanout(c.r.cfg.Spool, pos); err != nil {
+				c.r.log.Warn("cannot record the fan-out position", "err", err)
+			}
+			c.posWrote = time.Now()
+		}
+	}
+}
+
+// commit is one round: fan out, sync, answer. It reports whether the
+// round made its articles durable in the spool and every queue.
+func (c *committer) commit(batch []pendingArt) bool {
+	r := c.r
+	now := r.now()
+	byPeer := map[*peer][]queue.Entry{}
+	for _, it := range batch {
+		for _, p := range it.peers {
+			byPeer[p] = append(byPeer[p], it.entry)
+		}
+	}
+	for p, es := range byPeer {
+		if err := p.q.offer(now, es); err != nil {
+			r.log.Error("queue offer failed", "peer", p.cfg.Name, "err", err)
+		}
+		p.offeredBytes.Add(sumSize(es))
+	}
+	// Durability, in order: the spool (articles and history), then each
+	// peer's queue files (journal lines, backlog lines). Only then ack.
+	//
+	// A Sync that fails for lack of space loses nothing: the spool keeps
+	// the records buffered and writes them once space returns. But the
+	// articles are not durable now, so they are answered "try later"
+	// (TAKETHIS: 400 and close, IHAVE: 436) at once rather than held, and
+	// ingest stops accepting until a probe write succeeds. Offered again,
+	// they draw 431/436 while pending and 438 once written. A peer's Sync
+	// that fails is answered the same way; the peers' copies are in their
+	// queues' memory already.
+	if err := r.spool.Sync(); err != nil {
+		c.answerAll(batch, "Disk full")
+		if !isDiskFull(err) {
+			r.log.Error("group commit failed: articles not acknowledged", "articles", len(batch), "err", err)
+			r.setAccepting(false, "spool error: "+err.Error())
+			return false
+		}
+		r.setAccepting(false, "disk full")
+		r.log.Error("disk full: articles not acknowledged", "articles", len(batch), "err", err)
+		c.probe()
+		return false
+	}
+	var perr error
+	for p := range byPeer {
+		if err := p.q.sync(); err != nil {
+			r.log.Error("peer queue sync failed: articles not acknowledged", "peer", p.cfg.Name, "articles", len(batch), "err", err)
+			perr = err
+		}
+	}
+	if perr != nil {
+		c.answerAll(batch, "Cannot store articles now")
+		if isDiskFull(perr) {
+			r.setAccepting(false, "disk full")
+			c.probe()
+		}
+		return false
+	}
+	if r.notAccepting() == "disk full" {
+		r.setAccepting(true, "")
+	}
+	c.mu.Lock()
+	c.rounds++
+	c.synced += int64(len(batch))
+	c.mu.Unlock()
+	ok := ingest.Result{Outcome: ingest.StoreAccepted}
+	for _, it := range batch {
+		c.answer(it, ok)
+	}
+	r.ingest.accepted.Add(int64(len(batch)))
+	return true
+}
+
+// diskFull asks the loop to probe the disk until it takes writes again
+// (a Put failed for lack of space).
+func (c *committer) diskFull() {
+	c.mu.Lock()
+	c.wantProbe = true
+	c.cond.Signal()
+	c.mu.Unlock()
+}
+
+// answerAll answers every article of the batch "try later".
+func (c *committer) answerAll(batch []pendingArt, reason string) {
+	for _, it := range batch {
+		c.answer(it, ingest.Result{Outcome: ingest.StoreLater, Reason: reason})
+	}
+}
+
+// probe waits until the disk takes writes again: every probe interval it
+// writes and syncs a small file in the spool directory and retries the
+// spool's buffered records. It turns accepting back on and returns true
+// when both succeed, false if the relay stops first.
+func (c *committer) probe() bool {
+	r := c.r
+	for {
+		// Articles handed over meanwhile cannot be made durable either.
+		c.mu.Lock()
+		held := c.items
+		c.items = nil
+		stopping := c.stopping
+		c.mu.Unlock()
+		c.answerAll(held, "Disk full")
+		if stopping {
+			return false
+		}
+		time.Sleep(r.opts.ProbeInterval)
+		if err := spoolfs.ProbeWrite(r.cfg.Spool); err != nil {
+			r.log.Debug("disk still full", "err", err)
+			continue
+		}
+		if err := r.spool.Sync(); err != nil {
+			r.log.Debug("disk still full", "err", err)
+			continue
+		}
+		r.setAccepting(true, "")
+		return true
+	}
+}
+
+func (c *committer) isStopping() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopping
+}
+
+// answer gives an article's result to whoever waits for it.
+func (c *committer) answer(it pendingArt, res ingest.Result) {
+	switch {
+	case it.done != nil:
+		it.done <- res
+	case it.ic != nil:
+		it.ic.stored(it.seq, res)
+	}
+}
+
+func sumSize(es []queue.Entry) int64 {
+	var n int64
+	for _, e := range es {
+		n += e.Size
+	}
+	return n
+}

@@ -1,0 +1,581 @@
+package newsfeed
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
+)
+
+// DefaultConfigText is the embedded configuration newsfeed runs when it is
+// given no -config: an ingest listener on loopback, the spool under the
+// user's state directory, and no peers.
+//
+//go:embed default.toml
+var DefaultConfigText []byte
+
+// Config is newsfeed's configuration: the relay's own settings and its
+// peers. Load and Parse fill it from TOML and apply the defaults.
+type Config struct {
+	// Source names where the configuration came from: a file name, or
+	// "(embedded default)".
+	Source string `toml:"-"`
+
+	Listen   string `toml:"listen"`   // ingest listener, host:port
+	Spool    string `toml:"spool"`    // spool directory (articles, history, backlogs)
+	PathHost string `toml:"pathhost"` // our Path identity
+	Admin    string `toml:"admin"`    // optional metrics and status listener
+
+	// Allow lists the addresses ("192.0.2.7", "::1") and prefixes
+	// ("127.0.0.0/8") the ingest listener takes connections from, as INN's
+	// incoming.conf does; absent, loopback only (DefaultAllow).
+	Allow []string `toml:"allow"`
+
+	// Runtime selects the connection runtime: "goroutine" (the default,
+	// a goroutine per connection) or "epoll" (Linux: the ingest listener's
+	// connections and the peers' run on one epoll loop). Peers with tls or
+	// starttls stay on the goroutine runtime either way: crypto/tls needs a
+	// net.Conn.
+	Runtime string `toml:"runtime"`
+	// StatsInterval is how often a stats line per peer is logged.
+	StatsInterval Duration `toml:"stats_interval"`
+	// MaxArticleSize is the largest article ingest accepts, in octets.
+	MaxArticleSize Size `toml:"max_article_size"`
+	// HistoryRetention is how long stored message-ids are remembered (and
+	// refused when offered again).
+	HistoryRetention Duration `toml:"history_retention"`
+	// SpoolMaxAge and SpoolMaxBytes bound the spool (0: no limit).
+	SpoolMaxAge   Duration `toml:"spool_max_age"`
+	SpoolMaxBytes Size     `toml:"spool_max_bytes"`
+	// CommitDelay is how long the group commit waits to gather more
+	// articles before one fsync (0: commit as soon as the previous one ends).
+	CommitDelay Duration `toml:"commit_delay"`
+	// Pprof serves Go's profiler (net/http/pprof) under /debug/pprof/ on
+	// the admin listener; off by default (profiles expose internals).
+	Pprof bool `toml:"pprof"`
+
+	Peers []PeerConfig `toml:"peer"`
+
+	// allowed is Allow parsed (check fills it).
+	allowed []netip.Prefix
+
+	// keys maps each key path present in the file ("listen",
+	// "peer[1].window") to its line, for error messages.
+	keys tomlconf.Keys
+}
+
+// PeerConfig is one outgoing peer ([[peer]] table).
+type PeerConfig struct {
+	Name        string   `toml:"name"`        // names the peer in logs, stats and backlog files
+	Host        string   `toml:"host"`        // host name or address
+	Port        int      `toml:"port"`        // default 119, 563 with tls
+	Connections int      `toml:"connections"` // connections to open (default 2)
+	Groups      []string `toml:"groups"`      // newsfeeds patterns (default ["*"])
+	PathName    string   `toml:"pathname"`    // skip articles whose Path holds this (default: name)
+	MaxSize     Size     `toml:"max_size"`    // skip larger articles (0: no limit)
+
+	TLS       bool   `toml:"tls"`        // TLS from the first byte (NNTPS)
+	StartTLS  bool   `toml:"starttls"`   // STARTTLS (RFC 4642) before feeding
+	TLSVerify *bool  `toml:"tls_verify"` // verify the peer's certificate (default true)
+	CAFile    string `toml:"ca_file"`    // PEM roots to verify with instead of the system's
+	// ServerName is the name checked in the certificate (default: host).
+	ServerName string `toml:"tls_server_name"`
+
+	Username string `toml:"username"` // AUTHINFO USER/PASS credentials
+	Password string `toml:"password"`
+
+	// Streaming is "auto" (MODE STREAM, IHAVE when refused), "on"
+	// (streaming required) or "off" (IHAVE only).
+	Streaming string `toml:"streaming"`
+	// Window bounds the commands awaiting an answer per connection.
+	Window int `toml:"window"`
+	// QueueSize is the memory queue's capacity in articles before it
+	// spills to backlog files.
+	QueueSize int `toml:"queue_size"`
+
+	BacklogMaxBytes Size     `toml:"backlog_max_bytes"` // drop oldest backlog beyond this (0: no limit)
+	BacklogMaxAge   Duration `toml:"backlog_max_age"`   // drop backlog older than this (0: no limit)
+	DeferDelay      Duration `toml:"defer_delay"`       // first retry of a deferred article
+	DeferMaxDelay   Duration `toml:"defer_max_delay"`   // the doubling delay stops here
+	MaxDefers       int      `toml:"max_defers"`        // deferrals before an article is dropped
+
+	ConnectTimeout  Duration `toml:"connect_timeout"`  // dial and handshake
+	ResponseTimeout Duration `toml:"response_timeout"` // silence before a connection is dropped
+	ReconnectMax    Duration `toml:"reconnect_max"`    // cap of the reconnect backoff
+}
+
+// Duration is a TOML duration: a string in Go syntax ("90s", "1h30m") or
+// with a day suffix ("7d").
+type Duration time.Duration
+
+// UnmarshalText parses a duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.ParseFloat(n, 64)
+		if err != nil || days < 0 {
+			return fmt.Errorf("bad duration %q (want e.g. \"90s\", \"2h\", \"7d\")", s)
+		}
+		*d = Duration(days * float64(24*time.Hour))
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("bad duration %q (want e.g. \"90s\", \"2h\", \"7d\")", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText formats the duration in Go syntax.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Size is a number of octets: a TOML integer, or a string with a unit
+// ("512K", "10MB", "1GiB"; K, M, G are powers of 1024).
+type Size int64
+
+// UnmarshalText parses a size string.
+func (s *Size) UnmarshalText(b []byte) error {
+	t := strings.ToUpper(strings.TrimSpace(string(b)))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return fmt.Errorf("bad size %q (want octets, or e.g. \"512K\", \"10MB\")", string(b))
+	}
+	*s = Size(n * mult)
+	return nil
+}
+
+// ConfigError is a configuration mistake, located in its file
+// (FILE:LINE: KEY: MESSAGE).
+type ConfigError = tomlconf.Error
+
+// EmbeddedSource is Config.Source for the embedded default.
+const EmbeddedSource = "(embedded default)"
+
+// LoadConfig reads and checks the configuration file; an empty name means
+// the embedded default.
+func LoadConfig(file string) (*Config, error) {
+	if file == "" {
+		return ParseConfig(EmbeddedSource, DefaultConfigText)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return ParseConfig(file, b)
+}
+
+// ParseConfig parses TOML text, applies the defaults and checks every
+// value. Errors are *ConfigError values naming name, the line and the key.
+func ParseConfig(name string, text []byte) (*Config, error) {
+	c := &Config{Source: name}
+	keys, err := tomlconf.Decode(name, text, c)
+	if err != nil {
+		return nil, err
+	}
+	c.keys = keys
+	if err := c.applyDefaults(); err != nil {
+		return nil, err
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// errAt returns a ConfigError for key, at its line when the file has it.
+// An absent key is reported at the line of its table.
+func (c *Config) errAt(key, format string, args ...any) error {
+	return &ConfigError{File: c.Source, Line: c.keys.Line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Has reports whether the configuration text set key ("peer[1].port").
+func (c *Config) Has(key string) bool { return c.keys.Has(key) }
+
+// StateDir is where the embedded default keeps its spool:
+// $XDG_STATE_HOME/newsflow, or ~/.local/state/newsflow.
+func StateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "newsflow"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("config: no state directory: %w (set spool in a config file)", err)
+	}
+	return filepath.Join(home, ".local", "state", "newsflow"), nil
+}
+
+// DefaultAllow is the ingest listener's allow list when the file sets none:
+// loopback only.
+var DefaultAllow = []string{"127.0.0.0/8", "::1"}
+
+// Defaults of the relay (see DefaultPeer for peers).
+const (
+	DefaultListen         = "127.0.0.1:1119"
+	DefaultStatsInterval  = 60 * time.Second
+	DefaultMaxArticleSize = 16 << 20
+	DefaultHistory        = 10 * 24 * time.Hour
+	DefaultSpoolMaxAge    = 7 * 24 * time.Hour
+	DefaultWindow         = 100
+	DefaultConnections    = 2
+)
+
+func (c *Config) applyDefaults() error {
+	if c.Listen == "" && !c.Has("listen") {
+		c.Listen = DefaultListen
+	}
+	if !c.Has("allow") {
+		c.Allow = slices.Clone(DefaultAllow)
+	}
+	if c.Spool == "" && !c.Has("spool") {
+		d, err := StateDir()
+		if err != nil {
+			return err
+		}
+		c.Spool = d
+	}
+	if c.PathHost == "" && !c.Has("pathhost") {
+		c.PathHost = defaultPathHost()
+	}
+	if c.Runtime == "" && !c.Has("runtime") {
+		c.Runtime = "goroutine"
+	}
+	if !c.Has("stats_interval") {
+		c.StatsInterval = Duration(DefaultStatsInterval)
+	}
+	if !c.Has("max_article_size") {
+		c.MaxArticleSize = DefaultMaxArticleSize
+	}
+	if !c.Has("history_retention") {
+		c.HistoryRetention = Duration(DefaultHistory)
+	}
+	if !c.Has("spool_max_age") {
+		c.SpoolMaxAge = Duration(DefaultSpoolMaxAge)
+	}
+	if !c.Has("commit_delay") {
+		c.CommitDelay = 0
+	}
+	for i := range c.Peers {
+		c.Peers[i].applyDefaults(c, "peer["+strconv.Itoa(i+1)+"].")
+	}
+	return nil
+}
+
+// defaultPathHost is the host name when it is a valid path identity.
+func defaultPathHost() string {
+	h, err := os.Hostname()
+	if err == nil {
+		h = strings.ToLower(h)
+		if validPathIdentity(h) {
+			return h
+		}
+	}
+	return "newsflow.invalid"
+}
+
+func (p *PeerConfig) applyDefaults(c *Config, pre string) {
+	has := func(k string) bool { return c.Has(pre + k) }
+	if !has("port") {
+		p.Port = 119
+		if p.TLS {
+			p.Port = 563
+		}
+	}
+	if !has("connections") {
+		p.Connections = DefaultConnections
+	}
+	if !has("groups") {
+		p.Groups = []string{"*"}
+	}
+	if !has("pathname") {
+		p.PathName = p.Name
+	}
+	if p.TLSVerify == nil {
+		t := true
+		p.TLSVerify = &t
+	}
+	if !has("streaming") {
+		p.Streaming = "auto"
+	}
+	if !has("window") {
+		p.Window = DefaultWindow
+	}
+	if !has("queue_size") {
+		p.QueueSize = 4096
+	}
+	if !has("defer_delay") {
+		p.DeferDelay = Duration(time.Minute)
+	}
+	if !has("defer_max_delay") {
+		p.DeferMaxDelay = Duration(time.Hour)
+	}
+	if !has("max_defers") {
+		p.MaxDefers = 10
+	}
+	if !has("connect_timeout") {
+		p.ConnectTimeout = Duration(30 * time.Second)
+	}
+	if !has("response_timeout") {
+		p.ResponseTimeout = Duration(5 * time.Minute)
+	}
+	if !has("reconnect_max") {
+		p.ReconnectMax = Duration(5 * time.Minute)
+	}
+}
+
+// check verifies every value, reporting the first mistake per key (all of
+// them, joined).
+func (c *Config) check() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Listen != "" {
+		add(c.checkHostPort("listen", c.Listen))
+	} else {
+		add(c.errAt("listen", "must not be empty"))
+	}
+	if c.Admin != "" {
+		add(c.checkHostPort("admin", c.Admin))
+	}
+	errs = append(errs, c.checkAllow()...)
+	if c.Spool == "" {
+		add(c.errAt("spool", "must not be empty"))
+	}
+	if !validPathIdentity(c.PathHost) {
+		add(c.errAt("pathhost", "%q is not a valid path identity (RFC 5536 §3.1.5: letters, digits, '.', '-', '_')", c.PathHost))
+	}
+	switch c.Runtime {
+	case "goroutine":
+	case "epoll":
+		if !epollAvailable {
+			add(c.errAt("runtime", `"epoll" needs Linux; use "goroutine"`))
+		}
+	default:
+		add(c.errAt("runtime", `%q is not a runtime; want "goroutine" or "epoll"`, c.Runtime))
+	}
+	if c.StatsInterval.D() < time.Second {
+		add(c.errAt("stats_interval", "must be at least 1s (got %s)", c.StatsInterval.D()))
+	}
+	if c.MaxArticleSize < 1024 || c.MaxArticleSize > 1<<30 {
+		add(c.errAt("max_article_size", "must be between 1K and 1G (got %d)", c.MaxArticleSize))
+	}
+	if c.HistoryRetention != 0 && c.SpoolMaxAge != 0 && c.HistoryRetention < c.SpoolMaxAge {
+		add(c.errAt("history_retention", "must be at least spool_max_age (%s), or expired articles could be stored again", c.SpoolMaxAge.D()))
+	}
+	if c.CommitDelay.D() > time.Second {
+		add(c.errAt("commit_delay", "must be at most 1s (got %s)", c.CommitDelay.D()))
+	}
+	seen := map[string]int{}
+	for i := range c.Peers {
+		pre := "peer[" + strconv.Itoa(i+1) + "]."
+		p := &c.Peers[i]
+		if j, dup := seen[p.Name]; dup && p.Name != "" {
+			add(c.errAt(pre+"name", "duplicate peer name %q (also peer[%d])", p.Name, j))
+		}
+		seen[p.Name] = i + 1
+		errs = append(errs, p.check(c, pre)...)
+	}
+	// Report mistakes in the order of the file.
+	slices.SortStableFunc(errs, func(a, b error) int {
+		var ea, eb *ConfigError
+		errors.As(a, &ea)
+		errors.As(b, &eb)
+		return ea.Line - eb.Line
+	})
+	return errors.Join(errs...)
+}
+
+func (c *Config) checkHostPort(key, v string) error {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return c.errAt(key, "%q is not host:port", v)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return c.errAt(key, "bad port %q", port)
+	}
+	_ = host
+	return nil
+}
+
+// checkAllow parses Allow into c.allowed. An entry's mistake is reported
+// as allow[N] (numbered from 1, like peer[N]) at the line of allow.
+func (c *Config) checkAllow() []error {
+	var errs []error
+	c.allowed = c.allowed[:0]
+	for i, v := range c.Allow {
+		p, err := parseAllow(v)
+		if err != nil {
+			errs = append(errs, &ConfigError{File: c.Source, Line: c.keys.Line("allow"),
+				Key: "allow[" + strconv.Itoa(i+1) + "]", Msg: err.Error()})
+			continue
+		}
+		c.allowed = append(c.allowed, p)
+	}
+	return errs
+}
+
+// parseAllow reads one allow entry: an IPv4 or IPv6 address (a host
+// prefix) or a CIDR prefix, whose host bits must be zero.
+func parseAllow(v string) (netip.Prefix, error) {
+	s := strings.TrimSpace(v)
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is not an address or prefix (want e.g. \"192.0.2.7\", \"127.0.0.0/8\", \"::1\")", v)
+		}
+		if p.Addr().Zone() != "" {
+			return netip.Prefix{}, fmt.Errorf("%q: zones are not allowed", v)
+		}
+		if p != p.Masked() {
+			return netip.Prefix{}, fmt.Errorf("%q has host bits set (did you mean %q?)", v, p.Masked().String())
+		}
+		return p, nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Prefix{}, fmt.Errorf("%q is not an address or prefix (want e.g. \"192.0.2.7\", \"127.0.0.0/8\", \"::1\")", v)
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// Allowed reports whether the ingest listener takes a connection from
+// addr. An IPv4-mapped IPv6 address (::ffff:192.0.2.7) counts as its IPv4
+// address.
+func (c *Config) Allowed(addr netip.Addr) bool {
+	addr = addr.Unmap().WithZone("")
+	for _, p := range c.allowed {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *PeerConfig) check(c *Config, pre string) []error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, c.errAt(pre+key, format, args...))
+	}
+	if p.Name == "" {
+		errs = append(errs, c.errAt(strings.TrimSuffix(pre, "."), "peer without a name"))
+	} else if !validPeerName(p.Name) {
+		bad("name", "%q: use letters, digits, '.', '-', '_' (it names backlog files)", p.Name)
+	}
+	if p.Host == "" {
+		bad("host", "missing: every peer needs a host")
+	}
+	if p.Port < 1 || p.Port > 65535 {
+		bad("port", "must be 1..65535 (got %d)", p.Port)
+	}
+	if p.Connections < 1 || p.Connections > 64 {
+		bad("connections", "must be 1..64 (got %d)", p.Connections)
+	}
+	if _, err := proto.ParseGroupPatterns(p.Groups); err != nil {
+		bad("groups", "%v", err)
+	}
+	if p.PathName != "" && !validPathIdentity(p.PathName) && c.Has(pre+"pathname") {
+		bad("pathname", "%q is not a valid path identity", p.PathName)
+	}
+	if p.MaxSize < 0 {
+		bad("max_size", "must not be negative")
+	}
+	if p.TLS && p.StartTLS {
+		bad("starttls", "choose one of tls (TLS from the start) and starttls")
+	}
+	if p.CAFile != "" {
+		if _, err := os.Stat(p.CAFile); err != nil {
+			bad("ca_file", "%v", err)
+		}
+	}
+	if (p.Username == "") != (p.Password == "") {
+		bad("username", "username and password go together")
+	}
+	if strings.ContainsAny(p.Username, " \t\r\n") {
+		bad("username", "must not contain spaces (RFC 4643 §2.3.2)")
+	}
+	switch p.Streaming {
+	case "auto", "on", "off":
+	default:
+		bad("streaming", `%q: want "auto", "on" or "off"`, p.Streaming)
+	}
+	if p.Window < 1 || p.Window > 10000 {
+		bad("window", "must be 1..10000 (got %d)", p.Window)
+	}
+	if p.QueueSize < 16 || p.QueueSize > 1<<20 {
+		bad("queue_size", "must be 16..1048576 (got %d)", p.QueueSize)
+	}
+	if p.DeferDelay.D() <= 0 {
+		bad("defer_delay", "must be positive")
+	}
+	if p.DeferMaxDelay < p.DeferDelay {
+		bad("defer_max_delay", "must be at least defer_delay (%s)", p.DeferDelay.D())
+	}
+	if p.MaxDefers < 0 {
+		bad("max_defers", "must not be negative")
+	}
+	if p.ConnectTimeout.D() <= 0 {
+		bad("connect_timeout", "must be positive")
+	}
+	if p.ResponseTimeout.D() <= 0 {
+		bad("response_timeout", "must be positive")
+	}
+	if p.ReconnectMax.D() < 100*time.Millisecond {
+		bad("reconnect_max", "must be at least 100ms")
+	}
+	return errs
+}
+
+// validPeerName: the name goes into file names (<peer>.B.<ts>).
+func validPeerName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '.' || s[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '.' || b == '-' || b == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// validPathIdentity follows RFC 5536 §3.1.5's path-identity: a host name
+// made of letters, digits, '.', '-' and '_' (INN also takes '_').
+func validPathIdentity(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '.' || b == '-' || b == '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,127 @@
+package newsfeed
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/proto"
+)
+
+// syncBuffer is a bytes.Buffer safe for the relay's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDiskFull runs the spool on a 2 MiB tmpfs: once it is full, ingest
+// stops acknowledging (TAKETHIS 400 and close, CHECK 431, IHAVE 436) and the
+// log says why; when space returns it resumes by itself.
+func TestDiskFull(t *testing.T) {
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"); err != nil {
+		t.Skipf("cannot mount a 2 MiB tmpfs for the full-disk test (%v): run as root", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	// A filler takes most of the space, so a few hundred KiB of articles
+	// fill the disk.
+	filler := filepath.Join(mnt, "filler")
+	if err := os.WriteFile(filler, make([]byte, 1500<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var logBuf syncBuffer
+	cfg := relayConfig(t, filepath.Join(mnt, "spool"), "")
+	h := startRelay(t, cfg, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logBuf, nil))
+		o.SegmentSize = 256 << 10
+	})
+	addr := h.r.Addr().String()
+
+	// Feed 8 KiB articles until TAKETHIS draws 400.
+	c := dialIngest(t, addr)
+	if r := c.cmd("MODE STREAM"); !strings.HasPrefix(r, "203") {
+		t.Fatalf("MODE STREAM: %q", r)
+	}
+	acked := 0
+	var last string
+	for i := 0; i < 200; i++ {
+		id := fmt.Sprintf("<full%d@t>", i)
+		art := proto.ToWire(testArticle(id, "misc.test", "up!x", 100))
+		last = c.cmd("TAKETHIS " + id + "\r\n" + strings.TrimSuffix(string(art), "\r\n"))
+		if !strings.HasPrefix(last, "239 ") {
+			break
+		}
+		acked++
+	}
+	if !strings.HasPrefix(last, "400 ") {
+		t.Fatalf("after %d articles TAKETHIS got %q, want 400 once the disk is full", acked, last)
+	}
+	if acked == 0 {
+		t.Fatal("the disk was full before the first article: the filler is too large")
+	}
+	if l := c.line(); l != "" {
+		t.Errorf("after 400 the connection must close; got %q", l)
+	}
+
+	c2 := dialIngest(t, addr)
+	got := []string{code(c2.cmd("MODE STREAM")), code(c2.cmd("CHECK <new@t>")), code(c2.cmd("IHAVE <new@t>"))}
+	if want := []string{"203", "431", "436"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("while full: MODE STREAM, CHECK, IHAVE answered %v, want %v", got, want)
+	}
+	if log := logBuf.String(); !strings.Contains(log, "not accepting articles") || !strings.Contains(log, "disk full") {
+		t.Errorf("the log does not say why ingest stopped:\n%s", log)
+	}
+	if st := h.r.Status(); st.Accepting || st.NotReason != "disk full" {
+		t.Errorf("status: accepting %v reason %q, want false and \"disk full\"", st.Accepting, st.NotReason)
+	}
+
+	// Space returns: ingest resumes by itself.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "ingest to accept again", func() bool { return h.r.Status().Accepting }, logBuf.String)
+	got = []string{code(c2.cmd("CHECK <new@t>"))}
+	art := proto.ToWire(testArticle("<new@t>", "misc.test", "up!x", 5))
+	got = append(got, code(c2.cmd("TAKETHIS <new@t>\r\n"+strings.TrimSuffix(string(art), "\r\n"))))
+	if want := []string{"238", "239"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after space returned: CHECK, TAKETHIS answered %v, want %v", got, want)
+	}
+	if !strings.Contains(logBuf.String(), "accepting articles again") {
+		t.Errorf("the log does not say ingest resumed:\n%s", logBuf.String())
+	}
+	// Every acknowledged article is in the spool.
+	for i := 0; i < acked; i++ {
+		id := fmt.Sprintf("<full%d@t>", i)
+		if e, ok := h.r.Spool().History().Lookup(id); !ok || e.Token.IsZero() {
+			t.Errorf("%s was acknowledged but is not stored", id)
+		}
+	}
+}
+
+func code(line string) string {
+	c, _, _ := strings.Cut(line, " ")
+	return c
+}

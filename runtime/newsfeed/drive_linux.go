@@ -1,0 +1,95 @@
+//go:build linux
+
+package newsfeed
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/newsflow/newsflow/machine"
+	"github.com/newsflow/newsflow/runtime/epoll"
+	"github.com/newsflow/newsflow/spoolfs"
+)
+
+// epollAvailable reports that runtime = "epoll" can be used here.
+const epollAvailable = true
+
+// eventLoop is the relay's epoll loop.
+type eventLoop struct {
+	l        *epoll.Loop
+	attached atomic.Int64 // connections attached, ever
+}
+
+func newEventLoop(r *Relay) (*eventLoop, error) {
+	// The loop's connections share one body source, and so one ReadAhead:
+	// it is used only on the loop goroutine.
+	bodies := spoolBodies{s: r.spool, ra: r.spool.NewReadAhead(readAhead), bad: &r.badBodies}
+	l, err := epoll.New(epoll.Options{Now: r.now, Bodies: bodies})
+	if err != nil {
+		return nil, fmt.Errorf("relay: epoll runtime: %w", err)
+	}
+	return &eventLoop{l: l}, nil
+}
+
+// attach moves nc onto the loop (nc must not be used afterwards).
+func (e *eventLoop) attach(nc net.Conn) (connDriver, error) {
+	e.attached.Add(1)
+	c, err := e.l.Attach(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("relay: epoll attach: %w", err)
+	}
+	return c, nil
+}
+
+// start runs m on nc from the loop without a goroutine of its own: step
+// after every input, done at the end (both on the loop goroutine). It
+// returns post, which hands fn to the machine between two inputs from any
+// goroutine, and close, which ends the connection.
+func (e *eventLoop) start(ctx context.Context, nc net.Conn, m machine.Conn, step func(now time.Time) error,
+	done func(err error)) (post func(fn func(now time.Time)), closeConn func(), err error) {
+	e.attached.Add(1)
+	c, err := e.l.Attach(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("relay: epoll attach: %w", err)
+	}
+	if err := c.Start(ctx, m, step, done); err != nil {
+		c.Close()
+		return nil, nil, fmt.Errorf("relay: epoll start: %w", err)
+	}
+	return func(fn func(time.Time)) { c.Post(fn) }, func() { c.Close() }, nil
+}
+
+// close stops the loop; runs still going end with an error.
+func (e *eventLoop) close() error { return e.l.Close() }
+
+// BodyFile gives a stored article as a range of its spool segment file,
+// for the epoll runtime's sendfile (epoll.FileBodySource).
+func (b spoolBodies) BodyFile(token string) (fd int, off, n int64, release func(), err error) {
+	tok, err := spoolfs.ParseToken(token)
+	if err != nil {
+		b.bad.add(token, err)
+		return -1, 0, 0, nil, err
+	}
+	sec, err := b.s.Section(tok)
+	if err != nil {
+		b.bad.add(token, err)
+		return -1, 0, 0, nil, err
+	}
+	return int(sec.File.Fd()), sec.Offset, sec.Length, func() { sec.Close() }, nil
+}
+
+var _ epoll.FileBodySource = spoolBodies{}
+
+// conns returns how many connections were attached to the loop (tests);
+// 0 without a loop.
+func (e *eventLoop) conns() int {
+	if e == nil {
+		return 0
+	}
+	return int(e.attached.Load())
+}

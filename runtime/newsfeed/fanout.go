@@ -1,0 +1,111 @@
+package newsfeed
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/queue"
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/spoolfs"
+)
+
+// # The fan-out position
+//
+// The group commit syncs the spool first, then the peers' queue files. A
+// crash between the two leaves articles that are durable in the spool (the
+// history refuses them when upstream offers them again) but in no peer's
+// queue: without more, they would never be fed. So the relay keeps, in
+// fanout.pos, a spool position before which every article is durably in
+// the queues of the peers that want it, and at start it routes every
+// article stored after that position again (Spool.Scan). Articles that were
+// queued after all are offered twice; the peer refuses the second copy
+// (438), and the stats count it as refused. The position is written at most
+// every fanoutEvery, so the duplicates are bounded by that much traffic.
+//
+// The position written after a commit round is the spool's durable end
+// when the round took its batch: every article before it was in an earlier
+// round, all of which succeeded (a failed round freezes the position for
+// the rest of the run). Puts and the hand-over to the committer happen
+// under putMu, which the committer also holds while it takes a batch, so
+// no stored article can be missing from the batches.
+
+// fanoutEvery bounds how often fanout.pos is rewritten.
+const fanoutEvery = 100 * time.Millisecond
+
+func fanoutFile(spool string) string { return filepath.Join(spool, "fanout.pos") }
+
+// readFanout reads the position; ok is false when there is none.
+func readFanout(spool string) (spoolfs.Position, bool, error) {
+	b, err := os.ReadFile(fanoutFile(spool))
+	if errors.Is(err, fs.ErrNotExist) {
+		return spoolfs.Position{}, false, nil
+	}
+	if err != nil {
+		return spoolfs.Position{}, false, fmt.Errorf("relay: %w", err)
+	}
+	var p spoolfs.Position
+	if _, err := fmt.Sscanf(string(b), "%d %d\n", &p.Seg, &p.Off); err != nil {
+		// Unreadable: scan from the start (duplicates, never losses).
+		return spoolfs.Position{}, true, nil
+	}
+	return p, true, nil
+}
+
+// writeFanout records the position durably (spoolfs.WriteFileDurable:
+// temp file, fsync, rename, fsync the directory).
+func writeFanout(spool string, p spoolfs.Position) error {
+	return spoolfs.WriteFileDurable(fanoutFile(spool), fmt.Appendf(nil, "%d %d\n", p.Seg, p.Off))
+}
+
+// recoverFanout routes again every article stored after the fan-out
+// position, makes the peers' queues durable, and moves the position to the
+// spool's end. Run it at open, before anything else touches the queues.
+func (r *Relay) recoverFanout() error {
+	pos, ok, err := readFanout(r.cfg.Spool)
+	if err != nil {
+		return err
+	}
+	end := r.spool.End()
+	if !ok {
+		// A new spool (or one from before fanout.pos): nothing to redo.
+		return writeFanout(r.cfg.Spool, end)
+	}
+	now := r.now()
+	byPeer := map[*peer]int{}
+	n := 0
+	var routed []*peer
+	end, err = r.spool.Scan(pos, func(rec spoolfs.Record) error {
+		h, _, err := proto.ParseHeaders(rec.Wire)
+		if err != nil {
+			return nil // stored, so it parsed once; skip rather than stop
+		}
+		groups, _ := h.Newsgroups()
+		routed = r.route(groups, h.Path(), int64(len(rec.Wire)), routed[:0])
+		e := entryFor(rec.Token, rec.MsgID, int64(len(rec.Wire)), now)
+		for _, p := range routed {
+			if err := p.q.offer(now, []queue.Entry{e}); err != nil {
+				return err
+			}
+			byPeer[p]++
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("relay: re-routing the spool after %v: %w", pos, err)
+	}
+	for p := range byPeer {
+		if err := p.q.sync(); err != nil {
+			return fmt.Errorf("relay: re-routing: %w", err)
+		}
+	}
+	if n > 0 {
+		r.log.Info("re-routed articles stored after the last fan-out position (a crash may have kept them from the peers' queues; peers refuse any duplicates)",
+			"articles", n, "from", fmt.Sprint(pos))
+	}
+	return writeFanout(r.cfg.Spool, end)
+}

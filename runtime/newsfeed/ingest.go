@@ -1,0 +1,510 @@
+package newsfeed
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/ingest"
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/goroutine"
+	"github.com/newsflow/newsflow/spoolfs"
+)
+
+// ingestStats counts what the ingest listener (and inject) did.
+type ingestStats struct {
+	conns     atomic.Int64 // connections accepted
+	open      atomic.Int64 // connections open now
+	accepted  atomic.Int64 // articles made durable and acknowledged
+	duplicate atomic.Int64 // articles another connection stored first
+	refused   atomic.Int64 // offers not wanted (history)
+	deferred  atomic.Int64 // offers answered "later" (in progress, disk full)
+	rejected  atomic.Int64 // articles or offers refused by validation
+	denied    atomic.Int64 // connections from addresses not in allow
+}
+
+// acceptLoop accepts upstream connections until ln closes.
+func (r *Relay) acceptLoop(ctx context.Context, ln net.Listener) {
+	var inWG sync.WaitGroup
+	defer inWG.Wait()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			r.log.Warn("ingest accept", "err", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if !r.allowedConn(nc) {
+			r.ingest.denied.Add(1)
+			r.log.Warn("ingest connection denied (not in allow)", "remote", nc.RemoteAddr().String())
+			denyConn(nc)
+			continue
+		}
+		r.ingest.conns.Add(1)
+		r.wg.Add(1)
+		if r.loop != nil {
+			r.serveIngestLoop(ctx, nc)
+			continue
+		}
+		go func() {
+			defer r.wg.Done()
+			r.serveIngest(ctx, nc)
+		}()
+	}
+}
+
+// allowedConn reports whether nc's remote address is in the allow list
+// (the relay's incoming.conf). Addresses that are not IP (a test's pipe)
+// are allowed: the list restricts network feeders.
+func (r *Relay) allowedConn(nc net.Conn) bool {
+	ta, ok := nc.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return true
+	}
+	a, ok := netip.AddrFromSlice(ta.IP)
+	return ok && r.cfg.Allowed(a)
+}
+
+// denyMsg is the greeting a denied feeder gets: RFC 3977 §5.1.1, 502
+// means service permanently unavailable (INN answers 502 too).
+var denyMsg = []byte("502 Access denied\r\n")
+
+// denyConn writes the 502 greeting and closes nc. It runs in the accept
+// loop: a few octets on a fresh socket go to its send buffer at once, and
+// the deadline bounds the write should they not.
+func denyConn(nc net.Conn) {
+	nc.SetWriteDeadline(time.Now().Add(time.Second))
+	nc.Write(denyMsg)
+	nc.Close()
+}
+
+// inConn is one upstream connection: the ingest machine on the goroutine
+// runtime, plus the answers the committer and the relay hand it.
+type inConn struct {
+	r      *Relay
+	remote string
+	gate   *gatedConn // nil on the epoll loop, which pauses reads itself
+	gc     *goroutine.Conn
+	g      *ingest.Ingest
+	kick   chan struct{}
+	// post, on the epoll loop, hands apply to the machine (no goroutine
+	// per connection); nil with the goroutine runtime.
+	post   func(fn func(now time.Time))
+	queued atomic.Bool // an applyQueued is posted and has not run
+
+	mu       sync.Mutex
+	results  []storedResult
+	accept   *acceptChange
+	shutdown string
+
+	// Owned by the Run goroutine.
+	reserved map[string]struct{}
+	buf      []byte
+}
+
+type storedResult struct {
+	seq uint64
+	res ingest.Result
+}
+
+type acceptChange struct {
+	ok     bool
+	reason string
+}
+
+// newInConn makes the ingest machine for an upstream connection from
+// remote.
+func (r *Relay) newInConn(remote string) *inConn {
+	now := r.now()
+	g := ingest.New(now, ingest.Config{
+		PathHost:       r.cfg.PathHost,
+		MaxArticleSize: int64(r.cfg.MaxArticleSize),
+		MaxBuffered:    2*int(r.cfg.MaxArticleSize) + 4<<20,
+		MaxFuture:      -1, // a relay passes what its upstream accepted; INN's artcutoff is off too
+	})
+	ic := &inConn{r: r, remote: remote, g: g, reserved: map[string]struct{}{}}
+	if why := r.notAccepting(); why != "" {
+		g.SetAccepting(now, false, why)
+	}
+	return ic
+}
+
+// opened and ended count an upstream connection in and out.
+func (r *Relay) opened(ic *inConn) {
+	r.mu.Lock()
+	r.inConns[ic] = struct{}{}
+	r.mu.Unlock()
+	r.ingest.open.Add(1)
+	r.log.Debug("ingest connection", "remote", ic.remote)
+}
+
+func (r *Relay) ended(ctx context.Context, ic *inConn, err error) {
+	r.mu.Lock()
+	delete(r.inConns, ic)
+	r.mu.Unlock()
+	r.ingest.open.Add(-1)
+	h := r.spool.History()
+	for id := range ic.reserved {
+		h.Release(id)
+	}
+	if err != nil && ctx.Err() == nil {
+		r.log.Debug("ingest connection ended", "remote", ic.remote, "err", err)
+	}
+}
+
+// serveIngestLoop runs one upstream connection on the epoll loop: no
+// goroutine of its own; step and the end run on the loop goroutine, and
+// owner inputs arrive with Post.
+func (r *Relay) serveIngestLoop(ctx context.Context, nc net.Conn) {
+	ic := r.newInConn(nc.RemoteAddr().String())
+	r.opened(ic)
+	post, _, err := r.loop.start(ctx, nc, ic.g, ic.step, func(err error) {
+		r.ended(ctx, ic, err)
+		r.wg.Done()
+	})
+	if err != nil {
+		r.ended(ctx, ic, err)
+		r.wg.Done()
+		return
+	}
+	ic.mu.Lock()
+	ic.post = post
+	pending := ic.results != nil || ic.accept != nil || ic.shutdown != ""
+	ic.mu.Unlock()
+	if pending {
+		ic.poke()
+	}
+}
+
+// serveIngest runs one upstream connection to its end.
+func (r *Relay) serveIngest(ctx context.Context, nc net.Conn) {
+	ic := r.newInConn(nc.RemoteAddr().String())
+	ic.gate = newGatedConn(nc)
+	ic.kick = make(chan struct{}, 1)
+	g := ic.g
+	ic.gc = goroutine.New(ic.gate, goroutine.Options{Now: r.now})
+	r.opened(ic)
+
+	sctx, cancel := context.WithCancel(ctx)
+	go func() {
+		for {
+			select {
+			case <-ic.kick:
+				ic.gc.Do(sctx, ic.apply)
+			case <-sctx.Done():
+				return
+			}
+		}
+	}()
+	err := ic.gc.Run(sctx, g, ic.step)
+	cancel()
+	ic.gc.Close()
+	r.ended(ctx, ic, err)
+}
+
+// step drains the machine's events after every input (Run's goroutine).
+func (ic *inConn) step(now time.Time) error {
+	r := ic.r
+	for {
+		ev, ok := ic.g.NextEvent()
+		if !ok {
+			break
+		}
+		switch e := ev.(type) {
+		case ingest.Check:
+			ic.check(now, e)
+		case ingest.Article:
+			ic.article(now, e)
+		case ingest.Rejected:
+			r.ingest.rejected.Add(1)
+			ic.rejected(now, e)
+			r.log.Info("article rejected", "remote", ic.remote, "cmd", e.Cmd.String(), "id", e.MessageID,
+				"kind", e.Kind.String(), "reason", e.Reason)
+		case ingest.Closed:
+			r.log.Debug("ingest connection closed", "remote", ic.remote, "reason", e.Reason)
+		}
+	}
+	if ic.gate != nil {
+		ic.gate.setPaused(ic.g.Paused())
+	}
+	return nil
+}
+
+// rejected ends the reservation of an article the machine refused, and
+// remembers refusals that hold whatever the sender does (too large, loops,
+// invalid headers) so that later offers of the id are refused at once, as
+// INN's history does.
+func (ic *inConn) rejected(now time.Time, e ingest.Rejected) {
+	if _, ok := ic.reserved[e.MessageID]; ok {
+		delete(ic.reserved, e.MessageID)
+		ic.r.spool.History().Release(e.MessageID)
+	}
+	switch e.Kind {
+	case ingest.RejectTooLarge, ingest.RejectInvalid, ingest.RejectPathLoop:
+		if err := ic.r.spool.Reject(e.MessageID, now); err != nil {
+			ic.r.log.Debug("cannot remember a rejected id", "id", e.MessageID, "err", err)
+		}
+	}
+}
+
+// check answers CHECK or IHAVE from the history: unknown ids are reserved
+// for this connection and wanted; ids in transit elsewhere or not yet
+// durable are deferred; stored or rejected ids are refused.
+func (ic *inConn) check(now time.Time, e ingest.Check) {
+	r := ic.r
+	st, ok := r.spool.History().Reserve(e.MessageID, now)
+	v := ingest.Want
+	switch {
+	case ok:
+		ic.reserved[e.MessageID] = struct{}{}
+	case st == spoolfs.Reserved || st == spoolfs.Pending:
+		v = ingest.Defer
+		r.ingest.deferred.Add(1)
+	default:
+		v = ingest.Refuse
+		r.ingest.refused.Add(1)
+	}
+	if err := ic.g.Decide(now, e.Seq, v); err != nil {
+		r.log.Error("ingest decide", "err", err)
+	}
+}
+
+// article stores a received article and hands it to the group commit.
+func (ic *inConn) article(now time.Time, e ingest.Article) {
+	delete(ic.reserved, e.MessageID)
+	res, queued := ic.r.store(now, e.MessageID, e.Data, e.Header, &ic.buf, pendingArt{ic: ic, seq: e.Seq})
+	if !queued {
+		if err := ic.g.Stored(now, e.Seq, res); err != nil {
+			ic.r.log.Error("ingest stored", "err", err)
+		}
+	}
+}
+
+// store prepends our Path identity to an article that passed validation,
+// puts its wire form in the spool, routes it and hands it to the group
+// commit, which answers it through item (ic and seq, or done). It returns
+// true then; false with the final result when the article was refused.
+func (r *Relay) store(now time.Time, id string, data []byte, h proto.Header, buf *[]byte, item pendingArt) (ingest.Result, bool) {
+	withPath, err := proto.PrependPathIdentity((*buf)[:0], data, h, r.cfg.PathHost)
+	if err != nil {
+		r.ingest.rejected.Add(1)
+		return ingest.Result{Outcome: ingest.StoreRejected, Reason: "Bad Path: " + err.Error()}, false
+	}
+	// The wire form goes in the same buffer, after withPath (the spool
+	// copies it), so a connection stores article after article without a
+	// new buffer for each.
+	full := appendWire(withPath, withPath)
+	wire := full[len(withPath):]
+	*buf = full[:0]
+	groups, _ := h.Newsgroups()
+	path := h.Path()
+	// Put and the hand-over to the committer under putMu: see fanout.go.
+	r.putMu.Lock()
+	tok, err := r.spool.Put(id, wire, now)
+	if err == nil {
+		size := int64(len(wire))
+		item.entry = entryFor(tok, id, size, now)
+		item.peers = r.route(groups, path, size, nil)
+		r.com.add(item)
+	}
+	r.putMu.Unlock()
+	switch {
+	case err == nil:
+	case errors.Is(err, spoolfs.ErrDuplicate):
+		r.ingest.duplicate.Add(1)
+		return ingest.Result{Outcome: ingest.StoreDuplicate}, false
+	case isDiskFull(err):
+		r.setAccepting(false, "disk full")
+		r.com.diskFull()
+		r.ingest.deferred.Add(1)
+		return ingest.Result{Outcome: ingest.StoreLater, Reason: "Disk full"}, false
+	case errors.Is(err, spoolfs.ErrBadArticle):
+		r.ingest.rejected.Add(1)
+		r.log.Info("article rejected by the spool", "id", id, "err", err)
+		return ingest.Result{Outcome: ingest.StoreRejected, Reason: "Cannot store it"}, false
+	default:
+		r.log.Error("spool put", "id", id, "err", err)
+		r.ingest.deferred.Add(1)
+		return ingest.Result{Outcome: ingest.StoreLater, Reason: "Cannot store articles now"}, false
+	}
+	return ingest.Result{}, true
+}
+
+// appendWire appends native (LF or CRLF line ends) to dst in wire form,
+// exactly as proto.ToWire returns it: CRLF line ends, dot-stuffed, a final
+// line end added if missing, terminated. An article whose lines all end in
+// CRLF already (what ingest receives) is stuffed in one pass; one with bare
+// LFs goes line by line, as ToWire does. native may be dst's own bytes
+// before len(dst): appends only write after them.
+func appendWire(dst, native []byte) []byte {
+	var enc proto.BlockEncoder
+	if bytes.Count(native, []byte("\n")) == bytes.Count(native, []byte("\r\n")) {
+		return enc.Close(enc.Append(dst, native))
+	}
+	for len(native) > 0 {
+		i := bytes.IndexByte(native, '\n')
+		if i < 0 {
+			dst = enc.Append(dst, native)
+			break
+		}
+		line := native[:i]
+		if i > 0 && native[i-1] == '\r' {
+			line = native[:i-1]
+		}
+		dst = enc.Append(dst, line)
+		dst = enc.Append(dst, crlf)
+		native = native[i+1:]
+	}
+	return enc.Close(dst)
+}
+
+var crlf = []byte("\r\n")
+
+// stored hands the committer's result to the connection (any goroutine).
+func (ic *inConn) stored(seq uint64, res ingest.Result) {
+	ic.mu.Lock()
+	ic.results = append(ic.results, storedResult{seq, res})
+	ic.mu.Unlock()
+	ic.poke()
+}
+
+// setAccepting tells the connection's machine whether articles are taken.
+func (ic *inConn) setAccepting(ok bool, reason string) {
+	ic.mu.Lock()
+	ic.accept = &acceptChange{ok, reason}
+	ic.mu.Unlock()
+	ic.poke()
+}
+
+// stop asks the machine to finish gracefully.
+func (ic *inConn) stop(reason string) {
+	ic.mu.Lock()
+	ic.shutdown = reason
+	ic.mu.Unlock()
+	ic.poke()
+}
+
+func (ic *inConn) poke() {
+	ic.mu.Lock()
+	post := ic.post
+	ic.mu.Unlock()
+	if post != nil {
+		// One apply queued at a time: it takes everything handed over
+		// before it runs, and what comes after queues the next.
+		if !ic.queued.Swap(true) {
+			post(ic.applyQueued)
+		}
+		return
+	}
+	if ic.kick == nil {
+		return // on the loop, not started yet: serveIngestLoop applies it
+	}
+	select {
+	case ic.kick <- struct{}{}:
+	default:
+	}
+}
+
+// applyQueued is apply posted by poke on the epoll loop.
+func (ic *inConn) applyQueued(now time.Time) {
+	ic.queued.Store(false)
+	ic.apply(now)
+}
+
+// apply gives the machine what others handed the connection (Run's
+// goroutine, through Do).
+func (ic *inConn) apply(now time.Time) {
+	ic.mu.Lock()
+	results := ic.results
+	ic.results = nil
+	acc := ic.accept
+	ic.accept = nil
+	shut := ic.shutdown
+	ic.mu.Unlock()
+	if acc != nil {
+		ic.g.SetAccepting(now, acc.ok, acc.reason)
+	}
+	for _, sr := range results {
+		if err := ic.g.Stored(now, sr.seq, sr.res); err != nil {
+			ic.r.log.Error("ingest stored", "err", err)
+		}
+	}
+	if shut != "" {
+		ic.g.Shutdown(now, shut)
+	}
+}
+
+// stopIngest asks every upstream connection to finish (answers already
+// owed still go out) and waits a little for them.
+func (r *Relay) stopIngest() {
+	r.mu.Lock()
+	conns := make([]*inConn, 0, len(r.inConns))
+	for c := range r.inConns {
+		conns = append(conns, c)
+	}
+	r.mu.Unlock()
+	for _, c := range conns {
+		c.stop("Shutting down")
+	}
+	deadline := time.Now().Add(r.opts.StopTimeout)
+	for r.ingest.open.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// gatedConn is a net.Conn whose reads wait while the ingest machine is
+// paused (its response queue is full), so TCP pushes back on the peer
+// instead of the machine buffering without bound.
+type gatedConn struct {
+	net.Conn
+	mu     sync.Mutex
+	cond   *sync.Cond
+	paused bool
+	closed bool
+}
+
+func newGatedConn(nc net.Conn) *gatedConn {
+	g := &gatedConn{Conn: nc}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *gatedConn) setPaused(p bool) {
+	g.mu.Lock()
+	if g.paused != p {
+		g.paused = p
+		g.cond.Broadcast()
+	}
+	g.mu.Unlock()
+}
+
+// Read waits while paused, then reads.
+func (g *gatedConn) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	for g.paused && !g.closed {
+		g.cond.Wait()
+	}
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
+		return 0, net.ErrClosed
+	}
+	return g.Conn.Read(p)
+}
+
+// Close wakes a waiting Read and closes the connection.
+func (g *gatedConn) Close() error {
+	g.mu.Lock()
+	g.closed = true
+	g.cond.Broadcast()
+	g.mu.Unlock()
+	return g.Conn.Close()
+}

@@ -1,0 +1,472 @@
+package newsfeed
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/feed"
+	"github.com/newsflow/newsflow/machine/handshake"
+	"github.com/newsflow/newsflow/machine/queue"
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/spoolfs"
+)
+
+// peer is one peerfeed: its patterns, its queue and its connections.
+type peer struct {
+	r        *Relay
+	cfg      *PeerConfig
+	patterns proto.GroupPatterns
+	q        *peerQueue
+	tls      *tls.Config // nil without TLS
+	addr     string
+
+	skipGroups, skipPath, skipSize atomic.Int64 // masterfeed: not offered, and why
+	offeredBytes, acceptedBytes    atomic.Int64
+	deferrals                      atomic.Int64 // 431/436 answers (each retried later)
+	connects, connFails            atomic.Int64
+
+	mu    sync.Mutex
+	conns []*outConn
+	done  chan struct{}
+
+	last statsSnap // the previous stats line, for rates
+}
+
+// newPeer prepares a peer: patterns, TLS, and its queue recovered from
+// the backlog directory.
+func newPeer(r *Relay, pc *PeerConfig, backlogDir string) (*peer, error) {
+	pats, err := proto.ParseGroupPatterns(pc.Groups)
+	if err != nil {
+		return nil, fmt.Errorf("relay: peer %s: groups: %w", pc.Name, err)
+	}
+	p := &peer{r: r, cfg: pc, patterns: pats, addr: net.JoinHostPort(pc.Host, strconv.Itoa(pc.Port))}
+	if pc.TLS || pc.StartTLS {
+		p.tls, err = peerTLS(pc)
+		if err != nil {
+			return nil, err
+		}
+	}
+	qc := queue.DefaultConfig(pc.Name)
+	qc.QueueSize = pc.QueueSize
+	qc.DeferDelay = pc.DeferDelay.D()
+	qc.DeferMaxDelay = pc.DeferMaxDelay.D()
+	qc.MaxDefers = pc.MaxDefers
+	if pc.MaxDefers == 0 {
+		qc.MaxDefers = -1 // none allowed: the first deferral drops
+	}
+	qc.BacklogMaxBytes = int64(pc.BacklogMaxBytes)
+	qc.BacklogMaxAge = pc.BacklogMaxAge.D()
+	if r.opts.QueueConfig != nil {
+		r.opts.QueueConfig(&qc)
+	}
+	p.q, err = openPeerQueue(backlogDir, qc, r.now, r.log)
+	if err != nil {
+		return nil, fmt.Errorf("relay: peer %s: %w", pc.Name, err)
+	}
+	p.q.wake = p.wake
+	return p, nil
+}
+
+// peerTLS builds the client TLS configuration: verification on unless
+// tls_verify = false, roots from ca_file when given.
+func peerTLS(pc *PeerConfig) (*tls.Config, error) {
+	cfg := &tls.Config{ServerName: pc.ServerName, MinVersion: tls.VersionTLS12}
+	if cfg.ServerName == "" {
+		cfg.ServerName = pc.Host
+	}
+	if pc.TLSVerify != nil && !*pc.TLSVerify {
+		cfg.InsecureSkipVerify = true
+	}
+	if pc.CAFile != "" {
+		pem, err := os.ReadFile(pc.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("relay: peer %s: ca_file: %w", pc.Name, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("relay: peer %s: ca_file %s: no PEM certificates", pc.Name, pc.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
+}
+
+// start opens the peer's connections; each reconnects by itself until ctx
+// ends.
+func (p *peer) start(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range p.cfg.Connections {
+		c := &outConn{p: p, id: queue.Conn(i + 1), kick: make(chan struct{}, 1), state: "starting"}
+		p.conns = append(p.conns, c)
+		wg.Add(1)
+		p.r.wg.Add(1)
+		go func() {
+			defer p.r.wg.Done()
+			defer wg.Done()
+			c.run(ctx)
+		}()
+	}
+	go func() { wg.Wait(); close(p.done) }()
+}
+
+// stop closes the peer's connections gracefully: each sends QUIT after the
+// answers still due; what stays unanswered goes back to the queue. It waits
+// a few seconds at most; the caller then cancels what is left.
+func (p *peer) stop() {
+	p.mu.Lock()
+	conns := append([]*outConn(nil), p.conns...)
+	done := p.done
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.stopping.Store(true)
+		c.poke()
+	}
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(p.r.opts.StopTimeout):
+		p.r.log.Warn("peer connections slow to close; cutting them", "peer", p.cfg.Name)
+	}
+}
+
+// wake pokes connections that want work (the queue got some).
+func (p *peer) wake() {
+	p.mu.Lock()
+	conns := p.conns
+	p.mu.Unlock()
+	for _, c := range conns {
+		if c.hungry.Load() {
+			c.poke()
+		}
+	}
+}
+
+// outConn is one connection to a peer, reconnecting with backoff.
+type outConn struct {
+	p        *peer
+	id       queue.Conn
+	kick     chan struct{}
+	hungry   atomic.Bool // up, and the feed has room for more
+	stopping atomic.Bool
+
+	mu      sync.Mutex
+	state   string // for the status page
+	lastErr string
+	mode    string
+	since   time.Time
+
+	// Owned by the session's Run goroutine.
+	f       *feed.Feed
+	credits int
+	closing bool
+	batch   []queue.Entry
+	closed  error // the feed's Closed event, why the session ended
+
+	// The spool segment last found present, and r.expiries then: entries
+	// replayed from backlog lie in long runs in the same segment, and only
+	// Expire removes segments, so one check per segment per expiry does.
+	presentSeg uint32
+	presentGen uint64
+}
+
+func (c *outConn) setState(state, lastErr string) {
+	c.mu.Lock()
+	c.state = state
+	if lastErr != "" {
+		c.lastErr = lastErr
+	}
+	c.since = time.Now()
+	c.mu.Unlock()
+}
+
+func (c *outConn) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run connects, feeds, and reconnects with growing backoff and jitter
+// until ctx ends or the relay stops.
+func (c *outConn) run(ctx context.Context) {
+	r := c.p.r
+	base := r.opts.BackoffBase
+	ceiling := c.p.cfg.ReconnectMax.D()
+	backoff := min(base, ceiling)
+	for ctx.Err() == nil && !c.stopping.Load() {
+		began := time.Now()
+		fed, err := c.session(ctx)
+		if ctx.Err() != nil || c.stopping.Load() {
+			break
+		}
+		if fed && time.Since(began) > 10*time.Second {
+			backoff = min(base, ceiling) // it worked for a while: start over
+		}
+		c.p.connFails.Add(1)
+		wait := jitter(backoff)
+		c.setState("waiting", err.Error())
+		r.log.Warn("peer connection failed; retrying", "peer", c.p.cfg.Name, "conn", int(c.id),
+			"err", err, "retry_in", wait.Round(time.Millisecond))
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		case <-c.kick:
+			// poked: only a stop ends the wait early
+			if !c.stopping.Load() {
+				<-t.C
+			}
+		}
+		t.Stop()
+		backoff = min(2*backoff, ceiling)
+	}
+	c.setState("stopped", "")
+}
+
+// jitter spreads d by ±25%.
+func jitter(d time.Duration) time.Duration {
+	return d*3/4 + time.Duration(rand.Int64N(int64(d)/2+1))
+}
+
+// session runs one connection: dial, handshake, feed. fed reports that the
+// feed machine started.
+func (c *outConn) session(ctx context.Context) (fed bool, err error) {
+	p, r := c.p, c.p.r
+	cfg := p.cfg
+	c.setState("connecting", "")
+	dctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout.D())
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(dctx, "tcp", p.addr)
+	if err != nil {
+		return false, fmt.Errorf("dial %s: %w", p.addr, err)
+	}
+	if cfg.TLS {
+		tc := tls.Client(nc, p.tls)
+		if err := tc.HandshakeContext(dctx); err != nil {
+			nc.Close()
+			return false, fmt.Errorf("tls %s: %w", p.addr, err)
+		}
+		nc = tc
+	}
+	gc, err := r.outDriver(nc, p)
+	if err != nil {
+		return false, err
+	}
+	defer gc.Close()
+
+	hcfg := handshake.Config{Stream: cfg.Streaming != "off", User: cfg.Username, Pass: cfg.Password,
+		StepTimeout: cfg.ConnectTimeout.D()}
+	if cfg.StartTLS {
+		hcfg.TLS = handshake.TLSRequired
+	}
+	hs := handshake.New(r.now(), hcfg)
+	var ready *handshake.Ready
+	var failed error
+	err = gc.Run(dctx, hs, func(time.Time) error {
+		for {
+			ev, ok := hs.NextEvent()
+			if !ok {
+				return nil
+			}
+			switch e := ev.(type) {
+			case handshake.Ready:
+				ready = &e
+				return errStop
+			case handshake.Failed:
+				failed = e
+			}
+		}
+	})
+	switch {
+	case ready == nil && failed != nil:
+		return false, fmt.Errorf("handshake: %w", failed)
+	case ready == nil && err != nil:
+		return false, fmt.Errorf("handshake: %w", err)
+	case ready == nil:
+		return false, errors.New("handshake: connection closed")
+	}
+	if cfg.Streaming == "on" && !ready.Streaming {
+		return false, errors.New("peer does not stream (MODE STREAM refused) and streaming = \"on\"")
+	}
+	p.connects.Add(1)
+	now := r.now()
+	c.f = feed.New(now, feed.Config{
+		Streaming:       ready.Streaming,
+		Window:          cfg.Window,
+		ResponseTimeout: cfg.ResponseTimeout.D(),
+		User:            cfg.Username,
+		Pass:            cfg.Password,
+	})
+	c.credits, c.closing, c.closed = 0, false, nil
+	if left := hs.Leftover(); len(left) > 0 {
+		if err := c.f.Receive(now, left); err != nil {
+			return false, fmt.Errorf("feed: %w", err)
+		}
+	}
+	mode := "ihave"
+	if ready.Streaming {
+		mode = "streaming"
+	}
+	c.mu.Lock()
+	c.mode = mode
+	c.mu.Unlock()
+	c.setState("feeding", "")
+	r.log.Info("peer connected", "peer", cfg.Name, "conn", int(c.id), "addr", p.addr, "mode", mode, "tls", cfg.TLS || ready.TLS)
+
+	p.q.connUp(now, c.id)
+	sctx, stop := context.WithCancel(ctx)
+	go func() {
+		for {
+			select {
+			case <-c.kick:
+				gc.Do(sctx, func(time.Time) {})
+			case <-sctx.Done():
+				return
+			}
+		}
+	}()
+	err = gc.Run(ctx, c.f, c.step)
+	stop()
+	c.hungry.Store(false)
+	p.q.connDown(r.now(), c.id)
+	c.f = nil
+	if c.closed != nil {
+		err = c.closed // the feed knows best why it ended
+	}
+	if err == nil {
+		err = errors.New("connection closed")
+	}
+	return true, err
+}
+
+// step runs after every input of the feed (Run's goroutine): it settles
+// answered articles in the queue and offers more while the feed has room.
+func (c *outConn) step(now time.Time) error {
+	if c.stopping.Load() && !c.closing {
+		c.closing = true
+		c.f.Close(now)
+	}
+	for {
+		c.drain(now)
+		if c.closing || c.f.Closed() || c.credits <= 0 {
+			break
+		}
+		if c.pull(now) == 0 {
+			break
+		}
+	}
+	c.hungry.Store(!c.closing && !c.f.Closed() && c.credits > 0)
+	return nil
+}
+
+// drain handles the feed's events.
+func (c *outConn) drain(now time.Time) {
+	p := c.p
+	for {
+		ev, ok := c.f.NextEvent()
+		if !ok {
+			return
+		}
+		switch e := ev.(type) {
+		case feed.WantMore:
+			c.credits += e.N
+		case feed.Accepted:
+			p.acceptedBytes.Add(e.Article.Size)
+			p.q.done(now, c.id, e.Article.MessageID, queue.OutcomeAccepted)
+		case feed.Refused:
+			p.q.done(now, c.id, e.Article.MessageID, queue.OutcomeRefused)
+		case feed.Rejected:
+			if e.Code != 0 {
+				p.r.log.Debug("article rejected by peer", "peer", p.cfg.Name, "id", e.Article.MessageID, "code", e.Code, "reason", e.Reason)
+			} else {
+				p.r.log.Warn("article not offerable", "peer", p.cfg.Name, "id", e.Article.MessageID, "reason", e.Reason)
+			}
+			p.q.done(now, c.id, e.Article.MessageID, queue.OutcomeRejected)
+		case feed.Deferred:
+			p.deferrals.Add(1)
+			p.q.done(now, c.id, e.Article.MessageID, queue.OutcomeDeferred)
+		case feed.Requeue:
+			// The queue takes them back when the connection goes down.
+		case feed.ModeChanged:
+			p.r.log.Info("feed mode changed", "peer", p.cfg.Name, "conn", int(c.id), "from", e.From.String(), "to", e.To.String(), "percent", e.Percent, "why", e.Why)
+			c.mu.Lock()
+			c.mode = e.To.String()
+			c.mu.Unlock()
+		case feed.Warning:
+			p.r.log.Warn("peer misbehaved", "peer", p.cfg.Name, "id", e.Article.MessageID, "response", e.Response, "text", e.Text)
+		case feed.Closed:
+			c.closed = e
+			p.r.log.Debug("peer connection closed", "peer", p.cfg.Name, "conn", int(c.id), "reason", e.Error())
+		}
+	}
+}
+
+// pull takes up to credits entries from the queue and offers them to the
+// feed. Entries read back from backlog files are checked against the spool
+// first: an expired article is settled as missing instead of breaking the
+// connection when its body cannot be read.
+func (c *outConn) pull(now time.Time) int {
+	p := c.p
+	c.batch = p.q.next(now, c.id, c.credits, c.batch[:0])
+	for _, e := range c.batch {
+		tok, err := spoolfs.ParseToken(e.Token)
+		if err != nil {
+			p.r.log.Warn("bad token in queue", "peer", p.cfg.Name, "id", e.MessageID, "token", e.Token)
+			p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
+			continue
+		}
+		if p.r.badBodies.has(e.Token) || e.Offered.IsZero() && !c.present(tok) {
+			p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
+			continue
+		}
+		c.f.Offer(now, feed.Article{Token: e.Token, MessageID: e.MessageID, Size: int64(tok.Len)})
+		c.credits--
+	}
+	return len(c.batch)
+}
+
+// readAhead is the window of each connection's ReadAhead: about a hundred
+// 2 KB articles, a window's worth of commands.
+const readAhead = 256 << 10
+
+// present reports whether the spool still holds the article at tok,
+// trusting the last segment found present while no expiry has run since
+// (an expiry in progress makes the count odd, and the check is done again).
+func (c *outConn) present(tok spoolfs.Token) bool {
+	r := c.p.r
+	gen := r.expiries.Load()
+	if tok.Seg == c.presentSeg && gen == c.presentGen && gen%2 == 0 {
+		return true
+	}
+	if !r.present(tok) {
+		return false
+	}
+	c.presentSeg, c.presentGen = tok.Seg, gen
+	return true
+}
+
+// present reports whether the spool still holds the article at tok.
+func (r *Relay) present(tok spoolfs.Token) bool {
+	sec, err := r.spool.Section(tok)
+	if err != nil {
+		return false
+	}
+	sec.Close()
+	return true
+}

@@ -1,0 +1,199 @@
+package newsfeed
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/queue"
+	"github.com/newsflow/newsflow/spoolfs"
+)
+
+// peerQueue shares one peer's spoolfs.PeerQueue (the queue machine and its
+// backlog files) between the committer and the peer's connections: one
+// mutex around every call, a timer for the machine's deadline, and a wake
+// callback that pokes connections when work may have arrived.
+type peerQueue struct {
+	name string
+	log  *slog.Logger
+	now  func() time.Time
+
+	mu    sync.Mutex
+	q     *spoolfs.PeerQueue
+	timer *time.Timer
+	wake  func() // called (without mu) after anything that may give connections work
+	shut  bool
+	up    int // connections up, as told to the queue
+}
+
+// openPeerQueue recovers the peer's backlog files in dir (journals left by
+// a crash become backlog to send again) and starts its queue machine.
+func openPeerQueue(dir string, cfg queue.Config, now func() time.Time, log *slog.Logger) (*peerQueue, error) {
+	q, err := spoolfs.OpenPeerQueue(dir, cfg, now(), log)
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: %w", cfg.Peer, err)
+	}
+	p := &peerQueue{name: cfg.Peer, log: log, now: now, q: q, wake: func() {}}
+	p.mu.Lock()
+	p.armLocked(now())
+	p.mu.Unlock()
+	return p, nil
+}
+
+// failed logs an error of the queue: the machine refused an input, which
+// is a bug, or a file operation failed (already logged by PeerQueue).
+func (p *peerQueue) failed(what string, err error) {
+	if err != nil {
+		p.log.Error("peer queue", "peer", p.name, "op", what, "err", err)
+	}
+}
+
+// armLocked sets the timer to the machine's deadline.
+func (p *peerQueue) armLocked(now time.Time) {
+	if p.shut {
+		return
+	}
+	d, ok := p.q.Deadline()
+	if !ok {
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+		return
+	}
+	wait := max(d.Sub(now), time.Millisecond)
+	if p.timer == nil {
+		p.timer = time.AfterFunc(wait, p.tick)
+	} else {
+		p.timer.Reset(wait)
+	}
+}
+
+func (p *peerQueue) tick() {
+	p.mu.Lock()
+	if p.shut {
+		p.mu.Unlock()
+		return
+	}
+	now := p.now()
+	p.failed("tick", p.q.Tick(now))
+	p.armLocked(now)
+	p.mu.Unlock()
+	p.wake()
+}
+
+// offer queues entries for the peer (the masterfeed's copies), their
+// journal lines in one write. They are durable after the next sync.
+func (p *peerQueue) offer(now time.Time, es []queue.Entry) error {
+	p.mu.Lock()
+	var first error
+	if p.shut {
+		first = fmt.Errorf("queue %s: shut down", p.name)
+	} else {
+		first = p.q.OfferBatch(now, es)
+	}
+	p.armLocked(now)
+	p.mu.Unlock()
+	p.wake()
+	return first
+}
+
+func (p *peerQueue) connUp(now time.Time, c queue.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shut {
+		return
+	}
+	p.failed("conn up", p.q.ConnUp(now, c))
+	p.up++
+	p.armLocked(now)
+}
+
+// connsUp is the number of connections up.
+func (p *peerQueue) connsUp() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.up
+}
+
+func (p *peerQueue) connDown(now time.Time, c queue.Conn) {
+	p.mu.Lock()
+	if p.shut {
+		p.mu.Unlock()
+		return
+	}
+	p.failed("conn down", p.q.ConnDown(now, c))
+	p.up--
+	p.armLocked(now)
+	p.mu.Unlock()
+	p.wake() // other connections may take what came back
+}
+
+// next hands connection c up to max entries, appended to dst.
+func (p *peerQueue) next(now time.Time, c queue.Conn, max int, dst []queue.Entry) []queue.Entry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shut {
+		return dst
+	}
+	for range max {
+		e, ok, err := p.q.Next(now, c)
+		if err != nil {
+			p.failed("next", err)
+			break
+		}
+		if !ok {
+			break
+		}
+		dst = append(dst, e)
+	}
+	p.armLocked(now)
+	return dst
+}
+
+// done reports the peer's answer for an entry handed to c.
+func (p *peerQueue) done(now time.Time, c queue.Conn, id string, o queue.Outcome) {
+	p.mu.Lock()
+	if p.shut {
+		p.mu.Unlock()
+		return
+	}
+	p.failed("done", p.q.Done(now, c, id, o))
+	p.armLocked(now)
+	p.mu.Unlock()
+	if o == queue.OutcomeDeferred {
+		p.wake()
+	}
+}
+
+// sync makes every offer since the last sync durable; an error means some
+// may not be (do not acknowledge them).
+func (p *peerQueue) sync() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shut {
+		return fmt.Errorf("queue %s: shut down", p.name)
+	}
+	return p.q.Sync()
+}
+
+func (p *peerQueue) stats() queue.Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.q.Stats()
+}
+
+// shutdown writes the memory queue and everything in flight to backlog and
+// closes the files; the queue takes no input afterwards.
+func (p *peerQueue) shutdown(now time.Time) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shut {
+		return nil
+	}
+	p.shut = true
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	return p.q.Shutdown(now)
+}

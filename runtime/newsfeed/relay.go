@@ -1,0 +1,455 @@
+// Package relay is newsfeed's core: it wires the ingest machine, the spool
+// and history, the masterfeed, the per-peer queues and the feed machine into
+// a running transit relay, driven by the goroutine runtime.
+//
+// # Theory of operation
+//
+//	upstream --TCP--> ingest conns (machine/ingest on runtime/goroutine)
+//	                      | Check: History.Reserve -> want / refuse / defer
+//	                      | Article: Path prepend, Spool.Put, masterfeed route
+//	                      v
+//	                 committer: offer each article to the peers that want it
+//	                 (their queue journals), one Spool.Sync + one backlog
+//	                 Sync per peer, then Stored for the whole batch (239/235)
+//	                      |
+//	                 peerQueue (machine/queue + spoolfs.Backlog), per peer
+//	                      |  Next / Done, .B/.D/.P files
+//	                      v
+//	                 outConn 1..N per peer: dial, machine/handshake, then
+//	                 machine/feed pipelining CHECK/TAKETHIS (or IHAVE)
+//
+// An article is acknowledged upstream only after the batch it is in is
+// durable: its spool record and its queue entries for every peer that wants
+// it (the queue's journal, or a .B file when the peer is down). After a crash
+// the queue recovers those entries from its files, so every acknowledged
+// article still reaches every peer that wants it; the ones that were in
+// flight may reach a peer twice, which the peer refuses cheaply (438).
+//
+// Disk full: when a Sync (or Put) fails with ENOSPC the relay stops
+// accepting: every ingest machine is told (CHECK 431, IHAVE 436, TAKETHIS 400
+// and close), the log says why, and the committer retries the Sync every
+// probe interval; the first that succeeds acknowledges the held batch and
+// accepting resumes.
+//
+// Shutdown (context cancelled, e.g. SIGTERM): the listener closes, ingest
+// connections are told to stop (their owed answers still go out), the
+// committer finishes its batch, outgoing connections close gracefully (QUIT
+// after the outstanding answers; unanswered articles go back to the queue),
+// each peer queue writes its memory queue to backlog, and the spool closes.
+package newsfeed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/queue"
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/spoolfs"
+)
+
+// Options tune a Relay beyond its Config; the zero value is fine.
+type Options struct {
+	// Logger receives the relay's log; slog.Default() when nil.
+	Logger *slog.Logger
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// BackoffBase is the first reconnect delay (growing to the peer's
+	// reconnect_max); 250ms when zero.
+	BackoffBase time.Duration
+	// ProbeInterval is how often a full disk is probed; 500ms when zero.
+	ProbeInterval time.Duration
+	// SegmentSize overrides the spool's segment size (tests).
+	SegmentSize int64
+	// QueueConfig, if set, adjusts each peer's queue configuration after it
+	// was derived from the Config (tests: shorter delays).
+	QueueConfig func(*queue.Config)
+	// StopTimeout bounds the graceful part of a shutdown (ingest
+	// connections finishing, peer connections draining answers); 5s when
+	// zero.
+	StopTimeout time.Duration
+	// NoConnect keeps the relay from dialing its peers (inject opens the
+	// relay only to store and queue articles).
+	NoConnect bool
+}
+
+// Relay is a running (or openable) newsfeed instance.
+type Relay struct {
+	cfg  *Config
+	opts Options
+	log  *slog.Logger
+	now  func() time.Time
+
+	spool *spoolfs.Spool
+	peers []*peer
+	com   *committer
+
+	started time.Time
+	ingest  ingestStats
+	putMu   sync.Mutex // Put and hand-over to the committer (fanout.go)
+
+	mu        sync.Mutex
+	ln        net.Listener
+	admin     net.Listener
+	inConns   map[*inConn]struct{}
+	notAccept string // why ingest is not accepting; "" when it is
+	running   bool
+
+	accepting atomic.Bool
+	wg        sync.WaitGroup
+
+	// expiries counts spool expiries begun and ended (two per Expire), so
+	// that a connection may trust a segment it found present as long as
+	// the count has not moved (peer.go, pull).
+	expiries atomic.Uint64
+	// badBodies are articles that could not be read for sending
+	// (bodies.go).
+	badBodies badBodies
+	// loop drives connections when runtime = "epoll" (drive.go); nil
+	// with the goroutine runtime.
+	loop *eventLoop
+}
+
+// Open opens the spool and every peer's queue (recovering what a crash
+// left), without listening or connecting: Run does that.
+func Open(cfg *Config, opts Options) (*Relay, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.BackoffBase <= 0 {
+		opts.BackoffBase = 250 * time.Millisecond
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 5 * time.Second
+	}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = 500 * time.Millisecond
+	}
+	r := &Relay{cfg: cfg, opts: opts, log: opts.Logger, now: opts.Now, inConns: map[*inConn]struct{}{}}
+	r.badBodies.log = r.log
+	r.accepting.Store(true)
+	if err := os.MkdirAll(cfg.Spool, 0o755); err != nil {
+		return nil, fmt.Errorf("relay: spool: %w", err)
+	}
+	sp, err := spoolfs.OpenSpool(filepath.Join(cfg.Spool, "spool"), spoolfs.SpoolOptions{
+		MaxArticleSize: int(cfg.MaxArticleSize) + 64<<10, // room for our Path entry and dot-stuffing
+		SegmentSize:    opts.SegmentSize,
+		Logger:         r.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	r.spool = sp
+	backlogDir := filepath.Join(cfg.Spool, "backlog")
+	for i := range cfg.Peers {
+		p, err := newPeer(r, &cfg.Peers[i], backlogDir)
+		if err != nil {
+			r.closeQueues()
+			sp.Close()
+			return nil, err
+		}
+		r.peers = append(r.peers, p)
+	}
+	r.com = newCommitter(r)
+	r.started = r.now()
+	if err := r.recoverFanout(); err != nil {
+		r.closeQueues()
+		sp.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Config returns the relay's configuration.
+func (r *Relay) Config() *Config { return r.cfg }
+
+// Spool returns the relay's spool (tests and inject look articles up).
+func (r *Relay) Spool() *spoolfs.Spool { return r.spool }
+
+// Addr returns the ingest listener's address once Run listens; nil before.
+func (r *Relay) Addr() net.Addr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ln == nil {
+		return nil
+	}
+	return r.ln.Addr()
+}
+
+// AdminAddr returns the admin listener's address, nil when there is none.
+func (r *Relay) AdminAddr() net.Addr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.admin == nil {
+		return nil
+	}
+	return r.admin.Addr()
+}
+
+// Listen opens the ingest (and admin) listeners without serving them yet,
+// so that a caller learns the addresses before Run. Run calls it if needed.
+func (r *Relay) Listen() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", r.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("relay: ingest listener: %w", err)
+	}
+	r.ln = ln
+	if r.cfg.Admin != "" {
+		al, err := net.Listen("tcp", r.cfg.Admin)
+		if err != nil {
+			ln.Close()
+			r.ln = nil
+			return fmt.Errorf("relay: admin listener: %w", err)
+		}
+		r.admin = al
+	}
+	return nil
+}
+
+// Run serves until ctx ends, then shuts down cleanly (see the package
+// comment) and closes the relay. It returns nil after a clean shutdown.
+func (r *Relay) Run(ctx context.Context) error {
+	if err := r.Listen(); err != nil {
+		r.Close()
+		return err
+	}
+	r.mu.Lock()
+	r.running = true
+	ln, al := r.ln, r.admin
+	r.mu.Unlock()
+	if err := r.startLoop(); err != nil {
+		r.Close()
+		return err
+	}
+
+	r.logStart()
+	r.writeAddrFile()
+	defer os.Remove(AddrFile(r.cfg.Spool))
+	runCtx, stopConns := context.WithCancel(context.Background())
+	defer stopConns()
+
+	r.com.start()
+	if !r.opts.NoConnect {
+		for _, p := range r.peers {
+			p.start(runCtx)
+		}
+	}
+	var adminSrv *adminServer
+	if al != nil {
+		adminSrv = r.serveAdmin(al)
+	}
+	statsDone := make(chan struct{})
+	go r.statsLoop(ctx, statsDone)
+	expireDone := make(chan struct{})
+	go r.expireLoop(ctx, expireDone)
+
+	acceptDone := make(chan struct{})
+	go func() {
+		defer close(acceptDone)
+		r.acceptLoop(runCtx, ln)
+	}()
+
+	<-ctx.Done()
+	r.log.Info("shutting down: no more articles accepted, queues go to backlog")
+	ln.Close()
+	<-acceptDone
+	r.stopIngest()
+	r.com.stop()
+	for _, p := range r.peers {
+		p.stop()
+	}
+	stopConns()
+	r.wg.Wait()
+	if r.loop != nil {
+		r.loop.close()
+	}
+	<-statsDone
+	<-expireDone
+	if adminSrv != nil {
+		adminSrv.close()
+	}
+	r.logStats(true)
+	return r.Close()
+}
+
+// logStart says what the relay runs with, including when it is the
+// embedded default.
+func (r *Relay) logStart() {
+	c := r.cfg
+	if c.Source == EmbeddedSource {
+		r.log.Info("no -config given: running the embedded default configuration (ingest only, no peers)",
+			"listen", r.Addr().String(), "spool", c.Spool)
+	}
+	names := make([]string, len(r.peers))
+	for i, p := range r.peers {
+		names[i] = p.cfg.Name
+	}
+	attrs := []any{"config", c.Source, "listen", r.Addr().String(), "spool", c.Spool, "pathhost", c.PathHost,
+		"peers", strings.Join(names, ",")}
+	if a := r.AdminAddr(); a != nil {
+		attrs = append(attrs, "admin", a.String())
+	}
+	r.log.Info("newsfeed running", attrs...)
+	if len(r.peers) == 0 {
+		r.log.Warn("no peers configured: articles are stored but fed to no one")
+	}
+}
+
+// Close closes the queues and the spool. Run calls it; call it directly
+// only for a relay that was opened and never run (inject).
+func (r *Relay) Close() error {
+	r.com.stop()
+	err := r.closeQueues()
+	if err == nil && !r.com.frozen() {
+		// Everything stored is in the queues' files now.
+		if e := r.spool.Sync(); e == nil {
+			if e := writeFanout(r.cfg.Spool, r.spool.End()); e != nil {
+				r.log.Warn("cannot record the fan-out position", "err", e)
+			}
+		}
+	}
+	if e := r.spool.Close(); e != nil && err == nil {
+		err = e
+	}
+	return err
+}
+
+func (r *Relay) closeQueues() error {
+	var first error
+	now := r.now()
+	for _, p := range r.peers {
+		if err := p.q.shutdown(now); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// route returns the peers that get a copy of an article (the masterfeed):
+// those whose patterns want one of its newsgroups, whose pathname is not in
+// its Path (as it arrived, before our own entry), and whose size limit it
+// fits.
+func (r *Relay) route(groups []string, path string, size int64, dst []*peer) []*peer {
+	for _, p := range r.peers {
+		switch {
+		case !p.patterns.WantsGroups(groups):
+			p.skipGroups.Add(1)
+		case p.cfg.PathName != "" && proto.PathContains(path, p.cfg.PathName):
+			p.skipPath.Add(1)
+		case p.cfg.MaxSize > 0 && size > int64(p.cfg.MaxSize):
+			p.skipSize.Add(1)
+		default:
+			dst = append(dst, p)
+		}
+	}
+	return dst
+}
+
+// setAccepting switches ingest on or off for every connection, with the
+// reason logged and given to upstream peers.
+func (r *Relay) setAccepting(ok bool, reason string) {
+	r.mu.Lock()
+	was := r.notAccept
+	if ok {
+		r.notAccept = ""
+	} else {
+		r.notAccept = reason
+	}
+	conns := make([]*inConn, 0, len(r.inConns))
+	for c := range r.inConns {
+		conns = append(conns, c)
+	}
+	r.mu.Unlock()
+	r.accepting.Store(ok)
+	switch {
+	case ok && was != "":
+		r.log.Info("accepting articles again", "was", was)
+	case !ok && was != reason:
+		r.log.Error("not accepting articles: CHECK gets 431, IHAVE 436, TAKETHIS 400 and close", "reason", reason)
+	}
+	for _, c := range conns {
+		c.setAccepting(ok, reason)
+	}
+}
+
+// notAccepting returns why ingest is off, "" when it is on.
+func (r *Relay) notAccepting() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.notAccept
+}
+
+// expireEvery is how often the spool and the history are expired.
+const expireEvery = time.Hour
+
+// expireLoop expires a minute after start and then every expireEvery,
+// until ctx ends.
+func (r *Relay) expireLoop(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTimer(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.Expire(r.now())
+			t.Reset(expireEvery)
+		}
+	}
+}
+
+// Expire removes spool segments older than spool_max_age or beyond
+// spool_max_bytes, and forgets message-ids older than history_retention.
+// Queued copies of removed articles are settled as missing when their turn
+// comes. Run calls it every hour.
+func (r *Relay) Expire(now time.Time) {
+	if r.cfg.SpoolMaxAge > 0 || r.cfg.SpoolMaxBytes > 0 {
+		r.expiries.Add(1)
+		n, err := r.spool.Expire(now, r.cfg.SpoolMaxAge.D(), int64(r.cfg.SpoolMaxBytes))
+		r.expiries.Add(1)
+		switch {
+		case err != nil:
+			r.log.Error("spool expiry", "err", err)
+		case n > 0:
+			r.log.Info("spool expired", "segments", n, "bytes_left", r.spool.Bytes())
+		}
+	}
+	if r.cfg.HistoryRetention > 0 {
+		keep := r.cfg.HistoryRetention.D()
+		n, err := r.spool.History().Expire(now, keep, keep)
+		switch {
+		case err != nil:
+			r.log.Error("history expiry", "err", err)
+		case n > 0:
+			r.log.Info("history expired", "entries", n, "left", r.spool.History().Len())
+		}
+	}
+}
+
+// isDiskFull reports whether err is the disk (or quota) filling up.
+func isDiskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// entryFor is an article's queue entry.
+func entryFor(tok spoolfs.Token, id string, size int64, now time.Time) queue.Entry {
+	return queue.Entry{Token: tok.String(), MessageID: id, Size: size, Offered: now}
+}

@@ -1,0 +1,238 @@
+package newsfeed
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// PeerStats is one peer's counters, the source of its stats line, its
+// metrics and its status entry. The article counts add up:
+//
+//	Offered = Accepted + Refused + Rejected + Dropped + Missing + Queued
+//
+// where Offered counts every copy the masterfeed gave the peer plus those
+// found in backlog files at start, and Queued every copy not settled yet
+// (memory queue, in flight, .B/.D files, replay file).
+type PeerStats struct {
+	Name     string `json:"name"`
+	Offered  int64  `json:"offered"`
+	Accepted int64  `json:"accepted"`
+	Refused  int64  `json:"refused"`
+	Rejected int64  `json:"rejected"`
+	Dropped  int64  `json:"dropped"`
+	Missing  int64  `json:"missing"`
+	Queued   int64  `json:"queued"`
+
+	// Deferred counts "try later" answers (431/436); each such article is
+	// retried from a .D file, so it is also in Queued until settled.
+	Deferred int64 `json:"deferred"`
+	// Resent counts copies recovered from journals after a crash: possible
+	// duplicates at the peer.
+	Resent int64 `json:"resent"`
+
+	Memory         int64 `json:"memory"`           // in the memory queue
+	InFlight       int64 `json:"in_flight"`        // sent, not answered
+	BacklogFiles   int64 `json:"backlog_files"`    // .B and .D files
+	BacklogArticle int64 `json:"backlog_articles"` // in .B, .D and .P files
+	BacklogBytes   int64 `json:"backlog_bytes"`
+
+	SkippedGroups int64 `json:"skipped_groups"` // not offered: patterns
+	SkippedPath   int64 `json:"skipped_path"`   // not offered: pathname in Path
+	SkippedSize   int64 `json:"skipped_size"`   // not offered: over max_size
+
+	AcceptedBytes int64   `json:"accepted_bytes"`
+	Seconds       float64 `json:"seconds"` // since the relay started
+	Rate          float64 `json:"rate"`    // accepted articles per second since start
+
+	ConnsUp     int          `json:"conns_up"` // connections past the handshake, feeding or idle
+	Connections []ConnStatus `json:"connections"`
+}
+
+// ConnStatus is the state of one of a peer's connections.
+type ConnStatus struct {
+	ID      int    `json:"id"`
+	State   string `json:"state"` // starting, connecting, feeding, waiting, stopped
+	Mode    string `json:"mode,omitempty"`
+	LastErr string `json:"last_error,omitempty"`
+	Since   string `json:"since"`
+}
+
+// Check verifies that the counts add up.
+func (s PeerStats) Check() error {
+	sum := s.Accepted + s.Refused + s.Rejected + s.Dropped + s.Missing + s.Queued
+	if s.Offered != sum {
+		return fmt.Errorf("peer %s: offered %d != accepted %d + refused %d + rejected %d + dropped %d + missing %d + queued %d = %d",
+			s.Name, s.Offered, s.Accepted, s.Refused, s.Rejected, s.Dropped, s.Missing, s.Queued, sum)
+	}
+	return nil
+}
+
+// Line formats the stats line, innfeed style: name, then counters.
+func (s PeerStats) Line() string {
+	return fmt.Sprintf("%s seconds %.0f offered %d accepted %d refused %d rejected %d deferred %d dropped %d missing %d queued %d backlog %d/%dB rate %.1f/s",
+		s.Name, s.Seconds, s.Offered, s.Accepted, s.Refused, s.Rejected, s.Deferred, s.Dropped, s.Missing,
+		s.Queued, s.BacklogArticle, s.BacklogBytes, s.Rate)
+}
+
+// IngestStats counts the ingest side.
+type IngestStats struct {
+	Connections int64 `json:"connections"` // accepted since start
+	Open        int64 `json:"open"`
+	Accepted    int64 `json:"accepted"`
+	Duplicate   int64 `json:"duplicate"`
+	Refused     int64 `json:"refused"`
+	Deferred    int64 `json:"deferred"`
+	Rejected    int64 `json:"rejected"`
+	Denied      int64 `json:"denied"` // connections refused by allow
+}
+
+// Status is the relay's state for the status page and `newsfeed status`.
+type Status struct {
+	PathHost   string      `json:"pathhost"`
+	Listen     string      `json:"listen"`
+	Started    time.Time   `json:"started"`
+	Accepting  bool        `json:"accepting"`
+	NotReason  string      `json:"not_accepting_reason,omitempty"`
+	SpoolBytes int64       `json:"spool_bytes"`
+	History    int         `json:"history_entries"`
+	Ingest     IngestStats `json:"ingest"`
+	Peers      []PeerStats `json:"peers"`
+}
+
+// Status returns the relay's counters now.
+func (r *Relay) Status() Status {
+	now := r.now()
+	st := Status{
+		PathHost:   r.cfg.PathHost,
+		Started:    r.started,
+		Accepting:  r.accepting.Load(),
+		NotReason:  r.notAccepting(),
+		SpoolBytes: r.spool.Bytes(),
+		History:    r.spool.History().Len(),
+		Ingest: IngestStats{
+			Connections: r.ingest.conns.Load(), Open: r.ingest.open.Load(),
+			Accepted: r.ingest.accepted.Load(), Duplicate: r.ingest.duplicate.Load(),
+			Refused: r.ingest.refused.Load(), Deferred: r.ingest.deferred.Load(), Rejected: r.ingest.rejected.Load(),
+			Denied: r.ingest.denied.Load(),
+		},
+	}
+	if a := r.Addr(); a != nil {
+		st.Listen = a.String()
+	}
+	for _, p := range r.peers {
+		st.Peers = append(st.Peers, p.stats(now))
+	}
+	return st
+}
+
+// PeerStats returns one peer's counters; false if there is no such peer.
+func (r *Relay) PeerStats(name string) (PeerStats, bool) {
+	for _, p := range r.peers {
+		if p.cfg.Name == name {
+			return p.stats(r.now()), true
+		}
+	}
+	return PeerStats{}, false
+}
+
+func (p *peer) stats(now time.Time) PeerStats {
+	q := p.q.stats()
+	s := PeerStats{
+		Name:           p.cfg.Name,
+		Offered:        q.Offered + q.Recovered,
+		Accepted:       q.Accepted,
+		Refused:        q.Refused,
+		Rejected:       q.Rejected,
+		Dropped:        q.Dropped,
+		Missing:        q.Missing,
+		Queued:         q.Queued + q.InFlight + q.Backlog + q.Deferred + q.Replay,
+		Deferred:       p.deferrals.Load(),
+		Resent:         q.Resent,
+		Memory:         q.Queued,
+		InFlight:       q.InFlight,
+		BacklogFiles:   int64(q.BacklogFiles),
+		BacklogArticle: q.Backlog + q.Deferred + q.Replay,
+		BacklogBytes:   q.BacklogBytes,
+		SkippedGroups:  p.skipGroups.Load(),
+		SkippedPath:    p.skipPath.Load(),
+		SkippedSize:    p.skipSize.Load(),
+		AcceptedBytes:  p.acceptedBytes.Load(),
+		Seconds:        now.Sub(p.r.started).Seconds(),
+		ConnsUp:        p.q.connsUp(),
+	}
+	if s.Seconds > 0 {
+		s.Rate = float64(s.Accepted) / s.Seconds
+	}
+	p.mu.Lock()
+	for _, c := range p.conns {
+		c.mu.Lock()
+		s.Connections = append(s.Connections, ConnStatus{ID: int(c.id), State: c.state, Mode: c.mode,
+			LastErr: c.lastErr, Since: c.since.UTC().Format(time.RFC3339)})
+		c.mu.Unlock()
+	}
+	p.mu.Unlock()
+	return s
+}
+
+// statsSnap is what the previous periodic line reported, for rates.
+type statsSnap struct {
+	at       time.Time
+	accepted int64
+	bytes    int64
+}
+
+// statsLoop logs the stats lines every stats_interval until ctx ends.
+func (r *Relay) statsLoop(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(r.cfg.StatsInterval.D())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.logStats(false)
+		}
+	}
+}
+
+// logStats logs one line per peer, and one for ingest.
+func (r *Relay) logStats(final bool) {
+	now := r.now()
+	what := "stats"
+	if final {
+		what = "final stats"
+	}
+	in := r.Status().Ingest
+	r.log.Info(what+" (ingest)", "connections", in.Connections, "accepted", in.Accepted, "duplicate", in.Duplicate,
+		"refused", in.Refused, "deferred", in.Deferred, "rejected", in.Rejected, "denied", in.Denied)
+	for _, p := range r.peers {
+		s := p.stats(now)
+		rate, mbs := 0.0, 0.0
+		if !p.last.at.IsZero() {
+			if sec := now.Sub(p.last.at).Seconds(); sec > 0 {
+				rate = float64(s.Accepted-p.last.accepted) / sec
+				mbs = float64(s.AcceptedBytes-p.last.bytes) / sec / 1e6
+			}
+		} else {
+			rate = s.Rate
+		}
+		p.last = statsSnap{at: now, accepted: s.Accepted, bytes: s.AcceptedBytes}
+		r.log.Info(what, "peer", s.Name, "offered", s.Offered, "accepted", s.Accepted, "refused", s.Refused,
+			"rejected", s.Rejected, "deferred", s.Deferred, "dropped", s.Dropped, "missing", s.Missing,
+			"queued", s.Queued, "backlog", s.BacklogArticle, "backlog_bytes", s.BacklogBytes,
+			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs))
+	}
+}
+
+// StatsLines returns every peer's stats line, one per line.
+func (r *Relay) StatsLines() string {
+	var b strings.Builder
+	for _, s := range r.Status().Peers {
+		b.WriteString(s.Line())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

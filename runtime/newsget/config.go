@@ -1,0 +1,450 @@
+package newsget
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/newsflow/newsflow/runtime/tomlconf"
+)
+
+// Config is newsget's configuration: the servers and what to do with
+// downloads. A TOML file holds it (ParseConfig); -server URLs add servers
+// (ParseServerURL).
+//
+//	download_dir    = "."        where files go
+//	queue_dir       = ""         job queue and quota state; download_dir/.newsget when empty
+//	rate            = "20M"      bytes per second over all connections; 0 = unlimited
+//	daily_quota     = "50G"      bytes per day; 0 = unlimited
+//	monthly_quota   = "1T"       bytes per monthly period; 0 = unlimited
+//	quota_day       = 1          the day of the month a period starts
+//	article_retries = 3          connection-error retries on one server
+//	article_timeout = "60s"      silence allowed while an answer is due
+//	connect_timeout = "30s"      TCP connect and each handshake step
+//	idle_timeout    = "30s"      an idle connection is closed after this
+//
+//	[[server]]
+//	name = "primary"  host = "news.example"  port = 563  encryption = "tls"
+//	username = "u"  password = "p"  connections = 8  pipeline = 2
+//	level = 0  group = 0  optional = false  retention = 3000  join_group = false
+//	cert_verification = true  ca_file = ""  ip_version = "auto"  active = true
+type Config struct {
+	Source         string         `toml:"-"` // the file it came from, for messages
+	DownloadDir    string         `toml:"download_dir"`
+	QueueDir       string         `toml:"queue_dir"`
+	Rate           Size           `toml:"rate"`
+	DailyQuota     Size           `toml:"daily_quota"`
+	MonthlyQuota   Size           `toml:"monthly_quota"`
+	QuotaDay       int            `toml:"quota_day"`
+	ArticleRetries int            `toml:"article_retries"`
+	ArticleTimeout Duration       `toml:"article_timeout"`
+	ConnectTimeout Duration       `toml:"connect_timeout"`
+	IdleTimeout    Duration       `toml:"idle_timeout"`
+	Servers        []ServerConfig `toml:"server"`
+
+	keys tomlconf.Keys // "server[1].port" -> line
+}
+
+// ServerConfig is one [[server]] (seed 003 NewsServer).
+type ServerConfig struct {
+	Name             string    `toml:"name"`
+	Host             string    `toml:"host"`
+	Port             int       `toml:"port"` // 119, or 563 with encryption = "tls", when 0
+	Username         string    `toml:"username"`
+	Password         string    `toml:"password"`
+	Encryption       string    `toml:"encryption"`        // "none" (default), "tls" or "starttls"
+	CertVerification *bool     `toml:"cert_verification"` // true when absent
+	CAFile           string    `toml:"ca_file"`           // PEM certificates to trust besides the system's
+	Connections      int       `toml:"connections"`       // 4 when 0
+	Pipeline         int       `toml:"pipeline"`          // BODY requests in flight per connection; 2 when 0
+	Level            int       `toml:"level"`
+	Group            int       `toml:"group"`
+	Optional         bool      `toml:"optional"`
+	Retention        int       `toml:"retention"` // days; 0 = unlimited
+	JoinGroup        bool      `toml:"join_group"`
+	IPVersion        IPVersion `toml:"ip_version"`
+	Active           *bool     `toml:"active"` // true when absent
+}
+
+// Defaults of the configuration.
+const (
+	DefaultConnections    = 4
+	DefaultArticleTimeout = 60 * time.Second
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultIdleTimeout    = 30 * time.Second
+)
+
+// Encryption values.
+const (
+	EncryptNone     = "none"
+	EncryptTLS      = "tls"
+	EncryptStartTLS = "starttls"
+)
+
+// Verify reports whether the server's certificate is checked.
+func (s ServerConfig) Verify() bool { return s.CertVerification == nil || *s.CertVerification }
+
+// IsActive reports whether the server is used.
+func (s ServerConfig) IsActive() bool { return s.Active == nil || *s.Active }
+
+// Addr is host:port.
+func (s ServerConfig) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
+
+// Label names the server in messages: its name, or host:port.
+func (s ServerConfig) Label() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return s.Addr()
+}
+
+// IPVersion says which address family to dial: "auto", "ipv4" or "ipv6".
+type IPVersion string
+
+// UnmarshalText accepts auto, ipv4/4, ipv6/6.
+func (v *IPVersion) UnmarshalText(b []byte) error {
+	switch strings.ToLower(string(b)) {
+	case "", "auto", "any":
+		*v = "auto"
+	case "4", "ipv4", "v4":
+		*v = "ipv4"
+	case "6", "ipv6", "v6":
+		*v = "ipv6"
+	default:
+		return fmt.Errorf("ip_version %q: want auto, ipv4 or ipv6", string(b))
+	}
+	return nil
+}
+
+// Network is the net.Dial network for the version.
+func (v IPVersion) Network() string {
+	switch v {
+	case "ipv4":
+		return "tcp4"
+	case "ipv6":
+		return "tcp6"
+	}
+	return "tcp"
+}
+
+// Size is a byte count written as an integer or a string with a suffix:
+// "512K", "20M", "1.5G", "1T" (powers of 1024).
+type Size int64
+
+// UnmarshalText parses "20M" and friends.
+func (s *Size) UnmarshalText(b []byte) error {
+	v, err := ParseSize(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// ParseSize parses a byte count: digits with an optional K, M, G or T
+// suffix (powers of 1024, an optional trailing "B" or "iB"), e.g. "20M".
+func ParseSize(t string) (Size, error) {
+	t = strings.TrimSpace(t)
+	u := strings.ToUpper(t)
+	u = strings.TrimSuffix(strings.TrimSuffix(u, "IB"), "B")
+	mult := 1.0
+	if n := len(u); n > 0 {
+		switch u[n-1] {
+		case 'K':
+			mult, u = 1<<10, u[:n-1]
+		case 'M':
+			mult, u = 1<<20, u[:n-1]
+		case 'G':
+			mult, u = 1<<30, u[:n-1]
+		case 'T':
+			mult, u = 1<<40, u[:n-1]
+		}
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(u), 64)
+	if err != nil || f < 0 || f*mult > 1<<62 {
+		return 0, fmt.Errorf("bad size %q (want bytes, or e.g. \"512K\", \"20M\", \"1.5G\")", t)
+	}
+	return Size(f * mult), nil
+}
+
+// Duration is a time.Duration written as "60s", "2m".
+type Duration time.Duration
+
+// UnmarshalText parses a Go duration.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil || v < 0 {
+		return fmt.Errorf("bad duration %q (want e.g. \"30s\", \"2m\")", string(b))
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ConfigError is a configuration mistake, located in its file
+// (FILE:LINE: KEY: MESSAGE).
+type ConfigError = tomlconf.Error
+
+// LoadConfig reads and checks a configuration file.
+func LoadConfig(file string) (*Config, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return ParseConfig(file, b)
+}
+
+// ParseConfig parses TOML text and checks every value. Errors are
+// *ConfigError values (or several joined) naming the file, line and key.
+func ParseConfig(name string, text []byte) (*Config, error) {
+	c := &Config{Source: name}
+	keys, err := tomlconf.Decode(name, text, c)
+	if err != nil {
+		// Name keys of [[server]] tables by their number.
+		for _, e := range tomlconf.Errors(err) {
+			if e.Key != "" {
+				e.Key = keys.Indexed(e.Line, e.Key)
+			}
+		}
+		return nil, err
+	}
+	c.keys = keys
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// errAt returns a ConfigError for key, at its line (or its table's).
+func (c *Config) errAt(key, format string, args ...any) error {
+	line := c.keys.Line(key)
+	src := c.Source
+	if src == "" {
+		src = "(command line)"
+	}
+	return &ConfigError{File: src, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Check applies defaults and checks every value; servers added after
+// parsing (from URLs) are checked too.
+func (c *Config) Check() error {
+	var errs []error
+	if c.QuotaDay < 0 || c.QuotaDay > 31 {
+		errs = append(errs, c.errAt("quota_day", "%d is not a day of the month (1-31)", c.QuotaDay))
+	}
+	if c.ArticleRetries < 0 || c.ArticleRetries > 100 {
+		errs = append(errs, c.errAt("article_retries", "%d not in 0..100", c.ArticleRetries))
+	}
+	if c.Rate < 0 || c.DailyQuota < 0 || c.MonthlyQuota < 0 {
+		errs = append(errs, c.errAt("rate", "negative"))
+	}
+	names := map[string]bool{}
+	for i := range c.Servers {
+		s := &c.Servers[i]
+		key := func(k string) string { return "server[" + strconv.Itoa(i+1) + "]." + k }
+		if s.Encryption == "" {
+			s.Encryption = EncryptNone
+		}
+		s.Encryption = strings.ToLower(s.Encryption)
+		switch s.Encryption {
+		case EncryptNone, EncryptStartTLS:
+			if s.Port == 0 {
+				s.Port = 119
+			}
+		case EncryptTLS:
+			if s.Port == 0 {
+				s.Port = 563
+			}
+		default:
+			errs = append(errs, c.errAt(key("encryption"), "%q: want none, tls or starttls", s.Encryption))
+		}
+		if err := s.IPVersion.UnmarshalText([]byte(s.IPVersion)); err != nil {
+			errs = append(errs, c.errAt(key("ip_version"), "%v", err))
+		}
+		if s.Connections == 0 {
+			s.Connections = DefaultConnections
+		}
+		if s.Name == "" {
+			s.Name = fmt.Sprintf("server%d", i+1)
+		}
+		switch {
+		case s.Host == "":
+			errs = append(errs, c.errAt(key("host"), "missing"))
+		case strings.ContainsAny(s.Host, " /\t"):
+			errs = append(errs, c.errAt(key("host"), "%q is not a host name or address", s.Host))
+		}
+		if s.Port < 1 || s.Port > 65535 {
+			errs = append(errs, c.errAt(key("port"), "%d not in 1..65535", s.Port))
+		}
+		if s.Connections < 0 || s.Connections > 500 {
+			errs = append(errs, c.errAt(key("connections"), "%d not in 1..500", s.Connections))
+		}
+		if s.Pipeline < 0 || s.Pipeline > 100 {
+			errs = append(errs, c.errAt(key("pipeline"), "%d not in 1..100", s.Pipeline))
+		}
+		if s.Level < 0 || s.Level > 99 {
+			errs = append(errs, c.errAt(key("level"), "%d not in 0..99", s.Level))
+		}
+		if s.Group < 0 {
+			errs = append(errs, c.errAt(key("group"), "negative"))
+		}
+		if s.Retention < 0 {
+			errs = append(errs, c.errAt(key("retention"), "negative"))
+		}
+		if strings.ContainsAny(s.Username, " \r\n\x00") || strings.ContainsAny(s.Password, "\r\n\x00") {
+			errs = append(errs, c.errAt(key("username"), "user names have no spaces or line breaks; passwords no line breaks"))
+		}
+		if s.Password != "" && s.Username == "" {
+			errs = append(errs, c.errAt(key("username"), "a password without a user name"))
+		}
+		if names[s.Name] {
+			errs = append(errs, c.errAt(key("name"), "%q used twice", s.Name))
+		}
+		names[s.Name] = true
+	}
+	if len(c.Servers) > MaxServersConfigured {
+		errs = append(errs, c.errAt("server", "%d servers; at most %d", len(c.Servers), MaxServersConfigured))
+	}
+	return errors.Join(errs...)
+}
+
+// MaxServersConfigured is how many servers newsget handles.
+const MaxServersConfigured = 64
+
+// ResolveDirs fills DownloadDir (".") and QueueDir (DownloadDir/.newsget)
+// and makes them absolute.
+func (c *Config) ResolveDirs() error {
+	if c.DownloadDir == "" {
+		c.DownloadDir = "."
+	}
+	d, err := filepath.Abs(c.DownloadDir)
+	if err != nil {
+		return fmt.Errorf("config: download_dir: %w", err)
+	}
+	c.DownloadDir = d
+	if c.QueueDir == "" {
+		c.QueueDir = filepath.Join(d, ".newsget")
+	}
+	q, err := filepath.Abs(c.QueueDir)
+	if err != nil {
+		return fmt.Errorf("config: queue_dir: %w", err)
+	}
+	c.QueueDir = q
+	return nil
+}
+
+// ParseServerURL reads a -server URL:
+//
+//	nntp://[user:pass@]host[:port][?connections=N&level=N&group=N&optional=1
+//	        &retention=DAYS&join_group=1&pipeline=N&starttls=1&verify=0&ca=FILE&ip=4|6&name=N]
+//	nntps://... (TLS from the first byte, port 563 by default)
+func ParseServerURL(raw string) (ServerConfig, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ServerConfig{}, fmt.Errorf("server URL: %w", err)
+	}
+	var s ServerConfig
+	switch u.Scheme {
+	case "nntp", "news":
+		s.Encryption = EncryptNone
+	case "nntps", "snews":
+		s.Encryption = EncryptTLS
+	default:
+		return ServerConfig{}, fmt.Errorf("server URL %q: scheme %q, want nntp:// or nntps://", redact(u), u.Scheme)
+	}
+	if u.Opaque != "" || u.Hostname() == "" {
+		return ServerConfig{}, fmt.Errorf("server URL %q: no host", redact(u))
+	}
+	if (u.Path != "" && u.Path != "/") || u.Fragment != "" {
+		return ServerConfig{}, fmt.Errorf("server URL %q: a path or fragment means nothing here", redact(u))
+	}
+	s.Host = u.Hostname()
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return ServerConfig{}, fmt.Errorf("server URL %q: port %q", redact(u), p)
+		}
+		s.Port = n
+	}
+	if u.User != nil {
+		s.Username = u.User.Username()
+		s.Password, _ = u.User.Password()
+	}
+	for k, vs := range u.Query() {
+		v := vs[len(vs)-1]
+		num := func() (int, error) {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, fmt.Errorf("server URL %q: %s=%q is not a number", redact(u), k, v)
+			}
+			return n, nil
+		}
+		flag := func() (bool, error) {
+			switch strings.ToLower(v) {
+			case "1", "true", "yes", "on":
+				return true, nil
+			case "0", "false", "no", "off":
+				return false, nil
+			}
+			return false, fmt.Errorf("server URL %q: %s=%q is not 0 or 1", redact(u), k, v)
+		}
+		var err error
+		switch k {
+		case "connections":
+			s.Connections, err = num()
+		case "pipeline":
+			s.Pipeline, err = num()
+		case "level":
+			s.Level, err = num()
+		case "group":
+			s.Group, err = num()
+		case "retention":
+			s.Retention, err = num()
+		case "optional":
+			s.Optional, err = flag()
+		case "join_group":
+			s.JoinGroup, err = flag()
+		case "starttls":
+			var on bool
+			if on, err = flag(); on {
+				if s.Encryption == EncryptTLS {
+					err = fmt.Errorf("server URL %q: starttls=1 with nntps://", redact(u))
+				}
+				s.Encryption = EncryptStartTLS
+			}
+		case "verify":
+			var on bool
+			on, err = flag()
+			s.CertVerification = &on
+		case "ca":
+			s.CAFile = v
+		case "ip":
+			err = s.IPVersion.UnmarshalText([]byte(v))
+		case "name":
+			s.Name = v
+		default:
+			err = fmt.Errorf("server URL %q: unknown parameter %q", redact(u), k)
+		}
+		if err != nil {
+			return ServerConfig{}, err
+		}
+	}
+	return s, nil
+}
+
+// redact hides a URL's password.
+func redact(u *url.URL) string {
+	if u.User == nil {
+		return u.String()
+	}
+	c := *u
+	if _, ok := u.User.Password(); ok {
+		c.User = url.UserPassword(u.User.Username(), "xxx")
+	}
+	return c.String()
+}

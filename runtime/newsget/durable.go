@@ -1,0 +1,107 @@
+package newsget
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/download"
+)
+
+// writeDurable replaces path with data, durably (STYLE §7.1): write a
+// temporary file, fsync it, rename it over path, fsync the directory.
+func writeDurable(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("download: write %s: %w", path, err)
+	}
+	name := tmp.Name()
+	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(name, path)
+	}
+	if werr != nil {
+		os.Remove(name)
+		return fmt.Errorf("download: write %s: %w", path, werr)
+	}
+	return syncDir(dir)
+}
+
+// syncDir fsyncs a directory, so names created or renamed in it survive a
+// crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("download: sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("download: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// quotaFile is the name of the quota state beside the job queue.
+const quotaFile = "quota.json"
+
+// quotaStore persists a download.Quota's counters in queue_dir/quota.json.
+type quotaStore struct {
+	path  string
+	q     download.Quota
+	saved download.QuotaState
+}
+
+// openQuota reads the persisted counters, if any.
+func openQuota(dir string, cfg *Config, loc *time.Location) (*quotaStore, error) {
+	s := &quotaStore{path: filepath.Join(dir, quotaFile)}
+	s.q = download.Quota{Daily: int64(cfg.DailyQuota), Monthly: int64(cfg.MonthlyQuota), QuotaDay: cfg.QuotaDay, Loc: loc}
+	data, err := os.ReadFile(s.path)
+	switch {
+	case os.IsNotExist(err):
+		return s, nil
+	case err != nil:
+		return nil, fmt.Errorf("download: quota state: %w", err)
+	}
+	st, err := download.ParseQuotaState(data)
+	if err != nil {
+		return nil, fmt.Errorf("download: %s: %w (remove it to start counting afresh)", s.path, err)
+	}
+	if err := s.q.Restore(st); err != nil {
+		return nil, err
+	}
+	s.saved = st
+	return s, nil
+}
+
+// saveState writes counters taken from the quota.
+func (s *quotaStore) saveState(st download.QuotaState) error {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeDurable(s.path, append(data, '\n')); err != nil {
+		return err
+	}
+	s.saved = st
+	return nil
+}
+
+// fileInfo is what the first parts of a file told about it, kept in
+// queue_dir/files/<job>/<index>.json so a resumed download knows the
+// file's name, size and CRC without fetching a finished part again.
+type fileInfo struct {
+	Name     string `json:"name,omitempty"` // yEnc name=, not sanitised
+	Size     int64  `json:"size"`
+	CRC32    uint32 `json:"crc32,omitempty"`
+	HasCRC32 bool   `json:"has_crc32,omitempty"`
+	PartSize int64  `json:"part_size,omitempty"` // regular layout: part n holds [(n-1)*PartSize, n*PartSize)
+}

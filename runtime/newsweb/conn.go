@@ -1,0 +1,213 @@
+package newsweb
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/handshake"
+	mreader "github.com/newsflow/newsflow/machine/reader"
+	"github.com/newsflow/newsflow/runtime/goroutine"
+)
+
+// Transports a connection may end up with (logged and counted).
+const (
+	TransportTLS      = "tls"      // implicit TLS
+	TransportStartTLS = "starttls" // plain TCP upgraded with STARTTLS
+	TransportPlain    = "plain"    // no TLS
+)
+
+// ErrTLSRequired is wrapped by connection errors when credentials are
+// configured and TLS could not be had.
+var ErrTLSRequired = errors.New("TLS is required when credentials are configured")
+
+// clientEvent is what a connection's step callback passes to its worker:
+// an event of the reader Client, and for results the commands the Client
+// sent since the previous result.
+type clientEvent struct {
+	ev   mreader.Event
+	sent map[string]int
+}
+
+// serverConn is one established reader connection: the goroutine runtime's
+// Conn running machine/reader's Client until it closes.
+type serverConn struct {
+	gc        *goroutine.Conn
+	client    *mreader.Client
+	transport string
+	events    chan clientEvent
+	done      chan struct{} // closed when Run has returned (the connection is closed)
+	cancel    context.CancelFunc
+	ctx       context.Context
+}
+
+// alive reports whether the connection still runs.
+func (sc *serverConn) alive() bool {
+	select {
+	case <-sc.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// close ends the connection and waits for its loop to stop.
+func (sc *serverConn) close() {
+	sc.cancel()
+	<-sc.done
+}
+
+// connect opens a connection with the TLS policy of ServerConfig: TLS
+// first; required with credentials; otherwise plain TCP as a fallback.
+func (s *Service) connect(ctx context.Context, worker int) (*serverConn, error) {
+	cfg := s.cfg
+	creds := cfg.User != ""
+	log := s.log.With("worker", worker)
+	if cfg.TLS == TLSImplicit {
+		nc, err := s.dial(ctx, true)
+		if err == nil {
+			return s.setUp(ctx, nc, handshake.TLSOff, TransportTLS, log)
+		}
+		if creds {
+			return nil, fmt.Errorf("reader: %s: %w: implicit TLS failed: %w", cfg.Name, ErrTLSRequired, err)
+		}
+		log.Warn("TLS connection failed, falling back to plain TCP", "err", err)
+		nc, err = s.dial(ctx, false)
+		if err != nil {
+			return nil, err
+		}
+		return s.setUp(ctx, nc, handshake.TLSOff, TransportPlain, log)
+	}
+	mode := handshake.TLSIfOffered
+	if creds {
+		mode = handshake.TLSRequired
+	}
+	nc, err := s.dial(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := s.setUp(ctx, nc, mode, "", log)
+	var f handshake.Failed
+	if err != nil && !creds && errors.As(err, &f) && f.Reason == handshake.ReasonTLSFailed {
+		log.Warn("STARTTLS failed, falling back to plain TCP", "err", err)
+		if nc, err = s.dial(ctx, false); err != nil {
+			return nil, err
+		}
+		return s.setUp(ctx, nc, handshake.TLSOff, TransportPlain, log)
+	}
+	if err != nil && creds && errors.As(err, &f) && (f.Reason == handshake.ReasonTLSFailed || f.Reason == handshake.ReasonTLSUnavailable) {
+		return nil, fmt.Errorf("reader: %s: %w: %w", cfg.Name, ErrTLSRequired, err)
+	}
+	return sc, err
+}
+
+// dial opens a TCP (or implicit TLS) connection within the dial timeout.
+func (s *Service) dial(ctx context.Context, useTLS bool) (net.Conn, error) {
+	d := &net.Dialer{Timeout: s.opts.DialTimeout}
+	if useTLS {
+		td := &tls.Dialer{NetDialer: d, Config: s.cfg.tlsConfig()}
+		nc, err := td.DialContext(ctx, "tcp", s.cfg.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("reader: %s: dial TLS %s: %w", s.cfg.Name, s.cfg.Addr, err)
+		}
+		return nc, nil
+	}
+	nc, err := d.DialContext(ctx, "tcp", s.cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("reader: %s: dial %s: %w", s.cfg.Name, s.cfg.Addr, err)
+	}
+	return nc, nil
+}
+
+// setUp runs the handshake (greeting, CAPABILITIES, MODE READER, STARTTLS,
+// AUTHINFO) on nc and starts the reader Client on it. transport is "" when
+// the handshake decides (STARTTLS or plain).
+func (s *Service) setUp(ctx context.Context, nc net.Conn, mode handshake.TLSMode, transport string, log *slog.Logger) (*serverConn, error) {
+	gc := goroutine.New(nc, goroutine.Options{TLSConfig: s.cfg.tlsConfig(), Now: s.now})
+	h := handshake.New(s.now(), handshake.Config{
+		Reader: true, User: s.cfg.User, Pass: s.cfg.Pass, TLS: mode, StepTimeout: s.opts.DialTimeout,
+	})
+	var ready *handshake.Ready
+	var failed error
+	hctx, cancel := context.WithTimeout(ctx, 4*s.opts.DialTimeout)
+	err := gc.Run(hctx, h, func(time.Time) error {
+		for {
+			ev, ok := h.NextEvent()
+			if !ok {
+				return nil
+			}
+			switch e := ev.(type) {
+			case handshake.Ready:
+				ready = &e
+				return goroutine.ErrStop
+			case handshake.Failed:
+				failed = e
+			}
+		}
+	})
+	cancel()
+	if ready == nil {
+		gc.Close()
+		if failed != nil {
+			return nil, fmt.Errorf("reader: %s: %w", s.cfg.Name, failed)
+		}
+		if err == nil {
+			err = errors.New("handshake ended without an answer")
+		}
+		return nil, fmt.Errorf("reader: %s: handshake: %w", s.cfg.Name, err)
+	}
+	if transport == "" {
+		transport = TransportPlain
+		if ready.TLS {
+			transport = TransportStartTLS
+		}
+	}
+	client, err := mreader.FromHandshake(s.now(), s.opts.Client, *ready, h.Leftover())
+	if err != nil {
+		gc.Close()
+		return nil, fmt.Errorf("reader: %s: %w", s.cfg.Name, err)
+	}
+	cctx, ccancel := context.WithCancel(s.ctx)
+	sc := &serverConn{gc: gc, client: client, transport: transport, events: make(chan clientEvent, 16),
+		done: make(chan struct{}), cancel: ccancel, ctx: cctx}
+	last := map[string]int{}
+	go func() {
+		// When the loop ends (the server closed, a timeout), cancelling
+		// cctx also releases a worker blocked in gc.Do on this connection.
+		defer close(sc.done)
+		defer ccancel()
+		gc.Run(cctx, client, func(time.Time) error {
+			for {
+				ev, ok := client.NextEvent()
+				if !ok {
+					return nil
+				}
+				ce := clientEvent{ev: ev}
+				if _, closed := ev.(mreader.Closed); !closed {
+					now := client.Sent()
+					ce.sent = make(map[string]int)
+					for k, v := range now {
+						if d := v - last[k]; d > 0 {
+							ce.sent[k] = d
+						}
+					}
+					last = maps.Clone(now)
+				}
+				select {
+				case sc.events <- ce:
+				case <-cctx.Done():
+					return cctx.Err()
+				}
+			}
+		})
+		gc.Close()
+	}()
+	log.Info("nntp connection ready", "transport", transport, "strategy", client.Strategy().String(), "ready", ready.String())
+	s.metrics.connection(s.cfg.Name, transport)
+	return sc, nil
+}

@@ -1,0 +1,116 @@
+package newsweb
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	mreader "github.com/newsflow/newsflow/machine/reader"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+)
+
+// The TLS policy of seed 001: TLS first, required with credentials, plain
+// TCP as the fallback otherwise; the transport used is counted.
+func TestTLSPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		server    nntptest.TLSMode
+		mode      TLSMode
+		creds     bool
+		trust     bool
+		transport string // "" means the connection must fail with ErrTLSRequired
+	}{
+		{"starttls offered", nntptest.StartTLS, TLSStartTLS, false, true, TransportStartTLS},
+		{"starttls with credentials", nntptest.StartTLS, TLSStartTLS, true, true, TransportStartTLS},
+		{"implicit", nntptest.ImplicitTLS, TLSImplicit, false, true, TransportTLS},
+		{"implicit with credentials", nntptest.ImplicitTLS, TLSImplicit, true, true, TransportTLS},
+		{"no TLS offered", nntptest.NoTLS, TLSStartTLS, false, true, TransportPlain},
+		{"no TLS offered, credentials", nntptest.NoTLS, TLSStartTLS, true, true, ""},
+		{"implicit refused, falls back", nntptest.NoTLS, TLSImplicit, false, true, TransportPlain},
+		{"implicit refused, credentials", nntptest.NoTLS, TLSImplicit, true, true, ""},
+		{"starttls untrusted, falls back", nntptest.StartTLS, TLSStartTLS, false, false, TransportPlain},
+		{"starttls untrusted, credentials", nntptest.StartTLS, TLSStartTLS, true, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := nntptest.Options{TLS: tc.server}
+			if tc.creds {
+				opts.Auth = &nntptest.Auth{User: "alice", Pass: "secret"}
+			}
+			srv := nntptest.Start(t, opts)
+			srv.AddGroup(nntptest.Group{Name: "misc.test"})
+			cfg := ServerConfig{Addr: srv.HostPort(), TLS: tc.mode, Connections: 1}
+			if tc.trust && tc.server != nntptest.NoTLS {
+				cfg.TLSConfig = srv.ClientTLSConfig()
+			} else {
+				cfg.TLSConfig = &tls.Config{ServerName: "untrusted.invalid"} // system roots do not know nntptest's CA
+			}
+			if tc.creds {
+				cfg.User, cfg.Pass = "alice", "secret"
+			}
+			m := NewMetrics(prometheus.NewRegistry())
+			s := service(t, cfg, nil, m)
+			_, err := s.Do(context.Background(), mreader.GetGroups{})
+			if tc.transport == "" {
+				if !errors.Is(err, ErrTLSRequired) {
+					t.Fatalf("got %v, want ErrTLSRequired", err)
+				}
+				if n := srv.Count("AUTHINFO"); n != 0 {
+					t.Errorf("credentials sent without TLS (%d AUTHINFO)", n)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]float64{}
+			for _, tr := range []string{TransportTLS, TransportStartTLS, TransportPlain} {
+				if v := testutil.ToFloat64(m.Connections.WithLabelValues(s.Name(), tr)); v > 0 {
+					got[tr] = v
+				}
+			}
+			if d := cmp.Diff(map[string]float64{tc.transport: 1}, got); d != "" {
+				t.Errorf("connections by transport (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestParseServerURL(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    ServerConfig
+		wantErr bool
+	}{
+		{in: "nntp://news.example", want: ServerConfig{Addr: "news.example:119"}},
+		{in: "nntps://news.example", want: ServerConfig{Addr: "news.example:563", TLS: TLSImplicit}},
+		{in: "nntp://127.0.0.1:1119/?priority=2&connections=8", want: ServerConfig{Addr: "127.0.0.1:1119", Priority: 2, Connections: 8}},
+		{in: "nntps://bob:p%40ss@[::1]:5630?name=backup", want: ServerConfig{Addr: "[::1]:5630", TLS: TLSImplicit, User: "bob", Pass: "p@ss", Name: "backup"}},
+		{in: "http://news.example", wantErr: true},
+		{in: "nntp://", wantErr: true},
+		{in: "nntp://news.example/misc.test", wantErr: true},
+		{in: "nntp://news.example?prio=1", wantErr: true},
+		{in: "nntp://news.example?connections=0", wantErr: true},
+		{in: "nntp://news.example?priority=high", wantErr: true},
+		{in: "nntp://:pw@news.example", wantErr: true},
+	} {
+		got, err := ParseServerURL(tc.in)
+		if tc.wantErr {
+			if err == nil {
+				t.Errorf("ParseServerURL(%q) = %+v, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseServerURL(%q): %v", tc.in, err)
+			continue
+		}
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("ParseServerURL(%q) (-want +got):\n%s", tc.in, d)
+		}
+	}
+}

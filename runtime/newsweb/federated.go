@@ -1,0 +1,638 @@
+package newsweb
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	mreader "github.com/newsflow/newsflow/machine/reader"
+	"github.com/newsflow/newsflow/proto"
+)
+
+// ErrBadRequest is wrapped when a group name or message-id is not valid.
+var ErrBadRequest = errors.New("bad request")
+
+// Defaults for FederatedOptions fields left zero.
+const (
+	DefaultArticleCacheBytes = 256 << 20 // total size of cached articles
+	DefaultListCacheArticles = 2_000_000 // total summaries held by the thread-list and thread caches
+	DefaultIncrementalWait   = 2 * time.Second
+)
+
+// FederatedOptions tune a Federated service.
+type FederatedOptions struct {
+	// Cache holds the TTL of each cache (seed 001 defaults for zero fields).
+	Cache mreader.CacheConfig
+	// ArticleCacheBytes bounds the article cache (DefaultArticleCacheBytes
+	// when 0); ListCacheArticles bounds the thread-list and thread caches in
+	// article summaries (DefaultListCacheArticles when 0).
+	ArticleCacheBytes int64
+	ListCacheArticles int64
+	// ThreadLimit is how many of a group's newest articles a thread list
+	// covers (machine/reader's DefaultThreadLimit when 0).
+	ThreadLimit int
+	// IncrementalWait bounds how long a page waits for the incremental
+	// update of a cached thread list (or for group stats) before it is served
+	// what the cache holds; the update still lands in the cache.
+	// DefaultIncrementalWait when 0.
+	IncrementalWait time.Duration
+	// Debounce is the least time between two incremental updates of a group
+	// (seed 004's INCREMENTAL_DEBOUNCE_MS; 1 s when 0).
+	Debounce time.Duration
+	// FetchTimeout bounds a fetch that callers share (they may each stop
+	// waiting earlier); DefaultRequestTimeout when 0.
+	FetchTimeout time.Duration
+	// NoBackground disables the background refresh loop (tests drive
+	// refreshes with RunDueRefreshes instead).
+	NoBackground bool
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Logger, Metrics as for ServiceOptions.
+	Logger  *slog.Logger
+	Metrics *Metrics
+}
+
+// Group is one group of the merged group list.
+type Group struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Status      string   `json:"status,omitempty"` // LIST ACTIVE flag: y, n, m, ...
+	Low         int64    `json:"low"`
+	High        int64    `json:"high"`
+	Count       int64    `json:"count"`   // estimate from the marks (RFC 3977 §6.1.1.2)
+	Servers     []string `json:"servers"` // the servers that carry it, by priority
+}
+
+// ThreadList is a group's cached thread list: the seed's CachedThreads with
+// the server it came from (article numbers are that server's).
+type ThreadList struct {
+	mreader.CachedThreads
+	Server  string    // the server whose numbers HighWater counts
+	Fetched time.Time // when the list was last brought up to date
+}
+
+// ThreadView is one thread of a group.
+type ThreadView struct {
+	Group  string
+	Root   *mreader.Node
+	Server string
+}
+
+// Article is an article as the server sent it (CRLF lines, dot-unstuffed).
+type Article struct {
+	MessageID string
+	Raw       []byte
+	Server    string
+}
+
+// GroupStats is a group's count and newest article date.
+type GroupStats struct {
+	Group    string
+	Count    int64
+	Low      int64
+	High     int64
+	LastDate time.Time
+	Server   string
+}
+
+// Federated is the reader service over several servers (seed 001's
+// NntpFederatedService): caches, coalescing, failover by priority,
+// incremental thread updates and background refresh.
+type Federated struct {
+	services []*Service // by priority, then configuration order
+	opts     FederatedOptions
+	log      *slog.Logger
+	metrics  *Metrics
+	sf       singleflight.Group
+
+	articles *ttlCache[Article]
+	notFound *ttlCache[struct{}]
+	threads  *ttlCache[*ThreadList]
+	thread   *ttlCache[ThreadView]
+	groups   *ttlCache[[]Group]
+	stats    *ttlCache[GroupStats]
+
+	mu        sync.Mutex // guards debouncer and refresher
+	debouncer *mreader.Debouncer
+	refresher *mreader.Refresher
+	wake      chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewFederated returns the service over services (which it owns: Close
+// closes them) and starts the background refresh loop unless disabled.
+func NewFederated(services []*Service, opts FederatedOptions) *Federated {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ArticleCacheBytes == 0 {
+		opts.ArticleCacheBytes = DefaultArticleCacheBytes
+	}
+	if opts.ListCacheArticles == 0 {
+		opts.ListCacheArticles = DefaultListCacheArticles
+	}
+	if opts.ThreadLimit <= 0 {
+		opts.ThreadLimit = mreader.DefaultThreadLimit
+	}
+	if opts.IncrementalWait <= 0 {
+		opts.IncrementalWait = DefaultIncrementalWait
+	}
+	if opts.FetchTimeout <= 0 {
+		opts.FetchTimeout = DefaultRequestTimeout
+	}
+	opts.Cache = opts.Cache.WithDefaults()
+	ordered := slices.Clone(services)
+	slices.SortStableFunc(ordered, func(a, b *Service) int { return cmp.Compare(a.cfg.Priority, b.cfg.Priority) })
+	now := opts.Now
+	f := &Federated{
+		services:  ordered,
+		opts:      opts,
+		log:       opts.Logger,
+		metrics:   opts.Metrics,
+		articles:  newTTLCache[Article](opts.Cache.Article, opts.ArticleCacheBytes, now),
+		notFound:  newTTLCache[struct{}](opts.Cache.ArticleNotFound, 100_000, now),
+		threads:   newTTLCache[*ThreadList](opts.Cache.Threads, opts.ListCacheArticles, now),
+		thread:    newTTLCache[ThreadView](opts.Cache.Thread, opts.ListCacheArticles, now),
+		groups:    newTTLCache[[]Group](opts.Cache.Groups, 0, now),
+		stats:     newTTLCache[GroupStats](opts.Cache.GroupStats, 100_000, now),
+		debouncer: mreader.NewDebouncer(opts.Debounce),
+		refresher: mreader.NewRefresher(now()),
+		wake:      make(chan struct{}, 1),
+	}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	if !opts.NoBackground {
+		f.wg.Add(1)
+		go f.refreshLoop()
+	}
+	return f
+}
+
+// Services returns the servers by priority.
+func (f *Federated) Services() []*Service { return slices.Clone(f.services) }
+
+// Close stops the background refresh and every server's workers.
+func (f *Federated) Close() {
+	f.cancel()
+	f.wg.Wait()
+	for _, s := range f.services {
+		s.Close()
+	}
+}
+
+func (f *Federated) now() time.Time { return f.opts.Now() }
+
+// service returns the server named name, or nil.
+func (f *Federated) service(name string) *Service {
+	for _, s := range f.services {
+		if s.cfg.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// shared runs fetch once for every concurrent caller with the same key
+// (singleflight) on the service's own context, bounded by FetchTimeout, so
+// that a caller who stops waiting does not fail the others. The caller
+// waits until the result or its ctx's end.
+func (f *Federated) shared(ctx context.Context, key string, fetch func(ctx context.Context) (any, error)) (any, error) {
+	ch := f.sf.DoChan(key, func() (any, error) {
+		fctx, cancel := context.WithTimeout(f.ctx, f.opts.FetchTimeout)
+		defer cancel()
+		return fetch(fctx)
+	})
+	select {
+	case r := <-ch:
+		if r.Shared {
+			f.metrics.coalesced("federated")
+		}
+		return r.Val, r.Err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("reader: %s: %w", key, ctx.Err())
+	}
+}
+
+// errNotFound carries whether every server said so (only then is a
+// negative answer cached).
+type errNotFound struct {
+	what       string
+	definitive bool
+}
+
+// Error says what was not found.
+func (e *errNotFound) Error() string { return "reader: " + e.what + ": " + ErrNotFound.Error() }
+
+// Unwrap makes errors.Is(err, ErrNotFound) hold.
+func (e *errNotFound) Unwrap() error { return ErrNotFound }
+
+// ask tries the servers in priority order until one answers: an error moves
+// on (failover), a NotFound too (another server may carry it). It returns
+// the first result with its server; ErrNotFound when no server had it (and
+// at least one said so); ErrUnavailable with every server's error otherwise.
+func (f *Federated) ask(ctx context.Context, what string, req mreader.Request) (mreader.Event, *Service, error) {
+	var errs []error
+	notFound := 0
+	for _, s := range f.services {
+		ev, err := s.Do(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, err
+			}
+			f.log.Debug("server failed, trying the next", "server", s.cfg.Name, "request", req.Key(), "err", err)
+			errs = append(errs, err)
+			continue
+		}
+		if _, ok := ev.(mreader.NotFound); ok {
+			notFound++
+			continue
+		}
+		return ev, s, nil
+	}
+	if notFound > 0 {
+		return nil, nil, &errNotFound{what: what, definitive: len(errs) == 0}
+	}
+	if len(f.services) == 0 {
+		errs = append(errs, errors.New("no servers configured"))
+	}
+	return nil, nil, fmt.Errorf("reader: %s: %w: %w", what, ErrUnavailable, errors.Join(errs...))
+}
+
+// Article returns the article with message-id id (with angle brackets).
+func (f *Federated) Article(ctx context.Context, id string) (Article, error) {
+	if err := proto.ValidNNTPMessageID(id); err != nil {
+		return Article{}, fmt.Errorf("reader: article %q: %w: %w", id, ErrBadRequest, err)
+	}
+	key := mreader.ArticleKey(id)
+	if a, ok := f.articles.get(key); ok {
+		f.metrics.cacheLookup(mreader.CacheArticle, true)
+		return a, nil
+	}
+	f.metrics.cacheLookup(mreader.CacheArticle, false)
+	if _, ok := f.notFound.get(key); ok {
+		f.metrics.cacheLookup(mreader.CacheArticleNotFound, true)
+		return Article{}, &errNotFound{what: "article " + id, definitive: true}
+	}
+	f.metrics.cacheLookup(mreader.CacheArticleNotFound, false)
+	v, err := f.shared(ctx, "article:"+id, func(ctx context.Context) (any, error) {
+		// A fetch that finished between our miss and this call cached it.
+		if a, ok := f.articles.get(key); ok {
+			return a, nil
+		}
+		if _, ok := f.notFound.get(key); ok {
+			return nil, &errNotFound{what: "article " + id, definitive: true}
+		}
+		ev, s, err := f.ask(ctx, "article "+id, mreader.GetArticle{MessageID: id})
+		if err != nil {
+			var nf *errNotFound
+			if errors.As(err, &nf) && nf.definitive {
+				f.notFound.put(key, struct{}{}, 1)
+			}
+			return nil, err
+		}
+		r, ok := ev.(mreader.ArticleResult)
+		if !ok {
+			return nil, fmt.Errorf("reader: article %s: unexpected answer %T", id, ev)
+		}
+		a := Article{MessageID: id, Raw: r.Raw, Server: s.cfg.Name}
+		f.articles.put(key, a, int64(len(r.Raw))+int64(len(id)))
+		return a, nil
+	})
+	if err != nil {
+		return Article{}, err
+	}
+	return v.(Article), nil
+}
+
+// Groups returns the group list merged from every server, by name. A group
+// carried by several servers takes its marks from the first by priority,
+// and its description from the first that has one.
+func (f *Federated) Groups(ctx context.Context) ([]Group, error) {
+	if g, ok := f.groups.get(mreader.GroupsKey); ok {
+		f.metrics.cacheLookup(mreader.CacheGroups, true)
+		return g, nil
+	}
+	f.metrics.cacheLookup(mreader.CacheGroups, false)
+	v, err := f.shared(ctx, "groups", func(ctx context.Context) (any, error) {
+		if g, ok := f.groups.get(mreader.GroupsKey); ok {
+			return g, nil
+		}
+		results := make([]mreader.GroupsResult, len(f.services))
+		errs := make([]error, len(f.services))
+		var wg sync.WaitGroup
+		for i, s := range f.services {
+			wg.Go(func() {
+				ev, err := s.Do(ctx, mreader.GetGroups{})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				if r, ok := ev.(mreader.GroupsResult); ok {
+					results[i] = r
+				} else {
+					errs[i] = fmt.Errorf("reader: %s: LIST: unexpected answer %T", s.cfg.Name, ev)
+				}
+			})
+		}
+		wg.Wait()
+		failed := 0
+		for _, err := range errs {
+			if err != nil {
+				failed++
+			}
+		}
+		if failed == len(f.services) {
+			return nil, fmt.Errorf("reader: group list: %w: %w", ErrUnavailable, errors.Join(errs...))
+		}
+		merged := mergeGroups(f.services, results, errs)
+		if failed == 0 {
+			f.groups.put(mreader.GroupsKey, merged, 1)
+		} else {
+			f.log.Warn("group list incomplete, not cached", "failed", failed, "err", errors.Join(errs...))
+		}
+		return merged, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]Group), nil
+}
+
+// mergeGroups merges per-server listings (services in priority order).
+func mergeGroups(services []*Service, results []mreader.GroupsResult, errs []error) []Group {
+	idx := make(map[string]int)
+	var out []Group
+	for i, r := range results {
+		if errs[i] != nil {
+			continue
+		}
+		for _, g := range r.Groups {
+			j, ok := idx[g.Name]
+			if !ok {
+				count := g.High - g.Low + 1
+				if g.High < g.Low || g.High == 0 {
+					count = 0
+				}
+				idx[g.Name] = len(out)
+				out = append(out, Group{Name: g.Name, Description: g.Description, Status: g.Status,
+					Low: g.Low, High: g.High, Count: count, Servers: []string{services[i].cfg.Name}})
+				continue
+			}
+			out[j].Servers = append(out[j].Servers, services[i].cfg.Name)
+			if out[j].Description == "" {
+				out[j].Description = g.Description
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Group) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// validGroup checks a group name from a request.
+func validGroup(group string) error {
+	if err := proto.ValidGroupName(group); err != nil {
+		return fmt.Errorf("reader: group %q: %w: %w", group, ErrBadRequest, err)
+	}
+	return nil
+}
+
+// GroupStats returns a group's count and newest article date (Low priority).
+func (f *Federated) GroupStats(ctx context.Context, group string) (GroupStats, error) {
+	if err := validGroup(group); err != nil {
+		return GroupStats{}, err
+	}
+	key := mreader.GroupStatsKey(group)
+	if st, ok := f.stats.get(key); ok {
+		f.metrics.cacheLookup(mreader.CacheGroupStats, true)
+		return st, nil
+	}
+	f.metrics.cacheLookup(mreader.CacheGroupStats, false)
+	v, err := f.shared(ctx, "stats:"+group, func(ctx context.Context) (any, error) {
+		if st, ok := f.stats.get(key); ok {
+			return st, nil
+		}
+		ev, s, err := f.ask(ctx, "group "+group, mreader.GetGroupStats{Group: group})
+		if err != nil {
+			return nil, err
+		}
+		r, ok := ev.(mreader.StatsResult)
+		if !ok {
+			return nil, fmt.Errorf("reader: group %s: unexpected answer %T", group, ev)
+		}
+		st := GroupStats{Group: group, Count: r.Count, Low: r.Low, High: r.High, LastDate: r.LastDate, Server: s.cfg.Name}
+		f.stats.put(key, st, 1)
+		return st, nil
+	})
+	if err != nil {
+		return GroupStats{}, err
+	}
+	return v.(GroupStats), nil
+}
+
+// Threads returns the group's thread list, newest activity first. A cached
+// list is first brought up to date incrementally (debounced, waited for at
+// most IncrementalWait); a missing one is fetched whole (up to ThreadLimit
+// articles).
+func (f *Federated) Threads(ctx context.Context, group string) (*ThreadList, error) {
+	if err := validGroup(group); err != nil {
+		return nil, err
+	}
+	f.markActive(group)
+	if tl, ok := f.threads.get(mreader.ThreadsKey(group)); ok {
+		f.metrics.cacheLookup(mreader.CacheThreads, true)
+		return f.update(ctx, group, tl), nil
+	}
+	f.metrics.cacheLookup(mreader.CacheThreads, false)
+	return f.fetchThreads(ctx, group)
+}
+
+// fetchThreads fetches a group's thread list whole and caches it.
+func (f *Federated) fetchThreads(ctx context.Context, group string) (*ThreadList, error) {
+	v, err := f.shared(ctx, "threads:"+group, func(ctx context.Context) (any, error) {
+		if tl, ok := f.threads.get(mreader.ThreadsKey(group)); ok {
+			return tl, nil
+		}
+		ev, s, err := f.ask(ctx, "group "+group, mreader.GetThreads{Group: group, Limit: f.opts.ThreadLimit})
+		if err != nil {
+			return nil, err
+		}
+		r, ok := ev.(mreader.ThreadsResult)
+		if !ok {
+			return nil, fmt.Errorf("reader: group %s: unexpected answer %T", group, ev)
+		}
+		tl := &ThreadList{CachedThreads: mreader.CachedThreads{Group: group, HighWater: r.High, Articles: r.Articles,
+			Threads: mreader.Thread(r.Articles)}, Server: s.cfg.Name, Fetched: f.now()}
+		f.putThreads(tl)
+		return tl, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*ThreadList), nil
+}
+
+func (f *Federated) putThreads(tl *ThreadList) {
+	f.threads.put(mreader.ThreadsKey(tl.Group), tl, int64(len(tl.Articles))+1)
+}
+
+// update brings a cached thread list up to date: the seed's incremental
+// update on a cache hit, waited for at most IncrementalWait. It returns the
+// freshest list it has.
+func (f *Federated) update(ctx context.Context, group string, tl *ThreadList) *ThreadList {
+	ch, ok := f.incremental(group)
+	if !ok {
+		return tl
+	}
+	t := time.NewTimer(f.opts.IncrementalWait)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		if r.Err == nil && r.Val != nil {
+			return r.Val.(*ThreadList)
+		}
+	case <-t.C:
+		f.log.Debug("incremental update still running, serving the cached list", "group", group)
+	case <-ctx.Done():
+	}
+	return tl
+}
+
+// incremental starts (or joins) the incremental update of group: the new
+// articles since the cached high-water mark, fetched at Low priority from
+// the server the list came from, merged and cached again. It is debounced
+// to once per Debounce per group (false when debounced) and coalesced.
+func (f *Federated) incremental(group string) (<-chan singleflight.Result, bool) {
+	f.mu.Lock()
+	allowed := f.debouncer.Allow(group, f.now())
+	f.mu.Unlock()
+	if !allowed {
+		return nil, false
+	}
+	ch := f.sf.DoChan("new:"+group, func() (any, error) {
+		ctx, cancel := context.WithTimeout(f.ctx, f.opts.FetchTimeout)
+		defer cancel()
+		tl, ok := f.threads.get(mreader.ThreadsKey(group))
+		if !ok {
+			return nil, nil // expired meanwhile: the next page load fetches it whole
+		}
+		s := f.service(tl.Server)
+		if s == nil {
+			return nil, nil
+		}
+		ev, err := s.Do(ctx, tl.Update())
+		if err != nil {
+			f.log.Debug("incremental update failed", "group", group, "server", tl.Server, "err", err)
+			return nil, err
+		}
+		switch r := ev.(type) {
+		case mreader.NotFound:
+			f.threads.delete(mreader.ThreadsKey(group))
+			return nil, &errNotFound{what: "group " + group}
+		case mreader.ThreadsResult:
+			f.log.Debug("Found new articles", "group", group, "count", len(r.Articles))
+			next := &ThreadList{CachedThreads: tl.Apply(r), Server: tl.Server, Fetched: f.now()}
+			next.CachedThreads = f.trim(next.CachedThreads)
+			f.putThreads(next)
+			return next, nil
+		}
+		return nil, fmt.Errorf("reader: group %s: unexpected answer %T", group, ev)
+	})
+	return ch, true
+}
+
+// trim keeps a list that incremental updates have grown past twice the
+// thread limit to its newest ThreadLimit articles.
+func (f *Federated) trim(c mreader.CachedThreads) mreader.CachedThreads {
+	if len(c.Articles) <= 2*f.opts.ThreadLimit {
+		return c
+	}
+	arts := slices.Clone(c.Articles)
+	slices.SortFunc(arts, func(a, b mreader.Summary) int { return cmp.Compare(a.Number, b.Number) })
+	arts = arts[len(arts)-f.opts.ThreadLimit:]
+	return mreader.CachedThreads{Group: c.Group, HighWater: c.HighWater, Articles: arts, Threads: mreader.Thread(arts)}
+}
+
+// Thread returns the thread of group that holds message-id id. It is served
+// from the group's cached thread list when there is one (brought up to
+// date first), else from the thread cache, else fetched (High priority).
+func (f *Federated) Thread(ctx context.Context, group, id string) (ThreadView, error) {
+	if err := validGroup(group); err != nil {
+		return ThreadView{}, err
+	}
+	if err := proto.ValidNNTPMessageID(id); err != nil {
+		return ThreadView{}, fmt.Errorf("reader: thread %q: %w: %w", id, ErrBadRequest, err)
+	}
+	f.markActive(group)
+	key := mreader.ThreadKey(group, id)
+	if tl, ok := f.threads.get(mreader.ThreadsKey(group)); ok {
+		tl = f.update(ctx, group, tl)
+		if root, _ := mreader.Find(tl.Threads, id); root != nil {
+			f.metrics.cacheLookup(mreader.CacheThread, true)
+			return ThreadView{Group: group, Root: root, Server: tl.Server}, nil
+		}
+	}
+	if tv, ok := f.thread.get(key); ok {
+		f.metrics.cacheLookup(mreader.CacheThread, true)
+		return tv, nil
+	}
+	f.metrics.cacheLookup(mreader.CacheThread, false)
+	v, err := f.shared(ctx, "thread:"+key, func(ctx context.Context) (any, error) {
+		if tv, ok := f.thread.get(key); ok {
+			return tv, nil
+		}
+		ev, s, err := f.ask(ctx, "thread "+id+" in "+group, mreader.GetThread{Group: group, MessageID: id, Limit: f.opts.ThreadLimit})
+		if errors.Is(err, ErrNotFound) {
+			// Older than the thread data covers (ThreadLimit newest
+			// articles): the article alone, under placeholders for
+			// the ancestors its References name.
+			if tv, ok := f.loneThread(ctx, group, id); ok {
+				f.thread.put(key, tv, 2)
+				return tv, nil
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		r, ok := ev.(mreader.ThreadResult)
+		if !ok {
+			return nil, fmt.Errorf("reader: thread %s: unexpected answer %T", id, ev)
+		}
+		tv := ThreadView{Group: group, Root: r.Root, Server: s.cfg.Name}
+		f.thread.put(key, tv, int64(mreader.Count(r.Root))+1)
+		return tv, nil
+	})
+	if err != nil {
+		return ThreadView{}, err
+	}
+	return v.(ThreadView), nil
+}
+
+// loneThread is the thread of an article found by message-id but not in its
+// group's thread data: the article with its References as placeholders.
+func (f *Federated) loneThread(ctx context.Context, group, id string) (ThreadView, bool) {
+	a, err := f.Article(ctx, id)
+	if err != nil {
+		return ThreadView{}, false
+	}
+	h, _, err := proto.ParseHeaders(a.Raw)
+	if err != nil {
+		return ThreadView{}, false
+	}
+	root, _ := mreader.Find(mreader.Thread([]mreader.Summary{mreader.SummaryFromHeader(0, h)}), id)
+	if root == nil {
+		return ThreadView{}, false
+	}
+	return ThreadView{Group: group, Root: root, Server: a.Server}, true
+}

@@ -1,0 +1,254 @@
+package newsweb
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	mreader "github.com/newsflow/newsflow/machine/reader"
+	"github.com/newsflow/newsflow/proto"
+)
+
+// statsWait bounds how long a group page waits for the group's stats (a
+// Low-priority request that may queue behind page loads); without them the
+// page still shows everything else.
+const statsWait = 300 * time.Millisecond
+
+func (s *Server) groupsPage(ctx context.Context, r *http.Request) (*response, error) {
+	groups, err := s.fed.Groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.render("groups", groupsView{base: s.base("Newsgroups", ""), Groups: displayGroups(groups), ServerCount: len(s.fed.Services())}, cacheGroups)
+}
+
+// displayGroups returns a copy of the (shared, cached) list with the
+// descriptions decoded for display: LIST NEWSGROUPS text may be Latin-1,
+// UTF-8 or carry encoded-words.
+func displayGroups(groups []Group) []Group {
+	out := make([]Group, len(groups))
+	for i, g := range groups {
+		g.Description = decodeHeader(g.Description)
+		out[i] = g
+	}
+	return out
+}
+
+// threadPage is one page of a group's threads, newest activity first.
+type threadPage struct {
+	list  *ThreadList
+	rows  []threadRow
+	page  int
+	pages int
+}
+
+func (s *Server) threads(ctx context.Context, group string, page int) (threadPage, error) {
+	tl, err := s.fed.Threads(ctx, group)
+	if err != nil {
+		return threadPage{}, err
+	}
+	per := s.opts.PerPage
+	pages := max(1, (len(tl.Threads)+per-1)/per)
+	page = min(page, pages)
+	lo, hi := (page-1)*per, min(page*per, len(tl.Threads))
+	tp := threadPage{list: tl, page: page, pages: pages}
+	for _, root := range tl.Threads[lo:hi] {
+		tp.rows = append(tp.rows, row(group, root))
+	}
+	return tp, nil
+}
+
+func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, error) {
+	group, err := groupParam(r)
+	if err != nil {
+		return nil, err
+	}
+	page, err := pageParam(r)
+	if err != nil {
+		return nil, err
+	}
+	statsCh := make(chan *GroupStats, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(ctx, statsWait)
+		defer cancel()
+		st, err := s.fed.GroupStats(sctx, group)
+		if err != nil {
+			statsCh <- nil
+			return
+		}
+		statsCh <- &st
+	}()
+	tp, err := s.threads(ctx, group, page)
+	if err != nil {
+		return nil, err
+	}
+	v := groupView{base: s.base(group, group), Articles: len(tp.list.Articles), ThreadCount: len(tp.list.Threads),
+		Stats: <-statsCh, Threads: tp.rows, Pager: pager{Page: tp.page, Pages: tp.pages}}
+	if tp.page > 1 {
+		v.Pager.Prev = pageURL(group, tp.page-1)
+	}
+	if tp.page < tp.pages {
+		v.Pager.Next = pageURL(group, tp.page+1)
+	}
+	return s.render("group", v, cacheThreads)
+}
+
+func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, error) {
+	group, err := groupParam(r)
+	if err != nil {
+		return nil, err
+	}
+	id, err := msgidParam(r)
+	if err != nil {
+		return nil, err
+	}
+	tv, err := s.fed.Thread(ctx, group, id)
+	if err != nil {
+		return nil, err
+	}
+	root := tree(group, tv.Root, id)
+	subject := "(no subject)"
+	if a := firstArticle(tv.Root); a != nil && a.Article.Subject != "" {
+		subject = decodeHeader(a.Article.Subject)
+	}
+	return s.render("thread", threadView{base: s.base(subject, group), Subject: subject, Count: mreader.Count(tv.Root), Root: root}, cacheThreads)
+}
+
+// articleGroup is the group an article is shown in: ?group= when valid,
+// else the first of its Newsgroups.
+func articleGroup(r *http.Request, d *Display) string {
+	if g := r.URL.Query().Get("group"); g != "" && proto.ValidGroupName(g) == nil {
+		return g
+	}
+	if len(d.Newsgroups) > 0 {
+		return d.Newsgroups[0]
+	}
+	return ""
+}
+
+func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, error) {
+	id, err := msgidParam(r)
+	if err != nil {
+		return nil, err
+	}
+	key := "html " + id + " " + r.URL.Query().Get("group")
+	if resp, ok := s.pages.get(key); ok {
+		return resp, nil
+	}
+	a, err := s.fed.Article(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	d := decodeArticle(a.Raw)
+	group := articleGroup(r, d)
+	v := articleView{base: s.base(orNoSubject(d.Subject), group), Article: d}
+	if group != "" {
+		v.ThreadLink = threadURL(group, id)
+	}
+	for _, p := range d.Parts {
+		v.Parts = append(v.Parts, partView{Note: p.Note, Blocks: blocks(p.Lines)})
+	}
+	resp, err := s.render("article", v, cacheArticle)
+	if err != nil {
+		return nil, err
+	}
+	resp.etag = etagOf(resp.body)
+	s.pages.put(key, resp)
+	return resp, nil
+}
+
+func orNoSubject(s string) string {
+	if s == "" {
+		return "(no subject)"
+	}
+	return s
+}
+
+// JSON API.
+
+func (s *Server) apiGroups(ctx context.Context, r *http.Request) (*response, error) {
+	groups, err := s.fed.Groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return renderJSON(map[string]any{"groups": displayGroups(groups)}, cacheGroups)
+}
+
+func (s *Server) apiThreads(ctx context.Context, r *http.Request) (*response, error) {
+	group, err := groupParam(r)
+	if err != nil {
+		return nil, err
+	}
+	page, err := pageParam(r)
+	if err != nil {
+		return nil, err
+	}
+	tp, err := s.threads(ctx, group, page)
+	if err != nil {
+		return nil, err
+	}
+	rows := tp.rows
+	if rows == nil {
+		rows = []threadRow{}
+	}
+	return renderJSON(map[string]any{
+		"group": group, "server": tp.list.Server, "high_water": tp.list.HighWater,
+		"articles": len(tp.list.Articles), "total_threads": len(tp.list.Threads),
+		"page": tp.page, "pages": tp.pages, "per_page": s.opts.PerPage, "threads": rows,
+	}, cacheThreads)
+}
+
+func (s *Server) apiThread(ctx context.Context, r *http.Request) (*response, error) {
+	id, err := msgidParam(r)
+	if err != nil {
+		return nil, err
+	}
+	group := r.URL.Query().Get("group")
+	if group == "" {
+		// The group is the first of the article's Newsgroups.
+		a, err := s.fed.Article(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		group = articleGroup(r, decodeArticle(a.Raw))
+	}
+	if proto.ValidGroupName(group) != nil {
+		return nil, errBad
+	}
+	tv, err := s.fed.Thread(ctx, group, id)
+	if err != nil {
+		return nil, err
+	}
+	return renderJSON(map[string]any{"group": group, "server": tv.Server, "articles": mreader.Count(tv.Root),
+		"root": tree(group, tv.Root, id)}, cacheThreads)
+}
+
+func (s *Server) apiArticle(ctx context.Context, r *http.Request) (*response, error) {
+	id, err := msgidParam(r)
+	if err != nil {
+		return nil, err
+	}
+	key := "json " + id
+	if resp, ok := s.pages.get(key); ok {
+		return resp, nil
+	}
+	a, err := s.fed.Article(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	d := decodeArticle(a.Raw)
+	if d.Parts == nil {
+		d.Parts = []Part{}
+	}
+	resp, err := renderJSON(struct {
+		*Display
+		Server string `json:"server"`
+		Text   string `json:"text"`
+	}{d, a.Server, d.Text()}, cacheArticle)
+	if err != nil {
+		return nil, err
+	}
+	resp.etag = etagOf(resp.body)
+	s.pages.put(key, resp)
+	return resp, nil
+}

@@ -1,0 +1,203 @@
+package newsweb
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
+)
+
+// innThread is a generated group: articles with their parents, in posting
+// order (dates increase with the index).
+type innGroup struct {
+	ids     []string
+	parent  map[string]string // "" for a root
+	roots   []string
+	threads map[string][]string // root -> its articles in posting order
+}
+
+// genGroup makes n articles in threads of random shape (seeded, so the
+// same every run): each article either starts a thread (one in eight) or
+// answers a random earlier article of a random thread.
+func genGroup(n int) innGroup {
+	r := rand.New(rand.NewPCG(6, 2024))
+	g := innGroup{parent: map[string]string{}, threads: map[string][]string{}}
+	root := map[string]string{}
+	for i := range n {
+		id := fmt.Sprintf("<a%03d@inn.test>", i)
+		if i == 0 || r.IntN(8) == 0 {
+			g.parent[id], root[id] = "", id
+			g.roots = append(g.roots, id)
+		} else {
+			p := g.ids[r.IntN(len(g.ids))]
+			g.parent[id], root[id] = p, root[p]
+		}
+		g.ids = append(g.ids, id)
+		g.threads[root[id]] = append(g.threads[root[id]], id)
+	}
+	return g
+}
+
+// references is the References chain of id (oldest first).
+func (g innGroup) references(id string) []string {
+	var refs []string
+	for p := g.parent[id]; p != ""; p = g.parent[p] {
+		refs = append([]string{p}, refs...)
+	}
+	return refs
+}
+
+func (g innGroup) article(i int, group string) []byte {
+	id := g.ids[i]
+	date := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Minute)
+	h := []string{"Path: poster.inn.test!not-for-mail", fmt.Sprintf("From: Poster %d <p%d@inn.test>", i%7, i%7),
+		"Newsgroups: " + group, fmt.Sprintf("Subject: topic %s", strings.Trim(g.threadOf(id), "<>")),
+		"Date: " + proto.FormatArticleDate(date), "Message-ID: " + id}
+	if refs := g.references(id); len(refs) > 0 {
+		h = append(h, "References: "+strings.Join(refs, " "))
+	}
+	return art(h, fmt.Sprintf("Article %d.\n> quoting the parent\n", i))
+}
+
+func (g innGroup) threadOf(id string) string {
+	for g.parent[id] != "" {
+		id = g.parent[id]
+	}
+	return id
+}
+
+// ihave offers every article to innd with IHAVE (RFC 3977 §6.3.2).
+func ihave(t *testing.T, addr string, g innGroup, group string) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(60 * time.Second))
+	r := bufio.NewReader(nc)
+	line := func() string {
+		l, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("innd: %v", err)
+		}
+		return strings.TrimRight(l, "\r\n")
+	}
+	if l := line(); !strings.HasPrefix(l, "200") {
+		t.Fatalf("innd greeting %q", l)
+	}
+	for i, id := range g.ids {
+		fmt.Fprintf(nc, "IHAVE %s\r\n", id)
+		if l := line(); !strings.HasPrefix(l, "335") {
+			t.Fatalf("IHAVE %s: %q", id, l)
+		}
+		nc.Write(proto.AppendBlock(nil, g.article(i, group)))
+		if l := line(); !strings.HasPrefix(l, "235") {
+			t.Fatalf("IHAVE %s: article answered %q", id, l)
+		}
+	}
+	fmt.Fprintf(nc, "QUIT\r\n")
+}
+
+// A group of 300 threaded articles posted to a real INN by IHAVE and read
+// back from its nnrpd: the JSON API and the HTML pages show every thread
+// with exactly the parent of each article.
+func TestINNGroupRenders(t *testing.T) {
+	const group = "test.threads"
+	inn := inntest.Start(t, inntest.Options{Reader: true, Groups: []inntest.Group{{Name: group, Description: "Threads from INN"}}})
+	g := genGroup(300)
+	ihave(t, inn.Addr(), g, group)
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := NewService(ServerConfig{Addr: inn.ReaderAddr(), Name: "inn", Connections: 2},
+		ServiceOptions{Logger: log})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
+	srv := httptest.NewServer(New(fed, Options{Logger: log, PerPage: 100}))
+	t.Cleanup(func() { srv.Close(); fed.Close() })
+
+	_, body := get(t, srv.URL+"/")
+	if !strings.Contains(body, `href="/groups/test.threads"`) || !strings.Contains(body, "Threads from INN") {
+		t.Fatalf("group list:\n%s", body)
+	}
+
+	var list struct {
+		Articles int
+		Total    int `json:"total_threads"`
+		Threads  []threadRow
+	}
+	_, body = get(t, srv.URL+"/api/groups/"+group+"/threads")
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatal(err)
+	}
+	if list.Articles != len(g.ids) || list.Total != len(g.roots) {
+		t.Fatalf("INN's group: %d articles in %d threads, want %d in %d", list.Articles, list.Total, len(g.ids), len(g.roots))
+	}
+	// Newest activity first: a thread's latest article is its last posted.
+	for i := 1; i < len(list.Threads); i++ {
+		if list.Threads[i-1].Latest < list.Threads[i].Latest {
+			t.Errorf("thread %d (latest %s) listed before %d (latest %s)", i-1, list.Threads[i-1].Latest, i, list.Threads[i].Latest)
+		}
+	}
+
+	// Every thread: each article under exactly its parent.
+	for _, root := range g.roots {
+		var th struct{ Root *treeNode }
+		_, body = get(t, srv.URL+"/api/threads/"+stripID(root)+"?group="+group)
+		if err := json.Unmarshal([]byte(body), &th); err != nil || th.Root == nil {
+			t.Fatalf("thread %s: %v %s", root, err, clip(body))
+		}
+		got := map[string]string{}
+		var walk func(n *treeNode, parent string)
+		walk = func(n *treeNode, parent string) {
+			got[n.ID] = parent
+			for _, c := range n.Children {
+				walk(c, n.ID)
+			}
+		}
+		walk(th.Root, "")
+		want := map[string]string{}
+		for _, id := range g.threads[root] {
+			want[id] = g.parent[id]
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("thread %s: parents (-want +got):\n%s", root, d)
+		}
+	}
+
+	// The biggest thread's page: the nested lists in document order are a
+	// depth-first walk with children oldest first.
+	big := g.roots[0]
+	for _, r := range g.roots {
+		if len(g.threads[r]) > len(g.threads[big]) {
+			big = r
+		}
+	}
+	var want []string
+	var walk func(id string, depth int)
+	walk = func(id string, depth int) {
+		want = append(want, fmt.Sprintf("%d %s", depth, id))
+		for _, c := range g.threads[g.threadOf(id)] { // posting order = date order
+			if g.parent[c] == id {
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(big, 0)
+	_, page := get(t, srv.URL+"/groups/"+group+"/threads/"+stripID(big))
+	if d := cmp.Diff(want, treeShape(page)); d != "" {
+		t.Errorf("HTML tree of %s (%d articles) (-want +got):\n%s", big, len(g.threads[big]), d)
+	}
+	t.Logf("INN: %d articles in %d threads, biggest %d articles", len(g.ids), len(g.roots), len(g.threads[big]))
+}

@@ -1,0 +1,155 @@
+package newsweb
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"html/template"
+)
+
+// css is the whole style sheet, inlined in every page. The
+// Content-Security-Policy allows exactly this text by its hash, and nothing
+// else: no script, no other style, no frames.
+const css = `:root{color-scheme:light dark;--fg:#1c1c1e;--muted:#6b6b70;--bg:#fff;--line:#e3e3e8;--soft:#f5f5f7;--accent:#0b57d0;--q1:#2f6f3a;--q2:#7b3f98;--q3:#a23b2a}
+@media (prefers-color-scheme:dark){:root{--fg:#e8e8ed;--muted:#a1a1a8;--bg:#151517;--line:#2e2e32;--soft:#1f1f22;--accent:#8ab4f8;--q1:#8fd19e;--q2:#d7a6f0;--q3:#f2a38f}}
+*{box-sizing:border-box}
+body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+header.top{border-bottom:1px solid var(--line);padding:.6rem 1rem;display:flex;gap:1rem;align-items:baseline}
+header.top a.home{font-weight:700;color:var(--fg);text-decoration:none}
+header.top .crumbs{color:var(--muted);font-size:.9rem;overflow-wrap:anywhere}
+main{max-width:62rem;margin:0 auto;padding:1rem 1rem 3rem}
+a{color:var(--accent);text-decoration:none}
+a:hover{text-decoration:underline}
+h1{font-size:1.35rem;margin:.3rem 0 .8rem;overflow-wrap:anywhere}
+p.lead{color:var(--muted);margin:.2rem 0 1rem}
+table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}
+th{font-size:.8rem;font-weight:600;color:var(--muted);text-transform:uppercase;letter-spacing:.03em}
+td.subject{overflow-wrap:anywhere}
+.muted{color:var(--muted);font-size:.9rem}
+.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+nav.pages{display:flex;gap:1rem;align-items:center;margin:1rem 0}
+ul.tree{list-style:none;margin:0;padding-left:1.2rem;border-left:1px solid var(--line)}
+ul.tree.root{padding-left:0;border-left:0}
+ul.tree li{margin:.2rem 0}
+.node .who,.node .when{color:var(--muted);font-size:.88rem;margin-left:.4rem}
+.node.missing{color:var(--muted);font-style:italic}
+.node.current{font-weight:650}
+dl.headers{display:grid;grid-template-columns:max-content 1fr;gap:.1rem 1rem;margin:0 0 1rem;padding:.6rem .8rem;background:var(--soft);border-radius:6px}
+dl.headers dt{color:var(--muted);font-size:.88rem}
+dl.headers dd{margin:0;overflow-wrap:anywhere}
+.body{font:14px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.blk{white-space:pre-wrap;overflow-wrap:anywhere;margin:0}
+.blk.q1,.blk.q2,.blk.q3{border-left:3px solid currentColor;padding-left:.6rem;margin:.2rem 0}
+.q1{color:var(--q1)}.q2{color:var(--q2)}.q3{color:var(--q3)}
+.blk.sig{color:var(--muted)}
+.note{color:var(--muted);font-style:italic;margin:.4rem 0}
+ul.attachments{color:var(--muted)}
+.error{border-left:4px solid var(--q3);padding:.4rem 1rem}
+footer{color:var(--muted);font-size:.8rem;text-align:center;padding:2rem 0}`
+
+// cspStyleHash is the CSP source for css ('sha256-…').
+var cspStyleHash = func() string {
+	sum := sha256.Sum256([]byte(css))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}()
+
+// contentSecurityPolicy forbids scripts, plugins, frames and any style but
+// ours; pages load nothing from anywhere.
+var contentSecurityPolicy = "default-src 'none'; style-src " + cspStyleHash +
+	"; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+const pageTemplates = `
+{{define "head"}}<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>{{.Title}} · {{.Site}}</title>
+<style>{{.CSS}}</style>
+</head>
+<body>
+<header class="top"><a class="home" href="/">{{.Site}}</a>{{with .Group}}<span class="crumbs">› <a href="{{groupURL .}}">{{.}}</a></span>{{end}}</header>
+<main>
+{{end}}
+
+{{define "foot"}}</main>
+<footer>newsweb · server-rendered, no scripts</footer>
+</body>
+</html>
+{{end}}
+
+{{define "groups"}}{{template "head" .}}
+<h1>Newsgroups</h1>
+<p class="lead">{{len .Groups}} groups from {{.ServerCount}} server{{if ne .ServerCount 1}}s{{end}}.</p>
+<table class="groups">
+<thead><tr><th>Group</th><th>Description</th><th class="num">Articles</th></tr></thead>
+<tbody>
+{{range .Groups}}<tr><td><a class="group" href="{{groupURL .Name}}">{{.Name}}</a></td><td>{{.Description}}</td><td class="num">{{.Count}}</td></tr>
+{{else}}<tr><td colspan="3" class="muted">The servers list no groups.</td></tr>
+{{end}}</tbody>
+</table>
+{{template "foot" .}}{{end}}
+
+{{define "group"}}{{template "head" .}}
+<h1>{{.Group}}</h1>
+<p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
+<table class="threads">
+<thead><tr><th>Subject</th><th>From</th><th class="num">Articles</th><th class="num">Latest</th></tr></thead>
+<tbody>
+{{range .Threads}}<tr><td class="subject"><a class="thread" href="{{.Link}}">{{.Subject}}</a></td><td>{{.From}}</td><td class="num">{{.Count}}</td><td class="num">{{.Latest}}</td></tr>
+{{else}}<tr><td colspan="4" class="muted">No articles.</td></tr>
+{{end}}</tbody>
+</table>
+{{template "pager" .Pager}}
+{{template "foot" .}}{{end}}
+
+{{define "pager"}}{{if gt .Pages 1}}<nav class="pages">
+{{if .Prev}}<a rel="prev" href="{{.Prev}}">← Newer</a>{{end}}
+<span class="muted">Page {{.Page}} of {{.Pages}}</span>
+{{if .Next}}<a rel="next" href="{{.Next}}">Older →</a>{{end}}
+</nav>{{end}}{{end}}
+
+{{define "thread"}}{{template "head" .}}
+<h1>{{.Subject}}</h1>
+<p class="lead">{{.Count}} article{{if ne .Count 1}}s{{end}} in this thread.</p>
+<ul class="tree root">{{template "node" .Root}}</ul>
+{{template "foot" .}}{{end}}
+
+{{define "node"}}<li id="{{.Anchor}}"><div class="node{{if .Missing}} missing{{end}}{{if .Current}} current{{end}}" data-msgid="{{.ID}}">{{if .Missing}}(article not available){{else}}<a class="article" href="{{.Link}}">{{.Subject}}</a><span class="who">{{.From}}</span><span class="when">{{.Date}}</span>{{end}}</div>
+{{if .Children}}<ul class="tree">{{range .Children}}{{template "node" .}}{{end}}</ul>{{end}}</li>
+{{end}}
+
+{{define "article"}}{{template "head" .}}
+{{with .Article}}<h1>{{.Subject}}</h1>
+<dl class="headers">
+<dt>From</dt><dd class="from">{{.From}}</dd>
+<dt>Date</dt><dd>{{.Date}}</dd>
+<dt>Newsgroups</dt><dd>{{range $i, $g := .Newsgroups}}{{if $i}}, {{end}}<a href="{{groupURL $g}}">{{$g}}</a>{{end}}</dd>
+{{with .Organization}}<dt>Organization</dt><dd>{{.}}</dd>{{end}}
+<dt>Message-ID</dt><dd class="muted">{{.MessageID}}</dd>
+{{if .References}}<dt>In reply to</dt><dd><a href="{{articleURL (last .References) $.Group}}">{{last .References}}</a></dd>{{end}}
+</dl>{{end}}
+{{if .ThreadLink}}<p><a class="thread" href="{{.ThreadLink}}">View the whole thread</a></p>{{end}}
+{{with .Article.Problem}}<p class="note">{{.}}</p>{{end}}
+<div class="body" id="body">
+{{range .Parts}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}<div class="blk{{if .Quote}} q{{.Quote}}{{end}}{{if .Sig}} sig{{end}}">{{.Text}}</div>{{end}}
+{{end}}</div>
+{{if .Article.Truncated}}<p class="note">The article is long; only its beginning is shown.</p>{{end}}
+{{with .Article.Attachments}}<h2 class="muted">Not shown</h2><ul class="attachments">{{range .}}<li>{{if .Name}}{{.Name}} · {{end}}{{.Type}} · {{.Size}} bytes</li>{{end}}</ul>{{end}}
+{{template "foot" .}}{{end}}
+
+{{define "error"}}{{template "head" .}}
+<h1>{{.Title}}</h1>
+<div class="error"><p>{{.Message}}</p></div>
+<p><a href="/">Back to the group list</a></p>
+{{template "foot" .}}{{end}}
+`
+
+// templates holds every page, parsed once.
+var templates = template.Must(template.New("pages").Funcs(template.FuncMap{
+	"groupURL":   groupURL,
+	"articleURL": articleURL,
+	"fmtTime":    fmtTime,
+	"last":       func(s []string) string { return s[len(s)-1] },
+}).Parse(pageTemplates))

@@ -1,0 +1,308 @@
+package newsweb
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/newsflow/newsflow/proto"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultTimeout = 30 * time.Second
+	DefaultPerPage = 50
+	DefaultSite    = "newsweb"
+	// DefaultPageCacheBytes bounds the rendered article pages kept.
+	DefaultPageCacheBytes = 64 << 20
+	maxURL                = 4096
+	maxBody               = 1 << 10
+)
+
+// Cache lifetimes sent to browsers and proxies.
+const (
+	cacheArticle = "public, max-age=86400" // an article never changes
+	cacheGroups  = "public, max-age=300"
+	cacheThreads = "public, max-age=15"
+	cacheError   = "no-store"
+)
+
+// Options tune the web side.
+type Options struct {
+	Site    string        // name in page titles; DefaultSite when ""
+	Timeout time.Duration // bound on each request's work; DefaultTimeout when 0
+	PerPage int           // threads per group page; DefaultPerPage when 0
+	// PageCacheBytes bounds the cache of rendered article pages
+	// (DefaultPageCacheBytes when 0; negative disables it).
+	PageCacheBytes int
+	Logger         *slog.Logger // slog.Default() when nil
+	// Registerer, when set, gets the HTTP request metrics; Gatherer, when
+	// set, is served on /metrics.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+}
+
+// Server is the HTTP handler of newsweb.
+type Server struct {
+	fed  *Federated
+	opts Options
+	log  *slog.Logger
+	mux  *http.ServeMux
+	// pages holds rendered article pages (nil when disabled).
+	pages *pageCache
+
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// New returns the handler serving fed.
+func New(fed *Federated, opts Options) *Server {
+	if opts.Site == "" {
+		opts.Site = DefaultSite
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.PerPage <= 0 {
+		opts.PerPage = DefaultPerPage
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{fed: fed, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	switch {
+	case opts.PageCacheBytes == 0:
+		s.pages = newPageCache(DefaultPageCacheBytes)
+	case opts.PageCacheBytes > 0:
+		s.pages = newPageCache(opts.PageCacheBytes)
+	}
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "newsweb_http_requests_total", Help: "HTTP requests by route and status code.",
+	}, []string{"route", "code"})
+	s.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "newsweb_http_request_seconds", Help: "HTTP request latency by route.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"route"})
+	if opts.Registerer != nil {
+		opts.Registerer.MustRegister(s.requests, s.duration)
+	}
+	s.route("GET /{$}", "groups", false, s.groupsPage)
+	s.route("GET /groups/{group}", "group", false, s.groupPage)
+	s.route("GET /groups/{group}/threads/{msgid...}", "thread", false, s.threadPage)
+	s.route("GET /articles/{msgid...}", "article", false, s.articlePage)
+	s.route("GET /api/groups", "api_groups", true, s.apiGroups)
+	s.route("GET /api/groups/{group}/threads", "api_threads", true, s.apiThreads)
+	s.route("GET /api/threads/{msgid...}", "api_thread", true, s.apiThread)
+	s.route("GET /api/articles/{msgid...}", "api_article", true, s.apiArticle)
+	if opts.Gatherer != nil {
+		s.mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	}
+	s.mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		s.write(w, r, "notfound", s.errorPage(http.StatusNotFound, "No such page", "There is nothing at this address."))
+	})
+	return s
+}
+
+// NewHTTPServer returns an http.Server for h with bounded header size and
+// timeouts, so slow or huge requests cannot tie the server up.
+func NewHTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      DefaultTimeout + 10*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    32 << 10,
+	}
+}
+
+// ServeHTTP applies the security headers and request limits, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", contentSecurityPolicy)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Frame-Options", "DENY")
+	if len(r.RequestURI) > maxURL {
+		http.Error(w, "URI too long", http.StatusRequestURITooLong)
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// response is a rendered answer.
+type response struct {
+	status int
+	ctype  string
+	cache  string
+	body   []byte
+	etag   string // computed by write when empty
+}
+
+// route registers fn on pattern with the common wrapper.
+func (s *Server) route(pattern, name string, api bool, fn func(ctx context.Context, r *http.Request) (*response, error)) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.opts.Timeout)
+		defer cancel()
+		start := time.Now()
+		resp, err := fn(ctx, r)
+		if err != nil {
+			resp = s.failure(r, api, err)
+		}
+		s.write(w, r, name, resp)
+		s.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	})
+}
+
+// write sends resp with its ETag, honouring If-None-Match.
+func (s *Server) write(w http.ResponseWriter, r *http.Request, route string, resp *response) {
+	h := w.Header()
+	h.Set("Content-Type", resp.ctype)
+	h.Set("Cache-Control", resp.cache)
+	status := resp.status
+	if status == http.StatusOK {
+		etag := resp.etag
+		if etag == "" {
+			etag = etagOf(resp.body)
+		}
+		h.Set("ETag", etag)
+		h.Add("Vary", "Accept-Encoding")
+		if etagMatch(r.Header.Get("If-None-Match"), etag) {
+			status = http.StatusNotModified
+		}
+	}
+	s.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	if status == http.StatusNotModified {
+		h.Del("Content-Type")
+		w.WriteHeader(status)
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(len(resp.body)))
+	w.WriteHeader(status)
+	w.Write(resp.body)
+}
+
+// etagOf is a strong validator for body: a hash of it.
+func etagOf(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
+}
+
+// etagMatch implements If-None-Match's weak comparison (RFC 9110 §13.1.2).
+func etagMatch(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// failure turns an error into an error page or JSON error.
+func (s *Server) failure(r *http.Request, api bool, err error) *response {
+	status, title, msg := http.StatusInternalServerError, "Something went wrong", "newsweb could not show this page."
+	switch {
+	case errors.Is(err, ErrBadRequest):
+		status, title, msg = http.StatusBadRequest, "Bad address", "That is not a valid group name or message-id."
+	case errors.Is(err, ErrNotFound):
+		status, title, msg = http.StatusNotFound, "Not found", "No news server has this group or article. It may have expired or never existed."
+	case errors.Is(err, ErrUnavailable):
+		status, title, msg = http.StatusBadGateway, "News servers unavailable", "None of the news servers behind this site answered. Please try again in a moment."
+	case errors.Is(err, context.DeadlineExceeded):
+		status, title, msg = http.StatusGatewayTimeout, "Too slow", "The news servers took too long to answer. Please try again in a moment."
+	}
+	level := slog.LevelDebug
+	if status >= 500 {
+		level = slog.LevelWarn
+	}
+	s.log.Log(r.Context(), level, "request failed", "path", r.URL.Path, "status", status, "err", err)
+	if api {
+		body, _ := json.Marshal(map[string]any{"error": msg, "status": status})
+		return &response{status: status, ctype: "application/json", cache: cacheError, body: append(body, '\n')}
+	}
+	return s.errorPage(status, title, msg)
+}
+
+func (s *Server) errorPage(status int, title, msg string) *response {
+	resp, err := s.render("error", errorView{base: s.base(title, ""), Message: msg}, cacheError)
+	if err != nil {
+		return &response{status: http.StatusInternalServerError, ctype: "text/plain; charset=utf-8", cache: cacheError, body: []byte(msg)}
+	}
+	resp.status = status
+	return resp
+}
+
+func (s *Server) base(title, group string) base {
+	return base{Title: title, Site: s.opts.Site, CSS: template.CSS(css), Group: group}
+}
+
+// render executes a page template into a response.
+func (s *Server) render(name string, data any, cache string) (*response, error) {
+	var b bytes.Buffer
+	if err := templates.ExecuteTemplate(&b, name, data); err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, ctype: "text/html; charset=utf-8", cache: cache, body: b.Bytes()}, nil
+}
+
+// renderJSON encodes v as the response body.
+func renderJSON(v any, cache string) (*response, error) {
+	body, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, ctype: "application/json", cache: cache, body: append(body, '\n')}, nil
+}
+
+// groupParam returns the {group} path value, checked.
+func groupParam(r *http.Request) (string, error) {
+	g := r.PathValue("group")
+	if err := proto.ValidGroupName(g); err != nil {
+		return "", errBad
+	}
+	return g, nil
+}
+
+// msgidParam returns the {msgid} path value with angle brackets, checked.
+func msgidParam(r *http.Request) (string, error) {
+	id := bracketID(r.PathValue("msgid"))
+	if err := proto.ValidNNTPMessageID(id); err != nil {
+		return "", errBad
+	}
+	return id, nil
+}
+
+var errBad = ErrBadRequest
+
+// pageParam returns ?page (1 when absent).
+func pageParam(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("page")
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1_000_000 {
+		return 0, errBad
+	}
+	return n, nil
+}
