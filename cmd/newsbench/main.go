@@ -22,6 +22,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/newsflow/newsflow/runtime/version"
 )
 
 // A subcommand is one comparison: it parses its own flags from args and
@@ -55,6 +57,10 @@ func usage(w io.Writer) {
 }
 
 func main() {
+	if version.Asked(os.Args[1:]) {
+		fmt.Println(version.String("newsbench"))
+		return
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -30,9 +30,14 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/newsfeed"
+	"github.com/newsflow/newsflow/runtime/version"
 )
 
 func main() {
+	if version.Asked(os.Args[1:]) {
+		fmt.Println(version.String("newsfeed"))
+		return
+	}
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }
 

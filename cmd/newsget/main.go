@@ -32,9 +32,14 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/runtime/version"
 )
 
 func main() {
+	if version.Asked(os.Args[1:]) {
+		fmt.Println(version.String("newsget"))
+		return
+	}
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -33,6 +33,7 @@ import (
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/runtime/newsweb"
+	"github.com/newsflow/newsflow/runtime/version"
 )
 
 // defaultListen is where pages are served when neither -listen nor the
@@ -59,6 +60,10 @@ func (l *list) String() string { return strings.Join(*l, " ") }
 func (l *list) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
+	if version.Asked(os.Args[1:]) {
+		fmt.Println(version.String("newsweb"))
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stderr))
