@@ -113,13 +113,14 @@ func (c *Client) recover(now time.Time, a answer, act connAct) {
 	case connEncrypt:
 		c.fatal(fmt.Errorf("reader: %s: %w: %q", a.cmd.Name(), ErrEncryptionReq, a.resp.String()), true, true)
 	case connAuth:
-		// RFC 4643 §2.1: authenticate, then send the command again.
-		if c.cfg.User == "" || c.authenticated {
+		// RFC 4643 §2.1: authenticate, then send the command again. The
+		// batch is answered already: nothing to drain.
+		if err := c.reauth.Need(); err != nil {
 			c.fatal(fmt.Errorf("reader: %s: %w: %q", a.cmd.Name(), ErrAuthRequired, a.resp.String()), false, true)
 			return
 		}
 		c.rewind()
-		out, err := c.auth.Start(c.out)
+		out, err := c.reauth.Drained(c.out)
 		if err != nil {
 			c.fatal(fmt.Errorf("reader: %w: %w", ErrAuthFailed, err), false, true)
 			return
@@ -168,16 +169,16 @@ func (c *Client) rewind() {
 	}
 }
 
-// authAnswer passes an AUTHINFO answer to the Auth sub-machine.
+// authAnswer passes an AUTHINFO answer to the shared 480 step.
 func (c *Client) authAnswer(now time.Time, r proto.Response) {
-	out, outcome, reason := c.auth.Handle(r, c.out)
+	out, outcome, reason := c.reauth.Handle(r, c.out)
 	c.out = out
 	switch outcome {
 	case handshake.AuthPending:
 		c.recordSent(now, proto.AuthinfoPass(c.cfg.Pass), tagAuth)
 	case handshake.AuthOK:
 		// The selection is not assumed to survive authentication.
-		c.authenticated, c.curGroup = true, ""
+		c.curGroup = ""
 		c.advance(now)
 	default:
 		c.fatal(fmt.Errorf("reader: AUTHINFO: %w: %s (%q)", ErrAuthFailed, reason, r.String()), false, reason != handshake.ReasonUnavailable)

@@ -204,8 +204,7 @@ type Client struct {
 
 	job *job
 
-	auth           handshake.Auth
-	authenticated  bool
+	reauth         handshake.Reauth // 480 -> AUTHINFO -> the step again
 	modeReaderDone bool
 
 	curGroup string
@@ -225,7 +224,7 @@ func New(now time.Time, cfg Config) *Client {
 		hints:     Hints{Legacy: cfg.Legacy},
 		dec:       proto.NewBlockDecoder(cfg.MaxLine),
 		in:        proto.LineBuffer{Name: "status line"},
-		auth:      handshake.Auth{User: cfg.User, Pass: cfg.Pass},
+		reauth:    handshake.NewReauth(cfg.User, cfg.Pass, false),
 		sentCount: make(map[string]int),
 	}
 }
@@ -237,7 +236,7 @@ func New(now time.Time, cfg Config) *Client {
 func FromHandshake(now time.Time, cfg Config, ready handshake.Ready, leftover []byte) (*Client, error) {
 	cfg.Capabilities, cfg.Legacy = ready.Capabilities, ready.Legacy
 	c := New(now, cfg)
-	c.authenticated = ready.Authenticated
+	c.reauth = handshake.NewReauth(cfg.User, cfg.Pass, ready.Authenticated)
 	if len(leftover) > 0 {
 		if err := c.Receive(now, leftover); err != nil {
 			return c, err
