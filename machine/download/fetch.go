@@ -38,8 +38,8 @@ package download
 //
 // 480 (RFC 4643 §2.1, "authentication required") to GROUP or BODY stops
 // new commands; the requests that drew it are kept. When every command
-// sent has been answered, the Fetch runs handshake.Auth (AUTHINFO
-// USER/PASS) and, on 281, sends those requests again, then the ones that
+// sent has been answered, the Fetch runs AUTHINFO USER/PASS
+// (handshake.Reauth, the step every client machine shares) and, on 281, sends those requests again, then the ones that
 // waited. A 480 without credentials, a refused AUTHINFO, or a 480 after
 // authenticating closes with ReasonAuth.
 //
@@ -56,6 +56,7 @@ package download
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"strings"
@@ -143,9 +144,8 @@ type FetchStats struct {
 type Fetch struct {
 	cfg   FetchConfig
 	phase fphase
-	auth  handshake.Auth
+	auth  handshake.Reauth // 480 -> drain -> AUTHINFO -> resend (RFC 4643 §2.1)
 
-	authed  bool // AUTHINFO succeeded on this connection: a later 480 is final
 	closing bool // Close was called
 
 	reqs    []*request // unanswered, in request order
@@ -182,9 +182,7 @@ func NewFetch(now time.Time, cfg FetchConfig) *Fetch {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultFetchTimeout
 	}
-	f := &Fetch{cfg: cfg, progress: now}
-	f.auth.User, f.auth.Pass = cfg.User, cfg.Pass
-	return f
+	return &Fetch{cfg: cfg, progress: now, auth: handshake.NewReauth(cfg.User, cfg.Pass, false)}
 }
 
 // Free is how many more requests the Fetch takes now.
@@ -517,16 +515,16 @@ func (f *Fetch) need480(q *request) {
 // AUTHINFO once a 480 drained, or QUIT when closing.
 func (f *Fetch) afterAnswer(now time.Time) {
 	if f.phase == fpDrain && f.outstanding() == 0 {
-		if f.authed || f.cfg.User == "" {
+		if err := f.auth.Need(); err != nil {
 			why := "480 and no credentials"
-			if f.authed {
+			if errors.Is(err, handshake.ErrAuthAgain) {
 				why = "480 after authenticating"
 			}
 			f.finish(ReasonAuth, proto.Response{Code: proto.CodeAuthRequired}, why)
 			return
 		}
 		var err error
-		f.out, err = f.auth.Start(f.out)
+		f.out, err = f.auth.Drained(f.out)
 		if err != nil {
 			f.finish(ReasonAuth, proto.Response{}, err.Error())
 			return
@@ -554,7 +552,6 @@ func (f *Fetch) authResponse(now time.Time, r proto.Response) {
 		}
 		f.finish(reason, r, why.String())
 	case handshake.AuthOK:
-		f.authed = true
 		f.phase = fpRun
 		f.group = "" // some servers forget it; join again
 		f.unsent = f.unsent[:0]

@@ -139,12 +139,6 @@ type sig struct {
 	want   int
 }
 
-// queue holds the waiting segments of one signature, a min-heap by seq.
-type queue struct {
-	sig sig
-	h   []*seg
-}
-
 // Scheduler assigns segments to servers and connections; see the theory of
 // operation. It performs no I/O and never reads a clock. After every input
 // drain NextEvent until it reports false.
@@ -410,56 +404,6 @@ func (s *Scheduler) Stats() Stats {
 
 // Finished reports whether every segment added is done or failed.
 func (s *Scheduler) Finished() bool { return s.stats.Done+s.stats.Failed == s.stats.Segments }
-
-// SegmentInfo is the inspectable state of one segment.
-type SegmentInfo struct {
-	State    string    // "waiting", "in flight", "done" or "failed"
-	Server   int       // in flight: the server's ID; otherwise -1
-	Conn     ConnID    // in flight: the connection; otherwise 0
-	Want     int       // a retry waits for this server's ID; -1 for none
-	Attempts int       // requests made so far
-	Failed   []Verdict // servers that failed it, in the order they did
-}
-
-// Segment returns the state of the segment k.
-func (s *Scheduler) Segment(k Key) (SegmentInfo, bool) {
-	sg, ok := s.segs[k]
-	if !ok {
-		return SegmentInfo{}, false
-	}
-	in := SegmentInfo{State: segStateNames[sg.state], Server: -1, Want: -1, Attempts: sg.attempts,
-		Failed: append([]Verdict(nil), sg.verdicts...)}
-	if sg.conn != nil {
-		in.Server, in.Conn = sg.conn.srv.ID, sg.conn.id
-	}
-	if sg.want >= 0 {
-		in.Want = s.srv[sg.want].ID
-	}
-	return in, true
-}
-
-// ServerInfo is the inspectable state of one server.
-type ServerInfo struct {
-	Blocked  bool
-	Until    time.Time // the block's end, when Blocked
-	Failures int       // consecutive failures
-	Open     int       // connections up
-	Dialing  int       // connections asked for, not yet up
-	InFlight int       // requests in flight
-}
-
-// Server returns the state of the server with the given ID.
-func (s *Scheduler) Server(id int) (ServerInfo, bool) {
-	sv, ok := s.byID[id]
-	if !ok {
-		return ServerInfo{}, false
-	}
-	in := ServerInfo{Blocked: sv.blocked, Failures: sv.failures, Open: sv.open, Dialing: sv.dialing, InFlight: sv.inflight}
-	if sv.blocked {
-		in.Until = sv.until
-	}
-	return in, true
-}
 
 // ---- internals ----
 
@@ -860,51 +804,4 @@ func (s *Scheduler) dialTarget(cands uint64, planned *[MaxServers]int) *server {
 		return best
 	}
 	return nil
-}
-
-// ---- queue heap ----
-
-func (q *queue) less(i, j int) bool { return q.h[i].seq < q.h[j].seq }
-
-func (q *queue) swap(i, j int) {
-	q.h[i], q.h[j] = q.h[j], q.h[i]
-	q.h[i].hi, q.h[j].hi = i, j
-}
-
-func (q *queue) push(sg *seg) {
-	sg.q, sg.hi = q, len(q.h)
-	q.h = append(q.h, sg)
-	for i := len(q.h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			break
-		}
-		q.swap(i, p)
-		i = p
-	}
-}
-
-// pop removes and returns the segment with the smallest seq.
-func (q *queue) pop() *seg {
-	top := q.h[0]
-	last := len(q.h) - 1
-	q.swap(0, last)
-	q.h[last] = nil
-	q.h = q.h[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(q.h) && q.less(l, m) {
-			m = l
-		}
-		if r < len(q.h) && q.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		q.swap(i, m)
-		i = m
-	}
-	top.q = nil
-	return top
 }

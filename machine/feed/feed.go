@@ -41,8 +41,8 @@ package feed
 // emit ModeChanged.
 //
 // A 480 stops new commands; when the outstanding replies are in, the Feed
-// runs handshake.Auth (AUTHINFO USER/PASS) and sends the commands that drew
-// 480 again. A second 480 after authenticating, or a 480 without
+// runs AUTHINFO USER/PASS (handshake.Reauth, the step every client machine
+// shares) and sends the commands that drew 480 again. A second 480 after authenticating, or a 480 without
 // credentials, closes the Feed.
 //
 // Nothing offered is lost: every article comes back in exactly one
@@ -145,12 +145,10 @@ type Feed struct {
 	cfg   Config
 	mode  Mode
 	phase phase
-	auth  handshake.Auth
+	auth  handshake.Reauth // 480 -> drain -> AUTHINFO -> resend (RFC 4643 §2.1)
 
 	closing     bool   // Close or the idle timer: QUIT once drained
 	closeReason Reason // ReasonQuit or ReasonIdle, for the graceful end
-	authed      bool   // AUTHINFO succeeded on this Feed: a later 480 is final
-	needAuth    bool   // a 480 came: authenticate when drained
 	fallback    bool   // a 500 to CHECK came: switch to IHAVE when drained
 
 	in     proto.LineBuffer
@@ -199,7 +197,7 @@ func New(now time.Time, cfg Config) *Feed {
 		cfg:       cfg,
 		in:        proto.LineBuffer{Name: "response line"},
 		mode:      ModeIHave,
-		auth:      handshake.Auth{User: cfg.User, Pass: cfg.Pass},
+		auth:      handshake.NewReauth(cfg.User, cfg.Pass, false),
 		idle:      true,
 		idleSince: now,
 	}
@@ -386,17 +384,13 @@ func (f *Feed) reply(now time.Time, line []byte) error {
 		f.stats.Rejected++
 		f.emit(Rejected{Article: e.art, Code: code, Reason: resp().Text})
 	case actAuth:
-		if f.cfg.User == "" || f.authed {
+		if err := f.auth.Need(); err != nil {
 			f.recvQ.pushFront(e)
-			why := "no credentials configured"
-			if f.authed {
-				why = "again after authenticating"
-			}
-			f.fail(ReasonAuth, fmt.Sprintf("%s to %s %s: %s", resp(), c, e.art.MessageID, why))
+			f.fail(ReasonAuth, fmt.Sprintf("%s to %s %s: %s", resp(), c, e.art.MessageID, err))
 			return nil
 		}
 		f.retry = append(f.retry, e)
-		f.needAuth, f.phase = true, phDrain
+		f.phase = phDrain
 	case actFallback:
 		// RFC 4644 §2.4 presumes STREAMING; this peer does not stream
 		// after all. Offer the article again, with IHAVE.
@@ -421,7 +415,7 @@ func (f *Feed) authReply(now time.Time, line []byte) error {
 	f.noteBytes(start)
 	switch outcome {
 	case handshake.AuthOK:
-		f.authed, f.phase = true, phDrain
+		f.phase = phDrain
 		f.settle(now)
 	case handshake.AuthFailed:
 		r := ReasonAuth
@@ -437,10 +431,9 @@ func (f *Feed) authReply(now time.Time, line []byte) error {
 // a 480 asked for it, else switch to IHAVE if a 500 asked for that, and
 // put the commands that drew them back in front of the queues.
 func (f *Feed) settle(now time.Time) {
-	if f.needAuth {
-		f.needAuth = false
+	if f.auth.State() == handshake.ReauthDraining {
 		start := len(f.out)
-		out, err := f.auth.Start(f.out)
+		out, err := f.auth.Drained(f.out)
 		if err != nil {
 			f.fail(ReasonAuth, err.Error())
 			return

@@ -1,6 +1,10 @@
 package jobs
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/newsflow/newsflow/machine/table"
+)
 
 // The lifecycle of a newsget job entry, in one table (STYLE §2, after h11's
 // _state.py). Every change of an entry's state goes through Next, which looks
@@ -57,7 +61,7 @@ import "fmt"
 //     missing or unreadable): Queued, InFlight and committed Writing entries
 //     are Quarantined, never deleted (STYLE §7.5); a Cleanup entry was being
 //     removed anyway, so its removal is finished.
-var table = [...]rule{
+var lifecycle = table.Must("jobs", []rule{
 	// Enqueue.
 	{Absent, OnEnqueue, Writing},
 	{Writing, OnCommit, Queued},
@@ -86,14 +90,10 @@ var table = [...]rule{
 	{InFlight, OnRecoverCorrupt, Quarantined},
 	{Cleanup, OnRecover, Removed},
 	{Cleanup, OnRecoverCorrupt, Removed},
-}
+})
 
 // rule is one row of the table: in state From, event On leads to To.
-type rule struct {
-	From State
-	On   Event
-	To   State
-}
+type rule table.Row[State, Event]
 
 // State is where an entry is in its lifecycle; each state is one place on
 // disk.
@@ -168,41 +168,18 @@ func (e Event) String() string {
 	return fmt.Sprintf("Event(%d)", uint8(e))
 }
 
-// next is the table as an array: next[from][on] is To+1, or 0 when the
-// transition is illegal.
-var next = func() (n [numStates][numEvents]State) {
-	for _, r := range table {
-		if n[r.From][r.On] != 0 {
-			panic(fmt.Sprintf("jobs: table has two rows for %s/%s", r.From, r.On))
-		}
-		n[r.From][r.On] = r.To + 1
-	}
-	return n
-}()
-
 // Next returns the state event on leads to from state from, for entry id
 // (used only in the error). An illegal transition is a *TransitionError.
 func Next(id ID, from State, on Event) (State, error) {
-	if from < numStates && on < numEvents {
-		if to := next[from][on]; to != 0 {
-			return to - 1, nil
-		}
+	if to, ok := lifecycle.Next(from, on); ok {
+		return to, nil
 	}
-	return from, &TransitionError{ID: id, State: from, Event: on}
+	return from, table.Illegal("jobs", "entry "+id.String(), from, on)
 }
 
-// TransitionError is an event the lifecycle table does not allow: entry ID
-// was in State when Event came.
-type TransitionError struct {
-	ID    ID
-	State State
-	Event Event
-}
-
-// Error names the entry, its state and the refused event.
-func (e *TransitionError) Error() string {
-	return fmt.Sprintf("jobs: entry %s in state %s: illegal event %s", e.ID, e.State, e.Event)
-}
+// TransitionError is an event the lifecycle table does not allow: its
+// Subject is "entry <id>", its State a State and its Event an Event.
+type TransitionError = table.TransitionError
 
 // Ledger holds the state of every entry of a queue that is not final, and
 // changes it only through the table. The zero Ledger is empty and ready.

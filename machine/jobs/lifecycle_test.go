@@ -63,7 +63,7 @@ func TestEveryTransition(t *testing.T) {
 				t.Errorf("Next(%s, %s) = %s, %v; want a *TransitionError", s, e, got, err)
 				continue
 			}
-			if diff := cmp.Diff(&TransitionError{ID: id, State: s, Event: e}, te); diff != "" {
+			if diff := cmp.Diff(&TransitionError{Machine: "jobs", Subject: "entry " + id.String(), State: s, Event: e}, te); diff != "" {
 				t.Errorf("Next(%s, %s) error (-want +got):\n%s", s, e, diff)
 			}
 			if got != s {
@@ -71,8 +71,8 @@ func TestEveryTransition(t *testing.T) {
 			}
 		}
 	}
-	if len(table) != len(wantRows) {
-		t.Errorf("table has %d rows, want %d", len(table), len(wantRows))
+	if n := len(lifecycle.Rows()); n != len(wantRows) {
+		t.Errorf("table has %d rows, want %d", n, len(wantRows))
 	}
 }
 

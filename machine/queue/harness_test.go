@@ -256,8 +256,8 @@ type harness struct {
 	cfg    Config
 	now    time.Time
 	disk   *fakeDisk
-	trace  func(State, Trigger)
-	exec   bool // carry actions out on disk instead of collecting them
+	trace  func(fmt.Stringer) // a table.Row of the transition taken
+	exec   bool               // carry actions out on disk instead of collecting them
 	acts   []Action
 	evs    []Event
 	reads  []*readResult
@@ -300,9 +300,9 @@ func newHarness(t testing.TB, cfg Config) *harness {
 
 func (h *harness) start(r Recovered) {
 	h.t.Helper()
-	q, err := newQueue(h.cfg, h.now, r, func(s State, tr Trigger) {
+	q, err := newQueue(h.cfg, h.now, r, func(r fmt.Stringer) {
 		if h.trace != nil {
-			h.trace(s, tr)
+			h.trace(r)
 		}
 	})
 	if err != nil {

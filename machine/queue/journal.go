@@ -7,9 +7,19 @@ import (
 )
 
 // The journal: what keeps the memory queue and the entries in flight across
-// a crash (see the package's Durability section and the journal rows of the
-// table in state.go). Every function here changes a journal file's state
+// a crash (see the package's Durability section and the journal table in
+// state_journal.go). Every function here changes a journal file's state
 // through the table.
+
+// journalFile is one <peer>.J.<ts> file.
+type journalFile struct {
+	name      string
+	state     JournalState
+	opened    time.Time
+	bytes     int64
+	unsettled int64     // entries journaled here and not settled yet
+	retryAt   time.Time // JournalStuck: when to try the delete again
+}
 
 // nextTS returns the timestamp of a new file: now in Unix seconds, or one
 // more than the last one given, so that names stay unique and ordered even
@@ -35,7 +45,7 @@ func (q *Queue) journalAppend(now time.Time, it *item) {
 	}
 	if j == nil {
 		j = &journalFile{name: JournalName(q.cfg.Peer, q.nextTS(now)), opened: now}
-		j.state = q.mustMove(JournalNone, OnJournalOpen)
+		q.moveJournal(j, OnJournalOpen)
 		q.journal = j
 		q.journals = append(q.journals, j)
 		q.emit(OpenJournal{File: j.name})
@@ -51,7 +61,7 @@ func (q *Queue) journalAppend(now time.Time, it *item) {
 // OnJournalRotate or OnShutdown); it is deleted at once if nothing in it
 // waits, else when its last entry is settled.
 func (q *Queue) rotateJournal(j *journalFile, on Trigger) {
-	j.state = q.mustMove(j.state, on)
+	q.moveJournal(j, on)
 	q.journal = nil
 	q.emit(CloseJournal{File: j.name})
 	if j.unsettled == 0 {
@@ -73,7 +83,7 @@ func (q *Queue) settleJournal(j *journalFile) {
 // deleteJournal asks for closed journal file j to be deleted and forgets it;
 // a failed delete comes back through Failed.
 func (q *Queue) deleteJournal(j *journalFile) {
-	j.state = q.mustMove(JournalClosed, OnDrained)
+	q.moveJournal(j, OnDrained)
 	q.removeJournal(j)
 	q.emit(DeleteJournal{File: j.name})
 }
@@ -81,7 +91,7 @@ func (q *Queue) deleteJournal(j *journalFile) {
 // retryJournalDelete asks again for the delete of journal file j, which
 // failed before.
 func (q *Queue) retryJournalDelete(j *journalFile) {
-	j.state = q.mustMove(JournalStuck, OnRetryDelete)
+	q.moveJournal(j, OnRetryDelete)
 	q.removeJournal(j)
 	q.emit(DeleteJournal{File: j.name})
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/machine/table"
 )
 
 // world is the randomized test's view of one peer across restarts: which
@@ -45,7 +47,7 @@ type world struct {
 // writes, so nothing may be dropped at all and every acknowledged entry
 // must be answered.
 func TestRandomized(t *testing.T) {
-	taken := map[rule]int{}
+	taken := map[fmt.Stringer]int{}
 	for seed := int64(1); seed <= 400; seed++ {
 		mode := []string{"single-life", "restarts", "crashes", "crashes-strict"}[seed%4]
 		t.Run(fmt.Sprintf("seed=%d/%s", seed, mode), func(t *testing.T) {
@@ -57,9 +59,9 @@ func TestRandomized(t *testing.T) {
 	}
 	// The random walk must reach every transition but those that need a
 	// file changed behind the machine's back (covered by TestTransitions).
-	for _, r := range table {
-		if taken[r] == 0 && r.On != OnFound && r.On != OnShortRead {
-			t.Errorf("the random walk never took %s --%s--> %s", r.From, r.On, r.To)
+	for _, r := range everyRow() {
+		if taken[r.row] == 0 && r.on != OnFound && r.on != OnShortRead {
+			t.Errorf("the random walk never took %s", r.row)
 		}
 	}
 	// The fake disk never changes behind the machine's back, so a replay
@@ -67,14 +69,14 @@ func TestRandomized(t *testing.T) {
 	// a surplus would be a write the machine lost track of.
 	for _, on := range []Trigger{OnShortRead, OnFound} {
 		for r, n := range taken {
-			if r.On == on && n > 0 {
-				t.Errorf("the random walk took %s --%s--> %s %d times", r.From, r.On, r.To, n)
+			if er, ok := r.(table.Row[EntryState, Trigger]); ok && er.On == on && n > 0 {
+				t.Errorf("the random walk took %s %d times", r, n)
 			}
 		}
 	}
 }
 
-func runRandom(t *testing.T, seed int64, mode string, steps int, taken map[rule]int) {
+func runRandom(t *testing.T, seed int64, mode string, steps int, taken map[fmt.Stringer]int) {
 	rng := rand.New(rand.NewSource(seed))
 	strict := mode == "crashes-strict"
 	cfg := testConfig()
@@ -94,10 +96,7 @@ func runRandom(t *testing.T, seed int64, mode string, steps int, taken map[rule]
 	cfg.DownSpillDelay = []time.Duration{-1, time.Second, 30 * time.Second, 5 * time.Minute}[rng.Intn(4)]
 	h := newHarness(t, cfg)
 	h.exec = true
-	h.trace = func(s State, tr Trigger) {
-		to, _ := lookup(s, tr)
-		taken[rule{s, tr, to}]++
-	}
+	h.trace = func(r fmt.Stringer) { taken[r]++ }
 	w := &world{t: t, rng: rng, h: h, held: map[Conn][]string{},
 		answered: map[string]int{}, dupAllowed: map[string]int{}, acked: map[string]bool{}}
 	failRate := 0.03

@@ -32,7 +32,12 @@
 // should log; Stats counts every entry exactly once, and Check verifies that
 // the counts add up and agree with the queue's contents.
 //
-// The lifecycle is the table in state.go; every state change goes through it.
+// The lifecycles are tables, one per subject (state.go: entry, connection,
+// replay file, journal file, the queue); every state change goes through
+// them. The files beside this one hold the rest by concern: backlog.go the
+// .B and .D files, replay.go <peer>.P, journal.go the journal, failed.go what
+// a failed action undoes, check.go the counters and invariants, ring.go the
+// memory queue.
 //
 // # Durability
 //
@@ -91,10 +96,10 @@ type Queue struct {
 	third     int // entries spilled when the memory queue is full
 	half      int // entries read from <peer>.P per refill
 	maxDefers int // deferrals allowed before an entry is dropped
-	state     State
+	state     RunState
 
 	mem   ring
-	conns map[Conn]*connState // up connections only
+	conns map[Conn]*connWork // up connections only
 
 	files   []*file  // .B and .D files, ordered by timestamp
 	current [2]*file // the file each kind appends to (index kindIndex)
@@ -117,7 +122,7 @@ type Queue struct {
 	resent    int64
 	journaled int64
 
-	trace func(State, Trigger) // tests record the transitions taken
+	trace func(fmt.Stringer) // tests record the rows taken (table.Row values)
 
 	actions []Action
 	actHead int
@@ -135,56 +140,9 @@ type item struct {
 	jrnl  *journalFile // holds the entry's line until it is settled; nil when none does
 }
 
-// journalFile is one <peer>.J.<ts> file.
-type journalFile struct {
-	name      string
-	state     State // JournalOpen, JournalBroken, JournalClosed or JournalStuck
-	opened    time.Time
-	bytes     int64
-	unsettled int64     // entries journaled here and not settled yet
-	retryAt   time.Time // JournalStuck: when to try the delete again
-}
-
-type connState struct {
+// connWork is what an up connection holds.
+type connWork struct {
 	items []item // in flight, oldest first
-}
-
-// file is one .B or .D file.
-type file struct {
-	name        string
-	kind        Kind
-	ts          int64
-	bytes       int64
-	entries     int64
-	maxAttempts int
-	opened      time.Time // when it was created
-	last        time.Time // when a line was last appended
-	notBefore   time.Time // promotion failed: not again before this
-	gone        bool      // its creation failed: forget it when empty
-}
-
-// replay is the state of <peer>.P.
-type replay struct {
-	state    State
-	source   *file // the file promoted, for an undo when the rename fails
-	unread   int64 // entries not read yet
-	bytes    int64
-	readOff  int64 // where the next read starts
-	doneOff  int64 // every entry before this is settled
-	ckptOff  int64 // the last checkpoint asked for (-1: unknown)
-	lastCkpt time.Time
-	batches  []batch // read batches not yet settled, oldest first
-	firstSeq uint64  // sequence of batches[0]
-	nextSeq  uint64
-	pending  int64  // entries of batches still unsettled
-	failed   bool   // a read failed: quarantine instead of delete
-	stuck    Action // the delete or quarantine to retry
-	retryAt  time.Time
-}
-
-type batch struct {
-	end  int64 // offset after the batch's last line
-	left int64 // entries not yet settled
 }
 
 // New returns the queue of cfg.Peer, resuming from what its backlog
@@ -195,7 +153,7 @@ func New(cfg Config, now time.Time, r Recovered) (*Queue, error) {
 	return newQueue(cfg, now, r, nil)
 }
 
-func newQueue(cfg Config, now time.Time, r Recovered, trace func(State, Trigger)) (*Queue, error) {
+func newQueue(cfg Config, now time.Time, r Recovered, trace func(fmt.Stringer)) (*Queue, error) {
 	if cfg.Peer == "" {
 		return nil, fmt.Errorf("queue: config has no peer name")
 	}
@@ -206,8 +164,7 @@ func newQueue(cfg Config, now time.Time, r Recovered, trace func(State, Trigger)
 		half:      max(1, cfg.QueueSize/2),
 		maxDefers: max(0, cfg.MaxDefers),
 		state:     Running,
-		conns:     make(map[Conn]*connState),
-		rp:        replay{state: ReplayNone},
+		conns:     make(map[Conn]*connWork),
 		trace:     trace,
 	}
 	seen := make(map[string]bool)
@@ -257,7 +214,7 @@ func newQueue(cfg Config, now time.Time, r Recovered, trace func(State, Trigger)
 		if p.Offset < 0 || p.Offset > p.Bytes || p.Entries < 0 {
 			return nil, fmt.Errorf("queue %s: recovered replay file has offset %d of %d bytes, %d entries", cfg.Peer, p.Offset, p.Bytes, p.Entries)
 		}
-		q.rp.state = q.mustMove(ReplayNone, OnRecoverP)
+		q.moveReplay(OnRecoverP)
 		q.rp.unread = int64(p.Entries)
 		q.rp.bytes = p.Bytes
 		q.rp.readOff, q.rp.doneOff, q.rp.ckptOff = p.Offset, p.Offset, p.Offset
@@ -319,8 +276,8 @@ func (q *Queue) ConnUp(now time.Time, c Conn) error {
 	if _, ok := q.conns[c]; ok {
 		return q.connErr(c, ConnUp, OnConnUp)
 	}
-	q.mustMove(ConnDown, OnConnUp)
-	q.conns[c] = &connState{}
+	q.moveConn(ConnDown, OnConnUp)
+	q.conns[c] = &connWork{}
 	q.downSince = time.Time{}
 	q.pump(now)
 	return nil
@@ -337,7 +294,7 @@ func (q *Queue) ConnDown(now time.Time, c Conn) error {
 	if !ok {
 		return q.connErr(c, ConnDown, OnConnDown)
 	}
-	q.mustMove(ConnUp, OnConnDown)
+	q.moveConn(ConnUp, OnConnDown)
 	delete(q.conns, c)
 	for i := len(cs.items) - 1; i >= 0; i-- {
 		q.mem.pushFront(cs.items[i])
@@ -397,7 +354,7 @@ func (q *Queue) Done(now time.Time, c Conn, id string, o Outcome) error {
 	}
 	i := slices.IndexFunc(cs.items, func(it item) bool { return it.MessageID == id })
 	if i < 0 {
-		return &TransitionError{Peer: q.cfg.Peer, Subject: fmt.Sprintf("entry %s on conn %d", id, c), State: Absent, Trigger: on}
+		return illegal(q, fmt.Sprintf("entry %s on conn %d", id, c), Absent, on)
 	}
 	it := cs.items[i]
 	cs.items = slices.Delete(cs.items, i, i+1)
@@ -418,180 +375,6 @@ func (q *Queue) Done(now time.Time, c Conn, id string, o Outcome) error {
 		q.retried += int64(w)
 	}
 	q.pump(now)
-	return nil
-}
-
-// ReplayRead gives the queue the result of its ReadReplay action: the
-// entries read, the offset after the last line consumed (complete lines
-// only; a torn last line is not consumed), and whether the end of <peer>.P
-// was reached. The entries join the tail of the memory queue.
-func (q *Queue) ReplayRead(now time.Time, entries []Entry, newOffset int64, eof bool) error {
-	on := OnRead
-	if eof {
-		on = OnReadEOF
-	}
-	if q.state != Running {
-		return q.queueErr(on)
-	}
-	if q.rp.state != ReplayReading {
-		return q.replayErr(on)
-	}
-	if newOffset < q.rp.readOff || (newOffset == q.rp.readOff && (len(entries) > 0 || !eof)) {
-		return fmt.Errorf("queue %s: replay read of %d entries (eof %t) ends at offset %d, not after %d", q.cfg.Peer, len(entries), eof, newOffset, q.rp.readOff)
-	}
-	for _, e := range entries {
-		if err := CheckEntry(e); err != nil {
-			return fmt.Errorf("queue %s: replay read: %w", q.cfg.Peer, err)
-		}
-	}
-	n := int64(len(entries))
-	if n > q.rp.unread { // more lines than were counted: the surplus is found
-		extra := n - q.rp.unread
-		q.moveN(Absent, OnFound, extra)
-		q.recovered += extra
-		q.rp.unread += extra
-	}
-	q.moveN(Replay, OnRead, n)
-	q.rp.unread -= n
-	seq := q.rp.nextSeq
-	q.rp.nextSeq++
-	q.rp.batches = append(q.rp.batches, batch{end: newOffset, left: n})
-	q.rp.pending += n
-	for _, e := range entries {
-		q.mem.pushBack(item{Entry: e, batch: seq + 1})
-	}
-	q.rp.readOff = newOffset
-	// At the end, what was counted but not found is gone: a write that
-	// failed unnoticed, or lines corrupted on disk (spoolfs quarantined
-	// them). Count it, so the totals still add up.
-	if eof && q.rp.unread > 0 {
-		q.moveN(Replay, OnShortRead, q.rp.unread)
-		q.event(Drop{Reason: ReasonShortRead, Count: int(q.rp.unread), File: ReplayName(q.cfg.Peer)})
-		q.rp.unread = 0
-	}
-	q.rp.state = q.mustMove(ReplayReading, on)
-	q.advance()
-	if q.mem.n > q.cfg.QueueSize {
-		q.spill(now, max(q.third, q.mem.n-q.cfg.QueueSize))
-	}
-	q.pump(now)
-	return nil
-}
-
-// Failed reports that action a, given by NextAction, could not be carried
-// out. Report it before any other input; it emits no action itself, and
-// asks for a Tick (Deadline) to take the next step. What a failed .B/.D write held is dropped
-// and counted; a failed rename puts the file back (tried again after
-// DeferDelay); a failed read ends the replay, drops what was left in the file
-// and quarantines it; a failed delete (of <peer>.P or of a journal) is
-// retried after DeferDelay; a failed journal create or append breaks the
-// journal file, which is rotated at the next offer or Tick, while its
-// entries stay queued (the owner must not acknowledge them: its Sync
-// reports the failure). Failures of the actions Shutdown asked for are
-// taken after it too.
-func (q *Queue) Failed(now time.Time, a Action, err error) error {
-	switch a := a.(type) {
-	case AppendBacklog:
-		f := q.findFile(a.File)
-		if f == nil {
-			return nil // promoted since: the replay's read will come up short and count it
-		}
-		n, b := int64(0), int64(0)
-		for _, e := range a.Entries {
-			if n == f.entries {
-				break
-			}
-			n++
-			b += LineLen(e)
-		}
-		f.entries -= n
-		f.bytes -= b
-		q.bytes -= b
-		q.moveN(kindState(f.kind), OnWriteFailed, n)
-		q.event(Drop{Reason: ReasonWriteFailed, Count: int(n), File: f.name})
-		q.forgetIfGone(f)
-	case RotateBacklog:
-		f := q.findFile(a.Opened)
-		if f == nil {
-			return nil
-		}
-		if q.current[kindIndex(f.kind)] == f {
-			q.current[kindIndex(f.kind)] = nil
-		}
-		f.gone = true
-		q.forgetIfGone(f)
-	case PromoteToReplay:
-		f := q.rp.source
-		on := OnRestoreB
-		if f != nil && f.kind == KindDeferred {
-			on = OnRestoreD
-		}
-		if q.rp.state != ReplayIdle || f == nil || f.name != a.File {
-			return q.replayErr(on)
-		}
-		q.rp.state = q.mustMove(ReplayIdle, on)
-		q.moveN(Replay, on, q.rp.unread)
-		f.notBefore = now.Add(q.cfg.DeferDelay)
-		q.insertFile(f)
-		q.rp = replay{state: q.rp.state, nextSeq: q.rp.nextSeq, firstSeq: q.rp.nextSeq}
-	case ReadReplay:
-		if q.rp.state != ReplayReading {
-			return q.replayErr(OnReadFailed)
-		}
-		q.rp.state = q.mustMove(ReplayReading, OnReadFailed)
-		q.rp.failed = true
-		if q.rp.unread > 0 {
-			q.moveN(Replay, OnReadFailed, q.rp.unread)
-			q.event(Drop{Reason: ReasonReadFailed, Count: int(q.rp.unread), File: ReplayName(q.cfg.Peer)})
-			q.rp.unread = 0
-		}
-	case Checkpoint:
-		if q.rp.state != ReplayNone && q.rp.state != ReplayStuck {
-			q.rp.ckptOff = -1 // unknown: checkpoint again at the next chance
-		}
-	case DeleteReplay, QuarantineReplay:
-		if q.rp.state != ReplayNone {
-			return q.replayErr(OnDeleteFailed)
-		}
-		q.rp.state = q.mustMove(ReplayNone, OnDeleteFailed)
-		q.rp.stuck = a
-		q.rp.retryAt = now.Add(q.cfg.DeferDelay)
-	case DeleteBacklog:
-		// Its entries were counted as dropped already; the file stays on
-		// disk and is found again (and sent) after a restart.
-	case OpenJournal, AppendJournal:
-		// The entries stay in memory and are sent as usual, but their
-		// journal lines may be missing: the owner must not acknowledge
-		// them (its Sync reports the failure). The file takes no more
-		// lines; the next offer opens another.
-		var name string
-		switch a := a.(type) {
-		case OpenJournal:
-			name = a.File
-		case AppendJournal:
-			name = a.File
-		}
-		if j := q.findJournal(name); j != nil && j.state == JournalOpen {
-			j.state = q.mustMove(JournalOpen, OnWriteFailed)
-		}
-	case CloseJournal:
-		// Nothing to undo: the file takes no more lines either way, and
-		// the owner's Sync reports that its last lines may not be durable.
-	case DeleteJournal:
-		if j := q.findJournal(a.File); j != nil {
-			return &TransitionError{Peer: q.cfg.Peer, Subject: "journal " + a.File, State: j.state, Trigger: OnDeleteFailed}
-		}
-		// Tried again after DeferDelay; after a restart, its entries would
-		// be sent again (and counted as Resent).
-		j := &journalFile{name: a.File, state: q.mustMove(JournalNone, OnDeleteFailed), retryAt: now.Add(q.cfg.DeferDelay)}
-		q.journals = append(q.journals, j)
-	default:
-		return fmt.Errorf("queue %s: failed action %T is not one of the queue's", q.cfg.Peer, a)
-	}
-	// No new step here: the owner may be in the middle of carrying out the
-	// actions of the last input. The next input, or the Tick asked for
-	// now, takes it.
-	q.wakeAt = now
 	return nil
 }
 
@@ -645,7 +428,7 @@ func (q *Queue) Shutdown(now time.Time) error {
 	slices.Sort(ids)
 	q.scratch = q.scratch[:0]
 	for _, c := range ids {
-		q.mustMove(ConnUp, OnShutdown)
+		q.moveConn(ConnUp, OnShutdown)
 		q.scratch = append(q.scratch, q.conns[c].items...)
 		delete(q.conns, c)
 	}
@@ -676,7 +459,7 @@ func (q *Queue) Shutdown(now time.Time) error {
 	if j := q.journal; j != nil {
 		q.rotateJournal(j, OnShutdown)
 	}
-	q.state = q.mustMove(Running, OnShutdown)
+	q.moveRun(OnShutdown)
 	return nil
 }
 
@@ -754,161 +537,6 @@ func (q *Queue) Deadline() (time.Time, bool) {
 	return d, !d.IsZero()
 }
 
-// Stats returns the queue's counters.
-func (q *Queue) Stats() Stats {
-	var jbytes int64
-	for _, j := range q.journals {
-		jbytes += j.bytes
-	}
-	return Stats{
-		Offered: q.offered, Recovered: q.recovered, Resent: q.resent,
-		Accepted: q.count[Accepted], Refused: q.count[Refused], Rejected: q.count[Rejected],
-		Missing: q.count[Missing], Dropped: q.count[Dropped],
-		Queued: q.count[Queued], InFlight: q.count[InFlight], Backlog: q.count[Backlog],
-		Deferred: q.count[Deferred], Replay: q.count[Replay],
-		Spilled: q.spilled, Requeued: q.requeued, Retried: q.retried,
-		BacklogBytes: q.bytes, BacklogFiles: len(q.files),
-		Journaled: q.journaled, JournalBytes: jbytes, JournalFiles: len(q.journals),
-	}
-}
-
-// ReplayState returns the state of <peer>.P (ReplayNone, ReplayIdle,
-// ReplayReading, ReplayDraining or ReplayStuck).
-func (q *Queue) ReplayState() State { return q.rp.state }
-
-// Check verifies the queue's invariants: the counters add up, and each
-// count agrees with what the queue holds (memory queue, connections, files,
-// the replay file and its read batches). Tests call it after every step.
-func (q *Queue) Check() error {
-	s := q.Stats()
-	// Conservation: every entry that came in is in exactly one state.
-	in := s.Offered + s.Recovered
-	out := s.Accepted + s.Refused + s.Rejected + s.Missing + s.Dropped +
-		s.Queued + s.InFlight + s.Backlog + s.Deferred + s.Replay
-	if in != out || -q.count[Absent] != in {
-		return fmt.Errorf("queue %s: offered %d + recovered %d = %d, born %d, accounted %d (%+v)", q.cfg.Peer, s.Offered, s.Recovered, in, -q.count[Absent], out, s)
-	}
-	for st := Queued; st <= Dropped; st++ {
-		if q.count[st] < 0 {
-			return fmt.Errorf("queue %s: %d entries in state %s", q.cfg.Peer, q.count[st], st)
-		}
-	}
-	if int64(q.mem.n) != s.Queued {
-		return fmt.Errorf("queue %s: memory queue holds %d, counted %d", q.cfg.Peer, q.mem.n, s.Queued)
-	}
-	var inflight, pending int64
-	held := map[*journalFile]int64{} // entries whose journal line is not settled, per file
-	for c, cs := range q.conns {
-		inflight += int64(len(cs.items))
-		for _, it := range cs.items {
-			if it.batch != 0 {
-				pending++
-			}
-			if it.jrnl != nil {
-				held[it.jrnl]++
-			}
-			if CheckEntry(it.Entry) != nil {
-				return fmt.Errorf("queue %s: conn %d holds invalid entry %+v", q.cfg.Peer, c, it.Entry)
-			}
-		}
-	}
-	if inflight != s.InFlight {
-		return fmt.Errorf("queue %s: connections hold %d, counted %d in flight", q.cfg.Peer, inflight, s.InFlight)
-	}
-	for i := 0; i < q.mem.n; i++ {
-		it := q.mem.at(i)
-		if it.batch != 0 {
-			pending++
-		}
-		if it.jrnl != nil {
-			held[it.jrnl]++
-		}
-	}
-	if err := q.checkJournals(held); err != nil {
-		return err
-	}
-	var left int64
-	for _, b := range q.rp.batches {
-		left += b.left
-	}
-	if pending != q.rp.pending || left != q.rp.pending {
-		return fmt.Errorf("queue %s: %d entries from the replay file held, batches wait for %d, pending %d", q.cfg.Peer, pending, left, q.rp.pending)
-	}
-	var kinds [2]int64
-	bytes := int64(0)
-	for i, f := range q.files {
-		if i > 0 && q.files[i-1].ts > f.ts {
-			return fmt.Errorf("queue %s: files out of order: %s before %s", q.cfg.Peer, q.files[i-1].name, f.name)
-		}
-		if f.entries < 0 || f.bytes < 0 {
-			return fmt.Errorf("queue %s: file %s has %d entries, %d bytes", q.cfg.Peer, f.name, f.entries, f.bytes)
-		}
-		kinds[kindIndex(f.kind)] += f.entries
-		bytes += f.bytes
-	}
-	for _, f := range q.current {
-		if f != nil && q.findFile(f.name) != f {
-			return fmt.Errorf("queue %s: current file %s is not listed", q.cfg.Peer, f.name)
-		}
-	}
-	if kinds[0] != s.Backlog || kinds[1] != s.Deferred {
-		return fmt.Errorf("queue %s: files hold %d B + %d D entries, counted %d + %d", q.cfg.Peer, kinds[0], kinds[1], s.Backlog, s.Deferred)
-	}
-	if q.replayOpen() {
-		bytes += q.rp.bytes
-	} else if q.rp.unread != 0 || len(q.rp.batches) != 0 {
-		return fmt.Errorf("queue %s: no replay file, yet %d unread and %d batches", q.cfg.Peer, q.rp.unread, len(q.rp.batches))
-	}
-	if q.rp.unread != s.Replay {
-		return fmt.Errorf("queue %s: replay file has %d unread, counted %d", q.cfg.Peer, q.rp.unread, s.Replay)
-	}
-	if bytes != q.bytes {
-		return fmt.Errorf("queue %s: files hold %d octets, counted %d", q.cfg.Peer, bytes, q.bytes)
-	}
-	if q.rp.doneOff > q.rp.readOff {
-		return fmt.Errorf("queue %s: replay settled to %d beyond read %d", q.cfg.Peer, q.rp.doneOff, q.rp.readOff)
-	}
-	return nil
-}
-
-// moveN moves n entries from state from by trigger on, and returns the
-// state they reach. The table must allow it: the machine only asks for
-// moves it has checked, so anything else is a bug and panics.
-func (q *Queue) moveN(from State, on Trigger, n int64) State {
-	to := q.transition(from, on, n)
-	q.count[from] -= n
-	q.count[to] += n
-	return to
-}
-
-// mustMove moves one connection, the replay file or the queue.
-func (q *Queue) mustMove(from State, on Trigger) State { return q.transition(from, on, 1) }
-
-// transition looks a move of n things up in the table, panicking if it is
-// not there.
-func (q *Queue) transition(from State, on Trigger, n int64) State {
-	to, ok := lookup(from, on)
-	if !ok {
-		panic((&TransitionError{Peer: q.cfg.Peer, Subject: "internal", State: from, Trigger: on}).Error())
-	}
-	if q.trace != nil && n > 0 {
-		q.trace(from, on)
-	}
-	return to
-}
-
-func (q *Queue) queueErr(on Trigger) error {
-	return &TransitionError{Peer: q.cfg.Peer, Subject: "queue", State: q.state, Trigger: on}
-}
-
-func (q *Queue) connErr(c Conn, st State, on Trigger) error {
-	return &TransitionError{Peer: q.cfg.Peer, Subject: fmt.Sprintf("conn %d", c), State: st, Trigger: on}
-}
-
-func (q *Queue) replayErr(on Trigger) error {
-	return &TransitionError{Peer: q.cfg.Peer, Subject: "replay file", State: q.rp.state, Trigger: on}
-}
-
 func (q *Queue) emit(a Action) {
 	q.flushJournal()
 	if ab, ok := a.(AppendBacklog); ok && len(q.actions) > q.actHead {
@@ -952,332 +580,9 @@ func (q *Queue) event(e Event) {
 	q.events = append(q.events, e)
 }
 
-func kindIndex(k Kind) int {
-	if k == KindDeferred {
-		return 1
-	}
-	return 0
-}
-
-func kindState(k Kind) State {
-	if k == KindDeferred {
-		return Deferred
-	}
-	return Backlog
-}
-
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
 	}
 	return b
 }
-
-// deferDelay is how long a .D file whose most-deferred entry has attempts
-// waits after its last write: DeferDelay doubled per attempt beyond the
-// first, up to DeferMaxDelay.
-func (q *Queue) deferDelay(attempts int) time.Duration {
-	d := q.cfg.DeferDelay
-	for i := 1; i < attempts && d < q.cfg.DeferMaxDelay; i++ {
-		d *= 2
-	}
-	return min(d, q.cfg.DeferMaxDelay)
-}
-
-func (q *Queue) replayOpen() bool {
-	switch q.rp.state {
-	case ReplayIdle, ReplayReading, ReplayDraining:
-		return true
-	}
-	return false
-}
-
-// spill writes the n oldest entries of the memory queue to .B.
-func (q *Queue) spill(now time.Time, n int) { q.spillBy(now, n, OnSpill) }
-
-// spillBy writes the n oldest entries of the memory queue to .B by trigger
-// on (OnSpill: the queue is full; OnSpillDown: the peer is down).
-func (q *Queue) spillBy(now time.Time, n int, on Trigger) {
-	q.scratch = q.scratch[:0]
-	for i := 0; i < n && q.mem.n > 0; i++ {
-		q.scratch = append(q.scratch, q.mem.popFront())
-	}
-	written, name := q.appendBacklog(now, KindBacklog, Queued, on, q.scratch)
-	q.spilled += int64(written)
-	if written > 0 {
-		q.event(Spilled{Count: written, File: name, Down: on == OnSpillDown})
-	}
-}
-
-// appendBacklog writes items, all in state from, to the current file of
-// kind (rotating it first if due), by trigger on. Over BacklogMaxBytes it
-// drops the oldest other files first, then the oldest of items. It returns
-// how many were written, and where.
-func (q *Queue) appendBacklog(now time.Time, k Kind, from State, on Trigger, items []item) (int, string) {
-	f := q.ensureFile(now, k)
-	need := int64(0)
-	for i := range items {
-		need += LineLen(items[i].Entry)
-	}
-	if limit := q.cfg.BacklogMaxBytes; limit > 0 && q.bytes+need > limit {
-		for q.bytes+need > limit {
-			v := q.oldestOther(f)
-			if v == nil {
-				break
-			}
-			q.dropFile(v, ReasonBytes, OnTrim)
-		}
-		cut := 0
-		for cut < len(items) && q.bytes+need > limit {
-			need -= LineLen(items[cut].Entry)
-			cut++
-		}
-		if cut > 0 {
-			q.moveN(from, OnTrim, int64(cut))
-			for _, it := range items[:cut] {
-				q.settle(it)
-			}
-			q.event(Drop{Reason: ReasonBytes, Count: cut})
-			items = items[cut:]
-		}
-	}
-	if len(items) == 0 {
-		return 0, f.name
-	}
-	entries := make([]Entry, len(items))
-	for i, it := range items {
-		entries[i] = it.Entry
-		f.maxAttempts = max(f.maxAttempts, it.Attempts)
-	}
-	q.emit(AppendBacklog{Kind: k, File: f.name, Entries: entries})
-	if to := q.moveN(from, on, int64(len(items))); to != kindState(k) {
-		panic(fmt.Sprintf("queue: %s/%s leads to %s, not to a %s file", from, on, to, k))
-	}
-	f.entries += int64(len(items))
-	f.bytes += need
-	f.last = now
-	q.bytes += need
-	for _, it := range items {
-		q.settle(it)
-	}
-	return len(items), f.name
-}
-
-// ensureFile returns the file kind appends to, rotating it first when it is
-// full (RotateBytes, and RotateInterval since it was opened) or, for .D,
-// when it has taken lines for DeferDelay already.
-func (q *Queue) ensureFile(now time.Time, k Kind) *file {
-	i := kindIndex(k)
-	f := q.current[i]
-	closed := ""
-	if f != nil {
-		age := now.Sub(f.opened)
-		if (f.bytes >= q.cfg.RotateBytes && age >= q.cfg.RotateInterval) || (k == KindDeferred && age >= q.cfg.DeferDelay) {
-			closed = f.name
-			f = nil
-		}
-	}
-	if f == nil {
-		ts := q.nextTS(now)
-		f = &file{name: FileName(q.cfg.Peer, k, ts), kind: k, ts: ts, opened: now, last: now}
-		q.files = append(q.files, f)
-		q.current[i] = f
-		q.emit(RotateBacklog{Kind: k, Closed: closed, Opened: f.name})
-	}
-	return f
-}
-
-// oldestOther is the oldest file other than f, or nil.
-func (q *Queue) oldestOther(f *file) *file {
-	for _, v := range q.files {
-		if v != f {
-			return v
-		}
-	}
-	return nil
-}
-
-// dropFile deletes a whole file for a limit, counting its entries dropped.
-func (q *Queue) dropFile(f *file, r Reason, on Trigger) {
-	q.emit(DeleteBacklog{File: f.name})
-	q.moveN(kindState(f.kind), on, f.entries)
-	q.event(Drop{Reason: r, Count: int(f.entries), File: f.name})
-	q.removeFile(f)
-	q.bytes -= f.bytes
-}
-
-func (q *Queue) findFile(name string) *file {
-	for _, f := range q.files {
-		if f.name == name {
-			return f
-		}
-	}
-	return nil
-}
-
-func (q *Queue) removeFile(f *file) {
-	if i := slices.Index(q.files, f); i >= 0 {
-		q.files = slices.Delete(q.files, i, i+1)
-	}
-	if q.current[kindIndex(f.kind)] == f {
-		q.current[kindIndex(f.kind)] = nil
-	}
-}
-
-func (q *Queue) insertFile(f *file) {
-	i, _ := slices.BinarySearchFunc(q.files, f.ts, func(v *file, ts int64) int { return int(sign(v.ts - ts)) })
-	q.files = slices.Insert(q.files, i, f)
-}
-
-// forgetIfGone drops the record of a file whose creation failed once the
-// failed writes to it have been accounted for.
-func (q *Queue) forgetIfGone(f *file) {
-	if f.gone && f.entries == 0 {
-		q.removeFile(f)
-		q.bytes -= f.bytes
-	}
-}
-
-// settle notes that an entry no longer needs the file it came from: the
-// read batch of <peer>.P, or its journal file.
-func (q *Queue) settle(it item) {
-	if it.jrnl != nil {
-		q.settleJournal(it.jrnl)
-	}
-	if it.batch == 0 {
-		return
-	}
-	i := it.batch - 1 - q.rp.firstSeq
-	q.rp.batches[i].left--
-	q.rp.pending--
-	q.advance()
-}
-
-// advance moves the settled offset past every leading batch fully settled.
-func (q *Queue) advance() {
-	for len(q.rp.batches) > 0 && q.rp.batches[0].left == 0 {
-		q.rp.doneOff = q.rp.batches[0].end
-		q.rp.batches = q.rp.batches[1:]
-		q.rp.firstSeq++
-	}
-}
-
-func (q *Queue) checkpoint(now time.Time) {
-	q.emit(Checkpoint{Offset: q.rp.doneOff})
-	q.rp.ckptOff = q.rp.doneOff
-	q.rp.lastCkpt = now
-}
-
-// pump takes at most one step with the replay file, so that a failure the
-// owner reports always concerns the step just taken: retry a stuck delete,
-// delete a drained file, promote the oldest ready backlog file, or ask for a
-// refill of the empty memory queue (checkpointing first).
-func (q *Queue) pump(now time.Time) {
-	if q.state != Running {
-		return
-	}
-	want := len(q.conns) > 0 && q.mem.n == 0
-	switch q.rp.state {
-	case ReplayStuck:
-		if !now.Before(q.rp.retryAt) {
-			q.emit(q.rp.stuck)
-			q.rp.state = q.mustMove(ReplayStuck, OnRetryDelete)
-		}
-	case ReplayDraining:
-		if q.rp.pending == 0 {
-			q.finishReplay()
-		}
-	case ReplayNone:
-		if !want {
-			return
-		}
-		for _, f := range q.files {
-			if now.Before(f.notBefore) {
-				continue
-			}
-			if f.kind == KindDeferred && now.Before(f.last.Add(q.deferDelay(f.maxAttempts))) {
-				continue
-			}
-			q.promote(now, f)
-			return
-		}
-	case ReplayIdle:
-		if !want {
-			return
-		}
-		if q.rp.doneOff > q.rp.ckptOff {
-			q.checkpoint(now)
-		}
-		q.emit(ReadReplay{Offset: q.rp.readOff, Max: q.half})
-		q.rp.state = q.mustMove(ReplayIdle, OnReadAsked)
-	}
-}
-
-func (q *Queue) promote(now time.Time, f *file) {
-	q.rp.state = q.mustMove(ReplayNone, OnPromote)
-	q.moveN(kindState(f.kind), OnPromote, f.entries)
-	q.removeFile(f)
-	q.rp = replay{state: q.rp.state, source: f, unread: f.entries, bytes: f.bytes,
-		lastCkpt: now, nextSeq: q.rp.nextSeq, firstSeq: q.rp.nextSeq}
-	q.emit(PromoteToReplay{File: f.name})
-	q.event(ReplayStarted{File: f.name, Entries: int(f.entries)})
-}
-
-// finishReplay deletes (or quarantines) a replay file read to the end whose
-// entries are all settled.
-func (q *Queue) finishReplay() {
-	failed := q.rp.failed
-	q.rp.state = q.mustMove(ReplayDraining, OnDrained)
-	q.bytes -= q.rp.bytes
-	if failed {
-		ts := q.lastTS + 1
-		q.lastTS = ts
-		q.emit(QuarantineReplay{To: QuarantineName(q.cfg.Peer, ts)})
-	} else {
-		q.emit(DeleteReplay{})
-	}
-	q.rp = replay{state: q.rp.state, nextSeq: q.rp.nextSeq, firstSeq: q.rp.nextSeq}
-	q.event(ReplayFinished{Quarantined: failed})
-}
-
-// ring is the memory queue: a growable circular buffer of items.
-type ring struct {
-	buf  []item
-	head int
-	n    int
-}
-
-func (r *ring) grow() {
-	nb := make([]item, max(16, 2*len(r.buf)))
-	for i := 0; i < r.n; i++ {
-		nb[i] = r.buf[(r.head+i)%len(r.buf)]
-	}
-	r.buf, r.head = nb, 0
-}
-
-func (r *ring) pushBack(it item) {
-	if r.n == len(r.buf) {
-		r.grow()
-	}
-	r.buf[(r.head+r.n)%len(r.buf)] = it
-	r.n++
-}
-
-func (r *ring) pushFront(it item) {
-	if r.n == len(r.buf) {
-		r.grow()
-	}
-	r.head = (r.head - 1 + len(r.buf)) % len(r.buf)
-	r.buf[r.head] = it
-	r.n++
-}
-
-func (r *ring) popFront() item {
-	it := r.buf[r.head]
-	r.buf[r.head] = item{}
-	r.head = (r.head + 1) % len(r.buf)
-	r.n--
-	return it
-}
-
-func (r *ring) at(i int) item { return r.buf[(r.head+i)%len(r.buf)] }

@@ -37,24 +37,13 @@ package reader
 //
 // Answers are read line by line; multi-line answers (proto.MultiLine) go
 // through proto.BlockDecoder with the configured line limit and a limit on
-// the whole block. Before a step looks at its answers, answers that concern
-// the connection are handled, for the whole batch:
-//
-//   - 400: the server is closing (RFC 3977 §3.2.1): Failed (Retry), Closed.
-//   - 483: encryption required: Failed (Retry), Closed; the runtime must
-//     reconnect with TLS.
-//   - 480 (RFC 4643 §2.1): AUTHINFO USER/PASS with handshake.Auth, then the
-//     step is planned again (with GROUP first: the selection is not assumed
-//     to survive). Without credentials, or a second time, Failed, Closed.
-//   - 401 MODE-READER (RFC 3977 §3.2.1; INN's innd on its transit port):
-//     MODE READER, CAPABILITIES again (RFC 3977 §5.3.2: they change; the
-//     strategy is chosen anew), then the step is planned again. Once.
-//   - 412 (no group selected) to a command that needs one: GROUP, then the
-//     step again. Once per request.
-//
-// A command refused as unknown or unsupported (500, 501, 503) demotes the
-// thread-data strategy for the rest of the connection (HDR -> OVER -> HEAD)
-// and the step is planned again with the next one.
+// the whole block. Before a step looks at its answers, an answer that
+// concerns the connection (400, 483, 480, 401, 412) is acted on instead, for
+// the whole batch: the table and its RFC rules are in answers.go. The
+// answers of each step are read in steps.go; there a command refused as
+// unknown or unsupported (500, 501, 503) demotes the thread-data strategy
+// for the rest of the connection (HDR -> OVER -> HEAD) and the step is
+// planned again with the next one.
 //
 // Every batch sets a deadline Config.Timeout after it was sent; received
 // bytes push it back (a large article keeps the connection alive while it
@@ -62,12 +51,8 @@ package reader
 // connection whose answer is late is out of step for good.
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/newsflow/newsflow/machine/handshake"
@@ -219,8 +204,7 @@ type Client struct {
 
 	job *job
 
-	auth           handshake.Auth
-	authenticated  bool
+	reauth         handshake.Reauth // 480 -> AUTHINFO -> the step again
 	modeReaderDone bool
 
 	curGroup string
@@ -240,7 +224,7 @@ func New(now time.Time, cfg Config) *Client {
 		hints:     Hints{Legacy: cfg.Legacy},
 		dec:       proto.NewBlockDecoder(cfg.MaxLine),
 		in:        proto.LineBuffer{Name: "status line"},
-		auth:      handshake.Auth{User: cfg.User, Pass: cfg.Pass},
+		reauth:    handshake.NewReauth(cfg.User, cfg.Pass, false),
 		sentCount: make(map[string]int),
 	}
 }
@@ -252,7 +236,7 @@ func New(now time.Time, cfg Config) *Client {
 func FromHandshake(now time.Time, cfg Config, ready handshake.Ready, leftover []byte) (*Client, error) {
 	cfg.Capabilities, cfg.Legacy = ready.Capabilities, ready.Legacy
 	c := New(now, cfg)
-	c.authenticated = ready.Authenticated
+	c.reauth = handshake.NewReauth(cfg.User, cfg.Pass, ready.Authenticated)
 	if len(leftover) > 0 {
 		if err := c.Receive(now, leftover); err != nil {
 			return c, err
@@ -568,84 +552,15 @@ func (c *Client) answered(now time.Time) {
 	}
 }
 
-// needsGroup reports whether cmd works on the selected group.
-func needsGroup(cmd proto.Command) bool {
-	switch cmd.Verb {
-	case "HDR", "XHDR", "OVER", "XOVER":
-		return len(cmd.Args) == 0 || !proto.IsMessageIDArg(cmd.Args[len(cmd.Args)-1])
-	case "HEAD", "ARTICLE":
-		return len(cmd.Args) == 0 || !proto.IsMessageIDArg(cmd.Args[0])
-	}
-	return false
-}
-
-// jobAnswers handles the answers of a step: first those that concern the
-// connection (see the theory of operation), then the step's own.
+// jobAnswers handles the answers of a step: first one that concerns the
+// connection, if any (answers.go), then the step's own (steps.go).
 func (c *Client) jobAnswers(now time.Time, as []answer) {
 	j := c.job
 	if j == nil {
 		return
 	}
-	for _, a := range as {
-		switch a.resp.Code {
-		case proto.CodeUnavailable:
-			// RFC 3977 §3.2.1: 400 means the server is closing the connection.
-			c.fatal(fmt.Errorf("reader: %s: %w: %q", a.cmd.Name(), ErrUnavailable, a.resp.String()), true, false)
-			return
-		case proto.CodeEncryptRequired:
-			c.fatal(fmt.Errorf("reader: %s: %w: %q", a.cmd.Name(), ErrEncryptionReq, a.resp.String()), true, true)
-			return
-		}
-	}
-	for _, a := range as {
-		if a.resp.Code != proto.CodeAuthRequired {
-			continue
-		}
-		// RFC 4643 §2.1: authenticate, then send the command again.
-		if c.cfg.User == "" || c.authenticated {
-			c.fatal(fmt.Errorf("reader: %s: %w: %q", a.cmd.Name(), ErrAuthRequired, a.resp.String()), false, true)
-			return
-		}
-		c.rewind()
-		out, err := c.auth.Start(c.out)
-		if err != nil {
-			c.fatal(fmt.Errorf("reader: %w: %w", ErrAuthFailed, err), false, true)
-			return
-		}
-		c.out = out
-		c.recordSent(now, proto.AuthinfoUser(c.cfg.User), tagAuth)
-		return
-	}
-	for _, a := range as {
-		if a.resp.Code != proto.CodeWrongMode {
-			continue
-		}
-		// RFC 3977 §3.2.1: 401's first word names the capability that
-		// would make the command available; INN's innd says MODE-READER.
-		if !strings.EqualFold(a.resp.StreamID(), proto.CapModeReader) {
-			c.failJob(refusal(a.cmd, a.resp), false)
-			return
-		}
-		if c.modeReaderDone {
-			c.fatal(fmt.Errorf("reader: %s: %w: %q after MODE READER", a.cmd.Name(), ErrNoReader, a.resp.String()), false, true)
-			return
-		}
-		c.rewind()
-		c.send(now, proto.ModeReader(), tagModeReader)
-		return
-	}
-	for _, a := range as {
-		if a.resp.Code != proto.CodeNoGroup || !needsGroup(a.cmd) {
-			continue
-		}
-		// 412: the server lost (or never had) the selection; select again.
-		if j.regrouped {
-			c.failJob(refusal(a.cmd, a.resp), false)
-			return
-		}
-		j.regrouped, c.curGroup = true, ""
-		c.rewind()
-		c.advance(now)
+	if a, act := connAnswer(as); act != connStep {
+		c.recover(now, a, act)
 		return
 	}
 	switch j.step {
@@ -664,371 +579,12 @@ func (c *Client) jobAnswers(now time.Time, as []answer) {
 	}
 }
 
-// rewind makes the step in hand start over when it is planned again after
-// a recovery (AUTHINFO, MODE READER, GROUP): a HEAD window is asked again.
-func (c *Client) rewind() {
-	if j := c.job; j != nil && j.step == stFetch && j.used == StrategyHEAD {
-		j.next = j.window
-	}
-}
-
 // recordSent registers a command that another sub-machine (Auth) already
 // wrote to the output.
 func (c *Client) recordSent(now time.Time, cmd proto.Command, t tag) {
 	c.batch = append(c.batch, sent{cmd: cmd, tag: t})
 	c.sentCount[cmd.Name()]++
 	c.deadline = now.Add(c.cfg.Timeout)
-}
-
-// authAnswer passes an AUTHINFO answer to the Auth sub-machine.
-func (c *Client) authAnswer(now time.Time, r proto.Response) {
-	out, outcome, reason := c.auth.Handle(r, c.out)
-	c.out = out
-	switch outcome {
-	case handshake.AuthPending:
-		c.recordSent(now, proto.AuthinfoPass(c.cfg.Pass), tagAuth)
-	case handshake.AuthOK:
-		// The selection is not assumed to survive authentication.
-		c.authenticated, c.curGroup = true, ""
-		c.advance(now)
-	default:
-		c.fatal(fmt.Errorf("reader: AUTHINFO: %w: %s (%q)", ErrAuthFailed, reason, r.String()), false, reason != handshake.ReasonUnavailable)
-	}
-}
-
-// modeReaderAnswer handles the answer to MODE READER sent after a 401.
-func (c *Client) modeReaderAnswer(now time.Time, r proto.Response) {
-	switch r.Code {
-	case proto.CodePostingOK, proto.CodeNoPosting:
-		// RFC 3977 §5.3.2: the capabilities may have changed.
-		c.modeReaderDone, c.curGroup = true, ""
-		c.send(now, proto.Capabilities(), tagCaps)
-	case proto.CodeUnavailable:
-		c.fatal(fmt.Errorf("reader: MODE READER: %w: %q", ErrUnavailable, r.String()), true, false)
-	default:
-		c.fatal(fmt.Errorf("reader: MODE READER: %w: %q", ErrNoReader, r.String()), false, true)
-	}
-}
-
-// capsAnswer takes the capability list asked for after MODE READER and
-// plans the request's step again.
-func (c *Client) capsAnswer(now time.Time, a answer) {
-	if a.resp.Code == proto.CodeCapabilities {
-		c.caps = parseCaps(proto.PayloadLines(a.block))
-		c.hints = Hints{}
-	} else {
-		c.caps, c.hints = proto.CapabilitySet{}, Hints{Legacy: true}
-	}
-	c.askedH, c.askedF = false, false
-	c.advance(now)
-}
-
-// parseCaps parses a capability list, skipping lines that are not valid
-// capabilities (RFC 3977 §9.8) rather than failing on a server's oddity.
-func parseCaps(lines []string) proto.CapabilitySet {
-	valid := lines[:0:0]
-	for _, l := range lines {
-		if _, err := proto.ParseCapabilities([]string{l}); err == nil {
-			valid = append(valid, l)
-		}
-	}
-	set, _ := proto.ParseCapabilities(valid)
-	return set
-}
-
-// listAnswers finishes GetGroups: LIST ACTIVE merged with LIST NEWSGROUPS.
-func (c *Client) listAnswers(as []answer) {
-	active := as[0]
-	if active.resp.Code != proto.CodeListFollows {
-		c.failJob(refusal(active.cmd, active.resp), false)
-		return
-	}
-	res := GroupsResult{ID: c.job.id}
-	idx := make(map[string]int)
-	for _, l := range lines(active.block) {
-		g, err := proto.ParseActiveLine(l)
-		if err != nil {
-			res.Skipped++
-			continue
-		}
-		if _, dup := idx[g.Name]; dup {
-			continue
-		}
-		idx[g.Name] = len(res.Groups)
-		res.Groups = append(res.Groups, GroupListing{Name: g.Name, High: g.High, Low: g.Low, Status: g.Status})
-	}
-	// RFC 3977 §7.6.6: a server without descriptions answers 503; the
-	// list is still good.
-	if len(as) > 1 && as[1].resp.Code == proto.CodeListFollows {
-		for _, l := range lines(as[1].block) {
-			d, err := proto.ParseNewsgroupsLine(l)
-			if err != nil {
-				continue
-			}
-			if i, ok := idx[d.Name]; ok && res.Groups[i].Description == "" {
-				res.Groups[i].Description = d.Description
-			}
-		}
-	}
-	slices.SortFunc(res.Groups, func(a, b GroupListing) int { return strings.Compare(a.Name, b.Name) })
-	c.finish(res)
-}
-
-// lines splits a decoded block into lines without their endings.
-func lines(block []byte) [][]byte {
-	var out [][]byte
-	for len(block) > 0 {
-		i := bytes.IndexByte(block, '\n')
-		if i < 0 {
-			out = append(out, block)
-			break
-		}
-		out = append(out, bytes.TrimSuffix(block[:i], []byte("\r")))
-		block = block[i+1:]
-	}
-	return out
-}
-
-// articleAnswer finishes GetArticle.
-func (c *Client) articleAnswer(a answer) {
-	r := c.job.req.(GetArticle)
-	switch a.resp.Code {
-	case proto.CodeArticleFollows:
-		info, _ := proto.ParseArticleResponse(a.resp)
-		c.finish(ArticleResult{ID: c.job.id, MessageID: r.MessageID, Number: info.Number, Raw: a.block})
-	case proto.CodeNoSuchID, proto.CodeNoSuchNumber:
-		// RFC 3977 §6.2.1.2: 430, no article with that message-id.
-		c.finish(NotFound{ID: c.job.id, Req: c.job.req, Response: a.resp})
-	default:
-		c.failJob(refusal(a.cmd, a.resp), false)
-	}
-}
-
-// groupAnswer takes the answer to GROUP.
-func (c *Client) groupAnswer(now time.Time, a answer) {
-	j := c.job
-	switch a.resp.Code {
-	case proto.CodeGroupSelected:
-		info, err := proto.ParseGroupResponse(a.resp)
-		if err != nil {
-			c.failJob(fmt.Errorf("reader: GROUP %s: %w: %w", j.group, ErrProtocol, err), false)
-			return
-		}
-		c.curGroup, c.curInfo, c.curAt = j.group, info, now
-		if j.step == stGroup {
-			j.info, j.haveInfo = info, true
-		}
-		c.advance(now)
-	case proto.CodeNoSuchGroup:
-		// RFC 3977 §6.1.1.2: 411, no such newsgroup.
-		c.curGroup = ""
-		c.finish(NotFound{ID: j.id, Req: j.req, Response: a.resp})
-	default:
-		c.failJob(refusal(a.cmd, a.resp), false)
-	}
-}
-
-// hintAnswers takes LIST HEADERS and LIST OVERVIEW.FMT answers.
-func (c *Client) hintAnswers(now time.Time, as []answer) {
-	for _, a := range as {
-		if a.resp.Code != proto.CodeListFollows {
-			continue // unknown: the choice goes on without the hint
-		}
-		switch a.cmd.Name() {
-		case "LIST HEADERS":
-			hs := []string{}
-			for _, l := range lines(a.block) {
-				if h, err := proto.ParseListHeadersLine(l); err == nil {
-					hs = append(hs, h)
-				}
-			}
-			c.hints.Headers = hs
-		case "LIST OVERVIEW.FMT":
-			f, err := proto.ParseOverviewFmt(proto.PayloadLines(a.block))
-			if err != nil {
-				c.hints.BadOverviewFmt = true
-			} else {
-				c.hints.OverviewFmt = f
-			}
-		}
-	}
-	c.advance(now)
-}
-
-// refusedCode reports answers that mean "this command is not available
-// here" (RFC 3977 §3.2.1: 500 unknown, 501 syntax, 503 not supported).
-func refusedCode(code int) bool {
-	return code == proto.CodeUnknownCommand || code == proto.CodeSyntaxError || code == proto.CodeUnsupported
-}
-
-// emptyRange reports answers that mean "no articles there" (RFC 3977 §8.3.2:
-// 423 for an empty range; 420 from older servers).
-func emptyRange(code int) bool {
-	return code == proto.CodeNoSuchNumber || code == proto.CodeCurrentInvalid || code == proto.CodeNoSuchID
-}
-
-// refuse demotes strategy s for the rest of the connection.
-func (c *Client) refuse(s Strategy) {
-	if !c.hints.refused(s) {
-		c.hints.Refused = append(c.hints.Refused, s)
-	}
-}
-
-// fetchAnswers takes the thread data of one batch.
-func (c *Client) fetchAnswers(now time.Time, as []answer) {
-	j := c.job
-	if j.sums == nil {
-		j.sums = make(map[int64]*Summary)
-	}
-	sum := func(n int64) *Summary {
-		s := j.sums[n]
-		if s == nil {
-			s = &Summary{Number: n}
-			j.sums[n] = s
-		}
-		return s
-	}
-	if j.used != StrategyHEAD {
-		for _, a := range as {
-			if refusedCode(a.resp.Code) {
-				c.refuse(j.used)
-				j.sums = nil
-				c.advance(now)
-				return
-			}
-		}
-	}
-	for i, a := range as {
-		switch {
-		case emptyRange(a.resp.Code):
-			continue
-		case j.used == StrategyHDR && (a.resp.Code == proto.CodeHdrFollows || a.resp.Code == proto.CodeHeadFollows):
-			field := hdrFields[i]
-			for _, l := range lines(a.block) {
-				h, err := proto.ParseHdrLine(l)
-				if err != nil || h.Number < j.lo || h.Number > j.hi {
-					j.skipped++
-					continue
-				}
-				sum(h.Number).setField(field, h.Value)
-			}
-		case (j.used == StrategyOVER || j.used == StrategyXOVER) && a.resp.Code == proto.CodeOverFollows:
-			for _, l := range lines(a.block) {
-				o, err := proto.ParseOverviewLine(l, c.hints.OverviewFmt)
-				if err != nil || o.Number < j.lo || o.Number > j.hi {
-					j.skipped++
-					continue
-				}
-				s := SummaryFromOverview(o)
-				j.sums[o.Number] = &s
-			}
-		case j.used == StrategyHEAD && a.resp.Code == proto.CodeHeadFollows:
-			n := headNumber(a)
-			h, _, err := proto.ParseHeaders(a.block)
-			if err != nil {
-				j.skipped++
-				continue
-			}
-			s := SummaryFromHeader(n, h)
-			j.sums[n] = &s
-		default:
-			c.failJob(refusal(a.cmd, a.resp), false)
-			return
-		}
-	}
-	if j.used == StrategyHEAD && j.next <= j.hi {
-		c.advance(now)
-		return
-	}
-	c.finishThreads()
-}
-
-// headNumber is the article number of a HEAD answer: from the 221 line, or
-// the number asked for.
-func headNumber(a answer) int64 {
-	if info, err := proto.ParseArticleResponse(a.resp); err == nil && info.Number > 0 {
-		return info.Number
-	}
-	if len(a.cmd.Args) > 0 {
-		n, _ := strconv.ParseInt(a.cmd.Args[0], 10, 64)
-		return n
-	}
-	return 0
-}
-
-// dateAnswer takes the Date of the newest article for GetGroupStats.
-func (c *Client) dateAnswer(now time.Time, a answer) {
-	j := c.job
-	if refusedCode(a.resp.Code) && j.used != StrategyHEAD {
-		c.refuse(j.used)
-		c.advance(now)
-		return
-	}
-	var best int64 = -1
-	switch a.resp.Code {
-	case proto.CodeHdrFollows:
-		for _, l := range lines(a.block) {
-			if h, err := proto.ParseHdrLine(l); err == nil && h.Number > best {
-				if d := parseDate(h.Value); !d.IsZero() {
-					best, j.date = h.Number, d
-				}
-			}
-		}
-	case proto.CodeOverFollows:
-		for _, l := range lines(a.block) {
-			if o, err := proto.ParseOverviewLine(l, c.hints.OverviewFmt); err == nil && o.Number > best {
-				if d := parseDate(o.Date); !d.IsZero() {
-					best, j.date = o.Number, d
-				}
-			}
-		}
-	case proto.CodeHeadFollows:
-		if h, _, err := proto.ParseHeaders(a.block); err == nil {
-			j.date = parseDate(h.Get(proto.HeaderDate))
-		}
-	}
-	// Any other answer leaves the date unknown: the counts are still good.
-	c.finishStats()
-}
-
-// finishStats answers GetGroupStats.
-func (c *Client) finishStats() {
-	j := c.job
-	c.finish(StatsResult{ID: j.id, Group: j.group, Count: j.info.Count, Low: j.info.Low, High: j.info.High, LastDate: j.date})
-}
-
-// finishThreads answers GetThreads, GetNewArticles or GetThread.
-func (c *Client) finishThreads() {
-	j := c.job
-	res := ThreadsResult{ID: j.id, Group: j.group, Since: j.since, Low: j.lo, High: j.hi,
-		Truncated: j.truncated, Skipped: j.skipped}
-	if j.hi < j.since {
-		res.High = j.since
-	}
-	if len(j.sums) > 0 {
-		res.Strategy = j.used
-	}
-	nums := slices.Sorted(maps.Keys(j.sums))
-	for _, n := range nums {
-		s := j.sums[n]
-		if s.MessageID == "" {
-			res.Skipped++ // nothing to thread it by
-			continue
-		}
-		res.Articles = append(res.Articles, *s)
-	}
-	r, ok := j.req.(GetThread)
-	if !ok {
-		c.finish(res)
-		return
-	}
-	forest := Thread(res.Articles)
-	root, _ := Find(forest, r.MessageID)
-	if root == nil {
-		c.finish(NotFound{ID: j.id, Req: j.req})
-		return
-	}
-	c.finish(ThreadResult{ID: j.id, Group: j.group, Root: root, High: res.High, Strategy: res.Strategy})
 }
 
 // finish emits the request's result and makes the Client idle.
