@@ -47,6 +47,8 @@ type Config struct {
 	ConnectTimeout Duration       `toml:"connect_timeout"`
 	IdleTimeout    Duration       `toml:"idle_timeout"`
 	Servers        []ServerConfig `toml:"server"`
+	Serve          ServeConfig    `toml:"serve"`    // newsget serve (serve_config.go)
+	Categories     []Category     `toml:"category"` // newsget serve's categories
 
 	keys tomlconf.Keys // "server[1].port" -> line
 }

@@ -70,6 +70,8 @@ type Options struct {
 	NZBLimits proto.NZBLimits
 	// ReadBuffer is each connection's read buffer; 256 KiB when zero.
 	ReadBuffer int
+	// OnSegment hears of every segment done or failed (observe.go).
+	OnSegment func(SegmentNote)
 }
 
 // Job is one NZB to download.
@@ -826,12 +828,14 @@ func (e *Engine) dispatch(now time.Time, self *connRun) []*connRun {
 			o := e.files[ev.Segment.File]
 			o.remaining--
 			o.pendingDone = append(o.pendingDone, ev.Segment.Number)
+			e.noteSegment(o, ev.Segment.Number, ev.Server, nil)
 		case download.SegmentFailed:
 			o := e.files[ev.Segment.File]
 			o.remaining--
 			m := o.missingRange(ev.Segment.Number)
 			o.missing[ev.Segment.Number] = m
 			o.pendingMiss = append(o.pendingMiss, m)
+			e.noteSegment(o, ev.Segment.Number, 0, ev.Verdicts)
 			e.log.Warn("segment missing", "file", o.nzbName, "segment", ev.Segment.Number, "verdicts", ev.String())
 		case download.ServerBlocked:
 			sr := e.byID[ev.Server]

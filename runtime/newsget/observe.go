@@ -1,0 +1,82 @@
+package newsget
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/newsflow/newsflow/machine/download"
+	"github.com/newsflow/newsflow/spoolfs"
+)
+
+// What an Engine tells a daemon driving it (newsget serve): every
+// segment's fate as it is decided, and the job queue's naming of a job.
+
+// SegmentNote is one segment done or failed, for Options.OnSegment.
+type SegmentNote struct {
+	File     int    // the file's index in the job's NZB
+	Name     string // the file's name from the NZB (sanitised)
+	Number   int    // the segment's number
+	Bytes    int64  // its article bytes from the NZB
+	Server   string // done: the server that delivered it
+	Failed   bool   // no server had it
+	FailedOn []string
+}
+
+// noteSegment calls Options.OnSegment. Called with mu held: OnSegment
+// must be quick and must not call the Engine.
+func (e *Engine) noteSegment(o *outFile, number, server int, verdicts []download.Verdict) {
+	if e.opts.OnSegment == nil {
+		return
+	}
+	n := SegmentNote{File: o.idx, Name: o.nzbName, Number: number, Failed: verdicts != nil}
+	segs := o.nzb.Segments
+	if i := sort.Search(len(segs), func(i int) bool { return segs[i].Number >= number }); i < len(segs) && segs[i].Number == number {
+		n.Bytes = segs[i].Bytes
+	}
+	if sr := e.byID[server]; sr != nil {
+		n.Server = sr.cfg.Label()
+	}
+	for _, v := range verdicts {
+		if sr := e.byID[v.Server]; sr != nil {
+			n.FailedOn = append(n.FailedOn, sr.cfg.Label())
+		}
+	}
+	e.opts.OnSegment(n)
+}
+
+// JobID is the name the job queue gives an NZB downloaded into dir (a
+// rerun of the same NZB into the same directory resumes it).
+func JobID(nzb []byte, dir string) string { return jobID(nzb, dir) }
+
+// ForgetJob removes the job of nzb into cfg.DownloadDir from the job queue
+// (and its per-file facts), so a deleted job leaves nothing behind. A job
+// not in the queue is not an error. No Engine may have the queue open.
+func ForgetJob(cfg *Config, nzb []byte) error {
+	id := jobID(nzb, cfg.DownloadDir)
+	q, err := spoolfs.OpenJobQueue(filepath.Join(cfg.QueueDir, "jobs"), spoolfs.JobQueueOptions{})
+	if err != nil {
+		return fmt.Errorf("newsget: forget job: %w", err)
+	}
+	defer q.Close()
+	if _, err := q.Recover(); err != nil {
+		return fmt.Errorf("newsget: forget job: recovery: %w", err)
+	}
+	list, err := q.ListQueue()
+	if err != nil {
+		return fmt.Errorf("newsget: forget job: %w", err)
+	}
+	var errs []error
+	for _, j := range list {
+		if j.ID.Job == id {
+			errs = append(errs, q.Drop(j))
+		}
+	}
+	errs = append(errs, os.RemoveAll(filepath.Join(cfg.QueueDir, "files", id)))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("newsget: forget job %s: %w", id, err)
+	}
+	return nil
+}

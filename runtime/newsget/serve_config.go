@@ -1,0 +1,85 @@
+package newsget
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ServeConfig is the [serve] table: newsget serve, the download daemon
+// (runtime/newsget/serve).
+//
+//	[serve]
+//	listen       = "127.0.0.1:8085"
+//	api_key      = "0123456789abcdef"   # generated and printed once if absent
+//	watch_dir    = "/srv/nzb/watch"     # NZBs dropped here are queued, then moved aside
+//	complete_dir = "/srv/downloads"     # finished jobs: complete_dir/<category>/<job name>/
+//	htpasswd     = "/etc/newsget.htpasswd"  # optional: basic auth on the page (bcrypt-free: {SHA} lines)
+//	max_nzb_size = "64M"                # largest NZB accepted (upload, addurl, watch_dir)
+//	history_size = 1000                 # history entries kept
+type ServeConfig struct {
+	Listen      string `toml:"listen"`
+	APIKey      string `toml:"api_key"`
+	WatchDir    string `toml:"watch_dir"`
+	CompleteDir string `toml:"complete_dir"`
+	Htpasswd    string `toml:"htpasswd"`
+	MaxNZBSize  Size   `toml:"max_nzb_size"`
+	HistorySize int    `toml:"history_size"`
+}
+
+// Category is one [[category]]: where a category's jobs land and their
+// default priority. The category "*" is the default one.
+type Category struct {
+	Name     string `toml:"name"`
+	Dir      string `toml:"dir"`      // overrides complete_dir/<name>
+	Priority string `toml:"priority"` // force | high | normal | low
+}
+
+// CheckServe checks [serve] and [[category]] and fills their defaults.
+func (c *Config) CheckServe() error {
+	var errs []error
+	s := &c.Serve
+	if s.Listen == "" {
+		s.Listen = "127.0.0.1:8085"
+	}
+	if s.MaxNZBSize == 0 {
+		s.MaxNZBSize = 64 << 20
+	}
+	if s.MaxNZBSize < 0 {
+		errs = append(errs, c.errAt("serve.max_nzb_size", "negative"))
+	}
+	if s.HistorySize == 0 {
+		s.HistorySize = 1000
+	}
+	if s.HistorySize < 0 {
+		errs = append(errs, c.errAt("serve.history_size", "negative"))
+	}
+	if s.APIKey != "" && (len(s.APIKey) < 8 || strings.ContainsAny(s.APIKey, " &=?#/\r\n")) {
+		errs = append(errs, c.errAt("serve.api_key", "at least 8 characters, none of space & = ? # /"))
+	}
+	names := map[string]bool{}
+	for i := range c.Categories {
+		ct := &c.Categories[i]
+		key := func(k string) string { return "category[" + strconv.Itoa(i+1) + "]." + k }
+		switch {
+		case ct.Name == "":
+			errs = append(errs, c.errAt(key("name"), "missing"))
+		case ct.Name != "*" && (strings.ContainsAny(ct.Name, "/\\\x00") || ct.Name == "." || ct.Name == ".."):
+			errs = append(errs, c.errAt(key("name"), "%q: a category is a plain name", ct.Name))
+		case names[strings.ToLower(ct.Name)]:
+			errs = append(errs, c.errAt(key("name"), "%q used twice", ct.Name))
+		}
+		names[strings.ToLower(ct.Name)] = true
+		ct.Priority = strings.ToLower(ct.Priority)
+		switch ct.Priority {
+		case "", "force", "high", "normal", "low":
+		default:
+			errs = append(errs, c.errAt(key("priority"), "%q: want force, high, normal or low", ct.Priority))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w", err)
+	}
+	return nil
+}
