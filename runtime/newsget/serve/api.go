@@ -1,0 +1,507 @@
+package serve
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/dlqueue"
+	"golang.org/x/sys/unix"
+)
+
+// The SABnzbd API, as the *arr apps' SABnzbd clients call it
+// (Sonarr's SabnzbdProxy: /api?mode=...&apikey=...&output=json, with
+// addfile as a multipart POST of the field "name"). Field names, status
+// words and types are SABnzbd's: sizes in the queue are strings ("mb":
+// "123.45"), timeleft is "H:MM:SS", history bytes is a number. Answers are
+// JSON whatever output says (XML is not spoken).
+
+// Version is the SABnzbd version the API reports (the *arr apps check it
+// is recent enough for the fields they read).
+const Version = "4.5.1"
+
+// apiError is SABnzbd's error answer.
+func apiError(w http.ResponseWriter, msg string) {
+	writeJSON(w, map[string]any{"status": false, "error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(v)
+}
+
+// serveAPI is /api.
+func (d *Daemon) serveAPI(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, int64(d.cfg.Serve.MaxNZBSize)+1<<20)
+		if err := r.ParseMultipartForm(1 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+			apiError(w, fmt.Sprintf("bad request: %v", err))
+			return
+		}
+	}
+	q := func(k string) string { return r.FormValue(k) }
+	mode := q("mode")
+	key := q("apikey")
+	switch {
+	case key == "" && mode != "version":
+		apiError(w, "API Key Required")
+		return
+	case key != "" && subtle.ConstantTimeCompare([]byte(key), []byte(d.cfg.Serve.APIKey)) != 1:
+		apiError(w, "API Key Incorrect")
+		return
+	}
+	switch mode {
+	case "version":
+		writeJSON(w, map[string]any{"version": Version})
+	case "auth":
+		writeJSON(w, map[string]any{"auth": "apikey"})
+	case "get_config":
+		writeJSON(w, map[string]any{"config": d.apiConfig()})
+	case "get_cats":
+		var cats []string
+		for _, c := range d.apiCategories() {
+			cats = append(cats, c["name"].(string))
+		}
+		writeJSON(w, map[string]any{"categories": cats})
+	case "fullstatus":
+		writeJSON(w, map[string]any{"status": d.apiFullStatus()})
+	case "queue":
+		d.apiQueue(w, r)
+	case "history":
+		d.apiHistory(w, r)
+	case "addfile":
+		d.apiAddFile(w, r)
+	case "addurl":
+		d.apiAddURL(w, r)
+	case "pause", "resume":
+		if err := d.PauseAll(mode == "pause"); err != nil {
+			apiError(w, err.Error())
+			return
+		}
+		writeJSON(w, map[string]any{"status": true})
+	case "server_stats":
+		writeJSON(w, d.apiServerStats())
+	default:
+		apiError(w, "not implemented")
+	}
+}
+
+// addOptions reads cat, priority, nzbname and pp (pp is accepted and
+// ignored: post-processing is always repair + unpack + delete).
+func addOptions(r *http.Request) (AddOptions, error) {
+	p, err := dlqueue.ParsePriority(r.FormValue("priority"))
+	if err != nil {
+		return AddOptions{}, err
+	}
+	return AddOptions{Category: r.FormValue("cat"), Priority: p, Name: r.FormValue("nzbname")}, nil
+}
+
+func (d *Daemon) apiAddFile(w http.ResponseWriter, r *http.Request) {
+	if r.MultipartForm == nil {
+		apiError(w, "addfile needs a multipart POST with the NZB in the field name or nzbfile")
+		return
+	}
+	var fh *multipart.FileHeader
+	for _, field := range []string{"name", "nzbfile"} {
+		if fs := r.MultipartForm.File[field]; len(fs) > 0 {
+			fh = fs[0]
+			break
+		}
+	}
+	if fh == nil {
+		apiError(w, "addfile: no NZB file (field name or nzbfile)")
+		return
+	}
+	ao, err := addOptions(r)
+	if err != nil {
+		apiError(w, err.Error())
+		return
+	}
+	f, err := fh.Open()
+	if err != nil {
+		apiError(w, err.Error())
+		return
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(d.cfg.Serve.MaxNZBSize)+1))
+	if err != nil {
+		apiError(w, err.Error())
+		return
+	}
+	id, err := d.Add(data, fh.Filename, ao)
+	if err != nil {
+		apiError(w, err.Error())
+		return
+	}
+	writeJSON(w, map[string]any{"status": true, "nzo_ids": []string{id}})
+}
+
+func (d *Daemon) apiAddURL(w http.ResponseWriter, r *http.Request) {
+	ao, err := addOptions(r)
+	if err != nil {
+		apiError(w, err.Error())
+		return
+	}
+	data, name, err := d.fetchNZB(r.Context(), r.FormValue("name"))
+	if err != nil {
+		apiError(w, err.Error())
+		return
+	}
+	id, err := d.Add(data, name, ao)
+	if err != nil {
+		apiError(w, err.Error())
+		return
+	}
+	writeJSON(w, map[string]any{"status": true, "nzo_ids": []string{id}})
+}
+
+// fetchNZB gets an NZB from an indexer over HTTP(S), at most
+// max_nzb_size bytes within URLTimeout. The name comes from
+// Content-Disposition, else the URL's path.
+func (d *Daemon) fetchNZB(ctx context.Context, raw string) ([]byte, string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, "", fmt.Errorf("addurl: %q is not an http(s) URL", raw)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.opts.URLTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("addurl: %w", err)
+	}
+	resp, err := d.opts.HTTPClient.Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("addurl: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("addurl: %s answered %s", u.Host, resp.Status)
+	}
+	limit := int64(d.cfg.Serve.MaxNZBSize)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("addurl: reading %s: %w", u.Host, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, "", fmt.Errorf("addurl: the NZB is larger than max_nzb_size (%d bytes)", limit)
+	}
+	name := path.Base(u.Path)
+	if cd := resp.Header.Get("Content-Disposition"); cd != "" {
+		if _, params, err := parseDisposition(cd); err == nil && params["filename"] != "" {
+			name = params["filename"]
+		}
+	}
+	if name == "" || name == "/" || name == "." {
+		name = "download.nzb"
+	}
+	return data, name, nil
+}
+
+// apiCategories is get_config's categories.
+func (d *Daemon) apiCategories() []map[string]any {
+	cats := []map[string]any{{"name": "*", "order": 0, "pp": "3", "script": "None", "dir": "", "priority": 0}}
+	for i, c := range d.cfg.Categories {
+		if c.Name == "*" {
+			continue
+		}
+		p, _ := dlqueue.ParsePriority(c.Priority)
+		if p == dlqueue.Default {
+			p = dlqueue.Normal
+		}
+		dir := c.Dir
+		if dir == "" {
+			dir = c.Name
+		}
+		cats = append(cats, map[string]any{"name": c.Name, "order": i + 1, "pp": "3", "script": "None", "dir": dir, "priority": int(p)})
+	}
+	return cats
+}
+
+func (d *Daemon) apiConfig() map[string]any {
+	return map[string]any{
+		"misc": map[string]any{
+			"complete_dir": d.cfg.Serve.CompleteDir, "download_dir": d.cfg.DownloadDir,
+			"tv_categories": []string{}, "movie_categories": []string{}, "date_categories": []string{},
+			"enable_tv_sorting": false, "enable_movie_sorting": false, "enable_date_sorting": false,
+			"pre_check": false, "history_retention": "", "api_key": "", "port": "",
+		},
+		"categories": d.apiCategories(),
+		"servers":    []any{},
+	}
+}
+
+// diskSpace returns free and total bytes of the file system holding dir.
+func diskSpace(dir string) (free, total uint64) {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return 0, 0
+	}
+	return uint64(st.Bavail) * uint64(st.Bsize), uint64(st.Blocks) * uint64(st.Bsize)
+}
+
+func gb(n uint64) string { return fmt.Sprintf("%.2f", float64(n)/(1<<30)) }
+
+func (d *Daemon) apiFullStatus() map[string]any {
+	free, total := diskSpace(d.cfg.DownloadDir)
+	cfree, ctotal := diskSpace(d.cfg.Serve.CompleteDir)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return map[string]any{
+		"completedir": d.cfg.Serve.CompleteDir, "downloaddir": d.cfg.DownloadDir, "paused": d.state.Paused,
+		"diskspace1": gb(free), "diskspacetotal1": gb(total), "diskspace2": gb(cfree), "diskspacetotal2": gb(ctotal),
+		"kbpersec": fmt.Sprintf("%.2f", d.speed/1024), "speed": speedWords(d.speed),
+		"servers": d.stats.list(),
+	}
+}
+
+// timeLeft formats seconds as SABnzbd does: "H:MM:SS" (hours may exceed
+// 24; the *arr converter reads 3 or 4 fields).
+func timeLeft(left int64, speed float64) string {
+	secs := int64(0)
+	if speed > 0 {
+		secs = int64(float64(left) / speed)
+	}
+	return fmt.Sprintf("%d:%02d:%02d", secs/3600, secs/60%60, secs%60)
+}
+
+func speedWords(bps float64) string {
+	switch {
+	case bps >= 1<<20:
+		return fmt.Sprintf("%.1f M", bps/(1<<20))
+	case bps >= 1<<10:
+		return fmt.Sprintf("%.0f K", bps/(1<<10))
+	}
+	return fmt.Sprintf("%.0f ", bps)
+}
+
+func mb(n int64) string { return fmt.Sprintf("%.2f", float64(n)/(1<<20)) }
+
+// Slot is a queue slot, with SABnzbd's field names.
+type Slot struct {
+	Index      int      `json:"index"`
+	ID         string   `json:"nzo_id"`
+	Filename   string   `json:"filename"`
+	Cat        string   `json:"cat"`
+	Priority   string   `json:"priority"`
+	Status     string   `json:"status"`
+	MB         string   `json:"mb"`
+	MBLeft     string   `json:"mbleft"`
+	Percentage string   `json:"percentage"`
+	Timeleft   string   `json:"timeleft"`
+	Size       string   `json:"size"`
+	SizeLeft   string   `json:"sizeleft"`
+	Labels     []string `json:"labels"`
+	// Not SABnzbd's: why the last run stopped early; a duplicate's reason.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// queueSlots is the queue as slots, in running order. Called with mu held.
+func (d *Daemon) queueSlots() []Slot {
+	var out []Slot
+	for i, j := range d.sortedQueue() {
+		left := j.Left
+		status := "Queued"
+		switch {
+		case d.run != nil && d.run.job == j:
+			left = d.leftLocked(d.run)
+			status = "Downloading"
+		case j.Paused || (d.state.Paused && j.Priority != dlqueue.Force):
+			status = "Paused"
+		}
+		pct := 0
+		if j.Bytes > 0 {
+			pct = int((j.Bytes - left) * 100 / j.Bytes)
+		}
+		s := Slot{Index: i, ID: j.ID, Filename: j.Name, Cat: j.Category, Priority: j.Priority.String(), Status: status,
+			MB: mb(j.Bytes), MBLeft: mb(left), Percentage: strconv.Itoa(pct), Timeleft: timeLeft(left, d.speed),
+			Size: sizeWords(j.Bytes), SizeLeft: sizeWords(left), Labels: []string{}, LastError: j.LastError}
+		if status != "Downloading" {
+			s.Timeleft = "0:00:00"
+		}
+		if j.Duplicate != "" {
+			s.Labels = append(s.Labels, "DUPLICATE")
+			s.LastError = j.Duplicate
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func sizeWords(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.0f KB", float64(n)/(1<<10))
+}
+
+// page returns start and limit of a paged list of n items.
+func page(r *http.Request, n int) (int, int) {
+	start, _ := strconv.Atoi(r.FormValue("start"))
+	limit, _ := strconv.Atoi(r.FormValue("limit"))
+	start = min(max(start, 0), n)
+	if limit <= 0 || start+limit > n {
+		limit = n - start
+	}
+	return start, limit
+}
+
+func (d *Daemon) apiQueue(w http.ResponseWriter, r *http.Request) {
+	ids := splitIDs(r.FormValue("value"))
+	switch r.FormValue("name") {
+	case "":
+	case "delete":
+		gone, err := d.DeleteJobs(ids)
+		if err != nil {
+			apiError(w, err.Error())
+			return
+		}
+		writeJSON(w, map[string]any{"status": true, "nzo_ids": gone})
+		return
+	case "pause", "resume":
+		for _, id := range ids {
+			if err := d.PauseJob(id, r.FormValue("name") == "pause"); err != nil {
+				apiError(w, err.Error())
+				return
+			}
+		}
+		writeJSON(w, map[string]any{"status": true, "nzo_ids": ids})
+		return
+	case "priority":
+		p, err := dlqueue.ParsePriority(r.FormValue("value2"))
+		if err != nil || len(ids) != 1 {
+			apiError(w, fmt.Sprintf("priority: want value=nzo_id and value2=priority (%v)", err))
+			return
+		}
+		pos, err := d.SetPriority(ids[0], p)
+		if err != nil {
+			apiError(w, err.Error())
+			return
+		}
+		writeJSON(w, map[string]any{"status": true, "position": pos, "priority": int(p)})
+		return
+	default:
+		apiError(w, "not implemented")
+		return
+	}
+	free, total := diskSpace(d.cfg.DownloadDir)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	slots := d.queueSlots()
+	var bytes, left int64
+	for _, j := range d.state.Queue {
+		bytes += j.Bytes
+		left += j.Left
+	}
+	start, limit := page(r, len(slots))
+	status := "Idle"
+	switch {
+	case d.state.Paused:
+		status = "Paused"
+	case d.run != nil:
+		status = "Downloading"
+	}
+	writeJSON(w, map[string]any{"queue": map[string]any{
+		"status": status, "paused": d.state.Paused, "speed": speedWords(d.speed), "kbpersec": fmt.Sprintf("%.2f", d.speed/1024),
+		"mb": mb(bytes), "mbleft": mb(left), "timeleft": timeLeft(left, d.speed), "noofslots": limit,
+		"noofslots_total": len(slots), "start": start, "limit": limit, "diskspace1": gb(free), "diskspacetotal1": gb(total),
+		"version": Version, "slots": nonNil(slots[start : start+limit]), "servers": d.stats.list(),
+	}})
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func splitIDs(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// HistorySlot is a history slot, with SABnzbd's field names.
+type HistorySlot struct {
+	ID           string `json:"nzo_id"`
+	Name         string `json:"name"`
+	NZBName      string `json:"nzb_name"`
+	Category     string `json:"category"`
+	Status       string `json:"status"`
+	FailMessage  string `json:"fail_message"`
+	Storage      string `json:"storage"`
+	Path         string `json:"path"`
+	Bytes        int64  `json:"bytes"`
+	Size         string `json:"size"`
+	DownloadTime int    `json:"download_time"`
+	Completed    int64  `json:"completed"`
+}
+
+func (d *Daemon) apiHistory(w http.ResponseWriter, r *http.Request) {
+	switch r.FormValue("name") {
+	case "":
+	case "delete":
+		gone, err := d.DeleteHistory(splitIDs(r.FormValue("value")), r.FormValue("del_files") == "1")
+		if err != nil {
+			apiError(w, err.Error())
+			return
+		}
+		writeJSON(w, map[string]any{"status": true, "nzo_ids": gone})
+		return
+	default:
+		apiError(w, "not implemented")
+		return
+	}
+	cat := r.FormValue("category")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var slots []HistorySlot
+	var total int64
+	for _, h := range d.hist {
+		if cat != "" && !strings.EqualFold(cat, h.Category) {
+			continue
+		}
+		total += h.Bytes
+		slots = append(slots, historySlot(h))
+	}
+	start, limit := page(r, len(slots))
+	writeJSON(w, map[string]any{"history": map[string]any{
+		"noofslots": len(slots), "total_size": sizeWords(total), "slots": nonNil(slots[start : start+limit]),
+	}})
+}
+
+func historySlot(h HistoryEntry) HistorySlot {
+	return HistorySlot{ID: h.ID, Name: h.Name, NZBName: h.NZBName, Category: h.Category, Status: h.Status,
+		FailMessage: h.FailMessage, Storage: h.Storage, Path: h.Storage, Bytes: h.Bytes, Size: sizeWords(h.Bytes),
+		DownloadTime: h.DownloadTime, Completed: h.Completed.Unix()}
+}
+
+func (d *Daemon) apiServerStats() map[string]any {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var total int64
+	servers := map[string]any{}
+	for _, s := range d.stats.list() {
+		total += s.Bytes
+		servers[s.Name] = map[string]any{"total": s.Bytes, "articles_success": s.Articles, "articles_tried": s.Articles + s.Failures}
+	}
+	return map[string]any{"total": total, "servers": servers, "time": time.Now().Unix()}
+}

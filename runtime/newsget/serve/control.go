@@ -1,0 +1,163 @@
+package serve
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/newsflow/newsflow/machine/dlqueue"
+)
+
+// What the API and the page can do to the queue and the history. Each
+// change is on disk before the call returns.
+
+// ErrNoJob is returned for an nzo_id that is not there.
+var ErrNoJob = fmt.Errorf("no such job")
+
+// PauseJob pauses (on) or resumes (off) a queued job.
+func (d *Daemon) PauseJob(id string, on bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j, _ := d.find(id)
+	if j == nil {
+		return fmt.Errorf("%w: %s", ErrNoJob, id)
+	}
+	j.Paused = on
+	if !on {
+		j.Duplicate = "" // resuming a flagged duplicate is the user's decision
+	}
+	if on && d.run != nil && d.run.job == j && d.run.stop == "" {
+		d.run.stop = "pause"
+		d.run.cancel()
+	}
+	d.kick()
+	return d.store.saveState(&d.state)
+}
+
+// PauseAll pauses (on) or resumes (off) the whole queue; Force jobs run
+// regardless, as in SABnzbd.
+func (d *Daemon) PauseAll(on bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.state.Paused = on
+	if !on {
+		d.retryAt = d.opts.Now()
+	}
+	if on && d.run != nil && d.run.job.Priority != dlqueue.Force && d.run.stop == "" {
+		d.run.stop = "pause"
+		d.run.cancel()
+	}
+	d.kick()
+	return d.store.saveState(&d.state)
+}
+
+// SetPriority changes a queued job's priority; it returns the job's new
+// position in the queue. A job running while one of higher priority waits
+// is paused for it (it resumes where it was).
+func (d *Daemon) SetPriority(id string, p dlqueue.Priority) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j, _ := d.find(id)
+	if j == nil {
+		return 0, fmt.Errorf("%w: %s", ErrNoJob, id)
+	}
+	switch p {
+	case dlqueue.Paused:
+		j.Paused = true
+	case dlqueue.Default:
+		j.Priority = d.categoryPriority(j.Category)
+	default:
+		j.Priority = p
+	}
+	if d.run != nil && d.run.stop == "" {
+		if next, _ := d.pick(); next != nil && next != d.run.job {
+			d.run.stop = "pause"
+			d.run.cancel()
+		}
+	}
+	d.kick()
+	pos := 0
+	for i, sj := range d.sortedQueue() {
+		if sj == j {
+			pos = i
+		}
+	}
+	return pos, d.store.saveState(&d.state)
+}
+
+// sortedQueue is the queue in running order. Called with mu held.
+func (d *Daemon) sortedQueue() []*Job {
+	es := make([]dlqueue.Entry, len(d.state.Queue))
+	for i, j := range d.state.Queue {
+		es[i] = dlqueue.Entry{ID: j.ID, Priority: j.Priority, Seq: j.Seq, Paused: j.Paused}
+	}
+	dlqueue.Sort(es)
+	out := make([]*Job, 0, len(es))
+	for _, e := range es {
+		j, _ := d.find(e.ID)
+		out = append(out, j)
+	}
+	return out
+}
+
+// DeleteJobs removes queued jobs (ids, or "all") with their partial
+// downloads. It returns the ids removed.
+func (d *Daemon) DeleteJobs(ids []string) ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(ids) == 1 && ids[0] == "all" {
+		ids = nil
+		for _, j := range d.state.Queue {
+			ids = append(ids, j.ID)
+		}
+	}
+	var gone []string
+	for _, id := range ids {
+		j, i := d.find(id)
+		if j == nil {
+			continue
+		}
+		d.state.Queue = append(d.state.Queue[:i], d.state.Queue[i+1:]...)
+		gone = append(gone, id)
+		if d.run != nil && d.run.job == j {
+			d.run.stop = "delete" // the runner cleans up when the engine stopped
+			d.run.cancel()
+			continue
+		}
+		d.forget = append(d.forget, j)
+		os.RemoveAll(d.jobDir(j.ID))
+	}
+	if len(gone) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNoJob, strings.Join(ids, ","))
+	}
+	d.kick()
+	return gone, d.store.saveState(&d.state)
+}
+
+// DeleteHistory removes history entries (ids, "all" or "failed"); with
+// delFiles their folders too.
+func (d *Daemon) DeleteHistory(ids []string, delFiles bool) ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var gone []string
+	kept := d.hist[:0]
+	for _, h := range d.hist {
+		if want[h.ID] || want["all"] || (want["failed"] && h.Status == "Failed") {
+			gone = append(gone, h.ID)
+			if delFiles && h.Storage != "" {
+				os.RemoveAll(h.Storage)
+			}
+			continue
+		}
+		kept = append(kept, h)
+	}
+	d.hist = kept
+	if len(gone) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNoJob, strings.Join(ids, ","))
+	}
+	return gone, d.store.saveHistory(d.hist)
+}

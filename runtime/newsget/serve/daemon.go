@@ -1,0 +1,328 @@
+// Package serve is newsget serve: the download daemon that Sonarr,
+// Radarr and a browser drive. It keeps a durable queue of NZB jobs
+// (state.go), runs them one at a time through newsget's Engine, hands
+// each downloaded folder to a PostProcessor (postprocess.go) for its
+// final status, moves it to its category's folder and records it in a
+// durable history. It speaks the SABnzbd API the *arr apps use (api.go),
+// serves a page of its own (page.go) and Prometheus metrics (metrics.go),
+// and queues NZBs dropped in a watched folder (watch.go).
+//
+// # Theory of operation
+//
+// One mutex (Daemon.mu) guards the queue, the history, the statistics and
+// the running job. Decisions are machine/dlqueue's: which job runs next
+// (priority, then arrival; pauses), whether a new NZB is a duplicate, and,
+// after every article no server had, whether the job is already beyond
+// repair (fail fast). The job goroutine (runner) picks a job, gives it an
+// Engine whose download directory is the job's own folder
+// (download_dir/incomplete/<nzo_id>) and cancels the Engine's context to
+// pause, delete or fail it. The Engine keeps segment progress in its own
+// durable queue keyed by the NZB and that folder, so a job started again
+// (after a pause or a kill -9) fetches only what it lacks.
+//
+// Lock order: the Engine calls OnSegment with its own lock held, and
+// OnSegment takes Daemon.mu; so Daemon.mu is never held while calling the
+// Engine.
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/dlqueue"
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/newsget"
+)
+
+// Options tune a Daemon; zero fields take defaults.
+type Options struct {
+	Log         *slog.Logger
+	PostProcess PostProcessor    // nil: NoPostProcess
+	NewID       func() string    // nzo_id suffixes; nil: random
+	Now         func() time.Time // nil: time.Now
+	// Engine is the template of each job's Engine options (OnSegment is
+	// the daemon's own).
+	Engine newsget.Options
+	// WatchInterval is how often watch_dir is scanned. Default 2 s.
+	WatchInterval time.Duration
+	// RetryDelay: a job stopped by a quota or by no usable server is
+	// tried again after this. Default 1 minute.
+	RetryDelay time.Duration
+	// HTTPClient fetches addurl NZBs; nil: a client with URLTimeout.
+	HTTPClient *http.Client
+	URLTimeout time.Duration // default 60 s
+}
+
+// Daemon is newsget serve. Create it with New, serve Handler, and call
+// Run until its context ends.
+type Daemon struct {
+	cfg   *newsget.Config
+	opts  Options
+	log   *slog.Logger
+	store store
+	csrf  string
+	users map[string]string // htpasswd: user -> hash
+
+	mu      sync.Mutex
+	state   state
+	hist    []HistoryEntry
+	run     *active
+	forget  []*Job // deleted while another job ran: drop from the engine's queue later
+	retryAt time.Time
+	stats   *serverStats
+	speed   float64 // bytes per second, smoothed
+	wake    chan struct{}
+}
+
+// active is the job being downloaded.
+type active struct {
+	job        *Job
+	cancel     context.CancelFunc
+	stop       string // why it was cancelled: pause, delete, failfast, shutdown
+	reason     string // failfast: the reason
+	damage     []dlqueue.FileDamage
+	done       int64 // NZB bytes of segments done or failed in this run
+	prior      int64 // bytes done before this run, once priorKnown (the engine set up)
+	priorKnown bool
+	baseLeft   int64 // the job's Left when the run started
+	eng        *newsget.Engine
+	start      time.Time
+	recv       int64 // bytes received at the last speed sample
+}
+
+// New opens the daemon's state under cfg's queue directory. cfg must be
+// checked (Check, CheckServe) and its directories resolved.
+func New(cfg *newsget.Config, opts Options) (*Daemon, error) {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.PostProcess == nil {
+		opts.PostProcess = NoPostProcess{}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.NewID == nil {
+		opts.NewID = randomHex
+	}
+	if opts.WatchInterval <= 0 {
+		opts.WatchInterval = 2 * time.Second
+	}
+	if opts.RetryDelay <= 0 {
+		opts.RetryDelay = time.Minute
+	}
+	if opts.URLTimeout <= 0 {
+		opts.URLTimeout = 60 * time.Second
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: opts.URLTimeout}
+	}
+	if len(cfg.Servers) == 0 {
+		return nil, errors.New("serve: no server configured (a [[server]] in the config, or -server)")
+	}
+	if cfg.Serve.CompleteDir == "" {
+		cfg.Serve.CompleteDir = filepath.Join(cfg.DownloadDir, "complete")
+	}
+	d := &Daemon{cfg: cfg, opts: opts, log: opts.Log, store: store{dir: filepath.Join(cfg.QueueDir, "serve")},
+		csrf: randomHex(), stats: newServerStats(), wake: make(chan struct{}, 1)}
+	if cfg.Serve.Htpasswd != "" {
+		u, err := readHtpasswd(cfg.Serve.Htpasswd)
+		if err != nil {
+			return nil, err
+		}
+		d.users = u
+	}
+	if err := d.store.open(); err != nil {
+		return nil, err
+	}
+	st, hist, err := d.store.load()
+	if err != nil {
+		return nil, err
+	}
+	// A job recorded in the history but still queued: the daemon stopped
+	// between the two writes; the history is right.
+	done := map[string]bool{}
+	for _, h := range hist {
+		done[h.ID] = true
+	}
+	kept := st.Queue[:0]
+	for _, j := range st.Queue {
+		if !done[j.ID] {
+			kept = append(kept, j)
+		}
+	}
+	st.Queue = kept
+	d.state, d.hist = st, hist
+	return d, nil
+}
+
+func randomHex() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Run runs jobs and watches watch_dir until ctx ends; then it stops the
+// running job (its progress stays for the next start) and returns.
+func (d *Daemon) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); d.sampler(ctx) }()
+	go func() { defer wg.Done(); d.watch(ctx) }()
+	d.runner(ctx)
+	wg.Wait()
+	return nil
+}
+
+// kick wakes the runner.
+func (d *Daemon) kick() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// AddOptions are what an added NZB comes with.
+type AddOptions struct {
+	Category string           // "" or unknown: the default category "*"
+	Priority dlqueue.Priority // Default: the category's
+	Name     string           // the job's name; "" from the NZB's file name
+	Paused   bool             // added paused (SABnzbd priority -2)
+}
+
+// Add queues an NZB (its bytes and file name) and returns its nzo_id. The
+// job is on disk when Add returns. A duplicate (same name or content as a
+// queued or finished job) is queued paused and flagged, not downloaded.
+func (d *Daemon) Add(data []byte, filename string, ao AddOptions) (string, error) {
+	if int64(len(data)) > int64(d.cfg.Serve.MaxNZBSize) {
+		return "", fmt.Errorf("NZB of %d bytes: larger than max_nzb_size %d", len(data), d.cfg.Serve.MaxNZBSize)
+	}
+	nzb, err := proto.ParseNZB(bytes.NewReader(data), proto.NZBLimits{MaxBytes: int64(d.cfg.Serve.MaxNZBSize)})
+	if err != nil {
+		return "", fmt.Errorf("refused NZB %s: %w", filename, err)
+	}
+	if len(nzb.Files) == 0 {
+		return "", fmt.Errorf("refused NZB %s: it lists no files", filename)
+	}
+	name := ao.Name
+	if name == "" {
+		name = filepath.Base(filename)
+		if strings.HasSuffix(strings.ToLower(name), ".nzb") {
+			name = name[:len(name)-4]
+		}
+	}
+	name = newsget.SanitizeName(name, "job")
+	sum := sha256.Sum256(data)
+	j := &Job{Name: name, NZBName: filepath.Base(filename), Hash: hex.EncodeToString(sum[:]), Added: d.opts.Now(),
+		Paused: ao.Paused || ao.Priority == dlqueue.Paused}
+	for _, f := range nzb.Files {
+		j.Files = append(j.Files, JobFile{Name: f.Filename(), Bytes: f.Bytes()})
+		j.Bytes += f.Bytes()
+	}
+	j.Left = j.Bytes
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j.Category = d.category(ao.Category)
+	j.Priority = ao.Priority
+	if j.Priority == dlqueue.Default || j.Priority == dlqueue.Paused {
+		j.Priority = d.categoryPriority(j.Category)
+	}
+	if _, why, dup := dlqueue.Duplicate(d.known(), j.Name, j.Hash); dup {
+		j.Duplicate, j.Paused = why, true
+		d.log.Warn("duplicate NZB: queued paused", "nzb", filename, "why", why)
+	}
+	j.ID = "SABnzbd_nzo_" + d.opts.NewID()
+	d.state.Seq++
+	j.Seq = d.state.Seq
+	if err := d.store.saveNZB(j.ID, data); err != nil {
+		return "", err
+	}
+	d.state.Queue = append(d.state.Queue, j)
+	if err := d.store.saveState(&d.state); err != nil {
+		d.state.Queue = d.state.Queue[:len(d.state.Queue)-1]
+		os.Remove(d.store.nzbPath(j.ID))
+		return "", err
+	}
+	d.log.Info("job added", "nzo_id", j.ID, "name", j.Name, "category", j.Category, "priority", j.Priority.String())
+	d.kick()
+	return j.ID, nil
+}
+
+// known lists the queue and the history for duplicate detection.
+func (d *Daemon) known() []dlqueue.Known {
+	var ks []dlqueue.Known
+	for _, j := range d.state.Queue {
+		ks = append(ks, dlqueue.Known{ID: j.ID, Name: j.Name, Hash: j.Hash})
+	}
+	for _, h := range d.hist {
+		ks = append(ks, dlqueue.Known{ID: h.ID, Name: h.Name, Hash: h.Hash})
+	}
+	return ks
+}
+
+// category returns the configured category named c (case-insensitive),
+// or "*".
+func (d *Daemon) category(c string) string {
+	for _, ct := range d.cfg.Categories {
+		if strings.EqualFold(ct.Name, c) {
+			return ct.Name
+		}
+	}
+	return "*"
+}
+
+// categoryPriority is the default priority of category c.
+func (d *Daemon) categoryPriority(c string) dlqueue.Priority {
+	for _, ct := range d.cfg.Categories {
+		if ct.Name == c && ct.Priority != "" {
+			if p, err := dlqueue.ParsePriority(ct.Priority); err == nil {
+				return p
+			}
+		}
+	}
+	return dlqueue.Normal
+}
+
+// categoryDir is where category c's finished jobs land.
+func (d *Daemon) categoryDir(c string) string {
+	for _, ct := range d.cfg.Categories {
+		if ct.Name == c && ct.Dir != "" {
+			if filepath.IsAbs(ct.Dir) {
+				return ct.Dir
+			}
+			return filepath.Join(d.cfg.Serve.CompleteDir, ct.Dir)
+		}
+	}
+	if c == "*" || c == "" {
+		return d.cfg.Serve.CompleteDir
+	}
+	return filepath.Join(d.cfg.Serve.CompleteDir, c)
+}
+
+// jobDir is a job's download folder.
+func (d *Daemon) jobDir(id string) string {
+	return filepath.Join(d.cfg.DownloadDir, "incomplete", id)
+}
+
+// find returns the queued job with the id and its index.
+func (d *Daemon) find(id string) (*Job, int) {
+	for i, j := range d.state.Queue {
+		if j.ID == id {
+			return j, i
+		}
+	}
+	return nil, -1
+}

@@ -1,0 +1,67 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/newsflow/newsflow/runtime/newsget"
+)
+
+// PostProcessor turns a downloaded job's folder into a finished one:
+// verify, repair, unpack, clean up. The job's final status comes from it.
+// It runs on the daemon's job goroutine, one job at a time; ctx ends when
+// the daemon stops (the job is then run again after a restart).
+type PostProcessor interface {
+	PostProcess(ctx context.Context, job PostJob) PostResult
+}
+
+// PostJob is what a PostProcessor gets.
+type PostJob struct {
+	Dir      string // the folder holding the downloaded files
+	Name     string
+	Category string
+	// Files are the engine's results: complete and verified, or
+	// incomplete with the byte ranges missing.
+	Files []*newsget.FileResult
+}
+
+// PostStatus is a post-processed job's outcome.
+type PostStatus int
+
+// Outcomes.
+const (
+	Completed PostStatus = iota // the folder holds the finished files
+	Failed                      // Reason says why
+)
+
+// PostResult is what a PostProcessor returns.
+type PostResult struct {
+	Status PostStatus
+	Reason string // for Failed: SABnzbd's fail_message
+}
+
+// NoPostProcess is the default PostProcessor: no repair or unpack; a job
+// is Completed when every file downloaded complete and verified, Failed
+// otherwise (naming the first incomplete file).
+type NoPostProcess struct{}
+
+// PostProcess implements PostProcessor.
+func (NoPostProcess) PostProcess(_ context.Context, job PostJob) PostResult {
+	bad := 0
+	first := ""
+	for _, f := range job.Files {
+		if !f.Complete {
+			bad++
+			if first == "" {
+				first = fmt.Sprintf("%s: %s", f.Name, f.Err)
+			}
+		}
+	}
+	if bad > 0 {
+		return PostResult{Status: Failed, Reason: fmt.Sprintf("%d of %d files incomplete (%s)", bad, len(job.Files), first)}
+	}
+	if len(job.Files) == 0 {
+		return PostResult{Status: Failed, Reason: "no files downloaded"}
+	}
+	return PostResult{Status: Completed}
+}

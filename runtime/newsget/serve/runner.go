@@ -1,0 +1,317 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/dlqueue"
+	"github.com/newsflow/newsflow/runtime/newsget"
+)
+
+// runner runs the queue's jobs one at a time until ctx ends.
+func (d *Daemon) runner(ctx context.Context) {
+	for {
+		d.forgetDeleted()
+		d.mu.Lock()
+		j, wait := d.pick()
+		d.mu.Unlock()
+		if j == nil {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-d.wake:
+			case <-t.C:
+			}
+			t.Stop()
+			continue
+		}
+		d.runJob(ctx, j)
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// pick returns the job to run next, or nil and how long to wait at most.
+// Called with mu held.
+func (d *Daemon) pick() (*Job, time.Duration) {
+	if now := d.opts.Now(); now.Before(d.retryAt) {
+		return nil, d.retryAt.Sub(now)
+	}
+	var es []dlqueue.Entry
+	for _, j := range d.state.Queue {
+		es = append(es, dlqueue.Entry{ID: j.ID, Priority: j.Priority, Seq: j.Seq, Paused: j.Paused})
+	}
+	e, ok := dlqueue.Next(es, d.state.Paused)
+	if !ok {
+		return nil, time.Hour
+	}
+	j, _ := d.find(e.ID)
+	return j, 0
+}
+
+// forgetDeleted drops deleted jobs from the engine's queue (only between
+// jobs: no Engine has that queue open then).
+func (d *Daemon) forgetDeleted() {
+	d.mu.Lock()
+	list := d.forget
+	d.forget = nil
+	d.mu.Unlock()
+	for _, j := range list {
+		d.forgetJob(j)
+	}
+}
+
+// forgetJob removes what a job left behind in the engine's queue.
+func (d *Daemon) forgetJob(j *Job) {
+	data, err := os.ReadFile(d.store.nzbPath(j.ID))
+	if err == nil {
+		c := d.engineConfig(j)
+		err = newsget.ForgetJob(&c, data)
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		d.log.Warn("forget job", "nzo_id", j.ID, "err", err)
+	}
+	os.Remove(d.store.nzbPath(j.ID))
+}
+
+// engineConfig is the Engine's configuration for job j.
+func (d *Daemon) engineConfig(j *Job) newsget.Config {
+	c := *d.cfg
+	c.DownloadDir = d.jobDir(j.ID)
+	return c
+}
+
+// runJob downloads j, post-processes it and settles it.
+func (d *Daemon) runJob(ctx context.Context, j *Job) {
+	data, err := os.ReadFile(d.store.nzbPath(j.ID))
+	if err != nil {
+		d.finish(j, nil, HistoryEntry{Status: "Failed", FailMessage: fmt.Sprintf("NZB lost: %v", err)})
+		return
+	}
+	cfg := d.engineConfig(j)
+	eo := d.opts.Engine
+	eo.Log = d.log.With("nzo_id", j.ID)
+	jctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a := &active{job: j, cancel: cancel, start: d.opts.Now(), baseLeft: j.Left}
+	for _, f := range j.Files {
+		a.damage = append(a.damage, dlqueue.FileDamage{Name: f.Name, Bytes: f.Bytes})
+	}
+	eo.OnSegment = func(n newsget.SegmentNote) { d.onSegment(a, n) }
+	eng, err := newsget.New(&cfg, eo)
+	if err != nil {
+		d.stopped(j, fmt.Sprintf("engine: %v", err))
+		return
+	}
+	d.mu.Lock()
+	a.eng = eng
+	d.run = a
+	d.mu.Unlock()
+	d.log.Info("job started", "nzo_id", j.ID, "name", j.Name)
+
+	sum, err := eng.Download(jctx, []newsget.Job{{Name: j.NZBName, NZB: data}})
+	eng.Close()
+
+	d.mu.Lock()
+	d.run = nil
+	stop, reason := a.stop, a.reason
+	if ctx.Err() != nil && stop == "" {
+		stop = "shutdown"
+	}
+	elapsed := d.opts.Now().Sub(a.start)
+	d.mu.Unlock()
+
+	switch {
+	case stop == "pause" || stop == "shutdown":
+		d.saveLeft(j, a)
+		return
+	case stop == "delete":
+		d.forgetJob(j)
+		os.RemoveAll(d.jobDir(j.ID))
+		return
+	case stop == "failfast":
+		d.forgetJob(j)
+		d.finish(j, a, HistoryEntry{Status: "Failed", FailMessage: reason, Storage: d.jobDir(j.ID), DownloadTime: int(elapsed.Seconds())})
+		return
+	case err != nil:
+		d.stopped(j, err.Error())
+		return
+	case sum.Fatal != "":
+		d.stopped(j, sum.Fatal)
+		return
+	case sum.Quota != "":
+		d.stopped(j, sum.Quota)
+		return
+	case len(sum.JobErrs) > 0:
+		d.forgetJob(j)
+		d.finish(j, a, HistoryEntry{Status: "Failed", FailMessage: sum.JobErrs[0], DownloadTime: int(elapsed.Seconds())})
+		return
+	}
+	h := HistoryEntry{DownloadTime: int(elapsed.Seconds())}
+	res := d.opts.PostProcess.PostProcess(ctx, PostJob{Dir: cfg.DownloadDir, Name: j.Name, Category: j.Category, Files: sum.Files})
+	if ctx.Err() != nil {
+		d.saveLeft(j, a) // stopped during post-processing: run it again after the restart
+		return
+	}
+	d.forgetJob(j)
+	if res.Status != Completed {
+		h.Status, h.FailMessage, h.Storage = "Failed", res.Reason, cfg.DownloadDir
+		d.finish(j, a, h)
+		return
+	}
+	dest, err := d.moveDone(cfg.DownloadDir, d.categoryDir(j.Category), j.Name)
+	if err != nil {
+		h.Status, h.FailMessage, h.Storage = "Failed", err.Error(), cfg.DownloadDir
+	} else {
+		h.Status, h.Storage = "Completed", dest
+	}
+	d.finish(j, a, h)
+}
+
+// moveDone moves a finished job's folder to parent/name (name.1, name.2,
+// ... when taken) and makes the rename durable.
+func (d *Daemon) moveDone(from, parent, name string) (string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("move to %s: %w", parent, err)
+	}
+	dest := filepath.Join(parent, name)
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(dest); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if i > 1000 {
+			return "", fmt.Errorf("move to %s: every name taken", parent)
+		}
+		dest = filepath.Join(parent, fmt.Sprintf("%s.%d", name, i))
+	}
+	if err := os.Rename(from, dest); err != nil {
+		return "", fmt.Errorf("move to %s: %w", dest, err)
+	}
+	for _, dir := range []string{parent, filepath.Dir(from)} {
+		if f, err := os.Open(dir); err == nil {
+			f.Sync()
+			f.Close()
+		}
+	}
+	return dest, nil
+}
+
+// finish records j in the history (first, durably) and then drops it from
+// the queue: a crash between the two leaves it in both, and New keeps the
+// history's word.
+func (d *Daemon) finish(j *Job, a *active, h HistoryEntry) {
+	h.ID, h.Name, h.NZBName, h.Category, h.Hash, h.Bytes = j.ID, j.Name, j.NZBName, j.Category, j.Hash, j.Bytes
+	h.Completed = d.opts.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.hist = append([]HistoryEntry{h}, d.hist...)
+	if n := d.cfg.Serve.HistorySize; n > 0 && len(d.hist) > n {
+		d.hist = d.hist[:n]
+	}
+	if err := d.store.saveHistory(d.hist); err != nil {
+		d.log.Error("history", "err", err)
+	}
+	if _, i := d.find(j.ID); i >= 0 {
+		d.state.Queue = append(d.state.Queue[:i], d.state.Queue[i+1:]...)
+	}
+	if err := d.store.saveState(&d.state); err != nil {
+		d.log.Error("queue", "err", err)
+	}
+	os.Remove(d.store.nzbPath(j.ID))
+	d.log.Info("job finished", "nzo_id", j.ID, "name", j.Name, "status", h.Status, "reason", h.FailMessage, "storage", h.Storage)
+}
+
+// stopped keeps j queued after a run that could not go on (no usable
+// server, a quota) and waits RetryDelay before the next attempt.
+func (d *Daemon) stopped(j *Job, why string) {
+	d.log.Warn("job stopped; retried later", "nzo_id", j.ID, "why", why, "retry_in", d.opts.RetryDelay)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j.LastError = why
+	d.retryAt = d.opts.Now().Add(d.opts.RetryDelay)
+	if err := d.store.saveState(&d.state); err != nil {
+		d.log.Error("queue", "err", err)
+	}
+}
+
+// saveLeft records how much of j is left after a run stopped early.
+func (d *Daemon) saveLeft(j *Job, a *active) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j.Left = d.leftLocked(a)
+	if err := d.store.saveState(&d.state); err != nil {
+		d.log.Error("queue", "err", err)
+	}
+}
+
+// leftLocked is the bytes left of the running job. Called with mu held.
+func (d *Daemon) leftLocked(a *active) int64 {
+	if a.priorKnown {
+		return max(a.job.Bytes-a.prior-a.done, 0)
+	}
+	return max(a.baseLeft-a.done, 0)
+}
+
+// onSegment is the Engine's OnSegment for job a: statistics, and the
+// fail-fast rule after every failed article.
+func (d *Daemon) onSegment(a *active, n newsget.SegmentNote) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a.done += n.Bytes
+	if !n.Failed {
+		d.stats.done(n.Server, n.Bytes)
+		return
+	}
+	for _, s := range n.FailedOn {
+		d.stats.failed(s)
+	}
+	if n.File < 0 || n.File >= len(a.damage) || a.stop != "" {
+		return
+	}
+	a.damage[n.File].Missing += n.Bytes
+	if v := dlqueue.Assess(a.damage); v.Fail {
+		a.stop, a.reason = "failfast", v.Reason
+		a.cancel()
+	}
+}
+
+// sampler measures speeds once a second.
+func (d *Daemon) sampler(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		a := d.run
+		d.mu.Unlock()
+		var p newsget.Progress
+		if a != nil {
+			p = a.eng.Progress() // not under mu (see the lock order)
+		}
+		d.mu.Lock()
+		if a != nil && d.run == a {
+			if !a.priorKnown && p.TotalBytes > 0 {
+				a.prior, a.priorKnown = max(a.job.Bytes-p.TotalBytes, 0), true
+			}
+			rate := float64(p.Received - a.recv)
+			a.recv = p.Received
+			d.speed = 0.5*d.speed + 0.5*rate
+			a.job.Left = d.leftLocked(a)
+		} else {
+			d.speed = 0
+		}
+		d.stats.sample()
+		d.mu.Unlock()
+	}
+}

@@ -1,0 +1,147 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/dlqueue"
+	"github.com/newsflow/newsflow/spoolfs"
+)
+
+// The daemon's durable state, in <queue_dir>/serve/:
+//
+//	state.json    the queue: jobs in arrival order with their category,
+//	              priority, pause flag and last known progress; the global
+//	              pause; the arrival counter
+//	history.json  finished jobs, newest first
+//	nzb/<id>.nzb  each queued job's NZB
+//
+// Every change is written whole with spoolfs.WriteFileDurable (temp,
+// fsync, rename, fsync the directory) before it is acknowledged, so a
+// kill -9 leaves the last acknowledged state. Segment progress is not
+// here: the engine keeps it in its own durable job queue (spoolfs), keyed
+// by the NZB and the job's folder, and resumes from it.
+
+// Job is a queued job.
+type Job struct {
+	ID        string           `json:"nzo_id"`
+	Name      string           `json:"name"`     // the job's name (folder name when done)
+	NZBName   string           `json:"nzb_name"` // the NZB's file name as received
+	Category  string           `json:"category"`
+	Priority  dlqueue.Priority `json:"priority"`
+	Paused    bool             `json:"paused,omitempty"`
+	Seq       uint64           `json:"seq"`
+	Hash      string           `json:"hash"`  // sha256 of the NZB, hex
+	Bytes     int64            `json:"bytes"` // the NZB's article bytes
+	Left      int64            `json:"left"`  // bytes left, as last known
+	Added     time.Time        `json:"added"`
+	Duplicate string           `json:"duplicate,omitempty"` // why it was flagged a duplicate
+	Files     []JobFile        `json:"files"`
+	LastError string           `json:"last_error,omitempty"` // why the last run stopped early
+}
+
+// JobFile is one file of a job's NZB, for the fail-fast rule.
+type JobFile struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+}
+
+// HistoryEntry is a finished job (SABnzbd's history slot).
+type HistoryEntry struct {
+	ID           string    `json:"nzo_id"`
+	Name         string    `json:"name"`
+	NZBName      string    `json:"nzb_name"`
+	Category     string    `json:"category"`
+	Status       string    `json:"status"` // Completed or Failed
+	FailMessage  string    `json:"fail_message,omitempty"`
+	Storage      string    `json:"storage"` // the job's folder
+	Bytes        int64     `json:"bytes"`
+	Hash         string    `json:"hash"`
+	DownloadTime int       `json:"download_time"` // seconds
+	Completed    time.Time `json:"completed"`
+}
+
+// state is state.json.
+type state struct {
+	Seq    uint64 `json:"seq"`
+	Paused bool   `json:"paused"`
+	Queue  []*Job `json:"queue"`
+}
+
+// store reads and writes the files.
+type store struct{ dir string }
+
+func (s store) statePath() string   { return filepath.Join(s.dir, "state.json") }
+func (s store) historyPath() string { return filepath.Join(s.dir, "history.json") }
+func (s store) nzbPath(id string) string {
+	return filepath.Join(s.dir, "nzb", id+".nzb")
+}
+
+// open makes the directories and sweeps temps a crash left.
+func (s store) open() error {
+	if err := os.MkdirAll(filepath.Join(s.dir, "nzb"), 0o755); err != nil {
+		return fmt.Errorf("serve: state directory: %w", err)
+	}
+	temps, _ := filepath.Glob(filepath.Join(s.dir, "*.tmp"))
+	more, _ := filepath.Glob(filepath.Join(s.dir, "nzb", "*.tmp"))
+	for _, t := range append(temps, more...) {
+		os.Remove(t)
+	}
+	return nil
+}
+
+// load reads state.json and history.json (absent files are empty).
+func (s store) load() (state, []HistoryEntry, error) {
+	var st state
+	var hist []HistoryEntry
+	if err := readJSON(s.statePath(), &st); err != nil {
+		return st, nil, err
+	}
+	if err := readJSON(s.historyPath(), &hist); err != nil {
+		return st, nil, err
+	}
+	return st, hist, nil
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		// Written whole and renamed into place, the file cannot be torn;
+		// garbage here is damage from outside: keep it for people.
+		bad := path + ".corrupt"
+		os.Rename(path, bad)
+		return fmt.Errorf("serve: %s is corrupt (kept as %s): %w", path, bad, err)
+	}
+	return nil
+}
+
+func writeFileJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if err := spoolfs.WriteFileDurable(path, append(b, '\n')); err != nil {
+		return fmt.Errorf("serve: write %s: %w", path, err)
+	}
+	return nil
+}
+
+func (s store) saveState(st *state) error          { return writeFileJSON(s.statePath(), st) }
+func (s store) saveHistory(h []HistoryEntry) error { return writeFileJSON(s.historyPath(), h) }
+func (s store) saveNZB(id string, b []byte) error {
+	if err := spoolfs.WriteFileDurable(s.nzbPath(id), b); err != nil {
+		return fmt.Errorf("serve: store NZB: %w", err)
+	}
+	return nil
+}
