@@ -1,0 +1,417 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+)
+
+const testGroup = "alt.binaries.newsflow"
+
+const testKey = "0123456789abcdef"
+
+func newPosting(name string, seed uint64, size, partSize int) posting.Posting {
+	return posting.Posting{Name: name, Data: posting.RandomData(seed, size), PartSize: partSize, Group: testGroup,
+		IDPrefix: fmt.Sprintf("%s-%d", strings.ReplaceAll(name, ".", "-"), seed)}
+}
+
+// serveArticles puts the postings' parts on s, except those skip names.
+func serveArticles(t *testing.T, s *nntptest.Server, skip func(p posting.Posting, n int) bool, ps ...posting.Posting) {
+	t.Helper()
+	s.AddGroup(nntptest.Group{Name: testGroup})
+	for _, p := range ps {
+		for n := 1; n <= p.Parts(); n++ {
+			if skip != nil && skip(p, n) {
+				continue
+			}
+			if err := s.AddArticle(nntptest.Article{MessageID: p.MessageID(n), Raw: p.Article(n)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// testDaemon is a daemon on a loopback HTTP listener.
+type testDaemon struct {
+	d    *Daemon
+	cfg  *newsget.Config
+	url  string
+	stop func()
+	log  bytes.Buffer
+}
+
+// startDaemon runs a daemon over dir against the nntptest server s.
+func startDaemon(t *testing.T, dir string, s *nntptest.Server, edit func(*newsget.Config)) *testDaemon {
+	t.Helper()
+	cfg := &newsget.Config{DownloadDir: filepath.Join(dir, "dl"), Servers: []newsget.ServerConfig{
+		{Name: "main", Host: "127.0.0.1", Port: s.Port(), Connections: 2}},
+		ArticleTimeout: newsget.Duration(5 * time.Second), ConnectTimeout: newsget.Duration(5 * time.Second)}
+	cfg.Serve.APIKey = testKey
+	cfg.Categories = []newsget.Category{{Name: "tv"}, {Name: "movies", Dir: filepath.Join(dir, "movies"), Priority: "high"}}
+	if edit != nil {
+		edit(cfg)
+	}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.CheckServe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.ResolveDirs(); err != nil {
+		t.Fatal(err)
+	}
+	td := &testDaemon{cfg: cfg}
+	n := 0
+	d, err := New(cfg, Options{Log: slog.New(slog.NewTextHandler(&td.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		NewID: func() string { n++; return fmt.Sprintf("%04d", n) }, WatchInterval: 20 * time.Millisecond,
+		Engine: newsget.Options{BackoffBase: 20 * time.Millisecond, BackoffMax: 80 * time.Millisecond, SyncInterval: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	td.d = d
+	hs := httptest.NewServer(d.Handler())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	td.url = hs.URL
+	td.stop = func() { cancel(); <-done; hs.Close() }
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", td.log.String())
+		}
+	})
+	return td
+}
+
+// api calls /api with the parameters (apikey and output added) and
+// decodes the JSON answer.
+func (td *testDaemon) api(t *testing.T, params ...string) map[string]any {
+	t.Helper()
+	v := url.Values{"apikey": {testKey}, "output": {"json"}}
+	for i := 0; i+1 < len(params); i += 2 {
+		v.Set(params[i], params[i+1])
+	}
+	return td.get(t, "/api?"+v.Encode())
+}
+
+func (td *testDaemon) get(t *testing.T, path string) map[string]any {
+	t.Helper()
+	resp, err := http.Get(td.url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, resp)
+}
+
+func decode(t *testing.T, resp *http.Response) map[string]any {
+	t.Helper()
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("not JSON (%s): %q", resp.Status, b)
+	}
+	return m
+}
+
+// addFile is Sonarr's DownloadNzb: POST /api?mode=addfile&cat=..&priority=..
+// with the NZB as the multipart field "name".
+func (td *testDaemon) addFile(t *testing.T, nzb []byte, filename, cat, priority string) map[string]any {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("name", filename)
+	fw.Write(nzb)
+	mw.Close()
+	v := url.Values{"mode": {"addfile"}, "cat": {cat}, "priority": {priority}, "apikey": {testKey}, "output": {"json"}}
+	resp, err := http.Post(td.url+"/api?"+v.Encode(), mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, resp)
+}
+
+// waitHistory polls the history (as the *arr apps do) until the job is in
+// it, and returns its slot.
+func (td *testDaemon) waitHistory(t *testing.T, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		h := td.api(t, "mode", "history", "start", "0", "limit", "30")
+		for _, s := range h["history"].(map[string]any)["slots"].([]any) {
+			if s.(map[string]any)["nzo_id"] == id {
+				return s.(map[string]any)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("job %s never reached the history", id)
+	return nil
+}
+
+var timeleftRE = regexp.MustCompile(`^\d+:\d\d:\d\d$`)
+
+// TestSonarrSequence is what Sonarr's SABnzbd client does, in order
+// (SabnzbdProxy: GetVersion, GetConfig, GetFullStatus, DownloadNzb,
+// GetQueue, GetHistory, RemoveFrom history with del_files), with the
+// types its JSON classes need.
+func TestSonarrSequence(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	p := newPosting("Show.S01E01.mkv", 1, 300_000, 20_000)
+	serveArticles(t, s, nil, p)
+	dir := t.TempDir()
+	td := startDaemon(t, dir, s, nil)
+	defer td.stop()
+
+	if v := td.api(t, "mode", "version"); v["version"] != Version {
+		t.Errorf("version = %v", v)
+	}
+	cfg := td.api(t, "mode", "get_config")["config"].(map[string]any)
+	misc := cfg["misc"].(map[string]any)
+	if misc["complete_dir"] != filepath.Join(td.cfg.DownloadDir, "complete") {
+		t.Errorf("misc.complete_dir = %v", misc["complete_dir"])
+	}
+	var cats []string
+	for _, c := range cfg["categories"].([]any) {
+		cm := c.(map[string]any)
+		cats = append(cats, fmt.Sprintf("%v dir=%v priority=%v", cm["name"], cm["dir"], cm["priority"]))
+	}
+	want := []string{"* dir= priority=0", "tv dir=tv priority=0", "movies dir=" + filepath.Join(dir, "movies") + " priority=1"}
+	if d := cmp.Diff(want, cats); d != "" {
+		t.Errorf("categories (-want +got):\n%s", d)
+	}
+	if st := td.api(t, "mode", "fullstatus", "skip_dashboard", "1")["status"].(map[string]any); st["completedir"] == nil {
+		t.Errorf("fullstatus without completedir: %v", st)
+	}
+
+	add := td.addFile(t, posting.NZB(p), "Show.S01E01.nzb", "tv", "-100")
+	if add["status"] != true || len(add["nzo_ids"].([]any)) != 1 {
+		t.Fatalf("addfile = %v", add)
+	}
+	id := add["nzo_ids"].([]any)[0].(string)
+
+	q := td.api(t, "mode", "queue", "start", "0", "limit", "30")["queue"].(map[string]any)
+	if _, ok := q["paused"].(bool); !ok {
+		t.Errorf("queue.paused is not a bool: %v", q["paused"])
+	}
+	for _, sl := range q["slots"].([]any) {
+		slot := sl.(map[string]any)
+		for _, k := range []string{"nzo_id", "filename", "cat", "priority", "status", "mb", "mbleft", "percentage", "timeleft"} {
+			if _, ok := slot[k].(string); !ok {
+				t.Errorf("slot %s = %#v, want a string", k, slot[k])
+			}
+		}
+		if !timeleftRE.MatchString(slot["timeleft"].(string)) {
+			t.Errorf("timeleft %q is not H:MM:SS", slot["timeleft"])
+		}
+		if slot["cat"] != "tv" || slot["filename"] != "Show.S01E01" {
+			t.Errorf("slot = %v", slot)
+		}
+	}
+
+	h := td.waitHistory(t, id)
+	if h["status"] != "Completed" || h["category"] != "tv" || h["name"] != "Show.S01E01" {
+		t.Fatalf("history slot = %v", h)
+	}
+	if _, ok := h["bytes"].(float64); !ok {
+		t.Errorf("history bytes = %#v, want a number", h["bytes"])
+	}
+	storage := h["storage"].(string)
+	if storage != filepath.Join(td.cfg.DownloadDir, "complete", "tv", "Show.S01E01") {
+		t.Errorf("storage = %s", storage)
+	}
+	got, err := os.ReadFile(filepath.Join(storage, "Show.S01E01.mkv"))
+	if err != nil || !bytes.Equal(got, p.Data) {
+		t.Fatalf("finished file: %v (equal %v)", err, bytes.Equal(got, p.Data))
+	}
+	if q := td.api(t, "mode", "queue")["queue"].(map[string]any); len(q["slots"].([]any)) != 0 {
+		t.Errorf("queue not empty after the job finished: %v", q)
+	}
+	srv := td.api(t, "mode", "fullstatus")["status"].(map[string]any)["servers"].([]any)
+	if len(srv) != 1 || srv[0].(map[string]any)["articles"].(float64) != float64(p.Parts()) {
+		t.Errorf("per-server stats = %v, want %d articles", srv, p.Parts())
+	}
+
+	del := td.api(t, "mode", "history", "name", "delete", "del_files", "1", "value", id)
+	if del["status"] != true {
+		t.Errorf("history delete = %v", del)
+	}
+	if _, err := os.Stat(storage); !os.IsNotExist(err) {
+		t.Errorf("del_files=1 left %s: %v", storage, err)
+	}
+	if h := td.api(t, "mode", "history")["history"].(map[string]any); h["noofslots"].(float64) != 0 {
+		t.Errorf("history after delete = %v", h)
+	}
+}
+
+// TestAPIKey: no key or a wrong one gets SABnzbd's error, never data.
+func TestAPIKey(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	td := startDaemon(t, t.TempDir(), s, nil)
+	defer td.stop()
+	tests := []struct{ query, wantErr string }{
+		{"mode=queue&output=json", "API Key Required"},
+		{"mode=queue&output=json&apikey=wrong", "API Key Incorrect"},
+		{"mode=history&apikey=0123456789abcdeX", "API Key Incorrect"},
+		{"mode=get_config&apikey=", "API Key Required"},
+		{"mode=addurl&name=http://127.0.0.1:1/x.nzb&apikey=nope", "API Key Incorrect"},
+	}
+	for _, tc := range tests {
+		got := td.get(t, "/api?"+tc.query)
+		want := map[string]any{"status": false, "error": tc.wantErr}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.query, d)
+		}
+	}
+}
+
+// TestAddURL fetches NZBs from a local indexer: a good one, a 404, one
+// over max_nzb_size, one not an NZB.
+func TestAddURL(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	p := newPosting("movie.mkv", 2, 100_000, 20_000)
+	serveArticles(t, s, nil, p)
+	nzb := posting.NZB(p)
+	indexer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/get/1":
+			w.Header().Set("Content-Disposition", `attachment; filename="Movie.2020.nzb"`)
+			w.Write(nzb)
+		case "/big.nzb":
+			w.Write(bytes.Repeat([]byte("x"), 5000))
+		case "/junk.nzb":
+			w.Write([]byte("not xml"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer indexer.Close()
+	td := startDaemon(t, t.TempDir(), s, func(c *newsget.Config) { c.Serve.MaxNZBSize = 4096 })
+	defer td.stop()
+	for _, tc := range []struct{ path, wantErr string }{
+		{"/missing.nzb", "addurl: " + strings.TrimPrefix(indexer.URL, "http://") + " answered 404 Not Found"},
+		{"/big.nzb", "addurl: the NZB is larger than max_nzb_size (4096 bytes)"},
+	} {
+		got := td.api(t, "mode", "addurl", "name", indexer.URL+tc.path)
+		if got["error"] != tc.wantErr {
+			t.Errorf("%s: %v, want error %q", tc.path, got, tc.wantErr)
+		}
+	}
+	if got := td.api(t, "mode", "addurl", "name", indexer.URL+"/junk.nzb"); got["status"] != false {
+		t.Errorf("junk NZB accepted: %v", got)
+	}
+	got := td.api(t, "mode", "addurl", "name", indexer.URL+"/get/1", "cat", "movies")
+	if got["status"] != true {
+		t.Fatalf("addurl = %v", got)
+	}
+	h := td.waitHistory(t, got["nzo_ids"].([]any)[0].(string))
+	if h["status"] != "Completed" || h["name"] != "Movie.2020" || h["storage"] != filepath.Join(filepath.Dir(td.cfg.DownloadDir), "movies", "Movie.2020") {
+		t.Errorf("history = %v", h)
+	}
+}
+
+// TestWatchDir: an NZB dropped in watch_dir (in a category's subfolder)
+// is queued, moved aside, downloaded.
+func TestWatchDir(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	p := newPosting("ep.mkv", 3, 60_000, 20_000)
+	serveArticles(t, s, nil, p)
+	dir := t.TempDir()
+	watch := filepath.Join(dir, "watch")
+	os.MkdirAll(filepath.Join(watch, "tv"), 0o755)
+	td := startDaemon(t, dir, s, func(c *newsget.Config) { c.Serve.WatchDir = watch })
+	defer td.stop()
+	if err := os.WriteFile(filepath.Join(watch, "tv", "Ep.nzb"), posting.NZB(p), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(watch, "bad.nzb"), []byte("<nzb"), 0o644)
+	h := td.waitHistory(t, "SABnzbd_nzo_0001")
+	if h["status"] != "Completed" || h["category"] != "tv" {
+		t.Errorf("history = %v", h)
+	}
+	for _, f := range []string{".queued/Ep.nzb", ".refused/bad.nzb", ".refused/bad.nzb.error"} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := os.Stat(filepath.Join(watch, f)); err == nil {
+				break
+			} else if time.Now().After(deadline) {
+				t.Errorf("%s: %v", f, err)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestFailFast: the data file lacks far more articles than the one PAR2
+// block can repair; the job fails with the reason, before the end.
+func TestFailFast(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	data := newPosting("x.part01.rar", 4, 400_000, 10_000)
+	vol := newPosting("x.vol00+01.par2", 5, 10_000, 10_000)
+	serveArticles(t, s, func(p posting.Posting, n int) bool { return p.Name == data.Name && n%2 == 0 }, data, vol)
+	td := startDaemon(t, t.TempDir(), s, nil)
+	defer td.stop()
+	add := td.addFile(t, posting.NZB(vol, data), "x.nzb", "", "")
+	h := td.waitHistory(t, add["nzo_ids"].([]any)[0].(string))
+	if h["status"] != "Failed" || !strings.HasPrefix(h["fail_message"].(string), "too many articles missing: repair needs at least 2 PAR2 blocks, at most 1 are available") {
+		t.Errorf("history = %v", h)
+	}
+}
+
+// TestDuplicateAndRestart: the same NZB twice is flagged and held; the
+// queue (with pauses) and the history are as they were after a restart.
+func TestDuplicateAndRestart(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	p := newPosting("dup.mkv", 6, 40_000, 20_000)
+	serveArticles(t, s, nil, p)
+	dir := t.TempDir()
+	td := startDaemon(t, dir, s, nil)
+	first := td.addFile(t, posting.NZB(p), "Dup.nzb", "tv", "")["nzo_ids"].([]any)[0].(string)
+	td.waitHistory(t, first)
+	td.api(t, "mode", "pause")
+	second := td.addFile(t, posting.NZB(p), "Other.Name.nzb", "tv", "")["nzo_ids"].([]any)[0].(string)
+	slots := func(td *testDaemon) []string {
+		var out []string
+		for _, s := range td.api(t, "mode", "queue")["queue"].(map[string]any)["slots"].([]any) {
+			sm := s.(map[string]any)
+			out = append(out, fmt.Sprintf("%s %s %v %v", sm["nzo_id"], sm["status"], sm["labels"], sm["last_error"]))
+		}
+		return out
+	}
+	want := []string{second + " Paused [DUPLICATE] same NZB content as Dup"}
+	if d := cmp.Diff(want, slots(td)); d != "" {
+		t.Errorf("queue (-want +got):\n%s", d)
+	}
+	td.stop()
+
+	td2 := startDaemon(t, dir, s, nil)
+	defer td2.stop()
+	if d := cmp.Diff(want, slots(td2)); d != "" {
+		t.Errorf("queue after restart (-want +got):\n%s", d)
+	}
+	if q := td2.api(t, "mode", "queue")["queue"].(map[string]any); q["paused"] != true {
+		t.Errorf("global pause lost in the restart: %v", q["paused"])
+	}
+	if h := td2.waitHistory(t, first); h["status"] != "Completed" {
+		t.Errorf("history after restart = %v", h)
+	}
+}
