@@ -2,6 +2,7 @@
 // verified, like NZBGet.
 //
 //	newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] [-v] FILE.nzb...
+//	newsget serve [-config FILE] [-listen ADDR]   (the download daemon, runtime/newsget/serve)
 //
 // A server URL is nntp://[user:pass@]host[:port] or nntps://... (TLS from
 // the first byte) with query parameters connections=, level=, group=,
@@ -54,6 +55,9 @@ func (s *serverList) Set(v string) error { *s = append(*s, v); return nil }
 
 // Main runs newsget with args and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "serve" {
+		return serveMain(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("newsget", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config := fs.String("config", "", "configuration `file` (TOML)")

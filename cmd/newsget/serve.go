@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/runtime/newsget/serve"
+	"github.com/newsflow/newsflow/spoolfs"
+)
+
+// serveMain is "newsget serve [-config FILE] [-listen ADDR] [-server URL]...":
+// the download daemon (runtime/newsget/serve).
+func serveMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("newsget serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "", "configuration `file` (TOML)")
+	listen := fs.String("listen", "", "HTTP `address` of the API and the page (default [serve] listen, or 127.0.0.1:8085)")
+	var servers serverList
+	fs.Var(&servers, "server", "server `URL` nntp://[user:pass@]host[:port][?connections=N&...] (repeatable)")
+	verbose := fs.Bool("v", false, "log every event")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: newsget serve [-config FILE] [-listen ADDR] [-server URL]...")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	cfg := &newsget.Config{}
+	if *config != "" {
+		c, err := newsget.LoadConfig(*config)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsget: %v\n", err)
+			return 2
+		}
+		cfg = c
+	}
+	for _, u := range servers {
+		sc, err := newsget.ParseServerURL(u)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsget: -server: %v\n", err)
+			return 2
+		}
+		cfg.Servers = append(cfg.Servers, sc)
+	}
+	if *listen != "" {
+		cfg.Serve.Listen = *listen
+	}
+	for _, check := range []func() error{cfg.Check, cfg.CheckServe, cfg.ResolveDirs} {
+		if err := check(); err != nil {
+			fmt.Fprintf(stderr, "newsget: %v\n", err)
+			return 2
+		}
+	}
+	if cfg.Serve.APIKey == "" {
+		key, err := loadAPIKey(cfg.QueueDir)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsget: api key: %v\n", err)
+			return 2
+		}
+		cfg.Serve.APIKey = key
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	d, err := serve.New(cfg, serve.Options{Log: logger})
+	if err != nil {
+		fmt.Fprintf(stderr, "newsget: %v\n", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", cfg.Serve.Listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "newsget: serve: %v\n", err)
+		return 2
+	}
+	fmt.Fprintf(stdout, "newsget serve: http://%s/ (API: /api, key in [serve] api_key or %s)\n", ln.Addr(), filepath.Join(cfg.QueueDir, "api_key"))
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	hs := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	go hs.Serve(ln)
+	d.Run(ctx)
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	hs.Shutdown(sctx)
+	return 0
+}
+
+// loadAPIKey returns the key kept in queueDir/api_key, generating it (and
+// printing it once, to stderr) the first time.
+func loadAPIKey(queueDir string) (string, error) {
+	path := filepath.Join(queueDir, "api_key")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 16 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	b := make([]byte, 16)
+	rand.Read(b)
+	key := hex.EncodeToString(b)
+	if err := os.MkdirAll(queueDir, 0o700); err != nil {
+		return "", err
+	}
+	if err := spoolfs.WriteFileDurable(path, []byte(key)); err != nil {
+		return "", err
+	}
+	os.Chmod(path, 0o600)
+	fmt.Fprintf(os.Stderr, "newsget serve: generated the API key %s (kept in %s)\n", key, path)
+	return key, nil
+}
