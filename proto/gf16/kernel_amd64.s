@@ -1,0 +1,249 @@
+//go:build amd64
+
+#include "textflag.h"
+
+// The three kernels share one shape. For each step of the destination
+// (64 bytes for AVX2, 128 for the others) the accumulators L (low bytes)
+// and H (high bytes) start at zero; for each source the step's bytes are
+// loaded as two vectors A and B of words and split into
+//   lo = VPACKUSWB(A & 0x00ff, B & 0x00ff), hi = VPACKUSWB(A >> 8, B >> 8)
+// (per 128-bit lane: 8 words of A, then 8 of B), the products c*word are
+// XORed into L and H, and after the last source VPUNPCKLBW(L, H) and
+// VPUNPCKHBW(L, H) are A's and B's words of the sum again, in order,
+// since the unpacks undo the packs lane by lane. They are XORed into dst.
+//
+// Registers: DI dst, CX its length, SI the sources' slice headers (24
+// bytes each; only the base pointer is read), R8 the number of sources,
+// R9 the tables (128 bytes per source), R10 the step's offset, R11 sources
+// left, R12 this source's header, R13 its tables, AX its base.
+//
+// The VPSHUFB kernels look the four nibbles of each word up in its eight
+// 16-byte tables (see nibbleTab), broadcast to every 128-bit lane:
+//   n0 = lo & 15, n1 = lo >> 4, n2 = hi & 15, n3 = hi >> 4
+//   L ^= T0lo[n0] ^ T1lo[n1] ^ T2lo[n2] ^ T3lo[n3], H likewise with Tkhi.
+
+// func mulAddAVX2(dst []byte, srcs [][]byte, tabs *tables)
+TEXT ·mulAddAVX2(SB), NOSPLIT, $0-56
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ srcs_base+24(FP), SI
+	MOVQ srcs_len+32(FP), R8
+	MOVQ tabs+48(FP), R9
+	XORQ R10, R10
+	MOVL $0x0f0f0f0f, AX
+	MOVQ AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x00ff00ff, AX
+	MOVQ AX, X14
+	VPBROADCASTD X14, Y14
+
+avx2step:
+	CMPQ R10, CX
+	JAE  avx2done
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	MOVQ SI, R12
+	MOVQ R9, R13
+	MOVQ R8, R11
+
+avx2src:
+	MOVQ    (R12), AX
+	VMOVDQU (AX)(R10*1), Y2
+	VMOVDQU 32(AX)(R10*1), Y3
+	VPSRLW  $8, Y2, Y4
+	VPSRLW  $8, Y3, Y5
+	VPAND   Y14, Y2, Y2
+	VPAND   Y14, Y3, Y3
+	VPACKUSWB Y3, Y2, Y2 // lo
+	VPACKUSWB Y5, Y4, Y4 // hi
+	VPSRLW  $4, Y2, Y3
+	VPSRLW  $4, Y4, Y5
+	VPAND   Y15, Y2, Y2 // n0
+	VPAND   Y15, Y3, Y3 // n1
+	VPAND   Y15, Y4, Y4 // n2
+	VPAND   Y15, Y5, Y5 // n3
+
+	VBROADCASTI128 0(R13), Y6
+	VBROADCASTI128 16(R13), Y7
+	VBROADCASTI128 32(R13), Y8
+	VBROADCASTI128 48(R13), Y9
+	VPSHUFB Y2, Y6, Y6
+	VPSHUFB Y2, Y7, Y7
+	VPSHUFB Y3, Y8, Y8
+	VPSHUFB Y3, Y9, Y9
+	VPXOR   Y6, Y0, Y0
+	VPXOR   Y7, Y1, Y1
+	VPXOR   Y8, Y0, Y0
+	VPXOR   Y9, Y1, Y1
+
+	VBROADCASTI128 64(R13), Y10
+	VBROADCASTI128 80(R13), Y11
+	VBROADCASTI128 96(R13), Y12
+	VBROADCASTI128 112(R13), Y13
+	VPSHUFB Y4, Y10, Y10
+	VPSHUFB Y4, Y11, Y11
+	VPSHUFB Y5, Y12, Y12
+	VPSHUFB Y5, Y13, Y13
+	VPXOR   Y10, Y0, Y0
+	VPXOR   Y11, Y1, Y1
+	VPXOR   Y12, Y0, Y0
+	VPXOR   Y13, Y1, Y1
+
+	ADDQ $24, R12
+	ADDQ $128, R13
+	DECQ R11
+	JNZ  avx2src
+
+	VPUNPCKLBW Y1, Y0, Y2
+	VPUNPCKHBW Y1, Y0, Y3
+	VPXOR      (DI)(R10*1), Y2, Y2
+	VPXOR      32(DI)(R10*1), Y3, Y3
+	VMOVDQU    Y2, (DI)(R10*1)
+	VMOVDQU    Y3, 32(DI)(R10*1)
+	ADDQ       $64, R10
+	JMP        avx2step
+
+avx2done:
+	VZEROUPPER
+	RET
+
+// func mulAddAVX512(dst []byte, srcs [][]byte, tabs *tables)
+//
+// As mulAddAVX2 on 64-byte vectors; VPTERNLOGD $0x96 is a three-way XOR.
+TEXT ·mulAddAVX512(SB), NOSPLIT, $0-56
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ srcs_base+24(FP), SI
+	MOVQ srcs_len+32(FP), R8
+	MOVQ tabs+48(FP), R9
+	XORQ R10, R10
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x00ff00ff, AX
+	VPBROADCASTD AX, Z14
+
+z512step:
+	CMPQ R10, CX
+	JAE  z512done
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ SI, R12
+	MOVQ R9, R13
+	MOVQ R8, R11
+
+z512src:
+	MOVQ      (R12), AX
+	VMOVDQU64 (AX)(R10*1), Z2
+	VMOVDQU64 64(AX)(R10*1), Z3
+	VPSRLW    $8, Z2, Z4
+	VPSRLW    $8, Z3, Z5
+	VPANDD    Z14, Z2, Z2
+	VPANDD    Z14, Z3, Z3
+	VPACKUSWB Z3, Z2, Z2 // lo
+	VPACKUSWB Z5, Z4, Z4 // hi
+	VPSRLW    $4, Z2, Z3
+	VPSRLW    $4, Z4, Z5
+	VPANDD    Z15, Z2, Z2 // n0
+	VPANDD    Z15, Z3, Z3 // n1
+	VPANDD    Z15, Z4, Z4 // n2
+	VPANDD    Z15, Z5, Z5 // n3
+
+	VBROADCASTI32X4 0(R13), Z6
+	VBROADCASTI32X4 16(R13), Z7
+	VBROADCASTI32X4 32(R13), Z8
+	VBROADCASTI32X4 48(R13), Z9
+	VBROADCASTI32X4 64(R13), Z10
+	VBROADCASTI32X4 80(R13), Z11
+	VBROADCASTI32X4 96(R13), Z12
+	VBROADCASTI32X4 112(R13), Z13
+	VPSHUFB    Z2, Z6, Z6
+	VPSHUFB    Z2, Z7, Z7
+	VPSHUFB    Z3, Z8, Z8
+	VPSHUFB    Z3, Z9, Z9
+	VPSHUFB    Z4, Z10, Z10
+	VPSHUFB    Z4, Z11, Z11
+	VPSHUFB    Z5, Z12, Z12
+	VPSHUFB    Z5, Z13, Z13
+	VPTERNLOGD $0x96, Z8, Z6, Z0
+	VPTERNLOGD $0x96, Z9, Z7, Z1
+	VPTERNLOGD $0x96, Z12, Z10, Z0
+	VPTERNLOGD $0x96, Z13, Z11, Z1
+
+	ADDQ $24, R12
+	ADDQ $128, R13
+	DECQ R11
+	JNZ  z512src
+
+	VPUNPCKLBW Z1, Z0, Z2
+	VPUNPCKHBW Z1, Z0, Z3
+	VPXORD     (DI)(R10*1), Z2, Z2
+	VPXORD     64(DI)(R10*1), Z3, Z3
+	VMOVDQU64  Z2, (DI)(R10*1)
+	VMOVDQU64  Z3, 64(DI)(R10*1)
+	ADDQ       $128, R10
+	JMP        z512step
+
+z512done:
+	VZEROUPPER
+	RET
+
+// func mulAddGFNI(dst []byte, srcs [][]byte, tabs *tables)
+//
+// As mulAddAVX512, but the products come from GF2P8AFFINEQB with the four
+// bit matrices of affineTab, each broadcast from memory to every qword:
+//   L ^= Mll*lo ^ Mhl*hi, H ^= Mlh*lo ^ Mhh*hi
+// (Mxy takes byte x of the input word to byte y of the product.)
+TEXT ·mulAddGFNI(SB), NOSPLIT, $0-56
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ srcs_base+24(FP), SI
+	MOVQ srcs_len+32(FP), R8
+	MOVQ tabs+48(FP), R9
+	XORQ R10, R10
+	MOVL $0x00ff00ff, AX
+	VPBROADCASTD AX, Z14
+
+gfnistep:
+	CMPQ R10, CX
+	JAE  gfnidone
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ SI, R12
+	MOVQ R9, R13
+	MOVQ R8, R11
+
+gfnisrc:
+	MOVQ      (R12), AX
+	VMOVDQU64 (AX)(R10*1), Z2
+	VMOVDQU64 64(AX)(R10*1), Z3
+	VPSRLW    $8, Z2, Z4
+	VPSRLW    $8, Z3, Z5
+	VPANDD    Z14, Z2, Z2
+	VPANDD    Z14, Z3, Z3
+	VPACKUSWB Z3, Z2, Z2 // lo
+	VPACKUSWB Z5, Z4, Z4 // hi
+
+	VGF2P8AFFINEQB.BCST $0, 0(R13), Z2, Z6  // Mll*lo
+	VGF2P8AFFINEQB.BCST $0, 8(R13), Z4, Z7  // Mhl*hi
+	VGF2P8AFFINEQB.BCST $0, 16(R13), Z2, Z8 // Mlh*lo
+	VGF2P8AFFINEQB.BCST $0, 24(R13), Z4, Z9 // Mhh*hi
+	VPTERNLOGD $0x96, Z7, Z6, Z0
+	VPTERNLOGD $0x96, Z9, Z8, Z1
+
+	ADDQ $24, R12
+	ADDQ $128, R13
+	DECQ R11
+	JNZ  gfnisrc
+
+	VPUNPCKLBW Z1, Z0, Z2
+	VPUNPCKHBW Z1, Z0, Z3
+	VPXORD     (DI)(R10*1), Z2, Z2
+	VPXORD     64(DI)(R10*1), Z3, Z3
+	VMOVDQU64  Z2, (DI)(R10*1)
+	VMOVDQU64  Z3, 64(DI)(R10*1)
+	ADDQ       $128, R10
+	JMP        gfnistep
+
+gfnidone:
+	VZEROUPPER
+	RET
