@@ -132,7 +132,7 @@ func MulAddMulti(dst []byte, srcs [][]byte, cs []uint16) {
 			panic(fmt.Sprintf("gf16: MulAddMulti source %d has %d bytes, dst %d", i, len(s), len(dst)))
 		}
 	}
-	if len(dst) == 0 {
+	if len(dst) == 0 || len(srcs) == 0 {
 		return
 	}
 	mulAddMulti(kernel, dst, srcs, cs)
@@ -151,17 +151,48 @@ var kernelNames = [...]string{"portable", "avx2", "avx512", "gfni"}
 
 var kernel = bestKernel
 
-// mulAddMulti is MulAddMulti with checked arguments on kernel kind k.
-func mulAddMulti(k uint8, dst []byte, srcs [][]byte, cs []uint16) {
-	for len(srcs) > 0 {
-		n := min(len(srcs), groupMax)
-		done := mulAddSIMD(k, dst, srcs[:n], cs[:n])
-		if done < len(dst) {
-			mulAddPortable(dst[done:], srcs[:n], cs[:n], done)
-		}
-		srcs, cs = srcs[n:], cs[n:]
-	}
-}
+// tables holds the per-constant tables of one kernel call: for the
+// VPSHUFB kernels nibbleTab's 128 bytes, for GFNI affineTab's 32.
+type tables [groupMax][128]byte
 
 // groupMax is the most sources one kernel call adds into dst.
 const groupMax = 8
+
+// blockBytes is how much of dst MulAddMulti works on at a time when it
+// has more than groupMax sources: the block stays in L1 cache while every
+// group of sources is added into it, so dst crosses the memory bus once.
+const blockBytes = 16 << 10
+
+// mulAddMulti is MulAddMulti with checked arguments (at least one
+// source) on kernel kind k. The
+// SIMD kernel takes the longest prefix it handles in whole steps, block by
+// block and, within a block, group by group; the portable code the tail.
+func mulAddMulti(k uint8, dst []byte, srcs [][]byte, cs []uint16) {
+	nvec := 0
+	if step := kernelStep(k); step > 0 {
+		nvec = len(dst) / step * step
+	}
+	if nvec > 0 {
+		var one [1]tables
+		ts := one[:]
+		if len(srcs) > groupMax {
+			ts = make([]tables, (len(srcs)+groupMax-1)/groupMax)
+		}
+		for g := range ts {
+			buildTables(k, &ts[g], cs[g*groupMax:min((g+1)*groupMax, len(cs))])
+		}
+		block := nvec
+		if len(ts) > 1 {
+			block = blockBytes
+		}
+		for off := 0; off < nvec; off += block {
+			end := min(off+block, nvec)
+			for g := range ts {
+				runKernel(k, dst[:end], srcs[g*groupMax:min((g+1)*groupMax, len(srcs))], &ts[g], off)
+			}
+		}
+	}
+	if nvec < len(dst) {
+		mulAddPortable(dst[nvec:], srcs, cs, nvec)
+	}
+}

@@ -39,56 +39,51 @@ func kernelAvailable(k uint8) bool {
 	return false
 }
 
-// tables holds the per-constant tables of one kernel call: for the
-// VPSHUFB kernels nibbleTab's 128 bytes, for GFNI affineTab's 32.
-type tables [groupMax][128]byte
-
 // mulAddAVX2, mulAddAVX512 and mulAddGFNI add tabs[i]'s constant times
-// srcs[i] into dst for every i < len(srcs), over the first len(dst) bytes,
-// which must be a multiple of 64 (AVX2) or 128 (the others). Every source
-// must be at least as long as dst; len(srcs) must be 1..groupMax.
+// srcs[i] into dst for every i < len(srcs), over bytes start..len(dst) of
+// dst and the sources; len(dst)-start must be a multiple of the kernel's
+// step. Every source must be at least as long as dst; len(srcs) must be
+// 1..groupMax.
 //
 //go:noescape
-func mulAddAVX2(dst []byte, srcs [][]byte, tabs *tables)
+func mulAddAVX2(dst []byte, srcs [][]byte, tabs *tables, start int)
 
 //go:noescape
-func mulAddAVX512(dst []byte, srcs [][]byte, tabs *tables)
+func mulAddAVX512(dst []byte, srcs [][]byte, tabs *tables, start int)
 
 //go:noescape
-func mulAddGFNI(dst []byte, srcs [][]byte, tabs *tables)
+func mulAddGFNI(dst []byte, srcs [][]byte, tabs *tables, start int)
 
-// mulAddSIMD runs kernel k on the longest prefix of dst it handles whole
-// and returns that prefix's length; the caller does the rest.
-func mulAddSIMD(k uint8, dst []byte, srcs [][]byte, cs []uint16) int {
-	var tabs tables
+// kernelStep is the bytes per step of kernel k, 0 for the portable one.
+func kernelStep(k uint8) int {
 	switch k {
 	case kernAVX2:
-		n := len(dst) &^ 63
-		if n == 0 {
-			return 0
-		}
-		for i, c := range cs {
-			nibbleTab(&tabs[i], c)
-		}
-		mulAddAVX2(dst[:n], srcs, &tabs)
-		return n
+		return 64
 	case kernAVX512, kernGFNI:
-		n := len(dst) &^ 127
-		if n == 0 {
-			return 0
-		}
-		if k == kernGFNI {
-			for i, c := range cs {
-				affineTab(&tabs[i], c)
-			}
-			mulAddGFNI(dst[:n], srcs, &tabs)
-			return n
-		}
-		for i, c := range cs {
-			nibbleTab(&tabs[i], c)
-		}
-		mulAddAVX512(dst[:n], srcs, &tabs)
-		return n
+		return 128
 	}
 	return 0
+}
+
+// buildTables fills t with kernel k's tables for the constants cs.
+func buildTables(k uint8, t *tables, cs []uint16) {
+	for i, c := range cs {
+		if k == kernGFNI {
+			affineTab(&t[i], c)
+		} else {
+			nibbleTab(&t[i], c)
+		}
+	}
+}
+
+// runKernel runs SIMD kernel k; see mulAddAVX2.
+func runKernel(k uint8, dst []byte, srcs [][]byte, t *tables, start int) {
+	switch k {
+	case kernAVX2:
+		mulAddAVX2(dst, srcs, t, start)
+	case kernAVX512:
+		mulAddAVX512(dst, srcs, t, start)
+	case kernGFNI:
+		mulAddGFNI(dst, srcs, t, start)
+	}
 }

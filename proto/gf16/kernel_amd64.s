@@ -12,6 +12,9 @@
 // VPUNPCKHBW(L, H) are A's and B's words of the sum again, in order,
 // since the unpacks undo the packs lane by lane. They are XORed into dst.
 //
+// The kernels start at byte start of dst and the sources and stop at
+// len(dst).
+//
 // Registers: DI dst, CX its length, SI the sources' slice headers (24
 // bytes each; only the base pointer is read), R8 the number of sources,
 // R9 the tables (128 bytes per source), R10 the step's offset, R11 sources
@@ -22,14 +25,14 @@
 //   n0 = lo & 15, n1 = lo >> 4, n2 = hi & 15, n3 = hi >> 4
 //   L ^= T0lo[n0] ^ T1lo[n1] ^ T2lo[n2] ^ T3lo[n3], H likewise with Tkhi.
 
-// func mulAddAVX2(dst []byte, srcs [][]byte, tabs *tables)
-TEXT ·mulAddAVX2(SB), NOSPLIT, $0-56
+// func mulAddAVX2(dst []byte, srcs [][]byte, tabs *tables, start int)
+TEXT ·mulAddAVX2(SB), NOSPLIT, $0-64
 	MOVQ dst_base+0(FP), DI
 	MOVQ dst_len+8(FP), CX
 	MOVQ srcs_base+24(FP), SI
 	MOVQ srcs_len+32(FP), R8
 	MOVQ tabs+48(FP), R9
-	XORQ R10, R10
+	MOVQ start+56(FP), R10
 	MOVL $0x0f0f0f0f, AX
 	MOVQ AX, X15
 	VPBROADCASTD X15, Y15
@@ -107,16 +110,16 @@ avx2done:
 	VZEROUPPER
 	RET
 
-// func mulAddAVX512(dst []byte, srcs [][]byte, tabs *tables)
+// func mulAddAVX512(dst []byte, srcs [][]byte, tabs *tables, start int)
 //
 // As mulAddAVX2 on 64-byte vectors; VPTERNLOGD $0x96 is a three-way XOR.
-TEXT ·mulAddAVX512(SB), NOSPLIT, $0-56
+TEXT ·mulAddAVX512(SB), NOSPLIT, $0-64
 	MOVQ dst_base+0(FP), DI
 	MOVQ dst_len+8(FP), CX
 	MOVQ srcs_base+24(FP), SI
 	MOVQ srcs_len+32(FP), R8
 	MOVQ tabs+48(FP), R9
-	XORQ R10, R10
+	MOVQ start+56(FP), R10
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z15
 	MOVL $0x00ff00ff, AX
@@ -187,19 +190,19 @@ z512done:
 	VZEROUPPER
 	RET
 
-// func mulAddGFNI(dst []byte, srcs [][]byte, tabs *tables)
+// func mulAddGFNI(dst []byte, srcs [][]byte, tabs *tables, start int)
 //
 // As mulAddAVX512, but the products come from GF2P8AFFINEQB with the four
 // bit matrices of affineTab, each broadcast from memory to every qword:
 //   L ^= Mll*lo ^ Mhl*hi, H ^= Mlh*lo ^ Mhh*hi
 // (Mxy takes byte x of the input word to byte y of the product.)
-TEXT ·mulAddGFNI(SB), NOSPLIT, $0-56
+TEXT ·mulAddGFNI(SB), NOSPLIT, $0-64
 	MOVQ dst_base+0(FP), DI
 	MOVQ dst_len+8(FP), CX
 	MOVQ srcs_base+24(FP), SI
 	MOVQ srcs_len+32(FP), R8
 	MOVQ tabs+48(FP), R9
-	XORQ R10, R10
+	MOVQ start+56(FP), R10
 	MOVL $0x00ff00ff, AX
 	VPBROADCASTD AX, Z14
 

@@ -120,7 +120,7 @@ func TestMulAddMultiVsMulAdd(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, k := range kernels() {
 		for _, nsrc := range []int{0, 1, 2, 3, groupMax - 1, groupMax, groupMax + 1, 2*groupMax + 3} {
-			for _, n := range []int{0, 2, 64, 130, 256 + 64 + 2, 1024, 3000} {
+			for _, n := range []int{0, 2, 64, 130, 256 + 64 + 2, 1024, 3000, blockBytes + 64 + 2, 2*blockBytes + 128} {
 				srcs := make([][]byte, nsrc)
 				cs := make([]uint16, nsrc)
 				for i := range srcs {
