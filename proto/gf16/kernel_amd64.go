@@ -54,6 +54,18 @@ func mulAddAVX512(dst []byte, srcs [][]byte, tabs *tables, start int)
 //go:noescape
 func mulAddGFNI(dst []byte, srcs [][]byte, tabs *tables, start int)
 
+// mulAdd1AVX2, mulAdd1AVX512 and mulAdd1GFNI are the kernels above for
+// one source, with its tables kept in registers for the whole call.
+//
+//go:noescape
+func mulAdd1AVX2(dst, src []byte, tab *[128]byte, start int)
+
+//go:noescape
+func mulAdd1AVX512(dst, src []byte, tab *[128]byte, start int)
+
+//go:noescape
+func mulAdd1GFNI(dst, src []byte, tab *[128]byte, start int)
+
 // kernelStep is the bytes per step of kernel k, 0 for the portable one.
 func kernelStep(k uint8) int {
 	switch k {
@@ -80,10 +92,22 @@ func buildTables(k uint8, t *tables, cs []uint16) {
 func runKernel(k uint8, dst []byte, srcs [][]byte, t *tables, start int) {
 	switch k {
 	case kernAVX2:
+		if len(srcs) == 1 {
+			mulAdd1AVX2(dst, srcs[0], &t[0], start)
+			return
+		}
 		mulAddAVX2(dst, srcs, t, start)
 	case kernAVX512:
+		if len(srcs) == 1 {
+			mulAdd1AVX512(dst, srcs[0], &t[0], start)
+			return
+		}
 		mulAddAVX512(dst, srcs, t, start)
 	case kernGFNI:
+		if len(srcs) == 1 {
+			mulAdd1GFNI(dst, srcs[0], &t[0], start)
+			return
+		}
 		mulAddGFNI(dst, srcs, t, start)
 	}
 }

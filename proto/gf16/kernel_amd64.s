@@ -250,3 +250,190 @@ gfnisrc:
 gfnidone:
 	VZEROUPPER
 	RET
+
+// func mulAdd1AVX2(dst, src []byte, tab *[128]byte, start int)
+//
+// mulAddAVX2 for one source, with its eight tables held in Y0..Y7 for the
+// whole call instead of loaded at every step. Y14, Y15 masks; Y8..Y13 the
+// step: A, B, their low and high bytes, then the nibbles, whose registers
+// take the lookups once a nibble's last lookup is done.
+TEXT ·mulAdd1AVX2(SB), NOSPLIT, $0-64
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	MOVQ tab+48(FP), R9
+	MOVQ start+56(FP), R10
+	MOVL $0x0f0f0f0f, AX
+	MOVQ AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x00ff00ff, AX
+	MOVQ AX, X14
+	VPBROADCASTD X14, Y14
+	VBROADCASTI128 0(R9), Y0
+	VBROADCASTI128 16(R9), Y1
+	VBROADCASTI128 32(R9), Y2
+	VBROADCASTI128 48(R9), Y3
+	VBROADCASTI128 64(R9), Y4
+	VBROADCASTI128 80(R9), Y5
+	VBROADCASTI128 96(R9), Y6
+	VBROADCASTI128 112(R9), Y7
+
+one2step:
+	CMPQ R10, CX
+	JAE  one2done
+	VMOVDQU (SI)(R10*1), Y8
+	VMOVDQU 32(SI)(R10*1), Y9
+	VPSRLW  $8, Y8, Y10
+	VPSRLW  $8, Y9, Y11
+	VPAND   Y14, Y8, Y8
+	VPAND   Y14, Y9, Y9
+	VPACKUSWB Y9, Y8, Y8   // lo
+	VPACKUSWB Y11, Y10, Y10 // hi
+	VPSRLW  $4, Y8, Y9
+	VPSRLW  $4, Y10, Y11
+	VPAND   Y15, Y8, Y8   // n0
+	VPAND   Y15, Y9, Y9   // n1
+	VPAND   Y15, Y10, Y10 // n2
+	VPAND   Y15, Y11, Y11 // n3
+
+	VPSHUFB Y8, Y0, Y12   // L = T0lo[n0]
+	VPSHUFB Y8, Y1, Y8    // H = T0hi[n0]
+	VPSHUFB Y9, Y2, Y13
+	VPSHUFB Y9, Y3, Y9
+	VPXOR   Y13, Y12, Y12
+	VPXOR   Y9, Y8, Y8
+	VPSHUFB Y10, Y4, Y13
+	VPSHUFB Y10, Y5, Y10
+	VPXOR   Y13, Y12, Y12
+	VPXOR   Y10, Y8, Y8
+	VPSHUFB Y11, Y6, Y13
+	VPSHUFB Y11, Y7, Y11
+	VPXOR   Y13, Y12, Y12 // L
+	VPXOR   Y11, Y8, Y8   // H
+
+	VPUNPCKLBW Y8, Y12, Y9
+	VPUNPCKHBW Y8, Y12, Y10
+	VPXOR      (DI)(R10*1), Y9, Y9
+	VPXOR      32(DI)(R10*1), Y10, Y10
+	VMOVDQU    Y9, (DI)(R10*1)
+	VMOVDQU    Y10, 32(DI)(R10*1)
+	ADDQ       $64, R10
+	JMP        one2step
+
+one2done:
+	VZEROUPPER
+	RET
+
+// func mulAdd1AVX512(dst, src []byte, tab *[128]byte, start int)
+//
+// mulAddAVX512 for one source, its eight tables held in Z16..Z23.
+TEXT ·mulAdd1AVX512(SB), NOSPLIT, $0-64
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	MOVQ tab+48(FP), R9
+	MOVQ start+56(FP), R10
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x00ff00ff, AX
+	VPBROADCASTD AX, Z14
+	VBROADCASTI32X4 0(R9), Z16
+	VBROADCASTI32X4 16(R9), Z17
+	VBROADCASTI32X4 32(R9), Z18
+	VBROADCASTI32X4 48(R9), Z19
+	VBROADCASTI32X4 64(R9), Z20
+	VBROADCASTI32X4 80(R9), Z21
+	VBROADCASTI32X4 96(R9), Z22
+	VBROADCASTI32X4 112(R9), Z23
+
+one512step:
+	CMPQ R10, CX
+	JAE  one512done
+	VMOVDQU64 (SI)(R10*1), Z2
+	VMOVDQU64 64(SI)(R10*1), Z3
+	VPSRLW    $8, Z2, Z4
+	VPSRLW    $8, Z3, Z5
+	VPANDD    Z14, Z2, Z2
+	VPANDD    Z14, Z3, Z3
+	VPACKUSWB Z3, Z2, Z2 // lo
+	VPACKUSWB Z5, Z4, Z4 // hi
+	VPSRLW    $4, Z2, Z3
+	VPSRLW    $4, Z4, Z5
+	VPANDD    Z15, Z2, Z2 // n0
+	VPANDD    Z15, Z3, Z3 // n1
+	VPANDD    Z15, Z4, Z4 // n2
+	VPANDD    Z15, Z5, Z5 // n3
+
+	VPSHUFB    Z2, Z16, Z6
+	VPSHUFB    Z2, Z17, Z7
+	VPSHUFB    Z3, Z18, Z8
+	VPSHUFB    Z3, Z19, Z9
+	VPSHUFB    Z4, Z20, Z10
+	VPSHUFB    Z4, Z21, Z11
+	VPSHUFB    Z5, Z22, Z12
+	VPSHUFB    Z5, Z23, Z13
+	VPTERNLOGD $0x96, Z10, Z8, Z6  // L = T0lo ^ T1lo ^ T2lo
+	VPTERNLOGD $0x96, Z11, Z9, Z7  // H = T0hi ^ T1hi ^ T2hi
+	VPXORD     Z12, Z6, Z6
+	VPXORD     Z13, Z7, Z7
+
+	VPUNPCKLBW Z7, Z6, Z2
+	VPUNPCKHBW Z7, Z6, Z3
+	VPXORD     (DI)(R10*1), Z2, Z2
+	VPXORD     64(DI)(R10*1), Z3, Z3
+	VMOVDQU64  Z2, (DI)(R10*1)
+	VMOVDQU64  Z3, 64(DI)(R10*1)
+	ADDQ       $128, R10
+	JMP        one512step
+
+one512done:
+	VZEROUPPER
+	RET
+
+// func mulAdd1GFNI(dst, src []byte, tab *[128]byte, start int)
+//
+// mulAddGFNI for one source, its four matrices held in Z16..Z19.
+TEXT ·mulAdd1GFNI(SB), NOSPLIT, $0-64
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	MOVQ tab+48(FP), R9
+	MOVQ start+56(FP), R10
+	MOVL $0x00ff00ff, AX
+	VPBROADCASTD AX, Z14
+	VPBROADCASTQ 0(R9), Z16
+	VPBROADCASTQ 8(R9), Z17
+	VPBROADCASTQ 16(R9), Z18
+	VPBROADCASTQ 24(R9), Z19
+
+one1gfstep:
+	CMPQ R10, CX
+	JAE  one1gfdone
+	VMOVDQU64 (SI)(R10*1), Z2
+	VMOVDQU64 64(SI)(R10*1), Z3
+	VPSRLW    $8, Z2, Z4
+	VPSRLW    $8, Z3, Z5
+	VPANDD    Z14, Z2, Z2
+	VPANDD    Z14, Z3, Z3
+	VPACKUSWB Z3, Z2, Z2 // lo
+	VPACKUSWB Z5, Z4, Z4 // hi
+
+	VGF2P8AFFINEQB $0, Z16, Z2, Z6 // Mll*lo
+	VGF2P8AFFINEQB $0, Z17, Z4, Z7 // Mhl*hi
+	VGF2P8AFFINEQB $0, Z18, Z2, Z8 // Mlh*lo
+	VGF2P8AFFINEQB $0, Z19, Z4, Z9 // Mhh*hi
+	VPXORD         Z7, Z6, Z6      // L
+	VPXORD         Z9, Z8, Z8      // H
+
+	VPUNPCKLBW Z8, Z6, Z2
+	VPUNPCKHBW Z8, Z6, Z3
+	VPXORD     (DI)(R10*1), Z2, Z2
+	VPXORD     64(DI)(R10*1), Z3, Z3
+	VMOVDQU64  Z2, (DI)(R10*1)
+	VMOVDQU64  Z3, 64(DI)(R10*1)
+	ADDQ       $128, R10
+	JMP        one1gfstep
+
+one1gfdone:
+	VZEROUPPER
+	RET
