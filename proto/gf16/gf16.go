@@ -51,21 +51,22 @@ import "fmt"
 // Poly is the field's reduction polynomial x^16 + x^12 + x^3 + x + 1.
 const Poly = 0x1100B
 
-// order is the size of the multiplicative group.
-const order = 65535
+// Order is the size of the multiplicative group (the nonzero elements),
+// 2^16-1; the powers of the generator 2 repeat with this period.
+const Order = 65535
 
 // logTab[a] is the discrete logarithm of a != 0 to base 2; expTab[i] is
-// 2^i for 0 <= i < 2*order, so a sum of two logarithms needs no reduction.
+// 2^i for 0 <= i < 2*Order, so a sum of two logarithms needs no reduction.
 var (
 	logTab [1 << 16]uint16
-	expTab [2 * order]uint16
+	expTab [2 * Order]uint16
 )
 
 func init() {
 	x := uint32(1)
-	for i := 0; i < order; i++ {
+	for i := 0; i < Order; i++ {
 		expTab[i] = uint16(x)
-		expTab[i+order] = uint16(x)
+		expTab[i+Order] = uint16(x)
 		logTab[x] = uint16(i)
 		x <<= 1
 		if x&0x10000 != 0 {
@@ -88,7 +89,7 @@ func Inv(a uint16) uint16 {
 	if a == 0 {
 		panic("gf16: Inv(0)")
 	}
-	return expTab[order-int(logTab[a])]
+	return expTab[Order-int(logTab[a])]
 }
 
 // Pow returns a to the n-th power; Pow(a, 0) is 1 for every a, 0 included.
@@ -99,7 +100,7 @@ func Pow(a uint16, n uint32) uint16 {
 	if a == 0 {
 		return 0
 	}
-	return expTab[uint64(logTab[a])*uint64(n)%order]
+	return expTab[uint64(logTab[a])*uint64(n)%Order]
 }
 
 // MulAdd sets dst ^= c*src, word by word, reading both as little-endian
@@ -164,31 +165,41 @@ const groupMax = 8
 const blockBytes = 16 << 10
 
 // mulAddMulti is MulAddMulti with checked arguments (at least one
-// source) on kernel kind k. The
-// SIMD kernel takes the longest prefix it handles in whole steps, block by
-// block and, within a block, group by group; the portable code the tail.
+// source) on kernel kind k. The SIMD kernel takes the longest prefix it
+// handles in whole steps, block by block and, within a block, group by
+// group; the portable code the tail. With one block (the common case for
+// callers that tile their work) each group's tables are built on the
+// stack just before its kernel call; with several, all are built once.
 func mulAddMulti(k uint8, dst []byte, srcs [][]byte, cs []uint16) {
 	nvec := 0
 	if step := kernelStep(k); step > 0 {
 		nvec = len(dst) / step * step
 	}
-	if nvec > 0 {
-		var one [1]tables
-		ts := one[:]
-		if len(srcs) > groupMax {
-			ts = make([]tables, (len(srcs)+groupMax-1)/groupMax)
+	group := func(g int) ([][]byte, []uint16) {
+		hi := min((g+1)*groupMax, len(srcs))
+		return srcs[g*groupMax : hi], cs[g*groupMax : hi]
+	}
+	ngroups := (len(srcs) + groupMax - 1) / groupMax
+	switch {
+	case nvec == 0:
+	case ngroups == 1 || nvec <= blockBytes:
+		var t tables
+		for g := range ngroups {
+			ss, gcs := group(g)
+			buildTables(k, &t, gcs)
+			runKernel(k, dst[:nvec], ss, &t, 0)
 		}
+	default:
+		ts := make([]tables, ngroups)
 		for g := range ts {
-			buildTables(k, &ts[g], cs[g*groupMax:min((g+1)*groupMax, len(cs))])
+			_, gcs := group(g)
+			buildTables(k, &ts[g], gcs)
 		}
-		block := nvec
-		if len(ts) > 1 {
-			block = blockBytes
-		}
-		for off := 0; off < nvec; off += block {
-			end := min(off+block, nvec)
+		for off := 0; off < nvec; off += blockBytes {
+			end := min(off+blockBytes, nvec)
 			for g := range ts {
-				runKernel(k, dst[:end], srcs[g*groupMax:min((g+1)*groupMax, len(srcs))], &ts[g], off)
+				ss, _ := group(g)
+				runKernel(k, dst[:end], ss, &ts[g], off)
 			}
 		}
 	}

@@ -99,7 +99,7 @@ func TestPow(t *testing.T) {
 			p = Mul(p, a)
 		}
 	}
-	if got := Pow(7, 1<<32-1); got != Pow(7, (1<<32-1)%order) {
+	if got := Pow(7, 1<<32-1); got != Pow(7, (1<<32-1)%Order) {
 		t.Errorf("Pow(7, 2^32-1) = %#x, want Pow(7, (2^32-1) mod 65535)", got)
 	}
 }
@@ -107,17 +107,17 @@ func TestPow(t *testing.T) {
 // TestGeneratorOrder: 2 generates the multiplicative group, so its order
 // is 65535 = 3*5*17*257 and no proper divisor.
 func TestGeneratorOrder(t *testing.T) {
-	if Pow(2, order) != 1 {
-		t.Fatalf("2^65535 = %#x, want 1", Pow(2, order))
+	if Pow(2, Order) != 1 {
+		t.Fatalf("2^65535 = %#x, want 1", Pow(2, Order))
 	}
 	for _, p := range []uint32{3, 5, 17, 257} {
-		if Pow(2, order/p) == 1 {
+		if Pow(2, Order/p) == 1 {
 			t.Errorf("2^(65535/%d) = 1: 2 is not a generator", p)
 		}
 	}
 	seen := make([]bool, 1<<16)
 	x := uint16(1)
-	for i := 0; i < order; i++ {
+	for i := 0; i < Order; i++ {
 		if seen[x] {
 			t.Fatalf("2^%d = %#x repeats an earlier power", i, x)
 		}
