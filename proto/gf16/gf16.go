@@ -37,13 +37,31 @@
 //
 // MulAddMulti keeps the destination's accumulators in registers while it
 // adds up to 8 sources into them, so the destination is read and written
-// once per 8 sources instead of once per source. A kernel handles whole
-// steps; the tail (length not a multiple of the step) goes to the next
-// narrower kernel and finally to the portable code.
+// once per 8 sources instead of once per source; with more than 8 sources
+// it works through dst in 16 KiB blocks, which stay in L1 while every
+// group is added. MulAdd, and a group of one, runs a variant that holds
+// the constant's tables in registers for the whole call. The tables cost
+// two lookups per constant (they are linear in the constant: those of its
+// low byte XOR those of its high byte, from tables built at start), since
+// callers that tile their work build them on every call. A kernel handles
+// whole steps; the tail (length not a multiple of the step) goes to the
+// portable code.
 //
-// Speed on the development machine (Intel Xeon @ 2.80GHz with AVX-512 and
-// GFNI, one core, `go test ./proto/gf16 -run '^$' -bench . -cpu 1`), see
-// gf16_bench_test.go; figures are in the commit that last changed a kernel.
+// Speed on the development machine (Intel Xeon @ 2.80GHz, Ice Lake
+// server: 48 KiB L1d, 1.25 MiB L2 per core; AVX-512 and GFNI), one core,
+// `go test ./proto/gf16 -run '^$' -bench . -cpu 1`, in GB/s of source
+// bytes. The machine was shared with a load of about 11 on 2 cores, so
+// these are the best of 7 runs of 200 iterations, and still noisy:
+//
+//	kernel    MulAdd 64 KiB  1 MiB   MulAddMulti 8x64 KiB  8x1 MiB  64x16 KiB
+//	portable       2.0        1.3          1.9               1.7       0.8
+//	avx2          17.7       10.5          6.9               4.6       8.2
+//	avx512        29.1       12.8         28.2               8.9      21.6
+//	gfni          45.7       12.9         45.7              10.2      23.8
+//
+// At 1 MiB the slices no longer fit in L2 and memory sets the pace. The
+// last column is the shape of a repair that tiles its slices (64 sources
+// into a 16 KiB destination, tables built on every call).
 package gf16
 
 import "fmt"
@@ -119,8 +137,9 @@ func MulAdd(dst, src []byte, c uint16) {
 // MulAddMulti sets dst ^= cs[0]*srcs[0] ^ cs[1]*srcs[1] ^ ..., word by
 // word as MulAdd does. Every source must be as long as dst, the length
 // must be even, and len(cs) must equal len(srcs); MulAddMulti panics
-// otherwise. It is faster than one MulAdd per source because the kernels
-// keep dst in registers across several sources.
+// otherwise. dst must not overlap any source. It is faster than one
+// MulAdd per source because the kernels keep dst in registers across
+// several sources.
 func MulAddMulti(dst []byte, srcs [][]byte, cs []uint16) {
 	if len(srcs) != len(cs) {
 		panic(fmt.Sprintf("gf16: MulAddMulti with %d sources and %d constants", len(srcs), len(cs)))

@@ -149,6 +149,25 @@ func TestMulAddMultiVsMulAdd(t *testing.T) {
 	}
 }
 
+// TestMulAddInPlace: MulAdd(x, x, c) sets x to (1+c)*x, as MulAdd's doc
+// allows dst and src to be the same slice.
+func TestMulAddInPlace(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, k := range kernels() {
+		for _, n := range []int{2, 126, 128, 1024 + 66} {
+			for _, c := range []uint16{1, 2, 0xffff, uint16(r.Uint32())} {
+				x := randomSrc(r, n, 0)
+				want := bytes.Clone(x)
+				refMulAdd(want, bytes.Clone(x), c)
+				withKernel(k, func() { MulAdd(x, x, c) })
+				if !bytes.Equal(x, want) {
+					t.Fatalf("kernel %s, %d bytes, c %#x: MulAdd(x, x, c) differs from x ^= c*x", kernelNames[k], n, c)
+				}
+			}
+		}
+	}
+}
+
 func TestBadLengthsPanic(t *testing.T) {
 	tests := []struct {
 		name string
