@@ -30,6 +30,8 @@
 //   - GFNI (AVX-512 with GF2P8AFFINEQB): the 16x16 bit matrix of
 //     "multiply by c" as four 8x8 blocks, low and high bytes split as above,
 //     four affine transforms per 128 bytes instead of eight lookups.
+//   - GFNI on AVX2 (VEX-encoded GF2P8AFFINEQB; Intel CPUs since Alder
+//     Lake that have GFNI but no AVX-512): the same, 64 bytes per step.
 //   - portable: two 256-entry tables per constant (products of c with every
 //     low byte and every high byte), words read 4 at a time as uint64; for
 //     short slices, where building the tables costs more than it saves,
@@ -165,9 +167,10 @@ const (
 	kernAVX2
 	kernAVX512
 	kernGFNI
+	kernGFNIAVX2
 )
 
-var kernelNames = [...]string{"portable", "avx2", "avx512", "gfni"}
+var kernelNames = [...]string{"portable", "avx2", "avx512", "gfni", "gfniavx2"}
 
 var kernel = bestKernel
 

@@ -4,12 +4,20 @@ import "golang.org/x/sys/cpu"
 
 // CPU features the kernels need. VPSHUFB, VPACKUSWB and the byte unpacks
 // on 512-bit vectors are AVX512BW; GF2P8AFFINEQB on them is GFNI with
-// AVX512F (x/sys/cpu reports GFNI as HasAVX512GFNI).
+// AVX512F (x/sys/cpu reports GFNI as HasAVX512GFNI, and only when the CPU
+// has AVX-512). CPUs with GFNI and AVX2 but no AVX-512 (Intel's Alder
+// Lake and later desktop and laptop parts) run the VEX-encoded form on
+// 256-bit vectors; x/sys/cpu does not report GFNI for them, so CPUID
+// leaf 7 is asked directly (it exists wherever AVX2 is reported).
 var (
-	hasAVX2   = cpu.X86.HasAVX2
-	hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
-	hasGFNI   = hasAVX512 && cpu.X86.HasAVX512GFNI
+	hasAVX2     = cpu.X86.HasAVX2
+	hasAVX512   = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
+	hasGFNI     = hasAVX512 && cpu.X86.HasAVX512GFNI
+	hasGFNIAVX2 = hasAVX2 && cpuid7ECX()&(1<<8) != 0
 )
+
+// cpuid7ECX returns ECX of CPUID leaf 7, subleaf 0.
+func cpuid7ECX() uint32
 
 // bestKernel is the fastest kernel this CPU runs.
 var bestKernel = func() uint8 {
@@ -18,6 +26,8 @@ var bestKernel = func() uint8 {
 		return kernGFNI
 	case hasAVX512:
 		return kernAVX512
+	case hasGFNIAVX2:
+		return kernGFNIAVX2
 	case hasAVX2:
 		return kernAVX2
 	}
@@ -35,6 +45,8 @@ func kernelAvailable(k uint8) bool {
 		return hasAVX512
 	case kernGFNI:
 		return hasGFNI
+	case kernGFNIAVX2:
+		return hasGFNIAVX2
 	}
 	return false
 }
@@ -54,6 +66,9 @@ func mulAddAVX512(dst []byte, srcs [][]byte, tabs *tables, start int)
 //go:noescape
 func mulAddGFNI(dst []byte, srcs [][]byte, tabs *tables, start int)
 
+//go:noescape
+func mulAddGFNIAVX2(dst []byte, srcs [][]byte, tabs *tables, start int)
+
 // mulAdd1AVX2, mulAdd1AVX512 and mulAdd1GFNI are the kernels above for
 // one source, with its tables kept in registers for the whole call.
 //
@@ -66,10 +81,13 @@ func mulAdd1AVX512(dst, src []byte, tab *[128]byte, start int)
 //go:noescape
 func mulAdd1GFNI(dst, src []byte, tab *[128]byte, start int)
 
+//go:noescape
+func mulAdd1GFNIAVX2(dst, src []byte, tab *[128]byte, start int)
+
 // kernelStep is the bytes per step of kernel k, 0 for the portable one.
 func kernelStep(k uint8) int {
 	switch k {
-	case kernAVX2:
+	case kernAVX2, kernGFNIAVX2:
 		return 64
 	case kernAVX512, kernGFNI:
 		return 128
@@ -80,7 +98,7 @@ func kernelStep(k uint8) int {
 // buildTables fills t with kernel k's tables for the constants cs.
 func buildTables(k uint8, t *tables, cs []uint16) {
 	for i, c := range cs {
-		if k == kernGFNI {
+		if k == kernGFNI || k == kernGFNIAVX2 {
 			affineTab(&t[i], c)
 		} else {
 			nibbleTab(&t[i], c)
@@ -109,5 +127,11 @@ func runKernel(k uint8, dst []byte, srcs [][]byte, t *tables, start int) {
 			return
 		}
 		mulAddGFNI(dst, srcs, t, start)
+	case kernGFNIAVX2:
+		if len(srcs) == 1 {
+			mulAdd1GFNIAVX2(dst, srcs[0], &t[0], start)
+			return
+		}
+		mulAddGFNIAVX2(dst, srcs, t, start)
 	}
 }

@@ -437,3 +437,129 @@ one1gfstep:
 one1gfdone:
 	VZEROUPPER
 	RET
+
+// func mulAddGFNIAVX2(dst []byte, srcs [][]byte, tabs *tables, start int)
+//
+// mulAddGFNI on 32-byte vectors (VEX-encoded GF2P8AFFINEQB, for CPUs with
+// GFNI but not AVX-512), 64 bytes per step, as mulAddAVX2 is laid out.
+TEXT ·mulAddGFNIAVX2(SB), NOSPLIT, $0-64
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ srcs_base+24(FP), SI
+	MOVQ srcs_len+32(FP), R8
+	MOVQ tabs+48(FP), R9
+	MOVQ start+56(FP), R10
+	MOVL $0x00ff00ff, AX
+	MOVQ AX, X14
+	VPBROADCASTD X14, Y14
+
+g2step:
+	CMPQ R10, CX
+	JAE  g2done
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	MOVQ SI, R12
+	MOVQ R9, R13
+	MOVQ R8, R11
+
+g2src:
+	MOVQ      (R12), AX
+	VMOVDQU   (AX)(R10*1), Y2
+	VMOVDQU   32(AX)(R10*1), Y3
+	VPSRLW    $8, Y2, Y4
+	VPSRLW    $8, Y3, Y5
+	VPAND     Y14, Y2, Y2
+	VPAND     Y14, Y3, Y3
+	VPACKUSWB Y3, Y2, Y2 // lo
+	VPACKUSWB Y5, Y4, Y4 // hi
+
+	VPBROADCASTQ   0(R13), Y6
+	VPBROADCASTQ   8(R13), Y7
+	VPBROADCASTQ   16(R13), Y8
+	VPBROADCASTQ   24(R13), Y9
+	VGF2P8AFFINEQB $0, Y6, Y2, Y6 // Mll*lo
+	VGF2P8AFFINEQB $0, Y7, Y4, Y7 // Mhl*hi
+	VGF2P8AFFINEQB $0, Y8, Y2, Y8 // Mlh*lo
+	VGF2P8AFFINEQB $0, Y9, Y4, Y9 // Mhh*hi
+	VPXOR          Y6, Y0, Y0
+	VPXOR          Y8, Y1, Y1
+	VPXOR          Y7, Y0, Y0
+	VPXOR          Y9, Y1, Y1
+
+	ADDQ $24, R12
+	ADDQ $128, R13
+	DECQ R11
+	JNZ  g2src
+
+	VPUNPCKLBW Y1, Y0, Y2
+	VPUNPCKHBW Y1, Y0, Y3
+	VPXOR      (DI)(R10*1), Y2, Y2
+	VPXOR      32(DI)(R10*1), Y3, Y3
+	VMOVDQU    Y2, (DI)(R10*1)
+	VMOVDQU    Y3, 32(DI)(R10*1)
+	ADDQ       $64, R10
+	JMP        g2step
+
+g2done:
+	VZEROUPPER
+	RET
+
+// func mulAdd1GFNIAVX2(dst, src []byte, tab *[128]byte, start int)
+//
+// mulAddGFNIAVX2 for one source, its four matrices held in Y10..Y13.
+TEXT ·mulAdd1GFNIAVX2(SB), NOSPLIT, $0-64
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	MOVQ tab+48(FP), R9
+	MOVQ start+56(FP), R10
+	MOVL $0x00ff00ff, AX
+	MOVQ AX, X14
+	VPBROADCASTD X14, Y14
+	VPBROADCASTQ 0(R9), Y10
+	VPBROADCASTQ 8(R9), Y11
+	VPBROADCASTQ 16(R9), Y12
+	VPBROADCASTQ 24(R9), Y13
+
+g21step:
+	CMPQ R10, CX
+	JAE  g21done
+	VMOVDQU   (SI)(R10*1), Y2
+	VMOVDQU   32(SI)(R10*1), Y3
+	VPSRLW    $8, Y2, Y4
+	VPSRLW    $8, Y3, Y5
+	VPAND     Y14, Y2, Y2
+	VPAND     Y14, Y3, Y3
+	VPACKUSWB Y3, Y2, Y2 // lo
+	VPACKUSWB Y5, Y4, Y4 // hi
+
+	VGF2P8AFFINEQB $0, Y10, Y2, Y6 // Mll*lo
+	VGF2P8AFFINEQB $0, Y11, Y4, Y7 // Mhl*hi
+	VGF2P8AFFINEQB $0, Y12, Y2, Y8 // Mlh*lo
+	VGF2P8AFFINEQB $0, Y13, Y4, Y9 // Mhh*hi
+	VPXOR          Y7, Y6, Y6      // L
+	VPXOR          Y9, Y8, Y8      // H
+
+	VPUNPCKLBW Y8, Y6, Y2
+	VPUNPCKHBW Y8, Y6, Y3
+	VPXOR      (DI)(R10*1), Y2, Y2
+	VPXOR      32(DI)(R10*1), Y3, Y3
+	VMOVDQU    Y2, (DI)(R10*1)
+	VMOVDQU    Y3, 32(DI)(R10*1)
+	ADDQ       $64, R10
+	JMP        g21step
+
+g21done:
+	VZEROUPPER
+	RET
+
+// func cpuid7ECX() uint32
+//
+// ECX of CPUID leaf 7, subleaf 0 (structured extended features; bit 8 is
+// GFNI). The caller makes sure leaf 7 exists.
+TEXT ·cpuid7ECX(SB), NOSPLIT, $0-4
+	MOVL $7, AX
+	XORL CX, CX
+	CPUID
+	MOVL CX, ret+0(FP)
+	RET
