@@ -168,6 +168,28 @@ func TestMulAddInPlace(t *testing.T) {
 	}
 }
 
+// TestNoAllocs: MulAdd, and MulAddMulti on one block (the tiled repair's
+// calls), build their tables on the stack.
+func TestNoAllocs(t *testing.T) {
+	dst := make([]byte, blockBytes)
+	srcs := make([][]byte, 3*groupMax+1)
+	cs := make([]uint16, len(srcs))
+	for i := range srcs {
+		srcs[i] = make([]byte, len(dst))
+		cs[i] = uint16(i + 2)
+	}
+	for _, k := range kernels() {
+		withKernel(k, func() {
+			if n := testing.AllocsPerRun(10, func() { MulAdd(dst, srcs[0], 7) }); n != 0 {
+				t.Errorf("kernel %s: MulAdd allocates %v times", kernelNames[k], n)
+			}
+			if n := testing.AllocsPerRun(10, func() { MulAddMulti(dst, srcs, cs) }); n != 0 {
+				t.Errorf("kernel %s: MulAddMulti on one block allocates %v times", kernelNames[k], n)
+			}
+		})
+	}
+}
+
 func TestBadLengthsPanic(t *testing.T) {
 	tests := []struct {
 		name string
