@@ -52,14 +52,16 @@
 // Speed on the development machine (Intel Xeon @ 2.80GHz, Ice Lake
 // server: 48 KiB L1d, 1.25 MiB L2 per core; AVX-512 and GFNI), one core,
 // `go test ./proto/gf16 -run '^$' -bench . -cpu 1`, in GB/s of source
-// bytes. The machine was shared with a load of about 11 on 2 cores, so
-// these are the best of 7 runs of 200 iterations, and still noisy:
+// bytes. The machine was shared (load 10 to 17 on its 2 cores), so these
+// are the best of 3 sessions of 3 to 7 runs of 200 iterations; single
+// runs came out up to 3 times lower, most of all where the data fill L2:
 //
 //	kernel    MulAdd 64 KiB  1 MiB   MulAddMulti 8x64 KiB  8x1 MiB  64x16 KiB
-//	portable       2.0        1.3          1.9               1.7       0.8
-//	avx2          17.7       10.5          6.9               4.6       8.2
-//	avx512        29.1       12.8         28.2               8.9      21.6
-//	gfni          45.7       12.9         45.7              10.2      23.8
+//	portable       1.9        0.9          1.3               0.9       0.8
+//	avx2          17.9        7.7         13.7               8.8      13.5
+//	gfniavx2      29.9        6.7         25.2              13.7      25.9
+//	avx512        29.0        9.7         28.7              17.4      26.5
+//	gfni          45.5        9.3         49.5              20.7      45.6
 //
 // At 1 MiB the slices no longer fit in L2 and memory sets the pace. The
 // last column is the shape of a repair that tiles its slices (64 sources
