@@ -642,6 +642,11 @@ func (e *Engine) commit() error {
 			}
 		}
 		if err := it.o.syncData(); err != nil {
+			// Not durable: the segments stay pending, so the file is
+			// neither recorded done nor finished in this run.
+			e.mu.Lock()
+			it.o.pendingDone = append(it.done, it.o.pendingDone...)
+			e.mu.Unlock()
 			return err
 		}
 		for _, n := range it.done {

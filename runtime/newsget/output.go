@@ -66,6 +66,12 @@ type outFile struct {
 	infoDirty bool // info changed since saved
 	parts     map[int]partInfo
 	bad       map[int]string // segments whose data broke a check in this attempt
+	// written counts the bytes of each segment in flight that reached the
+	// file in this attempt; unwritten holds segments some of whose bytes
+	// did not (a failed WriteAt: disk full). Either keeps a segment from
+	// being reported done (check).
+	written   map[int]int64
+	unwritten map[int]string
 	prior     jobs.Segments  // done in an earlier run
 	wrote     bool           // bytes written since the last fdatasync
 
@@ -173,7 +179,9 @@ func (o *outFile) write(n int, off int64, p []byte) error {
 	}
 	o.mu.Unlock()
 	if _, err := o.f.WriteAt(p, off); err != nil {
-		return fmt.Errorf("download: write %s: %w", o.partPath, err)
+		err = fmt.Errorf("newsget: write %s: %w", o.partPath, err)
+		o.markUnwritten(n, err.Error())
+		return err
 	}
 	// Marked after the write: syncData clears the mark before its fsync,
 	// so a write that completes after that fsync began leaves the mark
@@ -181,8 +189,26 @@ func (o *outFile) write(n int, off int64, p []byte) error {
 	// that began after its last write).
 	o.mu.Lock()
 	o.wrote = true
+	if o.written == nil {
+		o.written = map[int]int64{}
+	}
+	o.written[n] += int64(len(p))
 	o.mu.Unlock()
 	return nil
+}
+
+// markUnwritten notes that bytes of segment n did not reach the file (a
+// failed write, or data dropped after one): the segment must not be
+// reported done in this attempt.
+func (o *outFile) markUnwritten(n int, why string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.unwritten == nil {
+		o.unwritten = map[int]string{}
+	}
+	if o.unwritten[n] == "" {
+		o.unwritten[n] = why
+	}
 }
 
 // check validates a verified part against what the file is known to be
@@ -191,9 +217,22 @@ func (o *outFile) check(ok download.SegmentOK) (download.Outcome, string) {
 	n := ok.Segment.Number
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	written, unwritten := o.written[n], o.unwritten[n]
+	delete(o.written, n) // the next attempt starts clean
+	delete(o.unwritten, n)
 	if why := o.bad[n]; why != "" {
-		delete(o.bad, n) // the next attempt starts clean
+		delete(o.bad, n)
 		return download.Corrupt, why
+	}
+	// The part decoded and verified, but its bytes are on disk only if
+	// every write of them succeeded: a part some of whose bytes were lost
+	// (disk full) goes back to waiting, like a broken connection, and is
+	// never recorded done.
+	if unwritten != "" {
+		return download.ConnError, unwritten
+	}
+	if written != ok.Size {
+		return download.ConnError, fmt.Sprintf("%d of the part's %d bytes written", written, ok.Size)
 	}
 	if ok.UU {
 		if len(o.nzb.Segments) != 1 {
@@ -534,5 +573,7 @@ func saveInfo(path string, fi fileInfo) error {
 func (o *outFile) clearBad(n int) {
 	o.mu.Lock()
 	delete(o.bad, n)
+	delete(o.written, n)
+	delete(o.unwritten, n)
 	o.mu.Unlock()
 }
