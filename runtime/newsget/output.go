@@ -72,8 +72,8 @@ type outFile struct {
 	// being reported done (check).
 	written   map[int]int64
 	unwritten map[int]string
-	prior     jobs.Segments  // done in an earlier run
-	wrote     bool           // bytes written since the last fdatasync
+	prior     jobs.Segments // done in an earlier run
+	wrote     bool          // bytes written since the last fdatasync
 
 	// Under Engine.mu:
 	remaining   int   // segments neither done nor failed
