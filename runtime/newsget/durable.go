@@ -104,4 +104,7 @@ type fileInfo struct {
 	CRC32    uint32 `json:"crc32,omitempty"`
 	HasCRC32 bool   `json:"has_crc32,omitempty"`
 	PartSize int64  `json:"part_size,omitempty"` // regular layout: part n holds [(n-1)*PartSize, n*PartSize)
+	// Part is the .part file this job created (so a rerun may reopen or
+	// truncate it; any other file of that name is not ours).
+	Part string `json:"part,omitempty"`
 }

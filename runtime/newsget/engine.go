@@ -423,11 +423,12 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 				continue
 			}
 		}
-		partName := uniqueName(o.nzbName+".part", func(s string) bool { return e.taken[s] })
-		e.taken[partName] = true
-		e.taken[strings.TrimSuffix(partName, ".part")] = true
-		o.partPath = filepath.Join(e.cfg.DownloadDir, partName)
-		_, perr := os.Stat(o.partPath)
+		// Two files of one name (or "a.bin" beside "a.bin.part") each get
+		// their own: the later one "a (2).bin", written as "a (2).bin.part".
+		o.reserved = uniqueName(o.nzbName, func(s string) bool { return e.taken[s] || e.taken[s+".part"] })
+		e.taken[o.reserved], e.taken[o.reserved+".part"] = true, true
+		o.partPath = filepath.Join(e.cfg.DownloadDir, o.reserved+".part")
+		_, perr := os.Lstat(o.partPath)
 		resume := done.Len() > 0 && perr == nil
 		if resume {
 			if fi, ok := readInfo(infoPath(e.cfg.QueueDir, jr.id, i)); ok {
@@ -437,10 +438,10 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 				resume = false // the file's facts were lost: fetch it all again
 			}
 		}
-		final := filepath.Join(e.cfg.DownloadDir, o.nzbName)
+		final := filepath.Join(e.cfg.DownloadDir, o.reserved)
 		if _, err := os.Lstat(final); err == nil && !e.opts.Overwrite && !resume {
-			o.refused = fmt.Sprintf("%s exists; not overwritten (use -overwrite)", o.nzbName)
-			o.result = &FileResult{Job: jr.name, Name: o.nzbName, Path: final, Segments: len(nf.Segments), Err: o.refused}
+			o.refused = fmt.Sprintf("%s exists; not overwritten (use -overwrite)", o.reserved)
+			o.result = &FileResult{Job: jr.name, Name: o.reserved, Path: final, Segments: len(nf.Segments), Err: o.refused}
 			continue
 		}
 		if resume {
@@ -451,8 +452,23 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 				}
 			}
 		}
-		if err := o.openPart(resume); err != nil {
-			return nil, err
+		// The .part is ours when an earlier run of the job claimed it.
+		ipath := infoPath(e.cfg.QueueDir, jr.id, i)
+		fi, _ := readInfo(ipath)
+		ours := fi.Part == filepath.Base(o.partPath)
+		err := o.openPart(resume, ours, e.opts.Overwrite)
+		if err == nil && !ours {
+			o.info.Part = filepath.Base(o.partPath)
+			fi.Part = o.info.Part
+			if err = saveInfo(ipath, fi); err != nil {
+				o.f.Close()
+				o.f = nil
+			}
+		}
+		if err != nil {
+			o.refused = err.Error()
+			o.result = &FileResult{Job: jr.name, Name: filepath.Base(o.partPath), Path: o.partPath, Segments: len(nf.Segments), Err: o.refused}
+			continue
 		}
 	}
 	return jr, nil
@@ -684,7 +700,7 @@ func (e *Engine) finishFiles(final bool) {
 			o.result = o.interrupted(e.reason())
 			continue
 		}
-		taken := func(s string) bool { return e.taken[s] && s != o.nzbName }
+		taken := func(s string) bool { return e.taken[s] && s != o.reserved }
 		o.result = o.finish(e.opts.Overwrite, taken)
 		e.taken[o.result.Name] = true
 		if o.result.Complete {

@@ -21,15 +21,18 @@ package newsget
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/newsflow/newsflow/machine/download"
 	"github.com/newsflow/newsflow/machine/jobs"
@@ -53,6 +56,7 @@ type outFile struct {
 	idx      int // index in the NZB
 	nzb      *proto.NZBFile
 	nzbName  string // sanitised name from the subject
+	reserved string // nzbName, or with a suffix when another file of the job has it
 	partPath string
 	dir      string
 
@@ -100,14 +104,38 @@ type FileResult struct {
 }
 
 // openPart opens (creating, or reopening for a resume) the file's .part.
-func (o *outFile) openPart(resume bool) error {
-	flags := os.O_RDWR | os.O_CREATE
-	if !resume {
+// A .part is never opened through a symbolic link (O_NOFOLLOW), and one
+// the job queue does not know as ours (ours: the job was queued by an
+// earlier run) is created with O_EXCL: somebody else's NAME.part, or a
+// link planted to send the download elsewhere, is neither truncated nor
+// written through; with overwrite it is removed (the link, not what it
+// points to) and created afresh.
+func (o *outFile) openPart(resume, ours, overwrite bool) error {
+	flags := os.O_RDWR | os.O_CREATE | syscall.O_NOFOLLOW
+	switch {
+	case resume:
+	case ours:
 		flags |= os.O_TRUNC
+	default:
+		flags |= os.O_EXCL
+		if overwrite {
+			if err := os.Remove(o.partPath); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("newsget: remove %s: %w", o.partPath, err)
+			}
+		}
 	}
 	f, err := os.OpenFile(o.partPath, flags, 0o644)
-	if err != nil {
-		return fmt.Errorf("download: open %s: %w", o.partPath, err)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%s exists and is not from this job; not overwritten (use -overwrite)", filepath.Base(o.partPath))
+	case errors.Is(err, syscall.ELOOP):
+		return fmt.Errorf("%s is a symbolic link; not followed", filepath.Base(o.partPath))
+	case err != nil:
+		return fmt.Errorf("newsget: open %s: %w", o.partPath, err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return fmt.Errorf("%s is not a regular file; not written", filepath.Base(o.partPath))
 	}
 	o.f = f
 	return nil
@@ -131,6 +159,7 @@ func (o *outFile) initBound() {
 
 // useInfo applies what an earlier run learned.
 func (o *outFile) useInfo(fi fileInfo) {
+	o.info.Part = fi.Part
 	if fi.Size <= 0 || fi.Size > o.bound {
 		return
 	}
@@ -423,8 +452,8 @@ func (o *outFile) finish(overwrite bool, taken func(string) bool) *FileResult {
 	if o.info.Name != "" {
 		name = SanitizeName(o.info.Name, "")
 	}
-	if name == "" {
-		name = o.nzbName
+	if name == "" || name == o.nzbName {
+		name = o.reserved
 	}
 	name = uniqueName(name, taken)
 	final := filepath.Join(o.dir, name)
