@@ -778,7 +778,7 @@ func (s *Scheduler) assign(sg *seg, sv *server) {
 	if sg.attempts > 1 {
 		s.stats.Retries[sg.last]++
 	}
-	a := Assign{Segment: sg.Key, MessageID: sg.MessageID, Server: sv.ID, Conn: c.id, Attempt: sg.attempts}
+	a := Assign{Segment: sg.Key, MessageID: sg.MessageID, Server: sv.ID, Conn: c.id, Attempt: sg.attempts, Bytes: sg.Bytes}
 	if sv.JoinGroup && len(sg.Groups) > 0 {
 		a.Group = sg.Groups[0]
 	}
