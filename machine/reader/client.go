@@ -77,10 +77,17 @@ import (
 // Defaults for Config fields left zero.
 const (
 	DefaultTimeout     = 30 * time.Second // per answer, measured from the last progress
-	DefaultMaxResponse = 64 << 20         // largest multi-line answer (an article)
-	DefaultThreadLimit = 1000             // most articles one GetThreads fetches
-	DefaultHeadWindow  = 16               // HEAD commands pipelined at a time
-	DefaultGroupMaxAge = time.Second      // a selection younger than this is reused
+	DefaultMaxResponse = 16 << 20         // largest multi-line answer (an article); each connection may hold one
+	// DefaultMaxLine is the longest line of a multi-line answer: an
+	// article's header may carry a 100 KB Subject or a 300 KB References
+	// (unfolded in OVER), which must not take a group down.
+	DefaultMaxLine = 1 << 20
+	// DefaultMaxOverviewLine is the longest OVER or HDR line used; a longer
+	// one is skipped (counted in Skipped), its article left out of the lists.
+	DefaultMaxOverviewLine = 64 << 10
+	DefaultThreadLimit     = 1000        // most articles one GetThreads fetches
+	DefaultHeadWindow      = 16          // HEAD commands pipelined at a time
+	DefaultGroupMaxAge     = time.Second // a selection younger than this is reused
 )
 
 // statsSpan is how many of a group's newest numbers GetGroupStats asks the
@@ -100,11 +107,14 @@ type Config struct {
 	// A forced strategy the server refuses is demoted like a chosen one.
 	Strategy Strategy
 
-	Timeout     time.Duration // per answer; DefaultTimeout when 0
-	MaxLine     int           // longest line in a multi-line answer; proto.DefaultMaxLine when 0
-	MaxResponse int           // largest multi-line answer in bytes; DefaultMaxResponse when 0
-	ThreadLimit int           // default Limit of thread requests; DefaultThreadLimit when 0
-	HeadWindow  int           // HEAD commands in flight; DefaultHeadWindow when 0
+	Timeout time.Duration // per answer; DefaultTimeout when 0
+	MaxLine int           // longest line in a multi-line answer; DefaultMaxLine when 0
+	// MaxOverviewLine: OVER and HDR lines longer than this are skipped;
+	// DefaultMaxOverviewLine when 0.
+	MaxOverviewLine int
+	MaxResponse     int // largest multi-line answer in bytes; DefaultMaxResponse when 0
+	ThreadLimit     int // default Limit of thread requests; DefaultThreadLimit when 0
+	HeadWindow      int // HEAD commands in flight; DefaultHeadWindow when 0
 
 	// GroupMaxAge is how long a GROUP answer stays good for the next request
 	// on the same group; after that GROUP is sent again for fresh marks
@@ -119,7 +129,10 @@ func (c Config) withDefaults() Config {
 		c.Timeout = DefaultTimeout
 	}
 	if c.MaxLine <= 0 {
-		c.MaxLine = proto.DefaultMaxLine
+		c.MaxLine = DefaultMaxLine
+	}
+	if c.MaxOverviewLine <= 0 {
+		c.MaxOverviewLine = DefaultMaxOverviewLine
 	}
 	if c.MaxResponse <= 0 {
 		c.MaxResponse = DefaultMaxResponse
@@ -796,8 +809,10 @@ func (c *Client) articleAnswer(a answer) {
 	case proto.CodeArticleFollows:
 		info, _ := proto.ParseArticleResponse(a.resp)
 		c.finish(ArticleResult{ID: c.job.id, MessageID: r.MessageID, Number: info.Number, Raw: a.block})
-	case proto.CodeNoSuchID, proto.CodeNoSuchNumber:
-		// RFC 3977 §6.2.1.2: 430, no article with that message-id.
+	case proto.CodeNoSuchID, proto.CodeNoSuchNumber, proto.CodeSyntaxError:
+		// RFC 3977 §6.2.1.2: 430, no article with that message-id. A 501
+		// (RFC 3977 §3.2.1, syntax error) to a message-id we checked means
+		// the server will not take that id: it has no such article either.
 		c.finish(NotFound{ID: c.job.id, Req: c.job.req, Response: a.resp})
 	default:
 		c.failJob(refusal(a.cmd, a.resp), false)
@@ -905,6 +920,10 @@ func (c *Client) fetchAnswers(now time.Time, as []answer) {
 		case j.used == StrategyHDR && (a.resp.Code == proto.CodeHdrFollows || a.resp.Code == proto.CodeHeadFollows):
 			field := hdrFields[i]
 			for _, l := range lines(a.block) {
+				if len(l) > c.cfg.MaxOverviewLine {
+					j.skipped++
+					continue
+				}
 				h, err := proto.ParseHdrLine(l)
 				if err != nil || h.Number < j.lo || h.Number > j.hi {
 					j.skipped++
@@ -914,6 +933,10 @@ func (c *Client) fetchAnswers(now time.Time, as []answer) {
 			}
 		case (j.used == StrategyOVER || j.used == StrategyXOVER) && a.resp.Code == proto.CodeOverFollows:
 			for _, l := range lines(a.block) {
+				if len(l) > c.cfg.MaxOverviewLine {
+					j.skipped++
+					continue
+				}
 				o, err := proto.ParseOverviewLine(l, c.hints.OverviewFmt)
 				if err != nil || o.Number < j.lo || o.Number > j.hi {
 					j.skipped++

@@ -1,0 +1,117 @@
+package newsweb
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+)
+
+// lockedBuffer is a log destination safe for the service's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// logSite is startSiteOver with the log kept (debug level) for the test to
+// read.
+func logSite(t *testing.T, news *nntptest.Server) (*site, *lockedBuffer) {
+	t.Helper()
+	buf := &lockedBuffer{}
+	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	svc := NewService(ServerConfig{Addr: news.HostPort(), Connections: 2}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
+	srv := httptest.NewServer(New(fed, Options{Logger: log}))
+	t.Cleanup(func() { srv.Close(); fed.Close() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", clip(buf.String()))
+		}
+	})
+	return &site{url: srv.URL, news: news, fed: fed}, buf
+}
+
+// TestLongHeaders is issue 16 finding 4: an article with a 100 KB Subject
+// and one with a 200 KB References (300 KB in the report; nntptest
+// stores headers up to 256 KiB) in a group. Before the fix every group
+// page, thread page and thread API of the group answered 502 and each
+// request reconnected (an OVER line over 64 KiB was a protocol error); the
+// long articles themselves could not be read (ARTICLE had the same limit).
+// Now the over-long overview lines are skipped, the rest of the group is
+// shown, the long articles are readable, and the connections stay up.
+func TestLongHeaders(t *testing.T) {
+	news := nntptest.Start(t, nntptest.Options{})
+	news.AddGroup(nntptest.Group{Name: "misc.test"})
+	longRefs := strings.Repeat("<ref@t> ", 200<<10/8) // nntptest holds headers of at most 256 KiB
+	for _, a := range []testArticle{
+		{id: "<root@t>", subject: "Root", body: "root\n"},
+		{id: "<long@t>", subject: strings.Repeat("S", 100<<10), body: "long subject\n"},
+		{id: "<refs@t>", subject: "Re: Root", refs: longRefs + "<root@t>", body: "long references\n"},
+		{id: "<reply@t>", subject: "Re: Root", refs: "<root@t>", body: "a reply\n"},
+	} {
+		if err := news.AddArticle(nntptest.Article{Raw: rawArticle("misc.test", a)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ := logSite(t, news)
+	for _, path := range []string{
+		"/groups/misc.test",
+		"/groups/misc.test/threads/root@t",
+		"/api/groups/misc.test/threads",
+		"/api/threads/root@t?group=misc.test",
+		"/articles/long@t",
+		"/articles/refs@t",
+		"/groups/misc.test",
+	} {
+		resp, body := get(t, s.url+path)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d %q", path, resp.StatusCode, clip(body))
+		}
+	}
+	resp, body := get(t, s.url+"/groups/misc.test/threads/root@t")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "reply@t") {
+		t.Errorf("thread page without the ordinary reply: %d %q", resp.StatusCode, clip(body))
+	}
+	if n := news.Conns(); n > 2 {
+		t.Errorf("%d connections to the server for one service of 2: requests reconnected", n)
+	}
+}
+
+// TestArticle501 is issue 16 finding 14 (first part): a message-id the
+// server rejects with 501 is a 404 with one debug line, not a 502 with a
+// WARN line.
+func TestArticle501(t *testing.T) {
+	news := nntptest.Start(t, nntptest.Options{})
+	news.SetHandler("ARTICLE", func(int, proto.Command) []byte { return []byte("501 Bad message-id\r\n") })
+	s, log := logSite(t, news)
+	resp, body := get(t, s.url+"/articles/odd$id@t")
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("501 to ARTICLE: %d %q, want 404", resp.StatusCode, clip(body))
+	}
+	if strings.Contains(log.String(), "level=WARN") {
+		t.Errorf("a WARN line for a message-id the server rejects:\n%s", log.String())
+	}
+	resp, _ = get(t, s.url+"/api/articles/odd$id@t")
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("API: %d, want 404", resp.StatusCode)
+	}
+}
