@@ -247,18 +247,25 @@ func NewScheduler(cfg Config, servers []Server) (*Scheduler, error) {
 // Add queues segments for download at now. A key added before is an
 // error; nothing is added then.
 func (s *Scheduler) Add(now time.Time, segs ...Segment) error {
-	seen := map[Key]bool{}
-	for _, g := range segs {
-		if _, dup := s.segs[g.Key]; dup || seen[g.Key] {
+	// One allocation for the lot (a million-segment NZB is a million
+	// segs), entered in s.segs as they are checked; a duplicate takes
+	// back those entered and changes nothing.
+	block := make([]seg, len(segs))
+	for i, g := range segs {
+		if _, dup := s.segs[g.Key]; dup {
+			for _, h := range segs[:i] {
+				delete(s.segs, h.Key)
+			}
 			return fmt.Errorf("download: segment %s added twice", g.Key)
 		}
-		seen[g.Key] = true
+		block[i] = seg{Segment: g, want: -1}
+		s.segs[g.Key] = &block[i]
 	}
-	for _, g := range segs {
-		sg := &seg{Segment: g, seq: s.nextSeq, want: -1}
+	for i := range block {
+		sg := &block[i]
+		sg.seq = s.nextSeq
 		s.nextSeq++
 		sg.class = s.classAt(sg, now)
-		s.segs[g.Key] = sg
 		s.stats.Segments++
 		s.stats.Waiting++
 		s.enqueue(sg)

@@ -32,6 +32,7 @@
 package newsget
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -374,7 +375,7 @@ func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
 // prepare parses a job's NZB, puts it in the queue (or finds it there),
 // moves it in flight and sets up its output files.
 func (e *Engine) prepare(j Job) (*jobRun, error) {
-	nzb, err := proto.ParseNZB(strings.NewReader(string(j.NZB)), e.opts.NZBLimits)
+	nzb, err := proto.ParseNZB(bytes.NewReader(j.NZB), e.opts.NZBLimits)
 	if err != nil {
 		return nil, fmt.Errorf("refused: %w", err)
 	}
@@ -497,7 +498,7 @@ func (e *Engine) startEntry(jr *jobRun, j Job, nzb *proto.NZB) error {
 		for _, f := range nzb.Files {
 			meta.Files = append(meta.Files, jobs.FileProgress{Total: len(f.Segments)})
 		}
-		qs, err := e.queue.Enqueue(jr.id, strings.NewReader(string(j.NZB)), meta)
+		qs, err := e.queue.Enqueue(jr.id, bytes.NewReader(j.NZB), meta)
 		if err != nil {
 			if errors.Is(err, spoolfs.ErrJobExists) {
 				return fmt.Errorf("job queue: job %s exists but is not waiting (being cleaned up?): %w", jr.id, err)
@@ -852,8 +853,18 @@ func (e *Engine) dispatch(now time.Time, self *connRun) []*connRun {
 			o.remaining--
 			m := o.missingRange(ev.Segment.Number)
 			o.missing[ev.Segment.Number] = m
-			o.pendingMiss = append(o.pendingMiss, m)
-			e.log.Warn("segment missing", "file", o.nzbName, "segment", ev.Segment.Number, "verdicts", ev.String())
+			// The job queue keeps the first few per file (the .incomplete
+			// sidecar lists them all): a million missing segments must not
+			// make every compaction of the queue rewrite them all.
+			level := slog.LevelDebug
+			if len(o.missing) <= MaxMissingListed {
+				o.pendingMiss = append(o.pendingMiss, m)
+				level = slog.LevelWarn
+			}
+			e.log.Log(e.ctx, level, "segment missing", "file", o.nzbName, "segment", ev.Segment.Number, "verdicts", ev.String())
+			if len(o.missing) == MaxMissingListed+1 {
+				e.log.Warn("more segments missing: listed in the .incomplete file, not one by one here", "file", o.nzbName)
+			}
 		case download.ServerBlocked:
 			sr := e.byID[ev.Server]
 			e.log.Warn("server blocked", "server", sr.cfg.Label(), "until", ev.Until.Format(time.TimeOnly),

@@ -39,6 +39,11 @@ import (
 	"github.com/newsflow/newsflow/proto"
 )
 
+// MaxMissingListed is how many missing segments of one file are named one
+// by one on the console (the summary, the log) and in the job queue; the
+// file's .incomplete sidecar lists every one.
+const MaxMissingListed = 20
+
 // maxPartBound bounds a file whose NZB gives no article sizes: this much per
 // segment (yEnc parts are usually under 1 MiB).
 const maxPartBound = 64 << 20
