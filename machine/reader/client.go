@@ -548,6 +548,13 @@ func (c *Client) Receive(now time.Time, p []byte) error {
 
 // readBlock decodes buffered bytes of the block being read.
 func (c *Client) readBlock() (bool, error) {
+	// Grow the block by doubling, never far past MaxResponse: append's
+	// own growth (1.25x for large slices) allocated five times the limit
+	// for every answer that reached it.
+	if in := len(c.in.Peek()); cap(c.blk)-len(c.blk) < in {
+		more := min(max(in, len(c.blk)), max(in, c.cfg.MaxResponse+in-len(c.blk)))
+		c.blk = slices.Grow(c.blk, more)
+	}
 	out, n, done, err := c.dec.Decode(c.blk, c.in.Peek())
 	c.blk = out
 	c.in.Skip(n)

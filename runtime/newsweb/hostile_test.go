@@ -1,10 +1,13 @@
 package newsweb
 
 import (
+	"bufio"
 	"bytes"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -113,5 +116,80 @@ func TestArticle501(t *testing.T) {
 	resp, _ = get(t, s.url+"/api/articles/odd$id@t")
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("API: %d, want 404", resp.StatusCode)
+	}
+}
+
+// endlessServer is a news server that answers every ARTICLE with an
+// answer that never ends (header lines for ever, until the reader hangs
+// up); it reuses one buffer, so it allocates nothing per line.
+func endlessServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	line := []byte("X-Endless: " + strings.Repeat("x", 1000) + "\r\n")
+	chunk := bytes.Repeat(line, 64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				c.Write([]byte("200 endless news\r\n"))
+				for {
+					l, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					switch verb := strings.ToUpper(strings.Fields(l + " x")[0]); verb {
+					case "CAPABILITIES":
+						c.Write([]byte("101 caps\r\nVERSION 2\r\nREADER\r\n.\r\n"))
+					case "ARTICLE":
+						c.Write([]byte("220 0 <e@t>\r\n"))
+						for {
+							if _, err := c.Write(chunk); err != nil {
+								return
+							}
+						}
+					case "QUIT":
+						c.Write([]byte("205 bye\r\n"))
+						return
+					default:
+						c.Write([]byte("500 what?\r\n"))
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestEndlessAnswer is issue 16 finding 14 (second part): an answer from
+// a backend that never ends is cut at the reader's limit. With the limit
+// at 64 MiB two connections cost 301 MB RSS; now the limit is 16 MiB. The
+// bound checked here is generous: what the request allocated in all.
+func TestEndlessAnswer(t *testing.T) {
+	addr := endlessServer(t)
+	log := slog.New(slog.DiscardHandler)
+	svc := NewService(ServerConfig{Addr: addr, Connections: 2}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
+	srv := httptest.NewServer(New(fed, Options{Logger: log}))
+	t.Cleanup(func() { srv.Close(); fed.Close() })
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	resp, body := get(t, srv.URL+"/articles/e@t")
+	runtime.ReadMemStats(&after)
+	if resp.StatusCode < 500 {
+		t.Errorf("an endless answer: %d %q, want a 5xx", resp.StatusCode, clip(body))
+	}
+	t.Logf("allocated %d MB", (after.TotalAlloc-before.TotalAlloc)>>20)
+	if got := (after.TotalAlloc - before.TotalAlloc) >> 20; got > 160 {
+		t.Errorf("one request for an endless article allocated %d MB", got)
 	}
 }
