@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,7 +123,7 @@ func TestArticle501(t *testing.T) {
 // endlessServer is a news server that answers every ARTICLE with an
 // answer that never ends (header lines for ever, until the reader hangs
 // up); it reuses one buffer, so it allocates nothing per line.
-func endlessServer(t *testing.T) string {
+func endlessServer(t *testing.T, articles *atomic.Int64) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -150,6 +151,7 @@ func endlessServer(t *testing.T) string {
 					case "CAPABILITIES":
 						c.Write([]byte("101 caps\r\nVERSION 2\r\nREADER\r\n.\r\n"))
 					case "ARTICLE":
+						articles.Add(1)
 						c.Write([]byte("220 0 <e@t>\r\n"))
 						for {
 							if _, err := c.Write(chunk); err != nil {
@@ -174,7 +176,8 @@ func endlessServer(t *testing.T) string {
 // at 64 MiB two connections cost 301 MB RSS; now the limit is 16 MiB. The
 // bound checked here is generous: what the request allocated in all.
 func TestEndlessAnswer(t *testing.T) {
-	addr := endlessServer(t)
+	var articles atomic.Int64
+	addr := endlessServer(t, &articles)
 	log := slog.New(slog.DiscardHandler)
 	svc := NewService(ServerConfig{Addr: addr, Connections: 2}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
 	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
@@ -191,5 +194,14 @@ func TestEndlessAnswer(t *testing.T) {
 	t.Logf("allocated %d MB", (after.TotalAlloc-before.TotalAlloc)>>20)
 	if got := (after.TotalAlloc - before.TotalAlloc) >> 20; got > 160 {
 		t.Errorf("one request for an endless article allocated %d MB", got)
+	}
+	// Issue 16 finding 4, "cache the failure": the same page again within
+	// the not-found TTL asks no server.
+	asked := articles.Load()
+	if resp, body := get(t, srv.URL+"/articles/e@t"); resp.StatusCode < 500 {
+		t.Errorf("again: %d %q, want a 5xx", resp.StatusCode, clip(body))
+	}
+	if again := articles.Load() - asked; again != 0 {
+		t.Errorf("the same endless article was asked %d more times within the TTL", again)
 	}
 }
