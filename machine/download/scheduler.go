@@ -247,9 +247,7 @@ func NewScheduler(cfg Config, servers []Server) (*Scheduler, error) {
 // Add queues segments for download at now. A key added before is an
 // error; nothing is added then.
 func (s *Scheduler) Add(now time.Time, segs ...Segment) error {
-	// One allocation for the lot (a million-segment NZB is a million
-	// segs), entered in s.segs as they are checked; a duplicate takes
-	// back those entered and changes nothing.
+	// One allocation for all (an NZB may hold a million); a duplicate takes back those entered.
 	block := make([]seg, len(segs))
 	for i, g := range segs {
 		if _, dup := s.segs[g.Key]; dup {
@@ -263,8 +261,7 @@ func (s *Scheduler) Add(now time.Time, segs ...Segment) error {
 	}
 	for i := range block {
 		sg := &block[i]
-		sg.seq = s.nextSeq
-		s.nextSeq++
+		sg.seq, s.nextSeq = s.nextSeq, s.nextSeq+1
 		sg.class = s.classAt(sg, now)
 		s.stats.Segments++
 		s.stats.Waiting++

@@ -453,20 +453,7 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 				}
 			}
 		}
-		// The .part is ours when an earlier run of the job claimed it.
-		ipath := infoPath(e.cfg.QueueDir, jr.id, i)
-		fi, _ := readInfo(ipath)
-		ours := fi.Part == filepath.Base(o.partPath)
-		err := o.openPart(resume, ours, e.opts.Overwrite)
-		if err == nil && !ours {
-			o.info.Part = filepath.Base(o.partPath)
-			fi.Part = o.info.Part
-			if err = saveInfo(ipath, fi); err != nil {
-				o.f.Close()
-				o.f = nil
-			}
-		}
-		if err != nil {
+		if err := o.claimPart(infoPath(e.cfg.QueueDir, jr.id, i), resume, e.opts.Overwrite); err != nil {
 			o.refused = err.Error()
 			o.result = &FileResult{Job: jr.name, Name: filepath.Base(o.partPath), Path: o.partPath, Segments: len(nf.Segments), Err: o.refused}
 			continue
@@ -851,20 +838,7 @@ func (e *Engine) dispatch(now time.Time, self *connRun) []*connRun {
 		case download.SegmentFailed:
 			o := e.files[ev.Segment.File]
 			o.remaining--
-			m := o.missingRange(ev.Segment.Number)
-			o.missing[ev.Segment.Number] = m
-			// The job queue keeps the first few per file (the .incomplete
-			// sidecar lists them all): a million missing segments must not
-			// make every compaction of the queue rewrite them all.
-			level := slog.LevelDebug
-			if len(o.missing) <= MaxMissingListed {
-				o.pendingMiss = append(o.pendingMiss, m)
-				level = slog.LevelWarn
-			}
-			e.log.Log(e.ctx, level, "segment missing", "file", o.nzbName, "segment", ev.Segment.Number, "verdicts", ev.String())
-			if len(o.missing) == MaxMissingListed+1 {
-				e.log.Warn("more segments missing: listed in the .incomplete file, not one by one here", "file", o.nzbName)
-			}
+			e.noteMissing(o, ev)
 		case download.ServerBlocked:
 			sr := e.byID[ev.Server]
 			e.log.Warn("server blocked", "server", sr.cfg.Label(), "until", ev.Until.Format(time.TimeOnly),

@@ -26,6 +26,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,6 +107,25 @@ type FileResult struct {
 	Missing  []jobs.Missing
 	Segments int
 	Err      string // why it is not complete, in words
+}
+
+// claimPart opens the file's .part (openPart) and, unless an earlier run
+// of the job claimed it already, records in the file's info (at ipath)
+// that this job created it, so that a rerun may reopen it.
+func (o *outFile) claimPart(ipath string, resume, overwrite bool) error {
+	fi, _ := readInfo(ipath)
+	ours := fi.Part == filepath.Base(o.partPath)
+	if err := o.openPart(resume, ours, overwrite); err != nil || ours {
+		return err
+	}
+	o.info.Part = filepath.Base(o.partPath)
+	fi.Part = o.info.Part
+	if err := saveInfo(ipath, fi); err != nil {
+		o.f.Close()
+		o.f = nil
+		return err
+	}
+	return nil
 }
 
 // openPart opens (creating, or reopening for a resume) the file's .part.
@@ -600,6 +620,25 @@ func saveInfo(path string, fi fileInfo) error {
 		return err
 	}
 	return writeDurable(path, data)
+}
+
+// noteMissing records a segment no server has. The job queue and the log
+// get the first MaxMissingListed of the file one by one (the .incomplete
+// sidecar lists them all): a million missing segments must neither make
+// every compaction of the queue rewrite them all nor print a line each.
+// Called with Engine.mu held.
+func (e *Engine) noteMissing(o *outFile, ev download.SegmentFailed) {
+	m := o.missingRange(ev.Segment.Number)
+	o.missing[ev.Segment.Number] = m
+	level := slog.LevelDebug
+	if len(o.missing) <= MaxMissingListed {
+		o.pendingMiss = append(o.pendingMiss, m)
+		level = slog.LevelWarn
+	}
+	e.log.Log(e.ctx, level, "segment missing", "file", o.nzbName, "segment", ev.Segment.Number, "verdicts", ev.String())
+	if len(o.missing) == MaxMissingListed+1 {
+		e.log.Warn("more segments missing: listed in the .incomplete file, not one by one here", "file", o.nzbName)
+	}
 }
 
 // clearBad forgets a failed check of segment n: its next attempt starts
