@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,29 +17,11 @@ import (
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
-// lockedBuffer is a log destination safe for the service's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // logSite is startSiteOver with the log kept (debug level) for the test to
 // read.
-func logSite(t *testing.T, news *nntptest.Server) (*site, *lockedBuffer) {
+func logSite(t *testing.T, news *nntptest.Server) (*site, *syncBuffer) {
 	t.Helper()
-	buf := &lockedBuffer{}
+	buf := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	svc := NewService(ServerConfig{Addr: news.HostPort(), Connections: 2}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
 	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
