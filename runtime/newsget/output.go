@@ -447,9 +447,11 @@ func (o *outFile) finish(overwrite bool, taken func(string) bool) *FileResult {
 		r.Size = o.info.Size
 	}
 	o.refineMissing()
+	r.Missing = make([]jobs.Missing, 0, len(o.missing))
 	for _, m := range o.missing {
 		r.Missing = append(r.Missing, m)
 	}
+	o.missing = nil // the result holds them now (a file is finished once)
 	slices.SortFunc(r.Missing, func(a, b jobs.Missing) int { return a.Segment - b.Segment })
 	defer func() {
 		if o.f != nil {
@@ -568,13 +570,13 @@ func sidecarPath(part string) string {
 // writeSidecar writes NAME.incomplete: why the file is not complete and,
 // line by line, the missing segments and their byte ranges.
 func (o *outFile) writeSidecar(r *FileResult) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "newsget: %s is incomplete: %s\n", filepath.Base(o.partPath), r.Err)
-	if o.sizeKnown {
-		fmt.Fprintf(&b, "size %d\n", o.info.Size)
-	}
-	b.WriteString(FormatMissing(r.Missing))
-	return writeDurable(sidecarPath(o.partPath), []byte(b.String()))
+	return writeDurableFunc(sidecarPath(o.partPath), func(w io.Writer) error {
+		fmt.Fprintf(w, "newsget: %s is incomplete: %s\n", filepath.Base(o.partPath), r.Err)
+		if o.sizeKnown {
+			fmt.Fprintf(w, "size %d\n", o.info.Size)
+		}
+		return writeMissing(w, r.Missing)
+	})
 }
 
 // FormatMissing lists missing segments one per line: "missing segment 3
@@ -582,14 +584,24 @@ func (o *outFile) writeSidecar(r *FileResult) error {
 // when no part told the layout.
 func FormatMissing(ms []jobs.Missing) string {
 	var b strings.Builder
+	writeMissing(&b, ms)
+	return b.String()
+}
+
+// writeMissing writes FormatMissing's lines to w.
+func writeMissing(w io.Writer, ms []jobs.Missing) error {
 	for _, m := range ms {
+		var err error
 		if m.End > m.Begin {
-			fmt.Fprintf(&b, "missing segment %d bytes %d-%d (%d bytes)\n", m.Segment, m.Begin, m.End-1, m.End-m.Begin)
+			_, err = fmt.Fprintf(w, "missing segment %d bytes %d-%d (%d bytes)\n", m.Segment, m.Begin, m.End-1, m.End-m.Begin)
 		} else {
-			fmt.Fprintf(&b, "missing segment %d bytes unknown\n", m.Segment)
+			_, err = fmt.Fprintf(w, "missing segment %d bytes unknown\n", m.Segment)
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return b.String()
+	return nil
 }
 
 // infoPath is where a file's info is kept.
