@@ -270,10 +270,14 @@ func printSummary(w io.Writer, s *newsget.Summary) {
 			continue
 		}
 		fmt.Fprintf(w, "incomplete: %s: %s\n", f.Name, f.Err)
-		for _, line := range strings.Split(strings.TrimSpace(newsget.FormatMissing(f.Missing)), "\n") {
+		listed := f.Missing[:min(len(f.Missing), newsget.MaxMissingListed)]
+		for _, line := range strings.Split(strings.TrimSpace(newsget.FormatMissing(listed)), "\n") {
 			if line != "" {
 				fmt.Fprintf(w, "  %s\n", line)
 			}
+		}
+		if more := len(f.Missing) - len(listed); more > 0 {
+			fmt.Fprintf(w, "  ... and %d more missing segments, listed in %s\n", more, strings.TrimSuffix(f.Path, ".part")+".incomplete")
 		}
 	}
 	for _, sv := range s.Servers {

@@ -35,6 +35,7 @@ func (d *duration) UnmarshalText(b []byte) error {
 // defaults are the seed's.
 type config struct {
 	Listen         string   `toml:"listen"`          // HTTP address; 127.0.0.1:8080
+	Admin          string   `toml:"admin"`           // admin HTTP address (/metrics); none when empty
 	Site           string   `toml:"site"`            // name shown in page titles
 	LogLevel       string   `toml:"log_level"`       // debug, info, warn, error
 	RequestTimeout duration `toml:"request_timeout"` // per page and per NNTP request; 30s

@@ -15,6 +15,7 @@ import (
 
 const sampleConfig = `
 listen = "127.0.0.1:8119"
+admin = "127.0.0.1:8081"
 log_level = "debug"
 request_timeout = "20s"
 thread_limit = 500
@@ -62,7 +63,7 @@ func TestParseConfig(t *testing.T) {
 	if d := cmp.Diff(wantCache, c.cacheConfig()); d != "" {
 		t.Errorf("cache (-want +got):\n%s", d)
 	}
-	if c.Listen != "127.0.0.1:8119" || time.Duration(c.Queue.PriorityAging) != 5*time.Second || c.ThreadLimit != 500 {
+	if c.Listen != "127.0.0.1:8119" || c.Admin != "127.0.0.1:8081" || time.Duration(c.Queue.PriorityAging) != 5*time.Second || c.ThreadLimit != 500 {
 		t.Errorf("config %+v", c)
 	}
 }

@@ -4,12 +4,14 @@
 //
 // Usage:
 //
-//	newsweb [-config FILE] [-listen ADDR] [-server URL]... [-ca FILE] [-debug] [-addr-file FILE]
+//	newsweb [-config FILE] [-listen ADDR] [-admin ADDR] [-server URL]... [-ca FILE] [-debug] [-addr-file FILE]
 //
 // A server URL is nntp://[user:pass@]host[:port] or nntps://... (implicit
 // TLS), with optional ?priority=N (lower is asked first) and
 // &connections=N. -server adds to the servers of the configuration file.
-// Pages are at /, the API under /api/, Prometheus metrics at /metrics.
+// Pages are at /, the API under /api/. Prometheus metrics are at /metrics
+// on the admin listener (-admin, or admin in the configuration; none when
+// unset), never on the public one: they name the backend servers.
 package main
 
 import (
@@ -30,6 +32,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/runtime/newsweb"
@@ -80,6 +83,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		caFile   = fs.String("ca", "", "PEM `file` of certificates to trust for -server TLS connections")
 		debug    = fs.Bool("debug", false, "log at debug level (background refresh, coalescing, failover)")
 		addrFile = fs.String("addr-file", "", "write the address actually listened on to `file` (useful with port 0)")
+		admin    = fs.String("admin", "", "admin HTTP `address` serving /metrics (default none; keep it private)")
+		adminOut = fs.String("admin-addr-file", "", "write the admin address actually listened on to `file`")
 	)
 	fs.Var(&servers, "server", "NNTP server `URL` (nntp:// or nntps://, ?priority=N&connections=N); repeatable")
 	fs.Usage = func() {
@@ -107,6 +112,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = defaultListen
+	}
+	if *admin != "" {
+		cfg.Admin = *admin
 	}
 	level := slog.LevelInfo
 	if cfg.LogLevel != "" {
@@ -178,7 +186,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	})
 	defer fed.Close()
 	handler := newsweb.New(fed, newsweb.Options{Site: cfg.Site, Timeout: timeout, PerPage: cfg.PerPage, Logger: log,
-		Registerer: reg, Gatherer: reg})
+		Registerer: reg})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -191,6 +199,27 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "newsweb: -addr-file: %v\n", err)
 			return 1
 		}
+	}
+	if cfg.Admin != "" {
+		// The admin listener: /metrics names the backend servers, so it
+		// is served apart from the public pages.
+		aln, err := net.Listen("tcp", cfg.Admin)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsweb: admin listen: %v\n", err)
+			return 1
+		}
+		if *adminOut != "" {
+			if err := os.WriteFile(*adminOut, []byte(aln.Addr().String()+"\n"), 0o644); err != nil {
+				fmt.Fprintf(stderr, "newsweb: -admin-addr-file: %v\n", err)
+				return 1
+			}
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		asrv := newsweb.NewHTTPServer(cfg.Admin, mux)
+		go asrv.Serve(aln)
+		defer asrv.Close()
+		log.Info("newsweb admin", "addr", "http://"+aln.Addr().String()+"/metrics")
 	}
 	names := make([]string, 0, len(svcs))
 	for _, s := range fed.Services() {

@@ -19,12 +19,13 @@ type Assign struct {
 	Group     string // the group to join first, when the server has JoinGroup; "" otherwise
 	Server    int    // Server.ID
 	Conn      ConnID
-	Attempt   int // 1 for the first request of the segment, 2 for the next, ...
+	Attempt   int   // 1 for the first request of the segment, 2 for the next, ...
+	Bytes     int64 // Segment.Bytes
 }
 
 // Request is the Fetch request that carries out a.
 func (a Assign) Request() Request {
-	return Request{Segment: a.Segment, MessageID: a.MessageID, Group: a.Group}
+	return Request{Segment: a.Segment, MessageID: a.MessageID, Group: a.Group, Bytes: a.Bytes}
 }
 
 // Dial asks the owner to open a connection to a server (connect, TLS,

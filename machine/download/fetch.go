@@ -75,7 +75,26 @@ const (
 	// decSlack is room beyond the input size in the output buffer: a UU
 	// line decoded in an earlier input may still wait to be written.
 	decSlack = 128
+	// MaxBody bounds a body whose size nothing trustworthy declares (no
+	// NZB bytes=); a yEnc header may lower it, never raise it.
+	MaxBody = 64 << 20
 )
+
+// bodyLimit is how many wire bytes the current body may take before it
+// counts as endless: twice what the NZB (bytes=) or, when that is absent,
+// the yEnc header (=ypart, capped at MaxBody) declares, plus 1 MiB; MaxBody
+// when neither does. A server that never ends a body is cut there instead
+// of being read for ever (issue 16: 103 GB in 40 s).
+func (f *Fetch) bodyLimit() int64 {
+	declared := f.cur.Bytes
+	if p := f.yenc.Part(); declared <= 0 && p.HasHeader && p.End >= p.Begin {
+		declared = min(p.PartSize(), MaxBody)
+	}
+	if declared <= 0 {
+		return MaxBody
+	}
+	return 2*declared + 1<<20
+}
 
 // FetchConfig says how a Fetch works; zero fields take the defaults.
 type FetchConfig struct {
@@ -164,6 +183,7 @@ type Fetch struct {
 	uu     proto.UUDecoder
 	uuOut  int64  // UU bytes handed out for the current body
 	uuCRC  uint32 // their CRC-32
+	bodyIn int64  // wire bytes of the current body so far
 	dec    []byte // output buffer of the current input
 
 	events   []FetchEvent
@@ -565,7 +585,7 @@ func (f *Fetch) authResponse(now time.Time, r proto.Response) {
 
 // startBody prepares the decoders for a body.
 func (f *Fetch) startBody(q *request) {
-	f.inBody, f.cur, f.enc, f.uuOut, f.uuCRC = true, q, encUnknown, 0, 0
+	f.inBody, f.cur, f.enc, f.uuOut, f.uuCRC, f.bodyIn = true, q, encUnknown, 0, 0, 0
 	f.yenc.Reset()
 	f.uu.Reset()
 }
@@ -601,6 +621,11 @@ func (f *Fetch) body(now time.Time, p []byte) int {
 	}
 	if f.bodyDone() {
 		f.endBody(now)
+		return n
+	}
+	if f.bodyIn += int64(n); f.bodyIn > f.bodyLimit() {
+		f.finish(ReasonProtocol, proto.Response{}, fmt.Sprintf("download: fetch: body of %s: %d bytes and no end, more than the %d allowed (an endless body)",
+			f.cur.id, f.bodyIn, f.bodyLimit()))
 		return n
 	}
 	if n == 0 && len(out) == 0 {

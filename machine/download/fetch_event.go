@@ -13,6 +13,7 @@ type Request struct {
 	Segment   Key
 	MessageID string // with or without angle brackets
 	Group     string // join this group first when it is not the current one; "" never sends GROUP
+	Bytes     int64  // the article's size as the NZB gives it (bytes=); 0 when unknown. Bounds the body (MaxBody).
 }
 
 // Reason says why a Fetch closed.

@@ -309,3 +309,51 @@ func TestResultOutcomes(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchEndlessBody is issue 16 finding 8: a server that never ends a
+// body is cut once the body is well past its declared size (the NZB's
+// bytes=, else the yEnc header's part size, else MaxBody) instead of being
+// read for ever. Before the fix the Fetch read on with the connection open.
+func TestFetchEndlessBody(t *testing.T) {
+	header := "222 0 <a@t>\r\n=ybegin part=1 total=9 line=128 size=9000 name=f.bin\r\n=ypart begin=1 end=1000\r\n"
+	line := []byte(strings.Repeat("x", 126) + "\r\n")
+	for _, tc := range []struct {
+		name  string
+		bytes int64  // NZB bytes=
+		head  string // what precedes the endless lines
+		limit int64  // the wire bytes after which the Fetch must have closed
+	}{
+		{"NZB bytes", 1000, header, 2*1000 + 1<<20},
+		{"yEnc part size", 0, header, 2*1000 + 1<<20},
+		{"nothing declared", 0, "222 0 <a@t>\r\n", MaxBody},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := NewFetch(epoch, FetchConfig{Pipeline: 1})
+			if err := f.Request(epoch, Request{Segment: Key{1, 1}, MessageID: "a@t", Bytes: tc.bytes}); err != nil {
+				t.Fatal(err)
+			}
+			f.AppendOutgoing(nil)
+			chunk := bytes.Repeat(line, 512)
+			sent := int64(len(tc.head))
+			if err := f.Receive(epoch, []byte(tc.head)); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for !f.Closed() && sent <= tc.limit+int64(len(chunk)) {
+				f.Receive(epoch, chunk)
+				sent += int64(len(chunk))
+				for e, ok := f.NextEvent(); ok; e, ok = f.NextEvent() {
+					if _, data := e.(Data); !data {
+						got = append(got, e.(fmt.Stringer).String())
+					}
+				}
+			}
+			if !f.Closed() {
+				t.Fatalf("still reading after %d bytes of a body that never ends", sent)
+			}
+			if diff := cmp.Diff([]string{"closed protocol error pending=1/1"}, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -241,18 +241,22 @@ func NewScheduler(cfg Config, servers []Server) (*Scheduler, error) {
 // Add queues segments for download at now. A key added before is an
 // error; nothing is added then.
 func (s *Scheduler) Add(now time.Time, segs ...Segment) error {
-	seen := map[Key]bool{}
-	for _, g := range segs {
-		if _, dup := s.segs[g.Key]; dup || seen[g.Key] {
+	// One allocation for all (an NZB may hold a million); a duplicate takes back those entered.
+	block := make([]seg, len(segs))
+	for i, g := range segs {
+		if _, dup := s.segs[g.Key]; dup {
+			for _, h := range segs[:i] {
+				delete(s.segs, h.Key)
+			}
 			return fmt.Errorf("download: segment %s added twice", g.Key)
 		}
-		seen[g.Key] = true
+		block[i] = seg{Segment: g, want: -1}
+		s.segs[g.Key] = &block[i]
 	}
-	for _, g := range segs {
-		sg := &seg{Segment: g, seq: s.nextSeq, want: -1}
-		s.nextSeq++
+	for i := range block {
+		sg := &block[i]
+		sg.seq, s.nextSeq = s.nextSeq, s.nextSeq+1
 		sg.class = s.classAt(sg, now)
-		s.segs[g.Key] = sg
 		s.stats.Segments++
 		s.stats.Waiting++
 		s.enqueue(sg)
@@ -722,7 +726,7 @@ func (s *Scheduler) assign(sg *seg, sv *server) {
 	if sg.attempts > 1 {
 		s.stats.Retries[sg.last]++
 	}
-	a := Assign{Segment: sg.Key, MessageID: sg.MessageID, Server: sv.ID, Conn: c.id, Attempt: sg.attempts}
+	a := Assign{Segment: sg.Key, MessageID: sg.MessageID, Server: sv.ID, Conn: c.id, Attempt: sg.attempts, Bytes: sg.Bytes}
 	if sv.JoinGroup && len(sg.Groups) > 0 {
 		a.Group = sg.Groups[0]
 	}

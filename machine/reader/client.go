@@ -53,6 +53,7 @@ package reader
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/newsflow/newsflow/machine/handshake"
@@ -62,10 +63,17 @@ import (
 // Defaults for Config fields left zero.
 const (
 	DefaultTimeout     = 30 * time.Second // per answer, measured from the last progress
-	DefaultMaxResponse = 64 << 20         // largest multi-line answer (an article)
-	DefaultThreadLimit = 1000             // most articles one GetThreads fetches
-	DefaultHeadWindow  = 16               // HEAD commands pipelined at a time
-	DefaultGroupMaxAge = time.Second      // a selection younger than this is reused
+	DefaultMaxResponse = 16 << 20         // largest multi-line answer (an article); each connection may hold one
+	// DefaultMaxLine is the longest line of a multi-line answer: an
+	// article's header may carry a 100 KB Subject or a 300 KB References
+	// (unfolded in OVER), which must not take a group down.
+	DefaultMaxLine = 1 << 20
+	// DefaultMaxOverviewLine is the longest OVER or HDR line used; a longer
+	// one is skipped (counted in Skipped), its article left out of the lists.
+	DefaultMaxOverviewLine = 64 << 10
+	DefaultThreadLimit     = 1000        // most articles one GetThreads fetches
+	DefaultHeadWindow      = 16          // HEAD commands pipelined at a time
+	DefaultGroupMaxAge     = time.Second // a selection younger than this is reused
 )
 
 // statsSpan is how many of a group's newest numbers GetGroupStats asks the
@@ -85,11 +93,14 @@ type Config struct {
 	// A forced strategy the server refuses is demoted like a chosen one.
 	Strategy Strategy
 
-	Timeout     time.Duration // per answer; DefaultTimeout when 0
-	MaxLine     int           // longest line in a multi-line answer; proto.DefaultMaxLine when 0
-	MaxResponse int           // largest multi-line answer in bytes; DefaultMaxResponse when 0
-	ThreadLimit int           // default Limit of thread requests; DefaultThreadLimit when 0
-	HeadWindow  int           // HEAD commands in flight; DefaultHeadWindow when 0
+	Timeout time.Duration // per answer; DefaultTimeout when 0
+	MaxLine int           // longest line in a multi-line answer; DefaultMaxLine when 0
+	// MaxOverviewLine: OVER and HDR lines longer than this are skipped;
+	// DefaultMaxOverviewLine when 0.
+	MaxOverviewLine int
+	MaxResponse     int // largest multi-line answer in bytes; DefaultMaxResponse when 0
+	ThreadLimit     int // default Limit of thread requests; DefaultThreadLimit when 0
+	HeadWindow      int // HEAD commands in flight; DefaultHeadWindow when 0
 
 	// GroupMaxAge is how long a GROUP answer stays good for the next request
 	// on the same group; after that GROUP is sent again for fresh marks
@@ -104,7 +115,10 @@ func (c Config) withDefaults() Config {
 		c.Timeout = DefaultTimeout
 	}
 	if c.MaxLine <= 0 {
-		c.MaxLine = proto.DefaultMaxLine
+		c.MaxLine = DefaultMaxLine
+	}
+	if c.MaxOverviewLine <= 0 {
+		c.MaxOverviewLine = DefaultMaxOverviewLine
 	}
 	if c.MaxResponse <= 0 {
 		c.MaxResponse = DefaultMaxResponse
@@ -519,6 +533,13 @@ func (c *Client) Receive(now time.Time, p []byte) error {
 
 // readBlock decodes buffered bytes of the block being read.
 func (c *Client) readBlock() (bool, error) {
+	// Grow the block by doubling, never far past MaxResponse: append's
+	// own growth (1.25x for large slices) allocated five times the limit
+	// for every answer that reached it.
+	if in := len(c.in.Peek()); cap(c.blk)-len(c.blk) < in {
+		more := min(max(in, len(c.blk)), max(in, c.cfg.MaxResponse+in-len(c.blk)))
+		c.blk = slices.Grow(c.blk, more)
+	}
 	out, n, done, err := c.dec.Decode(c.blk, c.in.Peek())
 	c.blk = out
 	c.in.Skip(n)

@@ -76,8 +76,10 @@ func (c *Client) articleAnswer(a answer) {
 	case proto.CodeArticleFollows:
 		info, _ := proto.ParseArticleResponse(a.resp)
 		c.finish(ArticleResult{ID: c.job.id, MessageID: r.MessageID, Number: info.Number, Raw: a.block})
-	case proto.CodeNoSuchID, proto.CodeNoSuchNumber:
-		// RFC 3977 §6.2.1.2: 430, no article with that message-id.
+	case proto.CodeNoSuchID, proto.CodeNoSuchNumber, proto.CodeSyntaxError:
+		// RFC 3977 §6.2.1.2: 430, no article with that message-id. A 501
+		// (RFC 3977 §3.2.1, syntax error) to a message-id we checked means
+		// the server will not take that id: it has no such article either.
 		c.finish(NotFound{ID: c.job.id, Req: c.job.req, Response: a.resp})
 	default:
 		c.failJob(refusal(a.cmd, a.resp), false)
@@ -179,6 +181,10 @@ func (c *Client) fetchAnswers(now time.Time, as []answer) {
 		case j.used == StrategyHDR && (a.resp.Code == proto.CodeHdrFollows || a.resp.Code == proto.CodeHeadFollows):
 			field := hdrFields[i]
 			for _, l := range lines(a.block) {
+				if len(l) > c.cfg.MaxOverviewLine {
+					j.skipped++
+					continue
+				}
 				h, err := proto.ParseHdrLine(l)
 				if err != nil || h.Number < j.lo || h.Number > j.hi {
 					j.skipped++
@@ -188,6 +194,10 @@ func (c *Client) fetchAnswers(now time.Time, as []answer) {
 			}
 		case (j.used == StrategyOVER || j.used == StrategyXOVER) && a.resp.Code == proto.CodeOverFollows:
 			for _, l := range lines(a.block) {
+				if len(l) > c.cfg.MaxOverviewLine {
+					j.skipped++
+					continue
+				}
 				o, err := proto.ParseOverviewLine(l, c.hints.OverviewFmt)
 				if err != nil || o.Number < j.lo || o.Number > j.hi {
 					j.skipped++

@@ -62,6 +62,8 @@ func readScript(tr transcript.Transcript) (script, error) {
 					s.cfg.HeadWindow, err = strconv.Atoi(v)
 				case "maxline":
 					s.cfg.MaxLine, err = strconv.Atoi(v)
+				case "overline":
+					s.cfg.MaxOverviewLine, err = strconv.Atoi(v)
 				case "maxresponse":
 					s.cfg.MaxResponse, err = strconv.Atoi(v)
 				case "timeout":

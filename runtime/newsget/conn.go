@@ -361,10 +361,11 @@ func (e *Engine) step(c *connRun, m *pooled, now time.Time) error {
 		}
 		switch ev := ev.(type) {
 		case download.Data:
+			o := e.files[ev.Segment.File]
 			if werr != nil {
+				o.markUnwritten(ev.Segment.Number, "not written after "+werr.Error())
 				continue
 			}
-			o := e.files[ev.Segment.File]
 			if err := o.write(ev.Segment.Number, ev.Offset, ev.Bytes); err != nil {
 				werr = err
 				continue

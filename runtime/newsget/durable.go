@@ -1,8 +1,10 @@
 package newsget
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,13 +15,26 @@ import (
 // writeDurable replaces path with data, durably (STYLE §7.1): write a
 // temporary file, fsync it, rename it over path, fsync the directory.
 func writeDurable(path string, data []byte) error {
+	return writeDurableFunc(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeDurableFunc is writeDurable with the content written by write
+// (through a buffer), so that a large file need not be built in memory.
+func writeDurableFunc(path string, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("download: write %s: %w", path, err)
 	}
 	name := tmp.Name()
-	_, werr := tmp.Write(data)
+	bw := bufio.NewWriter(tmp)
+	werr := write(bw)
+	if werr == nil {
+		werr = bw.Flush()
+	}
 	if werr == nil {
 		werr = tmp.Sync()
 	}
@@ -104,4 +119,7 @@ type fileInfo struct {
 	CRC32    uint32 `json:"crc32,omitempty"`
 	HasCRC32 bool   `json:"has_crc32,omitempty"`
 	PartSize int64  `json:"part_size,omitempty"` // regular layout: part n holds [(n-1)*PartSize, n*PartSize)
+	// Part is the .part file this job created (so a rerun may reopen or
+	// truncate it; any other file of that name is not ours).
+	Part string `json:"part,omitempty"`
 }

@@ -32,6 +32,7 @@
 package newsget
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -376,7 +377,7 @@ func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
 // prepare parses a job's NZB, puts it in the queue (or finds it there),
 // moves it in flight and sets up its output files.
 func (e *Engine) prepare(j Job) (*jobRun, error) {
-	nzb, err := proto.ParseNZB(strings.NewReader(string(j.NZB)), e.opts.NZBLimits)
+	nzb, err := proto.ParseNZB(bytes.NewReader(j.NZB), e.opts.NZBLimits)
 	if err != nil {
 		return nil, fmt.Errorf("refused: %w", err)
 	}
@@ -425,11 +426,12 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 				continue
 			}
 		}
-		partName := uniqueName(o.nzbName+".part", func(s string) bool { return e.taken[s] })
-		e.taken[partName] = true
-		e.taken[strings.TrimSuffix(partName, ".part")] = true
-		o.partPath = filepath.Join(e.cfg.DownloadDir, partName)
-		_, perr := os.Stat(o.partPath)
+		// Two files of one name (or "a.bin" beside "a.bin.part") each get
+		// their own: the later one "a (2).bin", written as "a (2).bin.part".
+		o.reserved = uniqueName(o.nzbName, func(s string) bool { return e.taken[s] || e.taken[s+".part"] })
+		e.taken[o.reserved], e.taken[o.reserved+".part"] = true, true
+		o.partPath = filepath.Join(e.cfg.DownloadDir, o.reserved+".part")
+		_, perr := os.Lstat(o.partPath)
 		resume := done.Len() > 0 && perr == nil
 		if resume {
 			if fi, ok := readInfo(infoPath(e.cfg.QueueDir, jr.id, i)); ok {
@@ -439,10 +441,10 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 				resume = false // the file's facts were lost: fetch it all again
 			}
 		}
-		final := filepath.Join(e.cfg.DownloadDir, o.nzbName)
+		final := filepath.Join(e.cfg.DownloadDir, o.reserved)
 		if _, err := os.Lstat(final); err == nil && !e.opts.Overwrite && !resume {
-			o.refused = fmt.Sprintf("%s exists; not overwritten (use -overwrite)", o.nzbName)
-			o.result = &FileResult{Job: jr.name, Name: o.nzbName, Path: final, Segments: len(nf.Segments), Err: o.refused}
+			o.refused = fmt.Sprintf("%s exists; not overwritten (use -overwrite)", o.reserved)
+			o.result = &FileResult{Job: jr.name, Name: o.reserved, Path: final, Segments: len(nf.Segments), Err: o.refused}
 			continue
 		}
 		if resume {
@@ -453,8 +455,10 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 				}
 			}
 		}
-		if err := o.openPart(resume); err != nil {
-			return nil, err
+		if err := o.claimPart(infoPath(e.cfg.QueueDir, jr.id, i), resume, e.opts.Overwrite); err != nil {
+			o.refused = err.Error()
+			o.result = &FileResult{Job: jr.name, Name: filepath.Base(o.partPath), Path: o.partPath, Segments: len(nf.Segments), Err: o.refused}
+			continue
 		}
 	}
 	return jr, nil
@@ -483,7 +487,7 @@ func (e *Engine) startEntry(jr *jobRun, j Job, nzb *proto.NZB) error {
 		for _, f := range nzb.Files {
 			meta.Files = append(meta.Files, jobs.FileProgress{Total: len(f.Segments)})
 		}
-		qs, err := e.queue.Enqueue(jr.id, strings.NewReader(string(j.NZB)), meta)
+		qs, err := e.queue.Enqueue(jr.id, bytes.NewReader(j.NZB), meta)
 		if err != nil {
 			if errors.Is(err, spoolfs.ErrJobExists) {
 				return fmt.Errorf("job queue: job %s exists but is not waiting (being cleaned up?): %w", jr.id, err)
@@ -644,6 +648,11 @@ func (e *Engine) commit() error {
 			}
 		}
 		if err := it.o.syncData(); err != nil {
+			// Not durable: the segments stay pending, so the file is
+			// neither recorded done nor finished in this run.
+			e.mu.Lock()
+			it.o.pendingDone = append(it.done, it.o.pendingDone...)
+			e.mu.Unlock()
 			return err
 		}
 		for _, n := range it.done {
@@ -681,7 +690,7 @@ func (e *Engine) finishFiles(final bool) {
 			o.result = o.interrupted(e.reason())
 			continue
 		}
-		taken := func(s string) bool { return e.taken[s] && s != o.nzbName }
+		taken := func(s string) bool { return e.taken[s] && s != o.reserved }
 		o.result = o.finish(e.opts.Overwrite, taken)
 		e.taken[o.result.Name] = true
 		if o.result.Complete {
@@ -832,11 +841,8 @@ func (e *Engine) dispatch(now time.Time, self *connRun) []*connRun {
 		case download.SegmentFailed:
 			o := e.files[ev.Segment.File]
 			o.remaining--
-			m := o.missingRange(ev.Segment.Number)
-			o.missing[ev.Segment.Number] = m
-			o.pendingMiss = append(o.pendingMiss, m)
+			e.noteMissing(o, ev)
 			e.noteSegment(o, ev.Segment.Number, 0, ev.Verdicts)
-			e.log.Warn("segment missing", "file", o.nzbName, "segment", ev.Segment.Number, "verdicts", ev.String())
 		case download.ServerBlocked:
 			sr := e.byID[ev.Server]
 			e.log.Warn("server blocked", "server", sr.cfg.Label(), "until", ev.Until.Format(time.TimeOnly),

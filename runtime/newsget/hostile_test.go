@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/proto"
@@ -34,6 +35,11 @@ func TestSanitizeName(t *testing.T) {
 		{"", "fallback"},
 		{"\x00\x01", "fallback"},
 		{"ünïcödé.txt", "ünïcödé.txt"},
+		// Issue 16 finding 11: bidi controls and other format characters.
+		{"\u202egpj.exe", "gpj.exe"},
+		{"a\u2066b\u2069c\u200bd\u200de\ufefff.bin", "abcdef.bin"},
+		{"\u200f\u202a.hidden", "hidden"},
+		{"priv\ue000ate", "private"},
 		{long, strings.Repeat("x", MaxNameLen-4) + ".rar"},
 	} {
 		if got := SanitizeName(tc.in, "fallback"); got != tc.want {
@@ -69,7 +75,7 @@ func checkSafeName(t *testing.T, in, name string) {
 		t.Fatalf("%q -> %q is not a single element", in, name)
 	}
 	for _, r := range name {
-		if r < 0x20 || r == 0x7f || r == 0xfffd {
+		if r < 0x20 || r == 0x7f || r == 0xfffd || unicode.Is(unicode.Cf, r) {
 			t.Fatalf("%q -> %q holds %U", in, name, r)
 		}
 	}

@@ -13,7 +13,8 @@ const MaxNameLen = 200
 
 // SanitizeName turns a name taken from the network (yEnc name=, an NZB
 // subject) into a single safe file name: never a path, never "." or "..",
-// never hidden, no control characters or NUL, valid UTF-8, at most
+// never hidden, no control or format characters (bidi overrides), no
+// NUL, valid UTF-8, at most
 // MaxNameLen bytes with the extension kept. A name with nothing usable left
 // becomes fallback. Path separators become "_", so "../../etc/passwd" is
 // "_.._etc_passwd" after leading dots and separators are trimmed: it
@@ -32,6 +33,11 @@ func SanitizeName(name, fallback string) string {
 			b.WriteByte(' ')
 		case r < 0x20 || r == 0x7f || unicode.Is(unicode.Cc, r) || r == 0xfffd:
 			// control characters (NUL, CR, LF, ESC sequences) are dropped
+		case unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Co, r) || !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z):
+			// format characters (bidi overrides and isolates such as U+202E,
+			// which shows "\u202egpj.exe" as "exe.jpg"; zero-width spaces
+			// and joiners; U+FEFF), private use and unassigned code points
+			// are dropped: a name shows what it is
 		case unicode.IsSpace(r):
 			b.WriteByte(' ')
 		default:

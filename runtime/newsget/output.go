@@ -21,20 +21,29 @@ package newsget
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/newsflow/newsflow/machine/download"
 	"github.com/newsflow/newsflow/machine/jobs"
 	"github.com/newsflow/newsflow/proto"
 )
+
+// MaxMissingListed is how many missing segments of one file are named one
+// by one on the console (the summary, the log) and in the job queue; the
+// file's .incomplete sidecar lists every one.
+const MaxMissingListed = 20
 
 // maxPartBound bounds a file whose NZB gives no article sizes: this much per
 // segment (yEnc parts are usually under 1 MiB).
@@ -53,6 +62,7 @@ type outFile struct {
 	idx      int // index in the NZB
 	nzb      *proto.NZBFile
 	nzbName  string // sanitised name from the subject
+	reserved string // nzbName, or with a suffix when another file of the job has it
 	partPath string
 	dir      string
 
@@ -66,8 +76,14 @@ type outFile struct {
 	infoDirty bool // info changed since saved
 	parts     map[int]partInfo
 	bad       map[int]string // segments whose data broke a check in this attempt
-	prior     jobs.Segments  // done in an earlier run
-	wrote     bool           // bytes written since the last fdatasync
+	// written counts the bytes of each segment in flight that reached the
+	// file in this attempt; unwritten holds segments some of whose bytes
+	// did not (a failed WriteAt: disk full). Either keeps a segment from
+	// being reported done (check).
+	written   map[int]int64
+	unwritten map[int]string
+	prior     jobs.Segments // done in an earlier run
+	wrote     bool          // bytes written since the last fdatasync
 
 	// Under Engine.mu:
 	remaining   int   // segments neither done nor failed
@@ -93,15 +109,58 @@ type FileResult struct {
 	Err      string // why it is not complete, in words
 }
 
+// claimPart opens the file's .part (openPart) and, unless an earlier run
+// of the job claimed it already, records in the file's info (at ipath)
+// that this job created it, so that a rerun may reopen it.
+func (o *outFile) claimPart(ipath string, resume, overwrite bool) error {
+	fi, _ := readInfo(ipath)
+	ours := fi.Part == filepath.Base(o.partPath)
+	if err := o.openPart(resume, ours, overwrite); err != nil || ours {
+		return err
+	}
+	o.info.Part = filepath.Base(o.partPath)
+	fi.Part = o.info.Part
+	if err := saveInfo(ipath, fi); err != nil {
+		o.f.Close()
+		o.f = nil
+		return err
+	}
+	return nil
+}
+
 // openPart opens (creating, or reopening for a resume) the file's .part.
-func (o *outFile) openPart(resume bool) error {
-	flags := os.O_RDWR | os.O_CREATE
-	if !resume {
+// A .part is never opened through a symbolic link (O_NOFOLLOW), and one
+// the job queue does not know as ours (ours: the job was queued by an
+// earlier run) is created with O_EXCL: somebody else's NAME.part, or a
+// link planted to send the download elsewhere, is neither truncated nor
+// written through; with overwrite it is removed (the link, not what it
+// points to) and created afresh.
+func (o *outFile) openPart(resume, ours, overwrite bool) error {
+	flags := os.O_RDWR | os.O_CREATE | syscall.O_NOFOLLOW
+	switch {
+	case resume:
+	case ours:
 		flags |= os.O_TRUNC
+	default:
+		flags |= os.O_EXCL
+		if overwrite {
+			if err := os.Remove(o.partPath); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("newsget: remove %s: %w", o.partPath, err)
+			}
+		}
 	}
 	f, err := os.OpenFile(o.partPath, flags, 0o644)
-	if err != nil {
-		return fmt.Errorf("download: open %s: %w", o.partPath, err)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%s exists and is not from this job; not overwritten (use -overwrite)", filepath.Base(o.partPath))
+	case errors.Is(err, syscall.ELOOP):
+		return fmt.Errorf("%s is a symbolic link; not followed", filepath.Base(o.partPath))
+	case err != nil:
+		return fmt.Errorf("newsget: open %s: %w", o.partPath, err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return fmt.Errorf("%s is not a regular file; not written", filepath.Base(o.partPath))
 	}
 	o.f = f
 	return nil
@@ -125,6 +184,7 @@ func (o *outFile) initBound() {
 
 // useInfo applies what an earlier run learned.
 func (o *outFile) useInfo(fi fileInfo) {
+	o.info.Part = fi.Part
 	if fi.Size <= 0 || fi.Size > o.bound {
 		return
 	}
@@ -173,7 +233,9 @@ func (o *outFile) write(n int, off int64, p []byte) error {
 	}
 	o.mu.Unlock()
 	if _, err := o.f.WriteAt(p, off); err != nil {
-		return fmt.Errorf("download: write %s: %w", o.partPath, err)
+		err = fmt.Errorf("newsget: write %s: %w", o.partPath, err)
+		o.markUnwritten(n, err.Error())
+		return err
 	}
 	// Marked after the write: syncData clears the mark before its fsync,
 	// so a write that completes after that fsync began leaves the mark
@@ -181,8 +243,26 @@ func (o *outFile) write(n int, off int64, p []byte) error {
 	// that began after its last write).
 	o.mu.Lock()
 	o.wrote = true
+	if o.written == nil {
+		o.written = map[int]int64{}
+	}
+	o.written[n] += int64(len(p))
 	o.mu.Unlock()
 	return nil
+}
+
+// markUnwritten notes that bytes of segment n did not reach the file (a
+// failed write, or data dropped after one): the segment must not be
+// reported done in this attempt.
+func (o *outFile) markUnwritten(n int, why string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.unwritten == nil {
+		o.unwritten = map[int]string{}
+	}
+	if o.unwritten[n] == "" {
+		o.unwritten[n] = why
+	}
 }
 
 // check validates a verified part against what the file is known to be
@@ -191,9 +271,22 @@ func (o *outFile) check(ok download.SegmentOK) (download.Outcome, string) {
 	n := ok.Segment.Number
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	written, unwritten := o.written[n], o.unwritten[n]
+	delete(o.written, n) // the next attempt starts clean
+	delete(o.unwritten, n)
 	if why := o.bad[n]; why != "" {
-		delete(o.bad, n) // the next attempt starts clean
+		delete(o.bad, n)
 		return download.Corrupt, why
+	}
+	// The part decoded and verified, but its bytes are on disk only if
+	// every write of them succeeded: a part some of whose bytes were lost
+	// (disk full) goes back to waiting, like a broken connection, and is
+	// never recorded done.
+	if unwritten != "" {
+		return download.ConnError, unwritten
+	}
+	if written != ok.Size {
+		return download.ConnError, fmt.Sprintf("%d of the part's %d bytes written", written, ok.Size)
 	}
 	if ok.UU {
 		if len(o.nzb.Segments) != 1 {
@@ -354,9 +447,11 @@ func (o *outFile) finish(overwrite bool, taken func(string) bool) *FileResult {
 		r.Size = o.info.Size
 	}
 	o.refineMissing()
+	r.Missing = make([]jobs.Missing, 0, len(o.missing))
 	for _, m := range o.missing {
 		r.Missing = append(r.Missing, m)
 	}
+	o.missing = nil // the result holds them now (a file is finished once)
 	slices.SortFunc(r.Missing, func(a, b jobs.Missing) int { return a.Segment - b.Segment })
 	defer func() {
 		if o.f != nil {
@@ -384,8 +479,8 @@ func (o *outFile) finish(overwrite bool, taken func(string) bool) *FileResult {
 	if o.info.Name != "" {
 		name = SanitizeName(o.info.Name, "")
 	}
-	if name == "" {
-		name = o.nzbName
+	if name == "" || name == o.nzbName {
+		name = o.reserved
 	}
 	name = uniqueName(name, taken)
 	final := filepath.Join(o.dir, name)
@@ -475,13 +570,13 @@ func sidecarPath(part string) string {
 // writeSidecar writes NAME.incomplete: why the file is not complete and,
 // line by line, the missing segments and their byte ranges.
 func (o *outFile) writeSidecar(r *FileResult) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "newsget: %s is incomplete: %s\n", filepath.Base(o.partPath), r.Err)
-	if o.sizeKnown {
-		fmt.Fprintf(&b, "size %d\n", o.info.Size)
-	}
-	b.WriteString(FormatMissing(r.Missing))
-	return writeDurable(sidecarPath(o.partPath), []byte(b.String()))
+	return writeDurableFunc(sidecarPath(o.partPath), func(w io.Writer) error {
+		fmt.Fprintf(w, "newsget: %s is incomplete: %s\n", filepath.Base(o.partPath), r.Err)
+		if o.sizeKnown {
+			fmt.Fprintf(w, "size %d\n", o.info.Size)
+		}
+		return writeMissing(w, r.Missing)
+	})
 }
 
 // FormatMissing lists missing segments one per line: "missing segment 3
@@ -489,14 +584,24 @@ func (o *outFile) writeSidecar(r *FileResult) error {
 // when no part told the layout.
 func FormatMissing(ms []jobs.Missing) string {
 	var b strings.Builder
+	writeMissing(&b, ms)
+	return b.String()
+}
+
+// writeMissing writes FormatMissing's lines to w.
+func writeMissing(w io.Writer, ms []jobs.Missing) error {
 	for _, m := range ms {
+		var err error
 		if m.End > m.Begin {
-			fmt.Fprintf(&b, "missing segment %d bytes %d-%d (%d bytes)\n", m.Segment, m.Begin, m.End-1, m.End-m.Begin)
+			_, err = fmt.Fprintf(w, "missing segment %d bytes %d-%d (%d bytes)\n", m.Segment, m.Begin, m.End-1, m.End-m.Begin)
 		} else {
-			fmt.Fprintf(&b, "missing segment %d bytes unknown\n", m.Segment)
+			_, err = fmt.Fprintf(w, "missing segment %d bytes unknown\n", m.Segment)
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return b.String()
+	return nil
 }
 
 // infoPath is where a file's info is kept.
@@ -529,10 +634,31 @@ func saveInfo(path string, fi fileInfo) error {
 	return writeDurable(path, data)
 }
 
+// noteMissing records a segment no server has. The job queue and the log
+// get the first MaxMissingListed of the file one by one (the .incomplete
+// sidecar lists them all): a million missing segments must neither make
+// every compaction of the queue rewrite them all nor print a line each.
+// Called with Engine.mu held.
+func (e *Engine) noteMissing(o *outFile, ev download.SegmentFailed) {
+	m := o.missingRange(ev.Segment.Number)
+	o.missing[ev.Segment.Number] = m
+	level := slog.LevelDebug
+	if len(o.missing) <= MaxMissingListed {
+		o.pendingMiss = append(o.pendingMiss, m)
+		level = slog.LevelWarn
+	}
+	e.log.Log(e.ctx, level, "segment missing", "file", o.nzbName, "segment", ev.Segment.Number, "verdicts", ev.String())
+	if len(o.missing) == MaxMissingListed+1 {
+		e.log.Warn("more segments missing: listed in the .incomplete file, not one by one here", "file", o.nzbName)
+	}
+}
+
 // clearBad forgets a failed check of segment n: its next attempt starts
 // clean.
 func (o *outFile) clearBad(n int) {
 	o.mu.Lock()
 	delete(o.bad, n)
+	delete(o.written, n)
+	delete(o.unwritten, n)
 	o.mu.Unlock()
 }

@@ -114,10 +114,14 @@ type Federated struct {
 
 	articles *ttlCache[Article]
 	notFound *ttlCache[struct{}]
-	threads  *ttlCache[*ThreadList]
-	thread   *ttlCache[ThreadView]
-	groups   *ttlCache[[]Group]
-	stats    *ttlCache[GroupStats]
+	// tooBig remembers requests whose answer passed the reader's limits on
+	// every server (an over-long line, an endless answer) for the
+	// not-found TTL: asking again would only cost a connection each time.
+	tooBig  *ttlCache[error]
+	threads *ttlCache[*ThreadList]
+	thread  *ttlCache[ThreadView]
+	groups  *ttlCache[[]Group]
+	stats   *ttlCache[GroupStats]
 
 	mu        sync.Mutex // guards debouncer and refresher
 	debouncer *mreader.Debouncer
@@ -164,6 +168,7 @@ func NewFederated(services []*Service, opts FederatedOptions) *Federated {
 		metrics:   opts.Metrics,
 		articles:  newTTLCache[Article](opts.Cache.Article, opts.ArticleCacheBytes, now),
 		notFound:  newTTLCache[struct{}](opts.Cache.ArticleNotFound, 100_000, now),
+		tooBig:    newTTLCache[error](opts.Cache.ArticleNotFound, 10_000, now),
 		threads:   newTTLCache[*ThreadList](opts.Cache.Threads, opts.ListCacheArticles, now),
 		thread:    newTTLCache[ThreadView](opts.Cache.Thread, opts.ListCacheArticles, now),
 		groups:    newTTLCache[[]Group](opts.Cache.Groups, 0, now),
@@ -243,6 +248,9 @@ func (e *errNotFound) Unwrap() error { return ErrNotFound }
 // the first result with its server; ErrNotFound when no server had it (and
 // at least one said so); ErrUnavailable with every server's error otherwise.
 func (f *Federated) ask(ctx context.Context, what string, req mreader.Request) (mreader.Event, *Service, error) {
+	if err, ok := f.tooBig.get(req.Key()); ok {
+		return nil, nil, err
+	}
 	var errs []error
 	notFound := 0
 	for _, s := range f.services {
@@ -267,7 +275,23 @@ func (f *Federated) ask(ctx context.Context, what string, req mreader.Request) (
 	if len(f.services) == 0 {
 		errs = append(errs, errors.New("no servers configured"))
 	}
-	return nil, nil, fmt.Errorf("reader: %s: %w: %w", what, ErrUnavailable, errors.Join(errs...))
+	err := fmt.Errorf("reader: %s: %w: %w", what, ErrUnavailable, errors.Join(errs...))
+	if tooBig(errs) {
+		f.log.Debug("answer too large on every server: not asked again for a while", "request", req.Key(), "ttl", f.opts.Cache.ArticleNotFound)
+		f.tooBig.put(req.Key(), err, 1)
+	}
+	return nil, nil, err
+}
+
+// tooBig reports whether every server's error is an answer that passed
+// the reader's limits (proto.ErrLineTooLong: an over-long line or block).
+func tooBig(errs []error) bool {
+	for _, err := range errs {
+		if !errors.Is(err, proto.ErrLineTooLong) {
+			return false
+		}
+	}
+	return len(errs) > 0
 }
 
 // Article returns the article with message-id id (with angle brackets).

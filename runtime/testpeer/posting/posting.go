@@ -24,6 +24,9 @@ type Posting struct {
 	// IDPrefix makes the message-ids unique across postings:
 	// <IDPrefix.part N.of.M@newsflow.test>.
 	IDPrefix string
+	// NoFileCRC leaves the whole file's crc32= out of =yend, as some
+	// posters do: only each part's pcrc32 checks the data.
+	NoFileCRC bool
 }
 
 // Parts is the number of articles of the posting.
@@ -46,7 +49,7 @@ func (p Posting) body(n int, wire bool) []byte {
 	begin := (n - 1) * p.PartSize
 	end := min(begin+p.PartSize, len(p.Data))
 	return proto.YencEncode(nil, p.Data[begin:end], proto.YencOptions{Name: p.Name, Part: n, Total: p.Parts(),
-		Begin: int64(begin) + 1, Size: int64(len(p.Data)), HasFileCRC: true, FileCRC: crc32.ChecksumIEEE(p.Data), Wire: wire})
+		Begin: int64(begin) + 1, Size: int64(len(p.Data)), HasFileCRC: !p.NoFileCRC, FileCRC: crc32.ChecksumIEEE(p.Data), Wire: wire})
 }
 
 // Subject is part n's subject, in the usual posting convention.
