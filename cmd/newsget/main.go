@@ -1,7 +1,8 @@
 // Command newsget downloads the files of NZB documents from news servers,
 // verified, like NZBGet.
 //
-//	newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] [-v] FILE.nzb...
+//	newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] [-no-unpack] [-no-cleanup] [-v] FILE.nzb...
+//	newsget unpack [-password PW] [-no-cleanup] DIR
 //
 // A server URL is nntp://[user:pass@]host[:port] or nntps://... (TLS from
 // the first byte) with query parameters connections=, level=, group=,
@@ -10,8 +11,14 @@
 // [[server]] and download_dir, queue_dir, rate, daily_quota, monthly_quota,
 // quota_day, article_retries (see runtime/newsget.Config).
 //
-// Exit status: 0 when every file is complete and verified; 1 when some
-// file is incomplete (its missing segments and byte ranges are in the
+// After a complete download, the job's RAR, 7z and zip archives are
+// unpacked into the download directory (password from the NZB's
+// <meta type="password"> or {{password}} in its name), and once every one
+// is unpacked and verified, its volumes and PAR2 files are removed (see
+// runtime/newsget/unpack).
+//
+// Exit status: 0 when every file is complete and verified (and unpacked);
+// 1 when some file is incomplete or an archive failed to unpack (its missing segments and byte ranges are in the
 // summary and in NAME.incomplete); 2 for a usage or configuration
 // mistake, a refused NZB or no usable server; 3 when a quota stopped the
 // download (rerun after it resets to resume).
@@ -49,6 +56,9 @@ func (s *serverList) Set(v string) error { *s = append(*s, v); return nil }
 
 // Main runs newsget with args and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "unpack" {
+		return unpackMain(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("newsget", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config := fs.String("config", "", "configuration `file` (TOML)")
@@ -59,6 +69,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	rate := fs.String("rate", "", "speed limit in bytes per second over all connections (\"20M\")")
 	verbose := fs.Bool("v", false, "log every event")
 	quiet := fs.Bool("q", false, "no progress display")
+	noUnpack := fs.Bool("no-unpack", false, "leave archives packed (config: unpack = false)")
+	noCleanup := fs.Bool("no-cleanup", false, "keep archives and PAR2 files after unpacking (config: cleanup = false)")
 	interval := fs.Duration("progress", 0, "plain progress line interval when not on a terminal (default 5s)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] FILE.nzb...")
@@ -145,9 +157,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	printSummary(stdout, sum)
+	unpacked := true
+	if !*noUnpack && (cfg.Unpack == nil || *cfg.Unpack) {
+		cleanup := !*noCleanup && (cfg.Cleanup == nil || *cfg.Cleanup)
+		unpacked = unpackJobs(ctx, cfg.DownloadDir, list, sum, cleanup, stdout, stderr)
+	}
 	switch {
-	case sum.Complete():
+	case sum.Complete() && unpacked:
 		return 0
+	case sum.Complete():
+		return 1
 	case sum.Quota != "":
 		return 3
 	case len(sum.JobErrs) > 0 || sum.Fatal != "":

@@ -155,6 +155,8 @@ func passwordHint(err error, password string) error {
 	encrypted := errors.Is(err, rardecode.ErrArchiveEncrypted) || errors.Is(err, rardecode.ErrArchivedFileEncrypted) ||
 		errors.Is(err, rardecode.ErrBadPassword) || (errors.As(err, &re) && re.Encrypted)
 	switch {
+	case !encrypted && password != "" && (errors.Is(err, errCRC) || errors.Is(err, rardecode.ErrBadFileChecksum)):
+		return fmt.Errorf("%w (or the password given does not open the archive)", err)
 	case !encrypted:
 		return err
 	case password == "":

@@ -242,11 +242,14 @@ func (x *extraction) add(e entry, r io.Reader) error {
 	case e.size >= 0 && n != e.size:
 		return fmt.Errorf("entry %q: %d bytes, the archive says %d", e.name, n, e.size)
 	case e.hasCRC && h.Sum32() != e.crc:
-		return fmt.Errorf("entry %q: CRC-32 %08x, the archive says %08x", e.name, h.Sum32(), e.crc)
+		return fmt.Errorf("entry %q: %w: %08x, the archive says %08x", e.name, errCRC, h.Sum32(), e.crc)
 	}
 	x.a.Files = append(x.a.Files, rel)
 	return nil
 }
+
+// errCRC is a file whose contents do not match the archive's CRC-32.
+var errCRC = errors.New("CRC-32 mismatch")
 
 // errTooBig ends an archive that unpacks to more than Options.MaxBytes.
 var errTooBig = errors.New("more bytes than the limit (max_bytes)")
