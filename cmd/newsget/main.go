@@ -68,7 +68,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	overwrite := fs.Bool("overwrite", false, "replace existing files of the same name")
 	rate := fs.String("rate", "", "speed limit in bytes per second over all connections (\"20M\")")
 	verbose := fs.Bool("v", false, "log every event")
-	quiet := fs.Bool("q", false, "no progress display")
+	quiet := fs.Bool("q", false, "no progress display and no log (the summary only)")
 	noUnpack := fs.Bool("no-unpack", false, "leave archives packed (config: unpack = false)")
 	noCleanup := fs.Bool("no-cleanup", false, "keep archives and PAR2 files after unpacking (config: cleanup = false)")
 	interval := fs.Duration("progress", 0, "plain progress line interval when not on a terminal (default 5s)")
@@ -90,7 +90,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if *config != "" {
 		c, err := newsget.LoadConfig(*config)
 		if err != nil {
-			fmt.Fprintf(stderr, "newsget: %v\n", err)
+			printErr(stderr, err)
 			return 2
 		}
 		cfg = c
@@ -104,7 +104,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cfg.Servers = append(cfg.Servers, sc)
 	}
 	if err := cfg.Check(); err != nil {
-		fmt.Fprintf(stderr, "newsget: %v\n", err)
+		printErr(stderr, err)
 		return 2
 	}
 	if *out != "" {
@@ -119,14 +119,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cfg.Rate = r
 	}
 	if err := cfg.ResolveDirs(); err != nil {
-		fmt.Fprintf(stderr, "newsget: %v\n", err)
+		printErr(stderr, err)
 		return 2
 	}
 	var list []newsget.Job
 	for _, name := range fs.Args() {
 		data, err := os.ReadFile(name)
 		if err != nil {
-			fmt.Fprintf(stderr, "newsget: %v\n", err)
+			printErr(stderr, err)
 			return 2
 		}
 		list = append(list, newsget.Job{Name: name, NZB: data})
@@ -136,10 +136,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logOut := stderr
+	if *quiet && !*verbose {
+		logOut = io.Discard // -q: the summary on stdout is all
+	}
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 	eng, err := newsget.New(cfg, newsget.Options{Overwrite: *overwrite, Log: logger})
 	if err != nil {
-		fmt.Fprintf(stderr, "newsget: %v\n", err)
+		printErr(stderr, err)
 		return 2
 	}
 	defer eng.Close()
@@ -153,7 +157,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	sum, err := eng.Download(ctx, list)
 	stopProgress()
 	if err != nil {
-		fmt.Fprintf(stderr, "newsget: %v\n", err)
+		printErr(stderr, err)
 		return 2
 	}
 	printSummary(stdout, sum)
@@ -173,6 +177,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 1
+}
+
+// printErr writes "newsget: " and the error, once: errors from package
+// newsget already start with that prefix.
+func printErr(w io.Writer, err error) {
+	fmt.Fprintf(w, "newsget: %s\n", strings.TrimPrefix(err.Error(), "newsget: "))
 }
 
 // isTerminal reports whether w is a character device (a terminal).

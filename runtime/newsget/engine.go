@@ -376,10 +376,10 @@ func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
 func (e *Engine) prepare(j Job) (*jobRun, error) {
 	nzb, err := proto.ParseNZB(strings.NewReader(string(j.NZB)), e.opts.NZBLimits)
 	if err != nil {
-		return nil, fmt.Errorf("refused: %w", err)
+		return nil, err // Summary.JobErrs: the caller says "refused"
 	}
 	if len(nzb.Files) == 0 {
-		return nil, errors.New("refused: the NZB lists no files")
+		return nil, errors.New("the NZB lists no files")
 	}
 	jr := &jobRun{name: j.Name, id: jobID(j.NZB, e.cfg.DownloadDir)}
 	if err := e.startEntry(jr, j, nzb); err != nil {
