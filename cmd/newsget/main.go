@@ -286,7 +286,11 @@ func printSummary(w io.Writer, s *newsget.Summary) {
 	}
 	for _, f := range s.Files {
 		if f.Complete {
-			fmt.Fprintf(w, "complete: %s (%d bytes)\n", f.Name, f.Size)
+			state := "complete"
+			if f.Already {
+				state = "already complete"
+			}
+			fmt.Fprintf(w, "%s: %s (%d bytes)\n", state, f.Name, f.Size)
 			continue
 		}
 		fmt.Fprintf(w, "incomplete: %s: %s\n", f.Name, f.Err)

@@ -419,7 +419,7 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 			if st, err := os.Stat(final); err == nil {
 				e.taken[name] = true
 				o.refused, o.finished, o.remaining = "already complete", true, 0
-				o.result = &FileResult{Job: jr.name, Name: name, Path: final, Size: st.Size(), Complete: true, Segments: len(nf.Segments)}
+				o.result = &FileResult{Job: jr.name, Name: name, Path: final, Size: st.Size(), Complete: true, Already: true, Segments: len(nf.Segments)}
 				continue
 			}
 		}
@@ -436,6 +436,11 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 			if !o.sizeKnown {
 				resume = false // the file's facts were lost: fetch it all again
 			}
+		}
+		if r, ok := e.alreadyComplete(jr, i, len(nf.Segments)); ok && !e.opts.Overwrite && !resume {
+			e.taken[r.Name] = true
+			o.refused, o.finished, o.remaining, o.result = "already complete", true, 0, r
+			continue
 		}
 		final := filepath.Join(e.cfg.DownloadDir, o.nzbName)
 		if _, err := os.Lstat(final); err == nil && !e.opts.Overwrite && !resume {
@@ -515,6 +520,9 @@ func (e *Engine) endJob(jr *jobRun) {
 		}
 		if err != nil {
 			e.log.Error("job queue: finish", "job", jr.name, "err", err)
+		}
+		if err := e.saveComplete(jr); err != nil {
+			e.log.Error("job queue: record complete files", "job", jr.name, "err", err)
 		}
 		os.RemoveAll(filepath.Join(e.cfg.QueueDir, "files", jr.id))
 		return
