@@ -209,6 +209,7 @@ func startProgress(eng *newsget.Engine, w io.Writer, interval time.Duration) fun
 	}
 	done := make(chan struct{})
 	finished := make(chan struct{})
+	var meter speedMeter
 	go func() {
 		defer close(finished)
 		t := time.NewTicker(every)
@@ -222,10 +223,11 @@ func startProgress(eng *newsget.Engine, w io.Writer, interval time.Duration) fun
 				return
 			case <-t.C:
 				p := eng.Progress()
+				speed, eta := meter.add(p)
 				if tty {
-					fmt.Fprint(w, "\r\033[K"+progressBar(p, 30))
+					fmt.Fprint(w, "\r\033[K"+progressBar(p, speed, eta, 30))
 				} else {
-					fmt.Fprintln(w, progressLine(p))
+					fmt.Fprintln(w, progressLine(p, speed, eta))
 				}
 			}
 		}
@@ -233,34 +235,20 @@ func startProgress(eng *newsget.Engine, w io.Writer, interval time.Duration) fun
 	return func() { close(done); <-finished }
 }
 
-// rateETA returns the speed in bytes per second and the time left.
-func rateETA(p newsget.Progress) (float64, time.Duration) {
-	secs := p.Elapsed.Seconds()
-	if secs <= 0 {
-		return 0, 0
-	}
-	speed := float64(p.Received) / secs
-	if speed <= 0 || p.TotalBytes <= p.Received {
-		return speed, 0
-	}
-	return speed, time.Duration(float64(p.TotalBytes-p.Received) / speed * float64(time.Second)).Round(time.Second)
-}
-
-// progressBar draws "[#####-----] 42% files 1/3 12.3 MB/s ETA 0:12".
-func progressBar(p newsget.Progress, width int) string {
+// progressBar draws "[#####-----] 42% files 1/3 12.3 MB/s ETA 12s" with
+// the current speed and the time left at it (speedMeter).
+func progressBar(p newsget.Progress, speed float64, eta time.Duration, width int) string {
 	frac := 0.0
 	if p.Segments > 0 {
 		frac = float64(p.Done+p.Failed) / float64(p.Segments)
 	}
 	n := int(frac * float64(width))
-	speed, eta := rateETA(p)
 	return fmt.Sprintf("[%s%s] %3.0f%% files %d/%d %.1f MB/s ETA %s conns %d", strings.Repeat("#", n),
 		strings.Repeat("-", width-n), frac*100, p.FilesDone, p.Files, speed/1e6, eta, p.Connections)
 }
 
 // progressLine is the plain periodic line.
-func progressLine(p newsget.Progress) string {
-	speed, eta := rateETA(p)
+func progressLine(p newsget.Progress, speed float64, eta time.Duration) string {
 	s := fmt.Sprintf("newsget: files %d/%d segments %d/%d (%d missing) %s %.1f MB/s ETA %s retries %d",
 		p.FilesDone, p.Files, p.Done, p.Segments, p.Failed, newsget.FormatBytes(p.Received), speed/1e6, eta, p.Retries)
 	if p.QuotaReached != "" {

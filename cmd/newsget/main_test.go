@@ -90,11 +90,13 @@ func contains(list []string, s string) bool {
 
 func TestProgressBar(t *testing.T) {
 	p := newsget.Progress{Files: 3, FilesDone: 1, Segments: 10, Done: 4, Received: 10e6, TotalBytes: 30e6, Elapsed: 2 * time.Second, Connections: 8}
+	var m speedMeter
+	speed, eta := m.add(p)
 	want := "[############------------------]  40% files 1/3 5.0 MB/s ETA 4s conns 8"
-	if got := progressBar(p, 30); got != want {
+	if got := progressBar(p, speed, eta, 30); got != want {
 		t.Errorf("progressBar:\n got %q\nwant %q", got, want)
 	}
-	if got := progressLine(p); !strings.HasPrefix(got, "newsget: files 1/3 segments 4/10 (0 missing) 9.5 MiB 5.0 MB/s ETA 4s") {
+	if got := progressLine(p, speed, eta); !strings.HasPrefix(got, "newsget: files 1/3 segments 4/10 (0 missing) 9.5 MiB 5.0 MB/s ETA 4s") {
 		t.Errorf("progressLine: %q", got)
 	}
 }
