@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/posting"
 )
@@ -97,5 +98,27 @@ func TestDownloadUnpack(t *testing.T) {
 				t.Fatalf("%s: escape.bin written outside the download folder", tc.name)
 			}
 		})
+	}
+}
+
+// TestJobPassword: the NZB's <meta type="password"> wins, then
+// {{password}} in the NZB's name.
+func TestJobPassword(t *testing.T) {
+	withMeta := []byte(`<?xml version="1.0"?><nzb xmlns="http://www.newzbin.com/DTD/2003/nzb"><head><meta type="password">from meta</meta></head>` +
+		`<file subject="x"><groups><group>a.b</group></groups><segments><segment number="1" bytes="1">a@b</segment></segments></file></nzb>`)
+	without := bytes.Replace(withMeta, []byte(`<meta type="password">from meta</meta>`), nil, 1)
+	for _, tc := range []struct {
+		name string
+		nzb  []byte
+		want string
+	}{
+		{"plain.nzb", withMeta, "from meta"},
+		{"Show{{from name}}.nzb", withMeta, "from meta"},
+		{"Show{{from name}}.nzb", without, "from name"},
+		{"plain.nzb", without, ""},
+	} {
+		if got := jobPassword(newsget.Job{Name: tc.name, NZB: tc.nzb}); got != tc.want {
+			t.Errorf("jobPassword(%s, meta=%v) = %q, want %q", tc.name, bytes.Contains(tc.nzb, []byte("meta")), got, tc.want)
+		}
 	}
 }
