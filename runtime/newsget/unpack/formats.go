@@ -92,19 +92,7 @@ func walk7z(path, password string, fn walkFunc) error {
 		if e.size < 0 {
 			return fmt.Errorf("entry %q: size %d out of range", f.Name, f.UncompressedSize)
 		}
-		if e.dir || e.link {
-			if err := fn(e, nil); err != nil {
-				return err
-			}
-			continue
-		}
-		r, err := f.Open()
-		if err != nil {
-			return passwordHint(fmt.Errorf("entry %q: %w", f.Name, err), password)
-		}
-		err = fn(e, r)
-		r.Close()
-		if err != nil {
+		if err := open(e, f.Open, fn); err != nil {
 			return passwordHint(err, password)
 		}
 	}
@@ -127,26 +115,28 @@ func walkZip(path string, fn walkFunc) error {
 		if e.size < 0 {
 			return fmt.Errorf("entry %q: size %d out of range", f.Name, f.UncompressedSize64)
 		}
-		if e.dir || e.link {
-			if err := fn(e, nil); err != nil {
-				return err
-			}
-			continue
-		}
-		if f.Flags&0x1 != 0 {
+		if f.Flags&0x1 != 0 && !e.dir && !e.link {
 			return fmt.Errorf("entry %q is encrypted; encrypted zip entries are not supported (use 7z or RAR)", f.Name)
 		}
-		r, err := f.Open()
-		if err != nil {
-			return fmt.Errorf("entry %q: %w", f.Name, err)
-		}
-		err = fn(e, r)
-		r.Close()
-		if err != nil {
+		if err := open(e, f.Open, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// open hands one entry to fn: directories and links without contents,
+// files with a reader from openFile, closed afterwards.
+func open(e entry, openFile func() (io.ReadCloser, error), fn walkFunc) error {
+	if e.dir || e.link {
+		return fn(e, nil)
+	}
+	r, err := openFile()
+	if err != nil {
+		return fmt.Errorf("entry %q: %w", e.name, err)
+	}
+	defer r.Close()
+	return fn(e, r)
 }
 
 // passwordHint adds what the user can do to a library's password error.

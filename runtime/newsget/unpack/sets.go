@@ -29,20 +29,27 @@ type Set struct {
 // First is the volume an archive reader opens.
 func (s Set) First() string { return s.Volumes[0] }
 
-// Volume names, matched on the lower-cased file name:
+// Volume names, matched on the lower-cased file name, first match wins:
 //
 //	x.part1.rar x.part2.rar ...      RAR 3+ "new" naming (part01, part001 too)
 //	x.rar x.r00 x.r01 ...            RAR "old" naming (also a single x.rar)
 //	x.7z | x.7z.001 x.7z.002 ...     7-Zip, single or split
 //	x.zip                            zip (split zips are not read)
-var (
-	rePartRAR = regexp.MustCompile(`^(.+)\.part(\d{1,4})\.rar$`)
-	reRAR     = regexp.MustCompile(`^(.+)\.rar$`)
-	reOldRAR  = regexp.MustCompile(`^(.+)\.r(\d{2,3})$`)
-	re7z      = regexp.MustCompile(`^(.+)\.7z$`)
-	re7zSplit = regexp.MustCompile(`^(.+)\.7z\.(\d{3})$`)
-	reZip     = regexp.MustCompile(`^(.+)\.zip$`)
-)
+//
+// A pattern's first group is the set's base name; its second, when it has
+// one, the volume number. A volume without a number is its set's head.
+var volumePatterns = []struct {
+	re     *regexp.Regexp
+	format Format
+	style  string // sets group by format, style and base
+}{
+	{regexp.MustCompile(`^(.+)\.part(\d{1,4})\.rar$`), RAR, "part"},
+	{regexp.MustCompile(`^(.+)\.rar$`), RAR, "old"},
+	{regexp.MustCompile(`^(.+)\.r(\d{2,3})$`), RAR, "old"},
+	{regexp.MustCompile(`^(.+)\.7z$`), SevenZip, "7z"},
+	{regexp.MustCompile(`^(.+)\.7z\.(\d{3})$`), SevenZip, "7zsplit"},
+	{regexp.MustCompile(`^(.+)\.zip$`), Zip, "zip"},
+}
 
 // member is one volume found while grouping.
 type member struct {
@@ -56,43 +63,24 @@ type member struct {
 func Sets(names []string) []Set {
 	type key struct {
 		format Format
-		style  string // "part", "old", "7z", "7zsplit", "zip"
+		style  string
 		base   string
 	}
 	groups := map[key][]member{}
 	for _, n := range names {
 		l := strings.ToLower(n)
-		if m := rePartRAR.FindStringSubmatch(l); m != nil {
-			num, _ := strconv.Atoi(m[2])
-			k := key{RAR, "part", m[1]}
+		for _, p := range volumePatterns {
+			m := p.re.FindStringSubmatch(l)
+			if m == nil {
+				continue
+			}
+			num := -1
+			if len(m) > 2 {
+				num, _ = strconv.Atoi(m[2])
+			}
+			k := key{p.format, p.style, m[1]}
 			groups[k] = append(groups[k], member{n, num})
-			continue
-		}
-		if m := reRAR.FindStringSubmatch(l); m != nil {
-			k := key{RAR, "old", m[1]}
-			groups[k] = append(groups[k], member{n, -1})
-			continue
-		}
-		if m := reOldRAR.FindStringSubmatch(l); m != nil {
-			num, _ := strconv.Atoi(m[2])
-			k := key{RAR, "old", m[1]}
-			groups[k] = append(groups[k], member{n, num})
-			continue
-		}
-		if m := re7z.FindStringSubmatch(l); m != nil {
-			k := key{SevenZip, "7z", m[1]}
-			groups[k] = append(groups[k], member{n, -1})
-			continue
-		}
-		if m := re7zSplit.FindStringSubmatch(l); m != nil {
-			num, _ := strconv.Atoi(m[2])
-			k := key{SevenZip, "7zsplit", m[1]}
-			groups[k] = append(groups[k], member{n, num})
-			continue
-		}
-		if m := reZip.FindStringSubmatch(l); m != nil {
-			k := key{Zip, "zip", m[1]}
-			groups[k] = append(groups[k], member{n, -1})
+			break
 		}
 	}
 	var sets []Set
