@@ -164,7 +164,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	unpacked := true
 	if !*noUnpack && (cfg.Unpack == nil || *cfg.Unpack) {
 		cleanup := !*noCleanup && (cfg.Cleanup == nil || *cfg.Cleanup)
-		unpacked = unpackJobs(ctx, cfg.DownloadDir, list, sum, cleanup, stdout, stderr)
+		unpacked = unpackJobs(ctx, eng, cfg.DownloadDir, list, sum, cleanup, stdout, stderr)
 	}
 	switch {
 	case sum.Complete() && unpacked:
@@ -277,6 +277,10 @@ func printSummary(w io.Writer, s *newsget.Summary) {
 			state := "complete"
 			if f.Already {
 				state = "already complete"
+			}
+			if f.Removed {
+				fmt.Fprintf(w, "%s: %s (%d bytes; unpacked and removed)\n", state, f.Name, f.Size)
+				continue
 			}
 			fmt.Fprintf(w, "%s: %s (%d bytes)\n", state, f.Name, f.Size)
 			continue

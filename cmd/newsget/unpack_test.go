@@ -99,6 +99,19 @@ func TestDownloadUnpack(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a re-run after cleanup fetches nothing", func(t *testing.T) {
+		bodies := s.Count("BODY")
+		var stdout, stderr bytes.Buffer
+		out := filepath.Join(dir, "out-unpack_and_clean_up")
+		code := Main([]string{"-q", "-server", url, "-o", out, filepath.Join(dir, "good.nzb")}, &stdout, &stderr)
+		want := `(?m)^already complete: show.zip \(\d+ bytes; unpacked and removed\)\nalready complete: show.par2 \(\d+ bytes; unpacked and removed\)$`
+		if code != 0 || !regexp.MustCompile(want).MatchString(stdout.String()) {
+			t.Errorf("exit %d, want 0; stdout does not match %s:\n%s%s", code, want, stdout.String(), stderr.String())
+		}
+		if n := s.Count("BODY") - bodies; n != 0 {
+			t.Errorf("%d BODY commands; want none", n)
+		}
+	})
 }
 
 // TestJobPassword: the NZB's <meta type="password"> wins, then
