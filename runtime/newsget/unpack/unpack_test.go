@@ -153,6 +153,10 @@ func TestRAR5Failures(t *testing.T) {
 		change:  func(names []string, files map[string][]byte) { delete(files, names[1]) },
 		wantErr: "volume 2 is missing",
 	}, {
+		name:    "last volume missing",
+		change:  func(names []string, files map[string][]byte) { delete(files, names[2]) },
+		wantErr: "x.part03.rar: no such file",
+	}, {
 		name: "last volume cut short",
 		change: func(names []string, files map[string][]byte) {
 			files[names[2]] = files[names[2]][:40]
@@ -427,5 +431,27 @@ func TestFilesLimitsTheJob(t *testing.T) {
 	got := tree(t, dir)
 	if diff := cmp.Diff([]string{"m.txt 1", "other.par2 1", got[2]}, got); diff != "" || !strings.HasPrefix(got[2], "other.zip") {
 		t.Errorf("another job's files must stay (-want +got):\n%s", diff)
+	}
+}
+
+// TestRARHeadersEncrypted: a RAR 5 archive whose headers are encrypted
+// (an archive encryption header, type 4, after the signature) cannot be
+// listed without a password; the error says where a password comes from.
+func TestRARHeadersEncrypted(t *testing.T) {
+	h := vint(nil, 4) // archive encryption header
+	h = vint(h, 0)    // no extra area, no data
+	h = vint(h, 0)    // encryption version 0 (AES-256)
+	h = vint(h, 0)    // no password check value
+	h = append(h, 15) // KDF count
+	h = append(h, bytes.Repeat([]byte{7}, 16)...)
+	vol := append(append([]byte(nil), rar5Signature...), rar5Block(h)...)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{"x.rar": vol})
+	res, err := Dir(context.Background(), dir, Options{Cleanup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK() || !strings.Contains(res.Archives[0].Err.Error(), "no password was given") {
+		t.Fatalf("err = %v, want the password hint", res.Archives[0].Err)
 	}
 }
