@@ -1,7 +1,8 @@
 // Command newsget downloads the files of NZB documents from news servers,
 // verified, like NZBGet.
 //
-//	newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] [-v] FILE.nzb...
+//	newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] [-no-unpack] [-no-cleanup] [-v] FILE.nzb...
+//	newsget unpack [-password PW] [-no-cleanup] DIR
 //	newsget serve [-config FILE] [-listen ADDR]   (the download daemon, runtime/newsget/serve)
 //
 // A server URL is nntp://[user:pass@]host[:port] or nntps://... (TLS from
@@ -11,8 +12,14 @@
 // [[server]] and download_dir, queue_dir, rate, daily_quota, monthly_quota,
 // quota_day, article_retries (see runtime/newsget.Config).
 //
-// Exit status: 0 when every file is complete and verified; 1 when some
-// file is incomplete (its missing segments and byte ranges are in the
+// After a complete download, the job's RAR, 7z and zip archives are
+// unpacked into the download directory (password from the NZB's
+// <meta type="password"> or {{password}} in its name), and once every one
+// is unpacked and verified, its volumes and PAR2 files are removed (see
+// runtime/newsget/unpack).
+//
+// Exit status: 0 when every file is complete and verified (and unpacked);
+// 1 when some file is incomplete or an archive failed to unpack (its missing segments and byte ranges are in the
 // summary and in NAME.incomplete); 2 for a usage or configuration
 // mistake, a refused NZB or no usable server; 3 when a quota stopped the
 // download (rerun after it resets to resume).
@@ -58,6 +65,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "serve" {
 		return serveMain(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "unpack" {
+		return unpackMain(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("newsget", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config := fs.String("config", "", "configuration `file` (TOML)")
@@ -67,7 +77,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	overwrite := fs.Bool("overwrite", false, "replace existing files of the same name")
 	rate := fs.String("rate", "", "speed limit in bytes per second over all connections (\"20M\")")
 	verbose := fs.Bool("v", false, "log every event")
-	quiet := fs.Bool("q", false, "no progress display")
+	quiet := fs.Bool("q", false, "no progress display and no log (the summary only)")
+	noUnpack := fs.Bool("no-unpack", false, "leave archives packed (config: unpack = false)")
+	noCleanup := fs.Bool("no-cleanup", false, "keep archives and PAR2 files after unpacking (config: cleanup = false)")
 	interval := fs.Duration("progress", 0, "plain progress line interval when not on a terminal (default 5s)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] FILE.nzb...")
@@ -87,7 +99,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if *config != "" {
 		c, err := newsget.LoadConfig(*config)
 		if err != nil {
-			fmt.Fprintf(stderr, "newsget: %v\n", err)
+			printErr(stderr, err)
 			return 2
 		}
 		cfg = c
@@ -101,7 +113,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cfg.Servers = append(cfg.Servers, sc)
 	}
 	if err := cfg.Check(); err != nil {
-		fmt.Fprintf(stderr, "newsget: %v\n", err)
+		printErr(stderr, err)
 		return 2
 	}
 	if *out != "" {
@@ -116,14 +128,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cfg.Rate = r
 	}
 	if err := cfg.ResolveDirs(); err != nil {
-		fmt.Fprintf(stderr, "newsget: %v\n", err)
+		printErr(stderr, err)
 		return 2
 	}
 	var list []newsget.Job
 	for _, name := range fs.Args() {
 		data, err := os.ReadFile(name)
 		if err != nil {
-			fmt.Fprintf(stderr, "newsget: %v\n", err)
+			printErr(stderr, err)
 			return 2
 		}
 		list = append(list, newsget.Job{Name: name, NZB: data})
@@ -133,10 +145,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logOut := stderr
+	if *quiet && !*verbose {
+		logOut = io.Discard // -q: the summary on stdout is all
+	}
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 	eng, err := newsget.New(cfg, newsget.Options{Overwrite: *overwrite, Log: logger})
 	if err != nil {
-		fmt.Fprintf(stderr, "newsget: %v\n", err)
+		printErr(stderr, err)
 		return 2
 	}
 	defer eng.Close()
@@ -150,19 +166,32 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	sum, err := eng.Download(ctx, list)
 	stopProgress()
 	if err != nil {
-		fmt.Fprintf(stderr, "newsget: %v\n", err)
+		printErr(stderr, err)
 		return 2
 	}
 	printSummary(stdout, sum)
+	unpacked := true
+	if !*noUnpack && (cfg.Unpack == nil || *cfg.Unpack) {
+		cleanup := !*noCleanup && (cfg.Cleanup == nil || *cfg.Cleanup)
+		unpacked = unpackJobs(ctx, eng, cfg.DownloadDir, list, sum, cleanup, stdout, stderr)
+	}
 	switch {
-	case sum.Complete():
+	case sum.Complete() && unpacked:
 		return 0
+	case sum.Complete():
+		return 1
 	case sum.Quota != "":
 		return 3
 	case len(sum.JobErrs) > 0 || sum.Fatal != "":
 		return 2
 	}
 	return 1
+}
+
+// printErr writes "newsget: " and the error, once: errors from package
+// newsget already start with that prefix.
+func printErr(w io.Writer, err error) {
+	fmt.Fprintf(w, "newsget: %s\n", strings.TrimPrefix(err.Error(), "newsget: "))
 }
 
 // isTerminal reports whether w is a character device (a terminal).
@@ -189,6 +218,7 @@ func startProgress(eng *newsget.Engine, w io.Writer, interval time.Duration) fun
 	}
 	done := make(chan struct{})
 	finished := make(chan struct{})
+	var meter speedMeter
 	go func() {
 		defer close(finished)
 		t := time.NewTicker(every)
@@ -202,10 +232,11 @@ func startProgress(eng *newsget.Engine, w io.Writer, interval time.Duration) fun
 				return
 			case <-t.C:
 				p := eng.Progress()
+				speed, eta := meter.add(p)
 				if tty {
-					fmt.Fprint(w, "\r\033[K"+progressBar(p, 30))
+					fmt.Fprint(w, "\r\033[K"+progressBar(p, speed, eta, 30))
 				} else {
-					fmt.Fprintln(w, progressLine(p))
+					fmt.Fprintln(w, progressLine(p, speed, eta))
 				}
 			}
 		}
@@ -213,34 +244,20 @@ func startProgress(eng *newsget.Engine, w io.Writer, interval time.Duration) fun
 	return func() { close(done); <-finished }
 }
 
-// rateETA returns the speed in bytes per second and the time left.
-func rateETA(p newsget.Progress) (float64, time.Duration) {
-	secs := p.Elapsed.Seconds()
-	if secs <= 0 {
-		return 0, 0
-	}
-	speed := float64(p.Received) / secs
-	if speed <= 0 || p.TotalBytes <= p.Received {
-		return speed, 0
-	}
-	return speed, time.Duration(float64(p.TotalBytes-p.Received) / speed * float64(time.Second)).Round(time.Second)
-}
-
-// progressBar draws "[#####-----] 42% files 1/3 12.3 MB/s ETA 0:12".
-func progressBar(p newsget.Progress, width int) string {
+// progressBar draws "[#####-----] 42% files 1/3 12.3 MB/s ETA 12s" with
+// the current speed and the time left at it (speedMeter).
+func progressBar(p newsget.Progress, speed float64, eta time.Duration, width int) string {
 	frac := 0.0
 	if p.Segments > 0 {
 		frac = float64(p.Done+p.Failed) / float64(p.Segments)
 	}
 	n := int(frac * float64(width))
-	speed, eta := rateETA(p)
 	return fmt.Sprintf("[%s%s] %3.0f%% files %d/%d %.1f MB/s ETA %s conns %d", strings.Repeat("#", n),
 		strings.Repeat("-", width-n), frac*100, p.FilesDone, p.Files, speed/1e6, eta, p.Connections)
 }
 
 // progressLine is the plain periodic line.
-func progressLine(p newsget.Progress) string {
-	speed, eta := rateETA(p)
+func progressLine(p newsget.Progress, speed float64, eta time.Duration) string {
 	s := fmt.Sprintf("newsget: files %d/%d segments %d/%d (%d missing) %s %.1f MB/s ETA %s retries %d",
 		p.FilesDone, p.Files, p.Done, p.Segments, p.Failed, newsget.FormatBytes(p.Received), speed/1e6, eta, p.Retries)
 	if p.QuotaReached != "" {
@@ -266,7 +283,15 @@ func printSummary(w io.Writer, s *newsget.Summary) {
 	}
 	for _, f := range s.Files {
 		if f.Complete {
-			fmt.Fprintf(w, "complete: %s (%d bytes)\n", f.Name, f.Size)
+			state := "complete"
+			if f.Already {
+				state = "already complete"
+			}
+			if f.Removed {
+				fmt.Fprintf(w, "%s: %s (%d bytes; unpacked and removed)\n", state, f.Name, f.Size)
+				continue
+			}
+			fmt.Fprintf(w, "%s: %s (%d bytes)\n", state, f.Name, f.Size)
 			continue
 		}
 		fmt.Fprintf(w, "incomplete: %s: %s\n", f.Name, f.Err)

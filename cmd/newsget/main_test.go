@@ -55,7 +55,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"-q", "-server", url, write("p.nzb", posting.NZB(p))}, 1,
 			`(?m)^incomplete: e.bin.part: 1 of 3 segments missing on every server\n  missing segment 3 bytes 6000-8999 \(3000 bytes\)$`, `^$|segment missing`},
 		{[]string{"-q", "-server", "nntp://127.0.0.1:1?connections=x", "a.nzb"}, 2, ``, `connections="x" is not a number`},
-		{[]string{"-q", "-server", url, write("bad.nzb", []byte("<nzb><file"))}, 2, `(?m)^refused: .*bad.nzb: refused: nzb: `, ``},
+		{[]string{"-q", "-server", url, write("bad.nzb", []byte("<nzb><file"))}, 2, `(?m)^refused: .*bad.nzb: nzb: `, ``},
 		{[]string{"-q", "-server", url}, 2, ``, `usage: newsget`},
 		{[]string{"-q", "-config", quota, "-o", filepath.Join(dir, "q"), write("w2.nzb", posting.NZB(whole))}, 3,
 			`(?m)^stopped: daily quota of 100 B reached`, ``},
@@ -91,11 +91,13 @@ func contains(list []string, s string) bool {
 
 func TestProgressBar(t *testing.T) {
 	p := newsget.Progress{Files: 3, FilesDone: 1, Segments: 10, Done: 4, Received: 10e6, TotalBytes: 30e6, Elapsed: 2 * time.Second, Connections: 8}
+	var m speedMeter
+	speed, eta := m.add(p)
 	want := "[############------------------]  40% files 1/3 5.0 MB/s ETA 4s conns 8"
-	if got := progressBar(p, 30); got != want {
+	if got := progressBar(p, speed, eta, 30); got != want {
 		t.Errorf("progressBar:\n got %q\nwant %q", got, want)
 	}
-	if got := progressLine(p); !strings.HasPrefix(got, "newsget: files 1/3 segments 4/10 (0 missing) 9.5 MiB 5.0 MB/s ETA 4s") {
+	if got := progressLine(p, speed, eta); !strings.HasPrefix(got, "newsget: files 1/3 segments 4/10 (0 missing) 9.5 MiB 5.0 MB/s ETA 4s") {
 		t.Errorf("progressLine: %q", got)
 	}
 }

@@ -27,20 +27,20 @@ func TestLimiter(t *testing.T) {
 		l:     Limiter{},
 		steps: []step{{0, 1 << 40, 0, 0}, {0, 1 << 40, 0, 0}},
 	}, {
-		name: "the bucket starts full, then debt is paid at the rate",
+		name: "the bucket starts empty (no first second's burst), then debt is paid at the rate",
 		l:    Limiter{Rate: 1000},
 		steps: []step{
-			{0, 1000, 0, 0},          // the full bucket
-			{0, 500, 0, 500 * ms},    // 500 bytes of debt at 1000/s
-			{500 * ms, 0, 0, 0},      // paid exactly
-			{500 * ms, 1, 0, 1 * ms}, // empty again
-			{501 * ms, 250, 0, 250 * ms},
+			{0, 1000, 0, time.Second},     // nothing saved up at the start
+			{0, 500, 0, 1500 * ms},        // 1500 bytes of debt at 1000/s
+			{1500 * ms, 0, 0, 0},          // paid exactly
+			{1500 * ms, 1, 0, 1 * ms},     // empty again
+			{1501 * ms, 250, 0, 250 * ms}, // the millisecond paid the byte
 		},
 	}, {
 		name: "idle time refills only up to the burst",
 		l:    Limiter{Rate: 1000, Burst: 2000},
 		steps: []step{
-			{0, 2000, 0, 0},
+			{0, 2000, 0, 2 * time.Second},
 			{time.Hour, 2000, 0, 0},
 			{time.Hour, 1, 0, ms},
 		},
@@ -48,27 +48,27 @@ func TestLimiter(t *testing.T) {
 		name: "a wait rounds up to the nanosecond",
 		l:    Limiter{Rate: 3},
 		steps: []step{
-			{0, 3, 0, 0},
-			{0, 1, 0, 333333334}, // 1/3 s, rounded up
+			{0, 3, 0, time.Second},
+			{time.Second, 1, 0, 333333334}, // 1/3 s, rounded up
 		},
 	}, {
 		name: "a clock that goes back refills nothing",
 		l:    Limiter{Rate: 1000},
 		steps: []step{
-			{time.Second, 1000, 0, 0},
-			{0, 100, 0, 100 * ms},
-			{time.Second + 100*ms, 0, 0, 0},
+			{time.Second, 1000, 0, time.Second},
+			{0, 100, 0, 1100 * ms},
+			{2*time.Second + 100*ms, 0, 0, 0},
 		},
 	}, {
 		name: "SetRate settles at the old rate first",
 		l:    Limiter{Rate: 1000},
 		steps: []step{
-			{0, 2000, 0, time.Second}, // 1000 bytes of debt
-			{500 * ms, -1, 100, 0},    // half paid at 1000/s; 500 left
-			{500 * ms, 0, 0, 5 * time.Second},
-			{5500 * ms, 0, 0, 0},
-			{5500 * ms, -1, 0, 0}, // unlimited again
-			{5500 * ms, 1 << 30, 0, 0},
+			{0, 2000, 0, 2 * time.Second}, // 2000 bytes of debt
+			{500 * ms, -1, 100, 0},        // 500 paid at 1000/s; 1500 left
+			{500 * ms, 0, 0, 15 * time.Second},
+			{15500 * ms, 0, 0, 0},
+			{15500 * ms, -1, 0, 0}, // unlimited again
+			{15500 * ms, 1 << 30, 0, 0},
 		},
 	}, {
 		name: "a huge take saturates instead of overflowing",

@@ -28,6 +28,8 @@ import (
 //	article_timeout = "60s"      silence allowed while an answer is due
 //	connect_timeout = "30s"      TCP connect and each handshake step
 //	idle_timeout    = "30s"      an idle connection is closed after this
+//	unpack          = true       unpack RAR/7z/zip archives after a complete download
+//	cleanup         = true       then remove the archives and PAR2 files
 //
 //	[[server]]
 //	name = "primary"  host = "news.example"  port = 563  encryption = "tls"
@@ -46,6 +48,8 @@ type Config struct {
 	ArticleTimeout Duration       `toml:"article_timeout"`
 	ConnectTimeout Duration       `toml:"connect_timeout"`
 	IdleTimeout    Duration       `toml:"idle_timeout"`
+	Unpack         *bool          `toml:"unpack"`  // true when absent
+	Cleanup        *bool          `toml:"cleanup"` // true when absent
 	Servers        []ServerConfig `toml:"server"`
 	Serve          ServeConfig    `toml:"serve"`    // newsget serve (serve_config.go)
 	Categories     []Category     `toml:"category"` // newsget serve's categories

@@ -436,6 +436,10 @@ func (e *Engine) step(c *connRun, m *pooled, now time.Time) error {
 		if err := e.sched.Closed(now, c.id, closed.Outcome()); err != nil {
 			e.log.Error("scheduler", "err", err)
 		}
+		if closed.Reason == download.ReasonAuth && sr.cfg.Username == "" {
+			// 480 with no credentials to offer: waiting cannot mend it.
+			e.giveUp(now, sr, "the server requires authentication (480) and no username/password is configured for it")
+		}
 		return nil
 	}
 	if werr != nil {

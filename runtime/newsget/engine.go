@@ -379,10 +379,10 @@ func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
 func (e *Engine) prepare(j Job) (*jobRun, error) {
 	nzb, err := proto.ParseNZB(bytes.NewReader(j.NZB), e.opts.NZBLimits)
 	if err != nil {
-		return nil, fmt.Errorf("refused: %w", err)
+		return nil, err // Summary.JobErrs: the caller says "refused"
 	}
 	if len(nzb.Files) == 0 {
-		return nil, errors.New("refused: the NZB lists no files")
+		return nil, errors.New("the NZB lists no files")
 	}
 	jr := &jobRun{name: j.Name, id: jobID(j.NZB, e.cfg.DownloadDir)}
 	if err := e.startEntry(jr, j, nzb); err != nil {
@@ -422,7 +422,7 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 			if st, err := os.Stat(final); err == nil {
 				e.taken[name] = true
 				o.refused, o.finished, o.remaining = "already complete", true, 0
-				o.result = &FileResult{Job: jr.name, Name: name, Path: final, Size: st.Size(), Complete: true, Segments: len(nf.Segments)}
+				o.result = &FileResult{Job: jr.name, Name: name, Path: final, Size: st.Size(), Complete: true, Already: true, Segments: len(nf.Segments)}
 				continue
 			}
 		}
@@ -440,6 +440,11 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 			if !o.sizeKnown {
 				resume = false // the file's facts were lost: fetch it all again
 			}
+		}
+		if r, ok := e.alreadyComplete(jr, i, len(nf.Segments)); ok && !e.opts.Overwrite && !resume {
+			e.taken[r.Name] = true
+			o.refused, o.finished, o.remaining, o.result = "already complete", true, 0, r
+			continue
 		}
 		final := filepath.Join(e.cfg.DownloadDir, o.reserved)
 		if _, err := os.Lstat(final); err == nil && !e.opts.Overwrite && !resume {
@@ -521,6 +526,9 @@ func (e *Engine) endJob(jr *jobRun) {
 		}
 		if err != nil {
 			e.log.Error("job queue: finish", "job", jr.name, "err", err)
+		}
+		if err := e.saveComplete(jr); err != nil {
+			e.log.Error("job queue: record complete files", "job", jr.name, "err", err)
 		}
 		os.RemoveAll(filepath.Join(e.cfg.QueueDir, "files", jr.id))
 		return

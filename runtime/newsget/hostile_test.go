@@ -117,7 +117,7 @@ func TestHostileNZB(t *testing.T) {
 	sum := r.run(t, posting.NZB(ps...), laughs, nul, hostileNZB(many.String()))
 
 	// The three hostile documents are refused, each with its reason.
-	wantErrs := []string{"job2.nzb: refused: nzb:", "job3.nzb: refused: nzb:", "job4.nzb: refused: nzb: more than 50 segments"}
+	wantErrs := []string{"job2.nzb: nzb:", "job3.nzb: nzb:", "job4.nzb: nzb: more than 50 segments"}
 	if len(sum.JobErrs) != 3 {
 		t.Fatalf("job errors: %q", sum.JobErrs)
 	}

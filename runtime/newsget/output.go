@@ -102,6 +102,8 @@ type FileResult struct {
 	Path     string
 	Size     int64 // bytes, when known
 	Complete bool  // every segment arrived and the file verified
+	Already  bool  // complete from an earlier run: nothing fetched
+	Removed  bool  // and since removed by cleanup after unpacking
 	// Missing lists the segments no server had, with their byte ranges
 	// (End 0 when the range is unknown).
 	Missing  []jobs.Missing

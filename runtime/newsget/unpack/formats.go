@@ -1,0 +1,157 @@
+package unpack
+
+import (
+	"archive/zip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/bodgit/sevenzip"
+	"github.com/nwaples/rardecode/v2"
+)
+
+// maxRARDictionary bounds the memory a RAR header can make us allocate for
+// the decoder's window (RAR 7 allows up to 64 GiB; rar's own -md maximum
+// on most machines, and what posters use, is far below 1 GiB).
+const maxRARDictionary = 1 << 30
+
+// entry is one member of an archive as its format's reader reports it.
+type entry struct {
+	name   string
+	dir    bool
+	link   bool  // symbolic or hard link: never created
+	size   int64 // -1 when the archive does not say
+	crc    uint32
+	hasCRC bool // crc is the archive's CRC-32 of the contents
+}
+
+// walkFunc receives each entry in archive order with a reader of its
+// contents (nil for directories and links). The reader returns an error
+// at its end when the format's own check (CRC, size) fails.
+type walkFunc func(e entry, r io.Reader) error
+
+// walk reads every entry of the archive whose first volume is path.
+func walk(format Format, path, password string, fn walkFunc) error {
+	switch format {
+	case RAR:
+		return walkRAR(path, password, fn)
+	case SevenZip:
+		return walk7z(path, password, fn)
+	case Zip:
+		return walkZip(path, fn)
+	}
+	return fmt.Errorf("unknown archive format %q", format)
+}
+
+// walkRAR reads a RAR 1.5-7 archive, following its volumes. The library
+// checks each file's CRC-32 (or BLAKE2 hash) at its end.
+func walkRAR(path, password string, fn walkFunc) error {
+	opts := []rardecode.Option{rardecode.MaxDictionarySize(maxRARDictionary)}
+	if password != "" {
+		opts = append(opts, rardecode.Password(password))
+	}
+	rc, err := rardecode.OpenReader(path, opts...)
+	if err != nil {
+		return passwordHint(err, password)
+	}
+	defer rc.Close()
+	for {
+		h, err := rc.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return passwordHint(err, password)
+		}
+		e := entry{name: h.Name, dir: h.IsDir, link: h.LinkType != 0 || h.Mode()&fs.ModeSymlink != 0, size: h.UnPackedSize}
+		if h.UnKnownSize {
+			e.size = -1
+		}
+		var r io.Reader = rc
+		if e.dir || e.link {
+			r = nil
+		}
+		if err := fn(e, r); err != nil {
+			return passwordHint(err, password)
+		}
+	}
+}
+
+// walk7z reads a 7-Zip archive (x.7z, or x.7z.001 and its followers).
+func walk7z(path, password string, fn walkFunc) error {
+	rc, err := sevenzip.OpenReaderWithPassword(path, password)
+	if err != nil {
+		return passwordHint(err, password)
+	}
+	defer rc.Close()
+	for _, f := range rc.File {
+		mode := f.Mode()
+		e := entry{name: f.Name, dir: mode.IsDir(), link: mode&fs.ModeSymlink != 0,
+			size: int64(f.UncompressedSize), crc: f.CRC32, hasCRC: f.CRC32 != 0}
+		if e.size < 0 {
+			return fmt.Errorf("entry %q: size %d out of range", f.Name, f.UncompressedSize)
+		}
+		if err := open(e, f.Open, fn); err != nil {
+			return passwordHint(err, password)
+		}
+	}
+	return nil
+}
+
+// walkZip reads a zip archive with the standard library, which checks each
+// entry's CRC-32 and size at its end. Encrypted entries are refused: Go's
+// archive/zip cannot decrypt them.
+func walkZip(path string, fn walkFunc) error {
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		return err
+	}
+	defer zr.Close()
+	for _, f := range zr.File {
+		mode := f.Mode()
+		e := entry{name: f.Name, dir: mode.IsDir(), link: mode&fs.ModeSymlink != 0,
+			size: int64(f.UncompressedSize64), crc: f.CRC32, hasCRC: true}
+		if e.size < 0 {
+			return fmt.Errorf("entry %q: size %d out of range", f.Name, f.UncompressedSize64)
+		}
+		if f.Flags&0x1 != 0 && !e.dir && !e.link {
+			return fmt.Errorf("entry %q is encrypted; encrypted zip entries are not supported (use 7z or RAR)", f.Name)
+		}
+		if err := open(e, f.Open, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// open hands one entry to fn: directories and links without contents,
+// files with a reader from openFile, closed afterwards.
+func open(e entry, openFile func() (io.ReadCloser, error), fn walkFunc) error {
+	if e.dir || e.link {
+		return fn(e, nil)
+	}
+	r, err := openFile()
+	if err != nil {
+		return fmt.Errorf("entry %q: %w", e.name, err)
+	}
+	defer r.Close()
+	return fn(e, r)
+}
+
+// passwordHint adds what the user can do to a library's password error.
+func passwordHint(err error, password string) error {
+	var re *sevenzip.ReadError
+	encrypted := errors.Is(err, rardecode.ErrArchiveEncrypted) || errors.Is(err, rardecode.ErrArchivedFileEncrypted) ||
+		errors.Is(err, rardecode.ErrBadPassword) || (errors.As(err, &re) && re.Encrypted)
+	switch {
+	case !encrypted && password != "" && (errors.Is(err, errCRC) || errors.Is(err, rardecode.ErrBadFileChecksum)):
+		return fmt.Errorf("%w (or the password given does not open the archive)", err)
+	case !encrypted:
+		return err
+	case password == "":
+		return fmt.Errorf("%w (the archive is encrypted and no password was given: <meta type=\"password\"> in the NZB, {{password}} in its name, or -password)", err)
+	default:
+		return fmt.Errorf("%w (the archive is encrypted; the password given does not open it)", err)
+	}
+}

@@ -1,0 +1,399 @@
+// Package unpack extracts the archives of a finished download (RAR 4 and 5
+// with their volumes, 7-Zip, zip) into the folder they were downloaded to,
+// and removes the archives and PAR2 files once every archive is unpacked
+// and verified.
+//
+// Theory of operation. Dir lists the folder and groups archive volumes
+// into Sets by name (sets.go). Each set is read with its format's library
+// (formats.go) into a hidden staging folder beside the output,
+// ".newsget-unpack-NAME": every entry name is checked and sanitised
+// (EntryPath refuses absolute paths and ".."; links are skipped, never
+// created), every file is written, checked against the archive's CRC-32
+// and size, and fsynced. Only when the whole archive has been read without
+// error are the files renamed into place (one rename each, same file
+// system, so a full disk cannot leave half a file under a final name), and
+// the directories that received them fsynced. A file that already exists
+// with the same contents counts as unpacked (a re-run); one that differs
+// is never replaced, and the archive fails. Any failure removes the staging
+// folder and leaves the archives where they are. Stale staging folders from
+// a crash are removed when Dir starts.
+//
+// Limits: at most MaxEntries entries and MaxBytes bytes per archive, and
+// the RAR decoder's window is bounded (maxRARDictionary); a full disk ends
+// the archive with the write error.
+package unpack
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/newsflow/newsflow/runtime/newsget"
+)
+
+// DefaultMaxEntries is Options.MaxEntries when zero.
+const DefaultMaxEntries = 100000
+
+// stagePrefix starts the name of an archive's staging folder.
+const stagePrefix = ".newsget-unpack-"
+
+// Options say what Dir unpacks and what it does afterwards.
+type Options struct {
+	// Password opens encrypted RAR and 7z archives.
+	Password string
+	// Cleanup removes the archive volumes and PAR2 files after every
+	// archive was unpacked and verified.
+	Cleanup bool
+	// Files, when not nil, limits Dir to these names in the folder (one
+	// job's files in a shared download folder); nil means every file.
+	Files []string
+	// MaxEntries bounds the entries of one archive (DefaultMaxEntries
+	// when zero); MaxBytes bounds the bytes unpacked from one archive
+	// (no bound but the disk when zero).
+	MaxEntries int
+	MaxBytes   int64
+}
+
+// Archive is what became of one archive.
+type Archive struct {
+	Name    string   // its first volume
+	Volumes []string // every volume
+	Files   []string // unpacked, relative to the folder, in archive order
+	Present []string // of Files, those already there with the same contents
+	Skipped []string // links, never created
+	Bytes   int64    // bytes written
+	Err     error    // nil when unpacked and verified
+}
+
+// Result is what Dir did.
+type Result struct {
+	Archives []Archive
+	Removed  []string // volumes and PAR2 files removed by Cleanup
+}
+
+// OK reports whether every archive was unpacked and verified.
+func (r *Result) OK() bool {
+	for _, a := range r.Archives {
+		if a.Err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Dir unpacks every archive found in dir into dir. Failures of single
+// archives are in Result.Archives[i].Err; the error is for the folder as a
+// whole (it cannot be read) or a failed cleanup.
+func Dir(ctx context.Context, dir string, opts Options) (*Result, error) {
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = DefaultMaxEntries
+	}
+	list, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("unpack: %w", err)
+	}
+	var want map[string]bool
+	if opts.Files != nil {
+		want = map[string]bool{}
+		for _, f := range opts.Files {
+			want[f] = true
+		}
+	}
+	var names []string
+	for _, de := range list {
+		if de.IsDir() && strings.HasPrefix(de.Name(), stagePrefix) {
+			// Left by a crash in the middle of an unpack; its archive
+			// is still here and is unpacked again below.
+			if err := os.RemoveAll(filepath.Join(dir, de.Name())); err != nil {
+				return nil, fmt.Errorf("unpack: remove stale %s: %w", de.Name(), err)
+			}
+			continue
+		}
+		if de.Type().IsRegular() && (want == nil || want[de.Name()]) {
+			names = append(names, de.Name())
+		}
+	}
+	res := &Result{}
+	for _, s := range Sets(names) {
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("unpack: %w", err)
+		}
+		res.Archives = append(res.Archives, unpackSet(ctx, dir, s, opts))
+	}
+	if !opts.Cleanup || len(res.Archives) == 0 || !res.OK() {
+		return res, nil
+	}
+	var remove []string
+	for _, a := range res.Archives {
+		remove = append(remove, a.Volumes...)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(strings.ToLower(n), ".par2") {
+			remove = append(remove, n)
+		}
+	}
+	for _, n := range remove {
+		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return res, fmt.Errorf("unpack: cleanup: %w", err)
+		}
+		res.Removed = append(res.Removed, n)
+	}
+	if err := syncDir(dir); err != nil {
+		return res, fmt.Errorf("unpack: cleanup: %w", err)
+	}
+	return res, nil
+}
+
+// unpackSet extracts one archive into a staging folder and, when it was
+// read whole and verified, renames its files into dir.
+func unpackSet(ctx context.Context, dir string, s Set, opts Options) Archive {
+	a := Archive{Name: s.First(), Volumes: s.Volumes}
+	if s.Problem != "" {
+		a.Err = fmt.Errorf("unpack %s: %s", a.Name, s.Problem)
+		return a
+	}
+	stage := filepath.Join(dir, stagePrefix+newsget.SanitizeName(a.Name, "archive"))
+	if err := os.RemoveAll(stage); err != nil {
+		a.Err = fmt.Errorf("unpack %s: %w", a.Name, err)
+		return a
+	}
+	if err := os.Mkdir(stage, 0o755); err != nil {
+		a.Err = fmt.Errorf("unpack %s: %w", a.Name, err)
+		return a
+	}
+	defer os.RemoveAll(stage)
+	x := &extraction{ctx: ctx, stage: stage, opts: opts, a: &a, seen: map[string]bool{}}
+	if err := walk(s.Format, filepath.Join(dir, a.Name), opts.Password, x.add); err != nil {
+		a.Err = fmt.Errorf("unpack %s: %w", a.Name, err)
+		return a
+	}
+	if err := x.commit(dir); err != nil {
+		a.Err = fmt.Errorf("unpack %s: %w", a.Name, err)
+	}
+	return a
+}
+
+// extraction is one archive being written into its staging folder.
+type extraction struct {
+	ctx     context.Context
+	stage   string
+	opts    Options
+	a       *Archive
+	dirs    []string // directory entries, relative
+	seen    map[string]bool
+	entries int
+}
+
+// add writes one entry into the staging folder: the walkFunc of walk.
+func (x *extraction) add(e entry, r io.Reader) error {
+	if err := x.ctx.Err(); err != nil {
+		return err
+	}
+	if x.entries++; x.entries > x.opts.MaxEntries {
+		return fmt.Errorf("more than %d entries", x.opts.MaxEntries)
+	}
+	rel, err := EntryPath(e.name)
+	if err != nil {
+		return err
+	}
+	if e.link {
+		x.a.Skipped = append(x.a.Skipped, rel)
+		return nil
+	}
+	if e.dir {
+		x.dirs = append(x.dirs, rel)
+		return os.MkdirAll(filepath.Join(x.stage, rel), 0o755)
+	}
+	if x.seen[rel] {
+		return fmt.Errorf("entry %q: a second entry with the same name", e.name)
+	}
+	x.seen[rel] = true
+	path := filepath.Join(x.stage, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	h := crc32.NewIEEE()
+	limit := int64(-1)
+	if x.opts.MaxBytes > 0 {
+		limit = x.opts.MaxBytes - x.a.Bytes
+	}
+	n, err := copyLimited(io.MultiWriter(f, h), r, limit)
+	x.a.Bytes += n
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("entry %q: %w", e.name, err)
+	case e.size >= 0 && n != e.size:
+		return fmt.Errorf("entry %q: %d bytes, the archive says %d", e.name, n, e.size)
+	case e.hasCRC && h.Sum32() != e.crc:
+		return fmt.Errorf("entry %q: %w: %08x, the archive says %08x", e.name, errCRC, h.Sum32(), e.crc)
+	}
+	x.a.Files = append(x.a.Files, rel)
+	return nil
+}
+
+// errCRC is a file whose contents do not match the archive's CRC-32.
+var errCRC = errors.New("CRC-32 mismatch")
+
+// errTooBig ends an archive that unpacks to more than Options.MaxBytes.
+var errTooBig = errors.New("more bytes than the limit (max_bytes)")
+
+// copyLimited copies r to w, failing with errTooBig after limit bytes
+// (no limit when negative).
+func copyLimited(w io.Writer, r io.Reader, limit int64) (int64, error) {
+	if limit < 0 {
+		return io.Copy(w, r)
+	}
+	n, err := io.Copy(w, io.LimitReader(r, limit+1))
+	if err == nil && n > limit {
+		return n, errTooBig
+	}
+	return n, err
+}
+
+// commit renames the staged files into dir: first every check (nothing
+// moved if one fails), then the renames, then an fsync of each directory
+// that received a file.
+func (x *extraction) commit(dir string) error {
+	same := map[string]bool{}
+	for _, rel := range x.a.Files {
+		dst := filepath.Join(dir, rel)
+		if err := noLinkBetween(dir, rel); err != nil {
+			return err
+		}
+		st, err := os.Lstat(dst)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s exists and is not a file; not replaced", rel)
+		}
+		eq, err := sameContents(dst, filepath.Join(x.stage, rel))
+		if err != nil {
+			return err
+		}
+		if !eq {
+			return fmt.Errorf("%s exists and differs from the archive's; not overwritten", rel)
+		}
+		same[rel] = true
+	}
+	for _, rel := range x.dirs {
+		if err := os.MkdirAll(filepath.Join(dir, rel), 0o755); err != nil {
+			return err
+		}
+	}
+	synced := map[string]bool{}
+	for _, rel := range x.a.Files {
+		if same[rel] {
+			x.a.Present = append(x.a.Present, rel)
+			continue
+		}
+		dst := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(filepath.Join(x.stage, rel), dst); err != nil {
+			return err
+		}
+		synced[filepath.Dir(dst)] = true
+	}
+	dirs := make([]string, 0, len(synced))
+	for d := range synced {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noLinkBetween refuses a destination whose parent directories inside dir
+// include a symbolic link, which would carry the file out of dir.
+func noLinkBetween(dir, rel string) error {
+	p := dir
+	parts := strings.Split(filepath.Dir(rel), string(filepath.Separator))
+	for _, c := range parts {
+		if c == "." {
+			continue
+		}
+		p = filepath.Join(p, c)
+		st, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if st.Mode()&os.ModeSymlink != 0 || !st.IsDir() {
+			return fmt.Errorf("%s: %s is not a directory; not followed", rel, p)
+		}
+	}
+	return nil
+}
+
+// sameContents reports whether two files hold the same bytes.
+func sameContents(a, b string) (bool, error) {
+	fa, err := os.Open(a)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, ea := io.ReadFull(fa, ba)
+		nb, eb := io.ReadFull(fb, bb)
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		aEnd := ea == io.EOF || ea == io.ErrUnexpectedEOF
+		bEnd := eb == io.EOF || eb == io.ErrUnexpectedEOF
+		switch {
+		case ea != nil && !aEnd:
+			return false, ea
+		case eb != nil && !bEnd:
+			return false, eb
+		case aEnd || bEnd:
+			return aEnd && bEnd, nil
+		}
+	}
+}
+
+// syncDir fsyncs a directory, so renames and removals in it are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
