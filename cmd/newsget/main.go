@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 func main() {
@@ -99,7 +100,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cfg.DownloadDir = *out
 	}
 	if *rate != "" {
-		r, err := newsget.ParseSize(*rate)
+		r, err := tomlconf.ParseSize(*rate)
 		if err != nil {
 			fmt.Fprintf(stderr, "newsget: -rate: %v\n", err)
 			return 2

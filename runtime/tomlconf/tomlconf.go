@@ -88,6 +88,18 @@ func (k Keys) Indexed(line int, key string) string {
 	return key
 }
 
+// Number renames the keys of the mistakes in err (as Decode returns it)
+// by the number of their table in an array of tables: go-toml's
+// "server.port" on the line of the second [[server]]'s port becomes
+// "server[2].port".
+func (k Keys) Number(err error) {
+	for _, e := range Errors(err) {
+		if e.Key != "" {
+			e.Key = k.Indexed(e.Line, e.Key)
+		}
+	}
+}
+
 // Decode decodes the TOML text into v, which must be a pointer. Keys v has
 // no field for are errors. Mistakes are *Error values naming name, the
 // line and the key (go-toml's dotted name, "peer.windw"), several joined
