@@ -43,7 +43,8 @@ package ingest
 // (RFC 4644 §2.5). The complete article is checked (article.go) and either
 // refused by the machine (439/437 and a Rejected event) or handed to the
 // owner. The owner prepends the relay's Path identity and stores the spool's
-// wire form (AppendWire) before it answers Stored.
+// wire form (proto.PrependPathIdentity, proto.AppendWire) before it answers
+// Stored.
 //
 // Refusals that are not about one article. When the owner says the relay is
 // not accepting (SetAccepting false: disk full, shutting down), CHECK draws
@@ -87,7 +88,7 @@ const (
 	// a command line or an article.
 	DefaultTransferTimeout = 2 * time.Minute
 	// DefaultMaxArticleSize bounds one article, dot-unstuffed, in octets.
-	// The wire form AppendWire makes is a little larger (stuffing dots,
+	// The spool's wire form (proto.AppendWire) is a little larger (stuffing dots,
 	// the Path identity, the terminator): keep the spool's limit above it.
 	DefaultMaxArticleSize = 16 << 20
 	// DefaultMaxPending bounds the responses queued for one connection.
