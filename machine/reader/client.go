@@ -714,26 +714,13 @@ func (c *Client) modeReaderAnswer(now time.Time, r proto.Response) {
 // plans the request's step again.
 func (c *Client) capsAnswer(now time.Time, a answer) {
 	if a.resp.Code == proto.CodeCapabilities {
-		c.caps = parseCaps(proto.PayloadLines(a.block))
+		c.caps = proto.ParseCapabilitiesLoose(proto.PayloadLines(a.block))
 		c.hints = Hints{}
 	} else {
 		c.caps, c.hints = proto.CapabilitySet{}, Hints{Legacy: true}
 	}
 	c.askedH, c.askedF = false, false
 	c.advance(now)
-}
-
-// parseCaps parses a capability list, skipping lines that are not valid
-// capabilities (RFC 3977 §9.8) rather than failing on a server's oddity.
-func parseCaps(lines []string) proto.CapabilitySet {
-	valid := lines[:0:0]
-	for _, l := range lines {
-		if _, err := proto.ParseCapabilities([]string{l}); err == nil {
-			valid = append(valid, l)
-		}
-	}
-	set, _ := proto.ParseCapabilities(valid)
-	return set
 }
 
 // listAnswers finishes GetGroups: LIST ACTIVE merged with LIST NEWSGROUPS.
