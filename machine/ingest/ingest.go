@@ -75,6 +75,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/newsflow/newsflow/machine"
 	"github.com/newsflow/newsflow/proto"
 )
 
@@ -146,21 +147,11 @@ func (c Config) withDefaults() Config {
 	if c.Implementation == "" {
 		c.Implementation = DefaultImplementation
 	}
-	if c.MaxArticleSize <= 0 {
-		c.MaxArticleSize = DefaultMaxArticleSize
-	}
-	if c.MaxPending <= 0 {
-		c.MaxPending = DefaultMaxPending
-	}
-	if c.MaxBuffered <= 0 {
-		c.MaxBuffered = DefaultMaxBuffered
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.TransferTimeout <= 0 {
-		c.TransferTimeout = DefaultTransferTimeout
-	}
+	machine.Default(&c.MaxArticleSize, DefaultMaxArticleSize)
+	machine.Default(&c.MaxPending, DefaultMaxPending)
+	machine.Default(&c.MaxBuffered, DefaultMaxBuffered)
+	machine.Default(&c.IdleTimeout, DefaultIdleTimeout)
+	machine.Default(&c.TransferTimeout, DefaultTransferTimeout)
 	return c
 }
 
