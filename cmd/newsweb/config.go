@@ -121,11 +121,7 @@ func (c config) errAt(key, format string, args ...any) error {
 
 // loadConfig reads and parses the file at path.
 func loadConfig(path string) (config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return config{}, fmt.Errorf("config: %w", err)
-	}
-	return parseConfig(path, b)
+	return tomlconf.Load(path, parseConfig)
 }
 
 // serverConfig turns the i-th [[server]] entry (from 0) into a

@@ -127,11 +127,7 @@ func LoadConfig(file string) (*Config, error) {
 	if file == "" {
 		return ParseConfig(EmbeddedSource, DefaultConfigText)
 	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return ParseConfig(file, b)
+	return tomlconf.Load(file, ParseConfig)
 }
 
 // ParseConfig parses TOML text, applies the defaults and checks every

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -139,11 +138,7 @@ type ConfigError = tomlconf.Error
 
 // LoadConfig reads and checks a configuration file.
 func LoadConfig(file string) (*Config, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return ParseConfig(file, b)
+	return tomlconf.Load(file, ParseConfig)
 }
 
 // ParseConfig parses TOML text and checks every value. Errors are

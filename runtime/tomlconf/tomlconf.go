@@ -5,6 +5,8 @@ package tomlconf
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -98,6 +100,18 @@ func (k Keys) Number(err error) {
 			e.Key = k.Indexed(e.Line, e.Key)
 		}
 	}
+}
+
+// Load reads the configuration file and hands its text to parse (a
+// program's ParseConfig). A file that cannot be read is an error
+// "config: open FILE: ...".
+func Load[T any](file string, parse func(name string, text []byte) (T, error)) (T, error) {
+	text, err := os.ReadFile(file)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("config: %w", err)
+	}
+	return parse(file, text)
 }
 
 // Decode decodes the TOML text into v, which must be a pointer. Keys v has
