@@ -61,7 +61,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/newsflow/newsflow/machine"
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/proto"
 )
@@ -177,8 +176,12 @@ type Fetch struct {
 
 // NewFetch returns a Fetch for a connection that is ready at now.
 func NewFetch(now time.Time, cfg FetchConfig) *Fetch {
-	machine.Default(&cfg.Pipeline, DefaultPipeline)
-	machine.Default(&cfg.Timeout, DefaultFetchTimeout)
+	if cfg.Pipeline <= 0 {
+		cfg.Pipeline = DefaultPipeline
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultFetchTimeout
+	}
 	f := &Fetch{cfg: cfg, progress: now}
 	f.auth.User, f.auth.Pass = cfg.User, cfg.Pass
 	return f
