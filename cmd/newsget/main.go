@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/newsget"
-	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 func main() {
@@ -100,12 +99,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cfg.DownloadDir = *out
 	}
 	if *rate != "" {
-		r, err := tomlconf.ParseSize(*rate)
-		if err != nil {
+		if err := cfg.Rate.UnmarshalText([]byte(*rate)); err != nil {
 			fmt.Fprintf(stderr, "newsget: -rate: %v\n", err)
 			return 2
 		}
-		cfg.Rate = r
 	}
 	if err := cfg.ResolveDirs(); err != nil {
 		fmt.Fprintf(stderr, "newsget: %v\n", err)
