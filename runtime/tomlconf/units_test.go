@@ -1,6 +1,9 @@
 package tomlconf
 
 import (
+	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +39,7 @@ func TestParseDuration(t *testing.T) {
 		{"Infd", 0, false},   // strconv reads "Inf"; a day count is decimal
 		{"NaNd", 0, false},   // the old newsfeed grammar let this through
 		{"1e300d", 0, false}, // beyond time.Duration
+		{"1E10d", 0, false},  // the old newsfeed grammar read it as a negative duration (FuzzOldGrammars)
 		{"0x10d", 0, false},
 	} {
 		got, err := ParseDuration(tc.in)
@@ -86,6 +90,7 @@ func TestParseSize(t *testing.T) {
 		{"1_000", 0, false},
 		{"1P", 0, false},
 		{"1 G B", 0, false},
+		{"0BIB", 0, false}, // the old newsget grammar trimmed "IB" and then "B" (FuzzOldGrammars)
 	} {
 		got, err := ParseSize(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
@@ -174,6 +179,109 @@ func FuzzParseSize(f *testing.F) {
 		back, err := ParseSize(v.String())
 		if err != nil || back != v {
 			t.Fatalf("ParseSize(%q) = %d; its String %q reads back as %d, %v", s, v, v.String(), back, err)
+		}
+	})
+}
+
+// The grammars Duration and Size replaced, as they were (newsfeed's
+// Duration and Size, newsget's ParseSize; newsget's and newsweb's
+// durations were time.ParseDuration, a subset of newsfeed's), kept as
+// references: what they accepted, the new grammar accepts with the same
+// value — but for the nonsense they let through (NaN, Inf, hex floats) and
+// integers past 2^53, which newsget read through a float and rounded.
+
+func oldFeedDuration(s string) (time.Duration, bool) {
+	s = strings.TrimSpace(s)
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.ParseFloat(n, 64)
+		if err != nil || days < 0 {
+			return 0, false
+		}
+		if days*float64(24*time.Hour) >= math.MaxInt64 {
+			return 0, false // it overflowed: "1e10d" read as a negative duration
+		}
+		return time.Duration(days * float64(24*time.Hour)), true
+	}
+	v, err := time.ParseDuration(s)
+	return v, err == nil && v >= 0
+}
+
+func oldFeedSize(b string) (Size, bool) {
+	t := strings.ToUpper(strings.TrimSpace(b))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, false
+	}
+	return Size(n * mult), true
+}
+
+func oldGetSize(t string) (Size, bool) {
+	t = strings.TrimSpace(t)
+	u := strings.ToUpper(t)
+	u = strings.TrimSuffix(strings.TrimSuffix(u, "IB"), "B")
+	mult := 1.0
+	if n := len(u); n > 0 {
+		switch u[n-1] {
+		case 'K':
+			mult, u = 1<<10, u[:n-1]
+		case 'M':
+			mult, u = 1<<20, u[:n-1]
+		case 'G':
+			mult, u = 1<<30, u[:n-1]
+		case 'T':
+			mult, u = 1<<40, u[:n-1]
+		}
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(u), 64)
+	if err != nil || f < 0 || f*mult > 1<<62 {
+		return 0, false
+	}
+	return Size(f * mult), true
+}
+
+// nonsense is what the old grammars wrongly took for a number ("NaN",
+// "Inf", hex floats) or a unit (newsget's "0BIB": "IB" and then "B"
+// trimmed).
+func nonsense(s string) bool {
+	u := strings.ToUpper(s)
+	return strings.Contains(u, "NAN") || strings.Contains(u, "INF") || strings.Contains(u, "X") || strings.Contains(u, "_") ||
+		strings.HasSuffix(strings.TrimSpace(u), "BIB")
+}
+
+// FuzzOldGrammars: the unified grammar accepts what each old one did, with
+// the same value.
+func FuzzOldGrammars(f *testing.F) {
+	for _, s := range []string{"90s", "7d", "1.5d", "512K", "10MB", "1GiB", "1.5G", "2T", "512 K", "20m", "1e3", "0.5K", "1iB", "NaN", "0x1p3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if nonsense(s) {
+			return
+		}
+		if old, ok := oldFeedDuration(s); ok {
+			if got, err := ParseDuration(s); err != nil || got != old {
+				t.Fatalf("newsfeed read duration %q as %v; now %v, %v", s, old, got, err)
+			}
+		}
+		if old, ok := oldFeedSize(s); ok {
+			if got, err := ParseSize(s); err != nil || got != old {
+				t.Fatalf("newsfeed read size %q as %d; now %d, %v", s, old, got, err)
+			}
+		}
+		if old, ok := oldGetSize(s); ok && old < 1<<53 {
+			if got, err := ParseSize(s); err != nil || got != old {
+				t.Fatalf("newsget read size %q as %d; now %d, %v", s, old, got, err)
+			}
 		}
 	})
 }
