@@ -16,8 +16,19 @@ import (
 // (an existing CRLF is left alone), lines starting with "." are dot-stuffed,
 // a missing final line ending is added and the block is terminated.
 func ToWire(native []byte) []byte {
-	dst := make([]byte, 0, len(native)+len(native)/32+8)
+	return AppendWire(make([]byte, 0, len(native)+len(native)/32+8), native)
+}
+
+// AppendWire appends native (LF or CRLF line ends) to dst in wire form, as
+// ToWire returns it. An article whose lines all end in CRLF already (what
+// an NNTP peer sends) is stuffed in one pass; one with bare LFs goes line
+// by line. native may be dst's own bytes before len(dst) (a buffer reused
+// for article after article): appends only write after them.
+func AppendWire(dst, native []byte) []byte {
 	var enc BlockEncoder
+	if bytes.Count(native, []byte("\n")) == bytes.Count(native, crlf) {
+		return enc.Close(enc.Append(dst, native))
+	}
 	for len(native) > 0 {
 		i := bytes.IndexByte(native, '\n')
 		if i < 0 {

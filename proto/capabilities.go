@@ -78,6 +78,21 @@ func ParseCapabilities(lines []string) (CapabilitySet, error) {
 	return c, nil
 }
 
+// ParseCapabilitiesLoose is ParseCapabilities for a client: a line that
+// is not a valid capability (RFC 3977 §9.8) is skipped rather than failing
+// the list, since a server's odd extension must not stop a client that
+// does not use it.
+func ParseCapabilitiesLoose(lines []string) CapabilitySet {
+	valid := lines[:0:0]
+	for _, l := range lines {
+		if _, err := ParseCapabilities([]string{l}); err == nil {
+			valid = append(valid, l)
+		}
+	}
+	set, _ := ParseCapabilities(valid) // each line parses alone, so all do
+	return set
+}
+
 // validCapLabel: RFC 3977 §9.8 capability-label = label = ALPHA *(ALPHA / DIGIT / "-").
 func validCapLabel(l string) error {
 	for i := 0; i < len(l); i++ {

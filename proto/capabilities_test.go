@@ -135,14 +135,34 @@ func TestAppendCapabilities(t *testing.T) {
 	}
 }
 
+// TestParseCapabilitiesLoose: a line that is not a capability is skipped,
+// the rest kept.
+func TestParseCapabilitiesLoose(t *testing.T) {
+	got := ParseCapabilitiesLoose([]string{"VERSION 2", "X_ODD extension", "3D", "READER", "POST\x01 x", "list active"})
+	want := CapabilitySet{List: []Capability{{Label: "VERSION", Args: []string{"2"}}, {Label: "READER"}, {Label: "LIST", Args: []string{"active"}}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func FuzzCapabilities(f *testing.F) {
 	f.Add([]byte(strings.Join(innTransitCaps, "\r\n")))
 	f.Add([]byte(strings.Join(innReaderCaps, "\n")))
 	f.Add([]byte("list a\nLIST b\nversion 3 2\n\n"))
+	f.Add([]byte("VERSION 2\r\nX_ODD\r\nREADER\r\n"))
 	f.Fuzz(func(t *testing.T, payload []byte) {
+		// The loose parse keeps what the strict one would, and only lines
+		// that are capabilities.
+		loose := ParseCapabilitiesLoose(PayloadLines(payload))
+		if _, err := ParseCapabilities(PayloadLines(AppendCapabilities(nil, loose))); err != nil {
+			t.Fatalf("the loose parse kept a bad line: %v", err)
+		}
 		c, err := ParseCapabilities(PayloadLines(payload))
 		if err != nil {
 			return
+		}
+		if diff := cmp.Diff(c, loose); diff != "" {
+			t.Fatalf("loose and strict parses differ on a valid list:\n%s", diff)
 		}
 		// Writing and re-reading keeps every label and argument; a second
 		// trip is exact.

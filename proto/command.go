@@ -98,7 +98,7 @@ func ParseCommand(line []byte) (Command, error) {
 	if len(line) > MaxCommandLine {
 		return Command{}, fmt.Errorf("nntp: command line of %d octets exceeds %d: %w", len(line), MaxCommandLine, ErrLineTooLong)
 	}
-	line = trimEOL(line)
+	line = TrimEOL(line)
 	for _, b := range line {
 		if b == 0 || b == '\r' || b == '\n' {
 			return Command{}, fmt.Errorf("nntp: command line holds NUL, CR or LF")

@@ -20,7 +20,7 @@ type HdrLine struct {
 // trailing CRLF or LF is removed; a NUL, CR or LF inside the line is an
 // error.
 func ParseHdrLine(line []byte) (HdrLine, error) {
-	line = trimEOL(line)
+	line = TrimEOL(line)
 	if err := checkLineOctets(line); err != nil {
 		return HdrLine{}, fmt.Errorf("hdr line %q: %w", clip(line), err)
 	}

@@ -37,7 +37,7 @@ func (g ActiveGroup) AliasOf() string {
 // status must be y, n, m, x, j or "=" and a valid group name. A trailing
 // CRLF or LF is removed.
 func ParseActiveLine(line []byte) (ActiveGroup, error) {
-	s := string(trimEOL(line))
+	s := string(TrimEOL(line))
 	f := fields(s)
 	if len(f) != 4 {
 		return ActiveGroup{}, fmt.Errorf("active line %q: %d fields, want group high low status", clipS(s), len(f))
@@ -108,7 +108,7 @@ type GroupDescription struct {
 // descriptions are listed for groups of any spelling. A trailing CRLF or LF
 // is removed; a NUL, CR or LF inside the line is an error.
 func ParseNewsgroupsLine(line []byte) (GroupDescription, error) {
-	line = trimEOL(line)
+	line = TrimEOL(line)
 	if err := checkLineOctets(line); err != nil {
 		return GroupDescription{}, fmt.Errorf("newsgroups line %q: %w", clip(line), err)
 	}
@@ -147,7 +147,7 @@ func AppendNewsgroupsLine(dst []byte, g GroupDescription) []byte {
 // LIST HEADERS RANGE/MSGID replies have no more). A trailing CRLF or LF is
 // removed.
 func ParseListHeadersLine(line []byte) (string, error) {
-	f := fields(string(trimEOL(line)))
+	f := fields(string(TrimEOL(line)))
 	if len(f) == 0 {
 		return "", fmt.Errorf("list headers line is empty")
 	}

@@ -134,7 +134,7 @@ func ParseOverviewLine(line []byte, f OverviewFmt) (Overview, error) {
 	if f == nil {
 		f = DefaultOverviewFmt
 	}
-	line = trimEOL(line)
+	line = TrimEOL(line)
 	if err := checkLineOctets(line); err != nil {
 		return Overview{}, fmt.Errorf("overview line %q: %w", clip(line), err)
 	}
@@ -280,7 +280,7 @@ func PayloadLines(payload []byte) []string {
 			out = append(out, string(payload))
 			break
 		}
-		out = append(out, string(trimEOL(payload[:i+1])))
+		out = append(out, string(TrimEOL(payload[:i+1])))
 		payload = payload[i+1:]
 	}
 	return out

@@ -112,7 +112,7 @@ func (e *ResponseError) Error() string {
 // removed. Lines longer than MaxResponseLine are not refused here: servers do
 // send long 2xx text, and the reader that split the line enforces its own limit.
 func ParseResponse(line []byte) (Response, error) {
-	line = trimEOL(line)
+	line = TrimEOL(line)
 	if len(line) < 3 {
 		return Response{}, fmt.Errorf("nntp: malformed response %q: shorter than a status code", line)
 	}
@@ -287,8 +287,8 @@ func fields(s string) []string {
 	return out
 }
 
-// trimEOL removes one trailing CRLF or LF.
-func trimEOL(b []byte) []byte {
+// TrimEOL removes one trailing CRLF or LF (a line as LineBuffer returns it).
+func TrimEOL(b []byte) []byte {
 	if n := len(b); n > 0 && b[n-1] == '\n' {
 		b = b[:n-1]
 		if n := len(b); n > 0 && b[n-1] == '\r' {

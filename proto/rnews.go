@@ -163,7 +163,7 @@ func (r *RnewsReader) headerLine() ([]byte, error) {
 // parseRnewsHeader parses "#! rnews N" with its LF (a CR before it, and
 // extra spaces or tabs around N, are tolerated).
 func parseRnewsHeader(line []byte) (int, error) {
-	s := string(trimEOL(line))
+	s := string(TrimEOL(line))
 	f := fields(s[len(rnewsMagic)-1:])
 	if len(f) != 1 {
 		return 0, fmt.Errorf("bad rnews line %q: want \"#! rnews N\"", clipS(s))

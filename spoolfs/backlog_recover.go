@@ -2,6 +2,7 @@ package spoolfs
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -107,7 +108,7 @@ func (b *Backlog) Recover() (queue.Recovered, error) {
 	}
 	slices.SortFunc(r.Files, func(x, y queue.FileInfo) int {
 		if x.TS != y.TS {
-			return int(backlogSign(x.TS - y.TS))
+			return cmp.Compare(x.TS, y.TS)
 		}
 		return int(x.Kind) - int(y.Kind)
 	})
@@ -131,16 +132,6 @@ func (b *Backlog) Recover() (queue.Recovered, error) {
 		r.Replay = &queue.ReplayInfo{Bytes: st.Size(), Offset: off, Entries: sc.entries}
 	}
 	return r, nil
-}
-
-func backlogSign(v int64) int64 {
-	switch {
-	case v < 0:
-		return -1
-	case v > 0:
-		return 1
-	}
-	return 0
 }
 
 // readCheckpoint returns the offset in <peer>.P.ckpt if it is usable for a

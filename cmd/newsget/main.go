@@ -120,12 +120,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cfg.DownloadDir = *out
 	}
 	if *rate != "" {
-		r, err := newsget.ParseSize(*rate)
-		if err != nil {
+		if err := cfg.Rate.UnmarshalText([]byte(*rate)); err != nil {
 			fmt.Fprintf(stderr, "newsget: -rate: %v\n", err)
 			return 2
 		}
-		cfg.Rate = r
 	}
 	if err := cfg.ResolveDirs(); err != nil {
 		printErr(stderr, err)

@@ -57,6 +57,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"-q", "-server", "nntp://127.0.0.1:1?connections=x", "a.nzb"}, 2, ``, `connections="x" is not a number`},
 		{[]string{"-q", "-server", url, write("bad.nzb", []byte("<nzb><file"))}, 2, `(?m)^refused: .*bad.nzb: nzb: `, ``},
 		{[]string{"-q", "-server", url}, 2, ``, `usage: newsget`},
+		{[]string{"-q", "-server", url, "-rate", "fast", "a.nzb"}, 2, ``, `(?m)^newsget: -rate: bad size "fast"`},
 		{[]string{"-q", "-config", quota, "-o", filepath.Join(dir, "q"), write("w2.nzb", posting.NZB(whole))}, 3,
 			`(?m)^stopped: daily quota of 100 B reached`, ``},
 	} {

@@ -1,50 +1,36 @@
 package main
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
-
 	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/runtime/newsweb"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
-
-// duration is a time.Duration written as "90s", "5m", "24h" in TOML.
-type duration time.Duration
-
-// UnmarshalText parses a Go duration ("90s", "5m"); negative is refused.
-func (d *duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return err
-	}
-	if v < 0 {
-		return fmt.Errorf("negative duration %s", b)
-	}
-	*d = duration(v)
-	return nil
-}
 
 // config is the TOML configuration file. Every field is optional; the
 // defaults are the seed's.
 type config struct {
-	Listen         string   `toml:"listen"`          // HTTP address; 127.0.0.1:8080
-	Admin          string   `toml:"admin"`           // admin HTTP address (/metrics); none when empty
-	Site           string   `toml:"site"`            // name shown in page titles
-	LogLevel       string   `toml:"log_level"`       // debug, info, warn, error
-	RequestTimeout duration `toml:"request_timeout"` // per page and per NNTP request; 30s
-	ThreadLimit    int      `toml:"thread_limit"`    // newest articles a thread list covers; 1000
-	PerPage        int      `toml:"per_page"`        // threads per group page; 50
+	Listen         string            `toml:"listen"`          // HTTP address; 127.0.0.1:8080
+	Admin          string            `toml:"admin"`           // admin HTTP address (/metrics); none when empty
+	Site           string            `toml:"site"`            // name shown in page titles
+	LogLevel       string            `toml:"log_level"`       // debug, info, warn, error
+	RequestTimeout tomlconf.Duration `toml:"request_timeout"` // per page and per NNTP request; 30s
+	ThreadLimit    int               `toml:"thread_limit"`    // newest articles a thread list covers; 1000
+	PerPage        int               `toml:"per_page"`        // threads per group page; 50
 
 	Servers []serverEntry `toml:"server"`
 	Cache   cacheSection  `toml:"cache"`
 	Queue   queueSection  `toml:"queue"`
+
+	source string        // the file's name, for errors
+	keys   tomlconf.Keys // "server[1].url" -> line
 }
 
 // serverEntry is one [[server]]: a URL, with the fields below overriding
@@ -61,54 +47,103 @@ type serverEntry struct {
 
 // cacheSection is the seed's [cache]: the TTL of each cache.
 type cacheSection struct {
-	Article         duration `toml:"article"`           // 24h
-	ArticleNotFound duration `toml:"article_not_found"` // 60s
-	Threads         duration `toml:"threads"`           // 5m
-	Thread          duration `toml:"thread"`            // 5m
-	Groups          duration `toml:"groups"`            // 1h
-	GroupStats      duration `toml:"group_stats"`       // 5m
-	ArticleBytes    int64    `toml:"article_bytes"`     // size bound of the article cache; 256 MiB
+	Article         tomlconf.Duration `toml:"article"`           // 24h
+	ArticleNotFound tomlconf.Duration `toml:"article_not_found"` // 60s
+	Threads         tomlconf.Duration `toml:"threads"`           // 5m
+	Thread          tomlconf.Duration `toml:"thread"`            // 5m
+	Groups          tomlconf.Duration `toml:"groups"`            // 1h
+	GroupStats      tomlconf.Duration `toml:"group_stats"`       // 5m
+	ArticleBytes    tomlconf.Size     `toml:"article_bytes"`     // size bound of the article cache; 256 MiB
 }
 
 // queueSection tunes each server's queues.
 type queueSection struct {
-	PriorityAging duration `toml:"priority_aging"` // 10s
-	Capacity      int      `toml:"capacity"`       // per priority; 1024
+	PriorityAging tomlconf.Duration `toml:"priority_aging"` // 10s
+	Capacity      int               `toml:"capacity"`       // per priority; 1024
 }
 
-// parseConfig parses a configuration file's text; unknown keys are errors
-// so that a typo does not silently leave a default in place.
-func parseConfig(b []byte) (config, error) {
-	var c config
-	dec := toml.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		var sme *toml.StrictMissingError
-		if errors.As(err, &sme) {
-			return config{}, fmt.Errorf("unknown key: %s", sme.String())
-		}
+// configError is a configuration mistake, located in its file
+// (FILE:LINE: KEY: MESSAGE).
+type configError = tomlconf.Error
+
+// parseConfig parses the text of the configuration file name and checks
+// every value; unknown keys are errors so that a typo does not silently
+// leave a default in place. Errors are *configError values (or several
+// joined) naming the file, line and key.
+func parseConfig(name string, b []byte) (config, error) {
+	c := config{source: name}
+	keys, err := tomlconf.Decode(name, b, &c)
+	if err != nil {
+		keys.Number(err) // "server[2].url"
 		return config{}, err
 	}
-	if c.ThreadLimit < 0 || c.PerPage < 0 || c.Queue.Capacity < 0 || c.Cache.ArticleBytes < 0 {
-		return config{}, errors.New("thread_limit, per_page, queue.capacity and cache.article_bytes must not be negative")
+	c.keys = keys
+	if err := c.check(); err != nil {
+		return config{}, err
 	}
 	return c, nil
+}
+
+// check refuses the values no page could be served with.
+func (c config) check() error {
+	var errs []error
+	for _, v := range []struct {
+		key string
+		n   int64
+	}{
+		{"thread_limit", int64(c.ThreadLimit)}, {"per_page", int64(c.PerPage)},
+		{"queue.capacity", int64(c.Queue.Capacity)}, {"cache.article_bytes", int64(c.Cache.ArticleBytes)},
+	} {
+		if v.n < 0 {
+			errs = append(errs, c.errAt(v.key, "must not be negative (got %d)", v.n))
+		}
+	}
+	if c.LogLevel != "" {
+		var level slog.Level
+		if level.UnmarshalText([]byte(c.LogLevel)) != nil {
+			errs = append(errs, c.errAt("log_level", "%q: want debug, info, warn or error", c.LogLevel))
+		}
+	}
+	for i, e := range c.Servers {
+		key := fmt.Sprintf("server[%d].url", i+1)
+		if e.URL == "" {
+			errs = append(errs, c.errAt(key, "missing: want \"nntp://host\" or \"nntps://host\""))
+		} else if _, err := newsweb.ParseServerURL(e.URL); err != nil {
+			errs = append(errs, c.errAt(key, "%v", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// errAt returns a configError for key, at its line (or its table's).
+func (c config) errAt(key, format string, args ...any) error {
+	return &configError{File: c.source, Line: c.keys.Line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
 // loadConfig reads and parses the file at path.
 func loadConfig(path string) (config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return config{}, err
-	}
-	c, err := parseConfig(b)
-	if err != nil {
-		return config{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, nil
+	return tomlconf.Load(path, parseConfig)
 }
 
-// serverConfig turns a [[server]] entry into a ServerConfig.
+// serverConfig turns the i-th [[server]] entry (from 0) into a
+// ServerConfig, reading its ca_file; a mistake is located at its key.
+func (c config) serverConfig(i int) (newsweb.ServerConfig, error) {
+	key := fmt.Sprintf("server[%d].", i+1)
+	e := c.Servers[i]
+	sc, err := e.serverConfig()
+	if err != nil {
+		return sc, c.errAt(key+"url", "%v", err)
+	}
+	if e.CAFile != "" {
+		if sc.TLSConfig, err = trustFile(e.CAFile); err != nil {
+			return sc, c.errAt(key+"ca_file", "%v", err)
+		}
+	}
+	return sc, nil
+}
+
+// serverConfig turns a [[server]] entry into a ServerConfig; its ca_file
+// is config.serverConfig's to read.
 func (e serverEntry) serverConfig() (newsweb.ServerConfig, error) {
 	if e.URL == "" {
 		return newsweb.ServerConfig{}, errors.New("[[server]] needs url = \"nntp://host\" or \"nntps://host\"")
@@ -129,13 +164,6 @@ func (e serverEntry) serverConfig() (newsweb.ServerConfig, error) {
 	if e.User != "" {
 		sc.User, sc.Pass = e.User, e.Pass
 	}
-	if e.CAFile != "" {
-		cfg, err := trustFile(e.CAFile)
-		if err != nil {
-			return newsweb.ServerConfig{}, err
-		}
-		sc.TLSConfig = cfg
-	}
 	return sc, nil
 }
 
@@ -143,11 +171,11 @@ func (e serverEntry) serverConfig() (newsweb.ServerConfig, error) {
 func trustFile(path string) (*tls.Config, error) {
 	pem, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("ca_file: %w", err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("ca_file %s: no PEM certificates", path)
+		return nil, fmt.Errorf("%s: no PEM certificates", path)
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/runtime/newsweb"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 const sampleConfig = `
@@ -39,13 +40,13 @@ priority_aging = "5s"
 `
 
 func TestParseConfig(t *testing.T) {
-	c, err := parseConfig([]byte(sampleConfig))
+	c, err := parseConfig("f.toml", []byte(sampleConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []newsweb.ServerConfig
-	for _, e := range c.Servers {
-		sc, err := e.serverConfig()
+	for i := range c.Servers {
+		sc, err := c.serverConfig(i)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,20 +69,61 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
+// TestParseConfigErrors: every mistake is located at FILE:LINE and its
+// key, as newsfeed and newsget locate theirs.
 func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
-		{"unknown key", "listen = \"x\"\nlistne = \"y\"\n", "unknown key"},
-		{"bad duration", "[cache]\narticle = \"forever\"\n", "forever"},
-		{"negative", "thread_limit = -1\n", "negative"},
-		{"not toml", "[[server]\n", ""},
+		{"unknown key", "listen = \"x\"\nlistne = \"y\"\n", "f.toml:2: listne: unknown key"},
+		{"unknown key in a server", "[[server]]\nurl = \"nntp://a\"\n[[server]]\nurl = \"nntp://b\"\nprot = 3\n",
+			"f.toml:5: server[2].prot: unknown key"},
+		{"bad duration", "[cache]\narticle = \"forever\"\n",
+			`f.toml:2: cache.article: bad duration "forever" (want e.g. "90s", "2h", "7d")`},
+		{"bad size", "[cache]\n\narticle_bytes = \"lots\"\n",
+			`f.toml:3: cache.article_bytes: bad size "lots" (want octets, or e.g. "512K", "10MB", "1.5G")`},
+		{"negative", "listen = \"x\"\nthread_limit = -1\n", "f.toml:2: thread_limit: must not be negative (got -1)"},
+		{"negative in a table", "[queue]\ncapacity = -5\n", "f.toml:2: queue.capacity: must not be negative (got -5)"},
+		{"log level", "log_level = \"loud\"\n", `f.toml:1: log_level: "loud": want debug, info, warn or error`},
+		{"server without url", "[[server]]\nname = \"a\"\n",
+			`f.toml:1: server[1].url: missing: want "nntp://host" or "nntps://host"`},
+		{"bad server url", "[[server]]\nurl = \"nntp://a\"\n[[server]]\nurl = \"http://b\"\n",
+			`f.toml:4: server[2].url: `}, // then newsweb.ParseServerURL's words
+		{"not toml", "listen = \"x\"\n[[server]\n", "f.toml:2: "},
 	} {
-		_, err := parseConfig([]byte(tc.text))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseConfig("f.toml", []byte(tc.text))
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
 	}
 	if _, err := (serverEntry{}).serverConfig(); err == nil {
 		t.Errorf("a [[server]] without url was accepted")
+	}
+}
+
+// TestConfigCAFile: a ca_file that cannot be read is located at its key.
+func TestConfigCAFile(t *testing.T) {
+	c, err := parseConfig("f.toml", []byte("[[server]]\nurl = \"nntps://a\"\nca_file = \"/nonexistent/ca.pem\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.serverConfig(0)
+	want := "f.toml:3: server[1].ca_file: open /nonexistent/ca.pem: no such file or directory"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+}
+
+// TestConfigUnits: the durations and sizes of all three programs' grammar.
+func TestConfigUnits(t *testing.T) {
+	c, err := parseConfig("f.toml", []byte("request_timeout = \"1m30s\"\n[cache]\narticle = \"7d\"\narticle_bytes = \"1.5G\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []int64{int64(c.RequestTimeout), int64(c.Cache.Article), int64(c.Cache.ArticleBytes)}
+	want := []int64{int64(90 * time.Second), int64(7 * 24 * time.Hour), 3 << 29}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
 	}
 }
 
@@ -92,13 +134,19 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("[[server]]\nurl = \"nntp://h\"\npriority = -3\n"))
 	f.Add([]byte("[cache]\nthreads = \"0s\"\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := parseConfig(b)
+		c, err := parseConfig("f.toml", b)
 		if err != nil {
+			if len(tomlconf.Errors(err)) == 0 {
+				t.Fatalf("error %v is not located", err)
+			}
 			return
 		}
-		for _, e := range c.Servers {
-			if sc, err := e.serverConfig(); err == nil && sc.Addr == "" {
-				t.Fatalf("server %+v converted without an address", e)
+		for i, e := range c.Servers {
+			if e.CAFile != "" {
+				continue // not a file to read while fuzzing
+			}
+			if sc, err := c.serverConfig(i); err != nil || sc.Addr == "" {
+				t.Fatalf("server %+v accepted but converts to %+v, %v", e, sc, err)
 			}
 		}
 		if err := c.cacheConfig().Validate(); err != nil {

@@ -103,7 +103,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	if *confPath != "" {
 		var err error
 		if cfg, err = loadConfig(*confPath); err != nil {
-			fmt.Fprintf(stderr, "newsweb: config: %v\n", err)
+			fmt.Fprintf(stderr, "newsweb: %v\n", err)
 			return 2
 		}
 	}
@@ -118,10 +118,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	level := slog.LevelInfo
 	if cfg.LogLevel != "" {
-		if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-			fmt.Fprintf(stderr, "newsweb: config: log_level %q: want debug, info, warn or error\n", cfg.LogLevel)
-			return 2
-		}
+		_ = level.UnmarshalText([]byte(cfg.LogLevel)) // parseConfig checked it
 	}
 	if *debug {
 		level = slog.LevelDebug
@@ -129,10 +126,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	var serverCfgs []newsweb.ServerConfig
-	for i, e := range cfg.Servers {
-		sc, err := e.serverConfig()
+	for i := range cfg.Servers {
+		sc, err := cfg.serverConfig(i)
 		if err != nil {
-			fmt.Fprintf(stderr, "newsweb: config: server %d: %v\n", i+1, err)
+			fmt.Fprintf(stderr, "newsweb: %v\n", err)
 			return 2
 		}
 		serverCfgs = append(serverCfgs, sc)
@@ -178,7 +175,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	fed := newsweb.NewFederated(svcs, newsweb.FederatedOptions{
 		Cache:             cfg.cacheConfig(),
-		ArticleCacheBytes: cfg.Cache.ArticleBytes,
+		ArticleCacheBytes: int64(cfg.Cache.ArticleBytes),
 		ThreadLimit:       cfg.ThreadLimit,
 		FetchTimeout:      timeout,
 		Logger:            log,

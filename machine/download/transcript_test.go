@@ -3,13 +3,11 @@ package download
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine/transcript"
 )
 
@@ -238,38 +236,28 @@ func replayFetch(tr transcript.Transcript, s fetchScript, split func([]byte) [][
 }
 
 func TestFetchTranscripts(t *testing.T) {
-	files, err := transcript.ReadFiles("testdata/*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f.Path), func(t *testing.T) {
-			tr := f.Transcript
-			s, err := readFetchHeader(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			limit := 0
-			if s.wholeOnly {
-				limit = 200
-			}
-			for _, split := range transcript.Splits(tr, transcript.Server, limit) {
-				if s.wholeOnly && split.Name == "lines" {
-					continue
-				}
-				l, err := replayFetch(tr, s, split.Fn)
+	transcript.Run(t, "testdata/*.txt", transcript.Server, func(f transcript.File) (transcript.Case, error) {
+		s, err := readFetchHeader(f.Transcript)
+		c := transcript.Case{
+			// The events, one a line, after the segments' bytes are checked.
+			Replay: func(split func([]byte) [][]byte) (string, error) {
+				l, err := replayFetch(f.Transcript, s, split)
 				if err != nil {
-					t.Fatalf("replay (%s): %v", split.Name, err)
-				}
-				if diff := cmp.Diff(s.want, summarize(l.evs)); diff != "" {
-					t.Fatalf("replay (%s): events (-want +got):\n%s", split.Name, diff)
+					return "", err
 				}
 				for k, want := range s.bytes {
 					if got := string(l.bytes[k]); got != want {
-						t.Fatalf("replay (%s): segment %s bytes %q, want %q", split.Name, k, got, want)
+						return "", fmt.Errorf("segment %s bytes %q, want %q", k, got, want)
 					}
 				}
-			}
-		})
-	}
+				return strings.Join(summarize(l.evs), "\n"), nil
+			},
+			Want:      strings.Join(s.want, "\n"),
+			WholeOnly: s.wholeOnly,
+		}
+		if s.wholeOnly {
+			c.Limit = 200
+		}
+		return c, err
+	})
 }

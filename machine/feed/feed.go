@@ -175,18 +175,10 @@ type Feed struct {
 // New returns a Feed on a connection set up at now. Its first event is
 // WantMore{Window}.
 func New(now time.Time, cfg Config) *Feed {
-	if cfg.Window <= 0 {
-		cfg.Window = DefaultWindow
-	}
-	if cfg.ResponseTimeout <= 0 {
-		cfg.ResponseTimeout = DefaultResponseTimeout
-	}
-	if cfg.NoCheckHigh <= 0 {
-		cfg.NoCheckHigh = DefaultNoCheckHigh
-	}
-	if cfg.NoCheckLow <= 0 {
-		cfg.NoCheckLow = DefaultNoCheckLow
-	}
+	machine.Default(&cfg.Window, DefaultWindow)
+	machine.Default(&cfg.ResponseTimeout, DefaultResponseTimeout)
+	machine.Default(&cfg.NoCheckHigh, DefaultNoCheckHigh)
+	machine.Default(&cfg.NoCheckLow, DefaultNoCheckLow)
 	if cfg.NoCheckLow > cfg.NoCheckHigh {
 		cfg.NoCheckLow = cfg.NoCheckHigh
 	}

@@ -2,7 +2,6 @@ package feed
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -221,33 +220,16 @@ func firstFeedCommand(tr transcript.Transcript) int {
 }
 
 func TestTranscripts(t *testing.T) {
-	files, err := transcript.ReadFiles("testdata/*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f.Path), func(t *testing.T) {
-			tr := f.Transcript
-			s, err := readHeader(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			limit := 0
-			if s.wholeOnly {
-				limit = 64 // a recorded run can be long; its start is what varies
-			}
-			for _, split := range transcript.Splits(tr, transcript.Server, limit) {
-				if s.wholeOnly && split.Name == "lines" {
-					continue
-				}
-				got, err := replayFeed(tr, s, split.Fn)
-				if err != nil {
-					t.Fatalf("replay (%s): %v", split.Name, err)
-				}
-				if want := s.want + s.tally; got != want {
-					t.Fatalf("replay (%s): events\n  %s\nwant\n  %s", split.Name, got, want)
-				}
-			}
-		})
-	}
+	transcript.Run(t, "testdata/*.txt", transcript.Server, func(f transcript.File) (transcript.Case, error) {
+		s, err := readHeader(f.Transcript)
+		c := transcript.Case{
+			Replay:    func(split func([]byte) [][]byte) (string, error) { return replayFeed(f.Transcript, s, split) },
+			Want:      s.want + s.tally,
+			WholeOnly: s.wholeOnly,
+		}
+		if s.wholeOnly {
+			c.Limit = 64 // a recorded run can be long; its start is what varies
+		}
+		return c, err
+	})
 }

@@ -333,7 +333,7 @@ func (h *Handshake) line(now time.Time, line []byte) error {
 func (h *Handshake) capLine(now time.Time, line []byte) {
 	if len(line) > 0 && line[0] == '.' {
 		if len(line) == 1 {
-			h.caps, h.pending, h.capsFresh = parseCaps(h.pending), nil, true
+			h.caps, h.pending, h.capsFresh = proto.ParseCapabilitiesLoose(h.pending), nil, true
 			h.advance(now)
 			return
 		}

@@ -148,7 +148,7 @@ func (s *Session) line(now time.Time, line []byte) error {
 	if s.state == StateCapabilityList {
 		if len(line) > 0 && line[0] == '.' {
 			if len(line) == 1 {
-				s.done.Capabilities = parseCaps(s.caps)
+				s.done.Capabilities = proto.ParseCapabilitiesLoose(s.caps)
 				s.send(now, s.cmd, StateCommand)
 				return nil
 			}

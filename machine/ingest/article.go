@@ -214,36 +214,3 @@ func (g *Ingest) keepFields(h *proto.Header) {
 	}
 	h.Fields = h.Fields[:n:n]
 }
-
-// AppendWire appends to dst the article a in the form the spool stores:
-// pathHost prepended to its Path field (RFC 5537 §3.2.1; none when pathHost
-// is empty), dot-stuffed, ending in ".\r\n" (RFC 3977 §3.1.1). It fails
-// when the article has no Path field or pathHost is not a valid path
-// identity (RFC 5536 §3.1.5).
-func AppendWire(dst []byte, a Article, pathHost string) ([]byte, error) {
-	var e proto.BlockEncoder
-	if pathHost == "" {
-		return e.Close(e.Append(dst, a.Data)), nil
-	}
-	if a.Body < 0 || a.Body > len(a.Data) {
-		return dst, fmt.Errorf("ingest: wire form of %s: body offset %d outside the article", a.MessageID, a.Body)
-	}
-	hdr := a.Data[:a.Body]
-	if len(hdr) > 0 && hdr[0] == '.' || bytes.Contains(hdr, []byte("\n.")) {
-		// A header line that begins with '.' needs stuffing: build the
-		// new header apart, then stuff it with the body.
-		h, err := proto.PrependPathIdentity(nil, hdr, a.Header, pathHost)
-		if err != nil {
-			return dst, fmt.Errorf("ingest: wire form of %s: %w", a.MessageID, err)
-		}
-		dst = e.Append(dst, h)
-		return e.Close(e.Append(dst, a.Data[a.Body:])), nil
-	}
-	start := len(dst)
-	dst, err := proto.PrependPathIdentity(dst, hdr, a.Header, pathHost)
-	if err != nil {
-		return dst[:start], fmt.Errorf("ingest: wire form of %s: %w", a.MessageID, err)
-	}
-	// The header ends a line, so the encoder starts at a line start.
-	return e.Close(e.Append(dst, a.Data[a.Body:])), nil
-}

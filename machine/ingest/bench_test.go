@@ -82,20 +82,3 @@ func BenchmarkCheck(b *testing.B) {
 	b.SetBytes(int64(len(stream) / n))
 	runBench(b, stream, n, "238 ")
 }
-
-// BenchmarkAppendWire: the spool's form of a 2 KB article with the Path
-// identity prepended.
-func BenchmarkAppendWire(b *testing.B) {
-	g := New(t0, Config{PathHost: "relay.example"})
-	g.Receive(t0, []byte(takethis("<w@x>", benchArticle("<w@x>"))))
-	ev, _ := g.NextEvent()
-	a := ev.(Article)
-	b.SetBytes(int64(len(a.Data)))
-	var dst []byte
-	for b.Loop() {
-		var err error
-		if dst, err = AppendWire(dst[:0], a, "relay.example"); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -52,7 +52,7 @@ type Article struct {
 	MessageID string // the command's id, equal to the Message-ID field
 	// Data is the article as received, dot-unstuffed (RFC 3977 §3.1.1):
 	// header and body with their line endings, without the terminating
-	// line. It belongs to the owner; AppendWire makes the spool's form.
+	// line. It belongs to the owner; proto.AppendWire makes the spool's form.
 	// Small articles share one 64 KiB array (each capped to its own
 	// part), so holding a Data long keeps that array alive: store and drop.
 	Data []byte

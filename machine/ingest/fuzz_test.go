@@ -247,10 +247,12 @@ func FuzzIngest(f *testing.F) {
 		// Every stored article has a wire form the spool takes: it ends in
 		// "\r\n.\r\n" and decodes to the article with the Path identity.
 		for _, a := range o.stored {
-			w, err := AppendWire(nil, a, "relay.example")
+			// As the relay stores it: Path identity prepended, wire form.
+			withPath, err := proto.PrependPathIdentity(nil, a.Data, a.Header, "relay.example")
 			if err != nil {
-				t.Fatalf("AppendWire(%s): %v", a.MessageID, err)
+				t.Fatalf("PrependPathIdentity(%s): %v", a.MessageID, err)
 			}
+			w := proto.AppendWire(nil, withPath)
 			if !bytes.HasSuffix(w, []byte("\r\n.\r\n")) {
 				t.Fatalf("wire form of %s ends %q", a.MessageID, w[max(0, len(w)-8):])
 			}

@@ -43,7 +43,8 @@ package ingest
 // (RFC 4644 §2.5). The complete article is checked (article.go) and either
 // refused by the machine (439/437 and a Rejected event) or handed to the
 // owner. The owner prepends the relay's Path identity and stores the spool's
-// wire form (AppendWire) before it answers Stored.
+// wire form (proto.PrependPathIdentity, proto.AppendWire) before it answers
+// Stored.
 //
 // Refusals that are not about one article. When the owner says the relay is
 // not accepting (SetAccepting false: disk full, shutting down), CHECK draws
@@ -74,6 +75,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/newsflow/newsflow/machine"
 	"github.com/newsflow/newsflow/proto"
 )
 
@@ -87,7 +89,7 @@ const (
 	// a command line or an article.
 	DefaultTransferTimeout = 2 * time.Minute
 	// DefaultMaxArticleSize bounds one article, dot-unstuffed, in octets.
-	// The wire form AppendWire makes is a little larger (stuffing dots,
+	// The spool's wire form (proto.AppendWire) is a little larger (stuffing dots,
 	// the Path identity, the terminator): keep the spool's limit above it.
 	DefaultMaxArticleSize = 16 << 20
 	// DefaultMaxPending bounds the responses queued for one connection.
@@ -145,21 +147,11 @@ func (c Config) withDefaults() Config {
 	if c.Implementation == "" {
 		c.Implementation = DefaultImplementation
 	}
-	if c.MaxArticleSize <= 0 {
-		c.MaxArticleSize = DefaultMaxArticleSize
-	}
-	if c.MaxPending <= 0 {
-		c.MaxPending = DefaultMaxPending
-	}
-	if c.MaxBuffered <= 0 {
-		c.MaxBuffered = DefaultMaxBuffered
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.TransferTimeout <= 0 {
-		c.TransferTimeout = DefaultTransferTimeout
-	}
+	machine.Default(&c.MaxArticleSize, DefaultMaxArticleSize)
+	machine.Default(&c.MaxPending, DefaultMaxPending)
+	machine.Default(&c.MaxBuffered, DefaultMaxBuffered)
+	machine.Default(&c.IdleTimeout, DefaultIdleTimeout)
+	machine.Default(&c.TransferTimeout, DefaultTransferTimeout)
 	return c
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/newsflow/newsflow/proto"
 )
 
 // harness drives one Ingest; its clock starts at t0 and moves only by tick.
@@ -662,60 +661,6 @@ func TestArticleData(t *testing.T) {
 	}
 	if got := a.Header.Get("Subject"); got != "test article" {
 		t.Errorf("Header Subject %q", got)
-	}
-}
-
-func TestAppendWire(t *testing.T) {
-	parse := func(data string) Article {
-		h, body, err := proto.ParseHeaders([]byte(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Article{MessageID: a1, Data: []byte(data), Header: h, Body: body}
-	}
-	cases := []struct {
-		name, data, host, want, err string
-	}{
-		{"path prepended, body stuffed", "Path: up!x\r\nSubject: s\r\n\r\n.dot\r\nend\r\n", "relay.example",
-			"Path: relay.example!up!x\r\nSubject: s\r\n\r\n..dot\r\nend\r\n.\r\n", ""},
-		{"no space after the colon", "Path:up!x\r\n\r\nb\r\n", "relay.example",
-			"Path: relay.example!up!x\r\n\r\nb\r\n.\r\n", ""},
-		{"a header line that begins with a dot is stuffed", "Path: up\r\n.X: y\r\n\r\nb\r\n", "r",
-			"Path: r!up\r\n..X: y\r\n\r\nb\r\n.\r\n", ""},
-		{"no body", "Path: up\r\nSubject: s\r\n", "r", "Path: r!up\r\nSubject: s\r\n.\r\n", ""},
-		{"no path host: stuffed as is", "Path: up\r\n\r\n.b\r\n", "", "Path: up\r\n\r\n..b\r\n.\r\n", ""},
-		{"no Path field", "Subject: s\r\n\r\nb\r\n", "r", "", "ingest: wire form of <a1@example.com>: article header: Path: header field missing"},
-		{"bad path identity", "Path: up\r\n\r\nb\r\n", "a b", "", `ingest: wire form of <a1@example.com>: path identity "a b": whitespace not allowed at offset 1 (RFC 5536 §3.1.5)`},
-	}
-	for _, tc := range cases {
-		got, err := AppendWire([]byte("prefix:"), parse(tc.data), tc.host)
-		gotErr := ""
-		if err != nil {
-			gotErr = err.Error()
-		}
-		if gotErr != tc.err {
-			t.Errorf("%s: error %q, want %q", tc.name, gotErr, tc.err)
-			continue
-		}
-		if err == nil {
-			if diff := cmp.Diff("prefix:"+tc.want, string(got)); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", tc.name, diff)
-			}
-			// The wire form decodes back to the article with the new Path.
-			dec := proto.NewBlockDecoder(0)
-			out, n, done, err := dec.Decode(nil, got[len("prefix:"):])
-			if err != nil || !done || n != len(got)-len("prefix:") {
-				t.Errorf("%s: wire form does not decode: %v done=%v n=%d", tc.name, err, done, n)
-			}
-			want := tc.data
-			if tc.host != "" {
-				want = strings.Replace(tc.data, "Path:", "Path: "+tc.host+"!", 1)
-				want = strings.Replace(want, "! ", "!", 1)
-			}
-			if string(out) != want {
-				t.Errorf("%s: decodes to %q, want %q", tc.name, out, want)
-			}
-		}
 	}
 }
 

@@ -242,7 +242,7 @@ func (g *Ingest) fastCommand(line []byte) (proto.Command, bool) {
 	if len(line) > proto.MaxCommandLine {
 		return proto.Command{}, false // ParseCommand refuses it
 	}
-	b := trimEOL(line)
+	b := proto.TrimEOL(line)
 	var verb string
 	switch {
 	case bytes.HasPrefix(b, []byte("CHECK ")):
@@ -262,15 +262,4 @@ func (g *Ingest) fastCommand(line []byte) (proto.Command, bool) {
 	}
 	g.arg[0] = string(b)
 	return proto.Command{Verb: verb, Args: g.arg[:]}, true
-}
-
-// trimEOL removes one trailing CRLF or LF.
-func trimEOL(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		b = b[:n-1]
-		if n := len(b); n > 0 && b[n-1] == '\r' {
-			b = b[:n-1]
-		}
-	}
-	return b
 }

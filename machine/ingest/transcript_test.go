@@ -3,13 +3,11 @@ package ingest
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine/transcript"
 )
 
@@ -110,40 +108,23 @@ func replay(tr transcript.Transcript, split func([]byte) [][]byte) (*owner, erro
 }
 
 func TestTranscripts(t *testing.T) {
-	files, err := transcript.ReadFiles("testdata/*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	splits := []transcript.Split{
-		{Name: "lines", Fn: nil},
-		{Name: "whole", Fn: transcript.Whole},
-		{Name: "bytes", Fn: transcript.Chunks(1)},
-		{Name: "chunks7", Fn: transcript.Chunks(7)},
-		{Name: "cut3", Fn: transcript.CutAt(3)},
-		{Name: "cut100", Fn: transcript.CutAt(100)},
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f.Path), ".txt"), func(t *testing.T) {
-			tr := f.Transcript
-			hdr, err := readHeader(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var logs [][]string
-			for _, sp := range splits {
-				o, err := replay(tr, sp.Fn)
+	transcript.Run(t, "testdata/*.txt", transcript.Client, func(f transcript.File) (transcript.Case, error) {
+		hdr, err := readHeader(f.Transcript)
+		return transcript.Case{
+			// The owner's log of events, the same under every split
+			// unless the header says otherwise.
+			Replay: func(split func([]byte) [][]byte) (string, error) {
+				o, err := replay(f.Transcript, split)
 				if err != nil {
-					t.Fatalf("split %s: %v", sp.Name, err)
+					return "", err
 				}
-				logs = append(logs, o.log)
-			}
-			for i := 1; i < len(logs) && !hdr.splitEvents; i++ {
-				if diff := cmp.Diff(logs[0], logs[i]); diff != "" {
-					t.Errorf("events differ between splits %s and %s (-+):\n%s", splits[0].Name, splits[i].Name, diff)
-				}
-			}
-		})
-	}
+				return strings.Join(o.log, "\n"), nil
+			},
+			Varies: hdr.splitEvents,
+			Limit:  128,
+			Extra:  []transcript.Split{{Name: "chunks7", Fn: transcript.Chunks(7)}},
+		}, err
+	})
 }
 
 // TestTranscriptsCatchDivergence: a replay that should fail does, so the

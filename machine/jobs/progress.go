@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -138,15 +139,7 @@ func (f FileProgress) MissingRanges() []Range {
 			rs = append(rs, Range{x.Begin, x.End})
 		}
 	}
-	slices.SortFunc(rs, func(a, b Range) int {
-		switch {
-		case a.Begin < b.Begin:
-			return -1
-		case a.Begin > b.Begin:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(rs, func(a, b Range) int { return cmp.Compare(a.Begin, b.Begin) })
 	out := rs[:0]
 	for _, r := range rs {
 		if n := len(out); n > 0 && r.Begin <= out[n-1].End {

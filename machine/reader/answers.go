@@ -203,7 +203,7 @@ func (c *Client) modeReaderAnswer(now time.Time, r proto.Response) {
 // plans the request's step again.
 func (c *Client) capsAnswer(now time.Time, a answer) {
 	if a.resp.Code == proto.CodeCapabilities {
-		c.caps = parseCaps(proto.PayloadLines(a.block))
+		c.caps = proto.ParseCapabilitiesLoose(proto.PayloadLines(a.block))
 		c.hints = Hints{}
 	} else {
 		c.caps, c.hints = proto.CapabilitySet{}, Hints{Legacy: true}

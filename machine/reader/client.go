@@ -56,6 +56,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/newsflow/newsflow/machine"
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/proto"
 )
@@ -111,24 +112,12 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.MaxLine <= 0 {
-		c.MaxLine = DefaultMaxLine
-	}
-	if c.MaxOverviewLine <= 0 {
-		c.MaxOverviewLine = DefaultMaxOverviewLine
-	}
-	if c.MaxResponse <= 0 {
-		c.MaxResponse = DefaultMaxResponse
-	}
-	if c.ThreadLimit <= 0 {
-		c.ThreadLimit = DefaultThreadLimit
-	}
-	if c.HeadWindow <= 0 {
-		c.HeadWindow = DefaultHeadWindow
-	}
+	machine.Default(&c.Timeout, DefaultTimeout)
+	machine.Default(&c.MaxLine, DefaultMaxLine)
+	machine.Default(&c.MaxOverviewLine, DefaultMaxOverviewLine)
+	machine.Default(&c.MaxResponse, DefaultMaxResponse)
+	machine.Default(&c.ThreadLimit, DefaultThreadLimit)
+	machine.Default(&c.HeadWindow, DefaultHeadWindow)
 	if c.GroupMaxAge == 0 {
 		c.GroupMaxAge = DefaultGroupMaxAge
 	}

@@ -2,7 +2,6 @@ package reader
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -363,25 +362,14 @@ func firstClientCommandAfterReady(tr transcript.Transcript) int {
 
 // TestTranscripts replays every testdata/*.txt.
 func TestTranscripts(t *testing.T) {
-	files, err := transcript.ReadFiles("testdata/*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f.Path), ".txt"), func(t *testing.T) {
-			tr := f.Transcript
-			s, err := readScript(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Lines, whole runs, bytes, every run cut at every offset (up
-			// to the longest run), and chunks of 7.
-			splits := append(transcript.Splits(tr, transcript.Server, 4096), transcript.Split{Name: "chunks7", Fn: transcript.Chunks(7)})
-			for _, split := range splits {
-				if err := replayScript(tr, s, split.Fn); err != nil {
-					t.Fatalf("split %s: %v", split.Name, err)
-				}
-			}
-		})
-	}
+	// Lines, whole runs, bytes, every run cut at every offset (up to the
+	// longest run), and chunks of 7; replayScript checks the events itself.
+	transcript.Run(t, "testdata/*.txt", transcript.Server, func(f transcript.File) (transcript.Case, error) {
+		s, err := readScript(f.Transcript)
+		return transcript.Case{
+			Replay: func(split func([]byte) [][]byte) (string, error) { return "", replayScript(f.Transcript, s, split) },
+			Limit:  4096,
+			Extra:  []transcript.Split{{Name: "chunks7", Fn: transcript.Chunks(7)}},
+		}, err
+	})
 }

@@ -48,18 +48,18 @@ type Config struct {
 	// net.Conn.
 	Runtime string `toml:"runtime"`
 	// StatsInterval is how often a stats line per peer is logged.
-	StatsInterval Duration `toml:"stats_interval"`
+	StatsInterval tomlconf.Duration `toml:"stats_interval"`
 	// MaxArticleSize is the largest article ingest accepts, in octets.
-	MaxArticleSize Size `toml:"max_article_size"`
+	MaxArticleSize tomlconf.Size `toml:"max_article_size"`
 	// HistoryRetention is how long stored message-ids are remembered (and
 	// refused when offered again).
-	HistoryRetention Duration `toml:"history_retention"`
+	HistoryRetention tomlconf.Duration `toml:"history_retention"`
 	// SpoolMaxAge and SpoolMaxBytes bound the spool (0: no limit).
-	SpoolMaxAge   Duration `toml:"spool_max_age"`
-	SpoolMaxBytes Size     `toml:"spool_max_bytes"`
+	SpoolMaxAge   tomlconf.Duration `toml:"spool_max_age"`
+	SpoolMaxBytes tomlconf.Size     `toml:"spool_max_bytes"`
 	// CommitDelay is how long the group commit waits to gather more
 	// articles before one fsync (0: commit as soon as the previous one ends).
-	CommitDelay Duration `toml:"commit_delay"`
+	CommitDelay tomlconf.Duration `toml:"commit_delay"`
 	// Pprof serves Go's profiler (net/http/pprof) under /debug/pprof/ on
 	// the admin listener; off by default (profiles expose internals).
 	Pprof bool `toml:"pprof"`
@@ -76,13 +76,13 @@ type Config struct {
 
 // PeerConfig is one outgoing peer ([[peer]] table).
 type PeerConfig struct {
-	Name        string   `toml:"name"`        // names the peer in logs, stats and backlog files
-	Host        string   `toml:"host"`        // host name or address
-	Port        int      `toml:"port"`        // default 119, 563 with tls
-	Connections int      `toml:"connections"` // connections to open (default 2)
-	Groups      []string `toml:"groups"`      // newsfeeds patterns (default ["*"])
-	PathName    string   `toml:"pathname"`    // skip articles whose Path holds this (default: name)
-	MaxSize     Size     `toml:"max_size"`    // skip larger articles (0: no limit)
+	Name        string        `toml:"name"`        // names the peer in logs, stats and backlog files
+	Host        string        `toml:"host"`        // host name or address
+	Port        int           `toml:"port"`        // default 119, 563 with tls
+	Connections int           `toml:"connections"` // connections to open (default 2)
+	Groups      []string      `toml:"groups"`      // newsfeeds patterns (default ["*"])
+	PathName    string        `toml:"pathname"`    // skip articles whose Path holds this (default: name)
+	MaxSize     tomlconf.Size `toml:"max_size"`    // skip larger articles (0: no limit)
 
 	TLS       bool   `toml:"tls"`        // TLS from the first byte (NNTPS)
 	StartTLS  bool   `toml:"starttls"`   // STARTTLS (RFC 4642) before feeding
@@ -103,69 +103,15 @@ type PeerConfig struct {
 	// spills to backlog files.
 	QueueSize int `toml:"queue_size"`
 
-	BacklogMaxBytes Size     `toml:"backlog_max_bytes"` // drop oldest backlog beyond this (0: no limit)
-	BacklogMaxAge   Duration `toml:"backlog_max_age"`   // drop backlog older than this (0: no limit)
-	DeferDelay      Duration `toml:"defer_delay"`       // first retry of a deferred article
-	DeferMaxDelay   Duration `toml:"defer_max_delay"`   // the doubling delay stops here
-	MaxDefers       int      `toml:"max_defers"`        // deferrals before an article is dropped
+	BacklogMaxBytes tomlconf.Size     `toml:"backlog_max_bytes"` // drop oldest backlog beyond this (0: no limit)
+	BacklogMaxAge   tomlconf.Duration `toml:"backlog_max_age"`   // drop backlog older than this (0: no limit)
+	DeferDelay      tomlconf.Duration `toml:"defer_delay"`       // first retry of a deferred article
+	DeferMaxDelay   tomlconf.Duration `toml:"defer_max_delay"`   // the doubling delay stops here
+	MaxDefers       int               `toml:"max_defers"`        // deferrals before an article is dropped
 
-	ConnectTimeout  Duration `toml:"connect_timeout"`  // dial and handshake
-	ResponseTimeout Duration `toml:"response_timeout"` // silence before a connection is dropped
-	ReconnectMax    Duration `toml:"reconnect_max"`    // cap of the reconnect backoff
-}
-
-// Duration is a TOML duration: a string in Go syntax ("90s", "1h30m") or
-// with a day suffix ("7d").
-type Duration time.Duration
-
-// UnmarshalText parses a duration string.
-func (d *Duration) UnmarshalText(b []byte) error {
-	s := strings.TrimSpace(string(b))
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.ParseFloat(n, 64)
-		if err != nil || days < 0 {
-			return fmt.Errorf("bad duration %q (want e.g. \"90s\", \"2h\", \"7d\")", s)
-		}
-		*d = Duration(days * float64(24*time.Hour))
-		return nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil || v < 0 {
-		return fmt.Errorf("bad duration %q (want e.g. \"90s\", \"2h\", \"7d\")", s)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalText formats the duration in Go syntax.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-// D returns d as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// Size is a number of octets: a TOML integer, or a string with a unit
-// ("512K", "10MB", "1GiB"; K, M, G are powers of 1024).
-type Size int64
-
-// UnmarshalText parses a size string.
-func (s *Size) UnmarshalText(b []byte) error {
-	t := strings.ToUpper(strings.TrimSpace(string(b)))
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
-		if n, ok := strings.CutSuffix(t, u.suffix); ok {
-			t, mult = strings.TrimSpace(n), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return fmt.Errorf("bad size %q (want octets, or e.g. \"512K\", \"10MB\")", string(b))
-	}
-	*s = Size(n * mult)
-	return nil
+	ConnectTimeout  tomlconf.Duration `toml:"connect_timeout"`  // dial and handshake
+	ResponseTimeout tomlconf.Duration `toml:"response_timeout"` // silence before a connection is dropped
+	ReconnectMax    tomlconf.Duration `toml:"reconnect_max"`    // cap of the reconnect backoff
 }
 
 // ConfigError is a configuration mistake, located in its file
@@ -181,11 +127,7 @@ func LoadConfig(file string) (*Config, error) {
 	if file == "" {
 		return ParseConfig(EmbeddedSource, DefaultConfigText)
 	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return ParseConfig(file, b)
+	return tomlconf.Load(file, ParseConfig)
 }
 
 // ParseConfig parses TOML text, applies the defaults and checks every
@@ -264,16 +206,16 @@ func (c *Config) applyDefaults() error {
 		c.Runtime = "goroutine"
 	}
 	if !c.Has("stats_interval") {
-		c.StatsInterval = Duration(DefaultStatsInterval)
+		c.StatsInterval = tomlconf.Duration(DefaultStatsInterval)
 	}
 	if !c.Has("max_article_size") {
 		c.MaxArticleSize = DefaultMaxArticleSize
 	}
 	if !c.Has("history_retention") {
-		c.HistoryRetention = Duration(DefaultHistory)
+		c.HistoryRetention = tomlconf.Duration(DefaultHistory)
 	}
 	if !c.Has("spool_max_age") {
-		c.SpoolMaxAge = Duration(DefaultSpoolMaxAge)
+		c.SpoolMaxAge = tomlconf.Duration(DefaultSpoolMaxAge)
 	}
 	if !c.Has("commit_delay") {
 		c.CommitDelay = 0
@@ -327,22 +269,22 @@ func (p *PeerConfig) applyDefaults(c *Config, pre string) {
 		p.QueueSize = 4096
 	}
 	if !has("defer_delay") {
-		p.DeferDelay = Duration(time.Minute)
+		p.DeferDelay = tomlconf.Duration(time.Minute)
 	}
 	if !has("defer_max_delay") {
-		p.DeferMaxDelay = Duration(time.Hour)
+		p.DeferMaxDelay = tomlconf.Duration(time.Hour)
 	}
 	if !has("max_defers") {
 		p.MaxDefers = 10
 	}
 	if !has("connect_timeout") {
-		p.ConnectTimeout = Duration(30 * time.Second)
+		p.ConnectTimeout = tomlconf.Duration(30 * time.Second)
 	}
 	if !has("response_timeout") {
-		p.ResponseTimeout = Duration(5 * time.Minute)
+		p.ResponseTimeout = tomlconf.Duration(5 * time.Minute)
 	}
 	if !has("reconnect_max") {
-		p.ReconnectMax = Duration(5 * time.Minute)
+		p.ReconnectMax = tomlconf.Duration(5 * time.Minute)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 func TestParseConfigIssueExample(t *testing.T) {
@@ -35,9 +36,9 @@ max_size    = 1048576
 		Name: "inn1", Host: "127.0.0.1", Port: 119, Connections: 2,
 		Groups: []string{"*", "!control.*"}, PathName: "inn1.example", MaxSize: 1048576,
 		TLSVerify: &yes, Streaming: "auto", Window: 100, QueueSize: 4096,
-		DeferDelay: Duration(time.Minute), DeferMaxDelay: Duration(time.Hour), MaxDefers: 10,
-		ConnectTimeout: Duration(30 * time.Second), ResponseTimeout: Duration(5 * time.Minute),
-		ReconnectMax: Duration(5 * time.Minute),
+		DeferDelay: tomlconf.Duration(time.Minute), DeferMaxDelay: tomlconf.Duration(time.Hour), MaxDefers: 10,
+		ConnectTimeout: tomlconf.Duration(30 * time.Second), ResponseTimeout: tomlconf.Duration(5 * time.Minute),
+		ReconnectMax: tomlconf.Duration(5 * time.Minute),
 	}
 	if diff := cmp.Diff([]PeerConfig{want}, c.Peers); diff != "" {
 		t.Errorf("peers (-want +got):\n%s", diff)

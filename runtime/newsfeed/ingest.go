@@ -1,7 +1,6 @@
 package newsfeed
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -301,7 +300,7 @@ func (r *Relay) store(now time.Time, id string, data []byte, h proto.Header, buf
 	// The wire form goes in the same buffer, after withPath (the spool
 	// copies it), so a connection stores article after article without a
 	// new buffer for each.
-	full := appendWire(withPath, withPath)
+	full := proto.AppendWire(withPath, withPath)
 	wire := full[len(withPath):]
 	*buf = full[:0]
 	groups, _ := h.Newsgroups()
@@ -337,36 +336,6 @@ func (r *Relay) store(now time.Time, id string, data []byte, h proto.Header, buf
 	}
 	return ingest.Result{}, true
 }
-
-// appendWire appends native (LF or CRLF line ends) to dst in wire form,
-// exactly as proto.ToWire returns it: CRLF line ends, dot-stuffed, a final
-// line end added if missing, terminated. An article whose lines all end in
-// CRLF already (what ingest receives) is stuffed in one pass; one with bare
-// LFs goes line by line, as ToWire does. native may be dst's own bytes
-// before len(dst): appends only write after them.
-func appendWire(dst, native []byte) []byte {
-	var enc proto.BlockEncoder
-	if bytes.Count(native, []byte("\n")) == bytes.Count(native, []byte("\r\n")) {
-		return enc.Close(enc.Append(dst, native))
-	}
-	for len(native) > 0 {
-		i := bytes.IndexByte(native, '\n')
-		if i < 0 {
-			dst = enc.Append(dst, native)
-			break
-		}
-		line := native[:i]
-		if i > 0 && native[i-1] == '\r' {
-			line = native[:i-1]
-		}
-		dst = enc.Append(dst, line)
-		dst = enc.Append(dst, crlf)
-		native = native[i+1:]
-	}
-	return enc.Close(dst)
-}
-
-var crlf = []byte("\r\n")
 
 // stored hands the committer's result to the connection (any goroutine).
 func (ic *inConn) stored(seq uint64, res ingest.Result) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,22 +36,22 @@ import (
 //	level = 0  group = 0  optional = false  retention = 3000  join_group = false
 //	cert_verification = true  ca_file = ""  ip_version = "auto"  active = true
 type Config struct {
-	Source         string         `toml:"-"` // the file it came from, for messages
-	DownloadDir    string         `toml:"download_dir"`
-	QueueDir       string         `toml:"queue_dir"`
-	Rate           Size           `toml:"rate"`
-	DailyQuota     Size           `toml:"daily_quota"`
-	MonthlyQuota   Size           `toml:"monthly_quota"`
-	QuotaDay       int            `toml:"quota_day"`
-	ArticleRetries int            `toml:"article_retries"`
-	ArticleTimeout Duration       `toml:"article_timeout"`
-	ConnectTimeout Duration       `toml:"connect_timeout"`
-	IdleTimeout    Duration       `toml:"idle_timeout"`
-	Unpack         *bool          `toml:"unpack"`  // true when absent
-	Cleanup        *bool          `toml:"cleanup"` // true when absent
-	Servers        []ServerConfig `toml:"server"`
-	Serve          ServeConfig    `toml:"serve"`    // newsget serve (serve_config.go)
-	Categories     []Category     `toml:"category"` // newsget serve's categories
+	Source         string            `toml:"-"` // the file it came from, for messages
+	DownloadDir    string            `toml:"download_dir"`
+	QueueDir       string            `toml:"queue_dir"`
+	Rate           tomlconf.Size     `toml:"rate"`
+	DailyQuota     tomlconf.Size     `toml:"daily_quota"`
+	MonthlyQuota   tomlconf.Size     `toml:"monthly_quota"`
+	QuotaDay       int               `toml:"quota_day"`
+	ArticleRetries int               `toml:"article_retries"`
+	ArticleTimeout tomlconf.Duration `toml:"article_timeout"`
+	ConnectTimeout tomlconf.Duration `toml:"connect_timeout"`
+	IdleTimeout    tomlconf.Duration `toml:"idle_timeout"`
+	Unpack         *bool             `toml:"unpack"`  // true when absent
+	Cleanup        *bool             `toml:"cleanup"` // true when absent
+	Servers        []ServerConfig    `toml:"server"`
+	Serve          ServeConfig       `toml:"serve"`    // newsget serve (serve_config.go)
+	Categories     []Category        `toml:"category"` // newsget serve's categories
 
 	keys tomlconf.Keys // "server[1].port" -> line
 }
@@ -139,70 +138,13 @@ func (v IPVersion) Network() string {
 	return "tcp"
 }
 
-// Size is a byte count written as an integer or a string with a suffix:
-// "512K", "20M", "1.5G", "1T" (powers of 1024).
-type Size int64
-
-// UnmarshalText parses "20M" and friends.
-func (s *Size) UnmarshalText(b []byte) error {
-	v, err := ParseSize(string(b))
-	if err != nil {
-		return err
-	}
-	*s = v
-	return nil
-}
-
-// ParseSize parses a byte count: digits with an optional K, M, G or T
-// suffix (powers of 1024, an optional trailing "B" or "iB"), e.g. "20M".
-func ParseSize(t string) (Size, error) {
-	t = strings.TrimSpace(t)
-	u := strings.ToUpper(t)
-	u = strings.TrimSuffix(strings.TrimSuffix(u, "IB"), "B")
-	mult := 1.0
-	if n := len(u); n > 0 {
-		switch u[n-1] {
-		case 'K':
-			mult, u = 1<<10, u[:n-1]
-		case 'M':
-			mult, u = 1<<20, u[:n-1]
-		case 'G':
-			mult, u = 1<<30, u[:n-1]
-		case 'T':
-			mult, u = 1<<40, u[:n-1]
-		}
-	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(u), 64)
-	if err != nil || f < 0 || f*mult > 1<<62 {
-		return 0, fmt.Errorf("bad size %q (want bytes, or e.g. \"512K\", \"20M\", \"1.5G\")", t)
-	}
-	return Size(f * mult), nil
-}
-
-// Duration is a time.Duration written as "60s", "2m".
-type Duration time.Duration
-
-// UnmarshalText parses a Go duration.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil || v < 0 {
-		return fmt.Errorf("bad duration %q (want e.g. \"30s\", \"2m\")", string(b))
-	}
-	*d = Duration(v)
-	return nil
-}
-
 // ConfigError is a configuration mistake, located in its file
 // (FILE:LINE: KEY: MESSAGE).
 type ConfigError = tomlconf.Error
 
 // LoadConfig reads and checks a configuration file.
 func LoadConfig(file string) (*Config, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return ParseConfig(file, b)
+	return tomlconf.Load(file, ParseConfig)
 }
 
 // ParseConfig parses TOML text and checks every value. Errors are
@@ -211,12 +153,7 @@ func ParseConfig(name string, text []byte) (*Config, error) {
 	c := &Config{Source: name}
 	keys, err := tomlconf.Decode(name, text, c)
 	if err != nil {
-		// Name keys of [[server]] tables by their number.
-		for _, e := range tomlconf.Errors(err) {
-			if e.Key != "" {
-				e.Key = keys.Indexed(e.Line, e.Key)
-			}
-		}
+		keys.Number(err) // "server[2].port"
 		return nil, err
 	}
 	c.keys = keys

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 // TestTLS: a self-signed certificate is refused with verification on
@@ -106,7 +107,7 @@ func TestIdleClose(t *testing.T) {
 	c := server(s, "s1")
 	c.Connections, c.Pipeline = 2, 1
 	r := newRun(t, c)
-	r.cfg.IdleTimeout = Duration(50 * time.Millisecond)
+	r.cfg.IdleTimeout = tomlconf.Duration(50 * time.Millisecond)
 	sum := r.run(t, posting.NZB(a, b))
 	if !sum.Complete() {
 		t.Fatalf("not complete: %v", results(sum))
@@ -137,7 +138,7 @@ func TestRateLimit(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	p := newPosting("rate.bin", 60, 60000, 6000)
 	serve(t, s, nil, p)
-	for _, rate := range []Size{0, 40000} {
+	for _, rate := range []tomlconf.Size{0, 40000} {
 		r := newRun(t, server(s, "s1"))
 		r.cfg.Rate = rate
 		sum := r.run(t, posting.NZB(p))

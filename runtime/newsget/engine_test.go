@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 // TestDownloadBasic downloads two multi-part files (one with a short last
@@ -97,7 +98,7 @@ func TestQuota(t *testing.T) {
 		t.Fatalf("quota state: %s %v", st, err)
 	}
 
-	again := func(quota Size) *Summary {
+	again := func(quota tomlconf.Size) *Summary {
 		r2 := newRun(t, c)
 		r2.cfg.DownloadDir, r2.cfg.QueueDir, r2.cfg.DailyQuota = r.cfg.DownloadDir, r.cfg.QueueDir, quota
 		return r2.run(t, posting.NZB(p))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 // testGroup is the group fixtures are posted to.
@@ -58,7 +59,7 @@ type testRun struct {
 func newRun(t *testing.T, servers ...ServerConfig) *testRun {
 	dir := t.TempDir()
 	r := &testRun{cfg: Config{DownloadDir: filepath.Join(dir, "out"), QueueDir: filepath.Join(dir, "state"),
-		Servers: servers, ArticleTimeout: Duration(5 * time.Second), ConnectTimeout: Duration(5 * time.Second)}}
+		Servers: servers, ArticleTimeout: tomlconf.Duration(5 * time.Second), ConnectTimeout: tomlconf.Duration(5 * time.Second)}}
 	r.opts = Options{BackoffBase: 20 * time.Millisecond, BackoffMax: 80 * time.Millisecond, SyncInterval: 10 * time.Millisecond}
 	return r
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 // srvSpec is one test server of a selection or retry case.
@@ -225,7 +226,7 @@ func TestRetryTable(t *testing.T) {
 			r := newRun(t, cfgs...)
 			r.cfg.ArticleRetries = tc.retries
 			if tc.timeout > 0 {
-				r.cfg.ArticleTimeout = Duration(tc.timeout)
+				r.cfg.ArticleTimeout = tomlconf.Duration(tc.timeout)
 			}
 			sum := r.run(t, posting.NZB(p))
 			got := results(sum)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 // ServeConfig is the [serve] table: newsget serve, the download daemon
@@ -19,13 +21,13 @@ import (
 //	max_nzb_size = "64M"                # largest NZB accepted (upload, addurl, watch_dir)
 //	history_size = 1000                 # history entries kept
 type ServeConfig struct {
-	Listen      string `toml:"listen"`
-	APIKey      string `toml:"api_key"`
-	WatchDir    string `toml:"watch_dir"`
-	CompleteDir string `toml:"complete_dir"`
-	Htpasswd    string `toml:"htpasswd"`
-	MaxNZBSize  Size   `toml:"max_nzb_size"`
-	HistorySize int    `toml:"history_size"`
+	Listen      string        `toml:"listen"`
+	APIKey      string        `toml:"api_key"`
+	WatchDir    string        `toml:"watch_dir"`
+	CompleteDir string        `toml:"complete_dir"`
+	Htpasswd    string        `toml:"htpasswd"`
+	MaxNZBSize  tomlconf.Size `toml:"max_nzb_size"`
+	HistorySize int           `toml:"history_size"`
 }
 
 // Category is one [[category]]: where a category's jobs land and their

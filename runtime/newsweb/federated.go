@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/newsflow/newsflow/machine"
 	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/proto"
 )
@@ -148,15 +149,9 @@ func NewFederated(services []*Service, opts FederatedOptions) *Federated {
 	if opts.ListCacheArticles == 0 {
 		opts.ListCacheArticles = DefaultListCacheArticles
 	}
-	if opts.ThreadLimit <= 0 {
-		opts.ThreadLimit = mreader.DefaultThreadLimit
-	}
-	if opts.IncrementalWait <= 0 {
-		opts.IncrementalWait = DefaultIncrementalWait
-	}
-	if opts.FetchTimeout <= 0 {
-		opts.FetchTimeout = DefaultRequestTimeout
-	}
+	machine.Default(&opts.ThreadLimit, mreader.DefaultThreadLimit)
+	machine.Default(&opts.IncrementalWait, DefaultIncrementalWait)
+	machine.Default(&opts.FetchTimeout, DefaultRequestTimeout)
 	opts.Cache = opts.Cache.WithDefaults()
 	ordered := slices.Clone(services)
 	slices.SortStableFunc(ordered, func(a, b *Service) int { return cmp.Compare(a.cfg.Priority, b.cfg.Priority) })

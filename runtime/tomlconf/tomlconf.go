@@ -5,6 +5,8 @@ package tomlconf
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -86,6 +88,30 @@ func (k Keys) Indexed(line int, key string) string {
 		}
 	}
 	return key
+}
+
+// Number renames the keys of the mistakes in err (as Decode returns it)
+// by the number of their table in an array of tables: go-toml's
+// "server.port" on the line of the second [[server]]'s port becomes
+// "server[2].port".
+func (k Keys) Number(err error) {
+	for _, e := range Errors(err) {
+		if e.Key != "" {
+			e.Key = k.Indexed(e.Line, e.Key)
+		}
+	}
+}
+
+// Load reads the configuration file and hands its text to parse (a
+// program's ParseConfig). A file that cannot be read is an error
+// "config: open FILE: ...".
+func Load[T any](file string, parse func(name string, text []byte) (T, error)) (T, error) {
+	text, err := os.ReadFile(file)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("config: %w", err)
+	}
+	return parse(file, text)
 }
 
 // Decode decodes the TOML text into v, which must be a pointer. Keys v has

@@ -3,6 +3,8 @@ package tomlconf
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -149,4 +151,21 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLoad: the file's name and text go to parse; a missing file says so.
+func TestLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.toml")
+	if err := os.WriteFile(path, []byte("listen = \"a\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parse := func(name string, text []byte) (string, error) { return name + " " + string(text), nil }
+	got, err := Load(path, parse)
+	if want := path + " listen = \"a\"\n"; err != nil || got != want {
+		t.Errorf("Load = %q, %v; want %q", got, err, want)
+	}
+	_, err = Load(path+".missing", parse)
+	if err == nil || !strings.HasPrefix(err.Error(), "config: open "+path+".missing") {
+		t.Errorf("Load of a missing file: %v", err)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 const testGroup = "alt.binaries.newsflow"
@@ -63,7 +64,7 @@ func startDaemon(t *testing.T, dir string, s *nntptest.Server, edit func(*newsge
 	t.Helper()
 	cfg := &newsget.Config{DownloadDir: filepath.Join(dir, "dl"), Servers: []newsget.ServerConfig{
 		{Name: "main", Host: "127.0.0.1", Port: s.Port(), Connections: 2}},
-		ArticleTimeout: newsget.Duration(5 * time.Second), ConnectTimeout: newsget.Duration(5 * time.Second)}
+		ArticleTimeout: tomlconf.Duration(5 * time.Second), ConnectTimeout: tomlconf.Duration(5 * time.Second)}
 	cfg.Serve.APIKey = testKey
 	cfg.Categories = []newsget.Category{{Name: "tv"}, {Name: "movies", Dir: filepath.Join(dir, "movies"), Priority: "high"}}
 	if edit != nil {
