@@ -106,6 +106,8 @@ var (
 		"Octets of articles the peer accepted.", []string{"peer"}, nil)
 	descPeerSkipped = prometheus.NewDesc("newsfeed_peer_skipped_total",
 		"Articles the masterfeed did not offer to the peer, by reason.", []string{"peer", "reason"}, nil)
+	descPeerLostFiles = prometheus.NewDesc("newsfeed_peer_lost_backlog_files",
+		"Backlog files the peer's queue named that were gone at start (their articles are lost).", []string{"peer"}, nil)
 	descPeerConns = prometheus.NewDesc("newsfeed_peer_connections",
 		"The peer's connections, by state.", []string{"peer", "state"}, nil)
 	descIngest = prometheus.NewDesc("newsfeed_ingest_total",
@@ -122,7 +124,7 @@ var (
 // Describe sends the metric descriptions.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPeerArticles, descPeerQueued, descPeerBacklogBytes, descPeerAcceptedBytes,
-		descPeerSkipped, descPeerConns, descIngest, descIngestConns, descIngestDenied, descAccepting, descSpoolBytes} {
+		descPeerSkipped, descPeerLostFiles, descPeerConns, descIngest, descIngestConns, descIngestDenied, descAccepting, descSpoolBytes} {
 		ch <- d
 	}
 }
@@ -152,6 +154,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descPeerSkipped, p.SkippedGroups, p.Name, "groups")
 		counter(descPeerSkipped, p.SkippedPath, p.Name, "path")
 		counter(descPeerSkipped, p.SkippedSize, p.Name, "size")
+		gauge(descPeerLostFiles, p.LostFiles, p.Name)
 		states := map[string]int64{"feeding": 0, "connecting": 0, "waiting": 0}
 		for _, cs := range p.Connections {
 			states[cs.State]++

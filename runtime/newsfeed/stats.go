@@ -31,6 +31,10 @@ type PeerStats struct {
 	// Resent counts copies recovered from journals after a crash: possible
 	// duplicates at the peer.
 	Resent int64 `json:"resent"`
+	// LostFiles counts backlog files the queue's state named that were
+	// gone at start (deleted under the relay): the articles in them are
+	// lost and not counted anywhere else.
+	LostFiles int64 `json:"lost_files"`
 
 	Memory         int64 `json:"memory"`           // in the memory queue
 	InFlight       int64 `json:"in_flight"`        // sent, not answered
@@ -150,6 +154,7 @@ func (p *peer) stats(now time.Time) PeerStats {
 		Queued:         q.Queued + q.InFlight + q.Backlog + q.Deferred + q.Replay,
 		Deferred:       p.deferrals.Load(),
 		Resent:         q.Resent,
+		LostFiles:      int64(p.q.lostFiles()),
 		Memory:         q.Queued,
 		InFlight:       q.InFlight,
 		BacklogFiles:   int64(q.BacklogFiles),
@@ -222,7 +227,7 @@ func (r *Relay) logStats(final bool) {
 		p.last = statsSnap{at: now, accepted: s.Accepted, bytes: s.AcceptedBytes}
 		r.log.Info(what, "peer", s.Name, "offered", s.Offered, "accepted", s.Accepted, "refused", s.Refused,
 			"rejected", s.Rejected, "deferred", s.Deferred, "dropped", s.Dropped, "missing", s.Missing,
-			"queued", s.Queued, "backlog", s.BacklogArticle, "backlog_bytes", s.BacklogBytes,
+			"queued", s.Queued, "backlog", s.BacklogArticle, "backlog_bytes", s.BacklogBytes, "lost_files", s.LostFiles,
 			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs))
 	}
 }
