@@ -27,7 +27,10 @@ import (
 //     every record it lacks; a corrupt region is quarantined and skipped, a
 //     torn tail is quarantined and cut off, an unsealed full segment is
 //     sealed;
-//  5. fsync what changed, write a checkpoint, fsync the log.
+//  5. check the history against the segments: acknowledged articles whose
+//     data was cut off or whose segment is gone are forgotten (logged once,
+//     counted in LostAtOpen), so upstream may offer them again;
+//  6. fsync what changed, write a checkpoint, fsync the log.
 //
 // Only one process may have a spool open: a second OpenSpool fails while
 // the first holds dir/LOCK.
@@ -83,7 +86,8 @@ func (s *Spool) recover() error {
 	if err := s.openActive(); err != nil {
 		return err
 	}
-	// Step 5: what the scan found may only be in the page cache (the process
+	s.dropLost()
+	// Step 6: what the scan found may only be in the page cache (the process
 	// died, the kernel did not): make it durable before the log says so.
 	for _, seg := range changed {
 		if err := syncData(seg.f); err != nil {
@@ -233,6 +237,8 @@ func (s *Spool) replayHistory() error {
 		case kindCkpt:
 			s.ckpt = Position{Seg: r.tok.Seg, Off: int64(r.tok.Off)}
 			s.ckptNewest = r.when
+		case kindForget:
+			h.t.remove(string(r.msgid))
 		default:
 			h.addLocked(string(r.msgid), r.kind, r.tok, r.when, 0)
 		}
@@ -305,6 +311,10 @@ func (s *Spool) scanAfterCheckpoint() ([]*segment, error) {
 			if err := s.cutTail(seg.f, seg.path, end, seg.written); err != nil {
 				return nil, err
 			}
+			if s.cuts == nil {
+				s.cuts = map[uint32]int64{}
+			}
+			s.cuts[seg.num] = end
 			s.bytes.Add(end - seg.written)
 			seg.written = end
 			sealed = false
@@ -325,6 +335,52 @@ func (s *Spool) scanAfterCheckpoint() ([]*segment, error) {
 	}
 	return changed, nil
 }
+
+// dropLost checks the history against the segments after the scan: an
+// article whose record lay in a tail the scan cut off, or in a segment that
+// is gone while older ones remain (not expired: expiry removes the oldest),
+// was acknowledged once and is lost. History would go on refusing it (438),
+// so upstream would never offer it again: it is forgotten, with a forget
+// record in the log, and one line says how many.
+func (s *Spool) dropLost() {
+	if len(s.order) == 0 {
+		return
+	}
+	oldest := s.order[0].num
+	h := s.hist
+	var lost []string
+	h.t.each(func(id []byte, e *slot) {
+		if e.kind() != kindArticle {
+			return
+		}
+		recOff := int64(e.off) - recHeaderSize
+		if seg, ok := s.segs[e.seg]; ok {
+			cut, wasCut := s.cuts[e.seg]
+			if wasCut && recOff >= cut || int64(e.off)+int64(e.n) > seg.written {
+				lost = append(lost, string(id))
+			}
+			return
+		}
+		if e.seg > oldest {
+			lost = append(lost, string(id))
+		}
+	})
+	s.cuts = nil
+	if len(lost) == 0 {
+		return
+	}
+	for _, id := range lost {
+		h.t.remove(id)
+		s.hwait = appendHistRecord(s.hwait, kindForget, id, Token{}, 0)
+	}
+	s.lostAtOpen = len(lost)
+	s.log.Error("spool: acknowledged articles lost (their spool data was cut off or is gone); forgotten by the history so that upstream can offer them again",
+		"articles", len(lost))
+}
+
+// LostAtOpen is how many acknowledged articles the open found lost and
+// dropped from the history (see OpenSpool).
+func (s *Spool) LostAtOpen() int { return s.lostAtOpen }
 
 // openActive makes the last segment the active one, starting a new segment
 // if there is none or the last is sealed.

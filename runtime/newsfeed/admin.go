@@ -119,12 +119,14 @@ var (
 	descAccepting = prometheus.NewDesc("newsfeed_accepting",
 		"1 while ingest accepts articles, 0 while it does not (disk full).", nil, nil)
 	descSpoolBytes = prometheus.NewDesc("newsfeed_spool_bytes", "Octets in spool segment files.", nil, nil)
+	descSpoolLost  = prometheus.NewDesc("newsfeed_spool_lost_articles_total",
+		"Stored articles found damaged or gone (at start, or when read to be sent) and forgotten by the history.", nil, nil)
 )
 
 // Describe sends the metric descriptions.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPeerArticles, descPeerQueued, descPeerBacklogBytes, descPeerAcceptedBytes,
-		descPeerSkipped, descPeerLostFiles, descPeerConns, descIngest, descIngestConns, descIngestDenied, descAccepting, descSpoolBytes} {
+		descPeerSkipped, descPeerLostFiles, descPeerConns, descIngest, descIngestConns, descIngestDenied, descAccepting, descSpoolBytes, descSpoolLost} {
 		ch <- d
 	}
 }
@@ -176,4 +178,5 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descAccepting, acc)
 	gauge(descSpoolBytes, st.SpoolBytes)
+	counter(descSpoolLost, st.LostArticles)
 }

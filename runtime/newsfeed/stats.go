@@ -103,6 +103,12 @@ type Status struct {
 	History    int         `json:"history_entries"`
 	Ingest     IngestStats `json:"ingest"`
 	Peers      []PeerStats `json:"peers"`
+
+	// LostArticles counts stored articles found damaged or gone: at
+	// start (their data cut off, their segment missing) and when read to
+	// be sent (CRC mismatch). Each was forgotten by the history so that
+	// upstream may offer it again.
+	LostArticles int64 `json:"lost_articles"`
 }
 
 // Status returns the relay's counters now.
@@ -122,6 +128,7 @@ func (r *Relay) Status() Status {
 			Denied: r.ingest.denied.Load(),
 		},
 	}
+	st.LostArticles = int64(r.spool.LostAtOpen()) + r.lostArticles.Load()
 	if a := r.Addr(); a != nil {
 		st.Listen = a.String()
 	}
@@ -227,8 +234,8 @@ func (r *Relay) logStats(final bool) {
 		p.last = statsSnap{at: now, accepted: s.Accepted, bytes: s.AcceptedBytes}
 		r.log.Info(what, "peer", s.Name, "offered", s.Offered, "accepted", s.Accepted, "refused", s.Refused,
 			"rejected", s.Rejected, "deferred", s.Deferred, "dropped", s.Dropped, "missing", s.Missing,
-			"queued", s.Queued, "backlog", s.BacklogArticle, "backlog_bytes", s.BacklogBytes, "lost_files", s.LostFiles,
-			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs))
+			"queued", s.Queued, "backlog", s.BacklogArticle, "backlog_bytes", s.BacklogBytes,
+			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs), "lost_files", s.LostFiles)
 	}
 }
 
