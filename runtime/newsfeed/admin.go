@@ -116,6 +116,14 @@ var (
 		"Open upstream connections.", nil, nil)
 	descIngestDenied = prometheus.NewDesc("newsfeed_ingest_connections_denied_total",
 		"Upstream connections refused (502) because their address is not in allow.", nil, nil)
+	descIngestLimited = prometheus.NewDesc("newsfeed_ingest_connections_limited_total",
+		"Upstream connections refused (400) by max_connections or max_connections_per_host.", nil, nil)
+	descIngestHeld = prometheus.NewDesc("newsfeed_ingest_held_total",
+		"Times an upstream connection stopped being read because buffered article bytes passed max_buffered_bytes.", nil, nil)
+	descIngestTimedOut = prometheus.NewDesc("newsfeed_ingest_timeouts_total",
+		"Upstream connections closed for a stall, an article slower than min_transfer_rate, or answers not read.", nil, nil)
+	descIngestBuffered = prometheus.NewDesc("newsfeed_ingest_buffered_bytes",
+		"Article bytes the upstream connections hold in memory.", nil, nil)
 	descAccepting = prometheus.NewDesc("newsfeed_accepting",
 		"1 while ingest accepts articles, 0 while it does not (disk full).", nil, nil)
 	descSpoolBytes = prometheus.NewDesc("newsfeed_spool_bytes", "Octets in spool segment files.", nil, nil)
@@ -126,7 +134,8 @@ var (
 // Describe sends the metric descriptions.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPeerArticles, descPeerQueued, descPeerBacklogBytes, descPeerAcceptedBytes,
-		descPeerSkipped, descPeerLostFiles, descPeerConns, descIngest, descIngestConns, descIngestDenied, descAccepting, descSpoolBytes, descSpoolLost} {
+		descPeerSkipped, descPeerLostFiles, descPeerConns, descIngest, descIngestConns, descIngestDenied,
+		descIngestLimited, descIngestHeld, descIngestTimedOut, descIngestBuffered, descAccepting, descSpoolBytes, descSpoolLost} {
 		ch <- d
 	}
 }
@@ -172,6 +181,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descIngest, st.Ingest.Rejected, "rejected")
 	gauge(descIngestConns, st.Ingest.Open)
 	counter(descIngestDenied, st.Ingest.Denied)
+	counter(descIngestLimited, st.Ingest.Limited)
+	counter(descIngestHeld, st.Ingest.Held)
+	counter(descIngestTimedOut, st.Ingest.TimedOut)
+	gauge(descIngestBuffered, st.Ingest.Buffered)
 	acc := int64(0)
 	if st.Accepting {
 		acc = 1

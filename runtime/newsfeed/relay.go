@@ -95,7 +95,8 @@ type Relay struct {
 
 	started time.Time
 	ingest  ingestStats
-	putMu   sync.Mutex // Put and hand-over to the committer (fanout.go)
+	limits  ingestLimits // limits.go
+	putMu   sync.Mutex   // Put and hand-over to the committer (fanout.go)
 
 	mu        sync.Mutex
 	ln        net.Listener

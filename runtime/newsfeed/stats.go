@@ -90,6 +90,17 @@ type IngestStats struct {
 	Deferred    int64 `json:"deferred"`
 	Rejected    int64 `json:"rejected"`
 	Denied      int64 `json:"denied"` // connections refused by allow
+
+	// Limited counts connections refused (400) by max_connections or
+	// max_connections_per_host; Held, times a connection stopped being
+	// read because the buffered article bytes passed max_buffered_bytes;
+	// TimedOut, connections closed for a stalled command or article, an
+	// article slower than min_transfer_rate, or answers not read
+	// (write_timeout). Buffered is the article bytes held now.
+	Limited  int64 `json:"limited"`
+	Held     int64 `json:"held"`
+	TimedOut int64 `json:"timed_out"`
+	Buffered int64 `json:"buffered_bytes"`
 }
 
 // Status is the relay's state for the status page and `newsfeed status`.
@@ -125,7 +136,8 @@ func (r *Relay) Status() Status {
 			Connections: r.ingest.conns.Load(), Open: r.ingest.open.Load(),
 			Accepted: r.ingest.accepted.Load(), Duplicate: r.ingest.duplicate.Load(),
 			Refused: r.ingest.refused.Load(), Deferred: r.ingest.deferred.Load(), Rejected: r.ingest.rejected.Load(),
-			Denied: r.ingest.denied.Load(),
+			Denied: r.ingest.denied.Load(), Limited: r.ingest.limited.Load(), Held: r.ingest.held.Load(),
+			TimedOut: r.ingest.timedOut.Load(), Buffered: r.limits.buffered.Load(),
 		},
 	}
 	st.LostArticles = int64(r.spool.LostAtOpen()) + r.lostArticles.Load()
@@ -219,7 +231,8 @@ func (r *Relay) logStats(final bool) {
 	}
 	in := r.Status().Ingest
 	r.log.Info(what+" (ingest)", "connections", in.Connections, "accepted", in.Accepted, "duplicate", in.Duplicate,
-		"refused", in.Refused, "deferred", in.Deferred, "rejected", in.Rejected, "denied", in.Denied)
+		"refused", in.Refused, "deferred", in.Deferred, "rejected", in.Rejected, "denied", in.Denied,
+		"limited", in.Limited, "held", in.Held, "timed_out", in.TimedOut)
 	for _, p := range r.peers {
 		s := p.stats(now)
 		rate, mbs := 0.0, 0.0
