@@ -116,8 +116,11 @@ type Spool struct {
 	hpend    []byte     // history records of Puts not yet durable
 	closed   bool
 
-	cuts       map[uint32]int64 // open only: where recovery cut each torn segment
-	lostAtOpen int              // acknowledged articles the open found lost
+	cuts        map[uint32]int64 // open only: where recovery cut each torn segment
+	cutMu       sync.Mutex
+	putOff      []pendingCut // torn tails open could not quarantine for lack of space
+	cutsPending atomic.Bool  // len(putOff) > 0
+	lostAtOpen  int          // acknowledged articles the open found lost
 
 	seq       atomic.Uint64 // sequence number of the last Put or Reject (written under mu)
 	durable   atomic.Uint64 // every Put/Reject with seq <= durable is durable
@@ -326,7 +329,11 @@ func (s *Spool) writableLocked() error {
 		return ErrClosed
 	case s.fatal != nil:
 		return s.fatal
-	case s.writeErr != nil:
+	}
+	if err := s.finishCuts(); err != nil {
+		return err
+	}
+	if s.writeErr != nil {
 		return s.flushLocked()
 	}
 	return nil
@@ -600,6 +607,11 @@ func (s *Spool) syncLocked(ckpt bool) error {
 func (s *Spool) writeHistoryLocked() error {
 	if len(s.hwait) == 0 {
 		return nil
+	}
+	// A torn tail of the log kept for lack of space must go (to
+	// quarantine) before anything is appended over it.
+	if err := s.finishCuts(); err != nil {
+		return fmt.Errorf("history: write: %w", err)
 	}
 	n, err := s.hfile.WriteAt(s.hwait, s.hoff)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -106,13 +107,21 @@ func (s *Spool) recover() error {
 	s.closeIdle()
 	end := Position{Seg: a.num, Off: a.written}
 	s.hwait = appendCheckpoint(s.hwait, end, a.newest)
+	s.durEnd = end
 	if err := s.writeHistoryLocked(); err != nil {
-		return err
+		if !noSpace(err) {
+			return err
+		}
+		// The records stay in hwait for the first Sync that can write
+		// them; until then the old checkpoint holds (a crash rescans
+		// from it), and the spool takes no writes (writableLocked).
+		s.log.Error("history: no space to write what the open found; written once space returns", "err", err)
+		return nil
 	}
 	if err := syncData(s.hfile); err != nil {
 		return err
 	}
-	s.ckpt, s.ckptNewest, s.durEnd = end, a.newest, end
+	s.ckpt, s.ckptNewest = end, a.newest
 	s.ckptSeg.Store(end.Seg)
 	return nil
 }
@@ -320,6 +329,11 @@ func (s *Spool) scanAfterCheckpoint() ([]*segment, error) {
 			sealed = false
 		}
 		seg.sealed = sealed || seg.sealed && end == seg.written
+		if !last && !seg.sealed && s.cutsPending.Load() && s.cutPendingFor(seg.path) {
+			// Its torn tail is still on disk: no seal over it. Sealed in
+			// memory only (it takes no appends); the next open seals it.
+			seg.sealed = true
+		}
 		if !last && !seg.sealed {
 			// A full segment whose seal never reached the disk.
 			seal := appendRecord(nil, kindSeal, "", nil, seg.newest, 0)
@@ -429,7 +443,10 @@ func (s *Spool) closeIdle() {
 
 // cutTail removes the torn tail [end, size) of a file, after copying it to
 // quarantine/ unless it is all zeros (unwritten blocks). If the copy fails
-// the tail stays and open fails: evidence is never destroyed.
+// the tail stays: evidence is never destroyed. For lack of space (a kill -9
+// while the disk was full) the cut is put off (pendingCut) and open goes
+// on: the spool serves reads but takes no writes until finishCuts succeeds
+// once space returns. Any other failure fails open.
 func (s *Spool) cutTail(f *os.File, path string, end, size int64) error {
 	tail := make([]byte, size-end)
 	if _, err := f.ReadAt(tail, end); err != nil && err != io.EOF {
@@ -438,7 +455,17 @@ func (s *Spool) cutTail(f *os.File, path string, end, size int64) error {
 	if len(bytes.Trim(tail, "\x00")) > 0 {
 		q := s.quarantineName(path, end)
 		if err := WriteFileDurable(q, tail); err != nil {
-			return fmt.Errorf("quarantine torn tail of %s: %w", path, err)
+			if !noSpace(err) {
+				return fmt.Errorf("quarantine torn tail of %s: %w", path, err)
+			}
+			os.Remove(q)
+			s.cutMu.Lock()
+			s.putOff = append(s.putOff, pendingCut{path: path, end: end, size: size})
+			s.cutMu.Unlock()
+			s.cutsPending.Store(true)
+			s.log.Error("torn tail kept in place: no space to copy it to quarantine; the spool takes no writes until space returns",
+				"file", path, "offset", end, "bytes", len(tail), "err", err)
+			return nil
 		}
 		s.log.Warn("torn tail cut off after a crash", "file", path, "offset", end, "bytes", len(tail), "copy", q)
 	} else {
@@ -448,6 +475,79 @@ func (s *Spool) cutTail(f *os.File, path string, end, size int64) error {
 		return fmt.Errorf("cut torn tail of %s: %w", path, err)
 	}
 	return syncData(f)
+}
+
+// pendingCut is a torn tail cutTail could not quarantine for lack of
+// space.
+type pendingCut struct {
+	path      string
+	end, size int64
+}
+
+// cutPendingFor reports whether path has a cut put off.
+func (s *Spool) cutPendingFor(path string) bool {
+	s.cutMu.Lock()
+	defer s.cutMu.Unlock()
+	for _, c := range s.putOff {
+		if c.path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// noSpace reports whether err is the disk (or quota) being full.
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// finishCuts carries out the cuts open put off, in order; it returns an
+// error (wrapping ENOSPC while space is short) while any remains.
+func (s *Spool) finishCuts() error {
+	if !s.cutsPending.Load() {
+		return nil
+	}
+	s.cutMu.Lock()
+	defer s.cutMu.Unlock()
+	for len(s.putOff) > 0 {
+		c := s.putOff[0]
+		f, err := os.OpenFile(c.path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("spool: cut torn tail of %s: %w", c.path, err)
+		}
+		tail := make([]byte, c.size-c.end)
+		if _, err := f.ReadAt(tail, c.end); err != nil && err != io.EOF {
+			f.Close()
+			return fmt.Errorf("spool: read torn tail of %s: %w", c.path, err)
+		}
+		q := s.quarantineName(c.path, c.end)
+		if err := WriteFileDurable(q, tail); err != nil {
+			os.Remove(q)
+			f.Close()
+			return fmt.Errorf("spool: quarantine torn tail of %s: %w", c.path, err)
+		}
+		err = f.Truncate(c.end)
+		if err == nil {
+			err = syncData(f)
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("spool: cut torn tail of %s: %w", c.path, err)
+		}
+		s.log.Warn("torn tail cut off now that there is space", "file", c.path, "offset", c.end, "bytes", len(tail), "copy", q)
+		s.putOff = s.putOff[1:]
+	}
+	s.cutsPending.Store(false)
+	return nil
+}
+
+// Writable reports why the spool cannot take writes now, if so: a cut put
+// off for lack of space that still cannot be made, or a fatal error. It
+// retries the cut first, so it is the probe to call until space returns.
+func (s *Spool) Writable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writableLocked()
 }
 
 // quarantineRange copies the corrupt region [off, off+n) of a file to

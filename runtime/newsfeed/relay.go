@@ -167,6 +167,14 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 		sp.Close()
 		return nil, err
 	}
+	if err := sp.Writable(); isDiskFull(err) {
+		// A kill -9 while the disk was full can leave a torn tail the
+		// open could not quarantine: start anyway, feeding peers but not
+		// accepting, until the committer's probe finds space again.
+		r.log.Error("starting without accepting articles: the spool takes no writes for lack of space", "err", err)
+		r.setAccepting(false, "disk full")
+		r.com.diskFull()
+	}
 	return r, nil
 }
 
