@@ -15,11 +15,7 @@ import (
 // stays Pending (never acked, never lost); and once space returns, Sync and
 // Put work again with no restart.
 func TestDiskFull(t *testing.T) {
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("cannot mount a 1 MiB tmpfs to fill (needs root or CAP_SYS_ADMIN): %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(mnt, 0) })
+	mnt := mountTmpfs(t)
 	ballast := filepath.Join(mnt, "ballast")
 	if err := os.WriteFile(ballast, make([]byte, 256<<10), 0o644); err != nil {
 		t.Fatal(err)
@@ -121,11 +117,7 @@ func TestDiskFull(t *testing.T) {
 // succeeds (issue 16, finding 7); the spool serves reads, refuses writes
 // with ENOSPC, and cuts the tail (after the copy) once space returns.
 func TestTornTailOnFullDisk(t *testing.T) {
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("cannot mount a 1 MiB tmpfs to fill (needs root or CAP_SYS_ADMIN): %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(mnt, 0) })
+	mnt := mountTmpfs(t)
 	dir := filepath.Join(mnt, "spool")
 	s := openT(t, dir, SpoolOptions{})
 	id := msgID("torn", 0)
@@ -176,4 +168,16 @@ func TestTornTailOnFullDisk(t *testing.T) {
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// mountTmpfs mounts a 1 MiB tmpfs for the test, or skips it when it
+// cannot.
+func mountTmpfs(t *testing.T) string {
+	t.Helper()
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a 1 MiB tmpfs to fill (needs root or CAP_SYS_ADMIN): %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, 0) })
+	return mnt
 }

@@ -39,14 +39,7 @@ func (s *syncBuffer) String() string {
 // stops acknowledging (TAKETHIS 400 and close, CHECK 431, IHAVE 436) and the
 // log says why; when space returns it resumes by itself.
 func TestDiskFull(t *testing.T) {
-	mnt := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"); err != nil {
-		t.Skipf("cannot mount a 2 MiB tmpfs for the full-disk test (%v): run as root", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	mnt := mountTmpfs(t)
 	// A filler takes most of the space, so a few hundred KiB of articles
 	// fill the disk.
 	filler := filepath.Join(mnt, "filler")
@@ -123,6 +116,21 @@ func TestDiskFull(t *testing.T) {
 	}
 }
 
+// mountTmpfs mounts a 2 MiB tmpfs for the test, or skips it when it
+// cannot (not root).
+func mountTmpfs(t *testing.T) string {
+	t.Helper()
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"); err != nil {
+		t.Skipf("cannot mount a 2 MiB tmpfs for the full-disk test (%v): run as root", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	return mnt
+}
+
 func code(line string) string {
 	c, _, _ := strings.Cut(line, " ")
 	return c
@@ -135,14 +143,7 @@ func code(line string) string {
 // articles (431), and accept again, with the tail quarantined and cut,
 // once space returns.
 func TestKill9WhileDiskFull(t *testing.T) {
-	mnt := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"); err != nil {
-		t.Skipf("cannot mount a 2 MiB tmpfs for the full-disk test (%v): run as root", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	mnt := mountTmpfs(t)
 
 	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
 	hang := s.AddFault(nntptest.Fault{Cmd: "CHECK", Hang: true})

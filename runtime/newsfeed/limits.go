@@ -20,8 +20,10 @@ package newsfeed
 //     machine/ingest), configured from the relay's keys.
 
 import (
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,16 +78,16 @@ func remoteAddr(nc net.Conn) netip.Addr {
 }
 
 // admit counts a new upstream connection from addr in, or returns why it
-// is refused.
+// is refused (the text of its 400 greeting).
 func (r *Relay) admit(addr netip.Addr) string {
 	l := &r.limits
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.open >= r.cfg.MaxConnections {
-		return "too many connections"
+		return "Too many connections"
 	}
 	if max := r.cfg.MaxConnectionsPerHost; max > 0 && addr.IsValid() && l.byHost[addr] >= max {
-		return "too many connections from this address"
+		return "Too many connections from this address"
 	}
 	l.open++
 	if addr.IsValid() {
@@ -102,20 +104,13 @@ func (r *Relay) admit(addr netip.Addr) string {
 func (r *Relay) refuse(nc net.Conn, why string) {
 	r.ingest.limited.Add(1)
 	if ok, n := r.limits.limitLog.ok(time.Now()); ok {
-		r.log.Warn("ingest connection refused: "+why, "remote", nc.RemoteAddr().String(),
+		r.log.Warn("ingest connection refused", "reason", why, "remote", nc.RemoteAddr().String(),
 			"max_connections", r.cfg.MaxConnections, "max_connections_per_host", r.cfg.MaxConnectionsPerHost,
 			"refused_since_last_line", n)
 	}
 	nc.SetWriteDeadline(time.Now().Add(time.Second))
-	nc.Write([]byte("400 " + capitalize(why) + "\r\n"))
+	nc.Write([]byte("400 " + why + "\r\n"))
 	nc.Close()
-}
-
-func capitalize(s string) string {
-	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
-		return string(s[0]-'a'+'A') + s[1:]
-	}
-	return s
 }
 
 // leave counts an ended connection out: its admission, its buffered
@@ -145,10 +140,7 @@ func (r *Relay) release(n int64) {
 		return
 	}
 	l.mu.Lock()
-	held := make([]*inConn, 0, len(l.held))
-	for ic := range l.held {
-		held = append(held, ic)
-	}
+	held := slices.Collect(maps.Keys(l.held))
 	l.mu.Unlock()
 	for _, ic := range held {
 		ic.poke()
