@@ -268,58 +268,6 @@ func (s *Spool) Reject(msgid string, now time.Time) error {
 	return nil
 }
 
-// Holds reports whether the segment tok names is still there and long
-// enough for the article, from the segment table alone (no I/O): a token
-// into a segment cut short or gone is not. It does not check the record or
-// its CRC (AppendArticle and Verify do).
-func (s *Spool) Holds(tok Token) bool {
-	if tok.Seg == 0 || tok.Off < segHeaderSize+recHeaderSize || tok.Len == 0 {
-		return false
-	}
-	if tok.Seg == s.activeNum.Load() {
-		// Being written: in the file or still in the append buffer.
-		s.mu.Lock()
-		a := s.active
-		if a.num == tok.Seg {
-			ok := int64(tok.Off)+int64(tok.Len) <= a.written+int64(len(s.buf))
-			s.mu.Unlock()
-			return ok
-		}
-		s.mu.Unlock() // the segment was sealed meanwhile
-	}
-	s.rmu.Lock()
-	seg, ok := s.segs[tok.Seg]
-	s.rmu.Unlock()
-	return ok && seg.sealed && int64(tok.Off)+int64(tok.Len) <= seg.written
-}
-
-// Verify reads the article at tok and checks its record and CRC, as Get
-// does, without keeping it; scratch is a buffer to reuse, returned grown.
-// Callers that send an article by sendfile, which never looks at it, verify
-// it first so that no damaged byte leaves.
-func (s *Spool) Verify(tok Token, scratch []byte) ([]byte, error) {
-	b, err := s.AppendArticle(scratch[:0], tok)
-	return b[:0], err
-}
-
-// Forget drops msgid from the history, durably after the next Sync: its
-// article was found damaged or gone, and upstream may offer it again.
-func (s *Spool) Forget(msgid string) error {
-	if err := checkMsgID(msgid); err != nil {
-		return fmt.Errorf("spool: forget: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h := s.hist
-	h.mu.Lock()
-	removed := h.t.remove(msgid)
-	h.mu.Unlock()
-	if removed {
-		s.hpend = appendHistRecord(s.hpend, kindForget, msgid, Token{}, 0)
-	}
-	return nil
-}
-
 // writableLocked reports why nothing can be appended now, if so. After a
 // failed write it retries the write first, so Put works again as soon as
 // space returns.

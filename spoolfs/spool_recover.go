@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -350,52 +349,6 @@ func (s *Spool) scanAfterCheckpoint() ([]*segment, error) {
 	return changed, nil
 }
 
-// dropLost checks the history against the segments after the scan: an
-// article whose record lay in a tail the scan cut off, or in a segment that
-// is gone while older ones remain (not expired: expiry removes the oldest),
-// was acknowledged once and is lost. History would go on refusing it (438),
-// so upstream would never offer it again: it is forgotten, with a forget
-// record in the log, and one line says how many.
-func (s *Spool) dropLost() {
-	if len(s.order) == 0 {
-		return
-	}
-	oldest := s.order[0].num
-	h := s.hist
-	var lost []string
-	h.t.each(func(id []byte, e *slot) {
-		if e.kind() != kindArticle {
-			return
-		}
-		recOff := int64(e.off) - recHeaderSize
-		if seg, ok := s.segs[e.seg]; ok {
-			cut, wasCut := s.cuts[e.seg]
-			if wasCut && recOff >= cut || int64(e.off)+int64(e.n) > seg.written {
-				lost = append(lost, string(id))
-			}
-			return
-		}
-		if e.seg > oldest {
-			lost = append(lost, string(id))
-		}
-	})
-	s.cuts = nil
-	if len(lost) == 0 {
-		return
-	}
-	for _, id := range lost {
-		h.t.remove(id)
-		s.hwait = appendHistRecord(s.hwait, kindForget, id, Token{}, 0)
-	}
-	s.lostAtOpen = len(lost)
-	s.log.Error("spool: acknowledged articles lost (their spool data was cut off or is gone); forgotten by the history so that upstream can offer them again",
-		"articles", len(lost))
-}
-
-// LostAtOpen is how many acknowledged articles the open found lost and
-// dropped from the history (see OpenSpool).
-func (s *Spool) LostAtOpen() int { return s.lostAtOpen }
-
 // openActive makes the last segment the active one, starting a new segment
 // if there is none or the last is sealed.
 func (s *Spool) openActive() error {
@@ -475,79 +428,6 @@ func (s *Spool) cutTail(f *os.File, path string, end, size int64) error {
 		return fmt.Errorf("cut torn tail of %s: %w", path, err)
 	}
 	return syncData(f)
-}
-
-// pendingCut is a torn tail cutTail could not quarantine for lack of
-// space.
-type pendingCut struct {
-	path      string
-	end, size int64
-}
-
-// cutPendingFor reports whether path has a cut put off.
-func (s *Spool) cutPendingFor(path string) bool {
-	s.cutMu.Lock()
-	defer s.cutMu.Unlock()
-	for _, c := range s.putOff {
-		if c.path == path {
-			return true
-		}
-	}
-	return false
-}
-
-// noSpace reports whether err is the disk (or quota) being full.
-func noSpace(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
-}
-
-// finishCuts carries out the cuts open put off, in order; it returns an
-// error (wrapping ENOSPC while space is short) while any remains.
-func (s *Spool) finishCuts() error {
-	if !s.cutsPending.Load() {
-		return nil
-	}
-	s.cutMu.Lock()
-	defer s.cutMu.Unlock()
-	for len(s.putOff) > 0 {
-		c := s.putOff[0]
-		f, err := os.OpenFile(c.path, os.O_RDWR, 0)
-		if err != nil {
-			return fmt.Errorf("spool: cut torn tail of %s: %w", c.path, err)
-		}
-		tail := make([]byte, c.size-c.end)
-		if _, err := f.ReadAt(tail, c.end); err != nil && err != io.EOF {
-			f.Close()
-			return fmt.Errorf("spool: read torn tail of %s: %w", c.path, err)
-		}
-		q := s.quarantineName(c.path, c.end)
-		if err := WriteFileDurable(q, tail); err != nil {
-			os.Remove(q)
-			f.Close()
-			return fmt.Errorf("spool: quarantine torn tail of %s: %w", c.path, err)
-		}
-		err = f.Truncate(c.end)
-		if err == nil {
-			err = syncData(f)
-		}
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("spool: cut torn tail of %s: %w", c.path, err)
-		}
-		s.log.Warn("torn tail cut off now that there is space", "file", c.path, "offset", c.end, "bytes", len(tail), "copy", q)
-		s.putOff = s.putOff[1:]
-	}
-	s.cutsPending.Store(false)
-	return nil
-}
-
-// Writable reports why the spool cannot take writes now, if so: a cut put
-// off for lack of space that still cannot be made, or a fatal error. It
-// retries the cut first, so it is the probe to call until space returns.
-func (s *Spool) Writable() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.writableLocked()
 }
 
 // quarantineRange copies the corrupt region [off, off+n) of a file to
