@@ -116,7 +116,7 @@ type Spool struct {
 	hpend    []byte     // history records of Puts not yet durable
 	closed   bool
 
-	cuts        map[uint32]int64 // open only: where recovery cut each torn segment
+	cutAt       map[uint32]int64 // open only: where recovery cut each torn segment
 	cutMu       sync.Mutex
 	putOff      []pendingCut // torn tails open could not quarantine for lack of space
 	cutsPending atomic.Bool  // len(putOff) > 0

@@ -32,7 +32,7 @@ func (s *Spool) dropLost() {
 		}
 		recOff := int64(e.off) - recHeaderSize
 		if seg, ok := s.segs[e.seg]; ok {
-			cut, wasCut := s.cuts[e.seg]
+			cut, wasCut := s.cutAt[e.seg]
 			if wasCut && recOff >= cut || int64(e.off)+int64(e.n) > seg.written {
 				lost = append(lost, string(id))
 			}
@@ -42,7 +42,7 @@ func (s *Spool) dropLost() {
 			lost = append(lost, string(id))
 		}
 	})
-	s.cuts = nil
+	s.cutAt = nil
 	if len(lost) == 0 {
 		return
 	}

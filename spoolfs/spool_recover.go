@@ -319,10 +319,10 @@ func (s *Spool) scanAfterCheckpoint() ([]*segment, error) {
 			if err := s.cutTail(seg.f, seg.path, end, seg.written); err != nil {
 				return nil, err
 			}
-			if s.cuts == nil {
-				s.cuts = map[uint32]int64{}
+			if s.cutAt == nil {
+				s.cutAt = map[uint32]int64{}
 			}
-			s.cuts[seg.num] = end
+			s.cutAt[seg.num] = end
 			s.bytes.Add(end - seg.written)
 			seg.written = end
 			sealed = false
