@@ -776,8 +776,15 @@ func (x *Section) Close() error {
 // header (not its CRC, which would mean reading it: use Get for that). An
 // article still in the append buffer is written to the file first.
 func (s *Spool) Section(tok Token) (*Section, error) {
+	sec, _, err := s.section(tok)
+	return sec, err
+}
+
+// section is Section, also returning the record's header.
+func (s *Spool) section(tok Token) (*Section, recordHeader, error) {
+	var none recordHeader
 	if tok.Seg == 0 || tok.Off < segHeaderSize+recHeaderSize || tok.Len == 0 {
-		return nil, fmt.Errorf("spool: section %s: %w", tok, ErrNotFound)
+		return nil, none, fmt.Errorf("spool: section %s: %w", tok, ErrNotFound)
 	}
 	recOff := int64(tok.Off) - recHeaderSize
 	if tok.Seg == s.activeNum.Load() {
@@ -788,12 +795,12 @@ func (s *Spool) Section(tok Token) (*Section, error) {
 		}
 		s.mu.Unlock()
 		if err != nil {
-			return nil, fmt.Errorf("spool: section %s: %w", tok, err)
+			return nil, none, fmt.Errorf("spool: section %s: %w", tok, err)
 		}
 	}
 	seg, err := s.acquire(tok.Seg)
 	if err != nil {
-		return nil, fmt.Errorf("spool: section %s: %w", tok, err)
+		return nil, none, fmt.Errorf("spool: section %s: %w", tok, err)
 	}
 	var hb [recHeaderSize]byte
 	if _, err := seg.f.ReadAt(hb[:], recOff); err != nil {
@@ -801,17 +808,17 @@ func (s *Spool) Section(tok Token) (*Section, error) {
 		if err == io.EOF {
 			err = ErrNotFound
 		}
-		return nil, fmt.Errorf("spool: section %s: %w", tok, err)
+		return nil, none, fmt.Errorf("spool: section %s: %w", tok, err)
 	}
 	h, ok := parseRecordHeader(hb[:])
 	if !ok {
 		s.release(seg)
 		s.log.Error("corrupt record header", "segment", seg.path, "token", tok.String())
-		return nil, fmt.Errorf("spool: section %s: %w: bad header", tok, ErrCorrupt)
+		return nil, none, fmt.Errorf("spool: section %s: %w: bad header", tok, ErrCorrupt)
 	}
 	if h.kind != kindArticle || h.n != tok.Len {
 		s.release(seg)
-		return nil, fmt.Errorf("spool: section %s: %w: token does not match the record", tok, ErrNotFound)
+		return nil, none, fmt.Errorf("spool: section %s: %w: token does not match the record", tok, ErrNotFound)
 	}
-	return &Section{File: seg.f, Offset: int64(tok.Off), Length: int64(tok.Len), s: s, seg: seg}, nil
+	return &Section{File: seg.f, Offset: int64(tok.Off), Length: int64(tok.Len), s: s, seg: seg}, h, nil
 }

@@ -84,6 +84,19 @@ func (s *Spool) Holds(tok Token) bool {
 	return ok && seg.sealed && int64(tok.Off)+int64(tok.Len) <= seg.written
 }
 
+// Matches reports whether the record at tok is msgid's article: its header
+// intact, an article of tok.Len octets, and the CRC of its message-id that
+// of msgid. It reads the header only (one pread). A token whose article
+// was lost and whose offsets now hold another article does not match.
+func (s *Spool) Matches(tok Token, msgid string) bool {
+	sec, h, err := s.section(tok)
+	if err != nil {
+		return false
+	}
+	sec.Close()
+	return h.idLen == len(msgid) && h.crcM == crc32c([]byte(msgid))
+}
+
 // Verify reads the article at tok and checks its record and CRC, as Get
 // does, without keeping it; scratch is a buffer to reuse, returned grown.
 // Callers that send an article by sendfile, which never looks at it, verify

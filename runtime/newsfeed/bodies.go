@@ -79,22 +79,24 @@ var errUnreadableBody = errors.New("stored article cannot be read")
 var verifyBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // sendable reports whether the article id at tok can be offered: the
-// history still names this copy, the spool holds it and, for one sent by
-// sendfile, its CRC checks. A damaged one is
+// spool holds it, it is this article (the history names this copy, or
+// else the record's header says so) and, for one sent by sendfile, its
+// CRC checks. A damaged one is
 // remembered in badBodies and forgotten by the history.
 func (r *Relay) sendable(id, token string, tok spoolfs.Token) bool {
 	if r.badBodies.has(token) {
 		r.forgetLost(id, token) // found bad by the send path
 		return false
 	}
-	if e, ok := r.spool.History().Lookup(id); !ok || e.Token != tok {
-		// The history no longer names this copy: the open found it cut
-		// off or gone and forgot it (its offsets may hold another
-		// article by now), or it was stored again elsewhere.
-		return false
-	}
 	if !r.spool.Holds(tok) {
-		return false // expired: settled as missing, as ever
+		return false // expired or cut off: settled as missing, as ever
+	}
+	if e, ok := r.spool.History().Lookup(id); (!ok || e.Token != tok) && !r.spool.Matches(tok, id) {
+		// The history no longer names this copy (the open found it cut
+		// off and forgot it, or history expiry dropped the id) and the
+		// record there is not this article: its offsets hold another
+		// one by now.
+		return false
 	}
 	if int64(tok.Len) <= goroutine.SmallBody {
 		return true // the append path checks its CRC as it copies it
