@@ -18,7 +18,7 @@ var ErrBadMessageID = errors.New("bad message-id")
 const (
 	midAtext   = 1 << iota // RFC 5322 §3.2.3 atext
 	midMdtext              // RFC 5536 §3.1.3 mdtext: %d33-61 / %d63-90 / %d94-126
-	midDotAtom             // atext or "." (dot-atom-text with INN's dot tolerance)
+	midDotAtom             // atext or "." (dot-atom-text, checked for dot placement apart)
 )
 
 var midClass = func() (t [256]uint8) {
@@ -43,12 +43,12 @@ var midClass = func() (t [256]uint8) {
 //	msg-id = "<" id-left "@" id-right ">"   ; at most 250 octets
 //	id-left = dot-atom-text; id-right = dot-atom-text / "[" *mdtext "]"
 //
-// with the tolerance INN and real feeds need: a dot may appear anywhere in
-// id-left and in a dot-atom id-right, including first, last and doubled
-// (obs-id-left forms from old software, "<..abc.@host>"). Everything else is
-// strict: printable US-ASCII only, no whitespace, exactly one "@" outside a
-// literal, both parts non-empty. The error names the rule broken and wraps
-// ErrBadMessageID. It does not allocate when s is valid.
+// and dot-atom-text = 1*atext *("." 1*atext) (RFC 5322 §3.2.3): a dot
+// neither first nor last nor doubled, so "<.x@y>" and "<a..b@c>" are refused,
+// as INN 2.7 refuses them (its laxmid is off by default). Printable US-ASCII
+// only, no whitespace, exactly one "@" outside a literal, both parts
+// non-empty. The error names the rule broken and wraps ErrBadMessageID. It
+// does not allocate when s is valid.
 func ValidMessageID(s string) error {
 	// Fast path: one pass with a table lookup per octet, accepting only what
 	// the detailed check below accepts; anything else goes there for its
@@ -65,10 +65,10 @@ func ValidMessageID(s string) error {
 				for j < n-1 && midClass[s[j]]&midDotAtom != 0 {
 					j++
 				}
-				if j == n-1 {
+				if j == n-1 && dotsPlaced(s[1:i]) && dotsPlaced(s[i+1:n-1]) {
 					return nil
 				}
-			} else if s[n-2] == ']' && j < n-2 {
+			} else if s[n-2] == ']' && j < n-2 && dotsPlaced(s[1:i]) {
 				j++
 				for j < n-2 && midClass[s[j]]&midMdtext != 0 {
 					j++
@@ -106,6 +106,8 @@ func validMessageIDSlow(s string) error {
 		return midErr(s, "empty id-left before the @")
 	case at == len(core)-1:
 		return midErr(s, "empty id-right after the @")
+	case !dotsPlaced(core[:at]):
+		return midErr(s, "id-left has a dot first, last or doubled (RFC 5536 §3.1.3 dot-atom-text)")
 	}
 	right := core[at+1:]
 	if right[0] == '[' {
@@ -129,7 +131,25 @@ func validMessageIDSlow(s string) error {
 			return midErr(s, fmt.Sprintf("id-right holds %s (RFC 5536 §3.1.3 allows atext and dots, or a [literal])", midChar(c)))
 		}
 	}
+	if !dotsPlaced(right) {
+		return midErr(s, "id-right has a dot first, last or doubled (RFC 5536 §3.1.3 dot-atom-text)")
+	}
 	return nil
+}
+
+// dotsPlaced reports whether the dots of x, a run of atext and dots, sit
+// where dot-atom-text allows (RFC 5322 §3.2.3): not first, not last, never
+// two in a row.
+func dotsPlaced(x string) bool {
+	if x == "" || x[0] == '.' || x[len(x)-1] == '.' {
+		return false
+	}
+	for i := 1; i < len(x); i++ {
+		if x[i] == '.' && x[i-1] == '.' {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidNNTPMessageID checks only what RFC 3977 §3.6 requires of a

@@ -19,10 +19,17 @@ func TestValidMessageID(t *testing.T) {
 		{"<1234@[127.0.0.1]>", ""},
 		{"<x@[IPv6:2001:db8::1]>", ""},
 		{max, ""},
-		// Tolerated obsolete dot placement (INN accepts these).
-		{"<..abc@example.com>", ""},
-		{"<abc.@example.com>", ""},
-		{"<a..b@example..com>", ""},
+		// Dots only between atext runs (RFC 5322 §3.2.3 dot-atom-text);
+		// INN 2.7 refuses the rest too (issue 16, finding 10).
+		{"<a.b.c@d.e>", ""},
+		{"<.x@y>", "id-left has a dot first"},
+		{"<..abc@example.com>", "id-left has a dot first"},
+		{"<abc.@example.com>", "id-left has a dot first, last"},
+		{"<a..b@c>", "id-left has a dot first, last or doubled"},
+		{"<ab@example..com>", "id-right has a dot first, last or doubled"},
+		{"<ab@.example.com>", "id-right has a dot"},
+		{"<ab@example.com.>", "id-right has a dot"},
+		{"<.@[1.2.3.4]>", "id-left has a dot"},
 		// Broken rules, each named.
 		{"", `does not start with "<"`},
 		{"abc@example.com>", `does not start with "<"`},
@@ -106,6 +113,11 @@ func refValidMessageID(s string) bool {
 	}
 	const atext = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-/=?^_`{|}~"
 	dotAtom := func(x string) bool {
+		for _, part := range strings.Split(x, ".") {
+			if part == "" {
+				return false
+			}
+		}
 		for _, c := range x {
 			if !strings.ContainsRune(atext+".", c) {
 				return false
@@ -133,6 +145,7 @@ func refValidMessageID(s string) bool {
 func FuzzMessageID(f *testing.F) {
 	for _, s := range []string{
 		"<abc@example.com>", "<1234@[127.0.0.1]>", "<..a@b>", "<a@b@c>", "<>", "",
+		"<.x@y>", "<a..b@c>", "<a@b.>",
 		"<part1of10.Xyz$123@news.example.org>", "<a b@c>", "<a@[b>",
 		"<7f3e0c4a-9b1d-4e2a-8a8f-1c2d3e4f5a6b@news.example.net>",
 	} {

@@ -78,9 +78,10 @@ type Backlog struct {
 	rp    *os.File                // <peer>.P, open for reading
 	bad   *os.File                // <peer>.bad, opened on the first corrupt line
 	buf   []byte
-	crash string   // tests: stop after this named step, as if the process died
-	trace bool     // tests: record the durable steps in ops
-	ops   []string // "fsync peer.B.1", "remove peer.J.2", ... while trace is on
+	lost  []LostFile // files the queue's state named that Recover found gone
+	crash string     // tests: stop after this named step, as if the process died
+	trace bool       // tests: record the durable steps in ops
+	ops   []string   // "fsync peer.B.1", "remove peer.J.2", ... while trace is on
 }
 
 // backlogFile is an open .B, .D or .J file.
@@ -542,24 +543,31 @@ func backlogParseCheckpoint(data []byte) (int64, bool) {
 }
 
 // DeleteReplay Syncs every pending append (entries of <peer>.P that moved
-// to a .B or .D file must be durable there first), removes <peer>.P, then
-// its checkpoint, then syncs the directory. Names already gone are not an
-// error.
+// to a .B or .D file must be durable there first), removes the checkpoint,
+// syncs the directory, then removes <peer>.P and syncs again. In that order
+// a checkpoint never outlives its <peer>.P by our doing, so Recover can tell
+// a <peer>.P that vanished under us (lost entries, reported) from an
+// interrupted delete (a <peer>.P without checkpoint, replayed from the
+// start: duplicates, not losses). Names already gone are not an error.
 func (b *Backlog) DeleteReplay() error {
 	if err := b.Sync(); err != nil {
 		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
 	}
 	b.closeReplay()
+	if err := os.Remove(b.ckptPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("backlog %s: delete replay checkpoint: %w", b.peer, err)
+	}
+	b.note("remove", queue.CheckpointName(b.peer))
+	if err := b.syncDir(); err != nil {
+		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
+	}
+	if b.hit("delete-replay:after-remove") {
+		return errBacklogCrash
+	}
 	if err := os.Remove(b.replayPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
 	}
 	b.note("remove", queue.ReplayName(b.peer))
-	if b.hit("delete-replay:after-remove") {
-		return errBacklogCrash
-	}
-	if err := os.Remove(b.ckptPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("backlog %s: delete replay checkpoint: %w", b.peer, err)
-	}
 	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
 	}

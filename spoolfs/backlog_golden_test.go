@@ -99,7 +99,7 @@ func runBacklogGolden(t *testing.T, file string) {
 		t.Fatal(err)
 	}
 	rec, err := b2.Recover()
-	gotRecover := backlogDumpRecovered(rec, err)
+	gotRecover := backlogDumpRecovered(rec, err, b2.Lost())
 	b2.abandon()
 	gotAfterRecover := backlogDumpDir(t, dir)
 	changed := !cmp.Equal(gotAfter, gotAfterRecover)
@@ -190,7 +190,7 @@ func backlogRunCmd(b *Backlog, dir, line string) string {
 		err = b.DeleteJournal(arg(1))
 	case "recover":
 		rec, err := b.Recover()
-		return strings.TrimSuffix(backlogDumpRecovered(rec, err), "\n")
+		return strings.TrimSuffix(backlogDumpRecovered(rec, err, b.Lost()), "\n")
 	case "rotate":
 		closed := arg(1)
 		if closed == "-" {
@@ -304,7 +304,7 @@ func backlogDecode(data []byte) []byte {
 }
 
 // backlogDumpRecovered describes what Recover returned (without mtimes).
-func backlogDumpRecovered(r queue.Recovered, err error) string {
+func backlogDumpRecovered(r queue.Recovered, err error, lost []LostFile) string {
 	if err != nil {
 		return "error: " + err.Error() + "\n"
 	}
@@ -318,6 +318,9 @@ func backlogDumpRecovered(r queue.Recovered, err error) string {
 	}
 	if p := r.Replay; p != nil {
 		fmt.Fprintf(&s, "P bytes=%d offset=%d entries=%d\n", p.Bytes, p.Offset, p.Entries)
+	}
+	for _, l := range lost {
+		fmt.Fprintf(&s, "lost %s sent=%d\n", l.Name, l.Sent)
 	}
 	if s.Len() == 0 {
 		return "nothing\n"

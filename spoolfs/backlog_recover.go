@@ -56,6 +56,17 @@ func (b *Backlog) Recover() (queue.Recovered, error) {
 		if !has[name] || (name == ckName && has[pName]) {
 			continue
 		}
+		if name == ckName {
+			// DeleteReplay removes the checkpoint before <peer>.P, so a
+			// checkpoint alone means <peer>.P went some other way (an
+			// operator, a disk): the acknowledged articles it still held
+			// are lost. Say so loudly and count it; the checkpoint goes
+			// so that it cannot apply to the next <peer>.P.
+			off, _ := backlogParseCheckpoint(mustRead(filepath.Join(b.dir, name)))
+			b.lost = append(b.lost, LostFile{Name: pName, Sent: off})
+			b.log.Error("backlog: the replay file named by the queue's checkpoint is gone; the articles it still held are lost",
+				"peer", b.peer, "file", pName, "lost_files", len(b.lost), "octets_sent_before", off)
+		}
 		if err := os.Remove(filepath.Join(b.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
 		}
@@ -132,6 +143,23 @@ func (b *Backlog) Recover() (queue.Recovered, error) {
 		r.Replay = &queue.ReplayInfo{Bytes: st.Size(), Offset: off, Entries: sc.entries}
 	}
 	return r, nil
+}
+
+// LostFile is a backlog file the queue's durable state named that was gone
+// at Recover: the acknowledged articles in it will never be sent.
+type LostFile struct {
+	Name string // the file's name, e.g. "peer.P"
+	Sent int64  // octets of it already sent (its checkpoint)
+}
+
+// Lost returns the files Recover found gone.
+func (b *Backlog) Lost() []LostFile { return b.lost }
+
+// mustRead returns the file's content, or nil when it cannot be read (the
+// caller then treats it as unusable).
+func mustRead(p string) []byte {
+	data, _ := os.ReadFile(p)
+	return data
 }
 
 // readCheckpoint returns the offset in <peer>.P.ckpt if it is usable for a

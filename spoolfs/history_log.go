@@ -9,7 +9,8 @@ import (
 // last record, which open drops (after quarantining its bytes).
 //
 //	0  2  magic "NH"
-//	2  1  kind: 'A' stored article, 'R' rejected id, 'C' checkpoint
+//	2  1  kind: 'A' stored article, 'R' rejected id, 'C' checkpoint,
+//	      'F' forget the id (its article was found damaged or gone)
 //	3  1  message-id length m (0 for 'C')
 //	4  4  token segment ('C': checkpoint segment)
 //	8  8  token offset  ('C': checkpoint offset)
@@ -76,7 +77,7 @@ func parseHistRecord(b []byte) (n, need int, ok bool) {
 	}
 	m := int(b[3])
 	switch b[2] {
-	case kindArticle, kindReject:
+	case kindArticle, kindReject, kindForget:
 		if m == 0 || m > maxMsgIDLen {
 			return 0, 0, false
 		}

@@ -13,6 +13,7 @@ func testHistRecords() [][]byte {
 		appendHistRecord(nil, kindReject, "<spam@x>", Token{}, 2),
 		appendCheckpoint(nil, Position{Seg: 2, Off: 4096}, 3),
 		appendHistRecord(nil, kindArticle, "<b@x>", Token{Seg: 2, Off: 4096, Len: 9}, 4),
+		appendHistRecord(nil, kindForget, "<a@x>", Token{}, 0),
 	}
 }
 
@@ -23,6 +24,7 @@ func TestHistRecordRoundTrip(t *testing.T) {
 	}{
 		{"stored", histRecord{kind: kindArticle, msgid: []byte("<a@x>"), tok: Token{Seg: 3, Off: 1 << 33, Len: 7}, when: 1700000000123456789}},
 		{"rejected", histRecord{kind: kindReject, msgid: []byte("<b@x>"), when: -1}},
+		{"forget", histRecord{kind: kindForget, msgid: []byte("<c@x>")}},
 		{"checkpoint", histRecord{kind: kindCkpt, msgid: []byte{}, tok: Token{Seg: 9, Off: 123}, when: 5}},
 		{"longest id", histRecord{kind: kindArticle, msgid: append(append([]byte("<"), bytes.Repeat([]byte("x"), 248)...), '>'), tok: Token{Seg: 1, Off: 48, Len: 1}}},
 	}
@@ -58,6 +60,7 @@ func FuzzHistoryReplay(f *testing.F) {
 	f.Add(recs[0][:20], uint16(17))
 	f.Add([]byte("NHNHNH"), uint16(2))
 	f.Add(append([]byte("NHA\x05"), make([]byte, 40)...), uint16(9))
+	f.Add(append([]byte("NHF\x05"), make([]byte, 40)...), uint16(9))
 	f.Fuzz(func(t *testing.T, junk []byte, chunk uint16) {
 		checkScan(t, recs[:2], [][]byte{junk}, recs[2:], histRecMagic, parseHistRecord, 1+int(chunk%4096))
 		checkScan(t, recs[:3], [][]byte{junk}, nil, histRecMagic, parseHistRecord, 1+int(chunk%256))

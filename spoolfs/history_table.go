@@ -8,8 +8,10 @@ import "hash/maphash"
 // answer for the wrong article. Slots and arena hold no pointers, so a table
 // of millions of ids costs the garbage collector nothing to scan.
 //
-// Entries are never deleted one by one: history expiry builds a new table
-// (see History.Expire), which also compacts the arena.
+// Expiry builds a new table (see History.Expire), which also compacts the
+// arena. The rare single deletion (an article found lost, see
+// History.forgetLocked) shifts the probe run back, leaving no tombstone;
+// its id stays in the arena until the next expiry.
 type table struct {
 	seed  maphash.Seed
 	slots []slot // len is a power of two; hash 0 marks an empty slot
@@ -103,6 +105,37 @@ func (t *table) add(msgid string, e slot, kind byte) bool {
 			return false
 		}
 	}
+}
+
+// remove deletes the entry for msgid and reports whether there was one.
+// Linear probing without tombstones: every later entry of the run that
+// the hole would cut off from its home slot moves back into it.
+func (t *table) remove(msgid string) bool {
+	h := t.hash(msgid)
+	mask := uint64(len(t.slots) - 1)
+	i := h & mask
+	for {
+		s := &t.slots[i]
+		if s.hash == 0 {
+			return false
+		}
+		if s.hash == h && string(t.id(s)) == msgid {
+			break
+		}
+		i = (i + 1) & mask
+	}
+	for j := (i + 1) & mask; t.slots[j].hash != 0; j = (j + 1) & mask {
+		home := t.slots[j].hash & mask
+		// Move j into the hole at i unless its home lies in (i, j]
+		// (cyclically): then it is still reachable where it is.
+		if (j-home)&mask >= (j-i)&mask {
+			t.slots[i] = t.slots[j]
+			i = j
+		}
+	}
+	t.slots[i] = slot{}
+	t.count--
+	return true
 }
 
 // place puts e in the first free slot of its probe sequence.

@@ -89,6 +89,10 @@ func OpenPeerQueue(dir string, cfg queue.Config, now time.Time, log *slog.Logger
 	return p, nil
 }
 
+// LostFiles returns the backlog files the queue's durable state named that
+// were gone at open (see Backlog.Lost): acknowledged articles lost.
+func (p *PeerQueue) LostFiles() []LostFile { return p.b.Lost() }
+
 // Offer queues e for the peer (see queue.Queue.Offer). The write it asks for
 // is durable only after the next Sync succeeds: acknowledge e upstream after
 // that, not before. An error means e was not taken (an invalid entry, or a

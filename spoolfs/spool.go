@@ -116,6 +116,12 @@ type Spool struct {
 	hpend    []byte     // history records of Puts not yet durable
 	closed   bool
 
+	cutAt       map[uint32]int64 // open only: where recovery cut each torn segment
+	cutMu       sync.Mutex
+	putOff      []pendingCut // torn tails open could not quarantine for lack of space
+	cutsPending atomic.Bool  // len(putOff) > 0
+	lostAtOpen  int          // acknowledged articles the open found lost
+
 	seq       atomic.Uint64 // sequence number of the last Put or Reject (written under mu)
 	durable   atomic.Uint64 // every Put/Reject with seq <= durable is durable
 	activeNum atomic.Uint32 // active.num, for the read path
@@ -271,7 +277,11 @@ func (s *Spool) writableLocked() error {
 		return ErrClosed
 	case s.fatal != nil:
 		return s.fatal
-	case s.writeErr != nil:
+	}
+	if err := s.finishCuts(); err != nil {
+		return err
+	}
+	if s.writeErr != nil {
 		return s.flushLocked()
 	}
 	return nil
@@ -546,6 +556,11 @@ func (s *Spool) writeHistoryLocked() error {
 	if len(s.hwait) == 0 {
 		return nil
 	}
+	// A torn tail of the log kept for lack of space must go (to
+	// quarantine) before anything is appended over it.
+	if err := s.finishCuts(); err != nil {
+		return fmt.Errorf("history: write: %w", err)
+	}
 	n, err := s.hfile.WriteAt(s.hwait, s.hoff)
 	if err != nil {
 		if n > 0 {
@@ -761,8 +776,15 @@ func (x *Section) Close() error {
 // header (not its CRC, which would mean reading it: use Get for that). An
 // article still in the append buffer is written to the file first.
 func (s *Spool) Section(tok Token) (*Section, error) {
+	sec, _, err := s.section(tok)
+	return sec, err
+}
+
+// section is Section, also returning the record's header.
+func (s *Spool) section(tok Token) (*Section, recordHeader, error) {
+	var none recordHeader
 	if tok.Seg == 0 || tok.Off < segHeaderSize+recHeaderSize || tok.Len == 0 {
-		return nil, fmt.Errorf("spool: section %s: %w", tok, ErrNotFound)
+		return nil, none, fmt.Errorf("spool: section %s: %w", tok, ErrNotFound)
 	}
 	recOff := int64(tok.Off) - recHeaderSize
 	if tok.Seg == s.activeNum.Load() {
@@ -773,12 +795,12 @@ func (s *Spool) Section(tok Token) (*Section, error) {
 		}
 		s.mu.Unlock()
 		if err != nil {
-			return nil, fmt.Errorf("spool: section %s: %w", tok, err)
+			return nil, none, fmt.Errorf("spool: section %s: %w", tok, err)
 		}
 	}
 	seg, err := s.acquire(tok.Seg)
 	if err != nil {
-		return nil, fmt.Errorf("spool: section %s: %w", tok, err)
+		return nil, none, fmt.Errorf("spool: section %s: %w", tok, err)
 	}
 	var hb [recHeaderSize]byte
 	if _, err := seg.f.ReadAt(hb[:], recOff); err != nil {
@@ -786,17 +808,17 @@ func (s *Spool) Section(tok Token) (*Section, error) {
 		if err == io.EOF {
 			err = ErrNotFound
 		}
-		return nil, fmt.Errorf("spool: section %s: %w", tok, err)
+		return nil, none, fmt.Errorf("spool: section %s: %w", tok, err)
 	}
 	h, ok := parseRecordHeader(hb[:])
 	if !ok {
 		s.release(seg)
 		s.log.Error("corrupt record header", "segment", seg.path, "token", tok.String())
-		return nil, fmt.Errorf("spool: section %s: %w: bad header", tok, ErrCorrupt)
+		return nil, none, fmt.Errorf("spool: section %s: %w: bad header", tok, ErrCorrupt)
 	}
 	if h.kind != kindArticle || h.n != tok.Len {
 		s.release(seg)
-		return nil, fmt.Errorf("spool: section %s: %w: token does not match the record", tok, ErrNotFound)
+		return nil, none, fmt.Errorf("spool: section %s: %w: token does not match the record", tok, ErrNotFound)
 	}
-	return &Section{File: seg.f, Offset: int64(tok.Off), Length: int64(tok.Len), s: s, seg: seg}, nil
+	return &Section{File: seg.f, Offset: int64(tok.Off), Length: int64(tok.Len), s: s, seg: seg}, h, nil
 }

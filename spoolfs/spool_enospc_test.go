@@ -15,11 +15,7 @@ import (
 // stays Pending (never acked, never lost); and once space returns, Sync and
 // Put work again with no restart.
 func TestDiskFull(t *testing.T) {
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("cannot mount a 1 MiB tmpfs to fill (needs root or CAP_SYS_ADMIN): %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(mnt, 0) })
+	mnt := mountTmpfs(t)
 	ballast := filepath.Join(mnt, "ballast")
 	if err := os.WriteFile(ballast, make([]byte, 256<<10), 0o644); err != nil {
 		t.Fatal(err)
@@ -114,4 +110,74 @@ func TestDiskFull(t *testing.T) {
 	if q := quarantined(t, dir); len(q) != 0 {
 		t.Errorf("disk full left damage behind: quarantine holds %v", q)
 	}
+}
+
+// TestTornTailOnFullDisk: a torn tail that open cannot copy to quarantine
+// for lack of space stays in place (evidence is never destroyed) and open
+// succeeds (issue 16, finding 7); the spool serves reads, refuses writes
+// with ENOSPC, and cuts the tail (after the copy) once space returns.
+func TestTornTailOnFullDisk(t *testing.T) {
+	mnt := mountTmpfs(t)
+	dir := filepath.Join(mnt, "spool")
+	s := openT(t, dir, SpoolOptions{})
+	id := msgID("torn", 0)
+	w := wireArticle(id, 2000)
+	tok := putT(t, s, id, w, t0)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	s.abandon()
+	seg := segFile(dir, 1)
+	before, _ := os.Stat(seg)
+	f, _ := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+	f.Write([]byte("NFAR torn"))
+	f.Close()
+	filler := filepath.Join(mnt, "filler")
+	ff, _ := os.Create(filler)
+	for {
+		if _, err := ff.Write(make([]byte, 4096)); err != nil {
+			break
+		}
+	}
+	ff.Close()
+
+	var log testLog
+	s, err := OpenSpool(dir, SpoolOptions{Logger: log.logger()})
+	if err != nil {
+		t.Fatalf("open on a full disk: %v", err)
+	}
+	defer s.Close()
+	wantArticle(t, s, "reads while full", tok, w)
+	if _, err := s.Put(msgID("torn", 1), wireArticle(msgID("torn", 1), 100), t0); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Put while the tail is kept: %v, want ENOSPC", err)
+	}
+	if st, _ := os.Stat(seg); st.Size() != before.Size()+int64(len("NFAR torn")) {
+		t.Errorf("segment is %d octets, want the torn tail kept (%d)", st.Size(), before.Size()+9)
+	}
+	os.Remove(filler)
+	if err := s.Writable(); err != nil {
+		t.Fatalf("Writable after space returned: %v", err)
+	}
+	if st, _ := os.Stat(seg); st.Size() != before.Size() {
+		t.Errorf("segment is %d octets after the cut, want %d", st.Size(), before.Size())
+	}
+	if q := quarantined(t, dir); len(q) != 1 {
+		t.Errorf("quarantine: %v, want the tail's copy", q)
+	}
+	putT(t, s, msgID("torn", 1), wireArticle(msgID("torn", 1), 100), t0)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mountTmpfs mounts a 1 MiB tmpfs for the test, or skips it when it
+// cannot.
+func mountTmpfs(t *testing.T) string {
+	t.Helper()
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a 1 MiB tmpfs to fill (needs root or CAP_SYS_ADMIN): %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, 0) })
+	return mnt
 }

@@ -24,6 +24,7 @@ const (
 	kindReject  = 'R' // a refused message-id, remembered: no payload
 	kindSeal    = 'S' // last record of a full segment: arrival = newest in segment
 	kindCkpt    = 'C' // history only: the spool up to a position is in the log
+	kindForget  = 'F' // history only: the id's article was found lost; forget it
 )
 
 var (

@@ -27,7 +27,10 @@ import (
 //     every record it lacks; a corrupt region is quarantined and skipped, a
 //     torn tail is quarantined and cut off, an unsealed full segment is
 //     sealed;
-//  5. fsync what changed, write a checkpoint, fsync the log.
+//  5. check the history against the segments: acknowledged articles whose
+//     data was cut off or whose segment is gone are forgotten (logged once,
+//     counted in LostAtOpen), so upstream may offer them again;
+//  6. fsync what changed, write a checkpoint, fsync the log.
 //
 // Only one process may have a spool open: a second OpenSpool fails while
 // the first holds dir/LOCK.
@@ -83,7 +86,8 @@ func (s *Spool) recover() error {
 	if err := s.openActive(); err != nil {
 		return err
 	}
-	// Step 5: what the scan found may only be in the page cache (the process
+	s.dropLost()
+	// Step 6: what the scan found may only be in the page cache (the process
 	// died, the kernel did not): make it durable before the log says so.
 	for _, seg := range changed {
 		if err := syncData(seg.f); err != nil {
@@ -102,13 +106,21 @@ func (s *Spool) recover() error {
 	s.closeIdle()
 	end := Position{Seg: a.num, Off: a.written}
 	s.hwait = appendCheckpoint(s.hwait, end, a.newest)
+	s.durEnd = end
 	if err := s.writeHistoryLocked(); err != nil {
-		return err
+		if !noSpace(err) {
+			return err
+		}
+		// The records stay in hwait for the first Sync that can write
+		// them; until then the old checkpoint holds (a crash rescans
+		// from it), and the spool takes no writes (writableLocked).
+		s.log.Error("history: no space to write what the open found; written once space returns", "err", err)
+		return nil
 	}
 	if err := syncData(s.hfile); err != nil {
 		return err
 	}
-	s.ckpt, s.ckptNewest, s.durEnd = end, a.newest, end
+	s.ckpt, s.ckptNewest = end, a.newest
 	s.ckptSeg.Store(end.Seg)
 	return nil
 }
@@ -233,6 +245,8 @@ func (s *Spool) replayHistory() error {
 		case kindCkpt:
 			s.ckpt = Position{Seg: r.tok.Seg, Off: int64(r.tok.Off)}
 			s.ckptNewest = r.when
+		case kindForget:
+			h.t.remove(string(r.msgid))
 		default:
 			h.addLocked(string(r.msgid), r.kind, r.tok, r.when, 0)
 		}
@@ -305,11 +319,20 @@ func (s *Spool) scanAfterCheckpoint() ([]*segment, error) {
 			if err := s.cutTail(seg.f, seg.path, end, seg.written); err != nil {
 				return nil, err
 			}
+			if s.cutAt == nil {
+				s.cutAt = map[uint32]int64{}
+			}
+			s.cutAt[seg.num] = end
 			s.bytes.Add(end - seg.written)
 			seg.written = end
 			sealed = false
 		}
 		seg.sealed = sealed || seg.sealed && end == seg.written
+		if !last && !seg.sealed && s.cutsPending.Load() && s.cutPendingFor(seg.path) {
+			// Its torn tail is still on disk: no seal over it. Sealed in
+			// memory only (it takes no appends); the next open seals it.
+			seg.sealed = true
+		}
 		if !last && !seg.sealed {
 			// A full segment whose seal never reached the disk.
 			seal := appendRecord(nil, kindSeal, "", nil, seg.newest, 0)
@@ -373,7 +396,10 @@ func (s *Spool) closeIdle() {
 
 // cutTail removes the torn tail [end, size) of a file, after copying it to
 // quarantine/ unless it is all zeros (unwritten blocks). If the copy fails
-// the tail stays and open fails: evidence is never destroyed.
+// the tail stays: evidence is never destroyed. For lack of space (a kill -9
+// while the disk was full) the cut is put off (pendingCut) and open goes
+// on: the spool serves reads but takes no writes until finishCuts succeeds
+// once space returns. Any other failure fails open.
 func (s *Spool) cutTail(f *os.File, path string, end, size int64) error {
 	tail := make([]byte, size-end)
 	if _, err := f.ReadAt(tail, end); err != nil && err != io.EOF {
@@ -382,7 +408,17 @@ func (s *Spool) cutTail(f *os.File, path string, end, size int64) error {
 	if len(bytes.Trim(tail, "\x00")) > 0 {
 		q := s.quarantineName(path, end)
 		if err := WriteFileDurable(q, tail); err != nil {
-			return fmt.Errorf("quarantine torn tail of %s: %w", path, err)
+			if !noSpace(err) {
+				return fmt.Errorf("quarantine torn tail of %s: %w", path, err)
+			}
+			os.Remove(q)
+			s.cutMu.Lock()
+			s.putOff = append(s.putOff, pendingCut{path: path, end: end, size: size})
+			s.cutMu.Unlock()
+			s.cutsPending.Store(true)
+			s.log.Error("torn tail kept in place: no space to copy it to quarantine; the spool takes no writes until space returns",
+				"file", path, "offset", end, "bytes", len(tail), "err", err)
+			return nil
 		}
 		s.log.Warn("torn tail cut off after a crash", "file", path, "offset", end, "bytes", len(tail), "copy", q)
 	} else {

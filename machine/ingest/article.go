@@ -56,6 +56,7 @@ func (g *Ingest) keepArt(data []byte) []byte {
 func (g *Ingest) startArticle(cmd Cmd, id string) {
 	g.state = stArticle
 	g.cur = current{cmd: cmd, id: id}
+	g.artStart, g.artIn = g.lastRecv, 0
 	g.dec.Reset()
 	g.art = g.newArt()
 }
@@ -86,6 +87,7 @@ func (g *Ingest) readArticle(now time.Time) bool {
 		}
 	}
 	g.off += n
+	g.artIn += int64(n)
 	if err != nil {
 		// Only a line over blockMaxLine gets here: the block's end is lost.
 		g.abort(now, "article block: "+err.Error())

@@ -55,13 +55,27 @@ package ingest
 // and close, since a stream that desynchronised (article text read as
 // commands) would otherwise draw a 500 per line.
 //
-// Time. The machine keeps two deadlines: IdleTimeout after the last byte in
-// either direction when nothing is in progress (no partial input, nothing
-// owed), and TransferTimeout while the peer is in the middle of sending
-// something (a partial command line, an article). When the owner owes an
-// answer, or the machine is paused, there is no deadline: the wait is
-// the relay's, not the peer's. A timeout drops whatever is unanswered, sends
-// "400 <reason>" and closes.
+// Time. The machine keeps these deadlines: IdleTimeout after the last byte
+// in either direction when nothing is in progress (no partial input,
+// nothing owed); TransferTimeout while the peer is in the middle of sending
+// something (a partial command line, an article), since its last byte; for
+// an article also a whole-transfer deadline from its first byte,
+// ArticleTimeout plus one second per MinRate octets received, so a peer
+// that drips a byte now and then cannot hold the connection (and its
+// buffer) for ever; and WriteTimeout after the machine last handed out
+// output. The last is the runtime's write deadline: both runtimes fail a
+// write that outlasts the machine's deadline, so a peer that stops reading
+// is closed and its reservations released; when the runtime calls Timeout
+// after it instead, the output was written and that deadline is cleared.
+// When the owner owes an answer, or the machine is paused, only the write
+// deadline (and an article's) runs: the wait is the relay's, not the
+// peer's. A timeout drops whatever is unanswered, sends "400 <reason>" and
+// closes.
+//
+// Hold. The owner may hold the machine (SetHold): Paused reports true, as
+// when the response queue is full, so the runtime stops reading. The relay
+// holds connections that would grow its buffered article bytes past a
+// global budget; an article's deadlines keep running while it is held.
 //
 // Closing. QUIT (205), MODE READER (502, RFC 3977 §5.3: a transit-only
 // server closes after it), a fatal 400, Shutdown or the peer's EOF stop the
@@ -96,6 +110,16 @@ const (
 	DefaultMaxPending = 256
 	// DefaultMaxBuffered bounds the input held while paused.
 	DefaultMaxBuffered = 4 << 20
+	// DefaultWriteTimeout is how long output handed to the runtime may take
+	// to be written.
+	DefaultWriteTimeout = 2 * time.Minute
+	// DefaultArticleTimeout is the time any article is granted whole,
+	// before DefaultMinRate adds to it.
+	DefaultArticleTimeout = 10 * time.Minute
+	// DefaultMinRate is the slowest an article may arrive on average, in
+	// octets per second, beyond the ArticleTimeout it is granted first:
+	// 16 MiB at 1 KiB/s is over four hours.
+	DefaultMinRate = 1024
 	// DefaultImplementation is the IMPLEMENTATION capability's text.
 	DefaultImplementation = "newsflow"
 )
@@ -137,6 +161,15 @@ type Config struct {
 	// TransferTimeout closes a connection stalled in the middle of a
 	// command line or an article; DefaultTransferTimeout when zero.
 	TransferTimeout time.Duration
+	// ArticleTimeout and MinRate bound a whole article: it must arrive
+	// within ArticleTimeout plus one second per MinRate octets, counted
+	// from its first octet (DefaultArticleTimeout, DefaultMinRate when
+	// zero; no whole-article limit when MinRate is negative).
+	ArticleTimeout time.Duration
+	MinRate        int64
+	// WriteTimeout closes a connection whose output is not written within
+	// it (the peer stopped reading); DefaultWriteTimeout when zero.
+	WriteTimeout time.Duration
 	// MaxAge and MaxFuture are the Date window of proto.ValidateOptions:
 	// MaxAge 0 means no limit, MaxFuture 0 means 24 hours and a negative
 	// MaxFuture turns that check off.
@@ -152,6 +185,11 @@ func (c Config) withDefaults() Config {
 	machine.Default(&c.MaxBuffered, DefaultMaxBuffered)
 	machine.Default(&c.IdleTimeout, DefaultIdleTimeout)
 	machine.Default(&c.TransferTimeout, DefaultTransferTimeout)
+	machine.Default(&c.ArticleTimeout, DefaultArticleTimeout)
+	machine.Default(&c.WriteTimeout, DefaultWriteTimeout)
+	if c.MinRate == 0 { // negative: no minimum rate
+		c.MinRate = DefaultMinRate
+	}
 	return c
 }
 
@@ -218,6 +256,10 @@ type Ingest struct {
 	closed     bool
 
 	lastRecv, lastSend time.Time
+	writeDue           time.Time // output handed out must be written by then; zero when none
+	artStart           time.Time // first octet of the article being read
+	artIn              int64     // octets of it received so far (before unstuffing)
+	hold               bool      // the owner holds the machine (SetHold)
 	counters           Counters
 }
 
@@ -235,6 +277,7 @@ func New(now time.Time, cfg Config) *Ingest {
 	}
 	if g.cfg.Unavailable != "" {
 		g.out = appendStatus(g.out, proto.CodeUnavailable, "", g.cfg.Unavailable)
+		g.writeDue = now.Add(g.cfg.WriteTimeout)
 		g.state = stStopped
 		g.finish("unavailable: " + g.cfg.Unavailable)
 		return g
@@ -244,6 +287,7 @@ func New(now time.Time, cfg Config) *Ingest {
 		host = "newsflow"
 	}
 	g.out = appendStatus(g.out, proto.CodePostingOK, "", host+" "+g.cfg.Implementation+" ready (transit mode)")
+	g.writeDue = now.Add(g.cfg.WriteTimeout)
 	return g
 }
 
@@ -286,7 +330,19 @@ func (g *Ingest) ReceiveEOF(now time.Time) {
 // Timeout tells the machine its deadline passed (machine.Conn); an early or
 // repeated call is a no-op.
 func (g *Ingest) Timeout(now time.Time) {
-	d, ok := g.Deadline()
+	if !g.writeDue.IsZero() && !now.Before(g.writeDue) {
+		// The runtime would have failed a write still pending at the
+		// write deadline: what was handed out is written.
+		g.writeDue = time.Time{}
+	}
+	if g.closed {
+		return
+	}
+	if d, ok := g.articleDeadline(); ok && !now.Before(d) {
+		g.abort(now, fmt.Sprintf("article transfer too slow (%d octets in %s)", g.artIn, now.Sub(g.artStart).Round(time.Second)))
+		return
+	}
+	d, ok := g.peerDeadline()
 	if !ok || now.Before(d) {
 		return
 	}
@@ -297,8 +353,30 @@ func (g *Ingest) Timeout(now time.Time) {
 	}
 }
 
-// Deadline is when Timeout must next be called (machine.Conn).
+// Deadline is when Timeout must next be called (machine.Conn): the
+// nearest of the peer's deadline, the article's and the write deadline.
 func (g *Ingest) Deadline() (time.Time, bool) {
+	d, ok := g.peerDeadline()
+	if ad, aok := g.articleDeadline(); aok && (!ok || ad.Before(d)) {
+		d, ok = ad, true
+	}
+	if !g.writeDue.IsZero() && (!ok || g.writeDue.Before(d)) {
+		d, ok = g.writeDue, true
+	}
+	return d, ok
+}
+
+// articleDeadline is when the article being read must be complete.
+func (g *Ingest) articleDeadline() (time.Time, bool) {
+	if g.closed || g.state != stArticle || g.cfg.MinRate < 0 {
+		return time.Time{}, false
+	}
+	grace := g.cfg.ArticleTimeout + time.Duration(float64(g.artIn)/float64(g.cfg.MinRate)*float64(time.Second))
+	return g.artStart.Add(grace), true
+}
+
+// peerDeadline is the idle or transfer deadline.
+func (g *Ingest) peerDeadline() (time.Time, bool) {
 	if g.closed {
 		return time.Time{}, false
 	}
@@ -347,8 +425,17 @@ func (g *Ingest) Paused() bool {
 	if g.closed {
 		return false
 	}
-	return g.state == stIHaveWait || g.state == stCommand && g.queued() >= g.cfg.MaxPending
+	return g.hold || g.state == stIHaveWait || g.state == stCommand && g.queued() >= g.cfg.MaxPending
 }
+
+// SetHold holds the machine (Paused reports true, so the runtime stops
+// reading) or lets it go; see Hold in the theory of operation. Input that
+// still arrives while held is parsed as usual.
+func (g *Ingest) SetHold(now time.Time, hold bool) { g.hold = hold }
+
+// Buffered is how many octets the machine holds for the peer now: input
+// not yet parsed and the article being decoded.
+func (g *Ingest) Buffered() int { return g.held() + len(g.art) }
 
 // Pending is the number of responses queued: commands received and not yet
 // answered on the wire.
@@ -521,6 +608,7 @@ func (g *Ingest) abort(now time.Time, reason string) {
 	g.q, g.head = nil, 0
 	g.out = appendStatus(g.out, proto.CodeUnavailable, "", capitalize(reason))
 	g.lastSend = now
+	g.writeDue = now.Add(g.cfg.WriteTimeout)
 	g.finish(reason)
 }
 

@@ -448,8 +448,9 @@ func TestBackPressure(t *testing.T) {
 	if !h.g.Paused() {
 		t.Fatal("Paused() = false with a full window")
 	}
-	if _, ok := h.g.Deadline(); ok {
-		t.Error("a deadline while paused: the wait is the owner's, not the peer's")
+	// Only the greeting's write deadline: the wait is the owner's.
+	if d, ok := h.g.Deadline(); !ok || !d.Equal(t0.Add(DefaultWriteTimeout)) {
+		t.Errorf("Deadline() = %v, %v while paused; want only the greeting's write deadline %v", d, ok, t0.Add(DefaultWriteTimeout))
 	}
 	if err := h.g.Decide(h.now, 2, Want); err != nil {
 		t.Fatal(err)
@@ -550,7 +551,11 @@ func TestTimeouts(t *testing.T) {
 }
 
 func TestDeadlines(t *testing.T) {
-	g := New(t0, testCfg)
+	// A write timeout longer than the rest, so that the peer's deadlines
+	// show; TestWriteTimeout covers it.
+	cfg := testCfg
+	cfg.WriteTimeout = time.Hour
+	g := New(t0, cfg)
 	wantDeadline := func(what string, want time.Time, ok bool) {
 		t.Helper()
 		got, gotOK := g.Deadline()
@@ -566,7 +571,7 @@ func TestDeadlines(t *testing.T) {
 	g.Receive(t0.Add(3*time.Minute), []byte(".\r\n"))
 	wantDeadline("an invalid article is answered at once", t0.Add(3*time.Minute+DefaultIdleTimeout), true)
 	g.Receive(t0.Add(4*time.Minute), []byte("IHAVE "+a1+"\r\n"))
-	wantDeadline("IHAVE waits for the owner", time.Time{}, false)
+	wantDeadline("IHAVE waits for the owner: only the 437's write deadline", t0.Add(3*time.Minute+time.Hour), true)
 	g.Timeout(t0.Add(time.Hour)) // a spurious call
 	if g.Closed() {
 		t.Fatal("Timeout without a deadline closed the machine")
@@ -574,7 +579,83 @@ func TestDeadlines(t *testing.T) {
 	g.Decide(t0.Add(5*time.Minute), 2, Want) // 1 was the TAKETHIS
 	wantDeadline("335 sent: the transfer clock starts", t0.Add(5*time.Minute+DefaultTransferTimeout), true)
 	g.Shutdown(t0.Add(6*time.Minute), "")
-	wantDeadline("closed", time.Time{}, false)
+	wantDeadline("closed: only the write deadline of its last words", t0.Add(6*time.Minute+time.Hour), true)
+	g.Timeout(t0.Add(6*time.Minute + time.Hour))
+	wantDeadline("closed, output written", time.Time{}, false)
+}
+
+// TestWriteTimeout: output handed to the runtime must be written within
+// WriteTimeout (the runtimes use Deadline as their write deadline and fail
+// a write that outlasts it); a Timeout call at that deadline means it was
+// written, and the peer's own deadlines apply again (issue 16, finding 5:
+// a feeder that stopped reading held its connection and its reserved ids
+// for 11 minutes and counting).
+func TestWriteTimeout(t *testing.T) {
+	g := New(t0, testCfg)
+	g.AppendOutgoing(nil)
+	g.Receive(t0, []byte("CHECK "+a1+"\r\nCHECK "+a2+"\r\n"))
+	events(g)
+	g.Decide(t0.Add(time.Second), 1, Want)
+	g.AppendOutgoing(nil)
+	// CHECK a2 is still owed by the owner: no peer deadline, only the
+	// write deadline of 238 a1.
+	if d, ok := g.Deadline(); !ok || !d.Equal(t0.Add(time.Second+DefaultWriteTimeout)) {
+		t.Fatalf("Deadline() = %v, %v; want the write deadline %v", d, ok, t0.Add(time.Second+DefaultWriteTimeout))
+	}
+	g.Timeout(t0.Add(time.Second + DefaultWriteTimeout))
+	if g.Closed() {
+		t.Fatal("Timeout at the write deadline closed the machine: the runtime calls it only once the output is written")
+	}
+	if d, ok := g.Deadline(); ok {
+		t.Errorf("Deadline() = %v after the output was written, with the owner owing an answer; want none", d)
+	}
+}
+
+// TestArticleTimeout: an article must arrive whole within ArticleTimeout
+// plus a second per MinRate octets from its first octet, however often
+// bytes trickle in (issue 16, finding 5: a 1-byte-per-100-ms drip kept a
+// connection and its buffer for ever).
+func TestArticleTimeout(t *testing.T) {
+	cfg := Config{PathHost: "relay.example", ArticleTimeout: time.Minute, MinRate: 100, WriteTimeout: time.Hour}
+	g := New(t0, cfg)
+	g.AppendOutgoing(nil)
+	now := t0
+	g.Receive(now, []byte("TAKETHIS "+a1+"\r\n"))
+	sent := 0
+	for !g.Closed() && now.Before(t0.Add(time.Hour)) {
+		now = now.Add(100 * time.Millisecond)
+		g.Receive(now, []byte("x"))
+		sent++
+		g.Timeout(now)
+	}
+	// 1 + n/100 s >= ... : at 10 octets a second, 60 s plus a tenth of
+	// the elapsed time: about 66.7 s.
+	if !g.Closed() || now.Sub(t0) > 67*time.Second || now.Sub(t0) < 66*time.Second {
+		t.Fatalf("closed %v after %v and %d octets; want closed after about 66.7s", g.Closed(), now.Sub(t0), sent)
+	}
+	if out := string(g.AppendOutgoing(nil)); !strings.HasPrefix(out, "400 Article transfer too slow") {
+		t.Errorf("output %q, want 400 Article transfer too slow", out)
+	}
+}
+
+// TestHold: the owner's hold pauses the machine until let go.
+func TestHold(t *testing.T) {
+	g := New(t0, testCfg)
+	g.Receive(t0, []byte("TAKETHIS "+a1+"\r\nPath: x\r\n"))
+	if g.Paused() {
+		t.Fatal("paused before the hold")
+	}
+	if got := g.Buffered(); got != len("Path: x\r\n") {
+		t.Errorf("Buffered() = %d, want %d", got, len("Path: x\r\n"))
+	}
+	g.SetHold(t0, true)
+	if !g.Paused() {
+		t.Error("not paused while held")
+	}
+	g.SetHold(t0, false)
+	if g.Paused() {
+		t.Error("still paused after the hold")
+	}
 }
 
 func TestEOFAndShutdown(t *testing.T) {

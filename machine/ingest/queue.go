@@ -111,6 +111,7 @@ func (g *Ingest) write(now time.Time, s *slot) {
 	g.out = appendStatus(g.out, s.code, id, s.text)
 	g.out = append(g.out, s.block...)
 	g.lastSend = now
+	g.writeDue = now.Add(g.cfg.WriteTimeout)
 	if s.close {
 		g.finish(s.reason)
 	}

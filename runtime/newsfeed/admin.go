@@ -106,6 +106,8 @@ var (
 		"Octets of articles the peer accepted.", []string{"peer"}, nil)
 	descPeerSkipped = prometheus.NewDesc("newsfeed_peer_skipped_total",
 		"Articles the masterfeed did not offer to the peer, by reason.", []string{"peer", "reason"}, nil)
+	descPeerLostFiles = prometheus.NewDesc("newsfeed_peer_lost_backlog_files",
+		"Backlog files the peer's queue named that were gone at start (their articles are lost).", []string{"peer"}, nil)
 	descPeerConns = prometheus.NewDesc("newsfeed_peer_connections",
 		"The peer's connections, by state.", []string{"peer", "state"}, nil)
 	descIngest = prometheus.NewDesc("newsfeed_ingest_total",
@@ -114,15 +116,26 @@ var (
 		"Open upstream connections.", nil, nil)
 	descIngestDenied = prometheus.NewDesc("newsfeed_ingest_connections_denied_total",
 		"Upstream connections refused (502) because their address is not in allow.", nil, nil)
+	descIngestLimited = prometheus.NewDesc("newsfeed_ingest_connections_limited_total",
+		"Upstream connections refused (400) by max_connections or max_connections_per_host.", nil, nil)
+	descIngestHeld = prometheus.NewDesc("newsfeed_ingest_held_total",
+		"Times an upstream connection stopped being read because buffered article bytes passed max_buffered_bytes.", nil, nil)
+	descIngestTimedOut = prometheus.NewDesc("newsfeed_ingest_timeouts_total",
+		"Upstream connections closed for a stall, an article slower than min_transfer_rate, or answers not read.", nil, nil)
+	descIngestBuffered = prometheus.NewDesc("newsfeed_ingest_buffered_bytes",
+		"Article bytes the upstream connections hold in memory.", nil, nil)
 	descAccepting = prometheus.NewDesc("newsfeed_accepting",
 		"1 while ingest accepts articles, 0 while it does not (disk full).", nil, nil)
 	descSpoolBytes = prometheus.NewDesc("newsfeed_spool_bytes", "Octets in spool segment files.", nil, nil)
+	descSpoolLost  = prometheus.NewDesc("newsfeed_spool_lost_articles_total",
+		"Stored articles found damaged or gone (at start, or when read to be sent) and forgotten by the history.", nil, nil)
 )
 
 // Describe sends the metric descriptions.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPeerArticles, descPeerQueued, descPeerBacklogBytes, descPeerAcceptedBytes,
-		descPeerSkipped, descPeerConns, descIngest, descIngestConns, descIngestDenied, descAccepting, descSpoolBytes} {
+		descPeerSkipped, descPeerLostFiles, descPeerConns, descIngest, descIngestConns, descIngestDenied,
+		descIngestLimited, descIngestHeld, descIngestTimedOut, descIngestBuffered, descAccepting, descSpoolBytes, descSpoolLost} {
 		ch <- d
 	}
 }
@@ -152,6 +165,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descPeerSkipped, p.SkippedGroups, p.Name, "groups")
 		counter(descPeerSkipped, p.SkippedPath, p.Name, "path")
 		counter(descPeerSkipped, p.SkippedSize, p.Name, "size")
+		gauge(descPeerLostFiles, p.LostFiles, p.Name)
 		states := map[string]int64{"feeding": 0, "connecting": 0, "waiting": 0}
 		for _, cs := range p.Connections {
 			states[cs.State]++
@@ -167,10 +181,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descIngest, st.Ingest.Rejected, "rejected")
 	gauge(descIngestConns, st.Ingest.Open)
 	counter(descIngestDenied, st.Ingest.Denied)
+	counter(descIngestLimited, st.Ingest.Limited)
+	counter(descIngestHeld, st.Ingest.Held)
+	counter(descIngestTimedOut, st.Ingest.TimedOut)
+	gauge(descIngestBuffered, st.Ingest.Buffered)
 	acc := int64(0)
 	if st.Accepting {
 		acc = 1
 	}
 	gauge(descAccepting, acc)
 	gauge(descSpoolBytes, st.SpoolBytes)
+	counter(descSpoolLost, st.LostArticles)
 }

@@ -1,6 +1,7 @@
 package newsfeed
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/newsflow/newsflow/runtime/goroutine"
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
@@ -20,10 +22,17 @@ import (
 // (goroutine.BodyWriter): with sendfile(2) straight from the segment file
 // when the connection is a plain TCP socket, by copying otherwise (TLS).
 //
-// An article that cannot be read (corrupt, gone) fails the connection's
-// flush, since the feed machine already counts its command as sent. So
-// that it does not fail every connection after that, its token is
-// remembered in bad, and pull settles it as missing when it comes again.
+// Before an article is offered, pull asks sendable: the spool must still
+// hold it (Spool.Holds, no I/O), and an article large enough to leave by
+// sendfile, which never looks at the bytes, is read and its CRC checked
+// first (Spool.Verify), so no damaged byte leaves. An article that fails is
+// settled as missing, reported once, and forgotten by the history (upstream
+// may offer it again). One that still cannot be read when sent (damaged
+// after the check, or a small one whose CRC the append path checks) fails
+// the connection's flush, since the feed machine already counts its
+// command as sent; its token is remembered in bad, pull settles it as
+// missing when it comes again, and the error wraps errUnreadableBody so
+// the connection comes back at once rather than after a longer backoff.
 type spoolBodies struct {
 	s   *spoolfs.Spool
 	ra  *spoolfs.ReadAhead // the connection's own; nil reads each article alone
@@ -62,6 +71,66 @@ func (b *badBodies) has(token string) bool {
 	return ok
 }
 
+// errUnreadableBody marks a session that ended because an article could
+// not be read: the article, not the peer, was at fault.
+var errUnreadableBody = errors.New("stored article cannot be read")
+
+// verifyBufs are the buffers sendable reads large articles into.
+var verifyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// sendable reports whether the article id at tok can be offered: the
+// spool holds it, it is this article (the history names this copy, or
+// else the record's header says so) and, for one sent by sendfile, its
+// CRC checks. A damaged one is
+// remembered in badBodies and forgotten by the history.
+func (r *Relay) sendable(id, token string, tok spoolfs.Token) bool {
+	if r.badBodies.has(token) {
+		r.forgetLost(id, token) // found bad by the send path
+		return false
+	}
+	if !r.spool.Holds(tok) {
+		return false // expired or cut off: settled as missing, as ever
+	}
+	if e, ok := r.spool.History().Lookup(id); (!ok || e.Token != tok) && !r.spool.Matches(tok, id) {
+		// The history no longer names this copy (the open found it cut
+		// off and forgot it, or history expiry dropped the id) and the
+		// record there is not this article: its offsets hold another
+		// one by now.
+		return false
+	}
+	if int64(tok.Len) <= goroutine.SmallBody {
+		return true // the append path checks its CRC as it copies it
+	}
+	bp := verifyBufs.Get().(*[]byte)
+	var err error
+	*bp, err = r.spool.Verify(tok, *bp)
+	verifyBufs.Put(bp)
+	if err != nil {
+		r.lostArticle(id, token, err)
+		return false
+	}
+	return true
+}
+
+// lostArticle settles a stored article that cannot be read: reported
+// once, counted, and forgotten by the history when the history still names
+// this copy, so that upstream may offer it again.
+func (r *Relay) lostArticle(id, token string, err error) {
+	r.badBodies.add(token, err)
+	r.forgetLost(id, token)
+}
+
+// forgetLost drops id from the history if the history still names the
+// copy at token (once: after that it names none).
+func (r *Relay) forgetLost(id, token string) {
+	if e, ok := r.spool.History().Lookup(id); ok && e.Token.String() == token {
+		if ferr := r.spool.Forget(id); ferr != nil {
+			r.log.Error("cannot forget a lost article", "id", id, "err", ferr)
+		}
+		r.lostArticles.Add(1)
+	}
+}
+
 // Body returns the wire article named by token.
 func (b spoolBodies) Body(token string) ([]byte, error) {
 	tok, err := spoolfs.ParseToken(token)
@@ -71,6 +140,7 @@ func (b spoolBodies) Body(token string) ([]byte, error) {
 	body, err := b.s.Get(tok)
 	if err != nil {
 		b.bad.add(token, err)
+		err = fmt.Errorf("%w: %w", errUnreadableBody, err)
 	}
 	return body, err
 }
@@ -95,6 +165,7 @@ func (b spoolBodies) AppendBody(dst []byte, token string, size int64) ([]byte, e
 	}
 	if err != nil {
 		b.bad.add(token, err)
+		err = fmt.Errorf("%w: %w", errUnreadableBody, err)
 	}
 	return out, err
 }
@@ -114,7 +185,7 @@ func (b spoolBodies) WriteBody(w io.Writer, token string, size int64) (int64, er
 	sec, err := b.s.Section(tok)
 	if err != nil {
 		b.bad.add(token, err)
-		return 0, err
+		return 0, fmt.Errorf("%w: %w", errUnreadableBody, err)
 	}
 	defer sec.Close()
 	// Errors from here on are the connection's, not the article's.

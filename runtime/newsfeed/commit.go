@@ -267,6 +267,10 @@ func (c *committer) probe() bool {
 			r.log.Debug("disk still full", "err", err)
 			continue
 		}
+		if err := r.spool.Writable(); err != nil {
+			r.log.Debug("disk still full", "err", err)
+			continue
+		}
 		r.setAccepting(true, "")
 		return true
 	}

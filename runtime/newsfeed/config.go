@@ -60,6 +60,27 @@ type Config struct {
 	// CommitDelay is how long the group commit waits to gather more
 	// articles before one fsync (0: commit as soon as the previous one ends).
 	CommitDelay tomlconf.Duration `toml:"commit_delay"`
+	// Ingest limits: what upstream connections may make the relay spend.
+	// MaxConnections bounds the open upstream connections and
+	// MaxConnectionsPerHost those from one address (0: no per-address
+	// limit); beyond them a connection is greeted with 400 and closed.
+	MaxConnections        int `toml:"max_connections"`
+	MaxConnectionsPerHost int `toml:"max_connections_per_host"`
+	// MaxBufferedBytes bounds the article bytes all upstream connections
+	// hold in memory together; a connection that would grow past it stops
+	// being read until others finish their articles.
+	MaxBufferedBytes tomlconf.Size `toml:"max_buffered_bytes"`
+	// TransferTimeout closes a connection stalled in the middle of a
+	// command line or an article. ArticleTimeout and MinTransferRate bound
+	// a whole article: it must arrive within ArticleTimeout plus one second
+	// per MinTransferRate octets from its first octet.
+	TransferTimeout tomlconf.Duration `toml:"transfer_timeout"`
+	ArticleTimeout  tomlconf.Duration `toml:"article_timeout"`
+	MinTransferRate tomlconf.Size     `toml:"min_transfer_rate"`
+	// WriteTimeout closes a connection whose answers are not written within
+	// it (the feeder stopped reading), releasing the ids it reserved.
+	WriteTimeout tomlconf.Duration `toml:"write_timeout"`
+
 	// Pprof serves Go's profiler (net/http/pprof) under /debug/pprof/ on
 	// the admin listener; off by default (profiles expose internals).
 	Pprof bool `toml:"pprof"`
@@ -183,6 +204,13 @@ const (
 	DefaultSpoolMaxAge    = 7 * 24 * time.Hour
 	DefaultWindow         = 100
 	DefaultConnections    = 2
+
+	DefaultMaxConnections   = 1000
+	DefaultMaxBufferedBytes = 256 << 20
+	DefaultTransferTimeout  = 2 * time.Minute
+	DefaultArticleTimeout   = 10 * time.Minute
+	DefaultMinTransferRate  = 1 << 10
+	DefaultWriteTimeout     = 2 * time.Minute
 )
 
 func (c *Config) applyDefaults() error {
@@ -219,6 +247,24 @@ func (c *Config) applyDefaults() error {
 	}
 	if !c.Has("commit_delay") {
 		c.CommitDelay = 0
+	}
+	if !c.Has("max_connections") {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if !c.Has("max_buffered_bytes") {
+		c.MaxBufferedBytes = DefaultMaxBufferedBytes
+	}
+	if !c.Has("transfer_timeout") {
+		c.TransferTimeout = tomlconf.Duration(DefaultTransferTimeout)
+	}
+	if !c.Has("article_timeout") {
+		c.ArticleTimeout = tomlconf.Duration(DefaultArticleTimeout)
+	}
+	if !c.Has("min_transfer_rate") {
+		c.MinTransferRate = DefaultMinTransferRate
+	}
+	if !c.Has("write_timeout") {
+		c.WriteTimeout = tomlconf.Duration(DefaultWriteTimeout)
 	}
 	for i := range c.Peers {
 		c.Peers[i].applyDefaults(c, "peer["+strconv.Itoa(i+1)+"].")
@@ -332,6 +378,26 @@ func (c *Config) check() error {
 	}
 	if c.CommitDelay.D() > time.Second {
 		add(c.errAt("commit_delay", "must be at most 1s (got %s)", c.CommitDelay.D()))
+	}
+	if c.MaxConnections < 1 {
+		add(c.errAt("max_connections", "must be at least 1 (got %d)", c.MaxConnections))
+	}
+	if c.MaxConnectionsPerHost < 0 {
+		add(c.errAt("max_connections_per_host", "must be 0 (no limit) or more (got %d)", c.MaxConnectionsPerHost))
+	}
+	if c.MaxBufferedBytes < c.MaxArticleSize {
+		add(c.errAt("max_buffered_bytes", "must be at least max_article_size (%d), or the largest article could never be taken (got %d)", c.MaxArticleSize, c.MaxBufferedBytes))
+	}
+	for _, d := range []struct {
+		key string
+		v   tomlconf.Duration
+	}{{"transfer_timeout", c.TransferTimeout}, {"article_timeout", c.ArticleTimeout}, {"write_timeout", c.WriteTimeout}} {
+		if d.v.D() < time.Second {
+			add(c.errAt(d.key, "must be at least 1s (got %s)", d.v.D()))
+		}
+	}
+	if c.MinTransferRate < 1 {
+		add(c.errAt("min_transfer_rate", "must be at least 1 octet per second (got %d)", c.MinTransferRate))
 	}
 	seen := map[string]int{}
 	for i := range c.Peers {

@@ -60,6 +60,12 @@ func TestParseConfigValues(t *testing.T) {
 		{"size units", "spool=\"/s\"\nmax_article_size = \"2MB\"", func(c *Config) any { return int64(c.MaxArticleSize) }, int64(2 << 20)},
 		{"size integer", "spool=\"/s\"\nmax_article_size = 4096", func(c *Config) any { return int64(c.MaxArticleSize) }, int64(4096)},
 		{"days", "spool=\"/s\"\nspool_max_age = \"2d\"\nhistory_retention=\"3d\"", func(c *Config) any { return c.SpoolMaxAge.D() }, 48 * time.Hour},
+		{"ingest limit defaults", "spool=\"/s\"", func(c *Config) any {
+			return []any{c.MaxConnections, c.MaxConnectionsPerHost, int64(c.MaxBufferedBytes), c.TransferTimeout.D(), c.ArticleTimeout.D(), int64(c.MinTransferRate), c.WriteTimeout.D()}
+		}, []any{1000, 0, int64(256 << 20), 2 * time.Minute, 10 * time.Minute, int64(1024), 2 * time.Minute}},
+		{"ingest limits", "spool=\"/s\"\nmax_connections = 50\nmax_connections_per_host = 5\nmax_buffered_bytes = \"1G\"\nwrite_timeout = \"30s\"\nmin_transfer_rate = \"10K\"", func(c *Config) any {
+			return []any{c.MaxConnections, c.MaxConnectionsPerHost, int64(c.MaxBufferedBytes), c.WriteTimeout.D(), int64(c.MinTransferRate)}
+		}, []any{50, 5, int64(1 << 30), 30 * time.Second, int64(10 << 10)}},
 		{"tls port", "spool=\"/s\"\n[[peer]]\nname=\"a\"\nhost=\"h\"\ntls=true", func(c *Config) any { return c.Peers[0].Port }, 563},
 		{"tls_verify off", "spool=\"/s\"\n[[peer]]\nname=\"a\"\nhost=\"h\"\ntls=true\ntls_verify=false", func(c *Config) any { return *c.Peers[0].TLSVerify }, false},
 		{"pathname defaults to name", "spool=\"/s\"\n[[peer]]\nname=\"a.b\"\nhost=\"h\"", func(c *Config) any { return c.Peers[0].PathName }, "a.b"},
@@ -96,6 +102,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad duration", "stats_interval = \"soon\"\n", "f.toml:1: stats_interval: bad duration \"soon\""},
 		{"short stats interval", "spool=\"/s\"\nstats_interval = \"10ms\"\n", "f.toml:2: stats_interval: must be at least 1s"},
 		{"bad size", "max_article_size = \"lots\"\n", "f.toml:1: max_article_size: bad size"},
+		{"no connections", "spool=\"/s\"\nmax_connections = 0\n", "f.toml:2: max_connections: must be at least 1"},
+		{"negative per host", "spool=\"/s\"\nmax_connections_per_host = -1\n", "f.toml:2: max_connections_per_host: must be 0 (no limit) or more"},
+		{"budget under an article", "spool=\"/s\"\nmax_buffered_bytes = \"1M\"\n", "f.toml:2: max_buffered_bytes: must be at least max_article_size"},
+		{"short write timeout", "spool=\"/s\"\nwrite_timeout = \"10ms\"\n", "f.toml:2: write_timeout: must be at least 1s"},
 		{"bad runtime", "spool=\"/s\"\nruntime = \"threads\"\n", "f.toml:2: runtime: \"threads\" is not a runtime"},
 		{"bad listen", "spool=\"/s\"\nlisten = \"nowhere\"\n", "f.toml:2: listen: \"nowhere\" is not host:port"},
 		{"bad pathhost", "spool=\"/s\"\npathhost = \"a b\"\n", "f.toml:2: pathhost: \"a b\" is not a valid path identity"},

@@ -72,7 +72,7 @@ func (r *Relay) recoverFanout() error {
 	end := r.spool.End()
 	if !ok {
 		// A new spool (or one from before fanout.pos): nothing to redo.
-		return writeFanout(r.cfg.Spool, end)
+		return r.moveFanoutAtOpen(end)
 	}
 	now := r.now()
 	byPeer := map[*peer]int{}
@@ -100,12 +100,31 @@ func (r *Relay) recoverFanout() error {
 	}
 	for p := range byPeer {
 		if err := p.q.sync(); err != nil {
-			return fmt.Errorf("relay: re-routing: %w", err)
+			if !isDiskFull(err) {
+				return fmt.Errorf("relay: re-routing: %w", err)
+			}
+			// The position stays, so the next start routes them again.
+			r.log.Warn("re-routing: no space to make the peers' queues durable; the next start routes these articles again",
+				"articles", n, "err", err)
+			return nil
 		}
 	}
 	if n > 0 {
 		r.log.Info("re-routed articles stored after the last fan-out position (a crash may have kept them from the peers' queues; peers refuse any duplicates)",
 			"articles", n, "from", fmt.Sprint(pos))
 	}
-	return writeFanout(r.cfg.Spool, end)
+	return r.moveFanoutAtOpen(end)
+}
+
+// moveFanoutAtOpen writes the fan-out position at open. With the disk full
+// the old position stays (the next start routes again what follows it:
+// duplicates the peers refuse, never losses) and open goes on: a relay
+// that cannot start would crash-loop under its supervisor.
+func (r *Relay) moveFanoutAtOpen(end spoolfs.Position) error {
+	err := writeFanout(r.cfg.Spool, end)
+	if isDiskFull(err) {
+		r.log.Warn("no space to record the fan-out position; kept the old one", "err", err)
+		return nil
+	}
+	return err
 }

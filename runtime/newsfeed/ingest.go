@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +27,9 @@ type ingestStats struct {
 	deferred  atomic.Int64 // offers answered "later" (in progress, disk full)
 	rejected  atomic.Int64 // articles or offers refused by validation
 	denied    atomic.Int64 // connections from addresses not in allow
+	limited   atomic.Int64 // connections refused by max_connections(_per_host)
+	held      atomic.Int64 // times a connection was held for max_buffered_bytes
+	timedOut  atomic.Int64 // connections closed for a stall, a slow article or not reading
 }
 
 // acceptLoop accepts upstream connections until ln closes.
@@ -37,7 +42,11 @@ func (r *Relay) acceptLoop(ctx context.Context, ln net.Listener) {
 			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
 				return
 			}
-			r.log.Warn("ingest accept", "err", err)
+			// EMFILE and the like: say so once in a while, not 20 times a
+			// second (max_connections should keep us below RLIMIT_NOFILE).
+			if ok, n := r.limits.acceptLog.ok(time.Now()); ok {
+				r.log.Warn("ingest accept", "err", err, "failed_since_last_line", n)
+			}
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
@@ -47,15 +56,20 @@ func (r *Relay) acceptLoop(ctx context.Context, ln net.Listener) {
 			denyConn(nc)
 			continue
 		}
+		addr := remoteAddr(nc)
+		if why := r.admit(addr); why != "" {
+			r.refuse(nc, why)
+			continue
+		}
 		r.ingest.conns.Add(1)
 		r.wg.Add(1)
 		if r.loop != nil {
-			r.serveIngestLoop(ctx, nc)
+			r.serveIngestLoop(ctx, nc, addr)
 			continue
 		}
 		go func() {
 			defer r.wg.Done()
-			r.serveIngest(ctx, nc)
+			r.serveIngest(ctx, nc, addr)
 		}()
 	}
 }
@@ -107,6 +121,9 @@ type inConn struct {
 	// Owned by the Run goroutine.
 	reserved map[string]struct{}
 	buf      []byte
+	addr     netip.Addr // for the per-address limit (limits.go)
+	counted  int        // the machine's Buffered as last added to the relay's sum
+	holding  bool       // held for max_buffered_bytes
 }
 
 type storedResult struct {
@@ -121,15 +138,19 @@ type acceptChange struct {
 
 // newInConn makes the ingest machine for an upstream connection from
 // remote.
-func (r *Relay) newInConn(remote string) *inConn {
+func (r *Relay) newInConn(remote string, addr netip.Addr) *inConn {
 	now := r.now()
 	g := ingest.New(now, ingest.Config{
-		PathHost:       r.cfg.PathHost,
-		MaxArticleSize: int64(r.cfg.MaxArticleSize),
-		MaxBuffered:    2*int(r.cfg.MaxArticleSize) + 4<<20,
-		MaxFuture:      -1, // a relay passes what its upstream accepted; INN's artcutoff is off too
+		PathHost:        r.cfg.PathHost,
+		MaxArticleSize:  int64(r.cfg.MaxArticleSize),
+		MaxBuffered:     2*int(r.cfg.MaxArticleSize) + 4<<20,
+		MaxFuture:       -1, // a relay passes what its upstream accepted; INN's artcutoff is off too
+		TransferTimeout: r.cfg.TransferTimeout.D(),
+		ArticleTimeout:  r.cfg.ArticleTimeout.D(),
+		MinRate:         int64(r.cfg.MinTransferRate),
+		WriteTimeout:    r.cfg.WriteTimeout.D(),
 	})
-	ic := &inConn{r: r, remote: remote, g: g, reserved: map[string]struct{}{}}
+	ic := &inConn{r: r, remote: remote, addr: addr, g: g, reserved: map[string]struct{}{}}
 	if why := r.notAccepting(); why != "" {
 		g.SetAccepting(now, false, why)
 	}
@@ -154,7 +175,12 @@ func (r *Relay) ended(ctx context.Context, ic *inConn, err error) {
 	for id := range ic.reserved {
 		h.Release(id)
 	}
-	if err != nil && ctx.Err() == nil {
+	r.leave(ic)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		r.ingest.timedOut.Add(1)
+		r.log.Info("ingest connection closed: it stopped reading our answers (write_timeout)",
+			"remote", ic.remote, "released_ids", len(ic.reserved))
+	} else if err != nil && ctx.Err() == nil {
 		r.log.Debug("ingest connection ended", "remote", ic.remote, "err", err)
 	}
 }
@@ -162,8 +188,8 @@ func (r *Relay) ended(ctx context.Context, ic *inConn, err error) {
 // serveIngestLoop runs one upstream connection on the epoll loop: no
 // goroutine of its own; step and the end run on the loop goroutine, and
 // owner inputs arrive with Post.
-func (r *Relay) serveIngestLoop(ctx context.Context, nc net.Conn) {
-	ic := r.newInConn(nc.RemoteAddr().String())
+func (r *Relay) serveIngestLoop(ctx context.Context, nc net.Conn, addr netip.Addr) {
+	ic := r.newInConn(nc.RemoteAddr().String(), addr)
 	r.opened(ic)
 	post, _, err := r.loop.start(ctx, nc, ic.g, ic.step, func(err error) {
 		r.ended(ctx, ic, err)
@@ -184,8 +210,8 @@ func (r *Relay) serveIngestLoop(ctx context.Context, nc net.Conn) {
 }
 
 // serveIngest runs one upstream connection to its end.
-func (r *Relay) serveIngest(ctx context.Context, nc net.Conn) {
-	ic := r.newInConn(nc.RemoteAddr().String())
+func (r *Relay) serveIngest(ctx context.Context, nc net.Conn, addr netip.Addr) {
+	ic := r.newInConn(nc.RemoteAddr().String(), addr)
 	ic.gate = newGatedConn(nc)
 	ic.kick = make(chan struct{}, 1)
 	g := ic.g
@@ -228,13 +254,25 @@ func (ic *inConn) step(now time.Time) error {
 			r.log.Info("article rejected", "remote", ic.remote, "cmd", e.Cmd.String(), "id", e.MessageID,
 				"kind", e.Kind.String(), "reason", e.Reason)
 		case ingest.Closed:
-			r.log.Debug("ingest connection closed", "remote", ic.remote, "reason", e.Reason)
+			if timedOut(e.Reason) {
+				r.ingest.timedOut.Add(1)
+				r.log.Info("ingest connection closed", "remote", ic.remote, "reason", e.Reason)
+			} else {
+				r.log.Debug("ingest connection closed", "remote", ic.remote, "reason", e.Reason)
+			}
 		}
 	}
+	ic.account(now)
 	if ic.gate != nil {
 		ic.gate.setPaused(ic.g.Paused())
 	}
 	return nil
+}
+
+// timedOut reports whether a Closed reason is one of the machine's
+// timeouts on a peer that was sending (not the ordinary idle close).
+func timedOut(reason string) bool {
+	return reason == "transfer timeout" || strings.HasPrefix(reason, "article transfer too slow")
 }
 
 // rejected ends the reservation of an article the machine refused, and

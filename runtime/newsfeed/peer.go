@@ -176,12 +176,6 @@ type outConn struct {
 	closing bool
 	batch   []queue.Entry
 	closed  error // the feed's Closed event, why the session ended
-
-	// The spool segment last found present, and r.expiries then: entries
-	// replayed from backlog lie in long runs in the same segment, and only
-	// Expire removes segments, so one check per segment per expiry does.
-	presentSeg uint32
-	presentGen uint64
 }
 
 func (c *outConn) setState(state, lastErr string) {
@@ -218,6 +212,12 @@ func (c *outConn) run(ctx context.Context) {
 			backoff = min(base, ceiling) // it worked for a while: start over
 		}
 		c.p.connFails.Add(1)
+		if errors.Is(err, errUnreadableBody) {
+			// An article could not be read; the peer did nothing wrong.
+			// The article is settled as missing when it comes again:
+			// reconnect at the base delay, without growing it.
+			backoff = min(base, ceiling)
+		}
 		wait := jitter(backoff)
 		c.setState("waiting", err.Error())
 		r.log.Warn("peer connection failed; retrying", "peer", c.p.cfg.Name, "conn", int(c.id),
@@ -233,7 +233,9 @@ func (c *outConn) run(ctx context.Context) {
 			}
 		}
 		t.Stop()
-		backoff = min(2*backoff, ceiling)
+		if !errors.Is(err, errUnreadableBody) {
+			backoff = min(2*backoff, ceiling)
+		}
 	}
 	c.setState("stopped", "")
 }
@@ -418,9 +420,9 @@ func (c *outConn) drain(now time.Time) {
 }
 
 // pull takes up to credits entries from the queue and offers them to the
-// feed. Entries read back from backlog files are checked against the spool
-// first: an expired article is settled as missing instead of breaking the
-// connection when its body cannot be read.
+// feed. Each is checked against the spool first (Relay.sendable): an
+// article expired, cut off or damaged is settled as missing here, instead
+// of breaking the connection when its body cannot be read.
 func (c *outConn) pull(now time.Time) int {
 	p := c.p
 	c.batch = p.q.next(now, c.id, c.credits, c.batch[:0])
@@ -431,7 +433,7 @@ func (c *outConn) pull(now time.Time) int {
 			p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
 			continue
 		}
-		if p.r.badBodies.has(e.Token) || e.Offered.IsZero() && !c.present(tok) {
+		if p.r.badBodies.has(e.Token) || !p.r.sendable(e.MessageID, e.Token, tok) {
 			p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
 			continue
 		}
@@ -444,29 +446,3 @@ func (c *outConn) pull(now time.Time) int {
 // readAhead is the window of each connection's ReadAhead: about a hundred
 // 2 KB articles, a window's worth of commands.
 const readAhead = 256 << 10
-
-// present reports whether the spool still holds the article at tok,
-// trusting the last segment found present while no expiry has run since
-// (an expiry in progress makes the count odd, and the check is done again).
-func (c *outConn) present(tok spoolfs.Token) bool {
-	r := c.p.r
-	gen := r.expiries.Load()
-	if tok.Seg == c.presentSeg && gen == c.presentGen && gen%2 == 0 {
-		return true
-	}
-	if !r.present(tok) {
-		return false
-	}
-	c.presentSeg, c.presentGen = tok.Seg, gen
-	return true
-}
-
-// present reports whether the spool still holds the article at tok.
-func (r *Relay) present(tok spoolfs.Token) bool {
-	sec, err := r.spool.Section(tok)
-	if err != nil {
-		return false
-	}
-	sec.Close()
-	return true
-}

@@ -41,6 +41,13 @@ func openPeerQueue(dir string, cfg queue.Config, now func() time.Time, log *slog
 	return p, nil
 }
 
+// lostFiles is how many backlog files were found gone at open.
+func (p *peerQueue) lostFiles() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.q.LostFiles())
+}
+
 // failed logs an error of the queue: the machine refused an input, which
 // is a bug, or a file operation failed (already logged by PeerQueue).
 func (p *peerQueue) failed(what string, err error) {

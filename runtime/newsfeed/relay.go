@@ -95,7 +95,8 @@ type Relay struct {
 
 	started time.Time
 	ingest  ingestStats
-	putMu   sync.Mutex // Put and hand-over to the committer (fanout.go)
+	limits  ingestLimits // limits.go
+	putMu   sync.Mutex   // Put and hand-over to the committer (fanout.go)
 
 	mu        sync.Mutex
 	ln        net.Listener
@@ -107,13 +108,10 @@ type Relay struct {
 	accepting atomic.Bool
 	wg        sync.WaitGroup
 
-	// expiries counts spool expiries begun and ended (two per Expire), so
-	// that a connection may trust a segment it found present as long as
-	// the count has not moved (peer.go, pull).
-	expiries atomic.Uint64
 	// badBodies are articles that could not be read for sending
-	// (bodies.go).
-	badBodies badBodies
+	// (bodies.go); lostArticles counts those found damaged and forgotten.
+	badBodies    badBodies
+	lostArticles atomic.Int64
 	// loop drives connections when runtime = "epoll" (drive.go); nil
 	// with the goroutine runtime.
 	loop *eventLoop
@@ -168,6 +166,14 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 		r.closeQueues()
 		sp.Close()
 		return nil, err
+	}
+	if err := sp.Writable(); isDiskFull(err) {
+		// A kill -9 while the disk was full can leave a torn tail the
+		// open could not quarantine: start anyway, feeding peers but not
+		// accepting, until the committer's probe finds space again.
+		r.log.Error("starting without accepting articles: the spool takes no writes for lack of space", "err", err)
+		r.setAccepting(false, "disk full")
+		r.com.diskFull()
 	}
 	return r, nil
 }
@@ -422,9 +428,7 @@ func (r *Relay) expireLoop(ctx context.Context, done chan<- struct{}) {
 // comes. Run calls it every hour.
 func (r *Relay) Expire(now time.Time) {
 	if r.cfg.SpoolMaxAge > 0 || r.cfg.SpoolMaxBytes > 0 {
-		r.expiries.Add(1)
 		n, err := r.spool.Expire(now, r.cfg.SpoolMaxAge.D(), int64(r.cfg.SpoolMaxBytes))
-		r.expiries.Add(1)
 		switch {
 		case err != nil:
 			r.log.Error("spool expiry", "err", err)

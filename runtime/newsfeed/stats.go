@@ -31,6 +31,10 @@ type PeerStats struct {
 	// Resent counts copies recovered from journals after a crash: possible
 	// duplicates at the peer.
 	Resent int64 `json:"resent"`
+	// LostFiles counts backlog files the queue's state named that were
+	// gone at start (deleted under the relay): the articles in them are
+	// lost and not counted anywhere else.
+	LostFiles int64 `json:"lost_files"`
 
 	Memory         int64 `json:"memory"`           // in the memory queue
 	InFlight       int64 `json:"in_flight"`        // sent, not answered
@@ -86,6 +90,17 @@ type IngestStats struct {
 	Deferred    int64 `json:"deferred"`
 	Rejected    int64 `json:"rejected"`
 	Denied      int64 `json:"denied"` // connections refused by allow
+
+	// Limited counts connections refused (400) by max_connections or
+	// max_connections_per_host; Held, times a connection stopped being
+	// read because the buffered article bytes passed max_buffered_bytes;
+	// TimedOut, connections closed for a stalled command or article, an
+	// article slower than min_transfer_rate, or answers not read
+	// (write_timeout). Buffered is the article bytes held now.
+	Limited  int64 `json:"limited"`
+	Held     int64 `json:"held"`
+	TimedOut int64 `json:"timed_out"`
+	Buffered int64 `json:"buffered_bytes"`
 }
 
 // Status is the relay's state for the status page and `newsfeed status`.
@@ -99,6 +114,12 @@ type Status struct {
 	History    int         `json:"history_entries"`
 	Ingest     IngestStats `json:"ingest"`
 	Peers      []PeerStats `json:"peers"`
+
+	// LostArticles counts stored articles found damaged or gone: at
+	// start (their data cut off, their segment missing) and when read to
+	// be sent (CRC mismatch). Each was forgotten by the history so that
+	// upstream may offer it again.
+	LostArticles int64 `json:"lost_articles"`
 }
 
 // Status returns the relay's counters now.
@@ -115,9 +136,11 @@ func (r *Relay) Status() Status {
 			Connections: r.ingest.conns.Load(), Open: r.ingest.open.Load(),
 			Accepted: r.ingest.accepted.Load(), Duplicate: r.ingest.duplicate.Load(),
 			Refused: r.ingest.refused.Load(), Deferred: r.ingest.deferred.Load(), Rejected: r.ingest.rejected.Load(),
-			Denied: r.ingest.denied.Load(),
+			Denied: r.ingest.denied.Load(), Limited: r.ingest.limited.Load(), Held: r.ingest.held.Load(),
+			TimedOut: r.ingest.timedOut.Load(), Buffered: r.limits.buffered.Load(),
 		},
 	}
+	st.LostArticles = int64(r.spool.LostAtOpen()) + r.lostArticles.Load()
 	if a := r.Addr(); a != nil {
 		st.Listen = a.String()
 	}
@@ -150,6 +173,7 @@ func (p *peer) stats(now time.Time) PeerStats {
 		Queued:         q.Queued + q.InFlight + q.Backlog + q.Deferred + q.Replay,
 		Deferred:       p.deferrals.Load(),
 		Resent:         q.Resent,
+		LostFiles:      int64(p.q.lostFiles()),
 		Memory:         q.Queued,
 		InFlight:       q.InFlight,
 		BacklogFiles:   int64(q.BacklogFiles),
@@ -207,7 +231,8 @@ func (r *Relay) logStats(final bool) {
 	}
 	in := r.Status().Ingest
 	r.log.Info(what+" (ingest)", "connections", in.Connections, "accepted", in.Accepted, "duplicate", in.Duplicate,
-		"refused", in.Refused, "deferred", in.Deferred, "rejected", in.Rejected, "denied", in.Denied)
+		"refused", in.Refused, "deferred", in.Deferred, "rejected", in.Rejected, "denied", in.Denied,
+		"limited", in.Limited, "held", in.Held, "timed_out", in.TimedOut)
 	for _, p := range r.peers {
 		s := p.stats(now)
 		rate, mbs := 0.0, 0.0
@@ -223,7 +248,7 @@ func (r *Relay) logStats(final bool) {
 		r.log.Info(what, "peer", s.Name, "offered", s.Offered, "accepted", s.Accepted, "refused", s.Refused,
 			"rejected", s.Rejected, "deferred", s.Deferred, "dropped", s.Dropped, "missing", s.Missing,
 			"queued", s.Queued, "backlog", s.BacklogArticle, "backlog_bytes", s.BacklogBytes,
-			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs))
+			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs), "lost_files", s.LostFiles)
 	}
 }
 

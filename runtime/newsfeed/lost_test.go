@@ -1,0 +1,159 @@
+package newsfeed
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/newsflow/newsflow/runtime/goroutine"
+	"github.com/newsflow/newsflow/spoolfs"
+
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+)
+
+// TestLostReplayFileReported deletes the replay file a peer's checkpoint
+// names while the relay is down (issue 16, finding 6: 55,270 acknowledged
+// articles went silently): the next start counts the lost file in the
+// peer's stats.
+func TestLostReplayFileReported(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	dir := t.TempDir()
+	text := peerText("p", s, "connections = 1")
+	h := startRelay(t, relayConfig(t, dir, text), nil)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	// What the queue leaves while it replays p.P, once p.P is deleted.
+	if err := os.WriteFile(filepath.Join(dir, "backlog", "p.P.ckpt"), []byte("4096\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h2 := startRelay(t, relayConfig(t, dir, text), nil)
+	ps, _ := h2.r.PeerStats("p")
+	if ps.LostFiles != 1 {
+		t.Errorf("lost files = %d, want 1\n%s", ps.LostFiles, ps.Line())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "backlog", "p.P.ckpt")); !os.IsNotExist(err) {
+		t.Errorf("checkpoint of the lost file still there: %v", err)
+	}
+}
+
+// TestDamagedArticleNotSent flips 32 bytes inside a large stored article
+// (one that leaves by sendfile) while the relay is down with it in the
+// peer's backlog (issue 16, finding 2: the peer stored the damaged body).
+// After restart the article must not reach the peer: it is settled as
+// missing, counted, and forgotten by the history; its neighbours go out.
+func TestDamagedArticleNotSent(t *testing.T) { forRuntimes(t, testDamagedArticleNotSent) }
+
+// backlogRestart stores articles of the given body lines for peer p while
+// p hangs, stops the relay (they go to p's backlog), applies damage to the
+// spool directory, and starts the relay again with p healthy.
+func backlogRestart(t *testing.T, rt string, lines []int, damage func(spoolDir string, toks []spoolfs.Token)) (*relayHarness, *nntptest.Server, []string) {
+	t.Helper()
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	hang := s.AddFault(nntptest.Fault{Cmd: "CHECK", Hang: true})
+	dir := t.TempDir()
+	text := peerText("p", s, "connections = 1")
+	h := startRelay(t, relayConfigRT(t, rt, dir, text), nil)
+	var ids []string
+	var arts [][]byte
+	for i, n := range lines {
+		id := fmt.Sprintf("<art%d@t>", i)
+		ids = append(ids, id)
+		arts = append(arts, testArticle(id, "misc.test", "up!x", n))
+	}
+	if res := h.r.Inject(context.Background(), arts); res.Accepted != len(arts) {
+		t.Fatalf("inject: %s", res)
+	}
+	var toks []spoolfs.Token
+	for _, id := range ids {
+		e, _ := h.r.Spool().History().Lookup(id)
+		toks = append(toks, e.Token)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	damage(filepath.Join(dir, "spool", "spool"), toks)
+	s.RemoveFault(hang)
+	s.DropConns()
+	return startRelay(t, relayConfigRT(t, rt, dir, text), nil), s, ids
+}
+
+func segPath(spoolDir string, tok spoolfs.Token) string {
+	return filepath.Join(spoolDir, fmt.Sprintf("%08x.seg", tok.Seg))
+}
+
+func testDamagedArticleNotSent(t *testing.T, rt string) {
+	h2, s, ids := backlogRestart(t, rt, []int{600, 600, 600}, func(dir string, toks []spoolfs.Token) {
+		tok := toks[1]
+		if tok.Len <= goroutine.SmallBody {
+			t.Fatalf("article of %d octets: want one over %d, sent by sendfile", tok.Len, goroutine.SmallBody)
+		}
+		f, err := os.OpenFile(segPath(dir, tok), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt(bytes.Repeat([]byte("X"), 32), int64(tok.Off)+int64(tok.Len)/2); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h2.settle()
+	for i, id := range ids {
+		if got := s.Has(id); got != (i != 1) {
+			t.Errorf("peer has %s: %v, want %v", id, got, i != 1)
+		}
+	}
+	h2.checkStats()
+	ps, _ := h2.r.PeerStats("p")
+	if ps.Missing != 1 || ps.Accepted != 2 {
+		t.Errorf("want 2 accepted, 1 missing: %s", ps.Line())
+	}
+	if _, ok := h2.r.Spool().History().Lookup(ids[1]); ok {
+		t.Errorf("the damaged %s is still in the history: upstream could never offer it again", ids[1])
+	}
+	if n := h2.r.Status().LostArticles; n != 1 {
+		t.Errorf("status lost_articles = %d, want 1", n)
+	}
+}
+
+// TestTruncatedSegmentFeed cuts the spool segment inside the second of
+// five backlogged articles (issue 16, finding 3: every unreadable article
+// dropped the peer connection and doubled the backoff, and history went on
+// answering 438 for the lost ones). After restart the one before the cut
+// reaches the peer, the four after it are settled as
+// missing without a single connection failure, and upstream may offer
+// them again.
+func TestTruncatedSegmentFeed(t *testing.T) { forRuntimes(t, testTruncatedSegmentFeed) }
+
+func testTruncatedSegmentFeed(t *testing.T, rt string) {
+	h2, s, ids := backlogRestart(t, rt, []int{3, 3, 3, 3, 3}, func(dir string, toks []spoolfs.Token) {
+		if err := os.Truncate(segPath(dir, toks[1]), int64(toks[1].Off)+5); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h2.settle()
+	for i, id := range ids {
+		if got := s.Has(id); got != (i == 0) {
+			t.Errorf("peer has %s: %v, want %v", id, got, i == 0)
+		}
+	}
+	h2.checkStats()
+	ps, _ := h2.r.PeerStats("p")
+	if ps.Missing != 4 || ps.Accepted != 1 {
+		t.Errorf("want 1 accepted, 4 missing: %s", ps.Line())
+	}
+	if n := h2.r.peers[0].connFails.Load(); n != 0 {
+		t.Errorf("%d peer connection failures, want 0", n)
+	}
+	if n := h2.r.Status().LostArticles; n != 4 {
+		t.Errorf("status lost_articles = %d, want 4", n)
+	}
+	c := dialIngest(t, h2.r.Addr().String())
+	if r := c.cmd("CHECK " + ids[3]); !strings.HasPrefix(r, "238") {
+		t.Errorf("CHECK of a lost article: %q, want 238 (offer it again)", r)
+	}
+}
