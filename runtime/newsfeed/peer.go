@@ -190,7 +190,7 @@ func (c *outConn) setState(state, lastErr string) {
 	if lastErr != "" {
 		c.lastErr = lastErr
 	}
-	c.since = time.Now()
+	c.since = c.p.r.now()
 	c.mu.Unlock()
 }
 
@@ -209,12 +209,12 @@ func (c *outConn) run(ctx context.Context) {
 	ceiling := c.p.cfg.ReconnectMax.D()
 	backoff := min(base, ceiling)
 	for ctx.Err() == nil && !c.stopping.Load() {
-		began := time.Now()
+		began := r.now()
 		fed, err := c.session(ctx)
 		if ctx.Err() != nil || c.stopping.Load() {
 			break
 		}
-		if fed && time.Since(began) > 10*time.Second {
+		if fed && r.now().Sub(began) > 10*time.Second {
 			backoff = min(base, ceiling) // it worked for a while: start over
 		}
 		c.p.connFails.Add(1)

@@ -537,7 +537,7 @@ func (e *Engine) loop() {
 		e.mu.Unlock()
 		var timerC <-chan time.Time
 		if hasDeadline {
-			timer.Reset(time.Until(d))
+			timer.Reset(d.Sub(e.opts.Now()))
 			timerC = timer.C
 		}
 		select {
