@@ -44,7 +44,7 @@ func (e *Engine) dispatch(now time.Time, self *connRun) []*connRun {
 			}
 		case download.Dial:
 			sr := e.byID[ev.Server]
-			c := &connRun{id: ev.Conn, srv: sr, wake: make(chan struct{}, 1)}
+			c := &connRun{id: ev.Conn, srv: sr}
 			e.conns[ev.Conn] = c
 			e.wg.Add(1)
 			go e.dial(c)
@@ -99,10 +99,7 @@ func (e *Engine) giveUp(now time.Time, sr *serverRun, why string) {
 // wakeAll wakes connections that got requests.
 func (e *Engine) wakeAll(cs []*connRun) {
 	for _, c := range cs {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
+		c.mb.Wake()
 	}
 }
 

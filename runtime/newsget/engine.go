@@ -13,8 +13,8 @@
 // events: Data goes straight to WriteAt in the output file (output.go),
 // results are checked against the file and reported to the Scheduler under
 // the lock, and the Scheduler's events are dispatched: an Assign becomes a
-// request in the target connection's mailbox (that connection is woken
-// with goroutine.Conn.Do if it is not the current one), a Dial starts a
+// request in the target connection's mailbox (that connection's step is
+// woken with its drive.Mailbox if it is not the current one), a Dial starts a
 // dialing goroutine (conn.go), SegmentDone/SegmentFailed update the file.
 //
 // The engine's own goroutine (Download's loop) owns time-driven work: the
