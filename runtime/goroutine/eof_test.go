@@ -51,10 +51,11 @@ func TestEOFKeepsOwner(t *testing.T) {
 	defer c.Close()
 	m := &owing{}
 	sawEOF := make(chan struct{})
+	told := false // Run's goroutine only
 	step := func(time.Time) error {
-		if m.eof && sawEOF != nil {
+		if m.eof && !told {
+			told = true
 			close(sawEOF)
-			sawEOF = nil
 		}
 		return nil
 	}
