@@ -343,7 +343,7 @@ func (c *Conn) flush(m machine.Conn) error {
 	}
 	nc := c.NetConn()
 	if d, ok := m.Deadline(); ok {
-		nc.SetWriteDeadline(d)
+		nc.SetWriteDeadline(c.wall(d))
 	} else {
 		nc.SetWriteDeadline(time.Time{})
 	}
@@ -382,7 +382,7 @@ func (c *Conn) startTLS(ctx context.Context, m machine.Conn) error {
 	}
 	nc := c.NetConn()
 	if d, ok := m.Deadline(); ok {
-		nc.SetDeadline(d)
+		nc.SetDeadline(c.wall(d))
 		defer func() { c.NetConn().SetDeadline(time.Time{}) }()
 	}
 	if u, ok := nc.(TLSUpgrader); ok {
@@ -401,4 +401,11 @@ func (c *Conn) startTLS(ctx context.Context, m machine.Conn) error {
 	c.nc = tc
 	c.mu.Unlock()
 	return nil
+}
+
+// wall converts a machine's deadline d, a time on Options.Now's clock, to
+// the wall-clock time a net.Conn deadline needs: as far from time.Now as d
+// is from Options.Now. With the default clock it is d itself.
+func (c *Conn) wall(d time.Time) time.Time {
+	return time.Now().Add(d.Sub(c.opts.Now()))
 }

@@ -98,7 +98,7 @@ func (c *Conn) flushSegments(m machine.Conn, ss machine.SegmentSender) error {
 	}
 	nc := c.NetConn()
 	if d, ok := m.Deadline(); ok {
-		nc.SetWriteDeadline(d)
+		nc.SetWriteDeadline(c.wall(d))
 	} else {
 		nc.SetWriteDeadline(time.Time{})
 	}
