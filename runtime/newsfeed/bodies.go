@@ -13,11 +13,11 @@ import (
 
 // spoolBodies gives the feed runtime the stored articles it sends
 // (machine.BodySource). Small articles it appends to the runtime's gather
-// buffer (goroutine.BodyAppender, CRC checked), so they leave with the
+// buffer (drive.BodyAppender, CRC checked), so they leave with the
 // commands around them in one write; they are read through the
 // connection's ReadAhead, one pread for a run of articles stored together
 // (a replayed backlog is in that order). Large ones it writes itself
-// (goroutine.BodyWriter): with sendfile(2) straight from the segment file
+// (drive.BodyWriter): with sendfile(2) straight from the segment file
 // when the connection is a plain TCP socket, by copying otherwise (TLS).
 //
 // An article that cannot be read (corrupt, gone) fails the connection's
