@@ -8,22 +8,13 @@ import (
 	"time"
 )
 
-// deadlined says one line with a deadline a minute after it was made, on
-// its owner's clock, and closes once it is written.
+// deadlined is a stepMachine with a deadline.
 type deadlined struct {
-	out      []byte
+	stepMachine
 	deadline time.Time
 }
 
-func (m *deadlined) Receive(time.Time, []byte) error { return nil }
-func (m *deadlined) Timeout(time.Time)               {}
-func (m *deadlined) Deadline() (time.Time, bool)     { return m.deadline, true }
-func (m *deadlined) Closed() bool                    { return len(m.out) == 0 }
-func (m *deadlined) AppendOutgoing(dst []byte) []byte {
-	dst = append(dst, m.out...)
-	m.out = nil
-	return dst
-}
+func (m *deadlined) Deadline() (time.Time, bool) { return m.deadline, true }
 
 // TestWriteDeadlineFromClock: a machine's deadline is a time on
 // Options.Now's clock; the socket's write deadline is as far from the wall
@@ -39,7 +30,7 @@ func TestWriteDeadlineFromClock(t *testing.T) {
 	behind := func() time.Time { return time.Now().Add(-time.Hour) }
 	c := New(dial(t, addr), Options{Now: behind})
 	defer c.Close()
-	m := &deadlined{out: []byte("HELLO\r\n"), deadline: behind().Add(time.Minute)}
+	m := &deadlined{stepMachine{out: []byte("HELLO\r\n"), done: true}, behind().Add(time.Minute)}
 	if err := c.Run(context.Background(), m, nil); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}

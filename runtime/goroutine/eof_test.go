@@ -14,24 +14,14 @@ import (
 // closes only once its owner gives the answer (Answer), which it then
 // writes, like machine/ingest with verdicts still due.
 type owing struct {
-	out    []byte
-	eof    bool
-	closed bool
+	stepMachine
+	eof bool
 }
 
-func (m *owing) Receive(time.Time, []byte) error { return nil }
-func (m *owing) Timeout(time.Time)               {}
-func (m *owing) Deadline() (time.Time, bool)     { return time.Time{}, false }
-func (m *owing) Closed() bool                    { return m.closed && len(m.out) == 0 }
-func (m *owing) ReceiveEOF(time.Time)            { m.eof = true }
-func (m *owing) AppendOutgoing(dst []byte) []byte {
-	dst = append(dst, m.out...)
-	m.out = m.out[:0]
-	return dst
-}
+func (m *owing) ReceiveEOF(time.Time) { m.eof = true }
 func (m *owing) Answer(time.Time) {
 	m.out = append(m.out, "239 late answer\r\n"...)
-	m.closed = true
+	m.done = true
 }
 
 // TestEOFKeepsOwner: after the peer's EOF a machine.EOFReceiver that is not

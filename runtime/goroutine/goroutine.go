@@ -195,7 +195,10 @@ func (c *Conn) Run(ctx context.Context, m machine.Conn, step func(now time.Time)
 	// handshake in progress; the select below notices it otherwise.
 	stopWatch := context.AfterFunc(ctx, func() { c.NetConn().Close() })
 	defer func() {
-		if !stopWatch() && err == nil {
+		if !stopWatch() {
+			// ctx ended and closed the connection: what the loop saw
+			// after that (a read or write on a closed connection, which
+			// can win the select against ctx.Done) is ctx's doing.
 			err = ctx.Err()
 		}
 		if err != nil && !errors.Is(err, ErrStop) {
