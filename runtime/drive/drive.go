@@ -32,8 +32,8 @@
 //
 // # The driving sequence
 //
-// Both drivers loop over the same steps, with Settle deciding the middle
-// ones so that they mean the same on both:
+// Both drivers loop over the same steps, with Step, Settle, MayRead and
+// Input deciding all but the writing, so that they mean the same on both:
 //
 //  1. flush: collect m's output (AppendOutgoing, or segments) and write it;
 //  2. step: call the owner's step, then flush what it produced;
@@ -101,6 +101,24 @@ type BodyAppender interface {
 // ones are written by the BodyWriter (or sendfile), where copying through
 // the process would cost more than the system call it saves.
 const SmallBody = 16 << 10
+
+// Step calls the owner's step callback (step 2 of the driving sequence),
+// if there is one, and says what its result means: stop when it returned
+// ErrStop (the run ends well and the connection stays open), or an error
+// ("step: ...") that ends the run and closes the connection.
+func Step(step func(now time.Time) error, now time.Time) (stop bool, err error) {
+	if step == nil {
+		return false, nil
+	}
+	switch err := step(now); {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, ErrStop):
+		return true, nil
+	default:
+		return false, fmt.Errorf("step: %w", err)
+	}
+}
 
 // Next is what a driver does after an input's output is written and step
 // ran (steps 3 to 5 of the driving sequence).

@@ -2,6 +2,7 @@ package drive
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"testing"
@@ -103,5 +104,36 @@ func TestInput(t *testing.T) {
 	m = eofMachine{s}
 	if _, err := Input(now, m, []byte("x"), io.EOF); err != bad || s.eofs != 0 {
 		t.Errorf("Receive failed: err %v, %d EOFs; want protocol, 0", err, s.eofs)
+	}
+}
+
+// TestStep: nil and no callback go on; ErrStop (also wrapped) stops well;
+// another error ends the run, wrapped as "step: ...".
+func TestStep(t *testing.T) {
+	now := time.Unix(0, 0)
+	bad := errors.New("disk on fire")
+	tests := []struct {
+		name     string
+		step     func(time.Time) error
+		wantStop bool
+		wantErr  string
+	}{
+		{name: "no callback"},
+		{name: "nil", step: func(time.Time) error { return nil }},
+		{name: "ErrStop", step: func(time.Time) error { return ErrStop }, wantStop: true},
+		{name: "ErrStop wrapped", step: func(time.Time) error { return fmt.Errorf("ready: %w", ErrStop) }, wantStop: true},
+		{name: "failure", step: func(time.Time) error { return bad }, wantErr: "step: disk on fire"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			stop, err := Step(tc.step, now)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if stop != tc.wantStop || gotErr != tc.wantErr {
+				t.Errorf("Step = %v, %q; want %v, %q", stop, gotErr, tc.wantStop, tc.wantErr)
+			}
+		})
 	}
 }

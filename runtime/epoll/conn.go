@@ -309,12 +309,11 @@ func (c *Conn) advance() {
 		case phStep:
 			r.phase = phCheck
 			if r.step != nil {
-				if err := r.step(r.now); err != nil {
-					if errors.Is(err, ErrStop) {
-						c.finish(r, nil, false)
-					} else {
-						c.finish(r, fmt.Errorf("epoll: step: %w", err), true)
-					}
+				if stop, err := drive.Step(r.step, r.now); stop {
+					c.finish(r, nil, false)
+					return
+				} else if err != nil {
+					c.finish(r, fmt.Errorf("epoll: %w", err), true)
 					return
 				}
 				if c.run != r {

@@ -216,11 +216,10 @@ func (c *Conn) Run(ctx context.Context, m machine.Conn, step func(now time.Time)
 			return err
 		}
 		if step != nil {
-			if err := step(now); err != nil {
-				if errors.Is(err, ErrStop) {
-					return nil
-				}
-				return fmt.Errorf("goroutine: step: %w", err)
+			if stop, err := drive.Step(step, now); stop {
+				return nil
+			} else if err != nil {
+				return fmt.Errorf("goroutine: %w", err)
 			}
 			// step may have given the machine work (an Offer, a Close):
 			// write it now rather than after the next input.
