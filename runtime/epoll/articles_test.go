@@ -83,8 +83,8 @@ func bodiesOf(arts []stored) bodyMap {
 
 // fileStore keeps articles in one file, like a spool segment: it is a
 // machine.BodySource, a FileBodySource (for this runtime's sendfile), a
-// goroutine.BodyWriter (sendfile through the net.Conn's descriptor) and a
-// goroutine.BodyAppender (one pread), as runtime/newsfeed's spool source is.
+// drive.BodyWriter (sendfile through the net.Conn's descriptor) and a
+// drive.BodyAppender (one pread), as runtime/newsfeed's spool source is.
 type fileStore struct {
 	f        *os.File
 	fd       int

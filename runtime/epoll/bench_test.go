@@ -135,7 +135,7 @@ func cpuTime() time.Duration {
 // runtime, interleaved: six rounds, each runtime in turn (alternating
 // which goes first), b.N articles per runtime in all. The
 // articles come from a file as from the spool: 2 KB ones copied in with
-// the commands (goroutine.BodyAppender), 500 KB ones by sendfile. It
+// the commands (drive.BodyAppender), 500 KB ones by sendfile. It
 // reports each runtime's median articles/s, MB/s and CPU time per article
 // (feeder and sink, which share the process), and the ratio epoll /
 // goroutine of articles/s.

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/newsflow/newsflow/machine"
+	"github.com/newsflow/newsflow/runtime/drive"
 )
 
 // maxInputs is how many inputs one connection takes in a row before the
@@ -35,7 +36,6 @@ const (
 type run struct {
 	m       machine.Conn
 	ss      machine.SegmentSender // set when segments are written
-	pauser  machine.Pauser
 	tls     machine.TLSStarter
 	step    func(now time.Time) error
 	done    func(err error)
@@ -109,9 +109,10 @@ func (c *Conn) RemoteAddr() net.Addr { return c.remote }
 //     STARTTLS was refused (ErrTLSUnsupported), the connection was closed
 //     (ErrClosed), or ctx ended; the connection is then closed.
 //
-// Unlike runtime/goroutine, an EOFReceiver that is not Closed after the
-// peer's EOF keeps running on its other inputs (Do, Post, Timeout) until
-// it closes: machine/ingest sends the answers it still owes.
+// As on runtime/goroutine (drive.Settle decides for both), an EOFReceiver
+// that is not Closed after the peer's EOF keeps running on its other
+// inputs (Do, Post, Timeout) until it closes: machine/ingest sends the
+// answers it still owes.
 //
 // step, if not nil, is called on the loop goroutine after every input m
 // took (and once at the start), after its output was written: it drains
@@ -126,7 +127,6 @@ func (c *Conn) Start(ctx context.Context, m machine.Conn, step func(now time.Tim
 	if ss, ok := m.(machine.SegmentSender); ok && c.l.opts.Bodies != nil {
 		r.ss = ss
 	}
-	r.pauser, _ = m.(machine.Pauser)
 	r.tls, _ = m.(machine.TLSStarter)
 	if r.done == nil {
 		r.done = func(error) {}
@@ -309,12 +309,11 @@ func (c *Conn) advance() {
 		case phStep:
 			r.phase = phCheck
 			if r.step != nil {
-				if err := r.step(r.now); err != nil {
-					if errors.Is(err, ErrStop) {
-						c.finish(r, nil, false)
-					} else {
-						c.finish(r, fmt.Errorf("epoll: step: %w", err), true)
-					}
+				if stop, err := drive.Step(r.step, r.now); stop {
+					c.finish(r, nil, false)
+					return
+				} else if err != nil {
+					c.finish(r, fmt.Errorf("epoll: %w", err), true)
 					return
 				}
 				if c.run != r {
@@ -325,11 +324,13 @@ func (c *Conn) advance() {
 				c.collect(r)
 			}
 		case phCheck:
-			if r.m.Closed() {
+			switch next, err := drive.Settle(r.m, c.readErr); next {
+			case drive.Close:
 				c.finish(r, nil, true)
 				return
-			}
-			if r.tls != nil && r.tls.WantTLS() {
+			case drive.StartTLS:
+				// crypto/tls needs a net.Conn: refuse (see the package
+				// comment).
 				r.tlsDone = true
 				r.now = l.opts.Now()
 				if err := r.tls.TLSDone(r.now, ErrTLSUnsupported); err != nil {
@@ -339,18 +340,9 @@ func (c *Conn) advance() {
 				c.collect(r)
 				r.phase = phStep
 				continue
-			}
-			if c.readErr != nil {
-				if _, ok := r.m.(machine.EOFReceiver); !ok || c.readErr != io.EOF {
-					// The machine cannot learn of the EOF, or the
-					// connection failed: nothing more can come.
-					c.finish(r, fmt.Errorf("epoll: read: %w", c.readErr), true)
-					return
-				}
-				// An EOFReceiver that is not Closed after the peer's EOF
-				// still has work (machine/ingest owes answers its owner
-				// has not given yet): it keeps its other inputs, Do,
-				// Post and Timeout, until it closes.
+			case drive.End:
+				c.finish(r, fmt.Errorf("epoll: %w", err), true)
+				return
 			}
 			r.phase = phIdle
 		case phFail:
@@ -376,7 +368,7 @@ func (c *Conn) advance() {
 				r.phase = phStep
 				continue
 			}
-			if c.readable && c.readErr == nil && (r.pauser == nil || !r.pauser.Paused()) && c.read(r) {
+			if c.readable && drive.MayRead(r.m, c.readErr) && c.read(r) {
 				continue
 			}
 			if d, ok := r.m.Deadline(); ok {
@@ -416,25 +408,25 @@ func (c *Conn) read(r *run) bool {
 	l.stats.Reads++
 	r.now = l.opts.Now()
 	r.phase = phStep
+	var rerr error
 	switch {
 	case err != nil:
-		c.readErr = os.NewSyscallError("read", err)
+		rerr = os.NewSyscallError("read", err)
+		n = 0
 	case n == 0:
-		c.readErr = io.EOF
-		if er, ok := r.m.(machine.EOFReceiver); ok {
-			er.ReceiveEOF(r.now)
-		}
-	default:
-		if n < len(l.buf) && !c.hup {
-			// A short read drained the socket (epoll(7)); a later
-			// arrival raises a new edge. After EPOLLRDHUP the EOF raises
-			// none, so then the loop reads on until it sees it.
-			c.readable = false
-		}
-		if rerr := r.m.Receive(r.now, l.buf[:n]); rerr != nil {
-			r.err = fmt.Errorf("epoll: %w", rerr)
-			r.phase = phFail
-		}
+		rerr = io.EOF
+	case n < len(l.buf) && !c.hup:
+		// A short read drained the socket (epoll(7)); a later arrival
+		// raises a new edge. After EPOLLRDHUP the EOF raises none, so
+		// then the loop reads on until it sees it.
+		c.readable = false
+	}
+	readErr, recvErr := drive.Input(r.now, r.m, l.buf[:n], rerr)
+	if recvErr != nil {
+		r.err = fmt.Errorf("epoll: %w", recvErr)
+		r.phase = phFail
+	} else {
+		c.readErr = readErr
 	}
 	c.collect(r)
 	return true

@@ -38,18 +38,22 @@
 // re-arming anything.
 //
 // Each connection runs at most one machine at a time (Conn.Start, or Run,
-// which waits). The loop drives it like runtime/goroutine does:
+// which waits). The loop drives it like runtime/goroutine does, through the
+// driving sequence of runtime/drive (drive.Settle decides steps 3 to 5 for
+// both, drive.Input gives a read's result to the machine):
 //
 //  1. collect the machine's output (AppendSegments when it is a
 //     machine.SegmentSender and Options.Bodies is set, else
 //     AppendOutgoing) and write it: writev for commands, small articles
-//     copied in by a goroutine.BodyAppender and bodies from
+//     copied in by a drive.BodyAppender and bodies from
 //     BodySource.Body; sendfile for larger articles whose source is a
 //     FileBodySource. What the socket does not take waits for EPOLLOUT;
 //     meanwhile the machine gets no input, so the segments' bytes stay
 //     valid and are not copied;
 //  2. call the owner's step callback (events), then write what it produced;
-//  3. close when the machine is Closed; refuse STARTTLS (see below);
+//  3. close when the machine is Closed; refuse STARTTLS (see below); after
+//     the peer's EOF keep an EOFReceiver that is not Closed running on its
+//     other inputs, or end the run;
 //  4. give the machine its next input: a function queued with Do or Post,
 //     else one read into the loop's read buffer (Receive, or ReceiveEOF),
 //     else Timeout when its deadline has passed; then go to 1. Without an

@@ -159,7 +159,7 @@ func TestFeedNNTPTest(t *testing.T) {
 }
 
 // TestFeedFromFile sends articles from a file, as from the spool: small
-// ones copied in with the commands (goroutine.BodyAppender on both
+// ones copied in with the commands (drive.BodyAppender on both
 // runtimes), large ones by sendfile (runtime/goroutine's BodyWriter, this
 // runtime's FileBodySource, at an explicit offset, through EAGAIN on a
 // full socket); the peer must see the same.

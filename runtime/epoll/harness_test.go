@@ -34,15 +34,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine"
 	"github.com/newsflow/newsflow/machine/transcript"
+	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/runtime/goroutine"
 )
 
-// conn is what both runtimes' connections offer a client-side owner.
-type conn interface {
-	Run(ctx context.Context, m machine.Conn, step func(now time.Time) error) error
-	Do(ctx context.Context, fn func(now time.Time)) error
-	Close() error
-}
+// conn is what both runtimes' connections offer an owner.
+type conn = drive.Driver
 
 var (
 	_ conn = (*goroutine.Conn)(nil)

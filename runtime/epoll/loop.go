@@ -14,13 +14,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/newsflow/newsflow/machine"
-	"github.com/newsflow/newsflow/runtime/goroutine"
+	"github.com/newsflow/newsflow/runtime/drive"
 )
 
 // ErrStop, returned by a step callback, ends the run without closing the
 // connection, so that the owner can start the next machine on it. It is
-// runtime/goroutine's ErrStop, so one step callback serves both runtimes.
-var ErrStop = goroutine.ErrStop
+// drive.ErrStop, which runtime/goroutine uses too, so one step callback
+// serves both runtimes.
+var ErrStop = drive.ErrStop
 
 // ErrClosed is returned for a connection or Loop that was closed.
 var ErrClosed = errors.New("epoll: connection closed")
@@ -40,8 +41,8 @@ type Options struct {
 	ReadBuffer int
 	// Bodies, when set, makes the loop write the output of machines that
 	// are machine.SegmentSenders segment by segment, reading stored
-	// articles from it: articles of at most goroutine.SmallBody octets
-	// through goroutine.BodyAppender when it implements that (copied into
+	// articles from it: articles of at most drive.SmallBody octets
+	// through drive.BodyAppender when it implements that (copied into
 	// the write with the commands around them), others with sendfile(2)
 	// when it implements FileBodySource, the rest through Body. Without it
 	// the loop uses AppendOutgoing.

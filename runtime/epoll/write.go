@@ -11,7 +11,7 @@ package epoll
 //
 // Consecutive byte pieces go out in one writev, at most maxIovecs pieces
 // or about maxGather bytes at a time: commands, articles of at most
-// goroutine.SmallBody octets that a goroutine.BodyAppender copies into the
+// drive.SmallBody octets that a drive.BodyAppender copies into the
 // loop's scratch space (as runtime/goroutine does: a window of CHECKs or
 // TAKETHISes with their 2 KB articles is one system call, not one per
 // piece), and bodies from BodySource.Body. A larger stored article whose
@@ -29,7 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/newsflow/newsflow/machine"
-	"github.com/newsflow/newsflow/runtime/goroutine"
+	"github.com/newsflow/newsflow/runtime/drive"
 )
 
 const (
@@ -225,8 +225,8 @@ func (c *Conn) flush() error {
 // appendable reports whether a token item's article is copied in by a
 // BodyAppender.
 func (c *Conn) appendable(it *outItem) bool {
-	_, ok := c.l.opts.Bodies.(goroutine.BodyAppender)
-	return ok && it.size <= goroutine.SmallBody
+	_, ok := c.l.opts.Bodies.(drive.BodyAppender)
+	return ok && it.size <= drive.SmallBody
 }
 
 // resolve fetches the stored article of a token item: copied into the
@@ -237,7 +237,7 @@ func (c *Conn) resolve(it *outItem) error {
 	if c.appendable(it) {
 		s := &c.l.scratch
 		start := len(s.body)
-		b, err := src.(goroutine.BodyAppender).AppendBody(s.body, it.token, it.size)
+		b, err := src.(drive.BodyAppender).AppendBody(s.body, it.token, it.size)
 		if err != nil {
 			return fmt.Errorf("epoll: read article %s: %w", it.token, err)
 		}

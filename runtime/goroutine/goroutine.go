@@ -4,20 +4,26 @@
 // # Theory of operation
 //
 // Machines are not safe for concurrent use, so exactly one goroutine, the
-// one running Conn.Run (the loop), ever calls them. The loop:
+// one running Conn.Run (the loop), ever calls them. The loop follows the
+// driving sequence of runtime/drive (drive.Settle decides its middle steps,
+// as it does for runtime/epoll):
 //
 //  1. drains AppendOutgoing and writes the bytes (the write blocks the loop;
 //     it is bounded by the machine's deadline and by ctx);
 //  2. calls the owner's step callback, which drains the machine's events
-//     and may stop the run (ErrStop) to hand the connection to the next
-//     machine;
+//     and may stop the run (drive.ErrStop) to hand the connection to the
+//     next machine;
 //  3. closes the connection if the machine is Closed;
 //  4. performs the STARTTLS handshake if the machine asks (TLSStarter), then
 //     calls TLSDone and goes back to 1;
-//  5. asks the reader goroutine for one read, unless one is in flight, and
-//     waits for whichever comes first: the read's result (Receive, or
-//     ReceiveEOF and the end of the run), the machine's deadline (Timeout),
-//     an owner's action sent with Do, or ctx's end.
+//  5. after the peer's EOF, keeps a machine.EOFReceiver that is not Closed
+//     running on its other inputs, without reads; ends the run on a failed
+//     read or an EOF the machine cannot hear of;
+//  6. asks the reader goroutine for one read, unless one is in flight, the
+//     machine is Paused (machine.Pauser) or the read side ended, and waits
+//     for whichever comes first: the read's result (drive.Input: Receive,
+//     and ReceiveEOF at the EOF), the machine's deadline (Timeout), an
+//     owner's function sent with Do or Post, or ctx's end.
 //
 // The reader goroutine reads only when asked, one read per request, into a
 // buffer the loop does not touch until the result arrives. Because the loop
@@ -36,17 +42,18 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/newsflow/newsflow/machine"
+	"github.com/newsflow/newsflow/runtime/drive"
 )
 
 // ErrStop, returned by a step callback, ends Run without closing the
-// connection, so that the owner can hand it to the next machine.
-var ErrStop = errors.New("goroutine: stop")
+// connection, so that the owner can hand it to the next machine. It is
+// drive.ErrStop, which runtime/epoll uses too.
+var ErrStop = drive.ErrStop
 
 // ErrClosed is returned by Run and Do on a Conn that was closed.
 var ErrClosed = errors.New("goroutine: connection closed")
@@ -100,6 +107,11 @@ type Conn struct {
 	do      chan action     // owner actions for the loop
 	closed  bool
 
+	postMu     sync.Mutex
+	posted     []func(now time.Time) // from Post, for the loop
+	postClosed bool                  // Close was called: Post fails
+	wake       chan struct{}         // a Post is waiting
+
 	// Owned by Run's goroutine: reused by every flush (segments.go).
 	segs   []machine.Segment
 	gather gather
@@ -130,8 +142,11 @@ func New(nc net.Conn, opts Options) *Conn {
 		reqs:    make(chan net.Conn),
 		results: make(chan readResult, 1),
 		do:      make(chan action),
+		wake:    make(chan struct{}, 1),
 	}
 }
+
+var _ drive.Driver = (*Conn)(nil)
 
 // NetConn returns the current connection: after STARTTLS, the TLS
 // connection (or the TLSUpgrader given to New). Do not read from it while
@@ -150,6 +165,9 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.postMu.Lock()
+	c.postClosed, c.posted = true, nil
+	c.postMu.Unlock()
 	err := c.NetConn().Close()
 	if c.started {
 		close(c.reqs)
@@ -177,7 +195,10 @@ func (c *Conn) Run(ctx context.Context, m machine.Conn, step func(now time.Time)
 	// handshake in progress; the select below notices it otherwise.
 	stopWatch := context.AfterFunc(ctx, func() { c.NetConn().Close() })
 	defer func() {
-		if !stopWatch() && err == nil {
+		if !stopWatch() {
+			// ctx ended and closed the connection: what the loop saw
+			// after that (a read or write on a closed connection, which
+			// can win the select against ctx.Done) is ctx's doing.
 			err = ctx.Err()
 		}
 		if err != nil && !errors.Is(err, ErrStop) {
@@ -195,11 +216,10 @@ func (c *Conn) Run(ctx context.Context, m machine.Conn, step func(now time.Time)
 			return err
 		}
 		if step != nil {
-			if err := step(now); err != nil {
-				if errors.Is(err, ErrStop) {
-					return nil
-				}
-				return fmt.Errorf("goroutine: step: %w", err)
+			if stop, err := drive.Step(step, now); stop {
+				return nil
+			} else if err != nil {
+				return fmt.Errorf("goroutine: %w", err)
 			}
 			// step may have given the machine work (an Offer, a Close):
 			// write it now rather than after the next input.
@@ -207,23 +227,20 @@ func (c *Conn) Run(ctx context.Context, m machine.Conn, step func(now time.Time)
 				return err
 			}
 		}
-		if m.Closed() {
+		switch next, err := drive.Settle(m, c.readErr); next {
+		case drive.Close:
 			return c.Close()
-		}
-		if ts, ok := m.(machine.TLSStarter); ok && ts.WantTLS() {
+		case drive.StartTLS:
 			herr := c.startTLS(ctx, m)
 			now = c.opts.Now()
-			if err := ts.TLSDone(now, herr); err != nil {
+			if err := m.(machine.TLSStarter).TLSDone(now, herr); err != nil {
 				return fmt.Errorf("goroutine: %w", err)
 			}
 			continue
+		case drive.End:
+			return fmt.Errorf("goroutine: %w", err)
 		}
-		if c.readErr != nil {
-			// The machine went on after the peer's EOF (it does not
-			// implement EOFReceiver, or ignored it): nothing more can come.
-			return fmt.Errorf("goroutine: read: %w", c.readErr)
-		}
-		if !c.pending && !paused(m) {
+		if !c.pending && drive.MayRead(m, c.readErr) {
 			c.read()
 		}
 
@@ -236,24 +253,18 @@ func (c *Conn) Run(ctx context.Context, m machine.Conn, step func(now time.Time)
 		case r := <-c.results:
 			c.pending = false
 			now = c.opts.Now()
-			if r.n > 0 {
-				if err := m.Receive(now, c.buf[:r.n]); err != nil {
-					if er, ok := c.NetConn().(ErrorRecorder); ok {
-						er.RecordError(err)
-					}
-					c.flush(m) // a machine may say goodbye
-					if step != nil {
-						step(now)
-					}
-					return fmt.Errorf("goroutine: %w", err)
+			readErr, err := drive.Input(now, m, c.buf[:r.n], r.err)
+			if err != nil {
+				if er, ok := c.NetConn().(ErrorRecorder); ok {
+					er.RecordError(err)
 				}
-			}
-			if r.err != nil {
-				c.readErr = r.err
-				if er, ok := m.(machine.EOFReceiver); ok && errors.Is(r.err, io.EOF) {
-					er.ReceiveEOF(now)
+				c.flush(m) // a machine may say goodbye
+				if step != nil {
+					step(now)
 				}
+				return fmt.Errorf("goroutine: %w", err)
 			}
+			c.readErr = readErr
 		case <-timerC:
 			now = c.opts.Now()
 			m.Timeout(now)
@@ -261,6 +272,15 @@ func (c *Conn) Run(ctx context.Context, m machine.Conn, step func(now time.Time)
 			now = c.opts.Now()
 			a.fn(now)
 			close(a.done)
+		case <-c.wake:
+			now = c.opts.Now()
+			c.postMu.Lock()
+			fns := c.posted
+			c.posted = nil
+			c.postMu.Unlock()
+			for _, fn := range fns {
+				fn(now)
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -288,6 +308,25 @@ func (c *Conn) Do(ctx context.Context, fn func(now time.Time)) error {
 	}
 }
 
+// Post is Do without waiting: fn runs on Run's goroutine between two
+// inputs, like Do's, and the loop then writes the machine's output and
+// calls step. Functions posted while no Run is running wait for the next
+// Run; those still waiting when the Conn is closed never run. Post fails
+// only on a closed Conn (ErrClosed). It may be called from step.
+func (c *Conn) Post(fn func(now time.Time)) error {
+	c.postMu.Lock()
+	defer c.postMu.Unlock()
+	if c.postClosed {
+		return ErrClosed
+	}
+	c.posted = append(c.posted, fn)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
 // flush writes everything the machine has to send.
 func (c *Conn) flush(m machine.Conn) error {
 	if ss, ok := m.(machine.SegmentSender); ok && c.opts.Bodies != nil {
@@ -306,7 +345,7 @@ func (c *Conn) flush(m machine.Conn) error {
 	}
 	nc := c.NetConn()
 	if d, ok := m.Deadline(); ok {
-		nc.SetWriteDeadline(d)
+		nc.SetWriteDeadline(c.wall(d))
 	} else {
 		nc.SetWriteDeadline(time.Time{})
 	}
@@ -345,7 +384,7 @@ func (c *Conn) startTLS(ctx context.Context, m machine.Conn) error {
 	}
 	nc := c.NetConn()
 	if d, ok := m.Deadline(); ok {
-		nc.SetDeadline(d)
+		nc.SetDeadline(c.wall(d))
 		defer func() { c.NetConn().SetDeadline(time.Time{}) }()
 	}
 	if u, ok := nc.(TLSUpgrader); ok {
@@ -366,9 +405,9 @@ func (c *Conn) startTLS(ctx context.Context, m machine.Conn) error {
 	return nil
 }
 
-// paused reports whether m asks, through machine.Pauser, that no more input
-// be read for now.
-func paused(m machine.Conn) bool {
-	p, ok := m.(machine.Pauser)
-	return ok && p.Paused()
+// wall converts a machine's deadline d, a time on Options.Now's clock, to
+// the wall-clock time a net.Conn deadline needs: as far from time.Now as d
+// is from Options.Now. With the default clock it is d itself.
+func (c *Conn) wall(d time.Time) time.Time {
+	return time.Now().Add(d.Sub(c.opts.Now()))
 }

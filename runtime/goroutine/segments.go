@@ -5,12 +5,13 @@ package goroutine
 // and stored articles in order without the machine copying article bodies.
 //
 // Small pieces are gathered into one buffer per Conn and go out together:
-// command bytes, and articles up to SmallBody octets when the source is a
-// BodyAppender (it appends the article to the buffer, e.g. with one pread).
+// command bytes, and articles up to drive.SmallBody octets when the source
+// is a drive.BodyAppender (it appends the article to the buffer, e.g. with
+// one pread).
 // A window of CHECKs or TAKETHISes with their 2 KB articles is then one
 // write(2), not a write per command and a sendfile per article: profiling
 // newsbench feed showed those syscalls as nearly two thirds of newsfeed's
-// CPU time on small articles. Larger articles leave by the BodyWriter
+// CPU time on small articles. Larger articles leave by the drive.BodyWriter
 // (sendfile from the spool) after the gathered bytes are written, or, from
 // a plain BodySource, as their own buffer in the same writev.
 
@@ -21,29 +22,8 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine"
+	"github.com/newsflow/newsflow/runtime/drive"
 )
-
-// BodyWriter is an optional interface of Options.Bodies: a source that
-// writes the stored article named by token, exactly size bytes, to w
-// itself (for example with io.Copy from the spool file, which lets the
-// kernel use sendfile), and returns how many bytes it wrote.
-type BodyWriter interface {
-	WriteBody(w io.Writer, token string, size int64) (int64, error)
-}
-
-// BodyAppender is an optional interface of Options.Bodies: a source that
-// appends the stored article named by token, exactly size bytes, to dst
-// (one read into the caller's buffer). flush uses it for articles of at
-// most SmallBody octets, so that they are written together with the
-// commands around them.
-type BodyAppender interface {
-	AppendBody(dst []byte, token string, size int64) ([]byte, error)
-}
-
-// SmallBody is the largest article a BodyAppender is asked to copy; larger
-// ones are written by the BodyWriter (sendfile), where copying through the
-// process would cost more than the system call it saves.
-const SmallBody = 16 << 10
 
 // maxGather is how many bytes flushSegments gathers before it writes, so
 // that a window full of large articles is not all held in memory at once.
@@ -118,21 +98,21 @@ func (c *Conn) flushSegments(m machine.Conn, ss machine.SegmentSender) error {
 	}
 	nc := c.NetConn()
 	if d, ok := m.Deadline(); ok {
-		nc.SetWriteDeadline(d)
+		nc.SetWriteDeadline(c.wall(d))
 	} else {
 		nc.SetWriteDeadline(time.Time{})
 	}
-	bw, _ := c.opts.Bodies.(BodyWriter)
-	ba, _ := c.opts.Bodies.(BodyAppender)
+	bw, _ := c.opts.Bodies.(drive.BodyWriter)
+	ba, _ := c.opts.Bodies.(drive.BodyAppender)
 	g := &c.gather
 	for i, s := range c.segs {
 		c.segs[i] = machine.Segment{} // drop the reference once handled
 		switch {
-		case s.Token == "" && len(s.Bytes) <= SmallBody:
+		case s.Token == "" && len(s.Bytes) <= drive.SmallBody:
 			g.copyIn(s.Bytes)
 		case s.Token == "":
 			g.ref(s.Bytes)
-		case ba != nil && s.Size <= SmallBody:
+		case ba != nil && s.Size <= drive.SmallBody:
 			before := len(g.buf)
 			var err error
 			g.buf, err = ba.AppendBody(g.buf, s.Token, s.Size)

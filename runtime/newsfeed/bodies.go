@@ -9,17 +9,17 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/newsflow/newsflow/runtime/goroutine"
+	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // spoolBodies gives the feed runtime the stored articles it sends
 // (machine.BodySource). Small articles it appends to the runtime's gather
-// buffer (goroutine.BodyAppender, CRC checked), so they leave with the
+// buffer (drive.BodyAppender, CRC checked), so they leave with the
 // commands around them in one write; they are read through the
 // connection's ReadAhead, one pread for a run of articles stored together
 // (a replayed backlog is in that order). Large ones it writes itself
-// (goroutine.BodyWriter): with sendfile(2) straight from the segment file
+// (drive.BodyWriter): with sendfile(2) straight from the segment file
 // when the connection is a plain TCP socket, by copying otherwise (TLS).
 //
 // Before an article is offered, pull asks sendable: the spool must still
@@ -98,7 +98,7 @@ func (r *Relay) sendable(id, token string, tok spoolfs.Token) bool {
 		// one by now.
 		return false
 	}
-	if int64(tok.Len) <= goroutine.SmallBody {
+	if int64(tok.Len) <= drive.SmallBody {
 		return true // the append path checks its CRC as it copies it
 	}
 	bp := verifyBufs.Get().(*[]byte)

@@ -144,13 +144,13 @@ func (c *committer) loop() {
 		if !ok {
 			c.posFrozen = true
 		}
-		write := !c.posFrozen && time.Since(c.posWrote) >= fanoutEvery
+		write := !c.posFrozen && c.r.now().Sub(c.posWrote) >= fanoutEvery
 		c.mu.Unlock()
 		if write {
 			if err := writeFanout(c.r.cfg.Spool, pos); err != nil {
 				c.r.log.Warn("cannot record the fan-out position", "err", err)
 			}
-			c.posWrote = time.Now()
+			c.posWrote = c.r.now()
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine"
+	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/runtime/epoll"
 	"github.com/newsflow/newsflow/spoolfs"
 )
@@ -35,7 +36,7 @@ func newEventLoop(r *Relay) (*eventLoop, error) {
 }
 
 // attach moves nc onto the loop (nc must not be used afterwards).
-func (e *eventLoop) attach(nc net.Conn) (connDriver, error) {
+func (e *eventLoop) attach(nc net.Conn) (drive.Driver, error) {
 	e.attached.Add(1)
 	c, err := e.l.Attach(nc)
 	if err != nil {
@@ -47,21 +48,20 @@ func (e *eventLoop) attach(nc net.Conn) (connDriver, error) {
 
 // start runs m on nc from the loop without a goroutine of its own: step
 // after every input, done at the end (both on the loop goroutine). It
-// returns post, which hands fn to the machine between two inputs from any
-// goroutine, and close, which ends the connection.
+// returns the connection's driver, for Post (a drive.Mailbox) and Close.
 func (e *eventLoop) start(ctx context.Context, nc net.Conn, m machine.Conn, step func(now time.Time) error,
-	done func(err error)) (post func(fn func(now time.Time)), closeConn func(), err error) {
+	done func(err error)) (drive.Driver, error) {
 	e.attached.Add(1)
 	c, err := e.l.Attach(nc)
 	if err != nil {
 		nc.Close()
-		return nil, nil, fmt.Errorf("relay: epoll attach: %w", err)
+		return nil, fmt.Errorf("relay: epoll attach: %w", err)
 	}
 	if err := c.Start(ctx, m, step, done); err != nil {
 		c.Close()
-		return nil, nil, fmt.Errorf("relay: epoll start: %w", err)
+		return nil, fmt.Errorf("relay: epoll start: %w", err)
 	}
-	return func(fn func(time.Time)) { c.Post(fn) }, func() { c.Close() }, nil
+	return c, nil
 }
 
 // close stops the loop; runs still going end with an error.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine"
+	"github.com/newsflow/newsflow/runtime/drive"
 )
 
 // epollAvailable reports that runtime = "epoll" can be used here: it needs
@@ -23,10 +24,10 @@ var errNoEpoll = errors.New(`relay: runtime "epoll" needs Linux`)
 
 func newEventLoop(*Relay) (*eventLoop, error) { return nil, errNoEpoll }
 
-func (*eventLoop) attach(net.Conn) (connDriver, error) { return nil, errNoEpoll }
+func (*eventLoop) attach(net.Conn) (drive.Driver, error) { return nil, errNoEpoll }
 
-func (*eventLoop) start(context.Context, net.Conn, machine.Conn, func(time.Time) error, func(error)) (func(func(time.Time)), func(), error) {
-	return nil, nil, errNoEpoll
+func (*eventLoop) start(context.Context, net.Conn, machine.Conn, func(time.Time) error, func(error)) (drive.Driver, error) {
+	return nil, errNoEpoll
 }
 
 func (*eventLoop) close() error { return nil }

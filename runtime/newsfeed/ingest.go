@@ -13,6 +13,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/ingest"
 	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/runtime/goroutine"
 	"github.com/newsflow/newsflow/spoolfs"
 )
@@ -99,41 +100,22 @@ func denyConn(nc net.Conn) {
 	nc.Close()
 }
 
-// inConn is one upstream connection: the ingest machine on the goroutine
-// runtime, plus the answers the committer and the relay hand it.
+// inConn is one upstream connection: the ingest machine, on either
+// runtime, plus the answers the committer and the relay hand it through
+// its mailbox. The machine's back-pressure (machine.Pauser) is the
+// driver's business: no reads while it is paused.
 type inConn struct {
 	r      *Relay
 	remote string
-	gate   *gatedConn // nil on the epoll loop, which pauses reads itself
-	gc     *goroutine.Conn
 	g      *ingest.Ingest
-	kick   chan struct{}
-	// post, on the epoll loop, hands apply to the machine (no goroutine
-	// per connection); nil with the goroutine runtime.
-	post   func(fn func(now time.Time))
-	queued atomic.Bool // an applyQueued is posted and has not run
+	mb     drive.Mailbox // owner inputs: verdicts, accepting, shutdown
 
-	mu       sync.Mutex
-	results  []storedResult
-	accept   *acceptChange
-	shutdown string
-
-	// Owned by the Run goroutine.
+	// Owned by the driver's goroutine.
 	reserved map[string]struct{}
 	buf      []byte
 	addr     netip.Addr // for the per-address limit (limits.go)
 	counted  int        // the machine's Buffered as last added to the relay's sum
 	holding  bool       // held for max_buffered_bytes
-}
-
-type storedResult struct {
-	seq uint64
-	res ingest.Result
-}
-
-type acceptChange struct {
-	ok     bool
-	reason string
 }
 
 // newInConn makes the ingest machine for an upstream connection from
@@ -191,7 +173,8 @@ func (r *Relay) ended(ctx context.Context, ic *inConn, err error) {
 func (r *Relay) serveIngestLoop(ctx context.Context, nc net.Conn, addr netip.Addr) {
 	ic := r.newInConn(nc.RemoteAddr().String(), addr)
 	r.opened(ic)
-	post, _, err := r.loop.start(ctx, nc, ic.g, ic.step, func(err error) {
+	d, err := r.loop.start(ctx, nc, ic.g, ic.step, func(err error) {
+		ic.mb.Detach()
 		r.ended(ctx, ic, err)
 		r.wg.Done()
 	})
@@ -200,38 +183,18 @@ func (r *Relay) serveIngestLoop(ctx context.Context, nc net.Conn, addr netip.Add
 		r.wg.Done()
 		return
 	}
-	ic.mu.Lock()
-	ic.post = post
-	pending := ic.results != nil || ic.accept != nil || ic.shutdown != ""
-	ic.mu.Unlock()
-	if pending {
-		ic.poke()
-	}
+	ic.mb.Attach(d)
 }
 
 // serveIngest runs one upstream connection to its end.
 func (r *Relay) serveIngest(ctx context.Context, nc net.Conn, addr netip.Addr) {
 	ic := r.newInConn(nc.RemoteAddr().String(), addr)
-	ic.gate = newGatedConn(nc)
-	ic.kick = make(chan struct{}, 1)
-	g := ic.g
-	ic.gc = goroutine.New(ic.gate, goroutine.Options{Now: r.now})
+	gc := goroutine.New(nc, goroutine.Options{Now: r.now})
 	r.opened(ic)
-
-	sctx, cancel := context.WithCancel(ctx)
-	go func() {
-		for {
-			select {
-			case <-ic.kick:
-				ic.gc.Do(sctx, ic.apply)
-			case <-sctx.Done():
-				return
-			}
-		}
-	}()
-	err := ic.gc.Run(sctx, g, ic.step)
-	cancel()
-	ic.gc.Close()
+	ic.mb.Attach(gc) // posts wait for Run
+	err := gc.Run(ctx, ic.g, ic.step)
+	ic.mb.Detach()
+	gc.Close()
 	r.ended(ctx, ic, err)
 }
 
@@ -263,9 +226,6 @@ func (ic *inConn) step(now time.Time) error {
 		}
 	}
 	ic.account(now)
-	if ic.gate != nil {
-		ic.gate.setPaused(ic.g.Paused())
-	}
 	return nil
 }
 
@@ -377,76 +337,21 @@ func (r *Relay) store(now time.Time, id string, data []byte, h proto.Header, buf
 
 // stored hands the committer's result to the connection (any goroutine).
 func (ic *inConn) stored(seq uint64, res ingest.Result) {
-	ic.mu.Lock()
-	ic.results = append(ic.results, storedResult{seq, res})
-	ic.mu.Unlock()
-	ic.poke()
+	ic.mb.Put(func(now time.Time) {
+		if err := ic.g.Stored(now, seq, res); err != nil {
+			ic.r.log.Error("ingest stored", "err", err)
+		}
+	})
 }
 
 // setAccepting tells the connection's machine whether articles are taken.
 func (ic *inConn) setAccepting(ok bool, reason string) {
-	ic.mu.Lock()
-	ic.accept = &acceptChange{ok, reason}
-	ic.mu.Unlock()
-	ic.poke()
+	ic.mb.Put(func(now time.Time) { ic.g.SetAccepting(now, ok, reason) })
 }
 
 // stop asks the machine to finish gracefully.
 func (ic *inConn) stop(reason string) {
-	ic.mu.Lock()
-	ic.shutdown = reason
-	ic.mu.Unlock()
-	ic.poke()
-}
-
-func (ic *inConn) poke() {
-	ic.mu.Lock()
-	post := ic.post
-	ic.mu.Unlock()
-	if post != nil {
-		// One apply queued at a time: it takes everything handed over
-		// before it runs, and what comes after queues the next.
-		if !ic.queued.Swap(true) {
-			post(ic.applyQueued)
-		}
-		return
-	}
-	if ic.kick == nil {
-		return // on the loop, not started yet: serveIngestLoop applies it
-	}
-	select {
-	case ic.kick <- struct{}{}:
-	default:
-	}
-}
-
-// applyQueued is apply posted by poke on the epoll loop.
-func (ic *inConn) applyQueued(now time.Time) {
-	ic.queued.Store(false)
-	ic.apply(now)
-}
-
-// apply gives the machine what others handed the connection (Run's
-// goroutine, through Do).
-func (ic *inConn) apply(now time.Time) {
-	ic.mu.Lock()
-	results := ic.results
-	ic.results = nil
-	acc := ic.accept
-	ic.accept = nil
-	shut := ic.shutdown
-	ic.mu.Unlock()
-	if acc != nil {
-		ic.g.SetAccepting(now, acc.ok, acc.reason)
-	}
-	for _, sr := range results {
-		if err := ic.g.Stored(now, sr.seq, sr.res); err != nil {
-			ic.r.log.Error("ingest stored", "err", err)
-		}
-	}
-	if shut != "" {
-		ic.g.Shutdown(now, shut)
-	}
+	ic.mb.Put(func(now time.Time) { ic.g.Shutdown(now, reason) })
 }
 
 // stopIngest asks every upstream connection to finish (answers already
@@ -465,53 +370,4 @@ func (r *Relay) stopIngest() {
 	for r.ingest.open.Load() > 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// gatedConn is a net.Conn whose reads wait while the ingest machine is
-// paused (its response queue is full), so TCP pushes back on the peer
-// instead of the machine buffering without bound.
-type gatedConn struct {
-	net.Conn
-	mu     sync.Mutex
-	cond   *sync.Cond
-	paused bool
-	closed bool
-}
-
-func newGatedConn(nc net.Conn) *gatedConn {
-	g := &gatedConn{Conn: nc}
-	g.cond = sync.NewCond(&g.mu)
-	return g
-}
-
-func (g *gatedConn) setPaused(p bool) {
-	g.mu.Lock()
-	if g.paused != p {
-		g.paused = p
-		g.cond.Broadcast()
-	}
-	g.mu.Unlock()
-}
-
-// Read waits while paused, then reads.
-func (g *gatedConn) Read(p []byte) (int, error) {
-	g.mu.Lock()
-	for g.paused && !g.closed {
-		g.cond.Wait()
-	}
-	closed := g.closed
-	g.mu.Unlock()
-	if closed {
-		return 0, net.ErrClosed
-	}
-	return g.Conn.Read(p)
-}
-
-// Close wakes a waiting Read and closes the connection.
-func (g *gatedConn) Close() error {
-	g.mu.Lock()
-	g.closed = true
-	g.cond.Broadcast()
-	g.mu.Unlock()
-	return g.Conn.Close()
 }

@@ -143,7 +143,7 @@ func (r *Relay) release(n int64) {
 	held := slices.Collect(maps.Keys(l.held))
 	l.mu.Unlock()
 	for _, ic := range held {
-		ic.poke()
+		ic.mb.Wake()
 	}
 }
 

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsflow/newsflow/runtime/goroutine"
 	"github.com/newsflow/newsflow/spoolfs"
 
+	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -89,8 +89,8 @@ func segPath(spoolDir string, tok spoolfs.Token) string {
 func testDamagedArticleNotSent(t *testing.T, rt string) {
 	h2, s, ids := backlogRestart(t, rt, []int{600, 600, 600}, func(dir string, toks []spoolfs.Token) {
 		tok := toks[1]
-		if tok.Len <= goroutine.SmallBody {
-			t.Fatalf("article of %d octets: want one over %d, sent by sendfile", tok.Len, goroutine.SmallBody)
+		if tok.Len <= drive.SmallBody {
+			t.Fatalf("article of %d octets: want one over %d, sent by sendfile", tok.Len, drive.SmallBody)
 		}
 		f, err := os.OpenFile(segPath(dir, tok), os.O_RDWR, 0)
 		if err != nil {

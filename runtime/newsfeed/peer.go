@@ -18,6 +18,7 @@ import (
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/machine/queue"
 	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
@@ -109,7 +110,7 @@ func (p *peer) start(ctx context.Context) {
 	p.done = make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range p.cfg.Connections {
-		c := &outConn{p: p, id: queue.Conn(i + 1), kick: make(chan struct{}, 1), state: "starting"}
+		c := &outConn{p: p, id: queue.Conn(i + 1), stopped: make(chan struct{}), state: "starting"}
 		p.conns = append(p.conns, c)
 		wg.Add(1)
 		p.r.wg.Add(1)
@@ -131,8 +132,7 @@ func (p *peer) stop() {
 	done := p.done
 	p.mu.Unlock()
 	for _, c := range conns {
-		c.stopping.Store(true)
-		c.poke()
+		c.stop()
 	}
 	if done == nil {
 		return
@@ -151,7 +151,7 @@ func (p *peer) wake() {
 	p.mu.Unlock()
 	for _, c := range conns {
 		if c.hungry.Load() {
-			c.poke()
+			c.mb.Wake()
 		}
 	}
 }
@@ -160,9 +160,11 @@ func (p *peer) wake() {
 type outConn struct {
 	p        *peer
 	id       queue.Conn
-	kick     chan struct{}
-	hungry   atomic.Bool // up, and the feed has room for more
+	mb       drive.Mailbox // wakes the feed's step: more work, or stop
+	hungry   atomic.Bool   // up, and the feed has room for more
 	stopping atomic.Bool
+	stopped  chan struct{} // closed by stop: ends a backoff wait
+	stopOnce sync.Once
 
 	mu      sync.Mutex
 	state   string // for the status page
@@ -170,7 +172,7 @@ type outConn struct {
 	mode    string
 	since   time.Time
 
-	// Owned by the session's Run goroutine.
+	// Owned by the session's driver goroutine.
 	f       *feed.Feed
 	credits int
 	closing bool
@@ -184,15 +186,16 @@ func (c *outConn) setState(state, lastErr string) {
 	if lastErr != "" {
 		c.lastErr = lastErr
 	}
-	c.since = time.Now()
+	c.since = c.p.r.now()
 	c.mu.Unlock()
 }
 
-func (c *outConn) poke() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
+// stop asks the connection to finish: the feed sends QUIT after the
+// answers still due (step sees stopping), and a backoff wait ends.
+func (c *outConn) stop() {
+	c.stopping.Store(true)
+	c.stopOnce.Do(func() { close(c.stopped) })
+	c.mb.Wake()
 }
 
 // run connects, feeds, and reconnects with growing backoff and jitter
@@ -203,12 +206,12 @@ func (c *outConn) run(ctx context.Context) {
 	ceiling := c.p.cfg.ReconnectMax.D()
 	backoff := min(base, ceiling)
 	for ctx.Err() == nil && !c.stopping.Load() {
-		began := time.Now()
+		began := r.now()
 		fed, err := c.session(ctx)
 		if ctx.Err() != nil || c.stopping.Load() {
 			break
 		}
-		if fed && time.Since(began) > 10*time.Second {
+		if fed && r.now().Sub(began) > 10*time.Second {
 			backoff = min(base, ceiling) // it worked for a while: start over
 		}
 		c.p.connFails.Add(1)
@@ -226,11 +229,7 @@ func (c *outConn) run(ctx context.Context) {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-		case <-c.kick:
-			// poked: only a stop ends the wait early
-			if !c.stopping.Load() {
-				<-t.C
-			}
+		case <-c.stopped:
 		}
 		t.Stop()
 		if !errors.Is(err, errUnreadableBody) {
@@ -277,31 +276,9 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	if cfg.StartTLS {
 		hcfg.TLS = handshake.TLSRequired
 	}
-	hs := handshake.New(r.now(), hcfg)
-	var ready *handshake.Ready
-	var failed error
-	err = gc.Run(dctx, hs, func(time.Time) error {
-		for {
-			ev, ok := hs.NextEvent()
-			if !ok {
-				return nil
-			}
-			switch e := ev.(type) {
-			case handshake.Ready:
-				ready = &e
-				return errStop
-			case handshake.Failed:
-				failed = e
-			}
-		}
-	})
-	switch {
-	case ready == nil && failed != nil:
-		return false, fmt.Errorf("handshake: %w", failed)
-	case ready == nil && err != nil:
-		return false, fmt.Errorf("handshake: %w", err)
-	case ready == nil:
-		return false, errors.New("handshake: connection closed")
+	ready, left, err := drive.Handshake(dctx, gc, r.now(), hcfg)
+	if err != nil {
+		return false, err
 	}
 	if cfg.Streaming == "on" && !ready.Streaming {
 		return false, errors.New("peer does not stream (MODE STREAM refused) and streaming = \"on\"")
@@ -316,7 +293,7 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 		Pass:            cfg.Password,
 	})
 	c.credits, c.closing, c.closed = 0, false, nil
-	if left := hs.Leftover(); len(left) > 0 {
+	if len(left) > 0 {
 		if err := c.f.Receive(now, left); err != nil {
 			return false, fmt.Errorf("feed: %w", err)
 		}
@@ -332,19 +309,9 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	r.log.Info("peer connected", "peer", cfg.Name, "conn", int(c.id), "addr", p.addr, "mode", mode, "tls", cfg.TLS || ready.TLS)
 
 	p.q.connUp(now, c.id)
-	sctx, stop := context.WithCancel(ctx)
-	go func() {
-		for {
-			select {
-			case <-c.kick:
-				gc.Do(sctx, func(time.Time) {})
-			case <-sctx.Done():
-				return
-			}
-		}
-	}()
+	c.mb.Attach(gc)
 	err = gc.Run(ctx, c.f, c.step)
-	stop()
+	c.mb.Detach()
 	c.hungry.Store(false)
 	p.q.connDown(r.now(), c.id)
 	c.f = nil

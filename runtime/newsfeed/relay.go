@@ -1,10 +1,12 @@
-// Package relay is newsfeed's core: it wires the ingest machine, the spool
-// and history, the masterfeed, the per-peer queues and the feed machine into
-// a running transit relay, driven by the goroutine runtime.
+// Package newsfeed is newsfeed's core: it wires the ingest machine, the
+// spool and history, the masterfeed, the per-peer queues and the feed
+// machine into a running transit relay. Connections are driven through
+// runtime/drive's seam by runtime/goroutine, or, with runtime = "epoll", by
+// one runtime/epoll loop (TLS peers stay on goroutines; see drive.go).
 //
 // # Theory of operation
 //
-//	upstream --TCP--> ingest conns (machine/ingest on runtime/goroutine)
+//	upstream --TCP--> ingest conns (machine/ingest on the configured runtime)
 //	                      | Check: History.Reserve -> want / refuse / defer
 //	                      | Article: Path prepend, Spool.Put, masterfeed route
 //	                      v

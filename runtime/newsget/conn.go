@@ -12,7 +12,9 @@ package newsget
 //	         Scheduler blocks the server, with backoff); failures that cannot
 //	         mend by waiting (certificate refused, credentials rejected,
 //	         reading not permitted) give the server up at once.
-//	in use   Connected: a Fetch runs on it with requests from its mailbox.
+//	in use   Connected: a Fetch runs on it with requests from its mailbox
+//	         (connRun.mailbox, under Engine.mu; a drive.Mailbox wakes its
+//	         step when requests arrive).
 //	idle     no request for idle_timeout: QUIT, and the Scheduler forgets
 //	         it (Closed); it dials again when work needs a connection.
 //	closed   the server closed it, a timeout, garbage: the Fetch reports
@@ -28,6 +30,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -37,14 +40,15 @@ import (
 
 	"github.com/newsflow/newsflow/machine/download"
 	"github.com/newsflow/newsflow/machine/handshake"
+	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/runtime/goroutine"
 )
 
 // connRun is one connection of the pool.
 type connRun struct {
-	id   download.ConnID
-	srv  *serverRun
-	wake chan struct{}
+	id  download.ConnID
+	srv *serverRun
+	mb  drive.Mailbox // wakes the Fetch's step: requests in the mailbox
 
 	// Under Engine.mu:
 	mailbox  []download.Request
@@ -210,32 +214,12 @@ func (e *Engine) dial(c *connRun) {
 	if sc.Encryption == EncryptStartTLS {
 		hcfg.TLS = handshake.TLSRequired
 	}
-	h := handshake.New(e.opts.Now(), hcfg)
-	var failed *handshake.Failed
-	ready := false
-	err = gc.Run(ctx, h, func(time.Time) error {
-		for {
-			ev, ok := h.NextEvent()
-			if !ok {
-				return nil
-			}
-			switch ev := ev.(type) {
-			case handshake.Ready:
-				ready = true
-				return goroutine.ErrStop
-			case handshake.Failed:
-				failed = &ev
-			}
-		}
-	})
-	if !ready {
-		gc.Close()
-		cause, msg, permanent := download.DialConnect, "handshake: connection ended", false
-		switch {
-		case failed != nil:
-			cause, msg, permanent = classifyHandshake(*failed, c.srv.tls.verify)
-		case err != nil:
-			msg = "handshake: " + err.Error()
+	_, lo, err := drive.Handshake(ctx, gc, e.opts.Now(), hcfg)
+	if err != nil {
+		cause, msg, permanent := download.DialConnect, err.Error(), false
+		var failed handshake.Failed
+		if errors.As(err, &failed) {
+			cause, msg, permanent = classifyHandshake(failed, c.srv.tls.verify)
 		}
 		e.dialFailed(c, cause, msg, permanent)
 		return
@@ -247,7 +231,7 @@ func (e *Engine) dial(c *connRun) {
 	}
 	m := &pooled{Fetch: download.NewFetch(now, download.FetchConfig{Pipeline: pipeline, Timeout: e.articleTimeout(),
 		User: sc.Username, Pass: sc.Password}), idle: e.idleTimeout(), idleSince: now}
-	if lo := h.Leftover(); len(lo) > 0 {
+	if len(lo) > 0 {
 		m.Receive(now, lo) // a failure shows as ConnClosed in the first step
 	}
 	e.mu.Lock()
@@ -260,19 +244,9 @@ func (e *Engine) dial(c *connRun) {
 	e.mu.Unlock()
 	e.wakeAll(wake)
 
-	cctx, cancel := context.WithCancel(ctx)
-	go func() {
-		for {
-			select {
-			case <-cctx.Done():
-				return
-			case <-c.wake:
-				gc.Do(cctx, func(time.Time) {})
-			}
-		}
-	}()
+	c.mb.Attach(gc)
 	err = gc.Run(ctx, m, func(now time.Time) error { return e.step(c, m, now) })
-	cancel()
+	c.mb.Detach()
 	gc.Close()
 	now = e.opts.Now()
 	e.mu.Lock()

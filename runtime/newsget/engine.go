@@ -1,4 +1,4 @@
-// Package download is newsget's engine: it downloads the files of NZB
+// Package newsget is newsget's engine: it downloads the files of NZB
 // documents from news servers into a directory, driving the pure
 // machines of machine/download (Scheduler, Fetch, Limiter, Quota) and
 // machine/handshake over real connections with runtime/goroutine, and
@@ -13,8 +13,8 @@
 // events: Data goes straight to WriteAt in the output file (output.go),
 // results are checked against the file and reported to the Scheduler under
 // the lock, and the Scheduler's events are dispatched: an Assign becomes a
-// request in the target connection's mailbox (that connection is woken
-// with goroutine.Conn.Do if it is not the current one), a Dial starts a
+// request in the target connection's mailbox (that connection's step is
+// woken with its drive.Mailbox if it is not the current one), a Dial starts a
 // dialing goroutine (conn.go), SegmentDone/SegmentFailed update the file.
 //
 // The engine's own goroutine (Download's loop) owns time-driven work: the
@@ -551,7 +551,7 @@ func (e *Engine) loop() {
 		e.mu.Unlock()
 		var timerC <-chan time.Time
 		if hasDeadline {
-			timer.Reset(time.Until(d))
+			timer.Reset(d.Sub(e.opts.Now()))
 			timerC = timer.C
 		}
 		select {
@@ -739,233 +739,4 @@ func (o *outFile) interrupted(why string) *FileResult {
 	}
 	sort.Slice(r.Missing, func(i, j int) bool { return r.Missing[i].Segment < r.Missing[j].Segment })
 	return r
-}
-
-// accountQuota adds the bytes read since the last count to the quota
-// and, when one is reached, pauses the Scheduler: requests in flight
-// finish, no new ones start. Called with mu held, after every step, so at
-// most the requests already in flight pass a quota.
-func (e *Engine) accountQuota(now time.Time) {
-	got := e.received.Load()
-	if got == e.quotaAt {
-		return
-	}
-	e.quota.q.Add(now, got-e.quotaAt)
-	e.quotaAt = got
-	if e.quotaMsg != "" {
-		return
-	}
-	if reached, kind := e.quota.q.Reached(now); reached {
-		e.quotaMsg = e.quotaMessage(kind)
-		e.log.Warn("quota reached: stopping", "quota", kind.String())
-		e.sched.Pause(now, true)
-		e.closing = true
-		e.kickLoop()
-	}
-}
-
-// saveQuota persists the quota counters when they changed.
-func (e *Engine) saveQuota() {
-	e.mu.Lock()
-	e.accountQuota(e.opts.Now())
-	st := e.quota.q.State()
-	e.mu.Unlock()
-	if st == e.quota.saved {
-		return
-	}
-	if err := e.quota.saveState(st); err != nil {
-		e.log.Error("quota state", "err", err)
-	}
-}
-
-// quotaMessage says which quota stopped the download and when it resets.
-func (e *Engine) quotaMessage(kind download.QuotaKind) string {
-	now := e.opts.Now()
-	day, period := e.quota.q.Used(now)
-	limit, used := e.quota.q.Daily, day
-	if kind == download.QuotaMonthly {
-		limit, used = e.quota.q.Monthly, period
-	}
-	return fmt.Sprintf("%s quota of %s reached (%s used); downloading resumes after %s",
-		kind, FormatBytes(limit), FormatBytes(used), e.quota.q.ResetAt(now, kind).Format("2006-01-02 15:04 MST"))
-}
-
-// FormatBytes writes a byte count for people: "1.5 GiB".
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// kickLoop wakes the engine's loop.
-func (e *Engine) kickLoop() {
-	select {
-	case e.kick <- struct{}{}:
-	default:
-	}
-}
-
-// dispatch drains the Scheduler's events and carries them out; it
-// returns the connections that got new requests (to wake, after mu is
-// released), except self. Called with mu held.
-func (e *Engine) dispatch(now time.Time, self *connRun) []*connRun {
-	var wake []*connRun
-	changed := false
-	for {
-		ev, ok := e.sched.NextEvent()
-		if !ok {
-			break
-		}
-		changed = true
-		switch ev := ev.(type) {
-		case download.Assign:
-			c := e.conns[ev.Conn]
-			if c == nil {
-				continue // cannot happen: the Scheduler assigns to connections it knows are up
-			}
-			c.mailbox = append(c.mailbox, ev.Request())
-			if c != self && !c.woken {
-				c.woken = true
-				wake = append(wake, c)
-			}
-		case download.Dial:
-			sr := e.byID[ev.Server]
-			c := &connRun{id: ev.Conn, srv: sr, wake: make(chan struct{}, 1)}
-			e.conns[ev.Conn] = c
-			e.wg.Add(1)
-			go e.dial(c)
-		case download.SegmentDone:
-			o := e.files[ev.Segment.File]
-			o.remaining--
-			o.pendingDone = append(o.pendingDone, ev.Segment.Number)
-			e.noteSegment(o, ev.Segment.Number, ev.Server, nil)
-		case download.SegmentFailed:
-			o := e.files[ev.Segment.File]
-			o.remaining--
-			e.noteMissing(o, ev)
-			e.noteSegment(o, ev.Segment.Number, 0, ev.Verdicts)
-		case download.ServerBlocked:
-			sr := e.byID[ev.Server]
-			e.log.Warn("server blocked", "server", sr.cfg.Label(), "until", ev.Until.Format(time.TimeOnly),
-				"failures", ev.Failures, "cause", ev.Cause, "last", sr.lastErr)
-			if ev.Failures >= e.opts.MaxServerFailures && !sr.gaveUp {
-				e.giveUp(now, sr, fmt.Sprintf("%d failures in a row (%s)", ev.Failures, orCause(sr.lastErr, ev.Cause)))
-			}
-		case download.ServerUnblocked:
-			e.log.Info("server unblocked", "server", e.byID[ev.Server].cfg.Label())
-		}
-	}
-	if changed {
-		e.kickLoop()
-	}
-	return wake
-}
-
-func orCause(last, cause string) string {
-	if last != "" {
-		return last
-	}
-	return cause
-}
-
-// giveUp deactivates a server for the rest of the run. Called with mu
-// held; the events it causes are drained by the caller's dispatch loop.
-func (e *Engine) giveUp(now time.Time, sr *serverRun, why string) {
-	if sr.gaveUp {
-		return
-	}
-	sr.gaveUp = true
-	sr.lastErr = why
-	e.log.Error("server given up", "server", sr.cfg.Label(), "why", why)
-	e.sched.SetActive(now, sr.id, false)
-	e.kickLoop()
-}
-
-// wakeAll wakes connections that got requests.
-func (e *Engine) wakeAll(cs []*connRun) {
-	for _, c := range cs {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// closeAll asks every connection to close: gracefully (QUIT once idle)
-// or, when abort, at once.
-func (e *Engine) closeAll(abort bool) {
-	e.mu.Lock()
-	var cs []*connRun
-	for _, c := range e.conns {
-		cs = append(cs, c)
-	}
-	e.mu.Unlock()
-	if abort {
-		e.stop()
-		return
-	}
-	e.wakeAll(cs)
-	// Connections still dialing close as soon as they come up (closing
-	// is set); a hung server is cut by the Fetch's own timeout.
-}
-
-// Progress is a snapshot of a running download, for displays.
-type Progress struct {
-	Files, FilesDone   int
-	Segments, Done     int
-	Failed             int
-	Received, Decoded  int64
-	TotalBytes         int64 // the NZBs' article bytes (an estimate of Received at the end)
-	Elapsed            time.Duration
-	Connections        int
-	Retries            int
-	QuotaReached       string
-	ServersUnavailable int
-}
-
-// Progress returns the current state; safe to call while Download runs.
-func (e *Engine) Progress() Progress {
-	p := Progress{Received: e.received.Load(), Decoded: e.decoded.Load()}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.sched == nil {
-		return p
-	}
-	st := e.sched.Stats()
-	p.Segments, p.Done, p.Failed = st.Segments, st.Done, st.Failed
-	for _, n := range st.Retries {
-		p.Retries += n
-	}
-	for _, o := range e.files {
-		if o.refused != "" {
-			continue
-		}
-		p.Files++
-		if o.finished {
-			p.FilesDone++
-		}
-	}
-	p.TotalBytes = e.totalBytes
-	for _, c := range e.conns {
-		if c.up {
-			p.Connections++
-		}
-	}
-	for _, sr := range e.servers {
-		if sr.gaveUp {
-			p.ServersUnavailable++
-		}
-	}
-	p.QuotaReached = e.quotaMsg
-	if !e.start.IsZero() {
-		p.Elapsed = e.opts.Now().Sub(e.start)
-	}
-	return p
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/handshake"
 	mreader "github.com/newsflow/newsflow/machine/reader"
+	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/runtime/goroutine"
 )
 
@@ -129,37 +130,13 @@ func (s *Service) dial(ctx context.Context, useTLS bool) (net.Conn, error) {
 // the handshake decides (STARTTLS or plain).
 func (s *Service) setUp(ctx context.Context, nc net.Conn, mode handshake.TLSMode, transport string, log *slog.Logger) (*serverConn, error) {
 	gc := goroutine.New(nc, goroutine.Options{TLSConfig: s.cfg.tlsConfig(), Now: s.now})
-	h := handshake.New(s.now(), handshake.Config{
+	hctx, cancel := context.WithTimeout(ctx, 4*s.opts.DialTimeout)
+	ready, left, err := drive.Handshake(hctx, gc, s.now(), handshake.Config{
 		Reader: true, User: s.cfg.User, Pass: s.cfg.Pass, TLS: mode, StepTimeout: s.opts.DialTimeout,
 	})
-	var ready *handshake.Ready
-	var failed error
-	hctx, cancel := context.WithTimeout(ctx, 4*s.opts.DialTimeout)
-	err := gc.Run(hctx, h, func(time.Time) error {
-		for {
-			ev, ok := h.NextEvent()
-			if !ok {
-				return nil
-			}
-			switch e := ev.(type) {
-			case handshake.Ready:
-				ready = &e
-				return goroutine.ErrStop
-			case handshake.Failed:
-				failed = e
-			}
-		}
-	})
 	cancel()
-	if ready == nil {
-		gc.Close()
-		if failed != nil {
-			return nil, fmt.Errorf("reader: %s: %w", s.cfg.Name, failed)
-		}
-		if err == nil {
-			err = errors.New("handshake ended without an answer")
-		}
-		return nil, fmt.Errorf("reader: %s: handshake: %w", s.cfg.Name, err)
+	if err != nil {
+		return nil, fmt.Errorf("reader: %s: %w", s.cfg.Name, err)
 	}
 	if transport == "" {
 		transport = TransportPlain
@@ -167,7 +144,7 @@ func (s *Service) setUp(ctx context.Context, nc net.Conn, mode handshake.TLSMode
 			transport = TransportStartTLS
 		}
 	}
-	client, err := mreader.FromHandshake(s.now(), s.opts.Client, *ready, h.Leftover())
+	client, err := mreader.FromHandshake(s.now(), s.opts.Client, ready, left)
 	if err != nil {
 		gc.Close()
 		return nil, fmt.Errorf("reader: %s: %w", s.cfg.Name, err)
