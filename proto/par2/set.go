@@ -55,7 +55,16 @@ type Collector struct {
 	recovery map[[16]byte]map[uint32]Recovery
 	creator  string
 	skipped  int
+	sums     int // slice checksums held, over all IFSC packets
 }
+
+// What a Collector holds is bounded, so a hostile volume full of distinct
+// packets cannot make it grow without end.
+const (
+	maxDescs = MaxFiles
+	maxSums  = 2 * MaxSlices
+	maxSets  = 16
+)
 
 // Add takes a packet whose body has been checked (Header.Check). Recovery
 // slice packets go to AddRecovery instead, so their data need not be held.
@@ -72,6 +81,9 @@ func (c *Collector) Add(h Header, body []byte) error {
 		if md5.Sum(body) != h.SetID {
 			return fmt.Errorf("par2: main packet: set id %x is not the MD5 of its body", h.SetID)
 		}
+		if _, ok := c.mains[h.SetID]; !ok && len(c.mains) == maxSets {
+			return fmt.Errorf("par2: packets of more than %d recovery sets", maxSets)
+		}
 		c.mains[h.SetID] = m
 	case TypeFileDesc:
 		d, err := ParseFileDesc(body)
@@ -80,6 +92,8 @@ func (c *Collector) Add(h Header, body []byte) error {
 		}
 		if old, ok := c.descs[d.ID]; ok && old != d {
 			return fmt.Errorf("par2: two different descriptions of file %x (%q, %q)", d.ID, old.Name, d.Name)
+		} else if !ok && len(c.descs) == maxDescs {
+			return fmt.Errorf("par2: more than %d file descriptions", maxDescs)
 		}
 		c.descs[d.ID] = d
 	case TypeIFSC:
@@ -89,6 +103,11 @@ func (c *Collector) Add(h Header, body []byte) error {
 		}
 		if old, ok := c.ifsc[p.FileID]; ok && !slices.Equal(old.Slices, p.Slices) {
 			return fmt.Errorf("par2: two different slice checksum lists for file %x", p.FileID)
+		} else if !ok {
+			if c.sums+len(p.Slices) > maxSums {
+				return fmt.Errorf("par2: more than %d slice checksums in all", maxSums)
+			}
+			c.sums += len(p.Slices)
 		}
 		c.ifsc[p.FileID] = p
 	case TypeCreator:
@@ -117,10 +136,13 @@ func (c *Collector) AddRecovery(setID [16]byte, r Recovery) {
 	c.init()
 	m := c.recovery[setID]
 	if m == nil {
+		if len(c.recovery) == maxSets {
+			return // its main packet would be refused anyway
+		}
 		m = map[uint32]Recovery{}
 		c.recovery[setID] = m
 	}
-	if _, dup := m[r.Exponent]; !dup {
+	if _, dup := m[r.Exponent]; !dup && len(m) < gf16.Order {
 		m[r.Exponent] = r
 	}
 }
