@@ -2,6 +2,7 @@
 // verified, like NZBGet.
 //
 //	newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] [-v] FILE.nzb...
+//	newsget par2 verify|repair [-j WORKERS] FILE.par2
 //
 // A server URL is nntp://[user:pass@]host[:port] or nntps://... (TLS from
 // the first byte) with query parameters connections=, level=, group=,
@@ -49,6 +50,9 @@ func (s *serverList) Set(v string) error { *s = append(*s, v); return nil }
 
 // Main runs newsget with args and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "par2" {
+		return par2Main(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("newsget", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config := fs.String("config", "", "configuration `file` (TOML)")
