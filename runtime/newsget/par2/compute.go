@@ -12,6 +12,9 @@ import (
 // outputs are accumulated.
 const tile = 16 << 10
 
+// group is how many source tiles go to each output at a time.
+const group = 16
+
 // accumulate sets dst[j] ^= sum over s of coef[j][s] * srcs[s], splitting
 // the length into tiles that workers take in turn. All slices have the
 // same even length.
@@ -35,8 +38,13 @@ func accumulate(dst, srcs [][]byte, coef [][]uint16, workers int) {
 				for s := range srcs {
 					in[s] = srcs[s][a:b]
 				}
-				for j := range dst {
-					gf16.MulAddMulti(dst[j][a:b], in, coef[j])
+				// Sources in groups, so a group's tiles stay in cache while
+				// every output takes them in.
+				for g := 0; g < len(in); g += group {
+					h := min(g+group, len(in))
+					for j := range dst {
+						gf16.MulAddMulti(dst[j][a:b], in[g:h], coef[j][g:h])
+					}
 				}
 			}
 		})
