@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -231,4 +232,49 @@ func TestInteropPar2cmdline(t *testing.T) {
 	damage(t, dir2, "y.rar", 70000, 10)
 	run(t, dir2, bin, "repair", "-q", "ours.par2")
 	wantFiles(t, dir2, orig2)
+}
+
+// TestDamagedVolumes: garbage before a packet and a damaged recovery
+// packet are skipped; the packets after them are still found.
+func TestDamagedVolumes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	orig := writeFiles(t, dir, 6, map[string]int{"f": 9000})
+	if _, err := Create(ctx, dir, "v", []string{"f"}, 1024, 7, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// v.vol3+4.par2 holds exponents 3..6 after the critical packets.
+	vol := filepath.Join(dir, "v.vol3+4.par2")
+	b, err := os.ReadFile(vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := bytes.Index(b, []byte("PAR 2.0\x00RecvSlic"))
+	b[idx+100] ^= 0xff                                           // exponent 3's data: its MD5 fails
+	b = append([]byte("garbage, not a packet PAR2\x00PK"), b...) // resync needed from the start
+	if err := os.WriteFile(vol, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "v.par2"))
+	set, err := Open(ctx, vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exps []uint32
+	for _, r := range set.Recovery {
+		exps = append(exps, r.Exponent)
+	}
+	if want := []uint32{0, 1, 2, 4, 5, 6}; !slices.Equal(exps, want) || set.BadPackets != 1 {
+		t.Fatalf("recovery exponents %v, bad packets %d; want %v and 1", exps, set.BadPackets, want)
+	}
+	// Six slices can still be rebuilt from what is left.
+	damage(t, dir, "f", 0, 6*1024)
+	rep, err := set.Verify(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Repair(ctx, rep, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	wantFiles(t, dir, orig)
 }

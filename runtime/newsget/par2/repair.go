@@ -17,6 +17,10 @@ import (
 // before the workers go over it.
 const batchBytes = 32 << 20
 
+// maxWindow bounds the stretch of a slice one pass works on, so huge
+// slices do not make the input batches huge.
+const maxWindow = 16 << 20
+
 // Repair rebuilds the slices rep found missing or damaged and writes them
 // into the files in place, then checks every repaired file's whole MD5
 // and returns a fresh report. Repair in place is safe: the slices it
@@ -42,7 +46,7 @@ func (s *Set) Repair(ctx context.Context, rep *Report, o Options) (*Report, erro
 	if mem <= 0 {
 		mem = 1 << 30
 	}
-	window := int64(s.SliceSize)
+	window := min(int64(s.SliceSize), maxWindow)
 	if k > 0 && int64(k)*window > mem {
 		window = max(mem/int64(k)&^(tile-1), tile)
 	}

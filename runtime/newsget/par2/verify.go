@@ -133,7 +133,7 @@ func (s *Set) Verify(ctx context.Context, o Options) (*Report, error) {
 	var wg sync.WaitGroup
 	for range min(o.workers(), max(len(jobs), 1)) {
 		wg.Go(func() {
-			buf := make([]byte, s.SliceSize)
+			buf := make([]byte, min(s.SliceSize, hashChunk))
 			for {
 				n := int(next.Add(1) - 1)
 				if n >= len(jobs) || ctx.Err() != nil {
@@ -141,20 +141,18 @@ func (s *Set) Verify(ctx context.Context, o Options) (*Report, error) {
 				}
 				j := jobs[n]
 				f := &s.Files[j.file]
-				got, err := handles[j.file].ReadAt(buf, int64(j.slice)*int64(s.SliceSize))
-				if err != nil && err != io.EOF {
+				_, off, want := s.Slice(f.First + j.slice)
+				got, sum, crc, err := hashSlice(handles[j.file], off, want, int64(s.SliceSize), buf)
+				if err != nil {
 					mu.Lock()
 					firstErr = cmpErr(firstErr, fmt.Errorf("par2: verify %s: %w", f.Name, err))
 					mu.Unlock()
 					return
 				}
-				clear(buf[got:])
-				want := f.Slices[j.slice]
-				bad := crc32.ChecksumIEEE(buf) != want.CRC32 || md5.Sum(buf) != want.MD5
-				// A slice that should hold n file bytes must find them all
-				// (the zeros of a short read could match a zero slice).
-				_, _, n2 := s.Slice(f.First + j.slice)
-				bad = bad || got < n2
+				sums := f.Slices[j.slice]
+				// A slice must find all its file bytes: the zeros a short
+				// read leaves could otherwise match a slice of zeros.
+				bad := got < int64(want) || crc != sums.CRC32 || sum != sums.MD5
 				mu.Lock()
 				damaged[j.file][j.slice] = bad
 				read[j.file] += int64(got)
@@ -186,6 +184,37 @@ func (s *Set) Verify(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// hashChunk is how much of a slice a worker reads at a time, so a set
+// with huge slices cannot make it hold one whole.
+const hashChunk = 1 << 20
+
+var zeros [hashChunk]byte
+
+// hashSlice reads the want file bytes of a slice at off (fewer if the file
+// is short), pads them with zeros to size and returns how many it read,
+// their MD5 and CRC-32.
+func hashSlice(h *os.File, off int64, want int, size int64, buf []byte) (got int64, sum [16]byte, crc uint32, err error) {
+	m := md5.New()
+	for got < int64(want) {
+		n, err := h.ReadAt(buf[:min(int64(len(buf)), int64(want)-got)], off+got)
+		m.Write(buf[:n])
+		crc = crc32.Update(crc, crc32.IEEETable, buf[:n])
+		got += int64(n)
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			return got, sum, crc, err
+		}
+	}
+	for pad := size - got; pad > 0; {
+		z := zeros[:min(pad, hashChunk)]
+		m.Write(z)
+		crc = crc32.Update(crc, crc32.IEEETable, z)
+		pad -= int64(len(z))
+	}
+	return got, [16]byte(m.Sum(nil)), crc, nil
 }
 
 func cmpErr(old, e error) error {
