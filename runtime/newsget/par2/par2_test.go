@@ -278,3 +278,30 @@ func TestDamagedVolumes(t *testing.T) {
 	}
 	wantFiles(t, dir, orig)
 }
+
+// TestRepairLengths: a file longer than the set says is cut back, an
+// empty protected file that went missing is recreated.
+func TestRepairLengths(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	orig := writeFiles(t, dir, 7, map[string]int{"long": 5000, "empty": 0})
+	set, err := Create(ctx, dir, "l", []string{"long", "empty"}, 1024, 2, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "long"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("trailing junk"))
+	f.Close()
+	os.Remove(filepath.Join(dir, "empty"))
+	rep, err := set.Verify(ctx, Options{})
+	if err != nil || rep.Whole() || len(rep.Missing) != 0 {
+		t.Fatalf("verify: whole %v, missing %v, %v", rep.Whole(), rep.Missing, err)
+	}
+	if _, err := set.Repair(ctx, rep, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	wantFiles(t, dir, orig)
+}
