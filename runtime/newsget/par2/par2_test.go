@@ -161,14 +161,18 @@ func TestQuickVerify(t *testing.T) {
 		}
 		return rs
 	}
-	known := map[string][]par2.RangeCRC{"a": parts(orig["a"], 7000), "b": parts(orig["b"], 1000)}
+	// b was downloaded under an obfuscated name: its CRCs are known by it.
+	if err := os.Rename(filepath.Join(dir, "b"), filepath.Join(dir, "0bfu5c4t3d")); err != nil {
+		t.Fatal(err)
+	}
+	known := map[string][]par2.RangeCRC{"a": parts(orig["a"], 7000), "0bfu5c4t3d": parts(orig["b"], 1000)}
 	rep, err := set.Verify(ctx, Options{Known: known})
-	if err != nil || !rep.Whole() || rep.Read != 0 || rep.Quick != 2 {
+	if err != nil || !rep.Whole() || rep.Read != 0 || rep.Quick != 2 || rep.Renamed != 1 {
 		t.Fatalf("quick verify: whole %v, read %d, quick %d, %v", rep.Whole(), rep.Read, rep.Quick, err)
 	}
 	// Parts of 4096 bytes line up with every other slice: a bad part CRC
 	// (the download saw damage there) sends its two slices to be read.
-	known["a"] = parts(orig["a"], 4096)
+	known = map[string][]par2.RangeCRC{"a": parts(orig["a"], 4096), "b": known["0bfu5c4t3d"]}
 	known["a"][3].CRC32 ^= 1
 	rep, err = set.Verify(ctx, Options{Known: known})
 	if err != nil || !rep.Whole() || rep.Read != 4096 || rep.Quick != 1 {

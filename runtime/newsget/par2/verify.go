@@ -23,7 +23,8 @@ type Options struct {
 	// Workers is how many goroutines hash and compute (default GOMAXPROCS).
 	Workers int
 	// Known holds CRC-32s of byte ranges known from the download (yEnc
-	// part CRCs), by the file's name in the set. A file whose ranges agree
+	// part CRCs), by the file's name in the set or the name it was
+	// downloaded under (when Verify renames it). A file whose ranges agree
 	// with its slice CRCs is verified without being read; only the slices
 	// they cannot confirm are read.
 	Known map[string][]par2.RangeCRC
@@ -80,6 +81,11 @@ func (r *Report) Whole() bool {
 // their name are looked for under others (MD5 of the first 16 KiB, as
 // obfuscated posts need) and renamed; each slice's MD5 and CRC-32 find the
 // damaged ones. Slices are hashed by Options.Workers goroutines.
+//
+// A file is whole when its length is right and every slice's MD5 and
+// CRC-32 match; its whole-file MD5 would add nothing to that but a second
+// pass, so Verify leaves it to Repair, which checks the whole MD5 of
+// every file it rebuilt.
 func (s *Set) Verify(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{Files: make([]FileResult, len(s.Files))}
 	if err := s.findRenamed(rep, o); err != nil {
@@ -112,7 +118,11 @@ func (s *Set) Verify(ctx context.Context, o Options) (*Report, error) {
 		}
 		r.TooLong = uint64(st.Size()) > f.Length
 		todo := allSlices(len(f.Slices))
-		if known, ok := o.Known[f.Name]; ok && uint64(st.Size()) == f.Length {
+		known, ok := o.Known[f.Name]
+		if !ok && r.RenamedFrom != "" {
+			known, ok = o.Known[r.RenamedFrom] // downloaded under an obfuscated name
+		}
+		if ok && uint64(st.Size()) == f.Length {
 			todo = par2.CheckRanges(f, s.SliceSize, known)
 			r.Quick = len(todo) == 0
 		}
