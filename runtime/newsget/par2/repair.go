@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/newsflow/newsflow/proto/par2"
 )
@@ -112,26 +114,31 @@ func (s *Set) Repair(ctx context.Context, rep *Report, o Options) (*Report, erro
 			}
 		}
 	}
-	// Truncate what is too long, make it durable, and check whole MD5s.
+	// Truncate what is too long, make it durable, and check whole MD5s,
+	// a file per worker.
+	var todo []int
 	for i := range s.Files {
-		r := &rep.Files[i]
-		if r.Whole() {
-			continue
+		if !rep.Files[i].Whole() {
+			todo = append(todo, i)
 		}
-		f := &s.Files[i]
-		if err := files[i].Truncate(int64(f.Length)); err != nil {
-			return nil, fmt.Errorf("par2: repair %s: %w", f.Name, err)
-		}
-		if err := files[i].Sync(); err != nil {
-			return nil, fmt.Errorf("par2: repair %s: %w", f.Name, err)
-		}
-		h := md5.New()
-		if _, err := io.Copy(h, io.NewSectionReader(files[i], 0, int64(f.Length))); err != nil {
-			return nil, fmt.Errorf("par2: repair %s: %w", f.Name, err)
-		}
-		if [16]byte(h.Sum(nil)) != f.MD5 {
-			return nil, fmt.Errorf("par2: repair %s: rebuilt file does not match its MD5", f.Name)
-		}
+	}
+	errs := make([]error, len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(o.workers(), len(todo)) {
+		wg.Go(func() {
+			for {
+				n := int(next.Add(1) - 1)
+				if n >= len(todo) {
+					return
+				}
+				errs[n] = finish(files[todo[n]], &s.Files[todo[n]])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	if err := syncDir(s.Dir); err != nil {
 		return nil, err
@@ -141,6 +148,25 @@ func (s *Set) Repair(ctx context.Context, rep *Report, o Options) (*Report, erro
 		out.Files[i].Missing, out.Files[i].Damaged, out.Files[i].TooLong = false, nil, false
 	}
 	return out, nil
+}
+
+// finish cuts a repaired file to its length, syncs it and checks its
+// whole MD5.
+func finish(h *os.File, f *par2.File) error {
+	if err := h.Truncate(int64(f.Length)); err != nil {
+		return fmt.Errorf("par2: repair %s: %w", f.Name, err)
+	}
+	if err := h.Sync(); err != nil {
+		return fmt.Errorf("par2: repair %s: %w", f.Name, err)
+	}
+	sum := md5.New()
+	if _, err := io.Copy(sum, io.NewSectionReader(h, 0, int64(f.Length))); err != nil {
+		return fmt.Errorf("par2: repair %s: %w", f.Name, err)
+	}
+	if [16]byte(sum.Sum(nil)) != f.MD5 {
+		return fmt.Errorf("par2: repair %s: rebuilt file does not match its MD5", f.Name)
+	}
+	return nil
 }
 
 // openForRepair opens every protected file for reading, and those to
