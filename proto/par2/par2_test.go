@@ -335,3 +335,46 @@ func FuzzPackets(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckRanges: whatever the part and slice sizes, clean part CRCs
+// confirm every slice, and a slice that overlaps a damaged part is never
+// confirmed.
+func FuzzCheckRanges(f *testing.F) {
+	f.Add(uint16(1000), uint16(300), uint8(32), uint16(0))
+	f.Add(uint16(4096), uint16(512), uint8(128), uint16(4095))
+	f.Add(uint16(1), uint16(1), uint8(1), uint16(0))
+	f.Fuzz(func(t *testing.T, size, partSize uint16, sliceWords uint8, bad uint16) {
+		if size == 0 || partSize == 0 || sliceWords == 0 {
+			return
+		}
+		r := rand.New(rand.NewPCG(uint64(size), uint64(partSize)))
+		data := randBytes(r, int(size))
+		ss := int(sliceWords) * 4
+		s, _, _ := memSet(t, ss, 0, map[string][]byte{"f": data})
+		var clean, damaged []RangeCRC
+		badAt := int(bad) % len(data)
+		var hit [2]int
+		for off := 0; off < len(data); off += int(partSize) {
+			end := min(off+int(partSize), len(data))
+			c := crc32.ChecksumIEEE(data[off:end])
+			clean = append(clean, RangeCRC{Offset: int64(off), Length: int64(end - off), CRC32: c})
+			if badAt >= off && badAt < end {
+				c ^= 0x80
+				hit = [2]int{off, end}
+			}
+			damaged = append(damaged, RangeCRC{Offset: int64(off), Length: int64(end - off), CRC32: c})
+		}
+		if got := CheckRanges(&s.Files[0], uint64(ss), clean); got != nil {
+			t.Fatalf("clean parts left slices %v unconfirmed", got)
+		}
+		got := map[int]bool{}
+		for _, i := range CheckRanges(&s.Files[0], uint64(ss), damaged) {
+			got[i] = true
+		}
+		for i := hit[0] / ss; i*ss < hit[1]; i++ {
+			if !got[i] {
+				t.Fatalf("slice %d overlaps the damaged part [%d,%d) but was confirmed", i, hit[0], hit[1])
+			}
+		}
+	})
+}

@@ -61,6 +61,9 @@ func multiply(v [][]byte, m [][]uint16, workers int) {
 		return
 	}
 	n := len(v[0])
+	// Scratch is k tiles per worker: shrink the tile as k grows so it
+	// stays near 1 MiB (k is at most par2.MaxMissing).
+	tile := min(max(1<<20/k&^1, 1<<10), tile)
 	tiles := (n + tile - 1) / tile
 	var next atomic.Int64
 	var wg sync.WaitGroup
