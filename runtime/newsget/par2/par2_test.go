@@ -309,3 +309,26 @@ func TestRepairLengths(t *testing.T) {
 	}
 	wantFiles(t, dir, orig)
 }
+
+// TestRepairWindows: when the slices to rebuild do not fit in
+// Options.Memory, repair goes over the slice length a window at a time.
+func TestRepairWindows(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	orig := writeFiles(t, dir, 8, map[string]int{"w1": 300000, "w2": 100001})
+	set, err := Create(ctx, dir, "w", []string{"w1", "w2"}, 65536, 4, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	damage(t, dir, "w1", 10, 70000) // slices 0, 1
+	damage(t, dir, "w2", 100000, 1) // its last, short slice
+	rep, err := set.Verify(ctx, Options{})
+	if err != nil || len(rep.Missing) != 3 {
+		t.Fatalf("verify: missing %v, %v", rep.Missing, err)
+	}
+	// 3 slices in 48 KiB: windows of 16 KiB, four of them per slice.
+	if _, err := set.Repair(ctx, rep, Options{Memory: 3 * 16384, Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	wantFiles(t, dir, orig)
+}
