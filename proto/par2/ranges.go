@@ -10,7 +10,8 @@ import (
 
 // A RangeCRC is the CRC-32 of bytes [Offset, Offset+Length) of a file,
 // known without reading it: the yEnc part CRCs computed while it was
-// downloaded.
+// downloaded (=ypart begin=B end=E is Offset B-1, Length E-B+1; only parts
+// whose CRC matched the poster's pcrc32 should be given).
 type RangeCRC struct {
 	Offset, Length int64
 	CRC32          uint32
