@@ -3,6 +3,7 @@
 //
 //	newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] [-no-unpack] [-no-cleanup] [-v] FILE.nzb...
 //	newsget unpack [-password PW] [-no-cleanup] DIR
+//	newsget par2 verify|repair [-j WORKERS] FILE.par2
 //	newsget serve [-config FILE] [-listen ADDR]   (the download daemon, runtime/newsget/serve)
 //
 // A server URL is nntp://[user:pass@]host[:port] or nntps://... (TLS from
@@ -62,11 +63,15 @@ func (s *serverList) Set(v string) error { *s = append(*s, v); return nil }
 
 // Main runs newsget with args and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "serve" {
-		return serveMain(args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "unpack" {
-		return unpackMain(args[1:], stdout, stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "serve":
+			return serveMain(args[1:], stdout, stderr)
+		case "unpack":
+			return unpackMain(args[1:], stdout, stderr)
+		case "par2":
+			return par2Main(args[1:], stdout, stderr)
+		}
 	}
 	fs := flag.NewFlagSet("newsget", flag.ContinueOnError)
 	fs.SetOutput(stderr)
