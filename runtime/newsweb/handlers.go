@@ -3,6 +3,8 @@ package newsweb
 import (
 	"context"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
@@ -98,6 +100,13 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
+	if feed, ok := strings.CutSuffix(r.PathValue("msgid"), "/feed.atom"); ok {
+		id := bracketID(feed)
+		if proto.ValidNNTPMessageID(id) != nil {
+			return nil, errBad
+		}
+		return s.threadFeed(ctx, r, group, id)
+	}
 	id, err := msgidParam(r)
 	if err != nil {
 		return nil, err
@@ -111,7 +120,28 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	if a := firstArticle(tv.Root); a != nil && a.Article.Subject != "" {
 		subject = decodeHeader(a.Article.Subject)
 	}
-	return s.render("thread", threadView{base: s.base(subject, group), Subject: subject, Count: mreader.Count(tv.Root), Root: root}, cacheThreads)
+	nodes, depths := flatten(tv.Root)
+	page, pages, err := convPage(r, nodes, id)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi := (page-1)*convPerPage, min(page*convPerPage, len(nodes))
+	posts, err := s.posts(ctx, group, subject, nodes[lo:hi], depths[lo:hi])
+	if err != nil {
+		return nil, err
+	}
+	v := threadView{base: s.base(subject, group), Subject: subject, Count: mreader.Count(tv.Root), Root: root,
+		Posts: posts, Feed: threadFeedURL(group, tv.Root.ID),
+		Pager: pager{Page: page, Pages: pages, PrevLabel: "← Earlier", NextLabel: "Later →"}}
+	self := threadURL(group, id)
+	if page > 1 {
+		v.Pager.Prev = self + "?page=" + strconv.Itoa(page-1)
+	}
+	if page < pages {
+		v.Pager.Next = self + "?page=" + strconv.Itoa(page+1)
+	}
+	v.Newer, v.Older = s.neighbours(ctx, group, tv.Root)
+	return s.render("thread", v, cacheThreads)
 }
 
 // articleGroup is the group an article is shown in: ?group= when valid,

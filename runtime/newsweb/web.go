@@ -100,6 +100,7 @@ func New(fed *Federated, opts Options) *Server {
 	}
 	s.route("GET /{$}", "groups", false, s.groupsPage)
 	s.route("GET /groups/{group}", "group", false, s.groupPage)
+	s.route("GET /groups/{group}/feed.atom", "group_feed", false, s.groupFeed)
 	s.route("GET /groups/{group}/threads/{msgid...}", "thread", false, s.threadPage)
 	s.route("GET /articles/{msgid...}", "article", false, s.articlePage)
 	s.route("GET /api/groups", "api_groups", true, s.apiGroups)
@@ -153,6 +154,7 @@ type response struct {
 	cache  string
 	body   []byte
 	etag   string // computed by write when empty
+	gz     gzipped
 }
 
 // route registers fn on pattern with the common wrapper.
@@ -176,13 +178,27 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, route string, res
 	h.Set("Content-Type", resp.ctype)
 	h.Set("Cache-Control", resp.cache)
 	status := resp.status
+	body := resp.body
+	var gz []byte
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		gz = resp.gzipBody()
+	}
+	if gz != nil {
+		h.Set("Content-Encoding", "gzip")
+		body = gz
+	}
+	if len(resp.body) >= minGzip {
+		h.Add("Vary", "Accept-Encoding")
+	}
 	if status == http.StatusOK {
 		etag := resp.etag
 		if etag == "" {
 			etag = etagOf(resp.body)
 		}
+		if gz != nil {
+			etag = gzipETag(etag)
+		}
 		h.Set("ETag", etag)
-		h.Add("Vary", "Accept-Encoding")
 		if etagMatch(r.Header.Get("If-None-Match"), etag) {
 			status = http.StatusNotModified
 		}
@@ -193,9 +209,11 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, route string, res
 		w.WriteHeader(status)
 		return
 	}
-	h.Set("Content-Length", strconv.Itoa(len(resp.body)))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	w.Write(resp.body)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
 }
 
 // etagOf is a strong validator for body: a hash of it.
