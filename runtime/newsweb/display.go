@@ -71,8 +71,8 @@ type Display struct {
 	MessageID    string       `json:"message_id"`
 	From         string       `json:"from"`
 	Subject      string       `json:"subject"`
-	Date         string       `json:"date"`           // RFC 3339 when parseable, else as sent
-	DateText     string       `json:"-"`              // for pages: "2006-01-02 15:04 UTC"
+	Date         string       `json:"date"` // RFC 3339 when parseable, else as sent
+	DateText     string       `json:"-"`    // for pages: "2006-01-02 15:04 UTC"
 	Newsgroups   []string     `json:"newsgroups"`
 	References   []string     `json:"references,omitempty"`
 	Organization string       `json:"organization,omitempty"`
