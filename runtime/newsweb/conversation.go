@@ -99,6 +99,9 @@ func (s *Server) posts(ctx context.Context, group, threadSubject string, nodes [
 				p.Subject = subj
 			}
 			p.Permalink = articleURL(n.ID, group)
+			if s.posting != nil {
+				p.Reply = replyURL(group, n.ID)
+			}
 		}
 	}
 	var wg sync.WaitGroup

@@ -85,7 +85,10 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 		return nil, err
 	}
 	v := groupView{base: s.base(group, group), Articles: len(tp.list.Articles), ThreadCount: len(tp.list.Threads),
-		Stats: <-statsCh, Threads: tp.rows, Pager: pager{Page: tp.page, Pages: tp.pages}}
+		Stats: <-statsCh, Threads: tp.rows, Pager: pager{Page: tp.page, Pages: tp.pages}, Feed: groupFeedURL(group)}
+	if s.posting != nil {
+		v.NewThread = newThreadURL(group)
+	}
 	if tp.page > 1 {
 		v.Pager.Prev = pageURL(group, tp.page-1)
 	}
@@ -173,7 +176,10 @@ func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, e
 	group := articleGroup(r, d)
 	v := articleView{base: s.base(orNoSubject(d.Subject), group), Article: d}
 	if group != "" {
-		v.ThreadLink = threadURL(group, id)
+		v.ThreadLink = threadURL(group, id) + "#" + postAnchor(id)
+		if s.posting != nil {
+			v.Reply = replyURL(group, id)
+		}
 	}
 	for _, p := range d.Parts {
 		v.Parts = append(v.Parts, partView{Note: p.Note, Blocks: blocks(p.Lines)})

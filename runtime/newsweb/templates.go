@@ -48,6 +48,11 @@ dl.headers dd{margin:0;overflow-wrap:anywhere}
 ul.attachments{color:var(--muted)}
 .error{border-left:4px solid var(--q3);padding:.4rem 1rem}
 footer{color:var(--muted);font-size:.8rem;text-align:center;padding:2rem 0}
+form.compose{display:grid;gap:.8rem;max-width:48rem}
+form.compose label{display:grid;gap:.2rem;color:var(--muted);font-size:.9rem}
+form.compose input,form.compose textarea{width:100%;font:inherit;color:var(--fg);background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:.4rem}
+form.compose textarea{font:14px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+form.compose button{justify-self:start;font:inherit;padding:.4rem 1.2rem}
 nav.threadnav{display:flex;flex-wrap:wrap;gap:.4rem 1rem;margin:.6rem 0}
 details.outline{margin:0 0 1rem}
 details.outline>summary,details.quote>summary{cursor:pointer;color:var(--muted);font-size:.9rem}
@@ -122,6 +127,7 @@ const pageTemplates = `
 {{define "group"}}{{template "head" .}}
 <h1>{{.Group}}</h1>
 <p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
+<nav class="threadnav">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th><th class="num">Articles</th><th class="num">Latest</th></tr></thead>
 <tbody>
@@ -176,13 +182,38 @@ const pageTemplates = `
 <dt>Message-ID</dt><dd class="muted">{{.MessageID}}</dd>
 {{if .References}}<dt>In reply to</dt><dd><a href="{{articleURL (last .References) $.Group}}">{{last .References}}</a></dd>{{end}}
 </dl>{{end}}
-{{if .ThreadLink}}<p><a class="thread" href="{{.ThreadLink}}">View the whole thread</a></p>{{end}}
+{{if .ThreadLink}}<nav class="threadnav"><a class="thread" href="{{.ThreadLink}}">View the whole thread</a>{{with .Reply}}<a class="reply" href="{{.}}">Reply</a>{{end}}</nav>{{end}}
 {{with .Article.Problem}}<p class="note">{{.}}</p>{{end}}
 <div class="body" id="body">
 {{range .Parts}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}{{template "blk" .}}{{end}}
 {{end}}</div>
 {{if .Article.Truncated}}<p class="note">The article is long; only its beginning is shown.</p>{{end}}
 {{with .Article.Attachments}}<h2 class="muted">Not shown</h2><ul class="attachments">{{range .}}<li>{{if .Name}}{{.Name}} · {{end}}{{.Type}} · {{.Size}} bytes</li>{{end}}</ul>{{end}}
+{{template "foot" .}}{{end}}
+
+{{define "compose"}}{{template "head" .}}
+<h1>{{if .Reply}}Reply{{else}}New thread{{end}}</h1>
+{{with .Error}}<div class="error"><p>{{.}}</p></div>{{end}}
+<form class="compose" method="post" action="/post">
+<input type="hidden" name="csrf" value="{{.CSRF}}">
+{{with .References}}<input type="hidden" name="references" value="{{.}}">{{end}}
+<label>Newsgroups <input name="newsgroups" value="{{.Newsgroups}}" required maxlength="1000"></label>
+<label>Subject <input name="subject" value="{{.Subject}}" required maxlength="300"></label>
+<label>Text <textarea name="body" rows="16" required>{{.Body}}</textarea></label>
+<p class="muted">Posting as {{.User}}.</p>
+<button type="submit">Post</button>
+</form>
+{{template "foot" .}}{{end}}
+
+{{define "login"}}{{template "head" .}}
+<h1>Log in</h1>
+{{with .Error}}<div class="error"><p>{{.}}</p></div>{{end}}
+<form class="compose" method="post" action="/login">
+<input type="hidden" name="next" value="{{.Next}}">
+<label>Name <input name="user" autocomplete="username" required></label>
+<label>Password <input name="password" type="password" autocomplete="current-password" required></label>
+<button type="submit">Log in</button>
+</form>
 {{template "foot" .}}{{end}}
 
 {{define "error"}}{{template "head" .}}

@@ -58,6 +58,8 @@ type groupView struct {
 	Stats       *GroupStats
 	Threads     []threadRow
 	Pager       pager
+	NewThread   string // the new-thread form, when posting is on
+	Feed        string
 }
 
 // treeNode is a thread node for display and for the JSON API.
@@ -113,6 +115,7 @@ type articleView struct {
 	Article    *Display
 	Parts      []partView
 	ThreadLink string
+	Reply      string // the reply form, when posting is on
 }
 
 type errorView struct {
