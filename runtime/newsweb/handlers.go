@@ -17,11 +17,15 @@ import (
 const statsWait = 300 * time.Millisecond
 
 func (s *Server) groupsPage(ctx context.Context, r *http.Request) (*response, error) {
+	f, err := parseGroupFilter(r)
+	if err != nil {
+		return nil, err
+	}
 	groups, err := s.fed.Groups(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return s.render("groups", groupsView{base: s.base("Newsgroups", ""), Groups: displayGroups(groups), ServerCount: len(s.fed.Services())}, cacheGroups)
+	return s.render("groups", s.groupList(groups, f), cacheGroups)
 }
 
 // displayGroups returns a copy of the (shared, cached) list with the

@@ -94,3 +94,9 @@ func (f *Federated) addToList(group string, sum mreader.Summary) {
 		Threads: mreader.Thread(arts)}, Server: tl.Server, Fetched: tl.Fetched}
 	f.putThreads(next)
 }
+
+// CachedStats returns a group's stats when the stats cache holds them,
+// without asking a server (the group list shows the freshest count it has).
+func (f *Federated) CachedStats(group string) (GroupStats, bool) {
+	return f.stats.get(mreader.GroupStatsKey(group))
+}

@@ -48,6 +48,9 @@ dl.headers dd{margin:0;overflow-wrap:anywhere}
 ul.attachments{color:var(--muted)}
 .error{border-left:4px solid var(--q3);padding:.4rem 1rem}
 footer{color:var(--muted);font-size:.8rem;text-align:center;padding:2rem 0}
+form.filter{display:flex;gap:.4rem;margin:.4rem 0}
+form.filter input{flex:1;min-width:0;font:inherit;padding:.3rem .5rem;color:var(--fg);background:var(--bg);border:1px solid var(--line);border-radius:4px}
+nav.hier{display:flex;flex-wrap:wrap;gap:.2rem .9rem;margin:.4rem 0 1rem;overflow-wrap:anywhere}
 form.compose{display:grid;gap:.8rem;max-width:48rem}
 form.compose label{display:grid;gap:.2rem;color:var(--muted);font-size:.9rem}
 form.compose input,form.compose textarea{width:100%;font:inherit;color:var(--fg);background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:.4rem}
@@ -113,15 +116,18 @@ const pageTemplates = `
 {{end}}
 
 {{define "groups"}}{{template "head" .}}
-<h1>Newsgroups</h1>
-<p class="lead">{{len .Groups}} groups from {{.ServerCount}} server{{if ne .ServerCount 1}}s{{end}}.</p>
+<h1>Newsgroups{{with .Hierarchy}} in {{.}}.*{{end}}</h1>
+<form class="filter" method="get" action="/">{{with .Hierarchy}}<input type="hidden" name="h" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="Filter groups" aria-label="Filter groups" maxlength="200"><button type="submit">Filter</button></form>
+<p class="lead">{{if or .Query .Hierarchy}}{{.Matched}} of {{end}}{{.Total}} groups from {{.ServerCount}} server{{if ne .ServerCount 1}}s{{end}}.{{if or .Query .Hierarchy}} <a href="/">All groups</a>{{end}}</p>
+{{with .Hierarchies}}<nav class="hier">{{range .}}<a href="{{.Link}}">{{.Name}}.*</a> <span class="muted">{{.Groups}}</span> {{end}}</nav>{{end}}
 <table class="groups">
 <thead><tr><th>Group</th><th>Description</th><th class="num">Articles</th></tr></thead>
 <tbody>
 {{range .Groups}}<tr><td class="name"><a class="group" href="{{groupURL .Name}}">{{.Name}}</a></td><td class="desc">{{.Description}}</td><td class="num">{{.Count}}</td></tr>
-{{else}}<tr><td colspan="3" class="muted">The servers list no groups.</td></tr>
+{{else}}<tr><td colspan="3" class="muted">{{if or $.Query $.Hierarchy}}No group matches.{{else}}The servers list no groups.{{end}}</td></tr>
 {{end}}</tbody>
 </table>
+{{template "pager" .Pager}}
 {{template "foot" .}}{{end}}
 
 {{define "group"}}{{template "head" .}}

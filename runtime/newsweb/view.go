@@ -25,12 +25,6 @@ type base struct {
 	Group string
 }
 
-type groupsView struct {
-	base
-	Groups      []Group
-	ServerCount int
-}
-
 // threadRow is a thread of a group page. Dates are RFC 3339 in JSON and
 // "2006-01-02 15:04" (UTC) on pages.
 type threadRow struct {
