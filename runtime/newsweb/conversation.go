@@ -151,12 +151,14 @@ func baseSubject(s string) string {
 }
 
 // neighbours returns the links to the threads before (newer) and after
-// (older) the one rooted at root in the group's list.
-func (s *Server) neighbours(ctx context.Context, group string, root *mreader.Node) (newer, older string) {
+// (older) the one rooted at root in the group's list, and the list's
+// version.
+func (s *Server) neighbours(ctx context.Context, group string, root *mreader.Node) (newer, older, version string) {
 	tl, err := s.fed.Threads(ctx, group)
 	if err != nil {
-		return "", ""
+		return "", "", ""
 	}
+	version = listVersion(tl)
 	for i, t := range tl.Threads {
 		if t.ID != root.ID {
 			continue
@@ -169,5 +171,5 @@ func (s *Server) neighbours(ctx context.Context, group string, root *mreader.Nod
 		}
 		break
 	}
-	return newer, older
+	return newer, older, version
 }

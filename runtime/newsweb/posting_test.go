@@ -71,7 +71,8 @@ func postJSON(t *testing.T, c *http.Client, base, user, body string, hdr ...stri
 // From built right, and the reply is in its thread at once.
 func TestPostReply(t *testing.T) {
 	s := postingSite(t, 0, nil)
-	get(t, s.url+"/groups/misc.test") // the thread list is cached before the post
+	get(t, s.url+"/groups/misc.test") // the thread list and pages are cached before the post
+	get(t, s.url+"/groups/misc.test/threads/m1@t")
 	if resp, out := postJSON(t, http.DefaultClient, s.url, "", `{"newsgroups":["misc.test"],"subject":"x","body":"y"}`); resp.StatusCode != 401 {
 		t.Errorf("anonymous post: %d %v", resp.StatusCode, out)
 	}
