@@ -60,3 +60,38 @@ func TestBrowserWidths(t *testing.T) {
 		t.Errorf("thread list at 390 px: the subject cells are not stacked full width")
 	}
 }
+
+// A reader on a phone logs in, opens a thread, replies through the form
+// and lands on the thread with the reply in it; the page still fits.
+// (Regression: chromium sends "Origin: null" for the site's own forms
+// under Referrer-Policy no-referrer, which the Origin check refused.)
+func TestBrowserReply(t *testing.T) {
+	ctx := browser(t)
+	s := postingSite(t, 0, map[string]string{"dora": "secret"})
+	do(t, ctx, "phone", chromedp.EmulateViewport(390, 844))
+	do(t, ctx, "log in",
+		chromedp.Navigate(s.url+"/login?next=/groups/misc.test/threads/m1@t"),
+		chromedp.SetValue(chromedp.CSS(`input[name=user]`), "dora"),
+		chromedp.SetValue(chromedp.CSS(`input[name=password]`), "secret"),
+		chromedp.Click(chromedp.CSS(`form.compose button`)),
+		chromedp.WaitVisible(chromedp.CSS("section.conversation")))
+	do(t, ctx, "reply form",
+		chromedp.Click(chromedp.CSS(`article[data-post="<m4@t>"] a.reply`)),
+		chromedp.WaitVisible(chromedp.CSS(`textarea[name=body]`)))
+	quoted := run(t, ctx, "quoted", chromedp.Evaluate[string](`document.querySelector('textarea[name=body]').value`))
+	if !strings.Contains(quoted, "> first reply") {
+		t.Errorf("the reply form does not quote its parent: %q", quoted)
+	}
+	do(t, ctx, "post",
+		chromedp.SetValue(chromedp.CSS(`textarea[name=body]`), quoted+"Replying from a phone."),
+		chromedp.Click(chromedp.CSS(`form.compose button`)),
+		chromedp.WaitVisible(chromedp.CSS("section.conversation")))
+	text := run(t, ctx, "conversation", chromedp.Text(chromedp.CSS("section.conversation")))
+	if !strings.Contains(text, "Replying from a phone.") {
+		t.Errorf("the reply is not on the thread page: %q", text)
+	}
+	w := run(t, ctx, "widths", chromedp.Evaluate[[]float64](`[document.documentElement.scrollWidth, window.innerWidth]`))
+	if w[0] > w[1] {
+		t.Errorf("thread page after the reply: scrollWidth %.0f > viewport %.0f", w[0], w[1])
+	}
+}
