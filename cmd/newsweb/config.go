@@ -25,9 +25,10 @@ type config struct {
 	ThreadLimit    int               `toml:"thread_limit"`    // newest articles a thread list covers; 1000
 	PerPage        int               `toml:"per_page"`        // threads per group page; 50
 
-	Servers []serverEntry `toml:"server"`
-	Cache   cacheSection  `toml:"cache"`
-	Queue   queueSection  `toml:"queue"`
+	Servers []serverEntry  `toml:"server"`
+	Cache   cacheSection   `toml:"cache"`
+	Queue   queueSection   `toml:"queue"`
+	Posting postingSection `toml:"posting"`
 
 	source string        // the file's name, for errors
 	keys   tomlconf.Keys // "server[1].url" -> line
@@ -62,6 +63,39 @@ type queueSection struct {
 	Capacity      int               `toml:"capacity"`       // per priority; 1024
 }
 
+// postingSection is [posting]: posting from the web (off unless enabled).
+type postingSection struct {
+	Enabled       bool              `toml:"enabled"`
+	TrustedHeader string            `toml:"trusted_header"` // identity from a reverse proxy, e.g. X-Forwarded-User
+	Users         string            `toml:"users"`          // htpasswd file of bcrypt hashes, with a login page
+	FromDomain    string            `toml:"from_domain"`    // domain of From addresses and Message-IDs
+	RateLimit     int               `toml:"rate_limit"`     // posts per rate_window per user; 20
+	RateWindow    tomlconf.Duration `toml:"rate_window"`    // 1h
+	KeyFile       string            `toml:"key_file"`       // secret for sessions and CSRF (shared by replicas); random when unset
+}
+
+// posting returns the posting state, or nil when posting is off.
+func (c config) posting() (*newsweb.Posting, error) {
+	p := c.Posting
+	if !p.Enabled {
+		return nil, nil
+	}
+	o := newsweb.PostingOptions{TrustedHeader: p.TrustedHeader, Users: p.Users, FromDomain: p.FromDomain,
+		RateLimit: p.RateLimit, RateWindow: time.Duration(p.RateWindow)}
+	if p.KeyFile != "" {
+		key, err := os.ReadFile(p.KeyFile)
+		if err != nil || len(key) < 16 {
+			return nil, c.errAt("posting.key_file", "want a file of at least 16 secret bytes (%v)", err)
+		}
+		o.Key = key
+	}
+	ps, err := newsweb.NewPosting(o)
+	if err != nil {
+		return nil, c.errAt("posting", "%v", err)
+	}
+	return ps, nil
+}
+
 // configError is a configuration mistake, located in its file
 // (FILE:LINE: KEY: MESSAGE).
 type configError = tomlconf.Error
@@ -93,6 +127,7 @@ func (c config) check() error {
 	}{
 		{"thread_limit", int64(c.ThreadLimit)}, {"per_page", int64(c.PerPage)},
 		{"queue.capacity", int64(c.Queue.Capacity)}, {"cache.article_bytes", int64(c.Cache.ArticleBytes)},
+		{"posting.rate_limit", int64(c.Posting.RateLimit)},
 	} {
 		if v.n < 0 {
 			errs = append(errs, c.errAt(v.key, "must not be negative (got %d)", v.n))
@@ -102,6 +137,14 @@ func (c config) check() error {
 		var level slog.Level
 		if level.UnmarshalText([]byte(c.LogLevel)) != nil {
 			errs = append(errs, c.errAt("log_level", "%q: want debug, info, warn or error", c.LogLevel))
+		}
+	}
+	if p := c.Posting; p.Enabled {
+		if p.FromDomain == "" {
+			errs = append(errs, c.errAt("posting.from_domain", "missing: posting needs the domain of From addresses, e.g. \"readers.example\""))
+		}
+		if p.TrustedHeader == "" && p.Users == "" {
+			errs = append(errs, c.errAt("posting.enabled", "set trusted_header or users: posting needs to know who posts"))
 		}
 	}
 	for i, e := range c.Servers {

@@ -37,6 +37,12 @@ article_not_found = "30s"
 
 [queue]
 priority_aging = "5s"
+
+[posting]
+enabled = true
+trusted_header = "X-Forwarded-User"
+from_domain = "readers.example"
+rate_limit = 5
 `
 
 func TestParseConfig(t *testing.T) {
@@ -64,6 +70,9 @@ func TestParseConfig(t *testing.T) {
 	if d := cmp.Diff(wantCache, c.cacheConfig()); d != "" {
 		t.Errorf("cache (-want +got):\n%s", d)
 	}
+	if p, err := c.posting(); err != nil || p == nil {
+		t.Errorf("posting: %v %v", p, err)
+	}
 	if c.Listen != "127.0.0.1:8119" || c.Admin != "127.0.0.1:8081" || time.Duration(c.Queue.PriorityAging) != 5*time.Second || c.ThreadLimit != 500 {
 		t.Errorf("config %+v", c)
 	}
@@ -88,6 +97,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad server url", "[[server]]\nurl = \"nntp://a\"\n[[server]]\nurl = \"http://b\"\n",
 			`f.toml:4: server[2].url: `}, // then newsweb.ParseServerURL's words
 		{"not toml", "listen = \"x\"\n[[server]\n", "f.toml:2: "},
+		{"posting without domain", "[posting]\nenabled = true\ntrusted_header = \"X-User\"\n", "f.toml: posting.from_domain: missing"},
+		{"posting without identity", "[posting]\nenabled = true\nfrom_domain = \"r.example\"\n", "f.toml:2: posting.enabled: set trusted_header or users"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseConfig("f.toml", []byte(tc.text))

@@ -182,8 +182,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		Metrics:           metrics,
 	})
 	defer fed.Close()
+	posting, err := cfg.posting()
+	if err != nil {
+		fmt.Fprintf(stderr, "newsweb: %v\n", err)
+		return 2
+	}
 	handler := newsweb.New(fed, newsweb.Options{Site: cfg.Site, Timeout: timeout, PerPage: cfg.PerPage, Logger: log,
-		Registerer: reg})
+		Registerer: reg, Posting: posting})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -14,6 +14,9 @@ package reader
 //
 //	GetGroups       LIST ACTIVE + LIST NEWSGROUPS (one batch, pipelined)
 //	GetArticle      ARTICLE <id>                  430 -> NotFound
+//	PostArticle     POST -> 340 -> the article    240 -> PostResult;
+//	                (dot-stuffed)                 440, 441 -> Failed with
+//	                                              the server's reason
 //	GetGroupStats   [GROUP] -> date of the newest article: HDR Date, OVER,
 //	                XOVER over the last ten numbers, or HEAD high
 //	GetThreads,     [GROUP] -> [LIST HEADERS | LIST OVERVIEW.FMT once per
@@ -151,14 +154,16 @@ type answer struct {
 type step uint8
 
 const (
-	stNone    step = iota
-	stList         // LIST ACTIVE + LIST NEWSGROUPS sent
-	stArticle      // ARTICLE sent
-	stGroup        // GROUP sent for the request's marks
-	stSelect       // GROUP sent only to select the group again
-	stHints        // LIST HEADERS / LIST OVERVIEW.FMT sent
-	stFetch        // the strategy's thread-data commands sent
-	stDate         // the newest article's Date asked
+	stNone     step = iota
+	stList          // LIST ACTIVE + LIST NEWSGROUPS sent
+	stArticle       // ARTICLE sent
+	stGroup         // GROUP sent for the request's marks
+	stSelect        // GROUP sent only to select the group again
+	stHints         // LIST HEADERS / LIST OVERVIEW.FMT sent
+	stFetch         // the strategy's thread-data commands sent
+	stDate          // the newest article's Date asked
+	stPost          // POST sent
+	stPostBody      // the article sent after 340
 )
 
 // job is the request in hand.
@@ -287,6 +292,11 @@ func (c *Client) Do(now time.Time, id uint64, req Request) error {
 	j := &job{id: id, req: req}
 	switch r := req.(type) {
 	case GetGroups:
+	case PostArticle:
+		if err := validPost(r); err != nil {
+			c.events = append(c.events, Failed{ID: id, Req: req, Err: fmt.Errorf("reader: %w: %w", ErrBadRequest, err)})
+			return nil
+		}
 	case GetArticle:
 		if err := proto.ValidNNTPMessageID(r.MessageID); err != nil {
 			c.events = append(c.events, Failed{ID: id, Req: req, Err: fmt.Errorf("reader: %w: %w", ErrBadRequest, err)})
@@ -308,7 +318,7 @@ func (c *Client) Do(now time.Time, id uint64, req Request) error {
 		return fmt.Errorf("reader: Do: unknown request %T", req)
 	}
 	switch req.(type) {
-	case GetGroups, GetArticle:
+	case GetGroups, GetArticle, PostArticle:
 	default:
 		if j.group == "" {
 			c.events = append(c.events, Failed{ID: id, Req: req, Err: fmt.Errorf("reader: %w: no group", ErrBadRequest)})
@@ -337,6 +347,10 @@ func (c *Client) advance(now time.Time) {
 	case GetArticle:
 		// RFC 3977 §6.2.1.
 		c.sendJob(now, stArticle, proto.Article(r.MessageID))
+		return
+	case PostArticle:
+		// RFC 3977 §6.3.1: POST, and the article after 340.
+		c.sendJob(now, stPost, proto.Post())
 		return
 	}
 	if !j.haveInfo {
@@ -586,6 +600,8 @@ func (c *Client) jobAnswers(now time.Time, as []answer) {
 		c.fetchAnswers(now, as)
 	case stDate:
 		c.dateAnswer(now, as[0])
+	case stPost, stPostBody:
+		c.postAnswer(now, as[0])
 	}
 }
 

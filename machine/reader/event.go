@@ -69,6 +69,13 @@ type ArticleResult struct {
 	Raw       []byte
 }
 
+// PostResult answers PostArticle: the server took the article (240).
+type PostResult struct {
+	ID        uint64
+	MessageID string
+	Response  proto.Response
+}
+
 // NotFound answers a request whose object does not exist: 430 to ARTICLE
 // (no such message-id), 411 to GROUP (no such group), or a GetThread whose
 // article is not in the group's data.
@@ -97,6 +104,7 @@ func (StatsResult) isEvent()   {}
 func (ThreadsResult) isEvent() {}
 func (ThreadResult) isEvent()  {}
 func (ArticleResult) isEvent() {}
+func (PostResult) isEvent()    {}
 func (NotFound) isEvent()      {}
 func (Failed) isEvent()        {}
 func (Closed) isEvent()        {}
@@ -115,6 +123,8 @@ var (
 	ErrBadRequest     = errors.New("bad request")
 	ErrNoReader       = errors.New("reading not permitted")
 	ErrClientShutdown = errors.New("connection shut down by its owner")
+	ErrPostingDenied  = errors.New("posting not permitted")
+	ErrPostFailed     = errors.New("posting failed")
 )
 
 // refusal wraps an unexpected answer as ErrRefused, naming the command.

@@ -59,6 +59,17 @@ type GetNewArticles struct {
 	Limit int
 }
 
+// PostArticle posts an article (POST, RFC 3977 §6.3.1). Raw is the whole
+// article in wire form: header, empty line, body, every line ending in
+// CRLF, not dot-stuffed (the Client does that). MessageID is the article's
+// Message-ID; it names the request (two requests for one message-id are
+// the same post) and the result.
+type PostArticle struct {
+	MessageID string
+	Raw       []byte
+}
+
+func (PostArticle) isRequest()    {}
 func (GetGroups) isRequest()      {}
 func (GetGroupStats) isRequest()  {}
 func (GetThreads) isRequest()     {}
@@ -83,6 +94,12 @@ func (GetArticle) Priority() Priority { return High }
 
 // Priority is Low: background refresh (seed 004, "Priority").
 func (GetNewArticles) Priority() Priority { return Low }
+
+// Priority is High: a user waits for the post.
+func (PostArticle) Priority() Priority { return High }
+
+// Key is "post:<message-id>".
+func (r PostArticle) Key() string { return "post:" + r.MessageID }
 
 // Key is "groups".
 func (GetGroups) Key() string { return "groups" }

@@ -314,3 +314,50 @@ func (c *Client) finishThreads() {
 	}
 	c.finish(ThreadResult{ID: j.id, Group: j.group, Root: root, High: res.High, Strategy: res.Strategy})
 }
+
+// postAnswer takes the answers of POST (RFC 3977 §6.3.1.2): 340 asks for
+// the article, which goes out dot-stuffed as the second half of the same
+// command; 240 to it is the PostResult. 440 (posting not permitted) to
+// POST and 441 (posting failed) to the article fail the request with the
+// server's reason in the error, for the reader to see; the connection
+// goes on. 480 to either half is the connection's (answers.go): log in,
+// then POST again.
+func (c *Client) postAnswer(now time.Time, a answer) {
+	j := c.job
+	r := j.req.(PostArticle)
+	switch {
+	case j.step == stPost && a.resp.Code == proto.CodeSendPost:
+		j.step = stPostBody
+		c.out = proto.AppendBlock(c.out, r.Raw)
+		c.batch = append(c.batch, sent{cmd: a.cmd, tag: tagJob})
+		c.deadline = now.Add(c.cfg.Timeout)
+	case j.step == stPostBody && a.resp.Code == proto.CodePosted:
+		c.finish(PostResult{ID: j.id, MessageID: r.MessageID, Response: a.resp})
+	case a.resp.Code == proto.CodePostingDenied:
+		c.failJob(fmt.Errorf("reader: POST: %w: %q", ErrPostingDenied, a.resp.Text), false)
+	case j.step == stPostBody && a.resp.Code == proto.CodePostingFailed:
+		c.failJob(fmt.Errorf("reader: POST: %w: %q", ErrPostFailed, a.resp.Text), false)
+	default:
+		c.failJob(refusal(a.cmd, a.resp), false)
+	}
+}
+
+// validPost checks a PostArticle: a sendable message-id, and an article
+// that is CRLF throughout with a header and a body.
+func validPost(r PostArticle) error {
+	if err := proto.ValidNNTPMessageID(r.MessageID); err != nil {
+		return err
+	}
+	if len(r.Raw) == 0 {
+		return fmt.Errorf("empty article")
+	}
+	for i, b := range r.Raw {
+		if (b == '\n' && (i == 0 || r.Raw[i-1] != '\r')) || (b == '\r' && (i+1 == len(r.Raw) || r.Raw[i+1] != '\n')) || b == 0 {
+			return fmt.Errorf("article byte %d: bare CR, bare LF or NUL", i)
+		}
+	}
+	if !bytes.Contains(r.Raw, []byte("\r\n\r\n")) {
+		return fmt.Errorf("article has no empty line after its header")
+	}
+	return nil
+}

@@ -152,15 +152,18 @@ func compareSummary(a, b *Summary) int {
 
 // MergeSummaries returns existing with newer appended, where an article of
 // newer replaces the one of existing with the same number and message-id
-// (an overlapping range fetched again). Neither input is modified.
+// (an overlapping range fetched again), and any of existing with number 0
+// and the same message-id (an article posted through us, put in the list
+// before the server numbered it). Neither input is modified.
 func MergeSummaries(existing, newer []Summary) []Summary {
 	type key struct {
 		n  int64
 		id string
 	}
-	seen := make(map[key]bool, len(newer))
+	seen := make(map[key]bool, 2*len(newer))
 	for i := range newer {
 		seen[key{newer[i].Number, newer[i].MessageID}] = true
+		seen[key{0, newer[i].MessageID}] = true
 	}
 	out := make([]Summary, 0, len(existing)+len(newer))
 	for _, s := range existing {

@@ -368,3 +368,14 @@ func realisticArticles(n int) []Summary {
 	}
 	return out
 }
+
+// An article posted through newsweb enters the cached list with number 0;
+// when the server's copy arrives with its number, it replaces it.
+func TestMergeSummariesPosted(t *testing.T) {
+	old := []Summary{{Number: 1, MessageID: "<a@x>"}, {MessageID: "<posted@x>", Subject: "mine"}, {Number: 0, MessageID: "<other@x>"}}
+	newer := []Summary{{Number: 2, MessageID: "<posted@x>", Subject: "mine"}}
+	want := []Summary{{Number: 1, MessageID: "<a@x>"}, {Number: 0, MessageID: "<other@x>"}, {Number: 2, MessageID: "<posted@x>", Subject: "mine"}}
+	if d := cmp.Diff(want, MergeSummaries(old, newer)); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}

@@ -19,7 +19,7 @@ import (
 //	# caps: VERSION 2 | READER | HDR | LIST ACTIVE NEWSGROUPS   (the handshake's capabilities, lines split at " | ")
 //	# handshake: reader user=U pass=P   (instead of caps: the transcript starts with a handshake
 //	                                     with this handshake.Config; the Client takes over after Ready)
-//	# do: groups | stats G | threads G [since=N] [limit=N] | new G since=N | thread G <id> | article <id> | close
+//	# do: groups | stats G | threads G [since=N] [limit=N] | new G since=N | thread G <id> | article <id> | post <id> [bare] | close
 //	# want: <one line of the events since the last want, as describe writes them>
 //	# sent: GROUP=1 HDR=5 ...   (at the end: the Client's command counts, every name listed)
 //
@@ -155,6 +155,14 @@ func doAction(c *Client, now time.Time, id uint64, action string) error {
 		req = GetThread{Group: arg(1), MessageID: arg(2), Limit: int(opt("limit"))}
 	case "article":
 		req = GetArticle{MessageID: arg(1)}
+	case "post":
+		// A small article with a line that needs dot-stuffing; "bare"
+		// makes it LF-only (refused without a command).
+		raw := "Newsgroups: misc.test\r\nSubject: Hi\r\nMessage-ID: " + arg(1) + "\r\n\r\n.dot line\r\nbody\r\n"
+		if arg(2) == "bare" {
+			raw = strings.ReplaceAll(raw, "\r\n", "\n")
+		}
+		req = PostArticle{MessageID: arg(1), Raw: []byte(raw)}
 	case "close":
 		c.Close(now)
 		return nil
@@ -219,6 +227,8 @@ func describe(evs []Event) []string {
 				subj = h.Subject()
 			}
 			out = append(out, fmt.Sprintf("article %s n=%d %d bytes, body at %d, subject %q", e.MessageID, e.Number, len(e.Raw), body, subj))
+		case PostResult:
+			out = append(out, fmt.Sprintf("posted %s %d %q", e.MessageID, e.Response.Code, e.Response.Text))
 		case NotFound:
 			out = append(out, fmt.Sprintf("notfound %s %d", e.Req.Key(), e.Response.Code))
 		case Failed:

@@ -25,6 +25,7 @@ import (
 	"net/mail"
 	"net/textproto"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -70,7 +71,8 @@ type Display struct {
 	MessageID    string       `json:"message_id"`
 	From         string       `json:"from"`
 	Subject      string       `json:"subject"`
-	Date         string       `json:"date"`
+	Date         string       `json:"date"` // RFC 3339 when parseable, else as sent
+	DateText     string       `json:"-"`    // for pages: "2006-01-02 15:04 UTC"
 	Newsgroups   []string     `json:"newsgroups"`
 	References   []string     `json:"references,omitempty"`
 	Organization string       `json:"organization,omitempty"`
@@ -108,8 +110,10 @@ func decodeArticle(raw []byte) *Display {
 	d.From = decodeHeader(h.Get(proto.HeaderFrom))
 	d.Subject = decodeHeader(h.Get(proto.HeaderSubject))
 	d.Date = h.Get(proto.HeaderDate)
+	d.DateText = d.Date
 	if t, err := proto.ParseArticleDate(d.Date); err == nil {
-		d.Date = t.UTC().Format("2006-01-02 15:04 UTC")
+		d.Date = t.UTC().Format(time.RFC3339)
+		d.DateText = t.UTC().Format("2006-01-02 15:04 UTC")
 	}
 	d.Newsgroups, _ = proto.ParseNewsgroups(h.Get(proto.HeaderNewsgroups))
 	d.References = h.References()

@@ -123,7 +123,7 @@ func TestDecodeArticle(t *testing.T) {
 func TestDecodeArticleHeaders(t *testing.T) {
 	d := decodeArticle(art(append(basicHeaders, "References: <a@x> <b@x>", "Organization: Test Org"), "x\n"))
 	want := &Display{MessageID: "<hello@example>", From: "Jane Doe <jane@example.com>", Subject: "Hello",
-		Date: "2024-01-02 03:04 UTC", Newsgroups: []string{"misc.test", "alt.test"}, References: []string{"<a@x>", "<b@x>"},
+		Date: "2024-01-02T03:04:05Z", DateText: "2024-01-02 03:04 UTC", Newsgroups: []string{"misc.test", "alt.test"}, References: []string{"<a@x>", "<b@x>"},
 		Organization: "Test Org", Parts: []Part{{Type: "text/plain", Lines: []Line{{Text: "x"}}}}}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

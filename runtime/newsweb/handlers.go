@@ -2,7 +2,10 @@ package newsweb
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
@@ -15,11 +18,15 @@ import (
 const statsWait = 300 * time.Millisecond
 
 func (s *Server) groupsPage(ctx context.Context, r *http.Request) (*response, error) {
+	f, err := parseGroupFilter(r)
+	if err != nil {
+		return nil, err
+	}
 	groups, err := s.fed.Groups(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return s.render("groups", groupsView{base: s.base("Newsgroups", ""), Groups: displayGroups(groups), ServerCount: len(s.fed.Services())}, cacheGroups)
+	return s.render("groups", s.groupList(groups, f), cacheGroups)
 }
 
 // displayGroups returns a copy of the (shared, cached) list with the
@@ -42,11 +49,8 @@ type threadPage struct {
 	pages int
 }
 
-func (s *Server) threads(ctx context.Context, group string, page int) (threadPage, error) {
-	tl, err := s.fed.Threads(ctx, group)
-	if err != nil {
-		return threadPage{}, err
-	}
+// threadsOf is page of tl.
+func (s *Server) threadsOf(tl *ThreadList, group string, page int) threadPage {
 	per := s.opts.PerPage
 	pages := max(1, (len(tl.Threads)+per-1)/per)
 	page = min(page, pages)
@@ -55,7 +59,7 @@ func (s *Server) threads(ctx context.Context, group string, page int) (threadPag
 	for _, root := range tl.Threads[lo:hi] {
 		tp.rows = append(tp.rows, row(group, root))
 	}
-	return tp, nil
+	return tp
 }
 
 func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, error) {
@@ -67,36 +71,80 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	if err != nil {
 		return nil, err
 	}
-	statsCh := make(chan *GroupStats, 1)
-	go func() {
-		sctx, cancel := context.WithTimeout(ctx, statsWait)
-		defer cancel()
-		st, err := s.fed.GroupStats(sctx, group)
-		if err != nil {
-			statsCh <- nil
-			return
-		}
-		statsCh <- &st
-	}()
-	tp, err := s.threads(ctx, group, page)
+	// A rendered page is kept under the version of what it shows: the
+	// thread list (listVersion) and the group's cached stats. Nothing
+	// changed, nothing is rebuilt.
+	tl, err := s.fed.Threads(ctx, group)
 	if err != nil {
 		return nil, err
 	}
+	st, haveStats := s.fed.CachedStats(group)
+	if haveStats {
+		if resp, ok := s.pages.get(groupPageKey(group, page, tl, &st)); ok {
+			return resp, nil
+		}
+	}
+	statsCh := make(chan *GroupStats, 1)
+	if haveStats {
+		statsCh <- &st
+	} else {
+		go func() {
+			sctx, cancel := context.WithTimeout(ctx, statsWait)
+			defer cancel()
+			st, err := s.fed.GroupStats(sctx, group)
+			if err != nil {
+				statsCh <- nil
+				return
+			}
+			statsCh <- &st
+		}()
+	}
+	tp := s.threadsOf(tl, group, page)
+	stats := <-statsCh
 	v := groupView{base: s.base(group, group), Articles: len(tp.list.Articles), ThreadCount: len(tp.list.Threads),
-		Stats: <-statsCh, Threads: tp.rows, Pager: pager{Page: tp.page, Pages: tp.pages}}
+		Stats: stats, Threads: tp.rows, Pager: pager{Page: tp.page, Pages: tp.pages}, Feed: groupFeedURL(group)}
+	if s.posting != nil {
+		v.NewThread = newThreadURL(group)
+	}
 	if tp.page > 1 {
 		v.Pager.Prev = pageURL(group, tp.page-1)
 	}
 	if tp.page < tp.pages {
 		v.Pager.Next = pageURL(group, tp.page+1)
 	}
-	return s.render("group", v, cacheThreads)
+	resp, err := s.render("group", v, cacheThreads)
+	if err != nil {
+		return nil, err
+	}
+	if stats != nil {
+		resp.etag = etagOf(resp.body)
+		s.pages.put(groupPageKey(group, page, tl, stats), resp)
+	}
+	return resp, nil
+}
+
+// listVersion names the state of a thread list: it changes with every
+// update (Fetched), new articles (HighWater) and posts (the count).
+func listVersion(tl *ThreadList) string {
+	return strconv.FormatInt(tl.HighWater, 10) + "/" + strconv.Itoa(len(tl.Articles)) + "/" + strconv.FormatInt(tl.Fetched.UnixNano(), 10)
+}
+
+func groupPageKey(group string, page int, tl *ThreadList, st *GroupStats) string {
+	return "group " + group + " " + strconv.Itoa(page) + " " + listVersion(tl) + " " +
+		strconv.FormatInt(st.Count, 10) + "/" + strconv.FormatInt(st.LastDate.Unix(), 10)
 }
 
 func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, error) {
 	group, err := groupParam(r)
 	if err != nil {
 		return nil, err
+	}
+	if feed, ok := strings.CutSuffix(r.PathValue("msgid"), "/feed.atom"); ok {
+		id := bracketID(feed)
+		if proto.ValidNNTPMessageID(id) != nil {
+			return nil, errBad
+		}
+		return s.threadFeed(ctx, r, group, id)
 	}
 	id, err := msgidParam(r)
 	if err != nil {
@@ -106,12 +154,53 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
+	nodes, depths := flatten(tv.Root)
+	page, pages, err := convPage(r, nodes, id)
+	if err != nil {
+		return nil, err
+	}
+	// The page is kept under the version of the thread (its root node is
+	// new whenever the thread is threaded again) and of the group's list
+	// (for the newer and older links); article bodies never change.
+	newer, older, version := s.neighbours(ctx, group, tv.Root)
+	key := "thread " + group + " " + id + " " + strconv.Itoa(page) + " " + fmt.Sprintf("%p", tv.Root) + " " +
+		strconv.Itoa(len(nodes)) + " " + strconv.FormatInt(tv.Root.Latest.UnixNano(), 10) + " " + version
+	if resp, ok := s.pages.get(key); ok {
+		return resp, nil
+	}
 	root := tree(group, tv.Root, id)
 	subject := "(no subject)"
 	if a := firstArticle(tv.Root); a != nil && a.Article.Subject != "" {
 		subject = decodeHeader(a.Article.Subject)
 	}
-	return s.render("thread", threadView{base: s.base(subject, group), Subject: subject, Count: mreader.Count(tv.Root), Root: root}, cacheThreads)
+	lo, hi := (page-1)*convPerPage, min(page*convPerPage, len(nodes))
+	posts, err := s.posts(ctx, group, subject, nodes[lo:hi], depths[lo:hi])
+	if err != nil {
+		return nil, err
+	}
+	v := threadView{base: s.base(subject, group), Subject: subject, Count: mreader.Count(tv.Root), Root: root,
+		Posts: posts, Feed: threadFeedURL(group, tv.Root.ID),
+		Pager: pager{Page: page, Pages: pages, PrevLabel: "← Earlier", NextLabel: "Later →"}}
+	self := threadURL(group, id)
+	if page > 1 {
+		v.Pager.Prev = self + "?page=" + strconv.Itoa(page-1)
+	}
+	if page < pages {
+		v.Pager.Next = self + "?page=" + strconv.Itoa(page+1)
+	}
+	v.Newer, v.Older = newer, older
+	resp, err := s.render("thread", v, cacheThreads)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range posts {
+		if p.Problem != "" && !p.Missing {
+			return resp, nil // a body did not come: try again next time
+		}
+	}
+	resp.etag = etagOf(resp.body)
+	s.pages.put(key, resp)
+	return resp, nil
 }
 
 // articleGroup is the group an article is shown in: ?group= when valid,
@@ -143,7 +232,10 @@ func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, e
 	group := articleGroup(r, d)
 	v := articleView{base: s.base(orNoSubject(d.Subject), group), Article: d}
 	if group != "" {
-		v.ThreadLink = threadURL(group, id)
+		v.ThreadLink = threadURL(group, id) + "#" + postAnchor(id)
+		if s.posting != nil {
+			v.Reply = replyURL(group, id)
+		}
 	}
 	for _, p := range d.Parts {
 		v.Parts = append(v.Parts, partView{Note: p.Note, Blocks: blocks(p.Lines)})
@@ -183,19 +275,30 @@ func (s *Server) apiThreads(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
-	tp, err := s.threads(ctx, group, page)
+	tl, err := s.fed.Threads(ctx, group)
 	if err != nil {
 		return nil, err
 	}
+	key := "api threads " + group + " " + strconv.Itoa(page) + " " + listVersion(tl)
+	if resp, ok := s.pages.get(key); ok {
+		return resp, nil
+	}
+	tp := s.threadsOf(tl, group, page)
 	rows := tp.rows
 	if rows == nil {
 		rows = []threadRow{}
 	}
-	return renderJSON(map[string]any{
+	resp, err := renderJSON(map[string]any{
 		"group": group, "server": tp.list.Server, "high_water": tp.list.HighWater,
 		"articles": len(tp.list.Articles), "total_threads": len(tp.list.Threads),
 		"page": tp.page, "pages": tp.pages, "per_page": s.opts.PerPage, "threads": rows,
 	}, cacheThreads)
+	if err != nil {
+		return nil, err
+	}
+	resp.etag = etagOf(resp.body)
+	s.pages.put(key, resp)
+	return resp, nil
 }
 
 func (s *Server) apiThread(ctx context.Context, r *http.Request) (*response, error) {

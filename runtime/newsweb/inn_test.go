@@ -2,12 +2,14 @@ package newsweb
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
 )
@@ -200,4 +203,78 @@ func TestINNGroupRenders(t *testing.T) {
 		t.Errorf("HTML tree of %s (%d articles) (-want +got):\n%s", big, len(g.threads[big]), d)
 	}
 	t.Logf("INN: %d articles in %d threads, biggest %d articles", len(g.ids), len(g.roots), len(g.threads[big]))
+}
+
+// Posting through a real INN: a reply goes out by POST to nnrpd (240),
+// is in its thread at once, and once INN's numbered copy comes in by the
+// incremental update it replaces the cached one (the count stays right);
+// a post to a group INN does not carry is refused (441) with INN's reason.
+func TestINNPosting(t *testing.T) {
+	const group = "test.post"
+	inn := inntest.Start(t, inntest.Options{Reader: true, Groups: []inntest.Group{{Name: group}}})
+	g := genGroup(3)
+	ihave(t, inn.Addr(), g, group)
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := NewService(ServerConfig{Addr: inn.ReaderAddr(), Name: "inn", Connections: 2}, ServiceOptions{Logger: log})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true, Debounce: time.Millisecond})
+	p, err := NewPosting(PostingOptions{TrustedHeader: "X-Forwarded-User", FromDomain: "readers.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(fed, Options{Logger: log, Posting: p}))
+	t.Cleanup(func() { srv.Close(); fed.Close() })
+
+	get(t, srv.URL+"/groups/"+group) // cache the thread list
+	body := fmt.Sprintf(`{"newsgroups":[%q],"subject":"Re: topic","body":"A reply through INN.","references":%q}`, group, g.ids[2])
+	resp, out := postJSON(t, http.DefaultClient, srv.URL, "erin", body)
+	id, _ := out["message_id"].(string)
+	if resp.StatusCode != 201 || id == "" {
+		t.Fatalf("post to INN: %d %v", resp.StatusCode, out)
+	}
+	_, page := get(t, srv.URL+"/groups/"+group+"/threads/"+stripID(g.roots[0]))
+	if !strings.Contains(page, "A reply through INN.") {
+		t.Errorf("the reply is not on its thread page at once")
+	}
+	// INN has it, numbered: asked directly, past the caches.
+	ev, err := svc.Do(context.Background(), mreader.GetArticle{MessageID: id})
+	a, ok := ev.(mreader.ArticleResult)
+	if err != nil || !ok || !strings.Contains(string(a.Raw), "References: "+strings.Join(append(g.references(g.ids[2]), g.ids[2]), " ")) {
+		t.Fatalf("INN's copy of %s: %v %T\n%s", id, err, ev, a.Raw)
+	}
+	// The incremental update brings INN's copy; it replaces ours.
+	var list struct{ Articles int }
+	for range 50 {
+		_, b := get(t, srv.URL+"/api/groups/"+group+"/threads")
+		json.Unmarshal([]byte(b), &list)
+		tl, _ := fed.Threads(context.Background(), group)
+		if n := numberOf(tl, id); n > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tl, _ := fed.Threads(context.Background(), group)
+	if numberOf(tl, id) == 0 || list.Articles != len(g.ids)+1 {
+		t.Errorf("after the update: number %d, %d articles listed, want a number and %d", numberOf(tl, id), list.Articles, len(g.ids)+1)
+	}
+
+	resp, out = postJSON(t, http.DefaultClient, srv.URL, "erin", `{"newsgroups":["no.such.group"],"subject":"s","body":"b"}`)
+	msg, _ := out["error"].(string)
+	if resp.StatusCode != 422 || !strings.HasPrefix(msg, "The news server refused the article: ") || len(msg) < len("The news server refused the article: ")+5 {
+		t.Errorf("post to a group INN lacks: %d %q", resp.StatusCode, msg)
+	}
+	t.Logf("INN refused: %s", msg)
+}
+
+// numberOf is the article number of id in tl (0 when absent or unnumbered).
+func numberOf(tl *ThreadList, id string) int64 {
+	if tl == nil {
+		return 0
+	}
+	for _, a := range tl.Articles {
+		if a.MessageID == id {
+			return a.Number
+		}
+	}
+	return 0
 }

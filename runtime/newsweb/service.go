@@ -438,6 +438,8 @@ func eventID(ev mreader.Event) uint64 {
 		return e.ID
 	case mreader.ArticleResult:
 		return e.ID
+	case mreader.PostResult:
+		return e.ID
 	case mreader.NotFound:
 		return e.ID
 	case mreader.Failed:

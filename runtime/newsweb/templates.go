@@ -24,14 +24,16 @@ p.lead{color:var(--muted);margin:.2rem 0 1rem}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-size:.8rem;font-weight:600;color:var(--muted);text-transform:uppercase;letter-spacing:.03em}
-td.subject{overflow-wrap:anywhere}
+td.subject{overflow-wrap:break-word;word-break:normal}
 .muted{color:var(--muted);font-size:.9rem}
 .num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 nav.pages{display:flex;gap:1rem;align-items:center;margin:1rem 0}
 ul.tree{list-style:none;margin:0;padding-left:1.2rem;border-left:1px solid var(--line)}
+ul.tree ul.tree ul.tree ul.tree ul.tree ul.tree ul.tree{padding-left:0;border-left:0}
 ul.tree.root{padding-left:0;border-left:0}
 ul.tree li{margin:.2rem 0}
-.node .who,.node .when{color:var(--muted);font-size:.88rem;margin-left:.4rem}
+.node{overflow-wrap:anywhere}
+.node .who,.node .when,.node .depth{color:var(--muted);font-size:.88rem;margin-left:.4rem}
 .node.missing{color:var(--muted);font-style:italic}
 .node.current{font-weight:650}
 dl.headers{display:grid;grid-template-columns:max-content 1fr;gap:.1rem 1rem;margin:0 0 1rem;padding:.6rem .8rem;background:var(--soft);border-radius:6px}
@@ -45,7 +47,41 @@ dl.headers dd{margin:0;overflow-wrap:anywhere}
 .note{color:var(--muted);font-style:italic;margin:.4rem 0}
 ul.attachments{color:var(--muted)}
 .error{border-left:4px solid var(--q3);padding:.4rem 1rem}
-footer{color:var(--muted);font-size:.8rem;text-align:center;padding:2rem 0}`
+footer{color:var(--muted);font-size:.8rem;text-align:center;padding:2rem 0}
+form.filter{display:flex;gap:.4rem;margin:.4rem 0}
+form.filter input{flex:1;min-width:0;font:inherit;padding:.3rem .5rem;color:var(--fg);background:var(--bg);border:1px solid var(--line);border-radius:4px}
+nav.hier{display:flex;flex-wrap:wrap;gap:.2rem .9rem;margin:.4rem 0 1rem;overflow-wrap:anywhere}
+form.compose{display:grid;gap:.8rem;max-width:48rem}
+form.compose label{display:grid;gap:.2rem;color:var(--muted);font-size:.9rem}
+form.compose input,form.compose textarea{width:100%;font:inherit;color:var(--fg);background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:.4rem}
+form.compose textarea{font:14px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+form.compose button{justify-self:start;font:inherit;padding:.4rem 1.2rem}
+nav.threadnav{display:flex;flex-wrap:wrap;gap:.4rem 1rem;margin:.6rem 0}
+details.outline{margin:0 0 1rem}
+details.outline>summary,details.quote>summary{cursor:pointer;color:var(--muted);font-size:.9rem}
+article.post{border-top:1px solid var(--line);padding:.8rem 0 .6rem;min-width:0}
+.d1{margin-left:1rem}.d2{margin-left:2rem}.d3{margin-left:3rem}.d4{margin-left:4rem}.d5{margin-left:5rem}
+.d1,.d2,.d3,.d4,.d5{padding-left:.6rem;border-left:2px solid var(--line)}
+.ph{display:flex;flex-wrap:wrap;gap:0 .6rem;align-items:baseline}
+.ph .from{font-weight:600;overflow-wrap:anywhere}
+.ph .when,.ph .depth{color:var(--muted);font-size:.85rem}
+.psubj{flex-basis:100%;font-size:.95rem;overflow-wrap:anywhere}
+.pa{display:flex;flex-wrap:wrap;gap:0 1rem;font-size:.85rem;padding:.3rem 0 0;text-align:left}
+details.quote{margin:.2rem 0}
+@media (max-width:40rem){
+main{padding:.6rem .6rem 2rem}
+header.top{padding:.5rem .6rem}
+table.threads thead,table.groups thead{display:none}
+table.threads tr,table.groups tr{display:block;border-bottom:1px solid var(--line);padding:.4rem 0}
+table.threads td,table.groups td{display:inline;border:0;padding:0 .4rem 0 0}
+table.threads td.subject,table.groups td.name{display:block;font-size:1.02rem}
+table.threads td:not(.subject),table.groups td:not(.name){color:var(--muted);font-size:.85rem}
+table.threads td.num,table.groups td.num{white-space:nowrap}
+ul.tree{padding-left:.7rem}
+ul.tree ul.tree ul.tree ul.tree{padding-left:0;border-left:0}
+.d1{margin-left:.5rem}.d2{margin-left:1rem}.d3,.d4,.d5{margin-left:1.5rem}
+.body{font-size:13px}
+}`
 
 // cspStyleHash is the CSP source for css ('sha256-…').
 var cspStyleHash = func() string {
@@ -80,24 +116,28 @@ const pageTemplates = `
 {{end}}
 
 {{define "groups"}}{{template "head" .}}
-<h1>Newsgroups</h1>
-<p class="lead">{{len .Groups}} groups from {{.ServerCount}} server{{if ne .ServerCount 1}}s{{end}}.</p>
+<h1>Newsgroups{{with .Hierarchy}} in {{.}}.*{{end}}</h1>
+<form class="filter" method="get" action="/">{{with .Hierarchy}}<input type="hidden" name="h" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="Filter groups" aria-label="Filter groups" maxlength="200"><button type="submit">Filter</button></form>
+<p class="lead">{{if or .Query .Hierarchy}}{{.Matched}} of {{end}}{{.Total}} groups from {{.ServerCount}} server{{if ne .ServerCount 1}}s{{end}}.{{if or .Query .Hierarchy}} <a href="/">All groups</a>{{end}}</p>
+{{with .Hierarchies}}<nav class="hier">{{range .}}<a href="{{.Link}}">{{.Name}}.*</a> <span class="muted">{{.Groups}}</span> {{end}}</nav>{{end}}
 <table class="groups">
 <thead><tr><th>Group</th><th>Description</th><th class="num">Articles</th></tr></thead>
 <tbody>
-{{range .Groups}}<tr><td><a class="group" href="{{groupURL .Name}}">{{.Name}}</a></td><td>{{.Description}}</td><td class="num">{{.Count}}</td></tr>
-{{else}}<tr><td colspan="3" class="muted">The servers list no groups.</td></tr>
+{{range .Groups}}<tr><td class="name"><a class="group" href="{{groupURL .Name}}">{{.Name}}</a></td><td class="desc">{{.Description}}</td><td class="num">{{.Count}}</td></tr>
+{{else}}<tr><td colspan="3" class="muted">{{if or $.Query $.Hierarchy}}No group matches.{{else}}The servers list no groups.{{end}}</td></tr>
 {{end}}</tbody>
 </table>
+{{template "pager" .Pager}}
 {{template "foot" .}}{{end}}
 
 {{define "group"}}{{template "head" .}}
 <h1>{{.Group}}</h1>
 <p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
+<nav class="threadnav">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th><th class="num">Articles</th><th class="num">Latest</th></tr></thead>
 <tbody>
-{{range .Threads}}<tr><td class="subject"><a class="thread" href="{{.Link}}">{{.Subject}}</a></td><td>{{.From}}</td><td class="num">{{.Count}}</td><td class="num">{{.Latest}}</td></tr>
+{{range .Threads}}<tr><td class="subject"><a class="thread" href="{{.Link}}">{{.Subject}}</a></td><td class="from">{{.From}}</td><td class="num">{{.Count}}</td><td class="num">{{.LatestText}}</td></tr>
 {{else}}<tr><td colspan="4" class="muted">No articles.</td></tr>
 {{end}}</tbody>
 </table>
@@ -105,18 +145,36 @@ const pageTemplates = `
 {{template "foot" .}}{{end}}
 
 {{define "pager"}}{{if gt .Pages 1}}<nav class="pages">
-{{if .Prev}}<a rel="prev" href="{{.Prev}}">← Newer</a>{{end}}
+{{if .Prev}}<a rel="prev" href="{{.Prev}}">{{or .PrevLabel "← Newer"}}</a>{{end}}
 <span class="muted">Page {{.Page}} of {{.Pages}}</span>
-{{if .Next}}<a rel="next" href="{{.Next}}">Older →</a>{{end}}
+{{if .Next}}<a rel="next" href="{{.Next}}">{{or .NextLabel "Older →"}}</a>{{end}}
 </nav>{{end}}{{end}}
 
 {{define "thread"}}{{template "head" .}}
 <h1>{{.Subject}}</h1>
 <p class="lead">{{.Count}} article{{if ne .Count 1}}s{{end}} in this thread.</p>
+<nav class="threadnav">{{with .Newer}}<a class="newer" href="{{.}}">← Newer thread</a>{{end}}{{with .Older}}<a class="older" href="{{.}}">Older thread →</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
+<details class="outline" open><summary>Outline</summary>
 <ul class="tree root">{{template "node" .Root}}</ul>
+</details>
+<section class="conversation">
+{{range .Posts}}{{template "post" .}}{{end}}
+</section>
+{{template "pager" .Pager}}
 {{template "foot" .}}{{end}}
 
-{{define "node"}}<li id="{{.Anchor}}"><div class="node{{if .Missing}} missing{{end}}{{if .Current}} current{{end}}" data-msgid="{{.ID}}">{{if .Missing}}(article not available){{else}}<a class="article" href="{{.Link}}">{{.Subject}}</a><span class="who">{{.From}}</span><span class="when">{{.Date}}</span>{{end}}</div>
+{{define "post"}}<article class="post d{{.Indent}}" id="{{.Anchor}}" data-post="{{.ID}}">
+{{if .Missing}}<p class="note">(article not available)</p>{{else}}<header class="ph"><span class="from">{{.From}}</span><span class="when">{{.Date}}</span>{{if gt .Depth 2}}<span class="depth">depth {{.Depth}}</span>{{end}}{{with .Subject}}<span class="psubj">{{.}}</span>{{end}}</header>
+{{with .Problem}}<p class="note">{{.}}</p>{{end}}<div class="body">
+{{range .Parts}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}{{if .Fold}}<details class="quote"><summary>{{.Lines}} quoted lines</summary>{{template "blk" .}}</details>{{else}}{{template "blk" .}}{{end}}{{end}}
+{{end}}</div>{{end}}
+<footer class="pa">{{with .Reply}}<a class="reply" href="{{.}}">Reply</a>{{end}}{{with .Permalink}}<a class="permalink" href="{{.}}">Permalink</a>{{end}}{{with .Parent}}<a class="parent" href="#{{.}}">Parent</a>{{end}}{{with .Next}}<a class="next" href="#{{.}}">Next</a>{{end}}</footer>
+</article>
+{{end}}
+
+{{define "blk"}}<div class="blk{{if .Quote}} q{{.Quote}}{{end}}{{if .Sig}} sig{{end}}">{{range .Segs}}{{if .URL}}<a href="{{.URL}}" rel="nofollow noopener ugc">{{.Text}}</a>{{else}}{{.Text}}{{end}}{{end}}</div>{{end}}
+
+{{define "node"}}<li id="{{.Anchor}}"><div class="node{{if .Missing}} missing{{end}}{{if .Current}} current{{end}}" data-msgid="{{.ID}}">{{if .Missing}}(article not available){{else}}<a class="article" href="{{.Link}}">{{.Subject}}</a><span class="who">{{.From}}</span><span class="when">{{.DateText}}</span>{{if gt .Depth 6}}<span class="depth">depth {{.Depth}}</span>{{end}}{{end}}</div>
 {{if .Children}}<ul class="tree">{{range .Children}}{{template "node" .}}{{end}}</ul>{{end}}</li>
 {{end}}
 
@@ -124,19 +182,44 @@ const pageTemplates = `
 {{with .Article}}<h1>{{.Subject}}</h1>
 <dl class="headers">
 <dt>From</dt><dd class="from">{{.From}}</dd>
-<dt>Date</dt><dd>{{.Date}}</dd>
+<dt>Date</dt><dd>{{.DateText}}</dd>
 <dt>Newsgroups</dt><dd>{{range $i, $g := .Newsgroups}}{{if $i}}, {{end}}<a href="{{groupURL $g}}">{{$g}}</a>{{end}}</dd>
 {{with .Organization}}<dt>Organization</dt><dd>{{.}}</dd>{{end}}
 <dt>Message-ID</dt><dd class="muted">{{.MessageID}}</dd>
 {{if .References}}<dt>In reply to</dt><dd><a href="{{articleURL (last .References) $.Group}}">{{last .References}}</a></dd>{{end}}
 </dl>{{end}}
-{{if .ThreadLink}}<p><a class="thread" href="{{.ThreadLink}}">View the whole thread</a></p>{{end}}
+{{if .ThreadLink}}<nav class="threadnav"><a class="thread" href="{{.ThreadLink}}">View the whole thread</a>{{with .Reply}}<a class="reply" href="{{.}}">Reply</a>{{end}}</nav>{{end}}
 {{with .Article.Problem}}<p class="note">{{.}}</p>{{end}}
 <div class="body" id="body">
-{{range .Parts}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}<div class="blk{{if .Quote}} q{{.Quote}}{{end}}{{if .Sig}} sig{{end}}">{{.Text}}</div>{{end}}
+{{range .Parts}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}{{template "blk" .}}{{end}}
 {{end}}</div>
 {{if .Article.Truncated}}<p class="note">The article is long; only its beginning is shown.</p>{{end}}
 {{with .Article.Attachments}}<h2 class="muted">Not shown</h2><ul class="attachments">{{range .}}<li>{{if .Name}}{{.Name}} · {{end}}{{.Type}} · {{.Size}} bytes</li>{{end}}</ul>{{end}}
+{{template "foot" .}}{{end}}
+
+{{define "compose"}}{{template "head" .}}
+<h1>{{if .Reply}}Reply{{else}}New thread{{end}}</h1>
+{{with .Error}}<div class="error"><p>{{.}}</p></div>{{end}}
+<form class="compose" method="post" action="/post">
+<input type="hidden" name="csrf" value="{{.CSRF}}">
+{{with .References}}<input type="hidden" name="references" value="{{.}}">{{end}}
+<label>Newsgroups <input name="newsgroups" value="{{.Newsgroups}}" required maxlength="1000"></label>
+<label>Subject <input name="subject" value="{{.Subject}}" required maxlength="300"></label>
+<label>Text <textarea name="body" rows="16" required>{{.Body}}</textarea></label>
+<p class="muted">Posting as {{.User}}.</p>
+<button type="submit">Post</button>
+</form>
+{{template "foot" .}}{{end}}
+
+{{define "login"}}{{template "head" .}}
+<h1>Log in</h1>
+{{with .Error}}<div class="error"><p>{{.}}</p></div>{{end}}
+<form class="compose" method="post" action="/login">
+<input type="hidden" name="next" value="{{.Next}}">
+<label>Name <input name="user" autocomplete="username" required></label>
+<label>Password <input name="password" type="password" autocomplete="current-password" required></label>
+<button type="submit">Log in</button>
+</form>
 {{template "foot" .}}{{end}}
 
 {{define "error"}}{{template "head" .}}

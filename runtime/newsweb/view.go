@@ -25,25 +25,24 @@ type base struct {
 	Group string
 }
 
-type groupsView struct {
-	base
-	Groups      []Group
-	ServerCount int
-}
-
+// threadRow is a thread of a group page. Dates are RFC 3339 in JSON and
+// "2006-01-02 15:04" (UTC) on pages.
 type threadRow struct {
-	ID      string `json:"message_id"`
-	Subject string `json:"subject"`
-	From    string `json:"from"`
-	Date    string `json:"date,omitempty"`
-	Latest  string `json:"latest,omitempty"`
-	Count   int    `json:"articles"`
-	Link    string `json:"-"`
+	ID         string `json:"message_id"`
+	Subject    string `json:"subject"`
+	From       string `json:"from"`
+	Date       string `json:"date,omitempty"`
+	Latest     string `json:"latest,omitempty"`
+	Count      int    `json:"articles"`
+	DateText   string `json:"-"`
+	LatestText string `json:"-"`
+	Link       string `json:"-"`
 }
 
 type pager struct {
-	Page, Pages int
-	Prev, Next  string
+	Page, Pages          int
+	Prev, Next           string
+	PrevLabel, NextLabel string // "← Newer" and "Older →" when ""
 }
 
 type groupView struct {
@@ -53,6 +52,8 @@ type groupView struct {
 	Stats       *GroupStats
 	Threads     []threadRow
 	Pager       pager
+	NewThread   string // the new-thread form, when posting is on
+	Feed        string
 }
 
 // treeNode is a thread node for display and for the JSON API.
@@ -61,7 +62,9 @@ type treeNode struct {
 	Number   int64       `json:"number,omitempty"`
 	Subject  string      `json:"subject,omitempty"`
 	From     string      `json:"from,omitempty"`
-	Date     string      `json:"date,omitempty"`
+	Date     string      `json:"date,omitempty"` // RFC 3339
+	DateText string      `json:"-"`
+	Depth    int         `json:"-"`
 	Missing  bool        `json:"missing,omitempty"`
 	Current  bool        `json:"-"`
 	Anchor   string      `json:"-"`
@@ -71,16 +74,30 @@ type treeNode struct {
 
 type threadView struct {
 	base
-	Subject string
-	Count   int
-	Root    *treeNode
+	Subject      string
+	Count        int
+	Root         *treeNode
+	Posts        []post
+	Pager        pager
+	Newer, Older string // neighbouring threads of the group
+	Feed         string
 }
 
+// block is a run of body lines of one quote depth, cut into text and links.
 type block struct {
 	Quote int
 	Sig   bool
 	Text  string
+	Lines int
+	Segs  []segment
 }
+
+// Fold reports whether a conversation view folds the block away: quoted
+// text of more than foldLines lines (the reader has just read it above).
+func (b block) Fold() bool { return b.Quote > 0 && b.Lines > foldLines }
+
+// foldLines is the longest quote a conversation shows unfolded.
+const foldLines = 3
 
 type partView struct {
 	Note   string
@@ -92,6 +109,7 @@ type articleView struct {
 	Article    *Display
 	Parts      []partView
 	ThreadLink string
+	Reply      string // the reply form, when posting is on
 }
 
 type errorView struct {
@@ -126,6 +144,10 @@ func articleURL(id, group string) string {
 	return u
 }
 
+func threadFeedURL(group, id string) string { return threadURL(group, id) + "/feed.atom" }
+
+func groupFeedURL(group string) string { return groupURL(group) + "/feed.atom" }
+
 func pageURL(group string, page int) string {
 	return groupURL(group) + "?page=" + strconv.Itoa(page)
 }
@@ -141,6 +163,14 @@ func fmtTime(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format("2006-01-02 15:04")
+}
+
+// apiTime is t for the JSON API: RFC 3339 in UTC ("" when unknown).
+func apiTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // firstArticle is the first real article of a subtree in display order
@@ -159,12 +189,13 @@ func firstArticle(n *mreader.Node) *mreader.Node {
 
 // row summarises a thread for the group page.
 func row(group string, root *mreader.Node) threadRow {
-	r := threadRow{ID: root.ID, Count: mreader.Count(root), Latest: fmtTime(root.Latest)}
+	r := threadRow{ID: root.ID, Count: mreader.Count(root), Latest: apiTime(root.Latest), LatestText: fmtTime(root.Latest)}
 	if a := firstArticle(root); a != nil {
 		r.ID = a.ID
 		r.Subject = decodeHeader(a.Article.Subject)
 		r.From = displayName(a.Article.From)
-		r.Date = fmtTime(a.Article.Date)
+		r.Date = apiTime(a.Article.Date)
+		r.DateText = fmtTime(a.Article.Date)
 	}
 	if r.Subject == "" {
 		r.Subject = "(no subject)"
@@ -178,14 +209,15 @@ func tree(group string, root *mreader.Node, current string) *treeNode {
 	type item struct {
 		n      *mreader.Node
 		parent *treeNode
-		depth  int
+		depth  int // nesting shown, at most maxTreeDepth
+		level  int // real depth in the thread
 	}
 	var out *treeNode
 	stack := []item{{n: root}}
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		t := &treeNode{ID: it.n.ID, Anchor: anchor(it.n.ID), Missing: it.n.Article == nil, Current: it.n.ID == current}
+		t := &treeNode{ID: it.n.ID, Anchor: anchor(it.n.ID), Missing: it.n.Article == nil, Current: it.n.ID == current, Depth: it.level}
 		if a := it.n.Article; a != nil {
 			t.Number = a.Number
 			t.Subject = decodeHeader(a.Subject)
@@ -193,7 +225,8 @@ func tree(group string, root *mreader.Node, current string) *treeNode {
 				t.Subject = "(no subject)"
 			}
 			t.From = displayName(a.From)
-			t.Date = fmtTime(a.Date)
+			t.Date = apiTime(a.Date)
+			t.DateText = fmtTime(a.Date)
 			t.Link = articleURL(it.n.ID, group)
 		}
 		parent, depth := it.parent, it.depth
@@ -209,7 +242,7 @@ func tree(group string, root *mreader.Node, current string) *treeNode {
 			holder, d = parent, depth
 		}
 		for i := len(it.n.Children) - 1; i >= 0; i-- {
-			stack = append(stack, item{n: it.n.Children[i], parent: holder, depth: d})
+			stack = append(stack, item{n: it.n.Children[i], parent: holder, depth: d, level: it.level + 1})
 		}
 	}
 	return out
@@ -233,9 +266,13 @@ func blocks(lines []Line) []block {
 			b.WriteString(l.Text)
 			out = append(out, block{Quote: q, Sig: l.Sig})
 		}
+		out[len(out)-1].Lines++
 		if i == len(lines)-1 {
 			out[len(out)-1].Text = b.String()
 		}
+	}
+	for i := range out {
+		out[i].Segs = linkify(out[i].Text)
 	}
 	return out
 }

@@ -52,6 +52,8 @@ type Options struct {
 	// set, is served on /metrics.
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
+	// Posting, when set, turns posting on (NewPosting).
+	Posting *Posting
 }
 
 // Server is the HTTP handler of newsweb.
@@ -62,6 +64,8 @@ type Server struct {
 	mux  *http.ServeMux
 	// pages holds rendered article pages (nil when disabled).
 	pages *pageCache
+	// posting is nil when posting is off.
+	posting *Posting
 
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -81,7 +85,7 @@ func New(fed *Federated, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{fed: fed, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	s := &Server{fed: fed, opts: opts, log: opts.Logger, mux: http.NewServeMux(), posting: opts.Posting}
 	switch {
 	case opts.PageCacheBytes == 0:
 		s.pages = newPageCache(DefaultPageCacheBytes)
@@ -100,12 +104,23 @@ func New(fed *Federated, opts Options) *Server {
 	}
 	s.route("GET /{$}", "groups", false, s.groupsPage)
 	s.route("GET /groups/{group}", "group", false, s.groupPage)
+	s.route("GET /groups/{group}/feed.atom", "group_feed", false, s.groupFeed)
 	s.route("GET /groups/{group}/threads/{msgid...}", "thread", false, s.threadPage)
 	s.route("GET /articles/{msgid...}", "article", false, s.articlePage)
 	s.route("GET /api/groups", "api_groups", true, s.apiGroups)
 	s.route("GET /api/groups/{group}/threads", "api_threads", true, s.apiThreads)
 	s.route("GET /api/threads/{msgid...}", "api_thread", true, s.apiThread)
 	s.route("GET /api/articles/{msgid...}", "api_article", true, s.apiArticle)
+	if s.posting != nil {
+		s.route("POST /api/articles", "api_post", true, s.apiPost)
+		s.route("GET /post", "compose", false, s.composePage)
+		s.route("POST /post", "post", false, s.submitPost)
+		if s.posting.users != nil {
+			s.route("GET /login", "login", false, s.loginPage)
+			s.route("POST /login", "login", false, s.login)
+			s.route("POST /logout", "logout", false, s.logout)
+		}
+	}
 	if opts.Gatherer != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
 	}
@@ -141,7 +156,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		limit := int64(maxBody)
+		if s.posting != nil && r.Method == http.MethodPost {
+			limit = maxPostRequest
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 	}
 	s.mux.ServeHTTP(w, r)
 }
@@ -153,6 +172,11 @@ type response struct {
 	cache  string
 	body   []byte
 	etag   string // computed by write when empty
+	gz     gzipped
+	// Set by handlers that answer with more than a page.
+	location   string        // Location (redirects)
+	cookie     *http.Cookie  // Set-Cookie
+	retryAfter time.Duration // Retry-After (429)
 }
 
 // route registers fn on pattern with the common wrapper.
@@ -175,14 +199,37 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, route string, res
 	h := w.Header()
 	h.Set("Content-Type", resp.ctype)
 	h.Set("Cache-Control", resp.cache)
+	if resp.location != "" {
+		h.Set("Location", resp.location)
+	}
+	if resp.cookie != nil {
+		http.SetCookie(w, resp.cookie)
+	}
+	if resp.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int(resp.retryAfter.Seconds()+1)))
+	}
 	status := resp.status
+	body := resp.body
+	var gz []byte
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		gz = resp.gzipBody()
+	}
+	if gz != nil {
+		h.Set("Content-Encoding", "gzip")
+		body = gz
+	}
+	if len(resp.body) >= minGzip {
+		h.Add("Vary", "Accept-Encoding")
+	}
 	if status == http.StatusOK {
 		etag := resp.etag
 		if etag == "" {
 			etag = etagOf(resp.body)
 		}
+		if gz != nil {
+			etag = gzipETag(etag)
+		}
 		h.Set("ETag", etag)
-		h.Add("Vary", "Accept-Encoding")
 		if etagMatch(r.Header.Get("If-None-Match"), etag) {
 			status = http.StatusNotModified
 		}
@@ -193,9 +240,11 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, route string, res
 		w.WriteHeader(status)
 		return
 	}
-	h.Set("Content-Length", strconv.Itoa(len(resp.body)))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	w.Write(resp.body)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
 }
 
 // etagOf is a strong validator for body: a hash of it.

@@ -73,6 +73,13 @@ func startSite(t testing.TB) *site {
 
 func startSiteOver(t testing.TB, news *nntptest.Server, addrs ...string) *site {
 	t.Helper()
+	return startSiteWith(t, news, Options{}, addrs...)
+}
+
+// startSiteWith is startSiteOver with opts for the handler (PerPage 2 and
+// the test's logger and registry unless set).
+func startSiteWith(t testing.TB, news *nntptest.Server, opts Options, addrs ...string) *site {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var svcs []*Service
 	for i, a := range addrs {
@@ -81,7 +88,11 @@ func startSiteOver(t testing.TB, news *nntptest.Server, addrs ...string) *site {
 	}
 	fed := NewFederated(svcs, FederatedOptions{Logger: log, NoBackground: true})
 	reg := prometheus.NewRegistry()
-	h := New(fed, Options{Logger: log, PerPage: 2, Registerer: reg, Gatherer: reg})
+	if opts.PerPage == 0 {
+		opts.PerPage = 2
+	}
+	opts.Logger, opts.Registerer, opts.Gatherer = log, reg, reg
+	h := New(fed, opts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); fed.Close() })
 	return &site{url: srv.URL, news: news, fed: fed}
@@ -174,7 +185,7 @@ func TestPages(t *testing.T) {
 	// An article: headers, quoted text set off, link to its thread.
 	_, ap := get(t, s.url+"/articles/m3@t?group=misc.test")
 	for _, want := range []string{`<div class="blk q1">&gt; quoted from m2</div>`, `<div class="blk">reply to the missing one</div>`,
-		`href="/groups/misc.test/threads/m3@t"`, `<dd class="from">Tester &lt;tester@example.com&gt;</dd>`} {
+		`href="/groups/misc.test/threads/m3@t#` + postAnchor("<m3@t>") + `"`, `<dd class="from">Tester &lt;tester@example.com&gt;</dd>`} {
 		if !strings.Contains(ap, want) {
 			t.Errorf("article page lacks %q", want)
 		}

@@ -1,0 +1,175 @@
+package newsweb
+
+// The conversation view: a thread page shows its articles' bodies in
+// thread order (each parent before its replies, replies oldest first),
+// convPerPage to a page, under the thread's outline. Each post has a
+// permalink (its article page), a reply link when posting is enabled, and
+// links to its parent and to the next post; the page links the newer and
+// older threads of the group. Quoted runs longer than foldLines are folded
+// into <details>, which needs no script. Indentation stops at
+// maxIndent (phones: less, by CSS); deeper posts say their depth instead.
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+
+	mreader "github.com/newsflow/newsflow/machine/reader"
+)
+
+const (
+	convPerPage = 20 // posts on one page of a conversation
+	maxIndent   = 5  // deepest indentation class (d0..d5)
+	convFetch   = 8  // bodies fetched at once for one page
+)
+
+// post is one article of a conversation page.
+type post struct {
+	ID        string
+	Anchor    string // the post's HTML id
+	Subject   string // shown when it differs from the thread's
+	From      string
+	Date      string
+	Depth     int
+	Indent    int
+	Missing   bool   // a placeholder: referenced, never seen
+	Problem   string // why the body is not shown
+	Parts     []partView
+	Permalink string
+	Reply     string
+	Parent    string // anchor of the parent post on this page
+	Next      string // anchor of the next post on this page
+}
+
+// flatten lists the thread in display order with depths.
+func flatten(root *mreader.Node) ([]*mreader.Node, []int) {
+	var nodes []*mreader.Node
+	var depths []int
+	mreader.Walk([]*mreader.Node{root}, func(n *mreader.Node, d int) bool {
+		nodes = append(nodes, n)
+		depths = append(depths, d)
+		return true
+	})
+	return nodes, depths
+}
+
+// postAnchor is the HTML id of a message-id's post.
+func postAnchor(id string) string { return "p" + anchor(id)[1:] }
+
+// convPage picks the page: ?page when given, else the page holding the
+// article the URL names.
+func convPage(r *http.Request, nodes []*mreader.Node, current string) (page, pages int, err error) {
+	pages = max(1, (len(nodes)+convPerPage-1)/convPerPage)
+	if r.URL.Query().Get("page") != "" {
+		page, err = pageParam(r)
+		return min(page, pages), pages, err
+	}
+	for i, n := range nodes {
+		if n.ID == current {
+			return i/convPerPage + 1, pages, nil
+		}
+	}
+	return 1, pages, nil
+}
+
+// posts builds one page of the conversation, fetching the bodies (through
+// the article cache) a few at a time.
+func (s *Server) posts(ctx context.Context, group, threadSubject string, nodes []*mreader.Node, depths []int) ([]post, error) {
+	out := make([]post, len(nodes))
+	onPage := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		onPage[n.ID] = true
+	}
+	for i, n := range nodes {
+		p := &out[i]
+		p.ID, p.Anchor, p.Depth, p.Indent = n.ID, postAnchor(n.ID), depths[i], min(depths[i], maxIndent)
+		p.Missing = n.Article == nil
+		if n.Parent != nil && onPage[n.Parent.ID] {
+			p.Parent = postAnchor(n.Parent.ID)
+		}
+		if i+1 < len(nodes) {
+			p.Next = postAnchor(nodes[i+1].ID)
+		}
+		if a := n.Article; a != nil {
+			p.From = displayName(a.From)
+			p.Date = fmtTime(a.Date)
+			if subj := decodeHeader(a.Subject); baseSubject(subj) != baseSubject(threadSubject) {
+				p.Subject = subj
+			}
+			p.Permalink = articleURL(n.ID, group)
+			if s.posting != nil {
+				p.Reply = replyURL(group, n.ID)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, convFetch)
+	for i := range out {
+		if out[i].Missing {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(p *post) {
+			defer func() { <-sem; wg.Done() }()
+			a, err := s.fed.Article(ctx, p.ID)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				p.Problem = "This article is no longer on the news servers."
+			case err != nil:
+				p.Problem = "The news servers did not send this article; reload to try again."
+			default:
+				d := decodeArticle(a.Raw)
+				if d.Problem != "" {
+					p.Problem = d.Problem
+				}
+				for _, part := range d.Parts {
+					p.Parts = append(p.Parts, partView{Note: part.Note, Blocks: blocks(part.Lines)})
+				}
+			}
+		}(&out[i])
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// baseSubject is a subject without its "Re:" prefixes, for comparing
+// (RFC 5536 §3.1.4 back-references).
+func baseSubject(s string) string {
+	for {
+		t := strings.TrimSpace(s)
+		if len(t) < 3 || !strings.EqualFold(t[:3], "re:") {
+			return t
+		}
+		s = t[3:]
+	}
+}
+
+// neighbours returns the links to the threads before (newer) and after
+// (older) the one rooted at root in the group's list, and the list's
+// version.
+func (s *Server) neighbours(ctx context.Context, group string, root *mreader.Node) (newer, older, version string) {
+	tl, err := s.fed.Threads(ctx, group)
+	if err != nil {
+		return "", "", ""
+	}
+	version = listVersion(tl)
+	for i, t := range tl.Threads {
+		if t.ID != root.ID {
+			continue
+		}
+		if i > 0 {
+			newer = row(group, tl.Threads[i-1]).Link
+		}
+		if i+1 < len(tl.Threads) {
+			older = row(group, tl.Threads[i+1]).Link
+		}
+		break
+	}
+	return newer, older, version
+}

@@ -1,0 +1,97 @@
+package newsweb
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+)
+
+// hostileLayout adds what breaks narrow layouts: a subject of long words,
+// a body line of one long URL and one long word, and a 52-deep thread.
+func hostileLayout(t *testing.T, s *site) {
+	t.Helper()
+	long := testArticle{id: "<long@t>", subject: "Internationalisation considerations for extraordinarily-long-hyphenated-subject-words in newsreaders",
+		body: "See https://example.org/" + strings.Repeat("very-long-path-segment/", 12) + " for details.\n" +
+			strings.Repeat("unbreakable", 20) + "\n> " + strings.Repeat("quoted words go on and on ", 20) + "\n",
+		date: "Wed, 03 Jan 2024 09:00:00 +0000"}
+	if err := s.news.AddArticle(nntptest.Article{Raw: rawArticle("misc.test", long)}); err != nil {
+		t.Fatal(err)
+	}
+	addChain(t, s, 52)
+}
+
+// At phone width (390 px) and desktop width (1280 px) no page scrolls
+// sideways: the document is no wider than the viewport. Screenshots go to
+// $NEWSWEB_SHOTS when set, to look at by eye.
+func TestBrowserWidths(t *testing.T) {
+	ctx := browser(t)
+	s := startSite(t)
+	hostileLayout(t, s)
+	pages := []string{"/", "/groups/misc.test", "/groups/misc.test?page=2", "/groups/misc.test/threads/c1@t",
+		"/groups/misc.test/threads/c52@t", "/groups/misc.test/threads/long@t", "/articles/long@t", "/articles/c52@t"}
+	for _, width := range []int64{390, 1280} {
+		do(t, ctx, "viewport", chromedp.EmulateViewport(width, 844))
+		for _, p := range pages {
+			do(t, ctx, p, chromedp.Navigate(s.url+p), chromedp.WaitVisible(chromedp.CSS("main")))
+			got := run(t, ctx, "widths", chromedp.Evaluate[[]float64](`[document.documentElement.scrollWidth, window.innerWidth,
+				Math.max(...Array.from(document.querySelectorAll('main *')).map(e => e.getBoundingClientRect().right))]`))
+			if got[0] > got[1] || got[2] > got[1]+0.5 {
+				t.Errorf("%d px %s: scrollWidth %.0f, viewport %.0f, rightmost element edge %.1f", width, p, got[0], got[1], got[2])
+			}
+			if dir := os.Getenv("NEWSWEB_SHOTS"); dir != "" {
+				shot := run(t, ctx, "screenshot", chromedp.FullScreenshot(100))
+				name := fmt.Sprintf("%d%s.png", width, strings.NewReplacer("/", "_", "?", "_", "=", "_", "@", "_").Replace(p))
+				os.WriteFile(filepath.Join(dir, name), shot, 0o644)
+			}
+		}
+	}
+	// On a phone the thread list is stacked: the subject cell is as wide
+	// as its row and no subject word is broken.
+	do(t, ctx, "phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.url+"/groups/misc.test"), chromedp.WaitVisible(chromedp.CSS("table.threads")))
+	stacked := run(t, ctx, "stacked", chromedp.Evaluate[bool](`Array.from(document.querySelectorAll('td.subject')).every(td =>
+		td.getBoundingClientRect().width >= td.parentElement.getBoundingClientRect().width - 1)`))
+	if !stacked {
+		t.Errorf("thread list at 390 px: the subject cells are not stacked full width")
+	}
+}
+
+// A reader on a phone logs in, opens a thread, replies through the form
+// and lands on the thread with the reply in it; the page still fits.
+// (Regression: chromium sends "Origin: null" for the site's own forms
+// under Referrer-Policy no-referrer, which the Origin check refused.)
+func TestBrowserReply(t *testing.T) {
+	ctx := browser(t)
+	s := postingSite(t, 0, map[string]string{"dora": "secret"})
+	do(t, ctx, "phone", chromedp.EmulateViewport(390, 844))
+	do(t, ctx, "log in",
+		chromedp.Navigate(s.url+"/login?next=/groups/misc.test/threads/m1@t"),
+		chromedp.SetValue(chromedp.CSS(`input[name=user]`), "dora"),
+		chromedp.SetValue(chromedp.CSS(`input[name=password]`), "secret"),
+		chromedp.Click(chromedp.CSS(`form.compose button`)),
+		chromedp.WaitVisible(chromedp.CSS("section.conversation")))
+	do(t, ctx, "reply form",
+		chromedp.Click(chromedp.CSS(`article[data-post="<m4@t>"] a.reply`)),
+		chromedp.WaitVisible(chromedp.CSS(`textarea[name=body]`)))
+	quoted := run(t, ctx, "quoted", chromedp.Evaluate[string](`document.querySelector('textarea[name=body]').value`))
+	if !strings.Contains(quoted, "> first reply") {
+		t.Errorf("the reply form does not quote its parent: %q", quoted)
+	}
+	do(t, ctx, "post",
+		chromedp.SetValue(chromedp.CSS(`textarea[name=body]`), quoted+"Replying from a phone."),
+		chromedp.Click(chromedp.CSS(`form.compose button`)),
+		chromedp.WaitVisible(chromedp.CSS("section.conversation")))
+	text := run(t, ctx, "conversation", chromedp.Text(chromedp.CSS("section.conversation")))
+	if !strings.Contains(text, "Replying from a phone.") {
+		t.Errorf("the reply is not on the thread page: %q", text)
+	}
+	w := run(t, ctx, "widths", chromedp.Evaluate[[]float64](`[document.documentElement.scrollWidth, window.innerWidth]`))
+	if w[0] > w[1] {
+		t.Errorf("thread page after the reply: scrollWidth %.0f > viewport %.0f", w[0], w[1])
+	}
+}

@@ -1,0 +1,358 @@
+package newsweb
+
+// Posting from the web (issue 14). A reader's identity comes from a
+// trusted header set by a reverse proxy (SSO), or from a login against an
+// htpasswd file of bcrypt hashes, kept in a signed session cookie. The
+// JSON API (POST /api/articles) and the HTML forms (GET /post shows one,
+// POST /post sends it) share one path: compose, rate limit, NNTP POST
+// through Federated.Post (which updates the caches), answer.
+//
+// Cross-site requests: the forms carry a CSRF token, an HMAC of the user
+// under the site's key, checked on POST; the JSON API takes only
+// application/json (which a cross-site form cannot send without a CORS
+// preflight that is never granted); both refuse an Origin header that is
+// not this site's. The login form checks the Origin too.
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/newsflow/newsflow/proto"
+)
+
+// PostingOptions configure posting (NewPosting).
+type PostingOptions struct {
+	// TrustedHeader names a request header holding the user, set by a
+	// reverse proxy in front (e.g. "X-Forwarded-User"). Only use it when
+	// every request comes through that proxy.
+	TrustedHeader string
+	// Users is an htpasswd file of bcrypt hashes ("name:$2y$..." lines);
+	// its users log in on /login.
+	Users string
+	// FromDomain is the domain of the From address and the Message-ID.
+	FromDomain string
+	// RateLimit posts per RateWindow per user (DefaultPostRate and
+	// DefaultPostWindow when 0).
+	RateLimit  int
+	RateWindow time.Duration
+	// Key signs session cookies and CSRF tokens; random when nil (sessions
+	// then end with the process; replicas need one shared key).
+	Key []byte
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Defaults of PostingOptions.
+const (
+	DefaultPostRate   = 20
+	DefaultPostWindow = time.Hour
+	sessionCookie     = "newsweb_session"
+	sessionLife       = 30 * 24 * time.Hour
+	maxPostRequest    = maxPostBody + 16<<10
+	maxRateUsers      = 100_000
+)
+
+// Posting is the posting state of a Server (Options.Posting): the users,
+// the signing key and the rate limit.
+type Posting struct {
+	opts  PostingOptions
+	users map[string][]byte // name -> bcrypt hash
+	rate  rateLimit
+}
+
+// NewPosting checks o and reads the users file.
+func NewPosting(o PostingOptions) (*Posting, error) {
+	if o.FromDomain == "" {
+		return nil, errors.New("newsweb: posting needs from_domain")
+	}
+	if o.TrustedHeader == "" && o.Users == "" {
+		return nil, errors.New("newsweb: posting needs trusted_header or users")
+	}
+	if o.RateLimit <= 0 {
+		o.RateLimit = DefaultPostRate
+	}
+	if o.RateWindow <= 0 {
+		o.RateWindow = DefaultPostWindow
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if len(o.Key) == 0 {
+		o.Key = make([]byte, 32)
+		rand.Read(o.Key)
+	}
+	p := &Posting{opts: o, rate: rateLimit{n: o.RateLimit, window: o.RateWindow, posts: map[string][]time.Time{}}}
+	if o.Users != "" {
+		users, err := loadHtpasswd(o.Users)
+		if err != nil {
+			return nil, err
+		}
+		p.users = users
+	}
+	return p, nil
+}
+
+// loadHtpasswd reads name:bcrypt-hash lines; other hash kinds are refused
+// (htpasswd -B makes bcrypt).
+func loadHtpasswd(path string) (map[string][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("newsweb: users file: %w", err)
+	}
+	defer f.Close()
+	users := map[string][]byte{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, hash, ok := strings.Cut(line, ":")
+		if !ok || name == "" || !strings.HasPrefix(hash, "$2") {
+			return nil, fmt.Errorf("newsweb: users file %s line %d: want name:bcrypt-hash (htpasswd -B)", path, n)
+		}
+		if _, err := bcrypt.Cost([]byte(hash)); err != nil {
+			return nil, fmt.Errorf("newsweb: users file %s line %d: %w", path, n, err)
+		}
+		users[name] = []byte(hash)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("newsweb: users file: %w", err)
+	}
+	return users, nil
+}
+
+// mac is the site's HMAC of the parts.
+func (p *Posting) mac(parts ...string) []byte {
+	m := hmac.New(sha256.New, p.opts.Key)
+	for _, s := range parts {
+		m.Write([]byte(s))
+		m.Write([]byte{0})
+	}
+	return m.Sum(nil)
+}
+
+// csrf is the form token for user.
+func (p *Posting) csrf(user string) string {
+	return base64.RawURLEncoding.EncodeToString(p.mac("csrf", user))
+}
+
+func (p *Posting) csrfOK(user, token string) bool {
+	got, err := base64.RawURLEncoding.DecodeString(token)
+	return err == nil && hmac.Equal(got, p.mac("csrf", user))
+}
+
+// session is the cookie value for user until exp.
+func (p *Posting) session(user string, exp time.Time) string {
+	e := strconv.FormatInt(exp.Unix(), 10)
+	return base64.RawURLEncoding.EncodeToString([]byte(user)) + "." + e + "." +
+		base64.RawURLEncoding.EncodeToString(p.mac("session", user, e))
+}
+
+// sessionUser checks a cookie value.
+func (p *Posting) sessionUser(v string) (string, bool) {
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return "", false
+	}
+	user, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil {
+		return "", false
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil || !hmac.Equal(sig, p.mac("session", string(user), parts[1])) {
+		return "", false
+	}
+	exp, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || p.opts.Now().Unix() > exp {
+		return "", false
+	}
+	if _, ok := p.users[string(user)]; !ok {
+		return "", false // removed from the file since
+	}
+	return string(user), true
+}
+
+// user is the request's identity: the trusted header, else the session.
+func (p *Posting) user(r *http.Request) (string, bool) {
+	if h := p.opts.TrustedHeader; h != "" {
+		if u := strings.TrimSpace(r.Header.Get(h)); u != "" && len(u) <= 100 && printable(u) {
+			return u, true
+		}
+	}
+	if p.users != nil {
+		if c, err := r.Cookie(sessionCookie); err == nil {
+			return p.sessionUser(c.Value)
+		}
+	}
+	return "", false
+}
+
+// sameOrigin refuses a request whose Origin names another site. "null"
+// is what browsers send for our own forms under Referrer-Policy
+// no-referrer, so it names no site: the CSRF token (forms) and the JSON
+// content type (API) are the checks that hold then.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || o == "null" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+// rateLimit allows n posts per window per user (a sliding window).
+type rateLimit struct {
+	n      int
+	window time.Duration
+	mu     sync.Mutex
+	posts  map[string][]time.Time
+}
+
+// allow records a post by user at now if allowed; otherwise it says when
+// the next is.
+func (l *rateLimit) allow(user string, now time.Time) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	recent := l.posts[user][:0:0]
+	for _, t := range l.posts[user] {
+		if now.Sub(t) < l.window {
+			recent = append(recent, t)
+		}
+	}
+	if len(recent) >= l.n {
+		l.posts[user] = recent
+		return false, recent[0].Add(l.window).Sub(now)
+	}
+	if len(l.posts) >= maxRateUsers {
+		for u, ts := range l.posts {
+			if len(ts) == 0 || now.Sub(ts[len(ts)-1]) >= l.window {
+				delete(l.posts, u)
+			}
+		}
+	}
+	l.posts[user] = append(recent, now)
+	return true, 0
+}
+
+// newMessageID is a fresh message-id at domain.
+func newMessageID(domain string) string {
+	b := make([]byte, 15)
+	rand.Read(b)
+	return "<" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)) + "@" + domain + ">"
+}
+
+// postError is a refused post: its status and the reader's message.
+type postError struct {
+	status int
+	msg    string
+	retry  time.Duration
+}
+
+func (e *postError) Error() string { return e.msg }
+
+// post is the one path of every post: compose, rate limit, POST.
+func (s *Server) post(ctx context.Context, user string, d draft) (string, error) {
+	p := s.posting
+	var par *parent
+	if d.References != "" {
+		id := bracketID(strings.TrimSpace(d.References))
+		if proto.ValidNNTPMessageID(id) != nil {
+			return "", &postError{status: http.StatusBadRequest, msg: "references: not a message-id"}
+		}
+		par = &parent{ID: id}
+		if a, err := s.fed.Article(ctx, id); err == nil {
+			par.References = decodeArticle(a.Raw).References
+		}
+	}
+	now := p.opts.Now()
+	art, err := compose(d, user, p.opts.FromDomain, newMessageID(p.opts.FromDomain), now, par)
+	if err != nil {
+		return "", &postError{status: http.StatusBadRequest, msg: strings.TrimPrefix(err.Error(), errCompose.Error()+": ")}
+	}
+	if ok, wait := p.rate.allow(user, now); !ok {
+		return "", &postError{status: http.StatusTooManyRequests, retry: wait,
+			msg: fmt.Sprintf("You have posted %d articles in %v; please wait %v.", p.rate.n, p.rate.window, wait.Round(time.Second))}
+	}
+	server, err := s.fed.Post(ctx, art.ID, art.Raw)
+	switch {
+	case err == nil:
+		s.log.Info("posted", "user", user, "id", art.ID, "server", server, "newsgroups", d.Newsgroups)
+		return art.ID, nil
+	case errors.Is(err, ErrPostRejected):
+		// 441: the server's reason is the last quoted part of the error.
+		return "", &postError{status: http.StatusUnprocessableEntity, msg: "The news server refused the article: " + serverReason(err)}
+	case errors.Is(err, ErrPostingDenied):
+		return "", &postError{status: http.StatusForbidden, msg: "No news server behind this site allows posting."}
+	}
+	return "", err
+}
+
+// serverReason is the text of the server's refusal in a Post error.
+func serverReason(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": \""); i >= 0 {
+		if r, err := strconv.Unquote(s[i+2:]); err == nil {
+			return r
+		}
+	}
+	return s
+}
+
+// apiPost is POST /api/articles.
+func (s *Server) apiPost(ctx context.Context, r *http.Request) (*response, error) {
+	user, ok := s.posting.user(r)
+	if !ok {
+		return jsonError(http.StatusUnauthorized, "Posting needs a login."), nil
+	}
+	ct := strings.TrimSpace(strings.Split(r.Header.Get("Content-Type"), ";")[0])
+	if !strings.EqualFold(ct, "application/json") || !sameOrigin(r) {
+		return jsonError(http.StatusForbidden, "Send JSON from this site."), nil
+	}
+	var d draft
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return jsonError(http.StatusBadRequest, "The request is not the JSON of an article: "+err.Error()), nil
+	}
+	id, err := s.post(ctx, user, d)
+	var pe *postError
+	if errors.As(err, &pe) {
+		resp := jsonError(pe.status, pe.msg)
+		if pe.retry > 0 {
+			resp.retryAfter = pe.retry
+		}
+		return resp, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp, err := renderJSON(map[string]string{"message_id": id}, cacheError)
+	if err != nil {
+		return nil, err
+	}
+	resp.status = http.StatusCreated
+	return resp, nil
+}
+
+func jsonError(status int, msg string) *response {
+	body, _ := json.Marshal(map[string]any{"error": msg, "status": status})
+	return &response{status: status, ctype: "application/json", cache: cacheError, body: append(body, '\n')}
+}

@@ -1,0 +1,179 @@
+package newsweb
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/newsflow/newsflow/proto"
+)
+
+// The HTML side of posting: the compose form (a new thread in a group, or
+// a reply quoting its parent), its submission, and the login form. They
+// work without script; see posting.go for identity and CSRF.
+
+type composeView struct {
+	base
+	User       string
+	CSRF       string
+	Newsgroups string
+	Subject    string
+	Body       string
+	References string
+	Reply      bool
+	Error      string
+}
+
+type loginView struct {
+	base
+	Next  string
+	Error string
+}
+
+// replyURL is the reply form for id in group.
+func replyURL(group, id string) string {
+	return "/post?group=" + url.QueryEscape(group) + "&re=" + url.QueryEscape(stripID(id))
+}
+
+// newThreadURL is the form for a new thread in group.
+func newThreadURL(group string) string { return "/post?group=" + url.QueryEscape(group) }
+
+// localPath keeps next a path on this site (no open redirect).
+func localPath(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || len(next) > maxURL {
+		return "/"
+	}
+	return next
+}
+
+// needLogin answers a form request without identity: the login page when
+// there are users, else 401.
+func (s *Server) needLogin(r *http.Request) *response {
+	if s.posting.users != nil {
+		return &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError,
+			location: "/login?next=" + url.QueryEscape(r.URL.RequestURI())}
+	}
+	resp := s.errorPage(http.StatusUnauthorized, "Login needed", "Posting needs you to be logged in through this site's sign-on.")
+	return resp
+}
+
+// composePage is GET /post?group=G[&re=ID].
+func (s *Server) composePage(ctx context.Context, r *http.Request) (*response, error) {
+	user, ok := s.posting.user(r)
+	if !ok {
+		return s.needLogin(r), nil
+	}
+	q := r.URL.Query()
+	group := q.Get("group")
+	if group != "" && proto.ValidGroupName(group) != nil {
+		return nil, errBad
+	}
+	v := composeView{base: s.base("New thread", group), User: user, CSRF: s.posting.csrf(user), Newsgroups: group}
+	if re := q.Get("re"); re != "" {
+		id := bracketID(re)
+		if proto.ValidNNTPMessageID(id) != nil {
+			return nil, errBad
+		}
+		a, err := s.fed.Article(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		d := decodeArticle(a.Raw)
+		v.Title, v.Reply, v.References = "Reply", true, id
+		v.Subject = replySubject(d.Subject)
+		v.Body = quoteReply(d)
+		if group == "" && len(d.Newsgroups) > 0 {
+			v.Newsgroups = strings.Join(d.Newsgroups, ",")
+		}
+	}
+	return s.render("compose", v, cacheError)
+}
+
+// submitPost is POST /post, the form's submission.
+func (s *Server) submitPost(ctx context.Context, r *http.Request) (*response, error) {
+	user, ok := s.posting.user(r)
+	if !ok {
+		return s.needLogin(r), nil
+	}
+	if err := r.ParseForm(); err != nil {
+		return nil, errBad
+	}
+	f := r.PostForm
+	if !sameOrigin(r) || !s.posting.csrfOK(user, f.Get("csrf")) {
+		resp := s.errorPage(http.StatusForbidden, "Form expired", "The form did not come from this page; please go back, reload and post again.")
+		return resp, nil
+	}
+	var groups []string
+	for _, g := range strings.Split(f.Get("newsgroups"), ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			groups = append(groups, g)
+		}
+	}
+	d := draft{Newsgroups: groups, Subject: f.Get("subject"), Body: f.Get("body"), References: f.Get("references"), From: f.Get("from")}
+	id, err := s.post(ctx, user, d)
+	var pe *postError
+	if errors.As(err, &pe) {
+		v := composeView{base: s.base("Not posted", ""), User: user, CSRF: s.posting.csrf(user), Newsgroups: f.Get("newsgroups"),
+			Subject: d.Subject, Body: d.Body, References: d.References, Reply: d.References != "", Error: pe.msg}
+		resp, err := s.render("compose", v, cacheError)
+		if err != nil {
+			return nil, err
+		}
+		resp.status, resp.retryAfter = pe.status, pe.retry
+		return resp, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	// To the new article in its thread (the caches have it already).
+	return &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError,
+		location: threadURL(groups[0], id) + "#" + postAnchor(id)}, nil
+}
+
+func (s *Server) loginPage(ctx context.Context, r *http.Request) (*response, error) {
+	return s.render("login", loginView{base: s.base("Log in", ""), Next: localPath(r.URL.Query().Get("next"))}, cacheError)
+}
+
+// login is POST /login: a bcrypt check, then the session cookie.
+func (s *Server) login(ctx context.Context, r *http.Request) (*response, error) {
+	if err := r.ParseForm(); err != nil {
+		return nil, errBad
+	}
+	next := localPath(r.PostForm.Get("next"))
+	user, pass := r.PostForm.Get("user"), r.PostForm.Get("password")
+	hash, known := s.posting.users[user]
+	if !known {
+		hash = dummyHash() // the same work for unknown users
+	}
+	if !sameOrigin(r) || bcrypt.CompareHashAndPassword(hash, []byte(pass)) != nil || !known {
+		resp, err := s.render("login", loginView{base: s.base("Log in", ""), Next: next, Error: "Wrong name or password."}, cacheError)
+		if err != nil {
+			return nil, err
+		}
+		resp.status = http.StatusUnauthorized
+		return resp, nil
+	}
+	exp := s.posting.opts.Now().Add(sessionLife)
+	return &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError, location: next,
+		cookie: &http.Cookie{Name: sessionCookie, Value: s.posting.session(user, exp), Path: "/", Expires: exp,
+			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(siteURL(r), "https:")}}, nil
+}
+
+func (s *Server) logout(ctx context.Context, r *http.Request) (*response, error) {
+	if !sameOrigin(r) {
+		return s.errorPage(http.StatusForbidden, "Not from this site", "Log out from this site's pages."), nil
+	}
+	return &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError, location: "/",
+		cookie: &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode}}, nil
+}
+
+// dummyHash is compared against for unknown users (cost 10, like htpasswd -B).
+var dummyHash = sync.OnceValue(func() []byte {
+	h, _ := bcrypt.GenerateFromPassword([]byte("no such user"), bcrypt.DefaultCost)
+	return h
+})
