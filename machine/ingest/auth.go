@@ -57,6 +57,7 @@ const (
 	AuthAccepted AuthVerdict = iota + 1 // credentials are good
 	AuthRejected                        // wrong user or password
 	AuthBlocked                         // too many failures from this address: 481, then close
+	AuthLimited                         // good credentials, but the user has too many connections: 481, then close
 )
 
 // Authenticated reports whether the peer has authenticated (always false
@@ -113,7 +114,7 @@ func (g *Ingest) AuthDone(now time.Time, seq uint64, v AuthVerdict) error {
 	if err != nil {
 		return err
 	}
-	if v < AuthAccepted || v > AuthBlocked {
+	if v < AuthAccepted || v > AuthLimited {
 		return fmt.Errorf("ingest: AuthDone(%d): unknown verdict %d", seq, v)
 	}
 	s.waiting = false
@@ -127,6 +128,11 @@ func (g *Ingest) AuthDone(now time.Time, seq uint64, v AuthVerdict) error {
 	case AuthBlocked:
 		s.code, s.text = proto.CodeAuthRejected, "Too many authentication failures; try later"
 		s.close, s.reason = true, "too many authentication failures"
+		g.stop()
+	case AuthLimited:
+		s.code, s.text = proto.CodeAuthRejected, "Too many connections for this user"
+		s.close, s.reason = true, "too many connections for this user"
+		g.user = ""
 		g.stop()
 	}
 	g.release(now)

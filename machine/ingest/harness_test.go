@@ -27,8 +27,8 @@ type owner struct {
 	users    map[string]string // "user <name> <password>": the good credentials
 	failures int               // failed logins so far
 	block    int               // "block after <n>": failures before AuthBlocked (0: never)
-	stored   []Article // what was stored, in order
-	log      []string  // event summaries
+	stored   []Article         // what was stored, in order
+	log      []string          // event summaries
 }
 
 func newOwner() *owner {
