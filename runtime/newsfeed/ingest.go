@@ -330,6 +330,13 @@ func (r *Relay) store(now time.Time, id string, data []byte, h proto.Header, buf
 	full := proto.AppendWire(withPath, withPath)
 	wire := full[len(withPath):]
 	*buf = full[:0]
+	return r.put(now, id, wire, h, item)
+}
+
+// put stores an article's wire form in the spool and hands it to the
+// group commit for item.peers, or, when item.peers is nil, for the peers
+// the masterfeed routes it to. It returns store's results.
+func (r *Relay) put(now time.Time, id string, wire []byte, h proto.Header, item pendingArt) (ingest.Result, bool) {
 	groups, _ := h.Newsgroups()
 	path := h.Path()
 	// Put and the hand-over to the committer under putMu: see fanout.go.
@@ -338,7 +345,9 @@ func (r *Relay) store(now time.Time, id string, data []byte, h proto.Header, buf
 	if err == nil {
 		size := int64(len(wire))
 		item.entry = entryFor(tok, id, size, now)
-		item.peers = r.route(groups, path, size, nil)
+		if item.peers == nil {
+			item.peers = r.route(groups, path, size, nil)
+		}
 		r.com.add(item)
 	}
 	r.putMu.Unlock()
