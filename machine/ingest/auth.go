@@ -18,7 +18,9 @@ package ingest
 //	TLS active or authed  STARTTLS           502 (RFC 4642 §2.2.2)
 //	TLS not offered       STARTTLS           500 Unknown command
 //
-// After a successful handshake the machine forgets what the plaintext
+// After AUTHINFO PASS the parser waits for the owner's verdict, as after
+// IHAVE, so commands pipelined behind it are judged with the verdict
+// whatever the reads' sizes. After a successful handshake the machine forgets what the plaintext
 // session set up (MODE STREAM; RFC 4642 §2.2.2) and drops any input that
 // arrived pipelined behind STARTTLS in the clear (a man in the middle could
 // have injected it). A failed handshake closes the connection: the stream
@@ -118,6 +120,9 @@ func (g *Ingest) AuthDone(now time.Time, seq uint64, v AuthVerdict) error {
 		return fmt.Errorf("ingest: AuthDone(%d): unknown verdict %d", seq, v)
 	}
 	s.waiting = false
+	if g.state == stAuthWait {
+		g.state = stCommand
+	}
 	switch v {
 	case AuthAccepted:
 		s.code, s.text = proto.CodeAuthOK, "Authentication accepted"
@@ -188,7 +193,11 @@ func (g *Ingest) authinfo(now time.Time, c proto.Command) {
 		g.push(now, slot{code: proto.CodeAuthOutOfOrder, text: "Authentication commands issued out of sequence"})
 		return
 	}
+	// Nothing more is parsed until the owner answers: whether the next
+	// commands draw 480 depends on it (and a pipelined USER must not be
+	// undone by this PASS's failure), however the input was cut.
 	seq := g.push(now, slot{kind: slotAuth, waiting: true})
+	g.state = stAuthWait
 	g.emit(Auth{Seq: seq, User: g.user, Password: arg})
 }
 

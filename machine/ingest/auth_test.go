@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -86,4 +87,37 @@ func drain(g *Ingest) []Event {
 		}
 		evs = append(evs, ev)
 	}
+}
+
+// FuzzIngestAuth feeds arbitrary bytes to an Ingest that requires
+// AUTHINFO and offers STARTTLS. Properties: no panic; well-formed output;
+// nothing is stored unless 281 went out; the outcome does not depend on
+// how the bytes are cut.
+func FuzzIngestAuth(f *testing.F) {
+	f.Add([]byte("CHECK <a@b>\r\nAUTHINFO USER up1\r\nAUTHINFO PASS s3cret\r\nMODE STREAM\r\n" + takethis("<a@b>", article("<a@b>"))))
+	f.Add([]byte(takethis("<a@b>", article("<a@b>")) + "AUTHINFO PASS x\r\nAUTHINFO USER up1\r\nAUTHINFO PASS bad\r\n"))
+	f.Add([]byte("AUTHINFO USER up1\r\nAUTHINFO PASS a\r\nAUTHINFO USER up1\r\nAUTHINFO PASS b\r\nAUTHINFO USER up1\r\nAUTHINFO PASS c\r\nDATE\r\n"))
+	f.Add([]byte("CAPABILITIES\r\nSTARTTLS\r\nCHECK <a@b>\r\n"))
+	cfg := Config{PathHost: "relay.example", MaxArticleSize: 300, AuthRequired: true, StartTLS: true}
+	const policy = "want all, store ok, user up1 s3cret, block after 3"
+	f.Fuzz(func(t *testing.T, in []byte) {
+		whole, o := driveOwner(cfg, policy, [][]byte{in})
+		if _, err := statusLines(whole.Out); err != nil {
+			t.Fatalf("malformed output: %v\n%q", err, whole.Out)
+		}
+		if len(o.stored) > 0 && !strings.Contains(whole.Out, "\r\n281 ") {
+			t.Fatalf("%d articles stored without a 281:\n%q", len(o.stored), whole.Out)
+		}
+		if len(in) <= 4096 {
+			if got := drive(cfg, policy, bytewise(in)); !cmp.Equal(whole, got) {
+				t.Fatalf("byte by byte differs (-whole +bytewise):\n%s", cmp.Diff(whole, got))
+			}
+		}
+		if len(in) > 1 {
+			k := int(in[0]) % len(in)
+			if got := drive(cfg, policy, split(in, k)); !cmp.Equal(whole, got) {
+				t.Fatalf("cut at %d differs (-whole +cut):\n%s", k, cmp.Diff(whole, got))
+			}
+		}
+	})
 }

@@ -215,6 +215,7 @@ const (
 	stIHaveWait                   // nothing: IHAVE waits for the owner's Decide
 	stArticle                     // the article block of TAKETHIS or IHAVE
 	stTLSWait                     // nothing: 382 went out, the runtime does the TLS handshake
+	stAuthWait                    // nothing: AUTHINFO PASS waits for the owner's AuthDone
 	stStopped                     // nothing ever again: input is dropped
 )
 
@@ -443,7 +444,7 @@ func (g *Ingest) Paused() bool {
 	if g.closed {
 		return false
 	}
-	return g.hold || g.state == stIHaveWait || g.state == stTLSWait || g.state == stCommand && g.queued() >= g.cfg.MaxPending
+	return g.hold || g.state == stIHaveWait || g.state == stTLSWait || g.state == stAuthWait || g.state == stCommand && g.queued() >= g.cfg.MaxPending
 }
 
 // SetHold holds the machine (Paused reports true, so the runtime stops
@@ -694,7 +695,7 @@ func (g *Ingest) advance(now time.Time) {
 			if !g.readArticle(now) {
 				return
 			}
-		default: // stIHaveWait, stTLSWait, stStopped
+		default: // stIHaveWait, stTLSWait, stAuthWait, stStopped
 			return
 		}
 	}
