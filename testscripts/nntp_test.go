@@ -331,7 +331,8 @@ func parseRules(specs []string, s *nntptest.Server) (nntptest.Rule, error) {
 // C: lines are buffered and sent when the next S: line needs a response, so
 // consecutive C: lines are pipelined. It connects to $NNTP_ADDR, the server
 // named by -server, or -addr; -tls speaks TLS from the start, trusting the
-// in-script server's certificate or -ca FILE. ! nntpclient succeeds only if an
+// in-script server's certificate or -ca FILE; -addrfile FILE connects to the
+// listen= address of a newsfeed address file. ! nntpclient succeeds only if an
 // expectation fails.
 func cmdClient(ts *testscript.TestScript, neg bool, args []string) {
 	fs := newFlags(ts, "nntpclient")
@@ -339,8 +340,16 @@ func cmdClient(ts *testscript.TestScript, neg bool, args []string) {
 	addr := fs.String("addr", "", "host:port")
 	useTLS := fs.Bool("tls", false, "implicit TLS")
 	caFile := fs.String("ca", "", "PEM file to trust")
+	addrFile := fs.String("addrfile", "", "newsfeed's address file (spool/newsfeed.addr): connect to its listen= address")
 	if err := fs.Parse(args); err != nil {
 		ts.Fatalf("nntpclient: %v", err)
+	}
+	if *addrFile != "" {
+		for _, l := range strings.Split(ts.ReadFile(*addrFile), "\n") {
+			if v, ok := strings.CutPrefix(l, "listen="); ok {
+				*addr = strings.TrimSpace(v)
+			}
+		}
 	}
 	if fs.NArg() != 1 {
 		ts.Fatalf("usage: nntpclient [-server NAME | -addr HOST:PORT] [-tls] [-ca FILE] FILE")

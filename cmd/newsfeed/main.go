@@ -7,6 +7,7 @@
 //	newsfeed demo [-n N] [-v]                 run the relay against two loopback peers
 //	newsfeed status [-config FILE] [-admin ADDR] [-json]
 //	                                          print per-peer state from the admin listener
+//	newsfeed innd-channel [-config FILE]      innd's channel feed (newsfeeds Tc,Wnm*), in innfeed's place
 //
 // With no -config, newsfeed runs an embedded default: ingest on
 // 127.0.0.1:1119, the spool under $XDG_STATE_HOME/newsflow (or
@@ -51,6 +52,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return demo(args[1:], stdout, stderr)
 		case "status":
 			return status(args[1:], stdout, stderr)
+		case "innd-channel":
+			return inndChannel(args[1:], os.Stdin, stderr)
 		case "help", "-h", "-help", "--help":
 			usage(stderr)
 			return 0
@@ -65,6 +68,8 @@ func usage(w io.Writer) {
   newsfeed inject [-config FILE] FILE...    store rnews batches or single article files
   newsfeed demo [-n N] [-v]                 run the relay against two loopback peers
   newsfeed status [-config FILE] [-admin ADDR] [-json] [-wait DURATION [-drained]]
+  newsfeed innd-channel [-config FILE] [-sm PROGRAM] [-backlog FILE] [-log FILE] [-v]
+                                            innd's channel feed in innfeed's place (newsfeeds Tc,Wnm*)
 `)
 }
 

@@ -24,8 +24,11 @@ type owner struct {
 	perID    map[string]Verdict // per-id verdicts
 	perStore map[string]Outcome // per-id outcomes
 	seen     map[string]bool
-	stored   []Article // what was stored, in order
-	log      []string  // event summaries
+	users    map[string]string // "user <name> <password>": the good credentials
+	failures int               // failed logins so far
+	block    int               // "block after <n>": failures before AuthBlocked (0: never)
+	stored   []Article         // what was stored, in order
+	log      []string          // event summaries
 }
 
 func newOwner() *owner {
@@ -35,7 +38,7 @@ func newOwner() *owner {
 // parseOwner reads a policy: comma-separated phrases such as "want all",
 // "refuse all", "defer all", "want new", "store ok", "store duplicate",
 // "store reject <reason words>", "store later <reason words>", and per-id
-// overrides "refuse <id>", "defer <id>", "duplicate <id>", "reject <id>",
+// overrides "refuse <id>", credentials "user <name> <password>", "block after <n>" failed logins, "defer <id>", "duplicate <id>", "reject <id>",
 // "later <id>".
 func parseOwner(s string) (*owner, error) {
 	o := newOwner()
@@ -70,6 +73,18 @@ func parseOwner(s string) (*owner, error) {
 				return nil, fmt.Errorf("owner policy: store %q", f[1])
 			}
 			o.reason = strings.Join(f[2:], " ")
+		case "user":
+			if len(f) != 3 {
+				return nil, fmt.Errorf("owner policy: user needs a name and a password: %q", ph)
+			}
+			if o.users == nil {
+				o.users = map[string]string{}
+			}
+			o.users[f[1]] = f[2]
+		case "block":
+			if _, err := fmt.Sscanf(rest, "after %d", &o.block); err != nil {
+				return nil, fmt.Errorf("owner policy: %q: %v", ph, err)
+			}
 		case "duplicate", "reject", "later":
 			o.perStore[rest] = map[string]Outcome{"duplicate": StoreDuplicate, "reject": StoreRejected, "later": StoreLater}[f[0]]
 		default:
@@ -88,6 +103,16 @@ func (o *owner) serve(now time.Time, g *Ingest) {
 		}
 		o.log = append(o.log, summary(ev))
 		switch e := ev.(type) {
+		case Auth:
+			v := AuthRejected
+			if pw, ok := o.users[e.User]; ok && pw == e.Password {
+				v = AuthAccepted
+			} else if o.failures++; o.block > 0 && o.failures >= o.block {
+				v = AuthBlocked
+			}
+			if err := g.AuthDone(now, e.Seq, v); err != nil {
+				panic(err)
+			}
 		case Check:
 			v, ok := o.perID[e.MessageID]
 			if !ok {
@@ -158,6 +183,10 @@ func summary(ev Event) string {
 		return fmt.Sprintf("rejected %s %s %s: %s", e.Cmd, e.MessageID, e.Kind, e.Reason)
 	case Closed:
 		return "closed " + e.Reason
+	case Auth:
+		return fmt.Sprintf("auth %d %s", e.Seq, e.User)
+	case TLSStarted:
+		return "tls started"
 	}
 	return fmt.Sprintf("%T", ev)
 }
@@ -231,3 +260,9 @@ func block(art string) string { return string(proto.AppendBlock(nil, []byte(art)
 
 // takethis is a TAKETHIS command with its article.
 func takethis(id, art string) string { return "TAKETHIS " + id + "\r\n" + block(art) }
+
+func (c *ownedConn) TLSDone(now time.Time, err error) error {
+	e := c.Ingest.TLSDone(now, err)
+	c.o.serve(now, c.Ingest)
+	return e
+}

@@ -174,6 +174,19 @@ type Config struct {
 	// MaxAge 0 means no limit, MaxFuture 0 means 24 hours and a negative
 	// MaxFuture turns that check off.
 	MaxAge, MaxFuture time.Duration
+
+	// AuthRequired makes every feeding command draw 480 until the peer
+	// authenticates with AUTHINFO USER/PASS (auth.go); the owner checks
+	// the credentials. Without it AUTHINFO is an unknown command.
+	AuthRequired bool
+	// StartTLS offers STARTTLS (RFC 4642); the runtime must be able to
+	// perform the handshake as the server.
+	StartTLS bool
+	// Secure says the connection is encrypted from the first byte
+	// (implicit TLS): STARTTLS is refused and AUTHINFO allowed.
+	Secure bool
+	// TLSRequired refuses AUTHINFO (483) on a connection not encrypted.
+	TLSRequired bool
 }
 
 func (c Config) withDefaults() Config {
@@ -201,6 +214,8 @@ const (
 	stSkipLine                    // the rest of an over-long command line, discarded
 	stIHaveWait                   // nothing: IHAVE waits for the owner's Decide
 	stArticle                     // the article block of TAKETHIS or IHAVE
+	stTLSWait                     // nothing: 382 went out, the runtime does the TLS handshake
+	stAuthWait                    // nothing: AUTHINFO PASS waits for the owner's AuthDone
 	stStopped                     // nothing ever again: input is dropped
 )
 
@@ -260,6 +275,9 @@ type Ingest struct {
 	artStart           time.Time // first octet of the article being read
 	artIn              int64     // octets of it received so far (before unstuffing)
 	hold               bool      // the owner holds the machine (SetHold)
+	authed             bool      // AUTHINFO succeeded (auth.go)
+	user               string    // AUTHINFO USER's name, kept for PASS
+	secure             bool      // the connection is encrypted
 	counters           Counters
 }
 
@@ -275,6 +293,7 @@ func New(now time.Time, cfg Config) *Ingest {
 		lastRecv:  now,
 		lastSend:  now,
 	}
+	g.secure = g.cfg.Secure
 	if g.cfg.Unavailable != "" {
 		g.out = appendStatus(g.out, proto.CodeUnavailable, "", g.cfg.Unavailable)
 		g.writeDue = now.Add(g.cfg.WriteTimeout)
@@ -425,7 +444,7 @@ func (g *Ingest) Paused() bool {
 	if g.closed {
 		return false
 	}
-	return g.hold || g.state == stIHaveWait || g.state == stCommand && g.queued() >= g.cfg.MaxPending
+	return g.hold || g.state == stIHaveWait || g.state == stTLSWait || g.state == stAuthWait || g.state == stCommand && g.queued() >= g.cfg.MaxPending
 }
 
 // SetHold holds the machine (Paused reports true, so the runtime stops
@@ -676,7 +695,7 @@ func (g *Ingest) advance(now time.Time) {
 			if !g.readArticle(now) {
 				return
 			}
-		default: // stIHaveWait, stStopped
+		default: // stIHaveWait, stTLSWait, stAuthWait, stStopped
 			return
 		}
 	}

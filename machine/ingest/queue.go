@@ -20,6 +20,7 @@ const (
 	slotFixed   slotKind = iota // resolved by the machine
 	slotCheck                   // waits for Decide
 	slotArticle                 // waits for Stored
+	slotAuth                    // waits for AuthDone
 )
 
 // slot is one queued response.
@@ -70,10 +71,7 @@ func (g *Ingest) lookup(seq uint64, k slotKind, call string) (*slot, error) {
 			}
 		}
 	}
-	want := "Check"
-	if k == slotArticle {
-		want = "Article"
-	}
+	want := map[slotKind]string{slotCheck: "Check", slotArticle: "Article", slotAuth: "Auth"}[k]
 	return nil, fmt.Errorf("ingest: %s(%d): no %s with this sequence number awaits an answer", call, seq, want)
 }
 

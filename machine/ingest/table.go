@@ -18,6 +18,9 @@ package ingest
 //	HELP                0     100 + text (RFC 3977 §7.2)
 //	DATE                0     111 yyyymmddhhmmss (RFC 3977 §7.1)
 //	QUIT                0     205, then close (RFC 3977 §5.4)
+//	AUTHINFO USER/PASS  1+    381 / 281 / 481 / 482 / 483 / 502 (RFC 4643 §2.3; auth.go)
+//	STARTTLS            0     382, then the TLS handshake / 502 (RFC 4642 §2.2; auth.go)
+//	(anything feeding)        480 until authenticated, when Config.AuthRequired
 //
 // Choices where practice varies, and why:
 //   - MODE READER answers 502 and closes. innd answers reader commands with
@@ -68,6 +71,10 @@ var commands = map[string]command{
 	"HELP":         {0, 0, "HELP", false, (*Ingest).help, ""},
 	"DATE":         {0, 0, "DATE", false, (*Ingest).date, ""},
 	"QUIT":         {0, 0, "QUIT", false, (*Ingest).quit, ""},
+	// RFC 4643 §2.3 and RFC 4642 §2.2; see auth.go for the states.
+	"AUTHINFO USER": {2, 99, "AUTHINFO USER name", false, (*Ingest).authinfo, ""},
+	"AUTHINFO PASS": {2, 99, "AUTHINFO PASS password", false, (*Ingest).authinfo, ""},
+	"STARTTLS":      {0, 0, "STARTTLS", false, (*Ingest).startTLS, ""},
 }
 
 // helpText is HELP's block (RFC 3977 §7.2), terminator included.
@@ -118,6 +125,9 @@ func (g *Ingest) dispatch(now time.Time, line []byte) {
 		g.syntaxError(now, proto.CodeSyntaxError, row.refuse)
 		return
 	}
+	if g.gated(now, c, row) {
+		return
+	}
 	g.bad = 0
 	row.handle(g, now, c)
 }
@@ -141,6 +151,7 @@ func (g *Ingest) capabilities(now time.Time, _ proto.Command) {
 		{Label: proto.CapIHave},
 		{Label: proto.CapStreaming},
 	}}
+	caps.List = g.appendAuthCaps(caps.List)
 	block := string(proto.AppendCapabilities(nil, caps)) + ".\r\n"
 	g.push(now, slot{code: proto.CodeCapabilities, text: "Capability list:", block: block})
 }

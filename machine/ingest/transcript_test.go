@@ -69,6 +69,23 @@ func readHeader(tr transcript.Transcript) (scripted, error) {
 					s.cfg.IdleTimeout, err = time.ParseDuration(v)
 				case "transfer":
 					s.cfg.TransferTimeout, err = time.ParseDuration(v)
+				case "auth":
+					s.cfg.AuthRequired = v == "required"
+				case "tls":
+					// starttls, required (STARTTLS offered, AUTHINFO only
+					// inside it), implicit (encrypted from the first byte)
+					switch v {
+					case "starttls":
+						s.cfg.StartTLS = true
+					case "required":
+						s.cfg.StartTLS, s.cfg.TLSRequired = true, true
+					case "implicit":
+						s.cfg.Secure, s.cfg.TLSRequired = true, true
+					default:
+						err = errors.New("unknown tls mode")
+					}
+				case "maxage":
+					s.cfg.MaxAge, err = time.ParseDuration(v)
 				default:
 					err = errors.New("unknown key")
 				}

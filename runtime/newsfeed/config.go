@@ -87,6 +87,16 @@ type Config struct {
 
 	Peers []PeerConfig `toml:"peer"`
 
+	// Ingest authentication, TLS, Date cutoff and per-feeder rules
+	// (incoming.go).
+	IngestUsers string            `toml:"ingest_users"` // htpasswd file (user:bcrypt); AUTHINFO required when set
+	TLSCert     string            `toml:"tls_cert"`     // PEM certificate chain: STARTTLS offered on listen
+	TLSKey      string            `toml:"tls_key"`      // its PEM private key
+	ListenTLS   string            `toml:"listen_tls"`   // optional implicit-TLS ingest listener, host:port
+	TLSRequired bool              `toml:"tls_required"` // AUTHINFO only on encrypted connections
+	ArtCutoff   tomlconf.Duration `toml:"artcutoff"`    // refuse articles dated earlier than now minus this (0: off)
+	Incoming    []IncomingConfig  `toml:"incoming"`
+
 	// allowed is Allow parsed (check fills it).
 	allowed []netip.Prefix
 
@@ -399,6 +409,7 @@ func (c *Config) check() error {
 	if c.MinTransferRate < 1 {
 		add(c.errAt("min_transfer_rate", "must be at least 1 octet per second (got %d)", c.MinTransferRate))
 	}
+	errs = append(errs, c.checkIncoming()...)
 	seen := map[string]int{}
 	for i := range c.Peers {
 		pre := "peer[" + strconv.Itoa(i+1) + "]."

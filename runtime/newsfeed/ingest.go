@@ -2,6 +2,7 @@ package newsfeed
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/netip"
@@ -64,7 +65,8 @@ func (r *Relay) acceptLoop(ctx context.Context, ln net.Listener) {
 		}
 		r.ingest.conns.Add(1)
 		r.wg.Add(1)
-		if r.loop != nil {
+		if r.loop != nil && r.auth.tls == nil { // TLS needs a net.Conn: goroutine runtime
+
 			r.serveIngestLoop(ctx, nc, addr)
 			continue
 		}
@@ -116,23 +118,40 @@ type inConn struct {
 	addr     netip.Addr // for the per-address limit (limits.go)
 	counted  int        // the machine's Buffered as last added to the relay's sum
 	holding  bool       // held for max_buffered_bytes
+	feeder   *feeder    // its [[incoming]] entry, nil for none (incoming.go)
+	user     string     // the user it authenticated as (auth.go)
 }
 
 // newInConn makes the ingest machine for an upstream connection from
 // remote.
-func (r *Relay) newInConn(remote string, addr netip.Addr) *inConn {
+func (r *Relay) newInConn(remote string, addr netip.Addr, secure bool) *inConn {
 	now := r.now()
+	ic := &inConn{r: r, remote: remote, addr: addr, reserved: map[string]struct{}{}}
+	unavailable := ""
+	if f := r.feederByAddr(addr); f != nil {
+		unavailable = r.joinFeeder(ic, f)
+	}
 	g := ingest.New(now, ingest.Config{
+		Unavailable:     unavailable,
+		AuthRequired:    r.auth.users != nil,
+		StartTLS:        r.auth.tls != nil && !secure,
+		Secure:          secure,
+		TLSRequired:     r.cfg.TLSRequired,
+		MaxAge:          r.cfg.ArtCutoff.D(),
+		MaxFuture:       r.maxFuture(),
 		PathHost:        r.cfg.PathHost,
 		MaxArticleSize:  int64(r.cfg.MaxArticleSize),
 		MaxBuffered:     2*int(r.cfg.MaxArticleSize) + 4<<20,
-		MaxFuture:       -1, // a relay passes what its upstream accepted; INN's artcutoff is off too
 		TransferTimeout: r.cfg.TransferTimeout.D(),
 		ArticleTimeout:  r.cfg.ArticleTimeout.D(),
 		MinRate:         int64(r.cfg.MinTransferRate),
 		WriteTimeout:    r.cfg.WriteTimeout.D(),
 	})
-	ic := &inConn{r: r, remote: remote, addr: addr, g: g, reserved: map[string]struct{}{}}
+	ic.g = g
+	if unavailable != "" {
+		r.ingest.limited.Add(1)
+		r.log.Warn("ingest connection refused", "remote", remote, "reason", unavailable)
+	}
 	if why := r.notAccepting(); why != "" {
 		g.SetAccepting(now, false, why)
 	}
@@ -153,6 +172,7 @@ func (r *Relay) ended(ctx context.Context, ic *inConn, err error) {
 	delete(r.inConns, ic)
 	r.mu.Unlock()
 	r.ingest.open.Add(-1)
+	r.joinFeeder(ic, nil)
 	h := r.spool.History()
 	for id := range ic.reserved {
 		h.Release(id)
@@ -171,7 +191,7 @@ func (r *Relay) ended(ctx context.Context, ic *inConn, err error) {
 // goroutine of its own; step and the end run on the loop goroutine, and
 // owner inputs arrive with Post.
 func (r *Relay) serveIngestLoop(ctx context.Context, nc net.Conn, addr netip.Addr) {
-	ic := r.newInConn(nc.RemoteAddr().String(), addr)
+	ic := r.newInConn(nc.RemoteAddr().String(), addr, false)
 	r.opened(ic)
 	d, err := r.loop.start(ctx, nc, ic.g, ic.step, func(err error) {
 		ic.mb.Detach()
@@ -188,8 +208,9 @@ func (r *Relay) serveIngestLoop(ctx context.Context, nc net.Conn, addr netip.Add
 
 // serveIngest runs one upstream connection to its end.
 func (r *Relay) serveIngest(ctx context.Context, nc net.Conn, addr netip.Addr) {
-	ic := r.newInConn(nc.RemoteAddr().String(), addr)
-	gc := goroutine.New(nc, goroutine.Options{Now: r.now})
+	_, secure := nc.(*tls.Conn)
+	ic := r.newInConn(nc.RemoteAddr().String(), addr, secure)
+	gc := goroutine.New(nc, goroutine.Options{Now: r.now, TLSConfig: r.auth.tls, TLSServer: true})
 	r.opened(ic)
 	ic.mb.Attach(gc) // posts wait for Run
 	err := gc.Run(ctx, ic.g, ic.step)
@@ -216,6 +237,10 @@ func (ic *inConn) step(now time.Time) error {
 			ic.rejected(now, e)
 			r.log.Info("article rejected", "remote", ic.remote, "cmd", e.Cmd.String(), "id", e.MessageID,
 				"kind", e.Kind.String(), "reason", e.Reason)
+		case ingest.Auth:
+			ic.auth(now, e)
+		case ingest.TLSStarted:
+			r.log.Debug("ingest connection encrypted (STARTTLS)", "remote", ic.remote)
 		case ingest.Closed:
 			if timedOut(e.Reason) {
 				r.ingest.timedOut.Add(1)
@@ -277,6 +302,10 @@ func (ic *inConn) check(now time.Time, e ingest.Check) {
 // article stores a received article and hands it to the group commit.
 func (ic *inConn) article(now time.Time, e ingest.Article) {
 	delete(ic.reserved, e.MessageID)
+	if why := ic.groupsRefused(e.Header); why != "" {
+		ic.refuseArticle(now, e, why)
+		return
+	}
 	res, queued := ic.r.store(now, e.MessageID, e.Data, e.Header, &ic.buf, pendingArt{ic: ic, seq: e.Seq})
 	if !queued {
 		if err := ic.g.Stored(now, e.Seq, res); err != nil {
@@ -301,6 +330,13 @@ func (r *Relay) store(now time.Time, id string, data []byte, h proto.Header, buf
 	full := proto.AppendWire(withPath, withPath)
 	wire := full[len(withPath):]
 	*buf = full[:0]
+	return r.put(now, id, wire, h, item)
+}
+
+// put stores an article's wire form in the spool and hands it to the
+// group commit for item.peers, or, when item.peers is nil, for the peers
+// the masterfeed routes it to. It returns store's results.
+func (r *Relay) put(now time.Time, id string, wire []byte, h proto.Header, item pendingArt) (ingest.Result, bool) {
 	groups, _ := h.Newsgroups()
 	path := h.Path()
 	// Put and the hand-over to the committer under putMu: see fanout.go.
@@ -309,7 +345,9 @@ func (r *Relay) store(now time.Time, id string, data []byte, h proto.Header, buf
 	if err == nil {
 		size := int64(len(wire))
 		item.entry = entryFor(tok, id, size, now)
-		item.peers = r.route(groups, path, size, nil)
+		if item.peers == nil {
+			item.peers = r.route(groups, path, size, nil)
+		}
 		r.com.add(item)
 	}
 	r.putMu.Unlock()

@@ -100,8 +100,11 @@ type Relay struct {
 	limits  ingestLimits // limits.go
 	putMu   sync.Mutex   // Put and hand-over to the committer (fanout.go)
 
+	auth ingestAuth // ingest_users, TLS, [[incoming]] (auth.go, incoming.go)
+
 	mu        sync.Mutex
 	ln        net.Listener
+	lnTLS     net.Listener // listen_tls, nil when not set
 	admin     net.Listener
 	inConns   map[*inConn]struct{}
 	notAccept string // why ingest is not accepting; "" when it is
@@ -140,6 +143,9 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 	r := &Relay{cfg: cfg, opts: opts, log: opts.Logger, now: opts.Now, inConns: map[*inConn]struct{}{}}
 	r.badBodies.log = r.log
 	r.accepting.Store(true)
+	if err := r.openAuth(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.Spool, 0o755); err != nil {
 		return nil, fmt.Errorf("relay: spool: %w", err)
 	}
@@ -219,11 +225,17 @@ func (r *Relay) Listen() error {
 		return fmt.Errorf("relay: ingest listener: %w", err)
 	}
 	r.ln = ln
+	if err := r.listenTLS(); err != nil {
+		ln.Close()
+		r.ln = nil
+		return err
+	}
 	if r.cfg.Admin != "" {
 		al, err := net.Listen("tcp", r.cfg.Admin)
 		if err != nil {
 			ln.Close()
 			r.ln = nil
+			r.closeTLSListener()
 			return fmt.Errorf("relay: admin listener: %w", err)
 		}
 		r.admin = al
@@ -273,11 +285,14 @@ func (r *Relay) Run(ctx context.Context) error {
 		defer close(acceptDone)
 		r.acceptLoop(runCtx, ln)
 	}()
+	tlsDone := r.serveTLSListener(runCtx)
 
 	<-ctx.Done()
 	r.log.Info("shutting down: no more articles accepted, queues go to backlog")
 	ln.Close()
+	r.closeTLSListener()
 	<-acceptDone
+	<-tlsDone
 	r.stopIngest()
 	r.com.stop()
 	for _, p := range r.peers {

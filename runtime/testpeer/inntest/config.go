@@ -33,6 +33,9 @@ type Options struct {
 	// Users, when not empty, makes nnrpd demand AUTHINFO USER/PASS before
 	// reading or posting; any listed user with the right password gets in.
 	Users []User
+	// ChannelProgram is the command innd runs for the FeedChannel sites
+	// (an absolute path, run as news; no shell quoting).
+	ChannelProgram string
 }
 
 // Group is a newsgroup to create.
@@ -59,6 +62,11 @@ const (
 	// FeedFile only writes "@token@ <msgid>" lines to a batch file in the
 	// outgoing directory; Server.SendFileFeed sends them with innxmit.
 	FeedFile
+	// FeedChannel funnels the site into the channel "newsflow!", which
+	// innd starts as Options.ChannelProgram ("Tc,Wnm*": lines
+	// "@token@ <msgid> site..." on its standard input), in innfeed's place.
+	// Addr is not used.
+	FeedChannel
 )
 
 // Feed is a newsfeeds entry that feeds articles out to Addr.
@@ -105,6 +113,12 @@ func (o Options) validate() error {
 			return fmt.Errorf("inntest: bad or duplicate feed name %q", f.Name)
 		}
 		names[f.Name] = true
+		if f.Kind == FeedChannel {
+			if !strings.HasPrefix(o.ChannelProgram, "/") {
+				return fmt.Errorf("inntest: feed %s: FeedChannel needs an absolute Options.ChannelProgram", f.Name)
+			}
+			continue
+		}
 		if _, err := loopbackPort(f.Addr); err != nil {
 			return fmt.Errorf("inntest: feed %s: %w", f.Name, err)
 		}
@@ -296,7 +310,7 @@ func incomingConf(o Options) string {
 func newsfeeds(o Options) string {
 	var b strings.Builder
 	b.WriteString("ME:*,!junk,!control*/!local::\n")
-	channel := false
+	channel, newsflow := false, false
 	for _, f := range o.Feeds {
 		pat := f.Patterns
 		if pat == "" {
@@ -305,6 +319,9 @@ func newsfeeds(o Options) string {
 		switch f.Kind {
 		case FeedFile:
 			fmt.Fprintf(&b, "%s:%s:Tf,Wnm:\n", f.Name, pat)
+		case FeedChannel:
+			fmt.Fprintf(&b, "%s:%s:Tm:newsflow!\n", f.Name, pat)
+			newsflow = true
 		default:
 			fmt.Fprintf(&b, "%s:%s:Tm:innfeed!\n", f.Name, pat)
 			channel = true
@@ -312,6 +329,9 @@ func newsfeeds(o Options) string {
 	}
 	if channel {
 		fmt.Fprintf(&b, "innfeed!:!*:Tc,Wnm*:%s/innfeed\n", binDir)
+	}
+	if newsflow {
+		fmt.Fprintf(&b, "newsflow!:!*:Tc,Wnm*:%s\n", o.ChannelProgram)
 	}
 	return b.String()
 }
