@@ -296,8 +296,8 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 		acc = "NOT accepting: " + st.NotReason
 	}
 	fmt.Fprintf(w, "newsfeed %s on %s, up since %s, %s\n", st.PathHost, st.Listen, st.Started.Format(time.RFC3339), acc)
-	fmt.Fprintf(w, "ingest: connections %d open %d accepted %d duplicate %d refused %d deferred %d rejected %d\n",
-		st.Ingest.Connections, st.Ingest.Open, st.Ingest.Accepted, st.Ingest.Duplicate, st.Ingest.Refused, st.Ingest.Deferred, st.Ingest.Rejected)
+	fmt.Fprintf(w, "ingest: connections %d open %d accepted %d refused %d deferred %d rejected %d\n",
+		st.Ingest.Connections, st.Ingest.Open, st.Ingest.Accepted, st.Ingest.Refused, st.Ingest.Deferred, st.Ingest.Rejected)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PEER\tOFFERED\tACCEPTED\tREFUSED\tREJECTED\tDEFERRED\tDROPPED\tMISSING\tQUEUED\tBACKLOG\tCONNECTIONS")
 	for _, p := range st.Peers {

@@ -75,8 +75,8 @@ var statusTmpl = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 {{if .Accepting}}Accepting articles.{{else}}<strong class="bad">Not accepting articles: {{.NotReason}}</strong>{{end}}
 Spool {{.SpoolBytes}} bytes, history {{.History}} entries.</p>
 <h2>Ingest</h2>
-<table><tr><th>connections</th><th>open</th><th>accepted</th><th>duplicate</th><th>refused</th><th>deferred</th><th>rejected</th></tr>
-<tr><td>{{.Ingest.Connections}}</td><td>{{.Ingest.Open}}</td><td>{{.Ingest.Accepted}}</td><td>{{.Ingest.Duplicate}}</td><td>{{.Ingest.Refused}}</td><td>{{.Ingest.Deferred}}</td><td>{{.Ingest.Rejected}}</td></tr></table>
+<table><tr><th>connections</th><th>open</th><th>accepted</th><th>refused</th><th>deferred</th><th>rejected</th></tr>
+<tr><td>{{.Ingest.Connections}}</td><td>{{.Ingest.Open}}</td><td>{{.Ingest.Accepted}}</td><td>{{.Ingest.Refused}}</td><td>{{.Ingest.Deferred}}</td><td>{{.Ingest.Rejected}}</td></tr></table>
 <h2>Peers</h2>
 <table><tr><th>peer</th><th>offered</th><th>accepted</th><th>refused</th><th>rejected</th><th>deferred</th><th>dropped</th><th>missing</th><th>queued</th><th>backlog</th><th>backlog bytes</th><th>rate/s</th><th>connections</th></tr>
 {{range .Peers}}<tr><td class="l">{{.Name}}</td><td>{{.Offered}}</td><td>{{.Accepted}}</td><td>{{.Refused}}</td><td>{{.Rejected}}</td><td>{{.Deferred}}</td><td>{{.Dropped}}</td><td>{{.Missing}}</td><td>{{.Queued}}</td><td>{{.BacklogArticle}}</td><td>{{.BacklogBytes}}</td><td>{{printf "%.1f" .Rate}}</td>
@@ -175,7 +175,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	counter(descIngest, st.Ingest.Accepted, "accepted")
-	counter(descIngest, st.Ingest.Duplicate, "duplicate")
 	counter(descIngest, st.Ingest.Refused, "refused")
 	counter(descIngest, st.Ingest.Deferred, "deferred")
 	counter(descIngest, st.Ingest.Rejected, "rejected")

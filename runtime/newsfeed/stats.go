@@ -85,8 +85,7 @@ type IngestStats struct {
 	Connections int64 `json:"connections"` // accepted since start
 	Open        int64 `json:"open"`
 	Accepted    int64 `json:"accepted"`
-	Duplicate   int64 `json:"duplicate"`
-	Refused     int64 `json:"refused"`
+	Refused     int64 `json:"refused"` // not wanted (history), or stored by another connection first
 	Deferred    int64 `json:"deferred"`
 	Rejected    int64 `json:"rejected"`
 	Denied      int64 `json:"denied"` // connections refused by allow
@@ -134,8 +133,8 @@ func (r *Relay) Status() Status {
 		History:    r.spool.History().Len(),
 		Ingest: IngestStats{
 			Connections: r.ingest.conns.Load(), Open: r.ingest.open.Load(),
-			Accepted: r.ingest.accepted.Load(), Duplicate: r.ingest.duplicate.Load(),
-			Refused: r.ingest.refused.Load(), Deferred: r.ingest.deferred.Load(), Rejected: r.ingest.rejected.Load(),
+			Accepted: r.ingest.accepted.Load(),
+			Refused:  r.ingest.refused.Load(), Deferred: r.ingest.deferred.Load(), Rejected: r.ingest.rejected.Load(),
 			Denied: r.ingest.denied.Load(), Limited: r.ingest.limited.Load(), Held: r.ingest.held.Load(),
 			TimedOut: r.ingest.timedOut.Load(), Buffered: r.limits.buffered.Load(),
 		},
@@ -144,7 +143,7 @@ func (r *Relay) Status() Status {
 	if a := r.Addr(); a != nil {
 		st.Listen = a.String()
 	}
-	for _, p := range r.peers {
+	for _, p := range r.peerList() {
 		st.Peers = append(st.Peers, p.stats(now))
 	}
 	return st
@@ -152,7 +151,7 @@ func (r *Relay) Status() Status {
 
 // PeerStats returns one peer's counters; false if there is no such peer.
 func (r *Relay) PeerStats(name string) (PeerStats, bool) {
-	for _, p := range r.peers {
+	for _, p := range r.peerList() {
 		if p.cfg.Name == name {
 			return p.stats(r.now()), true
 		}
@@ -230,10 +229,10 @@ func (r *Relay) logStats(final bool) {
 		what = "final stats"
 	}
 	in := r.Status().Ingest
-	r.log.Info(what+" (ingest)", "connections", in.Connections, "accepted", in.Accepted, "duplicate", in.Duplicate,
+	r.log.Info(what+" (ingest)", "connections", in.Connections, "accepted", in.Accepted,
 		"refused", in.Refused, "deferred", in.Deferred, "rejected", in.Rejected, "denied", in.Denied,
 		"limited", in.Limited, "held", in.Held, "timed_out", in.TimedOut)
-	for _, p := range r.peers {
+	for _, p := range r.peerList() {
 		s := p.stats(now)
 		rate, mbs := 0.0, 0.0
 		if !p.last.at.IsZero() {
