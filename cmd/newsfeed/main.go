@@ -308,7 +308,11 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 			}
 			conns += fmt.Sprintf("#%d %s", c.ID, c.State)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%dB\t%s\n", p.Name, p.Offered, p.Accepted, p.Refused,
+		name := p.Name
+		if p.Paused {
+			name += " (paused)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%dB\t%s\n", name, p.Offered, p.Accepted, p.Refused,
 			p.Rejected, p.Deferred, p.Dropped, p.Missing, p.Queued, p.BacklogArticle, p.BacklogBytes, conns)
 	}
 	tw.Flush()

@@ -281,7 +281,11 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	var adminSrv *adminServer
 	if al != nil {
-		adminSrv = r.serveAdmin(al)
+		tok, err := r.ensureCtlToken()
+		if err != nil {
+			r.log.Error("control disabled (newsfeed ctl will not work)", "err", err)
+		}
+		adminSrv = r.serveAdmin(al, tok)
 	}
 	statsDone := make(chan struct{})
 	go r.statsLoop(ctx, statsDone)

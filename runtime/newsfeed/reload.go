@@ -72,7 +72,7 @@ func (r *Relay) ReloadConfig() (ReloadResult, error) {
 	cfg, err := LoadConfig(file)
 	if err != nil {
 		r.log.Error("reload refused: the configuration has a mistake; the running one stays", "err", err)
-		return ReloadResult{}, fmt.Errorf("reload refused, the running configuration stays: %w", err)
+		return ReloadResult{}, fmt.Errorf("%w: %w", errReloadRefused, err)
 	}
 	return r.Reload(cfg)
 }
@@ -105,7 +105,7 @@ func (r *Relay) Reload(cfg *Config) (ReloadResult, error) {
 			p.q.shutdown(r.now())
 		}
 		r.log.Error("reload refused; the running configuration stays", "err", err)
-		return ReloadResult{}, fmt.Errorf("reload refused, the running configuration stays: %w", err)
+		return ReloadResult{}, fmt.Errorf("%w: %w", errReloadRefused, err)
 	}
 	for i := range cfg.Peers {
 		pc := &cfg.Peers[i]
@@ -267,5 +267,9 @@ func restartKeys(cur, next *Config) []string {
 	return keys
 }
 
-// errNoPeer is the error of a control command naming no configured peer.
-var errNoPeer = errors.New("no such peer")
+// errNoPeer is the error of a control command naming no configured peer;
+// errReloadRefused, of a reload that changed nothing.
+var (
+	errNoPeer        = errors.New("no such peer")
+	errReloadRefused = errors.New("reload refused, the running configuration stays")
+)

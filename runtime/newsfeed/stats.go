@@ -48,8 +48,9 @@ type PeerStats struct {
 
 	AcceptedBytes int64   `json:"accepted_bytes"`
 	Seconds       float64 `json:"seconds"` // since the relay started
-	Rate          float64 `json:"rate"`    // accepted articles per second since start
+	Rate          float64 `json:"rate"`    // accepted articles per second over the last minute
 
+	Paused      bool         `json:"paused,omitempty"` // newsfeed ctl pause
 	ConnsUp     int          `json:"conns_up"` // connections past the handshake, feeding or idle
 	Connections []ConnStatus `json:"connections"`
 }
@@ -112,6 +113,8 @@ type Status struct {
 	SpoolBytes int64       `json:"spool_bytes"`
 	History    int         `json:"history_entries"`
 	Ingest     IngestStats `json:"ingest"`
+	// IngestRate is the articles accepted per second over the last minute.
+	IngestRate float64 `json:"ingest_rate"`
 	Peers      []PeerStats `json:"peers"`
 
 	// LostArticles counts stored articles found damaged or gone: at
@@ -139,6 +142,7 @@ func (r *Relay) Status() Status {
 			TimedOut: r.ingest.timedOut.Load(), Buffered: r.limits.buffered.Load(),
 		},
 	}
+	st.IngestRate = r.rates.perSecond(now)
 	st.LostArticles = int64(r.spool.LostAtOpen()) + r.lostArticles.Load()
 	if a := r.Addr(); a != nil {
 		st.Listen = a.String()
@@ -184,10 +188,9 @@ func (p *peer) stats(now time.Time) PeerStats {
 		AcceptedBytes:  p.acceptedBytes.Load(),
 		Seconds:        now.Sub(p.r.started).Seconds(),
 		ConnsUp:        p.q.connsUp(),
+		Paused:         p.q.isPaused(),
 	}
-	if s.Seconds > 0 {
-		s.Rate = float64(s.Accepted) / s.Seconds
-	}
+	s.Rate = p.rates.perSecond(now)
 	p.mu.Lock()
 	for _, c := range p.conns {
 		c.mu.Lock()
@@ -240,8 +243,8 @@ func (r *Relay) logStats(final bool) {
 				rate = float64(s.Accepted-p.last.accepted) / sec
 				mbs = float64(s.AcceptedBytes-p.last.bytes) / sec / 1e6
 			}
-		} else {
-			rate = s.Rate
+		} else if s.Seconds > 0 {
+			rate = float64(s.Accepted) / s.Seconds
 		}
 		p.last = statsSnap{at: now, accepted: s.Accepted, bytes: s.AcceptedBytes}
 		r.log.Info(what, "peer", s.Name, "offered", s.Offered, "accepted", s.Accepted, "refused", s.Refused,
