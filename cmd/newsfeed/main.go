@@ -7,6 +7,8 @@
 //	newsfeed demo [-n N] [-v]                 run the relay against two loopback peers
 //	newsfeed status [-config FILE] [-admin ADDR] [-json]
 //	                                          print per-peer state from the admin listener
+//	newsfeed ctl [-config FILE] VERB [PEER]   pause, resume, kick, flush a peer; reload
+//	newsfeed trace [-config FILE] MESSAGE-ID  where did an article go
 //
 // With no -config, newsfeed runs an embedded default: ingest on
 // 127.0.0.1:1119, the spool under $XDG_STATE_HOME/newsflow (or
@@ -51,6 +53,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return demo(args[1:], stdout, stderr)
 		case "status":
 			return status(args[1:], stdout, stderr)
+		case "ctl":
+			return ctl(args[1:], stdout, stderr)
+		case "trace":
+			return trace(args[1:], stdout, stderr)
 		case "help", "-h", "-help", "--help":
 			usage(stderr)
 			return 0
@@ -65,6 +71,8 @@ func usage(w io.Writer) {
   newsfeed inject [-config FILE] FILE...    store rnews batches or single article files
   newsfeed demo [-n N] [-v]                 run the relay against two loopback peers
   newsfeed status [-config FILE] [-admin ADDR] [-json] [-wait DURATION [-drained]]
+  newsfeed ctl [-config FILE] pause PEER | resume PEER | kick PEER | flush PEER | reload
+  newsfeed trace [-config FILE] [-json] MESSAGE-ID
 `)
 }
 
@@ -103,6 +111,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	defer reloadOnHUP(r)()
 	if err := r.Run(ctx); err != nil {
 		log.Error("stopped with an error", "err", err)
 		return 1
@@ -253,23 +262,9 @@ func isDrained(st newsfeed.Status) bool {
 // its spool.
 func fetchStatus(config, admin string) ([]byte, newsfeed.Status, error) {
 	var st newsfeed.Status
-	addr := admin
-	if addr == "" {
-		cfg, err := newsfeed.LoadConfig(config)
-		if err != nil {
-			return nil, st, err
-		}
-		addr = cfg.Admin
-		if addr == "" || strings.HasSuffix(addr, ":0") {
-			_, running, err := newsfeed.ReadAddrs(cfg.Spool)
-			if err != nil {
-				return nil, st, err
-			}
-			addr = running
-		}
-	}
-	if addr == "" {
-		return nil, st, errors.New("no admin address: set admin in the configuration or pass -admin HOST:PORT")
+	addr, _, err := adminAddr(config, admin)
+	if err != nil {
+		return nil, st, err
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get("http://" + addr + "/status.json")
@@ -288,6 +283,33 @@ func fetchStatus(config, admin string) ([]byte, newsfeed.Status, error) {
 		return nil, st, fmt.Errorf("%s: %w", addr, err)
 	}
 	return body, st, nil
+}
+
+// adminAddr is the admin listener to ask: admin, else the configuration's
+// admin address, else (port 0 or none) the one the running relay wrote in
+// its spool. cfg is nil when admin was given.
+func adminAddr(config, admin string) (string, *newsfeed.Config, error) {
+	addr := admin
+	var cfg *newsfeed.Config
+	if addr == "" {
+		var err error
+		cfg, err = newsfeed.LoadConfig(config)
+		if err != nil {
+			return "", nil, err
+		}
+		addr = cfg.Admin
+		if addr == "" || strings.HasSuffix(addr, ":0") {
+			_, running, err := newsfeed.ReadAddrs(cfg.Spool)
+			if err != nil {
+				return "", cfg, err
+			}
+			addr = running
+		}
+	}
+	if addr == "" {
+		return "", cfg, errors.New("no admin address: set admin in the configuration or pass -admin HOST:PORT")
+	}
+	return addr, cfg, nil
 }
 
 func printStatus(w io.Writer, st newsfeed.Status) {

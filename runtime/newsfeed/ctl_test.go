@@ -271,3 +271,72 @@ func TestCtlHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestTrace: trace agrees with what the peers saw: accepted (239) at the
+// peer that has the article, refused (438) at one that had it already, and
+// waiting in memory, then in a backlog file, at a paused one.
+func TestTrace(t *testing.T) {
+	got := nntptest.Start(t, nntptest.Options{Hostname: "got"})
+	had := nntptest.Start(t, nntptest.Options{Hostname: "had"})
+	held := nntptest.Start(t, nntptest.Options{Hostname: "held"})
+	dir := t.TempDir()
+	text := "article_log = \"news\"\n" + peerText("got", got, "connections = 1") +
+		peerText("had", had, "connections = 1") + peerText("held", held, "connections = 1")
+	h := startRelay(t, relayConfig(t, dir, text), nil)
+	waitFor(t, 30*time.Second, "the peers' connections", func() bool {
+		return h.peer("got").ConnsUp+h.peer("had").ConnsUp+h.peer("held").ConnsUp == 3
+	}, nil)
+	h.r.Pause("held")
+	const id = "<t-0@t>"
+	// had has it already: it answers 438.
+	dialIngest(t, had.HostPort()).takethis(map[string][]byte{id: testArticle(id, "misc.test", "elsewhere!not-for-mail", 1)})
+	h.feedAll(arts("t", 1))
+	waitFor(t, 30*time.Second, "got and had to answer", func() bool {
+		return h.peer("got").Queued == 0 && h.peer("had").Queued == 0
+	}, h.r.StatsLines)
+
+	tr, err := h.r.Trace(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.History != "stored" || tr.Size == 0 || len(tr.Events) != 1 || tr.Events[0].Verdict != "accepted" ||
+		tr.Events[0].Fields["peers"] != "got,had,held" || !strings.HasPrefix(tr.Events[0].Fields["from"], "127.0.0.1:") {
+		t.Errorf("trace arrival: %+v", tr)
+	}
+	answers := map[string]string{}
+	for _, p := range tr.Peers {
+		for _, a := range p.Answers {
+			answers[p.Name] += a.Verdict + " " + a.Fields["code"] + ";"
+		}
+		if p.Waiting != "" {
+			answers[p.Name] += "waiting " + strings.Fields(p.Waiting)[0]
+		}
+	}
+	want := map[string]string{"got": "accepted 239;", "had": "refused 438;", "held": "waiting memory"}
+	if diff := cmp.Diff(want, answers); diff != "" {
+		t.Errorf("trace per peer (-want +got):\n%s", diff)
+	}
+	// What the peers saw: got has it from us; had refused our offer.
+	if tx := got.Transfers(); len(tx) != 1 || tx[0].MessageID != id || !tx[0].Accepted() {
+		t.Errorf("got's transfers: %+v", tx)
+	}
+	if n := had.Count("CHECK"); n != 1 {
+		t.Errorf("had got %d CHECKs, want 1 (ours, answered 438)", n)
+	}
+	if n := offers(held); n != 0 {
+		t.Errorf("held was offered %d articles while paused", n)
+	}
+	h.r.Flush("held")
+	tr, err = h.r.Trace(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range tr.Peers {
+		if p.Name == "held" && !strings.HasPrefix(p.Waiting, "backlog file held.B.") {
+			t.Errorf("held after flush: waiting %q, want a backlog file", p.Waiting)
+		}
+	}
+	if tr, _ := h.r.Trace("<unknown@t>"); tr.History != "unknown" || len(tr.Events) != 0 {
+		t.Errorf("trace of an unknown id: %+v", tr)
+	}
+}

@@ -51,7 +51,7 @@ type PeerStats struct {
 	Rate          float64 `json:"rate"`    // accepted articles per second over the last minute
 
 	Paused      bool         `json:"paused,omitempty"` // newsfeed ctl pause
-	ConnsUp     int          `json:"conns_up"` // connections past the handshake, feeding or idle
+	ConnsUp     int          `json:"conns_up"`         // connections past the handshake, feeding or idle
 	Connections []ConnStatus `json:"connections"`
 }
 
@@ -114,7 +114,7 @@ type Status struct {
 	History    int         `json:"history_entries"`
 	Ingest     IngestStats `json:"ingest"`
 	// IngestRate is the articles accepted per second over the last minute.
-	IngestRate float64 `json:"ingest_rate"`
+	IngestRate float64     `json:"ingest_rate"`
 	Peers      []PeerStats `json:"peers"`
 
 	// LostArticles counts stored articles found damaged or gone: at
