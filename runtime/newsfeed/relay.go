@@ -115,6 +115,7 @@ type Relay struct {
 	inConns   map[*inConn]struct{}
 	notAccept string // why ingest is not accepting; "" when it is
 	running   bool
+	stopped   bool // Run is shutting down or has ended: no more reloads
 
 	accepting atomic.Bool
 	wg        sync.WaitGroup
@@ -304,8 +305,11 @@ func (r *Relay) Run(ctx context.Context) error {
 	<-acceptDone
 	r.stopIngest()
 	r.com.stop()
-	r.reloadMu.Lock() // no reload from here on
+	r.reloadMu.Lock() // no reload from here on, and none starts peers later
 	defer r.reloadMu.Unlock()
+	r.mu.Lock()
+	r.running, r.stopped = false, true
+	r.mu.Unlock()
 	for _, p := range r.peerList() {
 		p.stop(false)
 	}

@@ -88,8 +88,11 @@ func (r *Relay) Reload(cfg *Config) (ReloadResult, error) {
 		byName[p.cfg.Name] = p
 	}
 	r.mu.Lock()
-	running, runCtx := r.running && !r.opts.NoConnect, r.runCtx
+	running, runCtx, stopped := r.running && !r.opts.NoConnect, r.runCtx, r.stopped
 	r.mu.Unlock()
+	if stopped {
+		return ReloadResult{}, fmt.Errorf("%w: the relay is stopping", errReloadRefused)
+	}
 
 	// Build every new peer first: a failure (a ca_file that cannot be
 	// read, a backlog directory that cannot be opened) changes nothing.
