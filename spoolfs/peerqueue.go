@@ -228,6 +228,19 @@ func (p *PeerQueue) Stats() queue.Stats { return p.q.Stats() }
 // and debugging.
 func (p *PeerQueue) Check() error { return p.q.Check() }
 
+// Flush writes the memory queue to .B now (queue.Queue.Flush) and
+// returns how many entries it wrote; they are durable after the next Sync.
+func (p *PeerQueue) Flush(now time.Time) (int, error) {
+	if err := p.usable(); err != nil {
+		return 0, err
+	}
+	n, err := p.q.Flush(now)
+	if err != nil {
+		return 0, err
+	}
+	return n, p.run(now)
+}
+
 // Shutdown stops the queue cleanly: the memory queue and everything in
 // flight are written to .B, the journals are deleted, every file is synced
 // and closed. Every later call is an error.

@@ -407,3 +407,38 @@ func TestPeerQueueSyncReportsFailedWrites(t *testing.T) {
 		t.Errorf("the new journal holds %q, want %s", data, pqID(2))
 	}
 }
+
+// TestPeerQueueFlush is `newsfeed ctl flush`: the memory queue goes to a .B
+// file at once (Memory 0, Backlog n) while the queue keeps running, and
+// every article still reaches the peer exactly once afterwards.
+func TestPeerQueueFlush(t *testing.T) {
+	w := newPQWorld(t)
+	w.up() // a peer that is down gets its offers in .B already
+	w.offer(0, 5)
+	w.sync()
+	if s := w.p.Stats(); s.Queued != 5 || s.Backlog != 0 {
+		t.Fatalf("before Flush: queued %d backlog %d, want 5 and 0", s.Queued, s.Backlog)
+	}
+	n, err := w.p.Flush(w.now)
+	if err != nil || n != 5 {
+		t.Fatalf("Flush = %d, %v; want 5, nil", n, err)
+	}
+	if err := w.p.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.p.Stats(); s.Queued != 0 || s.Backlog != 5 {
+		t.Errorf("after Flush: queued %d backlog %d, want 0 and 5", s.Queued, s.Backlog)
+	}
+	if n, err := w.p.Flush(w.now); err != nil || n != 0 {
+		t.Errorf("second Flush = %d, %v; want 0, nil", n, err)
+	}
+	w.offer(5, 7) // the queue still takes offers
+	w.sync()
+	w.down()
+	w.drain()
+	for i := range 7 {
+		if n := w.answered[pqID(i)]; n != 1 {
+			t.Errorf("%s reached the peer %d times, want once", pqID(i), n)
+		}
+	}
+}

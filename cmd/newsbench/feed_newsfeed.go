@@ -97,7 +97,7 @@ func (b *feedBench) prepareSpool(ctx context.Context, set *articleSet, peers int
 	if err := cmd.Wait(); err != nil || werr != nil {
 		return "", fmt.Errorf("newsfeed inject: %v %v\n%s", err, werr, out.Bytes())
 	}
-	want := fmt.Sprintf("total: accepted %d duplicate 0 rejected 0", set.len())
+	want := fmt.Sprintf("total: accepted %d refused 0 rejected 0", set.len())
 	if !strings.Contains(out.String(), want) {
 		return "", fmt.Errorf("newsfeed inject: want %q, got:\n%s", want, out.Bytes())
 	}

@@ -8,6 +8,8 @@
 //	newsfeed status [-config FILE] [-admin ADDR] [-json]
 //	                                          print per-peer state from the admin listener
 //	newsfeed innd-channel [-config FILE]      innd's channel feed (newsfeeds Tc,Wnm*), in innfeed's place
+//	newsfeed ctl [-config FILE] VERB [PEER]   pause, resume, kick, flush a peer; reload
+//	newsfeed trace [-config FILE] MESSAGE-ID  where did an article go
 //
 // With no -config, newsfeed runs an embedded default: ingest on
 // 127.0.0.1:1119, the spool under $XDG_STATE_HOME/newsflow (or
@@ -54,6 +56,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return status(args[1:], stdout, stderr)
 		case "innd-channel":
 			return inndChannel(args[1:], os.Stdin, stderr)
+		case "ctl":
+			return ctl(args[1:], stdout, stderr)
+		case "trace":
+			return trace(args[1:], stdout, stderr)
 		case "help", "-h", "-help", "--help":
 			usage(stderr)
 			return 0
@@ -70,6 +76,8 @@ func usage(w io.Writer) {
   newsfeed status [-config FILE] [-admin ADDR] [-json] [-wait DURATION [-drained]]
   newsfeed innd-channel [-config FILE] [-sm PROGRAM] [-backlog FILE] [-log FILE] [-v]
                                             innd's channel feed in innfeed's place (newsfeeds Tc,Wnm*)
+  newsfeed ctl [-config FILE] pause PEER | resume PEER | kick PEER | flush PEER | reload
+  newsfeed trace [-config FILE] [-json] MESSAGE-ID
 `)
 }
 
@@ -108,6 +116,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	defer reloadOnHUP(r)()
 	if err := r.Run(ctx); err != nil {
 		log.Error("stopped with an error", "err", err)
 		return 1
@@ -258,23 +267,9 @@ func isDrained(st newsfeed.Status) bool {
 // its spool.
 func fetchStatus(config, admin string) ([]byte, newsfeed.Status, error) {
 	var st newsfeed.Status
-	addr := admin
-	if addr == "" {
-		cfg, err := newsfeed.LoadConfig(config)
-		if err != nil {
-			return nil, st, err
-		}
-		addr = cfg.Admin
-		if addr == "" || strings.HasSuffix(addr, ":0") {
-			_, running, err := newsfeed.ReadAddrs(cfg.Spool)
-			if err != nil {
-				return nil, st, err
-			}
-			addr = running
-		}
-	}
-	if addr == "" {
-		return nil, st, errors.New("no admin address: set admin in the configuration or pass -admin HOST:PORT")
+	addr, _, err := adminAddr(config, admin)
+	if err != nil {
+		return nil, st, err
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get("http://" + addr + "/status.json")
@@ -295,14 +290,41 @@ func fetchStatus(config, admin string) ([]byte, newsfeed.Status, error) {
 	return body, st, nil
 }
 
+// adminAddr is the admin listener to ask: admin, else the configuration's
+// admin address, else (port 0 or none) the one the running relay wrote in
+// its spool. cfg is nil when admin was given.
+func adminAddr(config, admin string) (string, *newsfeed.Config, error) {
+	addr := admin
+	var cfg *newsfeed.Config
+	if addr == "" {
+		var err error
+		cfg, err = newsfeed.LoadConfig(config)
+		if err != nil {
+			return "", nil, err
+		}
+		addr = cfg.Admin
+		if addr == "" || strings.HasSuffix(addr, ":0") {
+			_, running, err := newsfeed.ReadAddrs(cfg.Spool)
+			if err != nil {
+				return "", cfg, err
+			}
+			addr = running
+		}
+	}
+	if addr == "" {
+		return "", cfg, errors.New("no admin address: set admin in the configuration or pass -admin HOST:PORT")
+	}
+	return addr, cfg, nil
+}
+
 func printStatus(w io.Writer, st newsfeed.Status) {
 	acc := "accepting"
 	if !st.Accepting {
 		acc = "NOT accepting: " + st.NotReason
 	}
 	fmt.Fprintf(w, "newsfeed %s on %s, up since %s, %s\n", st.PathHost, st.Listen, st.Started.Format(time.RFC3339), acc)
-	fmt.Fprintf(w, "ingest: connections %d open %d accepted %d duplicate %d refused %d deferred %d rejected %d\n",
-		st.Ingest.Connections, st.Ingest.Open, st.Ingest.Accepted, st.Ingest.Duplicate, st.Ingest.Refused, st.Ingest.Deferred, st.Ingest.Rejected)
+	fmt.Fprintf(w, "ingest: connections %d open %d accepted %d refused %d deferred %d rejected %d\n",
+		st.Ingest.Connections, st.Ingest.Open, st.Ingest.Accepted, st.Ingest.Refused, st.Ingest.Deferred, st.Ingest.Rejected)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PEER\tOFFERED\tACCEPTED\tREFUSED\tREJECTED\tDEFERRED\tDROPPED\tMISSING\tQUEUED\tBACKLOG\tCONNECTIONS")
 	for _, p := range st.Peers {
@@ -313,7 +335,11 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 			}
 			conns += fmt.Sprintf("#%d %s", c.ID, c.State)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%dB\t%s\n", p.Name, p.Offered, p.Accepted, p.Refused,
+		name := p.Name
+		if p.Paused {
+			name += " (paused)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%dB\t%s\n", name, p.Offered, p.Accepted, p.Refused,
 			p.Rejected, p.Deferred, p.Dropped, p.Missing, p.Queued, p.BacklogArticle, p.BacklogBytes, conns)
 	}
 	tw.Flush()

@@ -413,6 +413,21 @@ func (q *Queue) Tick(now time.Time) {
 	q.pump(now)
 }
 
+// Flush writes the whole memory queue to .B now, as a full queue spills
+// (the operator's `newsfeed ctl flush`): its journal lines are settled and
+// the entries wait in the backlog, replayed in order as usual. What is in
+// flight stays with its connection. It returns how many were written.
+func (q *Queue) Flush(now time.Time) (int, error) {
+	if q.state != Running {
+		return 0, q.queueErr(OnSpill)
+	}
+	n := q.mem.n
+	if n > 0 {
+		q.spill(now, n)
+	}
+	return n, nil
+}
+
 // Shutdown stops the queue cleanly: everything in flight (connection by
 // connection, in order of Conn) and then the memory queue are appended to
 // .B, and the replay's progress is checkpointed. Every later input is an

@@ -16,6 +16,7 @@ import (
 
 // The admin listener serves:
 //
+//	/ctl/...      control, with the token (ctl.go)
 //	/metrics      Prometheus metrics
 //	/status       the status page (HTML)
 //	/status.json  the same as JSON (what `newsfeed status` reads)
@@ -26,7 +27,7 @@ type adminServer struct {
 	ln  net.Listener
 }
 
-func (r *Relay) serveAdmin(ln net.Listener) *adminServer {
+func (r *Relay) serveAdmin(ln net.Listener, ctlToken string) *adminServer {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&collector{r: r})
 	mux := http.NewServeMux()
@@ -38,6 +39,9 @@ func (r *Relay) serveAdmin(ln net.Listener) *adminServer {
 		enc.Encode(r.Status())
 	})
 	mux.HandleFunc("/status", r.statusPage)
+	if ctlToken != "" {
+		r.serveCtl(mux, ctlToken)
+	}
 	if r.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -75,11 +79,12 @@ var statusTmpl = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 {{if .Accepting}}Accepting articles.{{else}}<strong class="bad">Not accepting articles: {{.NotReason}}</strong>{{end}}
 Spool {{.SpoolBytes}} bytes, history {{.History}} entries.</p>
 <h2>Ingest</h2>
-<table><tr><th>connections</th><th>open</th><th>accepted</th><th>duplicate</th><th>refused</th><th>deferred</th><th>rejected</th></tr>
-<tr><td>{{.Ingest.Connections}}</td><td>{{.Ingest.Open}}</td><td>{{.Ingest.Accepted}}</td><td>{{.Ingest.Duplicate}}</td><td>{{.Ingest.Refused}}</td><td>{{.Ingest.Deferred}}</td><td>{{.Ingest.Rejected}}</td></tr></table>
+<p>{{printf "%.1f" .IngestRate}} articles/s accepted over the last minute.</p>
+<table><tr><th>connections</th><th>open</th><th>accepted</th><th>refused</th><th>deferred</th><th>rejected</th></tr>
+<tr><td>{{.Ingest.Connections}}</td><td>{{.Ingest.Open}}</td><td>{{.Ingest.Accepted}}</td><td>{{.Ingest.Refused}}</td><td>{{.Ingest.Deferred}}</td><td>{{.Ingest.Rejected}}</td></tr></table>
 <h2>Peers</h2>
-<table><tr><th>peer</th><th>offered</th><th>accepted</th><th>refused</th><th>rejected</th><th>deferred</th><th>dropped</th><th>missing</th><th>queued</th><th>backlog</th><th>backlog bytes</th><th>rate/s</th><th>connections</th></tr>
-{{range .Peers}}<tr><td class="l">{{.Name}}</td><td>{{.Offered}}</td><td>{{.Accepted}}</td><td>{{.Refused}}</td><td>{{.Rejected}}</td><td>{{.Deferred}}</td><td>{{.Dropped}}</td><td>{{.Missing}}</td><td>{{.Queued}}</td><td>{{.BacklogArticle}}</td><td>{{.BacklogBytes}}</td><td>{{printf "%.1f" .Rate}}</td>
+<table><tr><th>peer</th><th>offered</th><th>accepted</th><th>refused</th><th>rejected</th><th>deferred</th><th>dropped</th><th>missing</th><th>queued</th><th>backlog</th><th>backlog bytes</th><th>rate/s (last minute)</th><th>connections</th></tr>
+{{range .Peers}}<tr><td class="l">{{.Name}}{{if .Paused}} <strong class="bad">(paused)</strong>{{end}}</td><td>{{.Offered}}</td><td>{{.Accepted}}</td><td>{{.Refused}}</td><td>{{.Rejected}}</td><td>{{.Deferred}}</td><td>{{.Dropped}}</td><td>{{.Missing}}</td><td>{{.Queued}}</td><td>{{.BacklogArticle}}</td><td>{{.BacklogBytes}}</td><td>{{printf "%.1f" .Rate}}</td>
 <td class="c">{{range .Connections}}#{{.ID}} {{.State}}{{if .Mode}} ({{.Mode}}){{end}}{{if .LastErr}} <span class="bad">{{.LastErr}}</span>{{end}}<br>{{end}}</td></tr>
 {{end}}</table>
 </body></html>
@@ -175,7 +180,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	counter(descIngest, st.Ingest.Accepted, "accepted")
-	counter(descIngest, st.Ingest.Duplicate, "duplicate")
 	counter(descIngest, st.Ingest.Refused, "refused")
 	counter(descIngest, st.Ingest.Deferred, "deferred")
 	counter(descIngest, st.Ingest.Rejected, "rejected")

@@ -263,7 +263,7 @@ func (r *Relay) channelBatch(ctx context.Context, batch []ChannelLine, f Fetcher
 		}
 		switch r.spool.History().Status(id, now) {
 		case spoolfs.Stored, spoolfs.Pending, spoolfs.Rejected:
-			res.Stored.Duplicate++
+			res.Stored.Refused++
 			continue
 		}
 		ch := make(chan ingest.Result, 1)
@@ -271,7 +271,7 @@ func (r *Relay) channelBatch(ctx context.Context, batch []ChannelLine, f Fetcher
 		out, queued := r.put(now, id, proto.AppendWire(nil, a), h, pendingArt{done: ch, peers: peers})
 		if !queued {
 			if out.Outcome == ingest.StoreDuplicate {
-				res.Stored.Duplicate++
+				res.Stored.Refused++
 			} else {
 				res.Stored.reject(strings.ToLower(out.Reason))
 			}

@@ -222,6 +222,7 @@ func (c *committer) commit(batch []pendingArt) bool {
 		c.answer(it, ok)
 	}
 	r.ingest.accepted.Add(int64(len(batch)))
+	r.logArrivals(now, batch)
 	return true
 }
 

@@ -85,6 +85,13 @@ type Config struct {
 	// the admin listener; off by default (profiles expose internals).
 	Pprof bool `toml:"pprof"`
 
+	// ArticleLog, when set, names the article log (artlog.go); a relative
+	// name is in the spool directory. It is rotated past ArticleLogMax,
+	// keeping ArticleLogKeep old files.
+	ArticleLog     string        `toml:"article_log"`
+	ArticleLogMax  tomlconf.Size `toml:"article_log_max"`
+	ArticleLogKeep int           `toml:"article_log_keep"`
+
 	Peers []PeerConfig `toml:"peer"`
 
 	// Ingest authentication, TLS, Date cutoff and per-feeder rules
@@ -276,6 +283,7 @@ func (c *Config) applyDefaults() error {
 	if !c.Has("write_timeout") {
 		c.WriteTimeout = tomlconf.Duration(DefaultWriteTimeout)
 	}
+	c.articleLogDefaults()
 	for i := range c.Peers {
 		c.Peers[i].applyDefaults(c, "peer["+strconv.Itoa(i+1)+"].")
 	}
@@ -362,6 +370,7 @@ func (c *Config) check() error {
 		add(c.checkHostPort("admin", c.Admin))
 	}
 	errs = append(errs, c.checkAllow()...)
+	add(c.checkArticleLog())
 	if c.Spool == "" {
 		add(c.errAt("spool", "must not be empty"))
 	}

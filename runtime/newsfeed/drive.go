@@ -42,7 +42,7 @@ func (r *Relay) startLoop() error {
 		return err
 	}
 	r.loop = l
-	for _, p := range r.peers {
+	for _, p := range r.peerList() {
 		if p.cfg.TLS || p.cfg.StartTLS {
 			r.log.Info("peer uses TLS: its connections stay on the goroutine runtime (crypto/tls needs a net.Conn)",
 				"peer", p.cfg.Name)

@@ -21,17 +21,16 @@ import (
 
 // ingestStats counts what the ingest listener (and inject) did.
 type ingestStats struct {
-	conns     atomic.Int64 // connections accepted
-	open      atomic.Int64 // connections open now
-	accepted  atomic.Int64 // articles made durable and acknowledged
-	duplicate atomic.Int64 // articles another connection stored first
-	refused   atomic.Int64 // offers not wanted (history)
-	deferred  atomic.Int64 // offers answered "later" (in progress, disk full)
-	rejected  atomic.Int64 // articles or offers refused by validation
-	denied    atomic.Int64 // connections from addresses not in allow
-	limited   atomic.Int64 // connections refused by max_connections(_per_host)
-	held      atomic.Int64 // times a connection was held for max_buffered_bytes
-	timedOut  atomic.Int64 // connections closed for a stall, a slow article or not reading
+	conns    atomic.Int64 // connections accepted
+	open     atomic.Int64 // connections open now
+	accepted atomic.Int64 // articles made durable and acknowledged
+	refused  atomic.Int64 // offers not wanted (history), articles another connection stored first
+	deferred atomic.Int64 // offers answered "later" (in progress, disk full)
+	rejected atomic.Int64 // articles or offers refused by validation
+	denied   atomic.Int64 // connections from addresses not in allow
+	limited  atomic.Int64 // connections refused by max_connections(_per_host)
+	held     atomic.Int64 // times a connection was held for max_buffered_bytes
+	timedOut atomic.Int64 // connections closed for a stall, a slow article or not reading
 }
 
 // acceptLoop accepts upstream connections until ln closes.
@@ -120,6 +119,7 @@ type inConn struct {
 	holding  bool       // held for max_buffered_bytes
 	feeder   *feeder    // its [[incoming]] entry, nil for none (incoming.go)
 	user     string     // the user it authenticated as (auth.go)
+	n        connCounts // for the close line (ingestlog.go)
 }
 
 // newInConn makes the ingest machine for an upstream connection from
@@ -164,7 +164,7 @@ func (r *Relay) opened(ic *inConn) {
 	r.inConns[ic] = struct{}{}
 	r.mu.Unlock()
 	r.ingest.open.Add(1)
-	r.log.Debug("ingest connection", "remote", ic.remote)
+	r.logConnOpened(ic)
 }
 
 func (r *Relay) ended(ctx context.Context, ic *inConn, err error) {
@@ -180,11 +180,9 @@ func (r *Relay) ended(ctx context.Context, ic *inConn, err error) {
 	r.leave(ic)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		r.ingest.timedOut.Add(1)
-		r.log.Info("ingest connection closed: it stopped reading our answers (write_timeout)",
-			"remote", ic.remote, "released_ids", len(ic.reserved))
-	} else if err != nil && ctx.Err() == nil {
-		r.log.Debug("ingest connection ended", "remote", ic.remote, "err", err)
+		ic.n.reason = "it stopped reading our answers (write_timeout)"
 	}
+	r.logConnClosed(ctx, ic, err)
 }
 
 // serveIngestLoop runs one upstream connection on the epoll loop: no
@@ -234,6 +232,8 @@ func (ic *inConn) step(now time.Time) error {
 			ic.article(now, e)
 		case ingest.Rejected:
 			r.ingest.rejected.Add(1)
+			ic.n.rejected++
+			r.alog.add(now, e.MessageID, "ingest", "rejected", "from", ic.from(), "reason", e.Reason)
 			ic.rejected(now, e)
 			r.log.Info("article rejected", "remote", ic.remote, "cmd", e.Cmd.String(), "id", e.MessageID,
 				"kind", e.Kind.String(), "reason", e.Reason)
@@ -244,10 +244,8 @@ func (ic *inConn) step(now time.Time) error {
 		case ingest.Closed:
 			if timedOut(e.Reason) {
 				r.ingest.timedOut.Add(1)
-				r.log.Info("ingest connection closed", "remote", ic.remote, "reason", e.Reason)
-			} else {
-				r.log.Debug("ingest connection closed", "remote", ic.remote, "reason", e.Reason)
 			}
+			ic.n.reason = e.Reason
 		}
 	}
 	ic.account(now)
@@ -290,9 +288,12 @@ func (ic *inConn) check(now time.Time, e ingest.Check) {
 	case st == spoolfs.Reserved || st == spoolfs.Pending:
 		v = ingest.Defer
 		r.ingest.deferred.Add(1)
+		ic.n.deferred++
 	default:
 		v = ingest.Refuse
 		r.ingest.refused.Add(1)
+		ic.n.refused++
+		r.alog.add(now, e.MessageID, "ingest", "refused", "from", ic.from())
 	}
 	if err := ic.g.Decide(now, e.Seq, v); err != nil {
 		r.log.Error("ingest decide", "err", err)
@@ -308,6 +309,8 @@ func (ic *inConn) article(now time.Time, e ingest.Article) {
 	}
 	res, queued := ic.r.store(now, e.MessageID, e.Data, e.Header, &ic.buf, pendingArt{ic: ic, seq: e.Seq})
 	if !queued {
+		ic.n.count(res)
+		ic.r.alog.add(now, e.MessageID, "ingest", verdictOf(res.Outcome), "from", ic.from(), "reason", res.Reason)
 		if err := ic.g.Stored(now, e.Seq, res); err != nil {
 			ic.r.log.Error("ingest stored", "err", err)
 		}
@@ -354,7 +357,7 @@ func (r *Relay) put(now time.Time, id string, wire []byte, h proto.Header, item 
 	switch {
 	case err == nil:
 	case errors.Is(err, spoolfs.ErrDuplicate):
-		r.ingest.duplicate.Add(1)
+		r.ingest.refused.Add(1) // stored by another connection first: one name, "refused"
 		return ingest.Result{Outcome: ingest.StoreDuplicate}, false
 	case isDiskFull(err):
 		r.setAccepting(false, "disk full")
@@ -376,6 +379,7 @@ func (r *Relay) put(now time.Time, id string, wire []byte, h proto.Header, item 
 // stored hands the committer's result to the connection (any goroutine).
 func (ic *inConn) stored(seq uint64, res ingest.Result) {
 	ic.mb.Put(func(now time.Time) {
+		ic.n.count(res)
 		if err := ic.g.Stored(now, seq, res); err != nil {
 			ic.r.log.Error("ingest stored", "err", err)
 		}

@@ -17,16 +17,16 @@ import (
 
 // InjectResult counts what Inject did with the articles it was given.
 type InjectResult struct {
-	Accepted  int
-	Duplicate int
-	Rejected  int
-	Reasons   map[string]int // rejection reason -> count
+	Accepted int
+	Refused  int // not wanted: stored already (the history has it), as ingest says 438/435
+	Rejected int
+	Reasons  map[string]int // rejection reason -> count
 }
 
 // Add adds o's counts to r.
 func (r *InjectResult) Add(o InjectResult) {
 	r.Accepted += o.Accepted
-	r.Duplicate += o.Duplicate
+	r.Refused += o.Refused
 	r.Rejected += o.Rejected
 	for k, v := range o.Reasons {
 		if r.Reasons == nil {
@@ -44,10 +44,10 @@ func (r *InjectResult) reject(reason string) {
 	r.Reasons[reason]++
 }
 
-// String summarises the counts: "accepted 3 duplicate 1 rejected 2
+// String summarises the counts: "accepted 3 refused 1 rejected 2
 // (missing Message-ID: 1, ...)".
 func (r InjectResult) String() string {
-	s := fmt.Sprintf("accepted %d duplicate %d rejected %d", r.Accepted, r.Duplicate, r.Rejected)
+	s := fmt.Sprintf("accepted %d refused %d rejected %d", r.Accepted, r.Refused, r.Rejected)
 	if len(r.Reasons) > 0 {
 		keys := make([]string, 0, len(r.Reasons))
 		for k := range r.Reasons {
@@ -153,13 +153,13 @@ func (r *Relay) Inject(ctx context.Context, articles [][]byte) InjectResult {
 			continue
 		}
 		if seen[id] {
-			res.Duplicate++
+			res.Refused++
 			continue
 		}
 		seen[id] = true
 		switch r.spool.History().Status(id, now) {
 		case spoolfs.Stored, spoolfs.Pending, spoolfs.Rejected:
-			res.Duplicate++
+			res.Refused++
 			continue
 		}
 		ch := make(chan ingest.Result, 1)
@@ -168,7 +168,7 @@ func (r *Relay) Inject(ctx context.Context, articles [][]byte) InjectResult {
 		if !queued {
 			switch out.Outcome {
 			case ingest.StoreDuplicate:
-				res.Duplicate++
+				res.Refused++
 			default:
 				res.reject(strings.ToLower(strings.TrimSpace(out.Reason)))
 			}

@@ -31,32 +31,34 @@ type peer struct {
 	tls      *tls.Config // nil without TLS
 	addr     string
 
+	// The counters outlive a reload that rebuilds the peer.
+	*peerCounters
+
+	mu     sync.Mutex
+	conns  []*outConn
+	done   chan struct{}
+	cancel context.CancelFunc // ends the connections' context (stop, after the graceful part)
+}
+
+// peerCounters are a peer's counters besides its queue's.
+type peerCounters struct {
 	skipGroups, skipPath, skipSize atomic.Int64 // masterfeed: not offered, and why
 	offeredBytes, acceptedBytes    atomic.Int64
 	deferrals                      atomic.Int64 // 431/436 answers (each retried later)
 	connects, connFails            atomic.Int64
 
-	mu    sync.Mutex
-	conns []*outConn
-	done  chan struct{}
-
-	last statsSnap // the previous stats line, for rates
+	last  statsSnap // the previous stats line, for rates (statsLoop only)
+	rates rateRing  // accepted articles per second, the last minute (rate.go)
 }
 
 // newPeer prepares a peer: patterns, TLS, and its queue recovered from
 // the backlog directory.
 func newPeer(r *Relay, pc *PeerConfig, backlogDir string) (*peer, error) {
-	pats, err := proto.ParseGroupPatterns(pc.Groups)
+	p, err := buildPeer(r, pc)
 	if err != nil {
-		return nil, fmt.Errorf("relay: peer %s: groups: %w", pc.Name, err)
+		return nil, err
 	}
-	p := &peer{r: r, cfg: pc, patterns: pats, addr: net.JoinHostPort(pc.Host, strconv.Itoa(pc.Port))}
-	if pc.TLS || pc.StartTLS {
-		p.tls, err = peerTLS(pc)
-		if err != nil {
-			return nil, err
-		}
-	}
+	p.peerCounters = &peerCounters{}
 	qc := queue.DefaultConfig(pc.Name)
 	qc.QueueSize = pc.QueueSize
 	qc.DeferDelay = pc.DeferDelay.D()
@@ -74,7 +76,25 @@ func newPeer(r *Relay, pc *PeerConfig, backlogDir string) (*peer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay: peer %s: %w", pc.Name, err)
 	}
-	p.q.wake = p.wake
+	p.q.setWake(p.wake)
+	return p, nil
+}
+
+// buildPeer makes the parts of a peer its configuration determines:
+// patterns, address and TLS. newPeer adds the queue and counters; a reload
+// hands over those of the peer it replaces.
+func buildPeer(r *Relay, pc *PeerConfig) (*peer, error) {
+	pats, err := proto.ParseGroupPatterns(pc.Groups)
+	if err != nil {
+		return nil, fmt.Errorf("relay: peer %s: groups: %w", pc.Name, err)
+	}
+	p := &peer{r: r, cfg: pc, patterns: pats, addr: net.JoinHostPort(pc.Host, strconv.Itoa(pc.Port))}
+	if pc.TLS || pc.StartTLS {
+		p.tls, err = peerTLS(pc)
+		if err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
 }
 
@@ -107,10 +127,12 @@ func peerTLS(pc *PeerConfig) (*tls.Config, error) {
 func (p *peer) start(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	ctx, p.cancel = context.WithCancel(ctx)
 	p.done = make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range p.cfg.Connections {
-		c := &outConn{p: p, id: queue.Conn(i + 1), stopped: make(chan struct{}), state: "starting"}
+		c := &outConn{p: p, id: queue.Conn(i + 1), stopped: make(chan struct{}), kick: make(chan struct{}, 1),
+			state: "starting"}
 		p.conns = append(p.conns, c)
 		wg.Add(1)
 		p.r.wg.Add(1)
@@ -125,11 +147,12 @@ func (p *peer) start(ctx context.Context) {
 
 // stop closes the peer's connections gracefully: each sends QUIT after the
 // answers still due; what stays unanswered goes back to the queue. It waits
-// a few seconds at most; the caller then cancels what is left.
-func (p *peer) stop() {
+// a few seconds at most, then cuts what is left; with wait it also waits
+// until every connection has ended (a reload restarting the peer).
+func (p *peer) stop(wait bool) {
 	p.mu.Lock()
 	conns := append([]*outConn(nil), p.conns...)
-	done := p.done
+	done, cancel := p.done, p.cancel
 	p.mu.Unlock()
 	for _, c := range conns {
 		c.stop()
@@ -142,6 +165,33 @@ func (p *peer) stop() {
 	case <-time.After(p.r.opts.StopTimeout):
 		p.r.log.Warn("peer connections slow to close; cutting them", "peer", p.cfg.Name)
 	}
+	cancel()
+	if wait {
+		<-done
+	}
+}
+
+// kick ends the reconnect wait of every connection that waits, with the
+// backoff back at its base: `newsfeed ctl kick`. It returns how many were
+// waiting.
+func (p *peer) kick() int {
+	p.mu.Lock()
+	conns := append([]*outConn(nil), p.conns...)
+	p.mu.Unlock()
+	n := 0
+	for _, c := range conns {
+		c.mu.Lock()
+		waiting := c.state == "waiting"
+		c.mu.Unlock()
+		if waiting {
+			n++
+		}
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+	return n
 }
 
 // wake pokes connections that want work (the queue got some).
@@ -165,6 +215,7 @@ type outConn struct {
 	stopping atomic.Bool
 	stopped  chan struct{} // closed by stop: ends a backoff wait
 	stopOnce sync.Once
+	kick     chan struct{} // ends a backoff wait and resets the backoff (peer.kick)
 
 	mu      sync.Mutex
 	state   string // for the status page
@@ -226,13 +277,20 @@ func (c *outConn) run(ctx context.Context) {
 		r.log.Warn("peer connection failed; retrying", "peer", c.p.cfg.Name, "conn", int(c.id),
 			"err", err, "retry_in", wait.Round(time.Millisecond))
 		t := time.NewTimer(wait)
+		kicked := false
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 		case <-c.stopped:
+		case <-c.kick:
+			kicked = true
 		}
 		t.Stop()
-		if !errors.Is(err, errUnreadableBody) {
+		switch {
+		case kicked:
+			r.log.Info("peer connection kicked: connecting now", "peer", c.p.cfg.Name, "conn", int(c.id))
+			backoff = min(base, ceiling)
+		case !errors.Is(err, errUnreadableBody):
 			backoff = min(2*backoff, ceiling)
 		}
 	}
@@ -357,10 +415,14 @@ func (c *outConn) drain(now time.Time) {
 			c.credits += e.N
 		case feed.Accepted:
 			p.acceptedBytes.Add(e.Article.Size)
+			p.rates.add(now, 1)
+			c.logAnswer(now, e.Article.MessageID, "accepted", 239, 235)
 			p.q.done(now, c.id, e.Article.MessageID, queue.OutcomeAccepted)
 		case feed.Refused:
+			c.logAnswer(now, e.Article.MessageID, "refused", 438, 435)
 			p.q.done(now, c.id, e.Article.MessageID, queue.OutcomeRefused)
 		case feed.Rejected:
+			p.r.alog.add(now, e.Article.MessageID, "peer="+p.cfg.Name, "rejected", "code", strconv.Itoa(e.Code), "reason", e.Reason)
 			if e.Code != 0 {
 				p.r.log.Debug("article rejected by peer", "peer", p.cfg.Name, "id", e.Article.MessageID, "code", e.Code, "reason", e.Reason)
 			} else {
@@ -369,6 +431,7 @@ func (c *outConn) drain(now time.Time) {
 			p.q.done(now, c.id, e.Article.MessageID, queue.OutcomeRejected)
 		case feed.Deferred:
 			p.deferrals.Add(1)
+			p.r.alog.add(now, e.Article.MessageID, "peer="+p.cfg.Name, "deferred", "code", strconv.Itoa(e.Code))
 			p.q.done(now, c.id, e.Article.MessageID, queue.OutcomeDeferred)
 		case feed.Requeue:
 			// The queue takes them back when the connection goes down.
@@ -401,6 +464,7 @@ func (c *outConn) pull(now time.Time) int {
 			continue
 		}
 		if p.r.badBodies.has(e.Token) || !p.r.sendable(e.MessageID, e.Token, tok) {
+			p.r.alog.add(now, e.MessageID, "peer="+p.cfg.Name, "missing")
 			p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
 			continue
 		}
@@ -408,6 +472,22 @@ func (c *outConn) pull(now time.Time) int {
 		c.credits--
 	}
 	return len(c.batch)
+}
+
+// logAnswer writes a peer's answer to the article log, with the code its
+// mode implies: the streaming one, or IHAVE's.
+func (c *outConn) logAnswer(now time.Time, id, verdict string, streamCode, ihaveCode int) {
+	a := c.p.r.alog
+	if a == nil {
+		return
+	}
+	c.mu.Lock()
+	code := streamCode
+	if c.mode == "ihave" {
+		code = ihaveCode
+	}
+	c.mu.Unlock()
+	a.add(now, id, "peer="+c.p.cfg.Name, verdict, "code", strconv.Itoa(code))
 }
 
 // readAhead is the window of each connection's ReadAhead: about a hundred

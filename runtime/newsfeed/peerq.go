@@ -25,6 +25,9 @@ type peerQueue struct {
 	wake  func() // called (without mu) after anything that may give connections work
 	shut  bool
 	up    int // connections up, as told to the queue
+	// paused (newsfeed ctl pause) keeps next from handing out work: the
+	// queue still takes offers, spilling to .B when memory is full.
+	paused bool
 }
 
 // openPeerQueue recovers the peer's backlog files in dir (journals left by
@@ -85,8 +88,9 @@ func (p *peerQueue) tick() {
 	now := p.now()
 	p.failed("tick", p.q.Tick(now))
 	p.armLocked(now)
+	wake := p.wake
 	p.mu.Unlock()
-	p.wake()
+	wake()
 }
 
 // offer queues entries for the peer (the masterfeed's copies), their
@@ -100,8 +104,9 @@ func (p *peerQueue) offer(now time.Time, es []queue.Entry) error {
 		first = p.q.OfferBatch(now, es)
 	}
 	p.armLocked(now)
+	wake := p.wake
 	p.mu.Unlock()
-	p.wake()
+	wake()
 	return first
 }
 
@@ -132,15 +137,16 @@ func (p *peerQueue) connDown(now time.Time, c queue.Conn) {
 	p.failed("conn down", p.q.ConnDown(now, c))
 	p.up--
 	p.armLocked(now)
+	wake := p.wake
 	p.mu.Unlock()
-	p.wake() // other connections may take what came back
+	wake() // other connections may take what came back
 }
 
 // next hands connection c up to max entries, appended to dst.
 func (p *peerQueue) next(now time.Time, c queue.Conn, max int, dst []queue.Entry) []queue.Entry {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.shut {
+	if p.shut || p.paused {
 		return dst
 	}
 	for range max {
@@ -167,10 +173,55 @@ func (p *peerQueue) done(now time.Time, c queue.Conn, id string, o queue.Outcome
 	}
 	p.failed("done", p.q.Done(now, c, id, o))
 	p.armLocked(now)
+	wake := p.wake
 	p.mu.Unlock()
 	if o == queue.OutcomeDeferred {
-		p.wake()
+		wake()
 	}
+}
+
+// setWake sets the callback that pokes the peer's connections (a peer
+// rebuilt by a reload takes over the queue).
+func (p *peerQueue) setWake(fn func()) {
+	p.mu.Lock()
+	p.wake = fn
+	p.mu.Unlock()
+}
+
+// setPaused pauses or resumes handing out work; it reports whether the
+// state changed. Resuming wakes the connections.
+func (p *peerQueue) setPaused(on bool) bool {
+	p.mu.Lock()
+	changed := p.paused != on
+	p.paused = on
+	wake := p.wake
+	p.mu.Unlock()
+	if changed && !on {
+		wake()
+	}
+	return changed
+}
+
+// isPaused reports whether the queue is paused.
+func (p *peerQueue) isPaused() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paused
+}
+
+// flush writes the memory queue to backlog, as a shutdown does, while the
+// queue keeps running; it returns how many entries it wrote. The entries
+// stay durable throughout: the machine syncs the .B file before it deletes
+// the journal that held them, and the next group commit syncs the rest.
+func (p *peerQueue) flush(now time.Time) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shut {
+		return 0, fmt.Errorf("queue %s: shut down", p.name)
+	}
+	n, err := p.q.Flush(now)
+	p.armLocked(now)
+	return n, err
 }
 
 // sync makes every offer since the last sync durable; an error means some

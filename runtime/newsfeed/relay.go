@@ -92,8 +92,17 @@ type Relay struct {
 	now  func() time.Time
 
 	spool *spoolfs.Spool
-	peers []*peer
-	com   *committer
+	// peers are the configured peers; a reload replaces the slice under
+	// putMu and mu (route reads it under putMu, the rest through
+	// peerList). retired are peers a reload removed: their connections are
+	// stopped, their queues stay open until Close (reload.go).
+	peers    []*peer
+	retired  map[string]*peer
+	reloadMu sync.Mutex // one reload at a time, and none during shutdown
+	runCtx   context.Context
+	com      *committer
+	alog     *articleLog // the article log (artlog.go); nil without article_log
+	rates    rateRing    // ingest: accepted articles per second
 
 	started time.Time
 	ingest  ingestStats
@@ -109,6 +118,7 @@ type Relay struct {
 	inConns   map[*inConn]struct{}
 	notAccept string // why ingest is not accepting; "" when it is
 	running   bool
+	stopped   bool // Run is shutting down or has ended: no more reloads
 
 	accepting atomic.Bool
 	wg        sync.WaitGroup
@@ -174,6 +184,14 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 		r.closeQueues()
 		sp.Close()
 		return nil, err
+	}
+	if path := cfg.ArticleLogPath(); path != "" {
+		r.alog, err = openArticleLog(path, int64(cfg.ArticleLogMax), cfg.ArticleLogKeep, r.log)
+		if err != nil {
+			r.closeQueues()
+			sp.Close()
+			return nil, fmt.Errorf("relay: %w", err)
+		}
 	}
 	if err := sp.Writable(); isDiskFull(err) {
 		// A kill -9 while the disk was full can leave a torn tail the
@@ -250,8 +268,11 @@ func (r *Relay) Run(ctx context.Context) error {
 		r.Close()
 		return err
 	}
+	runCtx, stopConns := context.WithCancel(context.Background())
+	defer stopConns()
 	r.mu.Lock()
 	r.running = true
+	r.runCtx = runCtx
 	ln, al := r.ln, r.admin
 	r.mu.Unlock()
 	if err := r.startLoop(); err != nil {
@@ -262,18 +283,22 @@ func (r *Relay) Run(ctx context.Context) error {
 	r.logStart()
 	r.writeAddrFile()
 	defer os.Remove(AddrFile(r.cfg.Spool))
-	runCtx, stopConns := context.WithCancel(context.Background())
-	defer stopConns()
 
 	r.com.start()
 	if !r.opts.NoConnect {
-		for _, p := range r.peers {
+		r.reloadMu.Lock()
+		for _, p := range r.peerList() {
 			p.start(runCtx)
 		}
+		r.reloadMu.Unlock()
 	}
 	var adminSrv *adminServer
 	if al != nil {
-		adminSrv = r.serveAdmin(al)
+		tok, err := r.ensureCtlToken()
+		if err != nil {
+			r.log.Error("control disabled (newsfeed ctl will not work)", "err", err)
+		}
+		adminSrv = r.serveAdmin(al, tok)
 	}
 	statsDone := make(chan struct{})
 	go r.statsLoop(ctx, statsDone)
@@ -295,8 +320,13 @@ func (r *Relay) Run(ctx context.Context) error {
 	<-tlsDone
 	r.stopIngest()
 	r.com.stop()
-	for _, p := range r.peers {
-		p.stop()
+	r.reloadMu.Lock() // no reload from here on, and none starts peers later
+	defer r.reloadMu.Unlock()
+	r.mu.Lock()
+	r.running, r.stopped = false, true
+	r.mu.Unlock()
+	for _, p := range r.peerList() {
+		p.stop(false)
 	}
 	stopConns()
 	r.wg.Wait()
@@ -320,8 +350,9 @@ func (r *Relay) logStart() {
 		r.log.Info("no -config given: running the embedded default configuration (ingest only, no peers)",
 			"listen", r.Addr().String(), "spool", c.Spool)
 	}
-	names := make([]string, len(r.peers))
-	for i, p := range r.peers {
+	peers := r.peerList()
+	names := make([]string, len(peers))
+	for i, p := range peers {
 		names[i] = p.cfg.Name
 	}
 	attrs := []any{"config", c.Source, "listen", r.Addr().String(), "spool", c.Spool, "pathhost", c.PathHost,
@@ -330,7 +361,7 @@ func (r *Relay) logStart() {
 		attrs = append(attrs, "admin", a.String())
 	}
 	r.log.Info("newsfeed running", attrs...)
-	if len(r.peers) == 0 {
+	if len(names) == 0 {
 		r.log.Warn("no peers configured: articles are stored but fed to no one")
 	}
 }
@@ -351,18 +382,35 @@ func (r *Relay) Close() error {
 	if e := r.spool.Close(); e != nil && err == nil {
 		err = e
 	}
+	if e := r.alog.close(); e != nil {
+		r.log.Warn("article log", "err", e)
+	}
 	return err
 }
 
 func (r *Relay) closeQueues() error {
 	var first error
 	now := r.now()
-	for _, p := range r.peers {
+	r.mu.Lock()
+	all := append([]*peer(nil), r.peers...)
+	for _, p := range r.retired {
+		all = append(all, p)
+	}
+	r.mu.Unlock()
+	for _, p := range all {
 		if err := p.q.shutdown(now); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
+}
+
+// peerList returns the configured peers (the slice is not changed in
+// place: a reload replaces it).
+func (r *Relay) peerList() []*peer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.peers
 }
 
 // route returns the peers that get a copy of an article (the masterfeed):

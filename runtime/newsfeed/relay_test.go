@@ -315,9 +315,9 @@ func TestInjectFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Add(single)
-	got := []int{res.Accepted, res.Duplicate, res.Rejected}
+	got := []int{res.Accepted, res.Refused, res.Rejected}
 	if diff := cmp.Diff([]int{6, 1, 2}, got); diff != "" {
-		t.Errorf("accepted, duplicate, rejected (-want +got):\n%s\n%s", diff, res)
+		t.Errorf("accepted, refused, rejected (-want +got):\n%s\n%s", diff, res)
 	}
 	if keys := slices.Sorted(maps.Keys(res.Reasons)); len(keys) != 2 {
 		t.Errorf("reasons %v, want two distinct", res.Reasons)

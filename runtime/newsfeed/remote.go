@@ -54,7 +54,7 @@ func ReadAddrs(spool string) (listen, admin string, err error) {
 // InjectRemote offers the articles of the files (rnews batches or single
 // articles) to a running relay's ingest listener with IHAVE, for when the
 // spool is in use: the relay validates, stores and routes them exactly as
-// it does for any upstream. 235 counts as accepted, 435 as duplicate, 437
+// it does for any upstream. 235 counts as accepted, 435 as refused, 437
 // as rejected (with the relay's reason).
 func InjectRemote(ctx context.Context, addr string, files []string, maxSize int) (InjectResult, error) {
 	var res InjectResult
@@ -91,7 +91,7 @@ func InjectRemote(ctx context.Context, addr string, files []string, maxSize int)
 		}
 		switch {
 		case strings.HasPrefix(l, "435"):
-			res.Duplicate++
+			res.Refused++
 			return nil
 		case strings.HasPrefix(l, "335"):
 		default:
@@ -109,7 +109,7 @@ func InjectRemote(ctx context.Context, addr string, files []string, maxSize int)
 			res.Accepted++
 		case "437":
 			if text == "Duplicate" {
-				res.Duplicate++
+				res.Refused++
 			} else {
 				res.reject(strings.ToLower(text))
 			}

@@ -48,9 +48,10 @@ type PeerStats struct {
 
 	AcceptedBytes int64   `json:"accepted_bytes"`
 	Seconds       float64 `json:"seconds"` // since the relay started
-	Rate          float64 `json:"rate"`    // accepted articles per second since start
+	Rate          float64 `json:"rate"`    // accepted articles per second over the last minute
 
-	ConnsUp     int          `json:"conns_up"` // connections past the handshake, feeding or idle
+	Paused      bool         `json:"paused,omitempty"` // newsfeed ctl pause
+	ConnsUp     int          `json:"conns_up"`         // connections past the handshake, feeding or idle
 	Connections []ConnStatus `json:"connections"`
 }
 
@@ -85,8 +86,7 @@ type IngestStats struct {
 	Connections int64 `json:"connections"` // accepted since start
 	Open        int64 `json:"open"`
 	Accepted    int64 `json:"accepted"`
-	Duplicate   int64 `json:"duplicate"`
-	Refused     int64 `json:"refused"`
+	Refused     int64 `json:"refused"` // not wanted (history), or stored by another connection first
 	Deferred    int64 `json:"deferred"`
 	Rejected    int64 `json:"rejected"`
 	Denied      int64 `json:"denied"` // connections refused by allow
@@ -113,6 +113,8 @@ type Status struct {
 	SpoolBytes int64       `json:"spool_bytes"`
 	History    int         `json:"history_entries"`
 	Ingest     IngestStats `json:"ingest"`
+	// IngestRate is the articles accepted per second over the last minute.
+	IngestRate float64     `json:"ingest_rate"`
 	Peers      []PeerStats `json:"peers"`
 
 	// LostArticles counts stored articles found damaged or gone: at
@@ -134,17 +136,18 @@ func (r *Relay) Status() Status {
 		History:    r.spool.History().Len(),
 		Ingest: IngestStats{
 			Connections: r.ingest.conns.Load(), Open: r.ingest.open.Load(),
-			Accepted: r.ingest.accepted.Load(), Duplicate: r.ingest.duplicate.Load(),
-			Refused: r.ingest.refused.Load(), Deferred: r.ingest.deferred.Load(), Rejected: r.ingest.rejected.Load(),
+			Accepted: r.ingest.accepted.Load(),
+			Refused:  r.ingest.refused.Load(), Deferred: r.ingest.deferred.Load(), Rejected: r.ingest.rejected.Load(),
 			Denied: r.ingest.denied.Load(), Limited: r.ingest.limited.Load(), Held: r.ingest.held.Load(),
 			TimedOut: r.ingest.timedOut.Load(), Buffered: r.limits.buffered.Load(),
 		},
 	}
+	st.IngestRate = r.rates.perSecond(now)
 	st.LostArticles = int64(r.spool.LostAtOpen()) + r.lostArticles.Load()
 	if a := r.Addr(); a != nil {
 		st.Listen = a.String()
 	}
-	for _, p := range r.peers {
+	for _, p := range r.peerList() {
 		st.Peers = append(st.Peers, p.stats(now))
 	}
 	return st
@@ -152,7 +155,7 @@ func (r *Relay) Status() Status {
 
 // PeerStats returns one peer's counters; false if there is no such peer.
 func (r *Relay) PeerStats(name string) (PeerStats, bool) {
-	for _, p := range r.peers {
+	for _, p := range r.peerList() {
 		if p.cfg.Name == name {
 			return p.stats(r.now()), true
 		}
@@ -185,10 +188,9 @@ func (p *peer) stats(now time.Time) PeerStats {
 		AcceptedBytes:  p.acceptedBytes.Load(),
 		Seconds:        now.Sub(p.r.started).Seconds(),
 		ConnsUp:        p.q.connsUp(),
+		Paused:         p.q.isPaused(),
 	}
-	if s.Seconds > 0 {
-		s.Rate = float64(s.Accepted) / s.Seconds
-	}
+	s.Rate = p.rates.perSecond(now)
 	p.mu.Lock()
 	for _, c := range p.conns {
 		c.mu.Lock()
@@ -230,10 +232,10 @@ func (r *Relay) logStats(final bool) {
 		what = "final stats"
 	}
 	in := r.Status().Ingest
-	r.log.Info(what+" (ingest)", "connections", in.Connections, "accepted", in.Accepted, "duplicate", in.Duplicate,
+	r.log.Info(what+" (ingest)", "connections", in.Connections, "accepted", in.Accepted,
 		"refused", in.Refused, "deferred", in.Deferred, "rejected", in.Rejected, "denied", in.Denied,
 		"limited", in.Limited, "held", in.Held, "timed_out", in.TimedOut)
-	for _, p := range r.peers {
+	for _, p := range r.peerList() {
 		s := p.stats(now)
 		rate, mbs := 0.0, 0.0
 		if !p.last.at.IsZero() {
@@ -241,8 +243,8 @@ func (r *Relay) logStats(final bool) {
 				rate = float64(s.Accepted-p.last.accepted) / sec
 				mbs = float64(s.AcceptedBytes-p.last.bytes) / sec / 1e6
 			}
-		} else {
-			rate = s.Rate
+		} else if s.Seconds > 0 {
+			rate = float64(s.Accepted) / s.Seconds
 		}
 		p.last = statsSnap{at: now, accepted: s.Accepted, bytes: s.AcceptedBytes}
 		r.log.Info(what, "peer", s.Name, "offered", s.Offered, "accepted", s.Accepted, "refused", s.Refused,
