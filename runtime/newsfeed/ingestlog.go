@@ -77,8 +77,12 @@ func (r *Relay) logConnClosed(ctx context.Context, ic *inConn, err error) {
 	default:
 		reason = "closed by the feeder"
 	}
-	r.log.Info("ingest connection closed", "remote", ic.remote, "user", ic.user, "accepted", ic.n.accepted, "refused", ic.n.refused,
-		"rejected", ic.n.rejected, "deferred", ic.n.deferred, "reason", reason)
+	args := []any{"remote", ic.remote, "accepted", ic.n.accepted, "refused", ic.n.refused,
+		"rejected", ic.n.rejected, "deferred", ic.n.deferred, "reason", reason}
+	if ic.user != "" {
+		args = append(args, "user", ic.user)
+	}
+	r.log.Info("ingest connection closed", args...)
 }
 
 // logArrivals writes the article log's arrival lines for a committed batch
