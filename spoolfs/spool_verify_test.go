@@ -73,3 +73,23 @@ func flipAt(i int) func(t *testing.T, path string, tok Token) {
 		}
 	}
 }
+
+// BenchmarkVerify is Verify on a 500 KB article in the page cache. (A
+// read through mmap with MAP_POPULATE measured the same here, 65-100 µs
+// against 82-88 µs by pread on a loaded 2-core machine, so Verify keeps
+// pread and needs no SIGBUS handling.)
+func BenchmarkVerify(b *testing.B) {
+	s := openT(b, b.TempDir(), SpoolOptions{})
+	defer s.Close()
+	id := msgID(b.Name(), 0)
+	tok := putT(b, s, id, wireArticle(id, 500_000), t0)
+	flushT(b, s)
+	var scratch []byte
+	b.SetBytes(int64(tok.Len))
+	for b.Loop() {
+		var err error
+		if scratch, err = s.Verify(tok, scratch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
