@@ -63,6 +63,8 @@ type feedOptions struct {
 	selfProfile       string
 	compare           string
 	idle              int
+	backlog           int
+	backlogQueue      int
 }
 
 // feeder names, in table order.
@@ -125,6 +127,8 @@ func runFeed(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.innQueue, "innfeed-queue", 0, "innfeed max-queue-size (its window per connection); 0 keeps innfeed's default")
 	fs.StringVar(&o.compare, "compare", "", "another newsfeed `binary` (e.g. an older build) run as one more feeder, goroutine runtime, for before/after figures")
 	fs.IntVar(&o.idle, "idle", 0, "instead of the feed cases, measure newsfeed's memory per idle ingest connection with `n` connections, for each runtime")
+	fs.IntVar(&o.backlog, "backlog", 0, "instead of the feed cases, measure newsfeed's memory while `n` articles (of -small-size) are queued for a peer that is down, and the drain rate when it returns, for each runtime")
+	fs.IntVar(&o.backlogQueue, "backlog-queue", 0, "the peer's queue_size for -backlog (0 keeps newsfeed's default)")
 	fs.StringVar(&o.selfProfile, "selfprofile", "", "write newsbench's own CPU profile (the sinks and the Go sender) to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -250,6 +254,9 @@ func (b *feedBench) run(ctx context.Context) error {
 	}
 	if o.idle > 0 {
 		return b.runIdle(ctx, o.idle)
+	}
+	if o.backlog > 0 {
+		return b.runBacklog(ctx, o.backlog)
 	}
 	b.spools = map[string]string{}
 	for _, kind := range []string{"small", "large"} {
