@@ -8,6 +8,7 @@ package spoolfs
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"syscall"
@@ -101,10 +102,44 @@ func (s *Spool) Matches(tok Token, msgid string) bool {
 // does, without keeping it; scratch is a buffer to reuse, returned grown.
 // Callers that send an article by sendfile, which never looks at it, verify
 // it first so that no damaged byte leaves.
+//
+// It reads the article in chunks of at most verifyChunk octets into
+// scratch and checks the CRC chunk by chunk, so the bytes are copied out
+// of the page cache once into a buffer that stays in the CPU's cache: no
+// zeroing of an article-sized buffer and no second pass over it (Get's
+// path cost newsfeed about half of its CPU time on 500 KB articles).
 func (s *Spool) Verify(tok Token, scratch []byte) ([]byte, error) {
-	b, err := s.AppendArticle(scratch[:0], tok)
-	return b[:0], err
+	sec, h, err := s.section(tok)
+	if err != nil {
+		return scratch[:0], err
+	}
+	defer sec.Close()
+	if cap(scratch) < verifyChunk {
+		scratch = make([]byte, verifyChunk)
+	}
+	buf := scratch[:verifyChunk]
+	crc := uint32(0)
+	for off, end := sec.Offset, sec.Offset+sec.Length; off < end; {
+		b := buf[:min(int64(len(buf)), end-off)]
+		n, err := sec.File.ReadAt(b, off)
+		if n < len(b) {
+			if err == nil || err == io.EOF {
+				err = ErrNotFound
+			}
+			return scratch[:0], fmt.Errorf("spool: get %s: %w", tok, err)
+		}
+		crc = crc32.Update(crc, castagnoli, b)
+		off += int64(n)
+	}
+	if crc != h.crcP {
+		s.log.Error("corrupt article", "segment", sec.seg.path, "token", tok.String())
+		return scratch[:0], fmt.Errorf("spool: get %s: %w: CRC mismatch", tok, ErrCorrupt)
+	}
+	return scratch[:0], nil
 }
+
+// verifyChunk is how much of an article Verify reads at a time.
+const verifyChunk = 128 << 10
 
 // Forget drops msgid from the history, durably after the next Sync: its
 // article was found damaged or gone, and upstream may offer it again.

@@ -62,7 +62,10 @@ type feedOptions struct {
 	innQueue          int
 	selfProfile       string
 	compare           string
+	compareRuntime    string
 	idle              int
+	backlog           int
+	backlogQueue      int
 }
 
 // feeder names, in table order.
@@ -123,8 +126,11 @@ func runFeed(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.profile, "profile", "", "write newsfeed's CPU and allocation profiles (pprof) of each case's last round to `dir`")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on one feeder's run after this long")
 	fs.IntVar(&o.innQueue, "innfeed-queue", 0, "innfeed max-queue-size (its window per connection); 0 keeps innfeed's default")
-	fs.StringVar(&o.compare, "compare", "", "another newsfeed `binary` (e.g. an older build) run as one more feeder, goroutine runtime, for before/after figures")
+	fs.StringVar(&o.compare, "compare", "", "another newsfeed `binary` (e.g. an older build) run as one more feeder (runtime: -compare-runtime), for before/after figures")
+	fs.StringVar(&o.compareRuntime, "compare-runtime", runtimeGo, "the runtime of the -compare feeder: goroutine or epoll")
 	fs.IntVar(&o.idle, "idle", 0, "instead of the feed cases, measure newsfeed's memory per idle ingest connection with `n` connections, for each runtime")
+	fs.IntVar(&o.backlog, "backlog", 0, "instead of the feed cases, measure newsfeed's memory while `n` articles (of -small-size) are queued for a peer that is down, and the drain rate when it returns, for each runtime")
+	fs.IntVar(&o.backlogQueue, "backlog-queue", 0, "the peer's queue_size for -backlog (0 keeps newsfeed's default)")
 	fs.StringVar(&o.selfProfile, "selfprofile", "", "write newsbench's own CPU profile (the sinks and the Go sender) to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -132,6 +138,9 @@ func runFeed(args []string, stdout, stderr io.Writer) error {
 	if o.quick {
 		o.smallN, o.smallSize, o.largeN, o.largeSize = 300, 2000, 12, 500000
 		o.rounds = 1
+	}
+	if o.compareRuntime != runtimeGo && o.compareRuntime != runtimeEpoll {
+		return fmt.Errorf("-compare-runtime %q: goroutine or epoll", o.compareRuntime)
 	}
 	if o.rounds < 1 || o.conns < 1 || o.fanout < 1 || o.smallN < 1 || o.largeN < 1 {
 		return errors.New("-rounds, -conns, -fanout, -small and -large must be at least 1")
@@ -251,6 +260,9 @@ func (b *feedBench) run(ctx context.Context) error {
 	if o.idle > 0 {
 		return b.runIdle(ctx, o.idle)
 	}
+	if o.backlog > 0 {
+		return b.runBacklog(ctx, o.backlog)
+	}
 	b.spools = map[string]string{}
 	for _, kind := range []string{"small", "large"} {
 		set := sets[kind]
@@ -335,7 +347,7 @@ func (b *feedBench) measure(ctx context.Context, c feedCase, feeder string, last
 	case feederNFEpoll:
 		return b.runNewsfeed(ctx, c, b.bin, runtimeEpoll, last)
 	case feederCompare:
-		return b.runNewsfeed(ctx, c, b.o.compare, runtimeGo, false)
+		return b.runNewsfeed(ctx, c, b.o.compare, b.o.compareRuntime, false)
 	case feederInnfeed:
 		return b.runInnfeed(ctx, c)
 	}

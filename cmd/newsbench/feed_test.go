@@ -250,3 +250,33 @@ func TestFeedIdle(t *testing.T) {
 		t.Errorf("runtimes measured (-want +got):\n%s", diff)
 	}
 }
+
+// TestFeedBacklogSpills runs newsbench feed -backlog at a small N with a
+// small memory queue: while the peer is down, newsfeed (a child process)
+// must spill what its memory queue cannot hold to backlog files and keep
+// its resident set within the 64 MB, and the backlog must reach
+// the peer in full when it returns (backlogOnce fails otherwise).
+func TestFeedBacklogSpills(t *testing.T) {
+	var out, log bytes.Buffer
+	if err := runFeed([]string{"-backlog", "3000", "-backlog-queue", "64", "-timeout", "2m"}, &out, &log); err != nil {
+		t.Fatalf("newsbench feed -backlog: %v\n%s", err, log.Bytes())
+	}
+	seen := 0
+	for _, l := range strings.Split(out.String(), "\n") {
+		var name string
+		var rss, backlog float64
+		if _, err := fmt.Sscanf(l, "backlog %s peak_rss_mb %g backlog_mb %g", &name, &rss, &backlog); err != nil {
+			continue
+		}
+		seen++
+		if backlog <= 0 {
+			t.Errorf("%s: no backlog files while the peer was down: the memory queue did not spill", name)
+		}
+		if rss > 64 {
+			t.Errorf("%s: newsfeed's peak VmRSS %.1f MB while the peer was down, want at most 64", name, rss)
+		}
+	}
+	if seen == 0 {
+		t.Fatalf("no backlog figures in the output:\n%s", out.Bytes())
+	}
+}

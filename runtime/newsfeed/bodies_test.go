@@ -63,3 +63,36 @@ func TestCorruptArticleSettledMissing(t *testing.T) {
 	}
 	h.checkStats()
 }
+
+// TestVerifiedBodiesBounded checks the set of lately verified articles:
+// it knows what was added lately, forgets what is dropped, and keeps at
+// most two generations however many articles go by.
+func TestVerifiedBodiesBounded(t *testing.T) {
+	var v verifiedBodies
+	tok := func(i int) string { return fmt.Sprintf("@%032X@", i) }
+	n := 5*verifiedMax + 17
+	for i := range n {
+		v.add(tok(i), "<a@b>")
+	}
+	if got := len(v.cur) + len(v.old); got > 2*verifiedMax {
+		t.Errorf("%d entries after %d adds, want at most %d", got, n, 2*verifiedMax)
+	}
+	for _, tc := range []struct {
+		what      string
+		token, id string
+		want      bool
+	}{
+		{"the last one added", tok(n - 1), "<a@b>", true},
+		{"one a generation ago", tok(n - verifiedMax - 1), "<a@b>", true},
+		{"the first one, long gone", tok(0), "<a@b>", false},
+		{"the last token under another id (offsets reused)", tok(n - 1), "<c@d>", false},
+	} {
+		if got := v.has(tc.token, tc.id); got != tc.want {
+			t.Errorf("%s: has = %v, want %v", tc.what, got, tc.want)
+		}
+	}
+	v.forget(tok(n-1), "<a@b>")
+	if v.has(tok(n-1), "<a@b>") {
+		t.Error("has = true after forget")
+	}
+}

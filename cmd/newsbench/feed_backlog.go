@@ -1,0 +1,227 @@
+package main
+
+// newsbench feed -backlog N: newsfeed's memory while N articles are queued
+// for a peer that is down, and how fast that backlog drains when the peer
+// returns (issue 15). For each runtime newsfeed runs as a child with one
+// peer, a sink, and three phases follow, each pushing its own N articles
+// of -small-size octets into newsfeed's ingest with TAKETHIS:
+//
+//  1. live: the sink is up; the rate is N over the time from the first
+//     TAKETHIS to the sink's N-th article (ingest, group commit and
+//     feeding, end to end);
+//  2. down: the sink is closed (connections refused); the push waits for
+//     every 239, then one more second passes. The memory queue holds at
+//     most queue_size articles, the rest goes to backlog files; the figure
+//     is the peak VmRSS of the child during the phase (sampled every
+//     20 ms) and the octets of backlog files at its end;
+//  3. return: a sink listens again on the same port; the drain rate is N
+//     over the time from then to the sink's N-th article (reconnect
+//     backoff included: the peer has reconnect_max = 250ms).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/newsflow/newsflow/runtime/newsfeed"
+	"github.com/newsflow/newsflow/runtime/testpeer/sink"
+)
+
+// backlogResult is one runtime's -backlog figures.
+type backlogResult struct {
+	runtime      string
+	n            int
+	live, drain  time.Duration
+	peakRSS      int64 // octets, during the down phase
+	backlogBytes int64 // octets of backlog files at the end of the down phase
+}
+
+func (r backlogResult) liveRate() float64  { return float64(r.n) / r.live.Seconds() }
+func (r backlogResult) drainRate() float64 { return float64(r.n) / r.drain.Seconds() }
+
+// runBacklog measures every available runtime and prints a table.
+func (b *feedBench) runBacklog(ctx context.Context, n int) error {
+	rts := []string{runtimeGo}
+	if b.epoll {
+		rts = append(rts, runtimeEpoll)
+	}
+	loadBefore := loadAvg()
+	var res []backlogResult
+	for _, rt := range rts {
+		r, err := b.backlogOnce(ctx, rt, n)
+		if err != nil {
+			return fmt.Errorf("backlog %s: %w", rt, err)
+		}
+		res = append(res, r)
+	}
+	w := b.out
+	fmt.Fprintf(w, "newsbench feed -backlog %d: %d-octet articles, %d connections, queue_size %s; load average %s before and %s after\n",
+		n, b.o.smallSize, b.o.conns, queueSizeText(b.o.backlogQueue), loadBefore, loadAvg())
+	t := &Table{Header: []string{"runtime", "articles", "live art/s", "peak RSS down MB", "backlog MB", "drain art/s", "drain/live"}}
+	for _, r := range res {
+		t.Add(r.runtime, strconv.Itoa(r.n), fmt.Sprintf("%.0f", r.liveRate()), fmt.Sprintf("%.1f", float64(r.peakRSS)/1e6),
+			fmt.Sprintf("%.1f", float64(r.backlogBytes)/1e6), fmt.Sprintf("%.0f", r.drainRate()),
+			fmt.Sprintf("%.2f", r.drainRate()/r.liveRate()))
+	}
+	t.Print(w)
+	for _, r := range res {
+		name := fmt.Sprintf("backlog-%d-%s", n, r.runtime)
+		fmt.Fprintf(w, "backlog %s peak_rss_mb %.1f backlog_mb %.1f\n", name, float64(r.peakRSS)/1e6, float64(r.backlogBytes)/1e6)
+		Ratio(w, name, "drain_vs_live", r.drainRate(), r.liveRate())
+	}
+	return nil
+}
+
+// queueSizeText shows the -backlog-queue flag's value.
+func queueSizeText(q int) string {
+	if q == 0 {
+		return "newsfeed's default"
+	}
+	return strconv.Itoa(q)
+}
+
+// backlogOnce runs the three phases with runtime rt.
+func (b *feedBench) backlogOnce(ctx context.Context, rt string, n int) (backlogResult, error) {
+	res := backlogResult{runtime: rt, n: n}
+	dir := filepath.Join(b.work, "backlog-"+rt)
+	spool := filepath.Join(dir, "spool")
+	if err := os.MkdirAll(spool, 0o755); err != nil {
+		return res, err
+	}
+	up, err := sink.Listen("127.0.0.1:0", sink.Options{})
+	if err != nil {
+		return res, err
+	}
+	defer func() { up.Close() }()
+	port := up.Port()
+	text := relayConfig(spool, rt, []int{port}, b.o.conns, false) + "reconnect_max = \"250ms\"\n"
+	if b.o.backlogQueue > 0 {
+		text += fmt.Sprintf("queue_size = %d\n", b.o.backlogQueue)
+	}
+	cfg := filepath.Join(dir, "backlog.toml")
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		return res, err
+	}
+	logName := filepath.Join(dir, "newsfeed.log")
+	logf, err := os.Create(logName)
+	if err != nil {
+		return res, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(b.bin, "-config", cfg)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return res, fmt.Errorf("start newsfeed: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	defer func() {
+		syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	}()
+	var addr string
+	for deadline := time.Now().Add(10 * time.Second); addr == ""; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("no ingest address from newsfeed\n%s", tail(logName, 20))
+		}
+		addr, _, _ = newsfeed.ReadAddrs(spool)
+	}
+	run := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	push := func(phase string) error {
+		set := newArticleSet(n, b.o.smallSize, run+phase, time.Now())
+		pr, err := pushTakethis(ctx, []string{addr}, set, b.o.conns)
+		if err == nil && pr.accepted != n {
+			err = fmt.Errorf("%s: %d of %d articles accepted (%v)", phase, pr.accepted, n, pr.refused)
+		}
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, tail(logName, 20))
+		}
+		return nil
+	}
+
+	// 1. live.
+	start := time.Now()
+	if err := push("live"); err != nil {
+		return res, err
+	}
+	if err := up.Wait(ctx, int64(n)); err != nil {
+		return res, fmt.Errorf("live: the sink took %d of %d: %w", up.Articles(), n, err)
+	}
+	res.live = time.Since(start)
+	b.say("backlog %s: live %d articles in %.2fs", rt, n, res.live.Seconds())
+
+	// 2. down.
+	up.Close()
+	var peak atomic.Int64
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v, err := vmRSS(cmd.Process.Pid); err == nil && v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err = push("down")
+	if err == nil {
+		time.Sleep(time.Second)
+	}
+	close(stop)
+	<-sampled
+	if err != nil {
+		return res, err
+	}
+	res.peakRSS = peak.Load()
+	res.backlogBytes = dirBytes(filepath.Join(spool, "backlog"))
+	b.say("backlog %s: down, %d articles queued: peak VmRSS %.1f MB, backlog files %.1f MB", rt, n,
+		float64(res.peakRSS)/1e6, float64(res.backlogBytes)/1e6)
+
+	// 3. return.
+	back, err := sink.Listen("127.0.0.1:"+strconv.Itoa(port), sink.Options{})
+	if err != nil {
+		return res, fmt.Errorf("the peer's port again: %w", err)
+	}
+	up = back
+	start = time.Now()
+	if err := back.Wait(ctx, int64(n)); err != nil {
+		return res, fmt.Errorf("return: the sink took %d of %d: %w\n%s", back.Articles(), n, err, tail(logName, 20))
+	}
+	res.drain = time.Since(start)
+	b.say("backlog %s: drained %d articles in %.2fs", rt, n, res.drain.Seconds())
+	return res, nil
+}
+
+// dirBytes is the total size of the regular files in dir (0 when it
+// cannot be read).
+func dirBytes(dir string) int64 {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+	}
+	return n
+}
