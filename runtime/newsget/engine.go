@@ -49,6 +49,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/download"
 	"github.com/newsflow/newsflow/machine/jobs"
+	"github.com/newsflow/newsflow/machine/postproc"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/spoolfs"
 )
@@ -79,6 +80,11 @@ type Options struct {
 type Job struct {
 	Name string // for messages: usually the NZB's file name
 	NZB  []byte
+	// HoldRecovery holds back the NZB's PAR2 recovery volumes (files
+	// named NAME.volNN+MM.par2; the index NAME.par2 is fetched): their
+	// results are Held, with the NZB entry to fetch them by, so that
+	// post-processing fetches only the volumes a repair needs.
+	HoldRecovery bool
 }
 
 // Engine downloads NZB jobs. Create it with New, call Download once,
@@ -235,7 +241,7 @@ func (s *Summary) Complete() bool {
 		return false
 	}
 	for _, f := range s.Files {
-		if !f.Complete {
+		if !f.Complete && !f.Held {
 			return false
 		}
 	}
@@ -406,6 +412,12 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 			continue
 		}
 		o.nzbName = SanitizeName(nf.Filename(), fmt.Sprintf("file-%d", i+1))
+		if j.HoldRecovery && postproc.IsVolume(o.nzbName) {
+			o.refused, o.finished, o.remaining = "held back", true, 0
+			o.result = &FileResult{Job: jr.name, Name: o.nzbName, Path: filepath.Join(e.cfg.DownloadDir, o.nzbName),
+				Segments: len(nf.Segments), Held: true, Source: nf}
+			continue
+		}
 		o.initBound()
 		var done jobs.Segments
 		if i < len(meta.Files) {
@@ -515,7 +527,7 @@ func (e *Engine) startEntry(jr *jobRun, j Job, nzb *proto.NZB) error {
 func (e *Engine) endJob(jr *jobRun) {
 	complete := true
 	for _, o := range jr.files {
-		if o.result == nil || !o.result.Complete {
+		if o.result == nil || !o.result.Complete && !o.result.Held {
 			complete = false
 		}
 	}
