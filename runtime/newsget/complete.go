@@ -63,8 +63,14 @@ func writeComplete(queueDir, job string, rec map[int]completeFile) error {
 // the same NZB again counts them as complete instead of fetching them
 // again. Names not in the job's record are ignored.
 func (e *Engine) MarkRemoved(j Job, names []string) error {
-	id := jobID(j.NZB, e.cfg.DownloadDir)
-	rec, ok := readComplete(e.cfg.QueueDir, id)
+	return MarkRemoved(e.cfg, j, names)
+}
+
+// MarkRemoved is Engine.MarkRemoved for a job of cfg once its Engine is
+// closed (post-processing runs after the download's Engine closed).
+func MarkRemoved(cfg *Config, j Job, names []string) error {
+	id := jobID(j.NZB, cfg.DownloadDir)
+	rec, ok := readComplete(cfg.QueueDir, id)
 	if !ok {
 		return nil
 	}
@@ -78,7 +84,7 @@ func (e *Engine) MarkRemoved(j Job, names []string) error {
 			rec[i] = cf
 		}
 	}
-	if err := writeComplete(e.cfg.QueueDir, id, rec); err != nil {
+	if err := writeComplete(cfg.QueueDir, id, rec); err != nil {
 		return fmt.Errorf("newsget: record removed files: %w", err)
 	}
 	return nil

@@ -88,6 +88,9 @@ type Verified struct {
 	Quick   int    // confirmed from the download's CRCs without reading
 	Read    int64  // bytes read to verify
 	Missing int    // input slices to rebuild
+	// Unreadable says why the set could not be read; with every file of
+	// the job complete (checked by its yEnc CRCs) that is not a failure.
+	Unreadable string
 }
 
 // Rename is a file found under another name and renamed to the set's.
@@ -166,6 +169,9 @@ func (r *run) run(ctx context.Context) error {
 			r.held = append(r.held, f)
 			continue
 		}
+		if f.Removed {
+			continue // unpacked and cleaned up by an earlier run
+		}
 		name := f.Name
 		if !f.Complete {
 			if f.Path == "" || !strings.HasSuffix(f.Name, ".part") {
@@ -188,6 +194,12 @@ func (r *run) run(ctx context.Context) error {
 	}
 	for _, idx := range sets {
 		whole, err := r.set(ctx, idx, known)
+		var unreadable *unreadableError
+		if errors.As(err, &unreadable) && len(incomplete) == 0 {
+			r.log.Warn("PAR2 set unreadable; the download's CRCs verified every file", "set", idx, "err", err)
+			r.res.Verified = append(r.res.Verified, Verified{Set: idx, Unreadable: unreadable.err.Error()})
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -239,7 +251,7 @@ func (r *run) set(ctx context.Context, idx string, known map[string][]pproto.Ran
 	path := filepath.Join(r.job.Dir, idx)
 	s, err := par2.Open(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
+		return nil, &unreadableError{err}
 	}
 	po := par2.Options{Known: known, Workers: r.o.Workers}
 	rep, err := s.Verify(ctx, po)
@@ -358,6 +370,12 @@ func (r *run) fetch(ctx context.Context, choice []mpostproc.Volume, byName map[s
 	return nil
 }
 
+// unreadableError: a set's index could not be read as a PAR2 set.
+type unreadableError struct{ err error }
+
+func (e *unreadableError) Error() string { return "verify: " + e.err.Error() }
+func (e *unreadableError) Unwrap() error { return e.err }
+
 // moveIn moves an incomplete file from part to name for the repair.
 func (r *run) moveIn(part, name string) error {
 	to := filepath.Join(r.job.Dir, name)
@@ -399,4 +417,21 @@ func firstOf(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// EngineFetch is the Fetch of newsget's programs: a new Engine of cfg
+// (opts as for the download) with dir as its download directory, closed
+// when the fetch ends. The download's own Engine must be closed first:
+// both use the job queue of cfg.
+func EngineFetch(cfg *newsget.Config, opts newsget.Options) FetchFunc {
+	return func(ctx context.Context, dir string, j newsget.Job) (*newsget.Summary, error) {
+		c := *cfg
+		c.DownloadDir = dir
+		e, err := newsget.New(&c, opts)
+		if err != nil {
+			return nil, err
+		}
+		defer e.Close()
+		return e.Download(ctx, []newsget.Job{j})
+	}
 }
