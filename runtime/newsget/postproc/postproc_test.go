@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/newsget/par2"
+	"github.com/newsflow/newsflow/runtime/newsget/serve"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/posting"
 	"github.com/newsflow/newsflow/runtime/tomlconf"
@@ -353,5 +354,38 @@ func TestRepairThenUnpack(t *testing.T) {
 	}
 	if res.Unpack == nil || len(res.Unpack.Removed) == 0 {
 		t.Errorf("unpack %+v", res.Unpack)
+	}
+}
+
+// TestProcessor: as newsget serve's PostProcessor the stage marks a job
+// Completed only once repaired (and unpacked), Failed with the reason
+// otherwise.
+func TestProcessor(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		lost   int // leading parts of a.bin lost
+		want   serve.PostStatus
+		reason string
+	}{
+		{"repaired", 1, serve.Completed, ""},
+		{"beyond repair", 4, serve.Failed, "repair of set.par2 impossible: 8 slices to rebuild"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, twoFiles(), 4, nil, func(name string, part int) bool { return name == "a.bin" && part <= tc.lost })
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sum, err := f.download(ctx, f.cfg.DownloadDir, newsget.Job{Name: "job.nzb", NZB: posting.NZB(f.posts...), HoldRecovery: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &Processor{Options: Options{Fetch: EngineFetch(&f.cfg, newsget.Options{}), Unpack: true, Cleanup: true}}
+			got := p.PostProcess(ctx, serve.PostJob{Dir: f.cfg.DownloadDir, Name: "job", Files: sum.Files})
+			if got.Status != tc.want || !strings.Contains(got.Reason, tc.reason) {
+				t.Fatalf("PostProcess = %+v, want status %v, reason %q", got, tc.want, tc.reason)
+			}
+			if tc.want == serve.Completed {
+				f.wantOriginals()
+			}
+		})
 	}
 }
