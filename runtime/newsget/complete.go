@@ -97,7 +97,8 @@ func (e *Engine) saveComplete(jr *jobRun) error {
 		if o.result == nil || !o.result.Complete {
 			continue
 		}
-		rec[o.idx] = completeFile{Name: o.result.Name, Size: o.result.Size, CRC32: o.info.CRC32, HasCRC32: o.info.HasCRC32}
+		rec[o.idx] = completeFile{Name: o.result.Name, Size: o.result.Size, CRC32: o.info.CRC32, HasCRC32: o.info.HasCRC32,
+			Removed: o.result.Removed}
 	}
 	return writeComplete(e.cfg.QueueDir, jr.id, rec)
 }
