@@ -48,7 +48,12 @@ func postprocessJobs(ctx context.Context, cfg *newsget.Config, engOpts newsget.O
 		res := postproc.Run(ctx, postproc.Job{Dir: cfg.DownloadDir, Name: j.Name, Password: jobPassword(j), Files: files},
 			postproc.Options{Fetch: fetch, Unpack: pp.unpack, Cleanup: pp.cleanup, Log: engOpts.Log})
 		printPost(stdout, res)
-		if res.Unpack != nil && len(res.Unpack.Removed) > 0 {
+		if res.Err == nil && res.Settled {
+			// Repaired whole: a later run of this NZB finds it finished.
+			if err := newsget.SettleJob(cfg, j, files); err != nil {
+				printErr(stderr, err)
+			}
+		} else if res.Unpack != nil && len(res.Unpack.Removed) > 0 {
 			// A later run of this NZB must not fetch them again.
 			if err := newsget.MarkRemoved(cfg, j, res.Unpack.Removed); err != nil {
 				printErr(stderr, err)

@@ -90,6 +90,28 @@ func MarkRemoved(cfg *Config, j Job, names []string) error {
 	return nil
 }
 
+// SettleJob records a job that post-processing made whole (incomplete
+// files repaired from PAR2) as finished, as if it had downloaded
+// complete: its entry and progress leave the job queue, and files (the
+// job's results, updated to their names now) are recorded complete, so
+// running the same NZB again fetches nothing. Files whose yEnc CRC-32 is
+// not known here are checked by size on that run.
+func SettleJob(cfg *Config, j Job, files []*FileResult) error {
+	if err := ForgetJob(cfg, j.NZB); err != nil {
+		return err
+	}
+	rec := map[int]completeFile{}
+	for _, f := range files {
+		if f.Complete && !f.Held {
+			rec[f.Index] = completeFile{Name: f.Name, Size: f.Size, Removed: f.Removed}
+		}
+	}
+	if err := writeComplete(cfg.QueueDir, jobID(j.NZB, cfg.DownloadDir), rec); err != nil {
+		return fmt.Errorf("newsget: record repaired job: %w", err)
+	}
+	return nil
+}
+
 // saveComplete records a finished job's files (by index in the NZB).
 func (e *Engine) saveComplete(jr *jobRun) error {
 	rec := map[int]completeFile{}

@@ -358,6 +358,7 @@ func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
 	defer e.mu.Unlock()
 	for _, o := range e.files {
 		if o.result != nil {
+			o.result.Index = o.idx
 			sum.Files = append(sum.Files, o.result)
 		}
 	}

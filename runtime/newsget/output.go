@@ -99,6 +99,7 @@ type outFile struct {
 // FileResult is what became of one file.
 type FileResult struct {
 	Job      string // the NZB
+	Index    int    // the file's place in the NZB
 	Name     string // final file name (or NAME.part when incomplete)
 	Path     string
 	Size     int64 // bytes, when known

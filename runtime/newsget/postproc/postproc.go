@@ -30,7 +30,9 @@
 //     removed (runtime/newsget/unpack).
 //
 // Any failure stops the job there with Result.Err saying why: nothing is
-// removed, and incomplete files are back under NAME.part.
+// removed, and incomplete files are back under NAME.part. Run writes what
+// it did back into the job's results (Job.Files): renamed files under
+// their new names, repaired ones Complete, removed ones Removed.
 package postproc
 
 import (
@@ -121,6 +123,10 @@ type Result struct {
 	Received int64
 	Unpack   *unpack.Result // nil when not unpacked
 	Err      error          // nil: every file whole (and unpacked)
+	// Settled: files the download left incomplete are whole now; their
+	// results in Job.Files say so (Complete, under their names now), for
+	// newsget.SettleJob.
+	Settled bool
 }
 
 // FetchedBlocks adds up the recovery blocks and volumes that arrived.
@@ -145,11 +151,15 @@ type run struct {
 	// (from wherever verify renamed them) when the job fails.
 	moved map[string]string // current name -> NAME.part
 	names map[string]bool   // the job's files as they are named now
+	// byName are the job's results by the name their file has now, so
+	// that renames, repairs and removals can be written back to them.
+	byName map[string]*newsget.FileResult
 }
 
 // Run post-processes a downloaded job's folder (see the package comment).
 func Run(ctx context.Context, job Job, o Options) *Result {
-	r := &run{job: job, o: o, log: o.Log, res: &Result{}, moved: map[string]string{}, names: map[string]bool{}}
+	r := &run{job: job, o: o, log: o.Log, res: &Result{}, moved: map[string]string{}, names: map[string]bool{},
+		byName: map[string]*newsget.FileResult{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -185,6 +195,7 @@ func (r *run) run(ctx context.Context) error {
 			}
 		}
 		r.names[name] = true
+		r.byName[name] = f
 		for _, p := range f.Parts {
 			known[name] = append(known[name], pproto.RangeCRC{Offset: p.Offset, Length: p.Size, CRC32: p.CRC32})
 		}
@@ -218,12 +229,24 @@ func (r *run) run(ctx context.Context) error {
 		}
 		return fmt.Errorf("%d files incomplete and not protected by the PAR2 sets (%s)", len(list), list[0])
 	}
-	// Whole: the moves stand; their .incomplete notes are stale.
+	// Whole: the moves stand; their .incomplete notes are stale, and the
+	// results of the files repaired say they are complete now.
 	for cur, part := range r.moved {
 		os.Remove(filepath.Join(r.job.Dir, strings.TrimSuffix(part, ".part")+".incomplete"))
 		r.log.Info("repaired file in place", "name", cur)
 	}
 	r.moved = map[string]string{}
+	for name, f := range r.byName {
+		if f.Complete {
+			continue
+		}
+		st, err := os.Stat(filepath.Join(r.job.Dir, name))
+		if err != nil {
+			return fmt.Errorf("after repair: %w", err)
+		}
+		f.Name, f.Path, f.Size, f.Complete, f.Err, f.Missing = name, filepath.Join(r.job.Dir, name), st.Size(), true, "", nil
+		r.res.Settled = true
+	}
 	if !r.o.Unpack {
 		return nil
 	}
@@ -234,6 +257,13 @@ func (r *run) run(ctx context.Context) error {
 	slices.Sort(files)
 	res, err := unpack.Dir(ctx, r.job.Dir, unpack.Options{Password: r.job.Password, Cleanup: r.o.Cleanup, Files: files})
 	r.res.Unpack = res
+	if res != nil {
+		for _, n := range res.Removed {
+			if f := r.byName[n]; f != nil {
+				f.Removed = true
+			}
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -270,6 +300,13 @@ func (r *run) set(ctx context.Context, idx string, known map[string][]pproto.Ran
 		if f.RenamedFrom != "" {
 			r.res.Renamed = append(r.res.Renamed, Rename{From: f.RenamedFrom, To: f.Name})
 			delete(r.names, f.RenamedFrom)
+			if fr := r.byName[f.RenamedFrom]; fr != nil {
+				delete(r.byName, f.RenamedFrom)
+				r.byName[f.Name] = fr
+				if fr.Complete {
+					fr.Name, fr.Path = f.Name, filepath.Join(r.job.Dir, f.Name)
+				}
+			}
 			if part, ok := r.moved[f.RenamedFrom]; ok {
 				delete(r.moved, f.RenamedFrom)
 				r.moved[f.Name] = part
