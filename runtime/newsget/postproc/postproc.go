@@ -276,7 +276,8 @@ func (r *run) run(ctx context.Context) error {
 }
 
 // set verifies, completes and repairs the PAR2 set of the index idx, and
-// returns the names of the files it made whole.
+// returns the names of the files it made whole, with the names they were
+// found under when verify renamed them.
 func (r *run) set(ctx context.Context, idx string, known map[string][]pproto.RangeCRC) ([]string, error) {
 	path := filepath.Join(r.job.Dir, idx)
 	s, err := par2.Open(ctx, path)
@@ -298,6 +299,7 @@ func (r *run) set(ctx context.Context, idx string, known map[string][]pproto.Ran
 			v.Whole++
 		}
 		if f.RenamedFrom != "" {
+			names = append(names, f.RenamedFrom)
 			r.res.Renamed = append(r.res.Renamed, Rename{From: f.RenamedFrom, To: f.Name})
 			delete(r.names, f.RenamedFrom)
 			if fr := r.byName[f.RenamedFrom]; fr != nil {

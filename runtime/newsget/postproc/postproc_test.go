@@ -306,6 +306,33 @@ func TestObfuscatedRenamed(t *testing.T) {
 	f.wantOriginals()
 }
 
+// TestObfuscatedRepaired: an incomplete file posted under a random name
+// is found by its first 16 KiB (intact), renamed to the set's name and
+// repaired; its NAME.part and NAME.incomplete are gone.
+func TestObfuscatedRepaired(t *testing.T) {
+	obf := func(n string) string {
+		if strings.HasSuffix(n, ".par2") {
+			return n
+		}
+		return map[string]string{"a.bin": "x83f1c0", "b.bin": "q07ab2e"}[n]
+	}
+	data := map[string][]byte{"a.bin": posting.RandomData(1, 20000), "b.bin": posting.RandomData(2, 6500)}
+	// Part 10 of a.bin: bytes 18000-19999, past its first 16 KiB.
+	f := newFixture(t, data, 4, obf, func(name string, part int) bool { return name == "a.bin" && part == 10 })
+	_, res := f.run(false)
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if d := cmp.Diff([]Repaired{{Name: "a.bin", Slices: 2}}, res.Repaired); d != "" {
+		t.Errorf("repaired (-want +got):\n%s", d)
+	}
+	f.wantOriginals()
+	want := []string{"a.bin", "b.bin", "set.par2", "set.vol1+2.par2"}
+	if d := cmp.Diff(want, f.listing()); d != "" {
+		t.Errorf("folder (-want +got):\n%s", d)
+	}
+}
+
 // TestRepairThenUnpack: a 7z archive in volumes, damaged in the download,
 // is repaired, unpacked and cleaned up (archives and PAR2 files removed).
 func TestRepairThenUnpack(t *testing.T) {
