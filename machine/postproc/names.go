@@ -8,8 +8,8 @@ import (
 // Par2Name is what a PAR2 file's name says: "x.par2" is the index (no
 // recovery blocks), "x.vol07+08.par2" holds 8 recovery blocks starting
 // at exponent 7. This is newsget's one parser of PAR2 file names: the
-// download holds volumes back by it, Choose plans over it, and
-// machine/dlqueue's fail-fast rule counts blocks with it.
+// download holds volumes back by it (Hold), post-processing plans over it,
+// and machine/dlqueue's fail-fast rule counts blocks with it.
 type Par2Name struct {
 	Base   string // the set's name, "x"
 	First  int    // first exponent of a volume
@@ -45,13 +45,6 @@ func ParsePar2Name(name string) (p Par2Name, ok bool) {
 	return Par2Name{Base: stem, Index: true}, true
 }
 
-// IsVolume reports whether name is a PAR2 recovery volume
-// (NAME.volNN+MM.par2): the files a download holds back.
-func IsVolume(name string) bool {
-	p, ok := ParsePar2Name(name)
-	return ok && !p.Index
-}
-
 // digits reports whether s is all ASCII digits (Atoi also takes signs).
 func digits(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -60,4 +53,24 @@ func digits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// Hold says which files of a job to hold back during the download: the
+// recovery volumes of every set whose index (NAME.par2) the job also
+// lists. Without its index a set's volumes are all the set there is, so
+// they are fetched (a volume carries the set's description too). Names
+// match case-insensitively; hold[i] is for names[i].
+func Hold(names []string) []bool {
+	index := map[string]bool{}
+	for _, n := range names {
+		if p, ok := ParsePar2Name(n); ok && p.Index {
+			index[strings.ToLower(p.Base)] = true
+		}
+	}
+	hold := make([]bool, len(names))
+	for i, n := range names {
+		p, ok := ParsePar2Name(n)
+		hold[i] = ok && !p.Index && index[strings.ToLower(p.Base)]
+	}
+	return hold
 }

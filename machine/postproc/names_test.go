@@ -3,6 +3,8 @@ package postproc
 import (
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestParsePar2Name(t *testing.T) {
@@ -29,9 +31,6 @@ func TestParsePar2Name(t *testing.T) {
 		got, ok := ParsePar2Name(tc.in)
 		if ok != tc.ok || got != tc.want {
 			t.Errorf("ParsePar2Name(%q) = %+v, %v; want %+v, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-		if v := IsVolume(tc.in); v != (tc.ok && !tc.want.Index) {
-			t.Errorf("IsVolume(%q) = %v", tc.in, v)
 		}
 	}
 }
@@ -64,4 +63,22 @@ func FuzzParsePar2Name(f *testing.F) {
 			t.Fatalf("%q: base %q is not its prefix", name, p.Base)
 		}
 	})
+}
+
+func TestHold(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		names []string
+		want  []bool
+	}{
+		{"volumes of a set with its index", []string{"x.rar", "x.par2", "x.vol00+01.par2", "X.VOL01+02.PAR2"}, []bool{false, false, true, true}},
+		{"no index: volumes fetched", []string{"x.rar", "x.vol00+01.par2"}, []bool{false, false}},
+		{"another set's index", []string{"y.par2", "x.vol00+01.par2", "y.vol0+1.par2"}, []bool{false, false, true}},
+		{"not volumes", []string{"x.par2", "x.vol.par2", "x.vol1+2.par2.1"}, []bool{false, false, false}},
+		{"empty", nil, []bool{}},
+	} {
+		if d := cmp.Diff(tc.want, Hold(tc.names)); d != "" {
+			t.Errorf("%s: Hold(%q) (-want +got):\n%s", tc.name, tc.names, d)
+		}
+	}
 }

@@ -81,9 +81,10 @@ type Job struct {
 	Name string // for messages: usually the NZB's file name
 	NZB  []byte
 	// HoldRecovery holds back the NZB's PAR2 recovery volumes (files
-	// named NAME.volNN+MM.par2; the index NAME.par2 is fetched): their
-	// results are Held, with the NZB entry to fetch them by, so that
-	// post-processing fetches only the volumes a repair needs.
+	// named NAME.volNN+MM.par2 of a set whose index NAME.par2 the NZB
+	// lists, machine/postproc.Hold): their results are Held, with the NZB
+	// entry to fetch them by, so that post-processing fetches only the
+	// volumes a repair needs.
 	HoldRecovery bool
 }
 
@@ -400,6 +401,14 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 		return nil, fmt.Errorf("job queue: %w", err)
 	}
 	f.Close()
+	var hold []bool
+	if j.HoldRecovery {
+		names := make([]string, len(nzb.Files))
+		for i := range nzb.Files {
+			names[i] = SanitizeName(nzb.Files[i].Filename(), fmt.Sprintf("file-%d", i+1))
+		}
+		hold = postproc.Hold(names)
+	}
 	for i := range nzb.Files {
 		nf := &nzb.Files[i]
 		o := &outFile{key: len(e.files), job: jr, idx: i, nzb: nf, dir: e.cfg.DownloadDir}
@@ -413,7 +422,7 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 			continue
 		}
 		o.nzbName = SanitizeName(nf.Filename(), fmt.Sprintf("file-%d", i+1))
-		if j.HoldRecovery && postproc.IsVolume(o.nzbName) {
+		if hold != nil && hold[i] {
 			o.refused, o.finished, o.remaining = "held back", true, 0
 			o.result = &FileResult{Job: jr.name, Name: o.nzbName, Path: filepath.Join(e.cfg.DownloadDir, o.nzbName),
 				Segments: len(nf.Segments), Held: true, Source: nf}

@@ -22,23 +22,7 @@ func TestHoldRecovery(t *testing.T) {
 	vol := newPosting("data.vol0+2.par2", 3, 2500, 1000)
 	serve(t, s, nil, data, index, vol)
 	r := newRun(t, server(s, "a"))
-	if err := r.cfg.Check(); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.cfg.ResolveDirs(); err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(&r.cfg, r.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sum, err := e.Download(ctx, []Job{{Name: "j.nzb", NZB: posting.NZB(data, index, vol), HoldRecovery: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := downloadHeld(t, r, posting.NZB(data, index, vol))
 	if !sum.Complete() {
 		t.Fatalf("not complete: %v", results(sum))
 	}
@@ -77,4 +61,41 @@ func TestHoldRecovery(t *testing.T) {
 	if d := cmp.Diff([]string{"data.bin", "data.par2"}, got); d != "" {
 		t.Errorf("fetched (-want +got):\n%s", d)
 	}
+}
+
+// TestHoldNeedsIndex: volumes of a set whose index the NZB does not list
+// are the whole set: they are fetched, not held.
+func TestHoldNeedsIndex(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	data := newPosting("data.bin", 1, 3000, 1000)
+	vol := newPosting("data.vol0+1.par2", 3, 1500, 1000)
+	serve(t, s, nil, data, vol)
+	r := newRun(t, server(s, "a"))
+	sum := downloadHeld(t, r, posting.NZB(data, vol))
+	if d := cmp.Diff([]string{"data.bin complete", "data.vol0+1.par2 complete"}, results(sum)); d != "" {
+		t.Errorf("results (-want +got):\n%s", d)
+	}
+}
+
+// downloadHeld runs one job with HoldRecovery.
+func downloadHeld(t *testing.T, r *testRun, nzb []byte) *Summary {
+	t.Helper()
+	if err := r.cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cfg.ResolveDirs(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(&r.cfg, r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sum, err := e.Download(ctx, []Job{{Name: "j.nzb", NZB: nzb, HoldRecovery: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
 }
