@@ -9,6 +9,7 @@
 //
 // Besides testscript's built-in commands, scripts have the NNTP commands in
 // nntp_test.go (nntpserver, nntpclient, nntpcount, nntpfault, nntpreceived)
+// and post_test.go (nntppost, nntpbodies)
 // and the cmd/ programs listed in programs below, on $PATH.
 package testscripts
 

@@ -13,15 +13,18 @@
 // [[server]] and download_dir, queue_dir, rate, daily_quota, monthly_quota,
 // quota_day, article_retries (see runtime/newsget.Config).
 //
-// After a complete download, the job's RAR, 7z and zip archives are
-// unpacked into the download directory (password from the NZB's
-// <meta type="password"> or {{password}} in its name), and once every one
-// is unpacked and verified, its volumes and PAR2 files are removed (see
-// runtime/newsget/unpack).
+// After the download (PAR2 recovery volumes held back), each job is
+// post-processed (runtime/newsget/postproc): verified against its PAR2
+// sets from the download's yEnc CRCs, repaired with just enough recovery
+// volumes fetched, its RAR, 7z and zip archives unpacked into the download
+// directory (password from the NZB's <meta type="password"> or
+// {{password}} in its name) and, once every one is unpacked and verified,
+// its volumes and PAR2 files removed.
 //
-// Exit status: 0 when every file is complete and verified (and unpacked);
-// 1 when some file is incomplete or an archive failed to unpack (its missing segments and byte ranges are in the
-// summary and in NAME.incomplete); 2 for a usage or configuration
+// Exit status: 0 when every file is complete and verified, or repaired
+// (and unpacked); 1 when some file is incomplete and could not be
+// repaired (its missing segments and byte ranges are in the summary and
+// in NAME.incomplete) or an archive failed to unpack; 2 for a usage or configuration
 // mistake, a refused NZB or no usable server; 3 when a quota stopped the
 // download (rerun after it resets to resume).
 package main
@@ -141,7 +144,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			printErr(stderr, err)
 			return 2
 		}
-		list = append(list, newsget.Job{Name: name, NZB: data})
+		list = append(list, newsget.Job{Name: name, NZB: data, HoldRecovery: true})
 	}
 
 	level := slog.LevelWarn
@@ -153,7 +156,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		logOut = io.Discard // -q: the summary on stdout is all
 	}
 	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
-	eng, err := newsget.New(cfg, newsget.Options{Overwrite: *overwrite, Log: logger})
+	engOpts := newsget.Options{Overwrite: *overwrite, Log: logger}
+	eng, err := newsget.New(cfg, engOpts)
 	if err != nil {
 		printErr(stderr, err)
 		return 2
@@ -172,21 +176,22 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		printErr(stderr, err)
 		return 2
 	}
+	// The fetches of recovery volumes open the job queue again.
+	eng.Close()
 	printSummary(stdout, sum)
-	unpacked := true
-	if !*noUnpack && (cfg.Unpack == nil || *cfg.Unpack) {
-		cleanup := !*noCleanup && (cfg.Cleanup == nil || *cfg.Cleanup)
-		unpacked = unpackJobs(ctx, eng, cfg.DownloadDir, list, sum, cleanup, stdout, stderr)
+	pp := postOptions{unpack: !*noUnpack && (cfg.Unpack == nil || *cfg.Unpack)}
+	pp.cleanup = !*noCleanup && (cfg.Cleanup == nil || *cfg.Cleanup)
+	done := true
+	if sum.Quota == "" && sum.Fatal == "" {
+		done = postprocessJobs(ctx, cfg, engOpts, list, sum, pp, stdout, stderr)
 	}
 	switch {
-	case sum.Complete() && unpacked:
-		return 0
-	case sum.Complete():
-		return 1
 	case sum.Quota != "":
 		return 3
 	case len(sum.JobErrs) > 0 || sum.Fatal != "":
 		return 2
+	case done:
+		return 0
 	}
 	return 1
 }
@@ -273,7 +278,13 @@ func progressLine(p newsget.Progress, speed float64, eta time.Duration) string {
 func printSummary(w io.Writer, s *newsget.Summary) {
 	complete, incomplete := 0, 0
 	missing := 0
+	held, heldBytes := 0, int64(0)
 	for _, f := range s.Files {
+		if f.Held {
+			held++
+			heldBytes += f.Source.Bytes()
+			continue
+		}
 		if f.Complete {
 			complete++
 		} else {
@@ -285,6 +296,9 @@ func printSummary(w io.Writer, s *newsget.Summary) {
 		fmt.Fprintf(w, "refused: %s\n", e)
 	}
 	for _, f := range s.Files {
+		if f.Held {
+			continue
+		}
 		if f.Complete {
 			state := "complete"
 			if f.Already {
@@ -307,6 +321,9 @@ func printSummary(w io.Writer, s *newsget.Summary) {
 		if more := len(f.Missing) - len(listed); more > 0 {
 			fmt.Fprintf(w, "  ... and %d more missing segments, listed in %s\n", more, strings.TrimSuffix(f.Path, ".part")+".incomplete")
 		}
+	}
+	if held > 0 {
+		fmt.Fprintf(w, "held back: %d PAR2 recovery volumes (%s), fetched only when a repair needs them\n", held, newsget.FormatBytes(heldBytes))
 	}
 	for _, sv := range s.Servers {
 		fmt.Fprintf(w, "server given up: %s\n", sv)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/runtime/newsget/postproc"
 	"github.com/newsflow/newsflow/runtime/newsget/serve"
 	"github.com/newsflow/newsflow/spoolfs"
 )
@@ -82,7 +83,12 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	d, err := serve.New(cfg, serve.Options{Log: logger})
+	// Post-processing: verify, fetch just enough recovery volumes, repair,
+	// unpack, clean up (runtime/newsget/postproc); a job is Completed only
+	// then.
+	pp := &postproc.Processor{Options: postproc.Options{Fetch: postproc.EngineFetch(cfg, newsget.Options{Log: logger}),
+		Unpack: cfg.Unpack == nil || *cfg.Unpack, Cleanup: cfg.Cleanup == nil || *cfg.Cleanup, Log: logger}}
+	d, err := serve.New(cfg, serve.Options{Log: logger, PostProcess: pp, HoldRecovery: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "newsget: %v\n", err)
 		return 2

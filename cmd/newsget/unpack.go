@@ -57,42 +57,6 @@ func unpackMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// unpackJobs unpacks the archives of every job whose files are all
-// complete, with the job's password (NZB <meta type="password">, else
-// {{password}} in its name), and reports whether all went well.
-func unpackJobs(ctx context.Context, eng *newsget.Engine, dir string, list []newsget.Job, sum *newsget.Summary, cleanup bool, stdout, stderr io.Writer) bool {
-	ok := true
-	for _, j := range list {
-		var files []string
-		complete := true
-		for _, f := range sum.Files {
-			if f.Job == j.Name {
-				files = append(files, f.Name)
-				complete = complete && f.Complete
-			}
-		}
-		if !complete || len(files) == 0 {
-			continue
-		}
-		res, err := unpack.Dir(ctx, dir, unpack.Options{Password: jobPassword(j), Cleanup: cleanup, Files: files})
-		if res != nil {
-			printUnpack(stdout, res)
-			if len(res.Removed) > 0 {
-				// A later run of this NZB must not fetch them again.
-				if merr := eng.MarkRemoved(j, res.Removed); merr != nil {
-					printErr(stderr, merr)
-				}
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "newsget: %s: %v\n", j.Name, err)
-			ok = false
-		}
-		ok = ok && res != nil && res.OK()
-	}
-	return ok
-}
-
 // jobPassword is the archive password a job carries, if any.
 func jobPassword(j newsget.Job) string {
 	if nzb, err := proto.ParseNZB(bytes.NewReader(j.NZB), proto.NZBLimits{}); err == nil {

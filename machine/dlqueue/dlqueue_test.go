@@ -73,31 +73,6 @@ func TestParsePriority(t *testing.T) {
 	}
 }
 
-func TestParsePar2Name(t *testing.T) {
-	tests := []struct {
-		in   string
-		want Par2Name
-		ok   bool
-	}{
-		{"show.par2", Par2Name{Base: "show", Index: true}, true},
-		{"show.vol00+01.par2", Par2Name{Base: "show", First: 0, Blocks: 1}, true},
-		{"Show.S01E01.vol07+08.PAR2", Par2Name{Base: "Show.S01E01", First: 7, Blocks: 8}, true},
-		{"show.vol+8.par2", Par2Name{}, false},
-		{"show.vol1-2.par2", Par2Name{}, false},
-		{"show.vol01+-2.par2", Par2Name{}, false},
-		{"show.vol01+99999.par2", Par2Name{}, false},
-		{"show.vol01+00.par2", Par2Name{}, false},
-		{"show.rar", Par2Name{}, false},
-		{"show.part01.rar", Par2Name{}, false},
-	}
-	for _, tc := range tests {
-		got, ok := ParsePar2Name(tc.in)
-		if ok != tc.ok || got != tc.want {
-			t.Errorf("ParsePar2Name(%q) = %+v, %v; want %+v, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
 // TestAssess is the fail-fast rule. A set of 10 data files of 1,000,000
 // article bytes and volumes whose blocks are about 100,000 article bytes.
 func TestAssess(t *testing.T) {

@@ -1,5 +1,6 @@
 // Package postproc holds the pure decisions newsget makes after a
-// download: which PAR2 recovery volumes to fetch.
+// download: which PAR2 recovery volumes to fetch, and what a PAR2 file's
+// name says (names.go).
 //
 // Theory of operation: the NZB's recovery volumes (NAME.volNN+MM.par2) are
 // held back while the data downloads. Verify then counts the input slices
@@ -13,9 +14,7 @@ package postproc
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 )
 
 // A Volume is a recovery volume that can be fetched.
@@ -94,22 +93,4 @@ func Choose(need int, vols []Volume) ([]Volume, error) {
 	}
 	slices.Reverse(out)
 	return out, nil
-}
-
-var volRE = regexp.MustCompile(`(?i)\.vol(\d+)[+-](\d+)\.par2$`)
-
-// ParseVolumeName returns the first exponent and the block count a
-// recovery volume's name announces (NAME.vol07+08.par2: 7, 8); ok is
-// false for other names.
-func ParseVolumeName(name string) (first, blocks int, ok bool) {
-	m := volRE.FindStringSubmatch(name)
-	if m == nil {
-		return 0, 0, false
-	}
-	f, err1 := strconv.Atoi(m[1])
-	n, err2 := strconv.Atoi(m[2])
-	if err1 != nil || err2 != nil || n > 65535 || f > 65535 {
-		return 0, 0, false
-	}
-	return f, n, true
 }

@@ -65,30 +65,3 @@ func TestChooseRefuses(t *testing.T) {
 		}
 	}
 }
-
-func TestParseVolumeName(t *testing.T) {
-	for name, want := range map[string][3]int{
-		"x.vol07+08.par2": {7, 8, 1}, "X.VOL127+73.PAR2": {127, 73, 1}, "x.par2": {0, 0, 0}, "x.vol1+2.par2.1": {0, 0, 0},
-	} {
-		f, n, ok := ParseVolumeName(name)
-		if got := [3]int{f, n, map[bool]int{true: 1}[ok]}; got != want {
-			t.Errorf("ParseVolumeName(%q) = %v, want %v", name, got, want)
-		}
-	}
-}
-
-// FuzzParseVolumeName: any name parses or not without panic, and what
-// parses prints back to the same numbers.
-func FuzzParseVolumeName(f *testing.F) {
-	f.Add("x.vol07+08.par2")
-	f.Add("x.vol99999999999999999999+1.par2")
-	f.Fuzz(func(t *testing.T, name string) {
-		first, n, ok := ParseVolumeName(name)
-		if !ok {
-			return
-		}
-		if first < 0 || n < 0 || first > 65535 || n > 65535 {
-			t.Fatalf("%q: %d+%d out of range", name, first, n)
-		}
-	})
-}

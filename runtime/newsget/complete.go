@@ -63,8 +63,14 @@ func writeComplete(queueDir, job string, rec map[int]completeFile) error {
 // the same NZB again counts them as complete instead of fetching them
 // again. Names not in the job's record are ignored.
 func (e *Engine) MarkRemoved(j Job, names []string) error {
-	id := jobID(j.NZB, e.cfg.DownloadDir)
-	rec, ok := readComplete(e.cfg.QueueDir, id)
+	return MarkRemoved(e.cfg, j, names)
+}
+
+// MarkRemoved is Engine.MarkRemoved for a job of cfg once its Engine is
+// closed (post-processing runs after the download's Engine closed).
+func MarkRemoved(cfg *Config, j Job, names []string) error {
+	id := jobID(j.NZB, cfg.DownloadDir)
+	rec, ok := readComplete(cfg.QueueDir, id)
 	if !ok {
 		return nil
 	}
@@ -78,8 +84,30 @@ func (e *Engine) MarkRemoved(j Job, names []string) error {
 			rec[i] = cf
 		}
 	}
-	if err := writeComplete(e.cfg.QueueDir, id, rec); err != nil {
+	if err := writeComplete(cfg.QueueDir, id, rec); err != nil {
 		return fmt.Errorf("newsget: record removed files: %w", err)
+	}
+	return nil
+}
+
+// SettleJob records a job that post-processing made whole (incomplete
+// files repaired from PAR2) as finished, as if it had downloaded
+// complete: its entry and progress leave the job queue, and files (the
+// job's results, updated to their names now) are recorded complete, so
+// running the same NZB again fetches nothing. Files whose yEnc CRC-32 is
+// not known here are checked by size on that run.
+func SettleJob(cfg *Config, j Job, files []*FileResult) error {
+	if err := ForgetJob(cfg, j.NZB); err != nil {
+		return err
+	}
+	rec := map[int]completeFile{}
+	for _, f := range files {
+		if f.Complete && !f.Held {
+			rec[f.Index] = completeFile{Name: f.Name, Size: f.Size, Removed: f.Removed}
+		}
+	}
+	if err := writeComplete(cfg.QueueDir, jobID(j.NZB, cfg.DownloadDir), rec); err != nil {
+		return fmt.Errorf("newsget: record repaired job: %w", err)
 	}
 	return nil
 }
@@ -91,7 +119,8 @@ func (e *Engine) saveComplete(jr *jobRun) error {
 		if o.result == nil || !o.result.Complete {
 			continue
 		}
-		rec[o.idx] = completeFile{Name: o.result.Name, Size: o.result.Size, CRC32: o.info.CRC32, HasCRC32: o.info.HasCRC32}
+		rec[o.idx] = completeFile{Name: o.result.Name, Size: o.result.Size, CRC32: o.info.CRC32, HasCRC32: o.info.HasCRC32,
+			Removed: o.result.Removed}
 	}
 	return writeComplete(e.cfg.QueueDir, jr.id, rec)
 }

@@ -49,6 +49,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/download"
 	"github.com/newsflow/newsflow/machine/jobs"
+	"github.com/newsflow/newsflow/machine/postproc"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/spoolfs"
 )
@@ -79,6 +80,12 @@ type Options struct {
 type Job struct {
 	Name string // for messages: usually the NZB's file name
 	NZB  []byte
+	// HoldRecovery holds back the NZB's PAR2 recovery volumes (files
+	// named NAME.volNN+MM.par2 of a set whose index NAME.par2 the NZB
+	// lists, machine/postproc.Hold): their results are Held, with the NZB
+	// entry to fetch them by, so that post-processing fetches only the
+	// volumes a repair needs.
+	HoldRecovery bool
 }
 
 // Engine downloads NZB jobs. Create it with New, call Download once,
@@ -235,7 +242,7 @@ func (s *Summary) Complete() bool {
 		return false
 	}
 	for _, f := range s.Files {
-		if !f.Complete {
+		if !f.Complete && !f.Held {
 			return false
 		}
 	}
@@ -352,6 +359,7 @@ func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
 	defer e.mu.Unlock()
 	for _, o := range e.files {
 		if o.result != nil {
+			o.result.Index = o.idx
 			sum.Files = append(sum.Files, o.result)
 		}
 	}
@@ -393,6 +401,14 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 		return nil, fmt.Errorf("job queue: %w", err)
 	}
 	f.Close()
+	var hold []bool
+	if j.HoldRecovery {
+		names := make([]string, len(nzb.Files))
+		for i := range nzb.Files {
+			names[i] = SanitizeName(nzb.Files[i].Filename(), fmt.Sprintf("file-%d", i+1))
+		}
+		hold = postproc.Hold(names)
+	}
 	for i := range nzb.Files {
 		nf := &nzb.Files[i]
 		o := &outFile{key: len(e.files), job: jr, idx: i, nzb: nf, dir: e.cfg.DownloadDir}
@@ -406,6 +422,12 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 			continue
 		}
 		o.nzbName = SanitizeName(nf.Filename(), fmt.Sprintf("file-%d", i+1))
+		if hold != nil && hold[i] {
+			o.refused, o.finished, o.remaining = "held back", true, 0
+			o.result = &FileResult{Job: jr.name, Name: o.nzbName, Path: filepath.Join(e.cfg.DownloadDir, o.nzbName),
+				Segments: len(nf.Segments), Held: true, Source: nf}
+			continue
+		}
 		o.initBound()
 		var done jobs.Segments
 		if i < len(meta.Files) {
@@ -515,7 +537,7 @@ func (e *Engine) startEntry(jr *jobRun, j Job, nzb *proto.NZB) error {
 func (e *Engine) endJob(jr *jobRun) {
 	complete := true
 	for _, o := range jr.files {
-		if o.result == nil || !o.result.Complete {
+		if o.result == nil || !o.result.Complete && !o.result.Held {
 			complete = false
 		}
 	}

@@ -20,6 +20,7 @@ package newsget
 // it listing the missing segments and byte ranges.
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,6 +99,7 @@ type outFile struct {
 // FileResult is what became of one file.
 type FileResult struct {
 	Job      string // the NZB
+	Index    int    // the file's place in the NZB
 	Name     string // final file name (or NAME.part when incomplete)
 	Path     string
 	Size     int64 // bytes, when known
@@ -109,6 +111,20 @@ type FileResult struct {
 	Missing  []jobs.Missing
 	Segments int
 	Err      string // why it is not complete, in words
+	// Parts are the yEnc parts verified in this run (offset, size and
+	// part CRC-32, sorted by offset), complete or not: post-processing
+	// verifies a file against its PAR2 set from these without reading it.
+	Parts []PartCRC
+	// Held: a PAR2 recovery volume held back (Job.HoldRecovery), not
+	// fetched; Source is its NZB entry, to fetch it by if repair needs it.
+	Held   bool
+	Source *proto.NZBFile
+}
+
+// PartCRC is the CRC-32 of a byte range of a file, from a yEnc part.
+type PartCRC struct {
+	Offset, Size int64
+	CRC32        uint32
 }
 
 // claimPart opens the file's .part (openPart) and, unless an earlier run
@@ -455,6 +471,10 @@ func (o *outFile) finish(overwrite bool, taken func(string) bool) *FileResult {
 	}
 	o.missing = nil // the result holds them now (a file is finished once)
 	slices.SortFunc(r.Missing, func(a, b jobs.Missing) int { return a.Segment - b.Segment })
+	for _, p := range o.parts {
+		r.Parts = append(r.Parts, PartCRC{Offset: p.off, Size: p.size, CRC32: p.crc})
+	}
+	slices.SortFunc(r.Parts, func(a, b PartCRC) int { return cmp.Compare(a.Offset, b.Offset) })
 	defer func() {
 		if o.f != nil {
 			o.f.Close()

@@ -49,9 +49,13 @@ import (
 // Options tune a Daemon; zero fields take defaults.
 type Options struct {
 	Log         *slog.Logger
-	PostProcess PostProcessor    // nil: NoPostProcess
-	NewID       func() string    // nzo_id suffixes; nil: random
-	Now         func() time.Time // nil: time.Now
+	PostProcess PostProcessor // nil: NoPostProcess
+	// HoldRecovery holds back each job's PAR2 recovery volumes
+	// (newsget.Job.HoldRecovery) for a PostProcess that fetches what a
+	// repair needs (runtime/newsget/postproc.Processor).
+	HoldRecovery bool
+	NewID        func() string    // nzo_id suffixes; nil: random
+	Now          func() time.Time // nil: time.Now
 	// Engine is the template of each job's Engine options (OnSegment is
 	// the daemon's own).
 	Engine newsget.Options

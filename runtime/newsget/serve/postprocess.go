@@ -50,7 +50,7 @@ func (NoPostProcess) PostProcess(_ context.Context, job PostJob) PostResult {
 	bad := 0
 	first := ""
 	for _, f := range job.Files {
-		if !f.Complete {
+		if !f.Complete && !f.Held {
 			bad++
 			if first == "" {
 				first = fmt.Sprintf("%s: %s", f.Name, f.Err)

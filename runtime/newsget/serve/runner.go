@@ -116,7 +116,7 @@ func (d *Daemon) runJob(ctx context.Context, j *Job) {
 	d.mu.Unlock()
 	d.log.Info("job started", "nzo_id", j.ID, "name", j.Name)
 
-	sum, err := eng.Download(jctx, []newsget.Job{{Name: j.NZBName, NZB: data}})
+	sum, err := eng.Download(jctx, []newsget.Job{{Name: j.NZBName, NZB: data, HoldRecovery: d.opts.HoldRecovery}})
 	eng.Close()
 
 	d.mu.Lock()
