@@ -313,11 +313,16 @@ func (d *Daemon) queueSlots() []Slot {
 		left := j.Left
 		status := "Queued"
 		switch {
+		case d.run != nil && d.run.job == j && d.run.post:
+			left, status = 0, "Verifying" // SABnzbd's word while post-processing
 		case d.run != nil && d.run.job == j:
 			left = d.leftLocked(d.run)
 			status = "Downloading"
 		case j.Paused || (d.state.Paused && j.Priority != dlqueue.Force):
 			status = "Paused"
+		}
+		if j.Downloaded != nil {
+			left = 0
 		}
 		pct := 0
 		if j.Bytes > 0 {

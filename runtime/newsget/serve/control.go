@@ -26,7 +26,7 @@ func (d *Daemon) PauseJob(id string, on bool) error {
 	if !on {
 		j.Duplicate = "" // resuming a flagged duplicate is the user's decision
 	}
-	if on && d.run != nil && d.run.job == j && d.run.stop == "" {
+	if on && d.run != nil && d.run.job == j && d.run.stop == "" && !d.run.post {
 		d.run.stop = "pause"
 		d.run.cancel()
 	}
@@ -43,7 +43,7 @@ func (d *Daemon) PauseAll(on bool) error {
 	if !on {
 		d.retryAt = d.opts.Now()
 	}
-	if on && d.run != nil && d.run.job.Priority != dlqueue.Force && d.run.stop == "" {
+	if on && d.run != nil && d.run.job.Priority != dlqueue.Force && d.run.stop == "" && !d.run.post {
 		d.run.stop = "pause"
 		d.run.cancel()
 	}
@@ -69,7 +69,7 @@ func (d *Daemon) SetPriority(id string, p dlqueue.Priority) (int, error) {
 	default:
 		j.Priority = p
 	}
-	if d.run != nil && d.run.stop == "" {
+	if d.run != nil && d.run.stop == "" && !d.run.post {
 		if next, _ := d.pick(); next != nil && next != d.run.job {
 			d.run.stop = "pause"
 			d.run.cancel()

@@ -90,14 +90,15 @@ type Daemon struct {
 type active struct {
 	job        *Job
 	cancel     context.CancelFunc
-	stop       string // why it was cancelled: pause, delete, failfast, shutdown
+	stop       string // why it was cancelled: pause, delete, failfast, shutdown (post-processing: delete only)
 	reason     string // failfast: the reason
 	damage     []dlqueue.FileDamage
 	done       int64 // NZB bytes of segments done or failed in this run
 	prior      int64 // bytes done before this run, once priorKnown (the engine set up)
 	priorKnown bool
 	baseLeft   int64 // the job's Left when the run started
-	eng        *newsget.Engine
+	eng        *newsget.Engine // nil while post-processing
+	post       bool            // post-processing, not downloading
 	start      time.Time
 	recv       int64 // bytes received at the last speed sample
 }

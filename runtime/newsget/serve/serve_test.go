@@ -62,6 +62,12 @@ type testDaemon struct {
 // startDaemon runs a daemon over dir against the nntptest server s.
 func startDaemon(t *testing.T, dir string, s *nntptest.Server, edit func(*newsget.Config)) *testDaemon {
 	t.Helper()
+	return startDaemonWith(t, dir, s, edit, nil)
+}
+
+// startDaemonWith is startDaemon with a say in the daemon's Options.
+func startDaemonWith(t *testing.T, dir string, s *nntptest.Server, edit func(*newsget.Config), opts func(*Options)) *testDaemon {
+	t.Helper()
 	cfg := &newsget.Config{DownloadDir: filepath.Join(dir, "dl"), Servers: []newsget.ServerConfig{
 		{Name: "main", Host: "127.0.0.1", Port: s.Port(), Connections: 2}},
 		ArticleTimeout: tomlconf.Duration(5 * time.Second), ConnectTimeout: tomlconf.Duration(5 * time.Second)}
@@ -81,9 +87,13 @@ func startDaemon(t *testing.T, dir string, s *nntptest.Server, edit func(*newsge
 	}
 	td := &testDaemon{cfg: cfg}
 	n := 0
-	d, err := New(cfg, Options{Log: slog.New(slog.NewTextHandler(&td.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	o := Options{Log: slog.New(slog.NewTextHandler(&td.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		NewID: func() string { n++; return fmt.Sprintf("%04d", n) }, WatchInterval: 20 * time.Millisecond,
-		Engine: newsget.Options{BackoffBase: 20 * time.Millisecond, BackoffMax: 80 * time.Millisecond, SyncInterval: 10 * time.Millisecond}})
+		Engine: newsget.Options{BackoffBase: 20 * time.Millisecond, BackoffMax: 80 * time.Millisecond, SyncInterval: 10 * time.Millisecond}}
+	if opts != nil {
+		opts(&o)
+	}
+	d, err := New(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
