@@ -96,7 +96,7 @@ type active struct {
 	done       int64 // NZB bytes of segments done or failed in this run
 	prior      int64 // bytes done before this run, once priorKnown (the engine set up)
 	priorKnown bool
-	baseLeft   int64 // the job's Left when the run started
+	baseLeft   int64           // the job's Left when the run started
 	eng        *newsget.Engine // nil while post-processing
 	post       bool            // post-processing, not downloading
 	start      time.Time
