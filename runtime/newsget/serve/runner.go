@@ -10,6 +10,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
 	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // runner runs the queue's jobs one at a time until ctx ends.
@@ -227,7 +228,8 @@ func (d *Daemon) postProcess(ctx context.Context, j *Job) {
 }
 
 // moveDone moves a finished job's folder to parent/name (name.1, name.2,
-// ... when taken) and makes the rename durable.
+// ... when taken), durably; across file systems by a copy that leaves the
+// source until it is complete (spoolfs.MoveDir).
 func (d *Daemon) moveDone(from, parent, name string) (string, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", fmt.Errorf("move to %s: %w", parent, err)
@@ -242,14 +244,8 @@ func (d *Daemon) moveDone(from, parent, name string) (string, error) {
 		}
 		dest = filepath.Join(parent, fmt.Sprintf("%s.%d", name, i))
 	}
-	if err := os.Rename(from, dest); err != nil {
-		return "", fmt.Errorf("move to %s: %w", dest, err)
-	}
-	for _, dir := range []string{parent, filepath.Dir(from)} {
-		if f, err := os.Open(dir); err == nil {
-			f.Sync()
-			f.Close()
-		}
+	if err := spoolfs.MoveDir(from, dest); err != nil {
+		return "", err
 	}
 	return dest, nil
 }
