@@ -166,7 +166,31 @@ func New(cfg *newsget.Config, opts Options) (*Daemon, error) {
 	}
 	st.Queue = kept
 	d.state, d.hist = st, hist
+	d.loadProgress()
 	return d, nil
+}
+
+// loadProgress sets each queued job's Left from the engine's durable
+// segment progress: state.json's Left is only as new as the last clean
+// stop, and after a kill -9 the engine's record is the truth.
+func (d *Daemon) loadProgress() {
+	for _, j := range d.state.Queue {
+		if j.Downloaded != nil {
+			j.Left = 0
+			continue
+		}
+		data, err := os.ReadFile(d.store.nzbPath(j.ID))
+		if err != nil {
+			continue // the runner reports it
+		}
+		c := d.engineConfig(j)
+		done, err := newsget.DoneBytes(&c, data)
+		if err != nil {
+			d.log.Warn("job progress", "nzo_id", j.ID, "err", err)
+			continue
+		}
+		j.Left = max(j.Bytes-done, 0)
+	}
 }
 
 func randomHex() string {
