@@ -90,6 +90,13 @@ func (d *Daemon) serveAPI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, map[string]any{"status": true})
+	case "retry":
+		id, err := d.Retry(q("value"))
+		if err != nil {
+			apiError(w, err.Error())
+			return
+		}
+		writeJSON(w, map[string]any{"status": true, "nzo_id": id})
 	case "server_stats":
 		writeJSON(w, d.apiServerStats())
 	default:
@@ -234,10 +241,12 @@ func (d *Daemon) apiConfig() map[string]any {
 			"complete_dir": d.cfg.Serve.CompleteDir, "download_dir": d.cfg.DownloadDir,
 			"tv_categories": []string{}, "movie_categories": []string{}, "date_categories": []string{},
 			"enable_tv_sorting": false, "enable_movie_sorting": false, "enable_date_sorting": false,
-			"pre_check": false, "history_retention": "", "api_key": "", "port": "",
+			"pre_check": false, "history_retention": "", "history_retention_option": "all", "history_retention_number": 0,
+			"api_key": "", "port": "",
 		},
 		"categories": d.apiCategories(),
 		"servers":    []any{},
+		"sorters":    []any{}, // SABnzbd 4's sorters: none (the *arr apps refuse active ones on their category)
 	}
 }
 

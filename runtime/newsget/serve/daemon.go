@@ -231,33 +231,10 @@ type AddOptions struct {
 // job is on disk when Add returns. A duplicate (same name or content as a
 // queued or finished job) is queued paused and flagged, not downloaded.
 func (d *Daemon) Add(data []byte, filename string, ao AddOptions) (string, error) {
-	if int64(len(data)) > int64(d.cfg.Serve.MaxNZBSize) {
-		return "", fmt.Errorf("NZB of %d bytes: larger than max_nzb_size %d", len(data), d.cfg.Serve.MaxNZBSize)
-	}
-	nzb, err := proto.ParseNZB(bytes.NewReader(data), proto.NZBLimits{MaxBytes: int64(d.cfg.Serve.MaxNZBSize)})
+	j, err := d.parseJob(data, filename, ao)
 	if err != nil {
-		return "", fmt.Errorf("refused NZB %s: %w", filename, err)
+		return "", err
 	}
-	if len(nzb.Files) == 0 {
-		return "", fmt.Errorf("refused NZB %s: it lists no files", filename)
-	}
-	name := ao.Name
-	if name == "" {
-		name = filepath.Base(filename)
-		if strings.HasSuffix(strings.ToLower(name), ".nzb") {
-			name = name[:len(name)-4]
-		}
-	}
-	name = newsget.SanitizeName(name, "job")
-	sum := sha256.Sum256(data)
-	j := &Job{Name: name, NZBName: filepath.Base(filename), Hash: hex.EncodeToString(sum[:]), Added: d.opts.Now(),
-		Paused: ao.Paused || ao.Priority == dlqueue.Paused}
-	for _, f := range nzb.Files {
-		j.Files = append(j.Files, JobFile{Name: f.Filename(), Bytes: f.Bytes()})
-		j.Bytes += f.Bytes()
-	}
-	j.Left = j.Bytes
-
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	j.Category = d.category(ao.Category)
@@ -284,6 +261,38 @@ func (d *Daemon) Add(data []byte, filename string, ao AddOptions) (string, error
 	d.log.Info("job added", "nzo_id", j.ID, "name", j.Name, "category", j.Category, "priority", j.Priority.String())
 	d.kick()
 	return j.ID, nil
+}
+
+// parseJob checks an NZB and makes the job of it (not yet queued: no ID,
+// category or priority).
+func (d *Daemon) parseJob(data []byte, filename string, ao AddOptions) (*Job, error) {
+	if int64(len(data)) > int64(d.cfg.Serve.MaxNZBSize) {
+		return nil, fmt.Errorf("NZB of %d bytes: larger than max_nzb_size %d", len(data), d.cfg.Serve.MaxNZBSize)
+	}
+	nzb, err := proto.ParseNZB(bytes.NewReader(data), proto.NZBLimits{MaxBytes: int64(d.cfg.Serve.MaxNZBSize)})
+	if err != nil {
+		return nil, fmt.Errorf("refused NZB %s: %w", filename, err)
+	}
+	if len(nzb.Files) == 0 {
+		return nil, fmt.Errorf("refused NZB %s: it lists no files", filename)
+	}
+	name := ao.Name
+	if name == "" {
+		name = filepath.Base(filename)
+		if strings.HasSuffix(strings.ToLower(name), ".nzb") {
+			name = name[:len(name)-4]
+		}
+	}
+	name = newsget.SanitizeName(name, "job")
+	sum := sha256.Sum256(data)
+	j := &Job{Name: name, NZBName: filepath.Base(filename), Hash: hex.EncodeToString(sum[:]), Added: d.opts.Now(),
+		Paused: ao.Paused || ao.Priority == dlqueue.Paused}
+	for _, f := range nzb.Files {
+		j.Files = append(j.Files, JobFile{Name: f.Filename(), Bytes: f.Bytes()})
+		j.Bytes += f.Bytes()
+	}
+	j.Left = j.Bytes
+	return j, nil
 }
 
 // known lists the queue and the history for duplicate detection.

@@ -149,7 +149,6 @@ func (d *Daemon) download(ctx context.Context, j *Job) bool {
 		os.RemoveAll(d.jobDir(j.ID))
 		return false
 	case stop == "failfast":
-		d.forgetJob(j)
 		d.finish(j, HistoryEntry{Status: "Failed", FailMessage: reason, Storage: d.jobDir(j.ID), DownloadTime: elapsed})
 		return false
 	case err != nil:
@@ -162,7 +161,6 @@ func (d *Daemon) download(ctx context.Context, j *Job) bool {
 		d.stopped(j, sum.Quota)
 		return false
 	case len(sum.JobErrs) > 0:
-		d.forgetJob(j)
 		d.finish(j, HistoryEntry{Status: "Failed", FailMessage: sum.JobErrs[0], DownloadTime: elapsed})
 		return false
 	}
@@ -211,7 +209,6 @@ func (d *Daemon) postProcess(ctx context.Context, j *Job) {
 	case ctx.Err() != nil:
 		return // still downloaded in state.json: post-processed again after the restart
 	}
-	d.forgetJob(j)
 	h := HistoryEntry{DownloadTime: j.Downloaded.DownloadTime}
 	if res.Status != Completed {
 		h.Status, h.FailMessage, h.Storage = "Failed", res.Reason, dir
@@ -223,6 +220,7 @@ func (d *Daemon) postProcess(ctx context.Context, j *Job) {
 		h.Status, h.FailMessage, h.Storage = "Failed", err.Error(), dir
 	} else {
 		h.Status, h.Storage = "Completed", dest
+		d.forgetJob(j)
 	}
 	d.finish(j, h)
 }
@@ -252,7 +250,8 @@ func (d *Daemon) moveDone(from, parent, name string) (string, error) {
 
 // finish records j in the history (first, durably) and then drops it from
 // the queue: a crash between the two leaves it in both, and New keeps the
-// history's word.
+// history's word. A failed job keeps its NZB and the engine's record of
+// its progress, for mode=retry, until it leaves the history.
 func (d *Daemon) finish(j *Job, h HistoryEntry) {
 	h.ID, h.Name, h.NZBName, h.Category, h.Hash, h.Bytes = j.ID, j.Name, j.NZBName, j.Category, j.Hash, j.Bytes
 	h.Completed = d.opts.Now()
@@ -260,6 +259,9 @@ func (d *Daemon) finish(j *Job, h HistoryEntry) {
 	defer d.mu.Unlock()
 	d.hist = append([]HistoryEntry{h}, d.hist...)
 	if n := d.cfg.Serve.HistorySize; n > 0 && len(d.hist) > n {
+		for _, old := range d.hist[n:] {
+			d.forget = append(d.forget, &Job{ID: old.ID})
+		}
 		d.hist = d.hist[:n]
 	}
 	if err := d.store.saveHistory(d.hist); err != nil {
@@ -271,7 +273,9 @@ func (d *Daemon) finish(j *Job, h HistoryEntry) {
 	if err := d.store.saveState(&d.state); err != nil {
 		d.log.Error("queue", "err", err)
 	}
-	os.Remove(d.store.nzbPath(j.ID))
+	if h.Status != "Failed" {
+		os.Remove(d.store.nzbPath(j.ID))
+	}
 	d.log.Info("job finished", "nzo_id", j.ID, "name", j.Name, "status", h.Status, "reason", h.FailMessage, "storage", h.Storage)
 }
 
