@@ -160,12 +160,7 @@ func (d *Daemon) apiAddURL(w http.ResponseWriter, r *http.Request) {
 		apiError(w, err.Error())
 		return
 	}
-	data, name, err := d.fetchNZB(r.Context(), r.FormValue("name"))
-	if err != nil {
-		apiError(w, err.Error())
-		return
-	}
-	id, err := d.Add(data, name, ao)
+	id, err := d.AddURL(r.FormValue("name"), ao)
 	if err != nil {
 		apiError(w, err.Error())
 		return
@@ -322,6 +317,8 @@ func (d *Daemon) queueSlots() []Slot {
 		left := j.Left
 		status := "Queued"
 		switch {
+		case j.Grabbing:
+			status = "Grabbing" // SABnzbd's word while addurl fetches; the *arr apps count it queued
 		case d.run != nil && d.run.job == j && d.run.post:
 			left, status = 0, "Verifying" // SABnzbd's word while post-processing
 		case d.run != nil && d.run.job == j:

@@ -84,6 +84,8 @@ type Daemon struct {
 	stats   *serverStats
 	speed   float64 // bytes per second, smoothed
 	wake    chan struct{}
+	life    context.Context // Run's: grabs started before Run wait for it
+	grabs   sync.WaitGroup
 }
 
 // active is the job being downloaded.
@@ -202,6 +204,15 @@ func randomHex() string {
 // Run runs jobs and watches watch_dir until ctx ends; then it stops the
 // running job (its progress stays for the next start) and returns.
 func (d *Daemon) Run(ctx context.Context) error {
+	d.mu.Lock()
+	d.life = ctx
+	for _, j := range d.state.Queue {
+		if j.Grabbing {
+			d.startGrab(j)
+		}
+	}
+	d.mu.Unlock()
+	defer d.grabs.Wait()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); d.sampler(ctx) }()
@@ -242,11 +253,11 @@ func (d *Daemon) Add(data []byte, filename string, ao AddOptions) (string, error
 	if j.Priority == dlqueue.Default || j.Priority == dlqueue.Paused {
 		j.Priority = d.categoryPriority(j.Category)
 	}
-	if _, why, dup := dlqueue.Duplicate(d.known(), j.Name, j.Hash); dup {
+	if _, why, dup := dlqueue.Duplicate(d.known(""), j.Name, j.Hash); dup {
 		j.Duplicate, j.Paused = why, true
 		d.log.Warn("duplicate NZB: queued paused", "nzb", filename, "why", why)
 	}
-	j.ID = "SABnzbd_nzo_" + d.opts.NewID()
+	j.ID = d.newIDLocked()
 	d.state.Seq++
 	j.Seq = d.state.Seq
 	if err := d.store.saveNZB(j.ID, data); err != nil {
@@ -261,6 +272,21 @@ func (d *Daemon) Add(data []byte, filename string, ao AddOptions) (string, error
 	d.log.Info("job added", "nzo_id", j.ID, "name", j.Name, "category", j.Category, "priority", j.Priority.String())
 	d.kick()
 	return j.ID, nil
+}
+
+// newIDLocked returns an nzo_id that no queued or finished job has.
+// Called with mu held.
+func (d *Daemon) newIDLocked() string {
+	for {
+		id := "SABnzbd_nzo_" + d.opts.NewID()
+		taken := false
+		for _, k := range d.known("") {
+			taken = taken || k.ID == id
+		}
+		if !taken {
+			return id
+		}
+	}
 }
 
 // parseJob checks an NZB and makes the job of it (not yet queued: no ID,
@@ -295,10 +321,14 @@ func (d *Daemon) parseJob(data []byte, filename string, ao AddOptions) (*Job, er
 	return j, nil
 }
 
-// known lists the queue and the history for duplicate detection.
-func (d *Daemon) known() []dlqueue.Known {
+// known lists the queue (but the job except) and the history for
+// duplicate detection.
+func (d *Daemon) known(except string) []dlqueue.Known {
 	var ks []dlqueue.Known
 	for _, j := range d.state.Queue {
+		if j.ID == except {
+			continue
+		}
 		ks = append(ks, dlqueue.Known{ID: j.ID, Name: j.Name, Hash: j.Hash})
 	}
 	for _, h := range d.hist {

@@ -47,7 +47,7 @@ func (d *Daemon) pick() (*Job, time.Duration) {
 	}
 	var es []dlqueue.Entry
 	for _, j := range d.state.Queue {
-		es = append(es, dlqueue.Entry{ID: j.ID, Priority: j.Priority, Seq: j.Seq, Paused: j.Paused})
+		es = append(es, dlqueue.Entry{ID: j.ID, Priority: j.Priority, Seq: j.Seq, Paused: j.Paused || j.Grabbing})
 	}
 	e, ok := dlqueue.Next(es, d.state.Paused)
 	if !ok {

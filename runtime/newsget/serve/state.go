@@ -50,6 +50,12 @@ type Job struct {
 	// post-processing after a restart (the engine's record of the job is
 	// gone by then, and post-processing may have changed the files).
 	Downloaded *Downloaded `json:"downloaded,omitempty"`
+	// URL is where addurl fetches the NZB from; Grabbing is set until it
+	// is fetched (then the fields above are the NZB's). A grab a stop
+	// interrupted starts again at the next start.
+	URL       string `json:"url,omitempty"`
+	Grabbing  bool   `json:"grabbing,omitempty"`
+	GivenName string `json:"given_name,omitempty"` // addurl's nzbname, for the job once fetched
 }
 
 // Downloaded is what post-processing needs of a finished download.
