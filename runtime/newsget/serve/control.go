@@ -189,14 +189,10 @@ func (d *Daemon) Retry(id string) (string, error) {
 		return "", fmt.Errorf("retry %s: %w", id, err)
 	}
 	j.ID, j.Category, j.Priority = id, h.Category, d.categoryPriority(h.Category)
-	d.state.Seq++
-	j.Seq = d.state.Seq
 	// Queue first, then out of the history: a crash between leaves it in
 	// both, and New keeps the history's word (retry again); never in
 	// neither.
-	d.state.Queue = append(d.state.Queue, j)
-	if err := d.store.saveState(&d.state); err != nil {
-		d.state.Queue = d.state.Queue[:len(d.state.Queue)-1]
+	if err := d.enqueueLocked(j); err != nil {
 		return "", err
 	}
 	d.hist = slices.Delete(d.hist, i, i+1)

@@ -249,29 +249,44 @@ func (d *Daemon) Add(data []byte, filename string, ao AddOptions) (string, error
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	j.Category = d.category(ao.Category)
-	j.Priority = ao.Priority
-	if j.Priority == dlqueue.Default || j.Priority == dlqueue.Paused {
-		j.Priority = d.categoryPriority(j.Category)
-	}
+	j.Priority = d.jobPriority(ao.Priority, j.Category)
 	if _, why, dup := dlqueue.Duplicate(d.known(""), j.Name, j.Hash); dup {
 		j.Duplicate, j.Paused = why, true
 		d.log.Warn("duplicate NZB: queued paused", "nzb", filename, "why", why)
 	}
 	j.ID = d.newIDLocked()
-	d.state.Seq++
-	j.Seq = d.state.Seq
 	if err := d.store.saveNZB(j.ID, data); err != nil {
 		return "", err
 	}
-	d.state.Queue = append(d.state.Queue, j)
-	if err := d.store.saveState(&d.state); err != nil {
-		d.state.Queue = d.state.Queue[:len(d.state.Queue)-1]
+	if err := d.enqueueLocked(j); err != nil {
 		os.Remove(d.store.nzbPath(j.ID))
 		return "", err
 	}
 	d.log.Info("job added", "nzo_id", j.ID, "name", j.Name, "category", j.Category, "priority", j.Priority.String())
 	d.kick()
 	return j.ID, nil
+}
+
+// jobPriority is the priority a job added with p in category cat gets:
+// the category's for Default (and for Paused, which is a pause flag).
+func (d *Daemon) jobPriority(p dlqueue.Priority, cat string) dlqueue.Priority {
+	if p == dlqueue.Default || p == dlqueue.Paused {
+		return d.categoryPriority(cat)
+	}
+	return p
+}
+
+// enqueueLocked appends j to the queue, last in arrival order, and writes
+// the queue; on an error the queue is as it was. Called with mu held.
+func (d *Daemon) enqueueLocked(j *Job) error {
+	d.state.Seq++
+	j.Seq = d.state.Seq
+	d.state.Queue = append(d.state.Queue, j)
+	if err := d.store.saveState(&d.state); err != nil {
+		d.state.Queue = d.state.Queue[:len(d.state.Queue)-1]
+		return err
+	}
+	return nil
 }
 
 // newIDLocked returns an nzo_id that no queued or finished job has.

@@ -34,16 +34,9 @@ func (d *Daemon) AddURL(raw string, ao AddOptions) (string, error) {
 	j := &Job{Name: newsget.SanitizeName(name, "download"), URL: u.String(), Grabbing: true, Added: d.opts.Now(),
 		Paused: ao.Paused || ao.Priority == dlqueue.Paused, GivenName: ao.Name}
 	j.Category = d.category(ao.Category)
-	j.Priority = ao.Priority
-	if j.Priority == dlqueue.Default || j.Priority == dlqueue.Paused {
-		j.Priority = d.categoryPriority(j.Category)
-	}
+	j.Priority = d.jobPriority(ao.Priority, j.Category)
 	j.ID = d.newIDLocked()
-	d.state.Seq++
-	j.Seq = d.state.Seq
-	d.state.Queue = append(d.state.Queue, j)
-	if err := d.store.saveState(&d.state); err != nil {
-		d.state.Queue = d.state.Queue[:len(d.state.Queue)-1]
+	if err := d.enqueueLocked(j); err != nil {
 		return "", err
 	}
 	d.log.Info("grabbing", "nzo_id", j.ID, "url", u.Redacted())
