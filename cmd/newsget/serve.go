@@ -24,7 +24,7 @@ import (
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
-// serveMain is "newsget serve [-config FILE] [-listen ADDR] [-server URL]...":
+// serveMain is "newsget serve [-config FILE] [-listen ADDR] [-server URL]... [-addr-file FILE]":
 // the download daemon (runtime/newsget/serve).
 func serveMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("newsget serve", flag.ContinueOnError)
@@ -34,8 +34,9 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	var servers serverList
 	fs.Var(&servers, "server", "server `URL` nntp://[user:pass@]host[:port][?connections=N&...] (repeatable)")
 	verbose := fs.Bool("v", false, "log every event")
+	addrFile := fs.String("addr-file", "", "write the address actually listened on to `file` (useful with port 0)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: newsget serve [-config FILE] [-listen ADDR] [-server URL]...")
+		fmt.Fprintln(stderr, "usage: newsget serve [-config FILE] [-listen ADDR] [-server URL]... [-addr-file FILE]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -97,6 +98,13 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "newsget: serve: %v\n", err)
 		return 2
+	}
+	if *addrFile != "" {
+		if err := spoolfs.WriteFileDurable(*addrFile, []byte(ln.Addr().String()+"\n")); err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "newsget: -addr-file: %v\n", err)
+			return 2
+		}
 	}
 	fmt.Fprintf(stdout, "newsget serve: http://%s/ (API: /api, key in [serve] api_key or %s)\n", ln.Addr(), filepath.Join(cfg.QueueDir, "api_key"))
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

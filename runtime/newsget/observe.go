@@ -1,6 +1,7 @@
 package newsget
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/newsflow/newsflow/machine/download"
+	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
@@ -79,4 +81,61 @@ func ForgetJob(cfg *Config, nzb []byte) error {
 		return fmt.Errorf("newsget: forget job %s: %w", id, err)
 	}
 	return nil
+}
+
+// DoneBytes returns the NZB's article bytes of the segments the job queue
+// records done for the job of nzb into cfg.DownloadDir: how far a job
+// stopped (by a kill, say) had come. A job not in the queue has 0. No
+// Engine may have the queue open.
+func DoneBytes(cfg *Config, nzb []byte) (int64, error) {
+	parsed, err := proto.ParseNZB(bytes.NewReader(nzb), proto.NZBLimits{MaxBytes: int64(len(nzb))})
+	if err != nil {
+		return 0, fmt.Errorf("newsget: done bytes: %w", err)
+	}
+	id := jobID(nzb, cfg.DownloadDir)
+	q, err := spoolfs.OpenJobQueue(filepath.Join(cfg.QueueDir, "jobs"), spoolfs.JobQueueOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("newsget: done bytes: %w", err)
+	}
+	defer q.Close()
+	if _, err := q.Recover(); err != nil {
+		return 0, fmt.Errorf("newsget: done bytes: recovery: %w", err)
+	}
+	list, err := q.ListQueue()
+	if err != nil {
+		return 0, fmt.Errorf("newsget: done bytes: %w", err)
+	}
+	var done int64
+	for _, j := range list {
+		if j.ID.Job != id {
+			continue
+		}
+		// The progress is read from the job in flight; it goes back to
+		// the queue as it was.
+		in, err := q.SendStart(j)
+		if err != nil {
+			return 0, fmt.Errorf("newsget: done bytes: %w", err)
+		}
+		meta, f, err := q.ReadInflight(in)
+		if f != nil {
+			f.Close()
+		}
+		if _, cerr := q.SendCancel(in); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return 0, fmt.Errorf("newsget: done bytes: %w", err)
+		}
+		for i, fp := range meta.Files {
+			if i >= len(parsed.Files) {
+				break
+			}
+			for _, s := range parsed.Files[i].Segments {
+				if fp.Done.Has(s.Number) {
+					done += s.Bytes
+				}
+			}
+		}
+	}
+	return done, nil
 }

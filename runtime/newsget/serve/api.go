@@ -90,6 +90,13 @@ func (d *Daemon) serveAPI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, map[string]any{"status": true})
+	case "retry":
+		id, err := d.Retry(q("value"))
+		if err != nil {
+			apiError(w, err.Error())
+			return
+		}
+		writeJSON(w, map[string]any{"status": true, "nzo_id": id})
 	case "server_stats":
 		writeJSON(w, d.apiServerStats())
 	default:
@@ -153,12 +160,7 @@ func (d *Daemon) apiAddURL(w http.ResponseWriter, r *http.Request) {
 		apiError(w, err.Error())
 		return
 	}
-	data, name, err := d.fetchNZB(r.Context(), r.FormValue("name"))
-	if err != nil {
-		apiError(w, err.Error())
-		return
-	}
-	id, err := d.Add(data, name, ao)
+	id, err := d.AddURL(r.FormValue("name"), ao)
 	if err != nil {
 		apiError(w, err.Error())
 		return
@@ -234,10 +236,12 @@ func (d *Daemon) apiConfig() map[string]any {
 			"complete_dir": d.cfg.Serve.CompleteDir, "download_dir": d.cfg.DownloadDir,
 			"tv_categories": []string{}, "movie_categories": []string{}, "date_categories": []string{},
 			"enable_tv_sorting": false, "enable_movie_sorting": false, "enable_date_sorting": false,
-			"pre_check": false, "history_retention": "", "api_key": "", "port": "",
+			"pre_check": false, "history_retention": "", "history_retention_option": "all", "history_retention_number": 0,
+			"api_key": "", "port": "",
 		},
 		"categories": d.apiCategories(),
 		"servers":    []any{},
+		"sorters":    []any{}, // SABnzbd 4's sorters: none (the *arr apps refuse active ones on their category)
 	}
 }
 
@@ -313,11 +317,18 @@ func (d *Daemon) queueSlots() []Slot {
 		left := j.Left
 		status := "Queued"
 		switch {
+		case j.Grabbing:
+			status = "Grabbing" // SABnzbd's word while addurl fetches; the *arr apps count it queued
+		case d.run != nil && d.run.job == j && d.run.post:
+			left, status = 0, "Verifying" // SABnzbd's word while post-processing
 		case d.run != nil && d.run.job == j:
 			left = d.leftLocked(d.run)
 			status = "Downloading"
 		case j.Paused || (d.state.Paused && j.Priority != dlqueue.Force):
 			status = "Paused"
+		}
+		if j.Downloaded != nil {
+			left = 0
 		}
 		pct := 0
 		if j.Bytes > 0 {

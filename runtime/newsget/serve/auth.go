@@ -9,10 +9,13 @@ import (
 	"net/http"
 	"os"
 	"strings"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
-// readHtpasswd reads an htpasswd file of "user:{SHA}base64" lines
-// (htpasswd -s). Other hash kinds (bcrypt, apr1) are refused with a clear
+// readHtpasswd reads an htpasswd file of "user:$2y$..." (bcrypt,
+// htpasswd -B) or "user:{SHA}base64" (htpasswd -s, kept for old files)
+// lines. Other hash kinds (apr1 $apr1$, crypt) are refused with a clear
 // error rather than silently never matching.
 func readHtpasswd(path string) (map[string]string, error) {
 	f, err := os.Open(path)
@@ -28,8 +31,13 @@ func readHtpasswd(path string) (map[string]string, error) {
 			continue
 		}
 		user, hash, ok := strings.Cut(line, ":")
-		if !ok || user == "" || !strings.HasPrefix(hash, "{SHA}") {
-			return nil, fmt.Errorf("serve: htpasswd %s:%d: want user:{SHA}... (htpasswd -s)", path, n)
+		if !ok || user == "" || !(strings.HasPrefix(hash, "{SHA}") || isBcrypt(hash)) {
+			return nil, fmt.Errorf("serve: htpasswd %s:%d: want user:$2y$... (htpasswd -B) or user:{SHA}... (htpasswd -s)", path, n)
+		}
+		if isBcrypt(hash) {
+			if _, err := bcrypt.Cost([]byte(hash)); err != nil {
+				return nil, fmt.Errorf("serve: htpasswd %s:%d: %w", path, n, err)
+			}
 		}
 		users[user] = hash
 	}
@@ -53,7 +61,16 @@ func (d *Daemon) checkUser(r *http.Request) bool {
 		return false
 	}
 	want, found := d.users[user]
+	if found && isBcrypt(want) {
+		return bcrypt.CompareHashAndPassword([]byte(want), []byte(pass)) == nil
+	}
 	sum := sha1.Sum([]byte(pass))
 	got := "{SHA}" + base64.StdEncoding.EncodeToString(sum[:])
 	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1 && found
+}
+
+// isBcrypt reports whether an htpasswd hash is bcrypt ($2y$, as
+// htpasswd -B writes; $2a$ and $2b$ from other tools).
+func isBcrypt(hash string) bool {
+	return strings.HasPrefix(hash, "$2y$") || strings.HasPrefix(hash, "$2a$") || strings.HasPrefix(hash, "$2b$")
 }

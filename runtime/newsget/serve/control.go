@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
@@ -26,7 +27,7 @@ func (d *Daemon) PauseJob(id string, on bool) error {
 	if !on {
 		j.Duplicate = "" // resuming a flagged duplicate is the user's decision
 	}
-	if on && d.run != nil && d.run.job == j && d.run.stop == "" {
+	if on && d.run != nil && d.run.job == j && d.run.stop == "" && !d.run.post {
 		d.run.stop = "pause"
 		d.run.cancel()
 	}
@@ -43,7 +44,7 @@ func (d *Daemon) PauseAll(on bool) error {
 	if !on {
 		d.retryAt = d.opts.Now()
 	}
-	if on && d.run != nil && d.run.job.Priority != dlqueue.Force && d.run.stop == "" {
+	if on && d.run != nil && d.run.job.Priority != dlqueue.Force && d.run.stop == "" && !d.run.post {
 		d.run.stop = "pause"
 		d.run.cancel()
 	}
@@ -69,7 +70,7 @@ func (d *Daemon) SetPriority(id string, p dlqueue.Priority) (int, error) {
 	default:
 		j.Priority = p
 	}
-	if d.run != nil && d.run.stop == "" {
+	if d.run != nil && d.run.stop == "" && !d.run.post {
 		if next, _ := d.pick(); next != nil && next != d.run.job {
 			d.run.stop = "pause"
 			d.run.cancel()
@@ -148,6 +149,7 @@ func (d *Daemon) DeleteHistory(ids []string, delFiles bool) ([]string, error) {
 	for _, h := range d.hist {
 		if want[h.ID] || want["all"] || (want["failed"] && h.Status == "Failed") {
 			gone = append(gone, h.ID)
+			d.forget = append(d.forget, &Job{ID: h.ID}) // a failed job's NZB and progress, kept for retry
 			if delFiles && h.Storage != "" {
 				os.RemoveAll(h.Storage)
 			}
@@ -159,5 +161,45 @@ func (d *Daemon) DeleteHistory(ids []string, delFiles bool) ([]string, error) {
 	if len(gone) == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrNoJob, strings.Join(ids, ","))
 	}
+	d.kick() // the runner forgets them between jobs
 	return gone, d.store.saveHistory(d.hist)
+}
+
+// Retry puts a failed job of the history back in the queue under its
+// nzo_id (SABnzbd's mode=retry). Its NZB and the engine's record of what
+// it fetched were kept, so only what is missing is fetched again (from
+// servers that may have it by now).
+func (d *Daemon) Retry(id string) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	i := slices.IndexFunc(d.hist, func(h HistoryEntry) bool { return h.ID == id })
+	if i < 0 {
+		return "", fmt.Errorf("%w: %s", ErrNoJob, id)
+	}
+	h := d.hist[i]
+	if h.Status != "Failed" {
+		return "", fmt.Errorf("retry %s: it %s; only a failed job is retried", id, strings.ToLower(h.Status))
+	}
+	data, err := os.ReadFile(d.store.nzbPath(id))
+	if err != nil {
+		return "", fmt.Errorf("retry %s: its NZB is gone: %w", id, err)
+	}
+	j, err := d.parseJob(data, h.NZBName, AddOptions{Name: h.Name})
+	if err != nil {
+		return "", fmt.Errorf("retry %s: %w", id, err)
+	}
+	j.ID, j.Category, j.Priority = id, h.Category, d.categoryPriority(h.Category)
+	// Queue first, then out of the history: a crash between leaves it in
+	// both, and New keeps the history's word (retry again); never in
+	// neither.
+	if err := d.enqueueLocked(j); err != nil {
+		return "", err
+	}
+	d.hist = slices.Delete(d.hist, i, i+1)
+	if err := d.store.saveHistory(d.hist); err != nil {
+		d.log.Error("history", "err", err)
+	}
+	d.log.Info("job retried", "nzo_id", id, "name", j.Name)
+	d.kick()
+	return id, nil
 }

@@ -88,20 +88,23 @@ type Daemon struct {
 	stats   *serverStats
 	speed   float64 // bytes per second, smoothed
 	wake    chan struct{}
+	life    context.Context // Run's: grabs started before Run wait for it
+	grabs   sync.WaitGroup
 }
 
 // active is the job being downloaded.
 type active struct {
 	job        *Job
 	cancel     context.CancelFunc
-	stop       string // why it was cancelled: pause, delete, failfast, shutdown
+	stop       string // why it was cancelled: pause, delete, failfast, shutdown (post-processing: delete only)
 	reason     string // failfast: the reason
 	damage     []dlqueue.FileDamage
 	done       int64 // NZB bytes of segments done or failed in this run
 	prior      int64 // bytes done before this run, once priorKnown (the engine set up)
 	priorKnown bool
-	baseLeft   int64 // the job's Left when the run started
-	eng        *newsget.Engine
+	baseLeft   int64           // the job's Left when the run started
+	eng        *newsget.Engine // nil while post-processing
+	post       bool            // post-processing, not downloading
 	start      time.Time
 	recv       int64 // bytes received at the last speed sample
 }
@@ -169,7 +172,31 @@ func New(cfg *newsget.Config, opts Options) (*Daemon, error) {
 	}
 	st.Queue = kept
 	d.state, d.hist = st, hist
+	d.loadProgress()
 	return d, nil
+}
+
+// loadProgress sets each queued job's Left from the engine's durable
+// segment progress: state.json's Left is only as new as the last clean
+// stop, and after a kill -9 the engine's record is the truth.
+func (d *Daemon) loadProgress() {
+	for _, j := range d.state.Queue {
+		if j.Downloaded != nil {
+			j.Left = 0
+			continue
+		}
+		data, err := os.ReadFile(d.store.nzbPath(j.ID))
+		if err != nil {
+			continue // the runner reports it
+		}
+		c := d.engineConfig(j)
+		done, err := newsget.DoneBytes(&c, data)
+		if err != nil {
+			d.log.Warn("job progress", "nzo_id", j.ID, "err", err)
+			continue
+		}
+		j.Left = max(j.Bytes-done, 0)
+	}
 }
 
 func randomHex() string {
@@ -181,6 +208,15 @@ func randomHex() string {
 // Run runs jobs and watches watch_dir until ctx ends; then it stops the
 // running job (its progress stays for the next start) and returns.
 func (d *Daemon) Run(ctx context.Context) error {
+	d.mu.Lock()
+	d.life = ctx
+	for _, j := range d.state.Queue {
+		if j.Grabbing {
+			d.startGrab(j)
+		}
+	}
+	d.mu.Unlock()
+	defer d.grabs.Wait()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); d.sampler(ctx) }()
@@ -210,15 +246,80 @@ type AddOptions struct {
 // job is on disk when Add returns. A duplicate (same name or content as a
 // queued or finished job) is queued paused and flagged, not downloaded.
 func (d *Daemon) Add(data []byte, filename string, ao AddOptions) (string, error) {
+	j, err := d.parseJob(data, filename, ao)
+	if err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j.Category = d.category(ao.Category)
+	j.Priority = d.jobPriority(ao.Priority, j.Category)
+	if _, why, dup := dlqueue.Duplicate(d.known(""), j.Name, j.Hash); dup {
+		j.Duplicate, j.Paused = why, true
+		d.log.Warn("duplicate NZB: queued paused", "nzb", filename, "why", why)
+	}
+	j.ID = d.newIDLocked()
+	if err := d.store.saveNZB(j.ID, data); err != nil {
+		return "", err
+	}
+	if err := d.enqueueLocked(j); err != nil {
+		os.Remove(d.store.nzbPath(j.ID))
+		return "", err
+	}
+	d.log.Info("job added", "nzo_id", j.ID, "name", j.Name, "category", j.Category, "priority", j.Priority.String())
+	d.kick()
+	return j.ID, nil
+}
+
+// jobPriority is the priority a job added with p in category cat gets:
+// the category's for Default (and for Paused, which is a pause flag).
+func (d *Daemon) jobPriority(p dlqueue.Priority, cat string) dlqueue.Priority {
+	if p == dlqueue.Default || p == dlqueue.Paused {
+		return d.categoryPriority(cat)
+	}
+	return p
+}
+
+// enqueueLocked appends j to the queue, last in arrival order, and writes
+// the queue; on an error the queue is as it was. Called with mu held.
+func (d *Daemon) enqueueLocked(j *Job) error {
+	d.state.Seq++
+	j.Seq = d.state.Seq
+	d.state.Queue = append(d.state.Queue, j)
+	if err := d.store.saveState(&d.state); err != nil {
+		d.state.Queue = d.state.Queue[:len(d.state.Queue)-1]
+		return err
+	}
+	return nil
+}
+
+// newIDLocked returns an nzo_id that no queued or finished job has.
+// Called with mu held.
+func (d *Daemon) newIDLocked() string {
+	for {
+		id := "SABnzbd_nzo_" + d.opts.NewID()
+		taken := false
+		for _, k := range d.known("") {
+			taken = taken || k.ID == id
+		}
+		if !taken {
+			return id
+		}
+	}
+}
+
+// parseJob checks an NZB and makes the job of it (not yet queued: no ID,
+// category or priority).
+func (d *Daemon) parseJob(data []byte, filename string, ao AddOptions) (*Job, error) {
 	if int64(len(data)) > int64(d.cfg.Serve.MaxNZBSize) {
-		return "", fmt.Errorf("NZB of %d bytes: larger than max_nzb_size %d", len(data), d.cfg.Serve.MaxNZBSize)
+		return nil, fmt.Errorf("NZB of %d bytes: larger than max_nzb_size %d", len(data), d.cfg.Serve.MaxNZBSize)
 	}
 	nzb, err := proto.ParseNZB(bytes.NewReader(data), proto.NZBLimits{MaxBytes: int64(d.cfg.Serve.MaxNZBSize)})
 	if err != nil {
-		return "", fmt.Errorf("refused NZB %s: %w", filename, err)
+		return nil, fmt.Errorf("refused NZB %s: %w", filename, err)
 	}
 	if len(nzb.Files) == 0 {
-		return "", fmt.Errorf("refused NZB %s: it lists no files", filename)
+		return nil, fmt.Errorf("refused NZB %s: it lists no files", filename)
 	}
 	name := ao.Name
 	if name == "" {
@@ -236,39 +337,17 @@ func (d *Daemon) Add(data []byte, filename string, ao AddOptions) (string, error
 		j.Bytes += f.Bytes()
 	}
 	j.Left = j.Bytes
-
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	j.Category = d.category(ao.Category)
-	j.Priority = ao.Priority
-	if j.Priority == dlqueue.Default || j.Priority == dlqueue.Paused {
-		j.Priority = d.categoryPriority(j.Category)
-	}
-	if _, why, dup := dlqueue.Duplicate(d.known(), j.Name, j.Hash); dup {
-		j.Duplicate, j.Paused = why, true
-		d.log.Warn("duplicate NZB: queued paused", "nzb", filename, "why", why)
-	}
-	j.ID = "SABnzbd_nzo_" + d.opts.NewID()
-	d.state.Seq++
-	j.Seq = d.state.Seq
-	if err := d.store.saveNZB(j.ID, data); err != nil {
-		return "", err
-	}
-	d.state.Queue = append(d.state.Queue, j)
-	if err := d.store.saveState(&d.state); err != nil {
-		d.state.Queue = d.state.Queue[:len(d.state.Queue)-1]
-		os.Remove(d.store.nzbPath(j.ID))
-		return "", err
-	}
-	d.log.Info("job added", "nzo_id", j.ID, "name", j.Name, "category", j.Category, "priority", j.Priority.String())
-	d.kick()
-	return j.ID, nil
+	return j, nil
 }
 
-// known lists the queue and the history for duplicate detection.
-func (d *Daemon) known() []dlqueue.Known {
+// known lists the queue (but the job except) and the history for
+// duplicate detection.
+func (d *Daemon) known(except string) []dlqueue.Known {
 	var ks []dlqueue.Known
 	for _, j := range d.state.Queue {
+		if j.ID == except {
+			continue
+		}
 		ks = append(ks, dlqueue.Known{ID: j.ID, Name: j.Name, Hash: j.Hash})
 	}
 	for _, h := range d.hist {

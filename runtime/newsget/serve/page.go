@@ -36,7 +36,9 @@ func (d *Daemon) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", csp)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Referrer-Policy", "no-referrer")
+		// Not no-referrer: under it a browser sends "Origin: null" with
+		// every form post, which sameOrigin must refuse.
+		w.Header().Set("Referrer-Policy", "same-origin")
 		if !d.checkUser(r) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="newsget", charset="UTF-8"`)
 			http.Error(w, "authorization required", http.StatusUnauthorized)
@@ -46,12 +48,20 @@ func (d *Daemon) guard(h http.Handler) http.Handler {
 	})
 }
 
+// pageSlot is a queue slot on the page: Held is the job's own pause
+// (its button says Resume even while the whole queue is paused, and
+// Pause otherwise, so a job can be held while the queue is paused).
+type pageSlot struct {
+	Slot
+	Held bool
+}
+
 // pageData is what the template shows.
 type pageData struct {
 	CSRF       string
 	Paused     bool
 	Speed      string
-	Queue      []Slot
+	Queue      []pageSlot
 	History    []HistorySlot
 	Servers    []ServerStat
 	Categories []string
@@ -59,8 +69,12 @@ type pageData struct {
 
 func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
-	pd := pageData{CSRF: d.csrf, Paused: d.state.Paused, Speed: speedWords(d.speed) + "B/s", Queue: d.queueSlots(),
+	pd := pageData{CSRF: d.csrf, Paused: d.state.Paused, Speed: speedWords(d.speed) + "B/s",
 		Servers: d.stats.list(), Categories: []string{"*"}}
+	for _, s := range d.queueSlots() {
+		j, _ := d.find(s.ID)
+		pd.Queue = append(pd.Queue, pageSlot{Slot: s, Held: j != nil && j.Paused})
+	}
 	for i, h := range d.hist {
 		if i == 100 {
 			break
@@ -155,7 +169,8 @@ func serveCSS(w http.ResponseWriter, r *http.Request) {
 
 const css = `body{font:15px/1.4 system-ui,sans-serif;margin:0 auto;max-width:60em;padding:.5em;color:#222}
 h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.5em}
-table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3em;border-bottom:1px solid #ddd;vertical-align:top}
+table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3em;border-bottom:1px solid #ddd;vertical-align:top;overflow-wrap:anywhere}
+input,select,button{max-width:100%}
 progress{width:100%}form.inline{display:inline}button{margin:.1em}.failed{color:#a00}.dup{color:#a60}
 @media (max-width:40em){table,tbody,tr,td,th{display:block}thead{display:none}td{border:0;padding:.1em}tr{border-bottom:1px solid #ccc;padding:.4em 0}}`
 
@@ -171,7 +186,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 {{range .Queue}}<tr class="job" data-id="{{.ID}}"><td>{{.Filename}}{{if .LastError}} <span class="dup">({{.LastError}})</span>{{end}}</td><td>{{.Cat}}</td><td>{{.Priority}}</td>
 <td class="status">{{.Status}}</td><td><progress max="100" value="{{.Percentage}}">{{.Percentage}}%</progress> {{.Percentage}}%</td>
 <td>{{.Size}}</td><td>{{.Timeleft}}</td><td>
-{{if eq .Status "Paused"}}<form class="inline" method="post" action="/action/resume-job"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button>Resume</button></form>
+{{if .Held}}<form class="inline" method="post" action="/action/resume-job"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button>Resume</button></form>
 {{else}}<form class="inline" method="post" action="/action/pause-job"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button>Pause</button></form>{{end}}
 <form class="inline" method="post" action="/action/delete-job"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button>Delete</button></form></td></tr>
 {{else}}<tr><td colspan="8">The queue is empty.</td></tr>{{end}}</tbody></table>

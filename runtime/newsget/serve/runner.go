@@ -10,6 +10,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
 	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // runner runs the queue's jobs one at a time until ctx ends.
@@ -46,7 +47,7 @@ func (d *Daemon) pick() (*Job, time.Duration) {
 	}
 	var es []dlqueue.Entry
 	for _, j := range d.state.Queue {
-		es = append(es, dlqueue.Entry{ID: j.ID, Priority: j.Priority, Seq: j.Seq, Paused: j.Paused})
+		es = append(es, dlqueue.Entry{ID: j.ID, Priority: j.Priority, Seq: j.Seq, Paused: j.Paused || j.Grabbing})
 	}
 	e, ok := dlqueue.Next(es, d.state.Paused)
 	if !ok {
@@ -88,12 +89,23 @@ func (d *Daemon) engineConfig(j *Job) newsget.Config {
 	return c
 }
 
-// runJob downloads j, post-processes it and settles it.
+// runJob downloads j (unless an earlier run did), post-processes it and
+// settles it.
 func (d *Daemon) runJob(ctx context.Context, j *Job) {
+	if j.Downloaded == nil && !d.download(ctx, j) {
+		return
+	}
+	d.postProcess(ctx, j)
+}
+
+// download runs j through an Engine. It reports true when the download
+// ended and j.Downloaded is on disk (post-processing comes next); false
+// when the job was paused, deleted, stopped or settled.
+func (d *Daemon) download(ctx context.Context, j *Job) bool {
 	data, err := os.ReadFile(d.store.nzbPath(j.ID))
 	if err != nil {
-		d.finish(j, nil, HistoryEntry{Status: "Failed", FailMessage: fmt.Sprintf("NZB lost: %v", err)})
-		return
+		d.finish(j, HistoryEntry{Status: "Failed", FailMessage: fmt.Sprintf("NZB lost: %v", err)})
+		return false
 	}
 	cfg := d.engineConfig(j)
 	eo := d.opts.Engine
@@ -108,7 +120,7 @@ func (d *Daemon) runJob(ctx context.Context, j *Job) {
 	eng, err := newsget.New(&cfg, eo)
 	if err != nil {
 		d.stopped(j, fmt.Sprintf("engine: %v", err))
-		return
+		return false
 	}
 	d.mu.Lock()
 	a.eng = eng
@@ -125,58 +137,97 @@ func (d *Daemon) runJob(ctx context.Context, j *Job) {
 	if ctx.Err() != nil && stop == "" {
 		stop = "shutdown"
 	}
-	elapsed := d.opts.Now().Sub(a.start)
+	elapsed := int(d.opts.Now().Sub(a.start).Seconds())
 	d.mu.Unlock()
 
 	switch {
 	case stop == "pause" || stop == "shutdown":
 		d.saveLeft(j, a)
-		return
+		return false
 	case stop == "delete":
 		d.forgetJob(j)
 		os.RemoveAll(d.jobDir(j.ID))
-		return
+		return false
 	case stop == "failfast":
-		d.forgetJob(j)
-		d.finish(j, a, HistoryEntry{Status: "Failed", FailMessage: reason, Storage: d.jobDir(j.ID), DownloadTime: int(elapsed.Seconds())})
-		return
+		d.finish(j, HistoryEntry{Status: "Failed", FailMessage: reason, Storage: d.jobDir(j.ID), DownloadTime: elapsed})
+		return false
 	case err != nil:
 		d.stopped(j, err.Error())
-		return
+		return false
 	case sum.Fatal != "":
 		d.stopped(j, sum.Fatal)
-		return
+		return false
 	case sum.Quota != "":
 		d.stopped(j, sum.Quota)
-		return
+		return false
 	case len(sum.JobErrs) > 0:
+		d.finish(j, HistoryEntry{Status: "Failed", FailMessage: sum.JobErrs[0], DownloadTime: elapsed})
+		return false
+	}
+	// The download is over: say so durably before post-processing may
+	// change the files, so that a kill from here on resumes with
+	// post-processing, not with an engine that would find its files
+	// altered.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j.Downloaded = &Downloaded{Files: sum.Files, DownloadTime: elapsed}
+	j.Left, j.LastError = 0, ""
+	if err := d.store.saveState(&d.state); err != nil {
+		// Not recorded: post-processing now could leave a job that the
+		// next start can neither download nor post-process. Retry later.
+		j.Downloaded = nil
+		d.log.Error("queue", "nzo_id", j.ID, "err", err)
+		d.retryAt = d.opts.Now().Add(d.opts.RetryDelay)
+		return false
+	}
+	return true
+}
+
+// postProcess hands a downloaded job's folder to the PostProcessor, moves
+// a completed one to its category's folder and settles the job. A
+// shutdown leaves the job downloaded in the queue: the next start runs
+// post-processing again. Deleting the job cancels post-processing.
+func (d *Daemon) postProcess(ctx context.Context, j *Job) {
+	dir := d.jobDir(j.ID)
+	jctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a := &active{job: j, cancel: cancel, start: d.opts.Now(), post: true}
+	d.mu.Lock()
+	d.run = a
+	d.mu.Unlock()
+	d.log.Info("post-processing", "nzo_id", j.ID, "name", j.Name)
+	res := d.opts.PostProcess.PostProcess(jctx, PostJob{Dir: dir, Name: j.Name, Category: j.Category, Files: j.Downloaded.Files})
+	d.mu.Lock()
+	d.run = nil
+	stop := a.stop
+	d.mu.Unlock()
+	switch {
+	case stop == "delete":
 		d.forgetJob(j)
-		d.finish(j, a, HistoryEntry{Status: "Failed", FailMessage: sum.JobErrs[0], DownloadTime: int(elapsed.Seconds())})
+		os.RemoveAll(dir)
 		return
+	case ctx.Err() != nil:
+		return // still downloaded in state.json: post-processed again after the restart
 	}
-	h := HistoryEntry{DownloadTime: int(elapsed.Seconds())}
-	res := d.opts.PostProcess.PostProcess(ctx, PostJob{Dir: cfg.DownloadDir, Name: j.Name, Category: j.Category, Files: sum.Files})
-	if ctx.Err() != nil {
-		d.saveLeft(j, a) // stopped during post-processing: run it again after the restart
-		return
-	}
-	d.forgetJob(j)
+	h := HistoryEntry{DownloadTime: j.Downloaded.DownloadTime}
 	if res.Status != Completed {
-		h.Status, h.FailMessage, h.Storage = "Failed", res.Reason, cfg.DownloadDir
-		d.finish(j, a, h)
+		h.Status, h.FailMessage, h.Storage = "Failed", res.Reason, dir
+		d.finish(j, h)
 		return
 	}
-	dest, err := d.moveDone(cfg.DownloadDir, d.categoryDir(j.Category), j.Name)
+	dest, err := d.moveDone(dir, d.categoryDir(j.Category), j.Name)
 	if err != nil {
-		h.Status, h.FailMessage, h.Storage = "Failed", err.Error(), cfg.DownloadDir
+		h.Status, h.FailMessage, h.Storage = "Failed", err.Error(), dir
 	} else {
 		h.Status, h.Storage = "Completed", dest
+		d.forgetJob(j)
 	}
-	d.finish(j, a, h)
+	d.finish(j, h)
 }
 
 // moveDone moves a finished job's folder to parent/name (name.1, name.2,
-// ... when taken) and makes the rename durable.
+// ... when taken), durably; across file systems by a copy that leaves the
+// source until it is complete (spoolfs.MoveDir).
 func (d *Daemon) moveDone(from, parent, name string) (string, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", fmt.Errorf("move to %s: %w", parent, err)
@@ -191,28 +242,26 @@ func (d *Daemon) moveDone(from, parent, name string) (string, error) {
 		}
 		dest = filepath.Join(parent, fmt.Sprintf("%s.%d", name, i))
 	}
-	if err := os.Rename(from, dest); err != nil {
-		return "", fmt.Errorf("move to %s: %w", dest, err)
-	}
-	for _, dir := range []string{parent, filepath.Dir(from)} {
-		if f, err := os.Open(dir); err == nil {
-			f.Sync()
-			f.Close()
-		}
+	if err := spoolfs.MoveDir(from, dest); err != nil {
+		return "", err
 	}
 	return dest, nil
 }
 
 // finish records j in the history (first, durably) and then drops it from
 // the queue: a crash between the two leaves it in both, and New keeps the
-// history's word.
-func (d *Daemon) finish(j *Job, a *active, h HistoryEntry) {
+// history's word. A failed job keeps its NZB and the engine's record of
+// its progress, for mode=retry, until it leaves the history.
+func (d *Daemon) finish(j *Job, h HistoryEntry) {
 	h.ID, h.Name, h.NZBName, h.Category, h.Hash, h.Bytes = j.ID, j.Name, j.NZBName, j.Category, j.Hash, j.Bytes
 	h.Completed = d.opts.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.hist = append([]HistoryEntry{h}, d.hist...)
 	if n := d.cfg.Serve.HistorySize; n > 0 && len(d.hist) > n {
+		for _, old := range d.hist[n:] {
+			d.forget = append(d.forget, &Job{ID: old.ID})
+		}
 		d.hist = d.hist[:n]
 	}
 	if err := d.store.saveHistory(d.hist); err != nil {
@@ -224,7 +273,9 @@ func (d *Daemon) finish(j *Job, a *active, h HistoryEntry) {
 	if err := d.store.saveState(&d.state); err != nil {
 		d.log.Error("queue", "err", err)
 	}
-	os.Remove(d.store.nzbPath(j.ID))
+	if h.Status != "Failed" {
+		os.Remove(d.store.nzbPath(j.ID))
+	}
 	d.log.Info("job finished", "nzo_id", j.ID, "name", j.Name, "status", h.Status, "reason", h.FailMessage, "storage", h.Storage)
 }
 
@@ -296,11 +347,11 @@ func (d *Daemon) sampler(ctx context.Context) {
 		a := d.run
 		d.mu.Unlock()
 		var p newsget.Progress
-		if a != nil {
+		if a != nil && a.eng != nil {
 			p = a.eng.Progress() // not under mu (see the lock order)
 		}
 		d.mu.Lock()
-		if a != nil && d.run == a {
+		if a != nil && d.run == a && a.eng != nil {
 			if !a.priorKnown && p.TotalBytes > 0 {
 				a.prior, a.priorKnown = max(a.job.Bytes-p.TotalBytes, 0), true
 			}

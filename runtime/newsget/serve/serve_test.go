@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,6 +63,12 @@ type testDaemon struct {
 // startDaemon runs a daemon over dir against the nntptest server s.
 func startDaemon(t *testing.T, dir string, s *nntptest.Server, edit func(*newsget.Config)) *testDaemon {
 	t.Helper()
+	return startDaemonWith(t, dir, s, edit, nil)
+}
+
+// startDaemonWith is startDaemon with a say in the daemon's Options.
+func startDaemonWith(t *testing.T, dir string, s *nntptest.Server, edit func(*newsget.Config), opts func(*Options)) *testDaemon {
+	t.Helper()
 	cfg := &newsget.Config{DownloadDir: filepath.Join(dir, "dl"), Servers: []newsget.ServerConfig{
 		{Name: "main", Host: "127.0.0.1", Port: s.Port(), Connections: 2}},
 		ArticleTimeout: tomlconf.Duration(5 * time.Second), ConnectTimeout: tomlconf.Duration(5 * time.Second)}
@@ -81,9 +88,13 @@ func startDaemon(t *testing.T, dir string, s *nntptest.Server, edit func(*newsge
 	}
 	td := &testDaemon{cfg: cfg}
 	n := 0
-	d, err := New(cfg, Options{Log: slog.New(slog.NewTextHandler(&td.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	o := Options{Log: slog.New(slog.NewTextHandler(&td.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		NewID: func() string { n++; return fmt.Sprintf("%04d", n) }, WatchInterval: 20 * time.Millisecond,
-		Engine: newsget.Options{BackoffBase: 20 * time.Millisecond, BackoffMax: 80 * time.Millisecond, SyncInterval: 10 * time.Millisecond}})
+		Engine: newsget.Options{BackoffBase: 20 * time.Millisecond, BackoffMax: 80 * time.Millisecond, SyncInterval: 10 * time.Millisecond}}
+	if opts != nil {
+		opts(&o)
+	}
+	d, err := New(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,17 +295,31 @@ func TestAPIKey(t *testing.T) {
 	}
 }
 
-// TestAddURL fetches NZBs from a local indexer: a good one, a 404, one
-// over max_nzb_size, one not an NZB.
+// TestAddURL fetches NZBs from a local indexer, as SABnzbd does: the
+// answer comes at once with the nzo_id and the job shows "Grabbing" until
+// its NZB is fetched; one that cannot be fetched (a 404, over
+// max_nzb_size, not an NZB) goes to the history as Failed with the reason.
+// A stop during the fetch leaves the job Grabbing; the next start fetches
+// it again.
 func TestAddURL(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	p := newPosting("movie.mkv", 2, 100_000, 20_000)
 	serveArticles(t, s, nil, p)
 	nzb := posting.NZB(p)
+	release := make(chan struct{})
+	var slowHits atomic.Int32
 	indexer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/get/1":
 			w.Header().Set("Content-Disposition", `attachment; filename="Movie.2020.nzb"`)
+			w.Write(nzb)
+		case "/slow/2":
+			if slowHits.Add(1) == 1 {
+				<-r.Context().Done() // the first try never answers: the daemon stops
+				return
+			}
+			<-release
+			w.Header().Set("Content-Disposition", `attachment; filename="Slow.Movie.nzb"`)
 			w.Write(nzb)
 		case "/big.nzb":
 			w.Write(bytes.Repeat([]byte("x"), 5000))
@@ -305,20 +330,40 @@ func TestAddURL(t *testing.T) {
 		}
 	}))
 	defer indexer.Close()
-	td := startDaemon(t, t.TempDir(), s, func(c *newsget.Config) { c.Serve.MaxNZBSize = 4096 })
-	defer td.stop()
+	dir := t.TempDir()
+	edit := func(c *newsget.Config) { c.Serve.MaxNZBSize = 4096 }
+	td := startDaemon(t, dir, s, edit)
+	if got := td.api(t, "mode", "addurl", "name", "ftp://example.org/x.nzb"); got["error"] != `addurl: "ftp://example.org/x.nzb" is not an http(s) URL` {
+		t.Errorf("ftp URL: %v", got)
+	}
 	for _, tc := range []struct{ path, wantErr string }{
 		{"/missing.nzb", "addurl: " + strings.TrimPrefix(indexer.URL, "http://") + " answered 404 Not Found"},
 		{"/big.nzb", "addurl: the NZB is larger than max_nzb_size (4096 bytes)"},
+		{"/junk.nzb", "refused NZB junk.nzb: "},
 	} {
 		got := td.api(t, "mode", "addurl", "name", indexer.URL+tc.path)
-		if got["error"] != tc.wantErr {
-			t.Errorf("%s: %v, want error %q", tc.path, got, tc.wantErr)
+		if got["status"] != true {
+			t.Fatalf("%s: %v", tc.path, got)
+		}
+		h := td.waitHistory(t, got["nzo_ids"].([]any)[0].(string))
+		if h["status"] != "Failed" || !strings.HasPrefix(h["fail_message"].(string), tc.wantErr) {
+			t.Errorf("%s: history %v, want Failed: %q", tc.path, h, tc.wantErr)
 		}
 	}
-	if got := td.api(t, "mode", "addurl", "name", indexer.URL+"/junk.nzb"); got["status"] != false {
-		t.Errorf("junk NZB accepted: %v", got)
+
+	slow := td.api(t, "mode", "addurl", "name", indexer.URL+"/slow/2", "cat", "movies")["nzo_ids"].([]any)[0].(string)
+	q := td.api(t, "mode", "queue")["queue"].(map[string]any)["slots"].([]any)
+	if len(q) != 1 || q[0].(map[string]any)["status"] != "Grabbing" || q[0].(map[string]any)["nzo_id"] != slow {
+		t.Errorf("queue while grabbing = %v", q)
 	}
+	td.stop()
+	td = startDaemon(t, dir, s, edit)
+	defer td.stop()
+	q = td.api(t, "mode", "queue")["queue"].(map[string]any)["slots"].([]any)
+	if len(q) != 1 || q[0].(map[string]any)["status"] != "Grabbing" || q[0].(map[string]any)["nzo_id"] != slow {
+		t.Errorf("queue after a restart while grabbing = %v", q)
+	}
+
 	got := td.api(t, "mode", "addurl", "name", indexer.URL+"/get/1", "cat", "movies")
 	if got["status"] != true {
 		t.Fatalf("addurl = %v", got)
@@ -326,6 +371,17 @@ func TestAddURL(t *testing.T) {
 	h := td.waitHistory(t, got["nzo_ids"].([]any)[0].(string))
 	if h["status"] != "Completed" || h["name"] != "Movie.2020" || h["storage"] != filepath.Join(filepath.Dir(td.cfg.DownloadDir), "movies", "Movie.2020") {
 		t.Errorf("history = %v", h)
+	}
+	// The slow one is the same NZB: fetched, then held as a duplicate.
+	close(release)
+	q = td.api(t, "mode", "queue")["queue"].(map[string]any)["slots"].([]any)
+	for len(q) == 1 && q[0].(map[string]any)["status"] == "Grabbing" {
+		time.Sleep(20 * time.Millisecond)
+		q = td.api(t, "mode", "queue")["queue"].(map[string]any)["slots"].([]any)
+	}
+	if len(q) != 1 || q[0].(map[string]any)["nzo_id"] != slow || q[0].(map[string]any)["filename"] != "Slow.Movie" ||
+		q[0].(map[string]any)["status"] != "Paused" || q[0].(map[string]any)["last_error"] != "same NZB content as Movie.2020" {
+		t.Errorf("the slow grab after the restart = %v", q)
 	}
 }
 

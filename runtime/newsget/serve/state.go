@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
+	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
@@ -17,7 +18,8 @@ import (
 //
 //	state.json    the queue: jobs in arrival order with their category,
 //	              priority, pause flag and last known progress; the global
-//	              pause; the arrival counter
+//	              pause; the arrival counter; for a job whose download
+//	              ended, the engine's file results (post-processing's input)
 //	history.json  finished jobs, newest first
 //	nzb/<id>.nzb  each queued job's NZB
 //
@@ -43,6 +45,23 @@ type Job struct {
 	Duplicate string           `json:"duplicate,omitempty"` // why it was flagged a duplicate
 	Files     []JobFile        `json:"files"`
 	LastError string           `json:"last_error,omitempty"` // why the last run stopped early
+	// Downloaded is set, durably, when the download ended and before
+	// post-processing starts: a job that has it goes straight to
+	// post-processing after a restart (the engine's record of the job is
+	// gone by then, and post-processing may have changed the files).
+	Downloaded *Downloaded `json:"downloaded,omitempty"`
+	// URL is where addurl fetches the NZB from; Grabbing is set until it
+	// is fetched (then the fields above are the NZB's). A grab a stop
+	// interrupted starts again at the next start.
+	URL       string `json:"url,omitempty"`
+	Grabbing  bool   `json:"grabbing,omitempty"`
+	GivenName string `json:"given_name,omitempty"` // addurl's nzbname, for the job once fetched
+}
+
+// Downloaded is what post-processing needs of a finished download.
+type Downloaded struct {
+	Files        []*newsget.FileResult `json:"files"`
+	DownloadTime int                   `json:"download_time"` // seconds
 }
 
 // JobFile is one file of a job's NZB, for the fail-fast rule.

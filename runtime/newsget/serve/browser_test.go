@@ -1,0 +1,187 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+)
+
+// headless starts Debian's chromium with a fresh profile, or skips.
+func headless(t *testing.T) context.Context {
+	t.Helper()
+	path := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		t.Skip("no headless browser: install Debian's chromium (apt-get install -y chromium) to run the browser tests")
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-extensions", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	ctx, cancelB := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// browse runs chromedp steps, failing the test on error.
+func browse(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](t *testing.T, ctx context.Context, what, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// rowStatus is the status cell of a queue (tr.job) or history (tr.done)
+// row, "" when the row is absent.
+func rowStatus(t *testing.T, ctx context.Context, class, id string) string {
+	t.Helper()
+	return eval[string](t, ctx, "row status", fmt.Sprintf(
+		`(r => r ? r.querySelector('.status').textContent.trim() : '')(document.querySelector('tr.%s[data-id=%q]'))`, class, id))
+}
+
+// noOverflow checks that nothing is wider than the viewport.
+func noOverflow(t *testing.T, ctx context.Context, url string, width int64) {
+	t.Helper()
+	browse(t, ctx, "viewport", chromedp.EmulateViewport(width, 900), chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#queue")))
+	got := eval[string](t, ctx, "widths", `document.documentElement.scrollWidth + ' ' + window.innerWidth`)
+	var sw, vw int64
+	fmt.Sscan(got, &sw, &vw)
+	if vw != width || sw > vw {
+		wide := eval[string](t, ctx, "wide", `Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right > window.innerWidth).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right)).slice(0, 8).join(', ')`)
+		t.Errorf("at %d px: scrollWidth %d, viewport %d: the page overflows (%s)", width, sw, vw, wide)
+	}
+}
+
+// TestBrowserPage drives the page in headless chromium: pause everything,
+// upload two NZBs with the form, pause one job and delete the other,
+// resume, check the layout at 1280 and 390 px, resume the job and watch
+// it reach the history as Completed. A form post without the page's CSRF
+// token, or with a foreign Origin, is refused and changes nothing.
+func TestBrowserPage(t *testing.T) {
+	ctx := headless(t)
+	s := nntptest.Start(t, nntptest.Options{})
+	a := newPosting("Alpha.mkv", 21, 120_000, 10_000)
+	b := newPosting("Beta.mkv", 22, 30_000, 10_000)
+	serveArticles(t, s, nil, a, b)
+	dir := t.TempDir()
+	td := startDaemon(t, dir, s, nil)
+	defer td.stop()
+	for _, p := range []struct {
+		name string
+		data []byte
+	}{{"Alpha.nzb", posting.NZB(a)}, {"Beta.nzb", posting.NZB(b)}} {
+		os.WriteFile(filepath.Join(dir, p.name), p.data, 0o644)
+	}
+
+	browse(t, ctx, "open the page", chromedp.Navigate(td.url+"/"), chromedp.WaitVisible(chromedp.CSS("#queue")))
+	// A refused post (a 403 page) would never show #resume; the
+	// timeout's error then names this step.
+	browse(t, ctx, "pause all", chromedp.Click(chromedp.CSS("#pause")), chromedp.WaitVisible(chromedp.CSS("#resume")))
+	for _, n := range []string{"Alpha.nzb", "Beta.nzb"} {
+		browse(t, ctx, "upload "+n,
+			chromedp.SetUploadFiles(chromedp.CSS(`#upload input[name=nzb]`), []string{filepath.Join(dir, n)}),
+			chromedp.SetValue(chromedp.CSS(`#upload select[name=cat]`), "tv"),
+			chromedp.Click(chromedp.CSS(`#upload button`)),
+			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr.job[data-id="SABnzbd_nzo_%04d"]`, map[string]int{"Alpha.nzb": 1, "Beta.nzb": 2}[n]))))
+	}
+	alpha, beta := "SABnzbd_nzo_0001", "SABnzbd_nzo_0002"
+	if got := eval[string](t, ctx, "queue", `Array.from(document.querySelectorAll('tr.job')).map(r =>
+		r.cells[0].textContent.trim() + ' ' + r.cells[1].textContent.trim() + ' ' + r.querySelector('.status').textContent.trim() +
+		' progress=' + r.querySelector('progress').value).join('|')`); got != "Alpha tv Paused progress=0|Beta tv Paused progress=0" {
+		t.Errorf("queue rows = %q", got)
+	}
+
+	// Forms without the token, or from elsewhere, change nothing.
+	for _, tc := range []struct {
+		form   url.Values
+		origin string
+	}{
+		{url.Values{}, ""},
+		{url.Values{"csrf": {"guess"}}, ""},
+		{url.Values{"csrf": {td.d.csrf}}, "http://evil.example"},
+	} {
+		req, _ := http.NewRequest("POST", td.url+"/action/resume", strings.NewReader(tc.form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("resume with %v origin %q: %s, want 403", tc.form, tc.origin, resp.Status)
+		}
+	}
+	if q := td.api(t, "mode", "queue")["queue"].(map[string]any); q["paused"] != true {
+		t.Errorf("a refused form resumed the queue")
+	}
+
+	row := func(id string) string { return fmt.Sprintf(`tr.job[data-id=%q]`, id) }
+	browse(t, ctx, "pause Alpha", chromedp.Click(chromedp.CSS(row(alpha)+` form[action="/action/pause-job"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(row(alpha)+` form[action="/action/resume-job"]`)))
+	browse(t, ctx, "delete Beta", chromedp.Click(chromedp.CSS(row(beta)+` form[action="/action/delete-job"] button`)),
+		chromedp.WaitNotPresent(chromedp.CSS(row(beta))))
+	browse(t, ctx, "resume all", chromedp.Click(chromedp.CSS("#resume")), chromedp.WaitVisible(chromedp.CSS("#pause")))
+	if st := rowStatus(t, ctx, "job", alpha); st != "Paused" {
+		t.Errorf("Alpha after resuming the queue: %q, want Paused (its own pause)", st)
+	}
+
+	noOverflow(t, ctx, td.url+"/", 1280)
+	noOverflow(t, ctx, td.url+"/", 390)
+
+	// Wait for the page after the post: Alpha's Resume button gone (it
+	// shows Pause, or the job already left the queue).
+	browse(t, ctx, "resume Alpha", chromedp.Click(chromedp.CSS(row(alpha)+` form[action="/action/resume-job"] button`)),
+		chromedp.WaitNotPresent(chromedp.CSS(row(alpha)+` form[action="/action/resume-job"]`)))
+	for deadline := time.Now().Add(30 * time.Second); rowStatus(t, ctx, "done", alpha) != "Completed"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("Alpha never showed Completed in the history; queue %q", rowStatus(t, ctx, "job", alpha))
+		}
+		time.Sleep(50 * time.Millisecond)
+		browse(t, ctx, "reload", chromedp.Navigate(td.url+"/"), chromedp.WaitVisible(chromedp.CSS("#history")))
+	}
+	if n := eval[int](t, ctx, "queue rows", `document.querySelectorAll('tr.job').length`); n != 0 {
+		t.Errorf("%d rows left in the queue", n)
+	}
+	if got, err := os.ReadFile(filepath.Join(td.cfg.DownloadDir, "complete", "tv", "Alpha", "Alpha.mkv")); err != nil || string(got) != string(a.Data) {
+		t.Errorf("Alpha.mkv: %v, %d bytes", err, len(got))
+	}
+	if _, err := os.Stat(td.d.jobDir(beta)); !os.IsNotExist(err) {
+		t.Errorf("deleted Beta left its folder: %v", err)
+	}
+	noOverflow(t, ctx, td.url+"/", 390) // with a history row
+}
