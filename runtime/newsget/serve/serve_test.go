@@ -356,6 +356,15 @@ func TestAddURL(t *testing.T) {
 	if len(q) != 1 || q[0].(map[string]any)["status"] != "Grabbing" || q[0].(map[string]any)["nzo_id"] != slow {
 		t.Errorf("queue while grabbing = %v", q)
 	}
+	// Stop only once the first try has reached the indexer: a request the
+	// stop cancels before it is sent would leave the restarted daemon's try
+	// as the first, the one that never answers.
+	for deadline := time.Now().Add(30 * time.Second); slowHits.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the first grab never reached the indexer")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	td.stop()
 	td = startDaemon(t, dir, s, edit)
 	defer td.stop()
