@@ -132,6 +132,7 @@ func TestKill9Resume(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	bodiesBefore := 0
+	var lastDone map[string]bool
 	for round := 0; round < rounds; round++ {
 		cmd := child(t, args...)
 		var stderr bytes.Buffer
@@ -146,7 +147,13 @@ func TestKill9Resume(t *testing.T) {
 		}
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
+		// The server may still read commands the killed process had sent:
+		// count them with this round once its connections are closed.
+		if err := s.Await(ctx, func() bool { return s.OpenConns() == 0 }); err != nil {
+			t.Fatal(err)
+		}
 		done := doneSegments(t, queueDir)
+		lastDone = done
 		mark := len(s.Commands())
 		bodiesBefore = s.Count("BODY")
 		t.Logf("round %d: killed after %d BODY commands; %d segments recorded done", round, bodiesBefore, len(done))
@@ -175,8 +182,11 @@ func TestKill9Resume(t *testing.T) {
 			t.Errorf("%s differs from the posted file", p.Name)
 		}
 	}
-	if n := s.Count("BODY"); n > total*2 {
-		t.Errorf("%d BODY commands for %d segments", n, total)
+	// The final run fetches each segment not recorded done exactly once:
+	// how many the killed runs sent depends on the machine's load (how far
+	// their records got before each kill), what the last run sends does not.
+	if final, want := s.Count("BODY")-bodiesBefore, total-len(lastDone); final != want {
+		t.Errorf("the final run sent %d BODY commands; %d segments were not recorded done", final, want)
 	}
 	t.Logf("%d BODY commands for %d segments over %d kills", s.Count("BODY"), total, rounds)
 }
