@@ -183,15 +183,19 @@ func (c *committer) commit(batch []pendingArt) bool {
 	// they draw 431/436 while pending and 438 once written. A peer's Sync
 	// that fails is answered the same way; the peers' copies are in their
 	// queues' memory already.
+	// Ingest stops accepting before the batch is answered, so a feeder
+	// that reconnects on the 400 finds it stopped (431/436), and the log
+	// says why before anyone is told.
 	if err := r.spool.Sync(); err != nil {
-		c.answerAll(batch, "Disk full")
 		if !isDiskFull(err) {
 			r.log.Error("group commit failed: articles not acknowledged", "articles", len(batch), "err", err)
 			r.setAccepting(false, "spool error: "+err.Error())
+			c.answerAll(batch, "Disk full")
 			return false
 		}
 		r.setAccepting(false, "disk full")
 		r.log.Error("disk full: articles not acknowledged", "articles", len(batch), "err", err)
+		c.answerAll(batch, "Disk full")
 		c.probe()
 		return false
 	}
@@ -203,9 +207,11 @@ func (c *committer) commit(batch []pendingArt) bool {
 		}
 	}
 	if perr != nil {
-		c.answerAll(batch, "Cannot store articles now")
 		if isDiskFull(perr) {
 			r.setAccepting(false, "disk full")
+		}
+		c.answerAll(batch, "Cannot store articles now")
+		if isDiskFull(perr) {
 			c.probe()
 		}
 		return false

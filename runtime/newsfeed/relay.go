@@ -438,6 +438,14 @@ func (r *Relay) route(groups []string, path string, size int64, dst []*peer) []*
 func (r *Relay) setAccepting(ok bool, reason string) {
 	r.mu.Lock()
 	was := r.notAccept
+	// The log line comes before the switch takes effect, so whoever sees
+	// the new answers finds the reason in the log already.
+	switch {
+	case ok && was != "":
+		r.log.Info("accepting articles again", "was", was)
+	case !ok && was != reason:
+		r.log.Error("not accepting articles: CHECK gets 431, IHAVE 436, TAKETHIS 400 and close", "reason", reason)
+	}
 	if ok {
 		r.notAccept = ""
 	} else {
@@ -449,12 +457,6 @@ func (r *Relay) setAccepting(ok bool, reason string) {
 	}
 	r.mu.Unlock()
 	r.accepting.Store(ok)
-	switch {
-	case ok && was != "":
-		r.log.Info("accepting articles again", "was", was)
-	case !ok && was != reason:
-		r.log.Error("not accepting articles: CHECK gets 431, IHAVE 436, TAKETHIS 400 and close", "reason", reason)
-	}
 	for _, c := range conns {
 		c.setAccepting(ok, reason)
 	}
