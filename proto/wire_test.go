@@ -8,6 +8,7 @@ import (
 var wireCases = []string{
 	"", "a", "a\n", "a\r\n", ".\r\n", "..\n", "Subject: x\r\n\r\n.dot\r\nline\r\n",
 	"mixed\r\nbare\nends\r\n", "a\r\r\n", "no end", ".", "\n\n.\n", "x\r\n.\r\n.\r\n",
+	"\r", "a\r", // an unterminated last line ending in CR: the CR is content (FuzzAppendWire found the disagreement)
 }
 
 // toWireLines is the slow reference: line by line, each line's end made
@@ -18,11 +19,13 @@ func toWireLines(native []byte) []byte {
 		line := native
 		i := bytes.IndexByte(native, '\n')
 		if i >= 0 {
-			line, native = native[:i], native[i+1:]
+			// A CR before the LF is part of the line's end.
+			line, native = bytes.TrimSuffix(native[:i], []byte("\r")), native[i+1:]
 		} else {
+			// An unterminated last line is all content, a final CR
+			// included (as ToWire always did: FuzzWireRoundTrip keeps it).
 			native = nil
 		}
-		line = bytes.TrimSuffix(line, []byte("\r"))
 		if len(line) > 0 && line[0] == '.' {
 			out = append(out, '.')
 		}
