@@ -88,9 +88,11 @@ type Backlog struct {
 	buf   []byte
 	lost  []LostFile      // files the queue's state named that Recover found gone
 	known map[string]bool // .B/.D/.P names on disk by Recover's finding or our doing (the manifest lists no other)
-	crash string          // tests: stop after this named step, as if the process died
-	trace bool            // tests: record the durable steps in ops
-	ops   []string        // "fsync peer.B.1", "remove peer.J.2", ... while trace is on
+
+	staleManifest bool     // the last manifest write failed: remove <peer>.M before removing a file
+	crash         string   // tests: stop after this named step, as if the process died
+	trace         bool     // tests: record the durable steps in ops
+	ops           []string // "fsync peer.B.1", "remove peer.J.2", ... while trace is on
 }
 
 // backlogFile is an open .B, .D or .J file.
@@ -579,6 +581,9 @@ func (b *Backlog) DeleteReplay() error {
 		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
 	}
 	b.closeReplay()
+	if err := b.dropStaleManifest(); err != nil {
+		return err
+	}
 	if err := os.Remove(b.ckptPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backlog %s: delete replay checkpoint: %w", b.peer, err)
 	}
@@ -613,6 +618,9 @@ func (b *Backlog) QuarantineReplay(to string) error {
 		return fmt.Errorf("backlog %s: quarantine replay: %w", b.peer, err)
 	}
 	b.closeReplay()
+	if err := b.dropStaleManifest(); err != nil {
+		return err
+	}
 	if err := os.Rename(b.replayPath(), filepath.Join(b.dir, to)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backlog %s: quarantine replay: %w", b.peer, err)
 	}
@@ -642,6 +650,9 @@ func (b *Backlog) Delete(file string) error {
 		return err
 	}
 	if err := b.closeFile(file, false); err != nil {
+		return err
+	}
+	if err := b.dropStaleManifest(); err != nil {
 		return err
 	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {

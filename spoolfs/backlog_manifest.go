@@ -20,9 +20,10 @@ package spoolfs
 // lists only names it knows to be on disk by its own doing (found by
 // Recover, created by Rotate, renamed by Promote, not removed since), so
 // an action that failed never leaves the manifest naming a file that is not
-// there. A manifest that cannot be written is removed (and the directory
-// synced): without one nothing is reported, which is better than reporting a
-// file the queue deleted itself.
+// there. When a manifest cannot be replaced the old one stays until the next
+// removal of a file, which removes it first (and syncs the directory):
+// without one nothing is reported, which is better than reporting a file
+// the queue deleted itself.
 
 import (
 	"bytes"
@@ -72,11 +73,14 @@ func (b *Backlog) writeManifest(files []queue.ManifestFile) error {
 		case err == nil:
 			b.note("remove", ManifestName(b.peer))
 			if err := b.syncDir(); err != nil {
+				b.staleManifest = true
 				return fmt.Errorf("backlog %s: manifest: %w", b.peer, err)
 			}
 		case !errors.Is(err, fs.ErrNotExist):
+			b.staleManifest = true
 			return fmt.Errorf("backlog %s: manifest: %w", b.peer, err)
 		}
+		b.staleManifest = false
 		return nil
 	}
 	var buf []byte
@@ -98,17 +102,31 @@ func (b *Backlog) writeManifest(files []queue.ManifestFile) error {
 		return err
 	}
 	if err != nil {
-		// A manifest we could not replace may name a file the queue is
-		// about to delete: remove it rather than let it accuse.
-		rerr := os.Remove(b.manifestPath())
-		if rerr == nil {
-			rerr = b.syncDir()
-		}
-		if rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			b.log.Error("backlog: cannot remove a stale manifest", "peer", b.peer, "err", rerr)
-		}
+		// The old manifest stays (removing it would free space on a full
+		// disk under the spool's feet), but it may list a file the queue
+		// is about to delete: the next removal drops it first.
+		b.staleManifest = true
 		return fmt.Errorf("backlog %s: manifest: %w", b.peer, err)
 	}
+	b.staleManifest = false
+	return nil
+}
+
+// dropStaleManifest removes a manifest that could not be replaced before a
+// file it may list is removed, so that it cannot accuse the queue of a
+// loss it made itself. Without a manifest nothing is reported.
+func (b *Backlog) dropStaleManifest() error {
+	if !b.staleManifest {
+		return nil
+	}
+	if err := os.Remove(b.manifestPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("backlog %s: stale manifest: %w", b.peer, err)
+	}
+	b.note("remove", ManifestName(b.peer))
+	if err := b.syncDir(); err != nil {
+		return fmt.Errorf("backlog %s: stale manifest: %w", b.peer, err)
+	}
+	b.staleManifest = false
 	return nil
 }
 

@@ -147,3 +147,59 @@ func pqOffer(t *testing.T, p *PeerQueue, now time.Time, from, to int) {
 	}
 	pqMust(t, p.Sync())
 }
+
+// TestManifestWriteFailure makes every manifest write fail (its temp name
+// is taken by a directory). The failure costs no article: offers are still
+// acknowledged (Sync succeeds; a disk-full test once saw new articles
+// refused for it). The old manifest stays, so the failure frees no space,
+// until the queue removes a file it may list: then it goes first, so it
+// cannot accuse the queue of a deletion it made itself.
+func TestManifestWriteFailure(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now().Truncate(time.Second)
+	cfg := pqConfig()
+	cfg.BacklogMaxAge = time.Hour
+	cfg.RotateBytes = 1 // rotate whenever RotateInterval allows
+	p, err := OpenPeerQueue(dir, cfg, now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pqOffer(t, p, now, 0, 3) // rotation: the first manifest lists p.B.<ts>
+	mPath := filepath.Join(dir, ManifestName("peer"))
+	if _, err := os.Stat(mPath); err != nil {
+		t.Fatalf("no manifest after the first rotation: %v", err)
+	}
+	if err := os.Mkdir(mPath+".tmp", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(10 * time.Minute)
+	pqMust(t, p.Offer(later, queue.Entry{Token: "@A@", MessageID: "<rotated@x>", Offered: later})) // rotates: a manifest
+	if err := p.Sync(); err != nil {
+		t.Errorf("Sync after a failed manifest write: %v (no article depends on it)", err)
+	}
+	if _, err := os.Stat(mPath); err != nil {
+		t.Errorf("the old manifest was removed at once: %v", err)
+	}
+	// BacklogMaxAge drops the first file (not the second, written later):
+	// the stale manifest, which lists it, goes before it.
+	end := now.Add(65 * time.Minute)
+	pqMust(t, p.Tick(end))
+	if got := p.Stats().BacklogFiles; got != 1 {
+		t.Fatalf("%d files left, want the second one", got)
+	}
+	if _, err := os.Stat(mPath); !os.IsNotExist(err) {
+		t.Errorf("stale manifest still there after the queue deleted a file: %v", err)
+	}
+	if err := os.Remove(mPath + ".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	pqMust(t, p.Shutdown(end))
+	p2, err := OpenPeerQueue(dir, cfg, end, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p2.LostFiles(); len(got) != 0 {
+		t.Errorf("files the queue deleted itself reported lost: %+v", got)
+	}
+	pqMust(t, p2.Shutdown(end))
+}
