@@ -15,9 +15,11 @@ import (
 )
 
 // Recover readies the peer's files after a start or a crash and lists them
-// for queue.New (STYLE §7.4): it removes a half-written checkpoint
-// (<peer>.P.ckpt.tmp) and a checkpoint whose <peer>.P is gone (a delete
-// interrupted between its two removes); renames every journal <peer>.J.<ts>
+// for queue.New (STYLE §7.4): it reports every file the manifest <peer>.M
+// lists that is gone (Recovered.Lost, logged at error; the manifest is
+// rewritten without them) and a checkpoint whose <peer>.P is gone (deleted
+// under us: DeleteReplay removes the checkpoint first); removes temps
+// (<peer>.P.ckpt.tmp, <peer>.M.tmp) and that checkpoint; renames every journal <peer>.J.<ts>
 // to <peer>.B.<ts> (a clean Shutdown leaves none, so each is a crash's: its
 // entries were in memory, in flight or answered, and are all sent again,
 // marked FileInfo.Journal so the queue counts them as Resent); syncs the

@@ -92,11 +92,10 @@ type Checkpoint struct {
 
 // DeleteReplay syncs every line appended to the peer's files (entries read
 // from <peer>.P that went to a .B or .D file must be durable there first),
-// then removes <peer>.P, then <peer>.P.ckpt, then syncs the directory: every
-// entry read from it has been settled. (In this order a
-// crash in between leaves a stale checkpoint, which recovery and the next
-// promotion remove, rather than a .P without one, which would be resent
-// whole.)
+// then removes <peer>.P.ckpt and <peer>.P (spoolfs: checkpoint first, so a
+// checkpoint alone means <peer>.P was deleted under us), syncing the
+// directory: every entry read from it has been settled. The manifest that
+// unlists <peer>.P comes first.
 type DeleteReplay struct{}
 
 // QuarantineReplay syncs every appended line (as DeleteReplay does), then
