@@ -15,6 +15,9 @@ package spoolfs
 //	<peer>.P.ckpt.tmp  a checkpoint being written (removed at recovery)
 //	<peer>.Q.<ts>      a replay file that could not be read (kept for a human)
 //	<peer>.bad         corrupt lines met while replaying, copied verbatim
+//	<peer>.M           the manifest: every .B, .D and .P file with its entry
+//	                   count, so a file deleted under the relay is reported
+//	                   (backlog_manifest.go); <peer>.M.tmp while written
 //
 // <ts> is the Unix time the file was opened, in lowercase hex. A line is
 // "<token> <message-id>[ <attempts>]\n" (queue.AppendLine); it counts only
@@ -39,10 +42,15 @@ package spoolfs
 //   - DeleteReplay, QuarantineReplay and DeleteJournal Sync every pending
 //     append first: the entries of the file going away that moved to a .B
 //     or .D file must be durable there before it goes. DeleteReplay removes
-//     <peer>.P before its checkpoint: a crash between leaves a stale
-//     checkpoint, which Recover and Promote remove, rather than a finished
-//     .P without one, which would be resent whole.
-//   - Recover sweeps temps and stale checkpoints, renames every journal
+//     the checkpoint before <peer>.P: a checkpoint alone is then a <peer>.P
+//     deleted under us, reported as lost.
+//   - WriteManifest (the queue asks for it when its list of files changes
+//     shape, never per article) writes <peer>.M through a temp file as
+//     Checkpoint does; the queue lists a file only after it is on disk and
+//     unlists it before it goes, so our own crash never makes it accuse.
+//   - Recover reports every file the manifest lists that is gone (logged at
+//     error, counted by the queue as Lost), sweeps temps and stale
+//     checkpoints, renames every journal
 //     <peer>.J.<ts> (left only by a crash) to <peer>.B.<ts> so its entries
 //     are sent again, and lists what is left for queue.New (§7.4); corrupt
 //     lines are quarantined when met, never dropped silently (§7.5).
@@ -78,10 +86,13 @@ type Backlog struct {
 	rp    *os.File                // <peer>.P, open for reading
 	bad   *os.File                // <peer>.bad, opened on the first corrupt line
 	buf   []byte
-	lost  []LostFile // files the queue's state named that Recover found gone
-	crash string     // tests: stop after this named step, as if the process died
-	trace bool       // tests: record the durable steps in ops
-	ops   []string   // "fsync peer.B.1", "remove peer.J.2", ... while trace is on
+	lost  []LostFile      // files the queue's state named that Recover found gone
+	known map[string]bool // .B/.D/.P names on disk by Recover's finding or our doing (the manifest lists no other)
+
+	staleManifest bool     // the last manifest write failed: remove <peer>.M before removing a file
+	crash         string   // tests: stop after this named step, as if the process died
+	trace         bool     // tests: record the durable steps in ops
+	ops           []string // "fsync peer.B.1", "remove peer.J.2", ... while trace is on
 }
 
 // backlogFile is an open .B, .D or .J file.
@@ -117,7 +128,7 @@ func OpenBacklog(dir, peer string, log *slog.Logger) (*Backlog, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Backlog{dir: dir, peer: peer, log: log, open: map[string]*backlogFile{}}, nil
+	return &Backlog{dir: dir, peer: peer, log: log, open: map[string]*backlogFile{}, known: map[string]bool{}}, nil
 }
 
 // Do carries out one action. Only ReadReplay returns a batch, for
@@ -133,7 +144,9 @@ func (b *Backlog) Do(a queue.Action) (ReplayBatch, error) {
 	case queue.ReadReplay:
 		return b.ReadReplay(a.Offset, a.Max)
 	case queue.Checkpoint:
-		return ReplayBatch{}, b.Checkpoint(a.Offset)
+		return ReplayBatch{}, b.Checkpoint(a.Offset, a.Left)
+	case queue.WriteManifest:
+		return ReplayBatch{}, b.WriteManifest(a.Files)
 	case queue.DeleteReplay:
 		return ReplayBatch{}, b.DeleteReplay()
 	case queue.QuarantineReplay:
@@ -212,7 +225,11 @@ func (b *Backlog) Rotate(closed, opened string) error {
 	if err != nil {
 		return err
 	}
-	return b.create(opened, p, "rotate:after-create")
+	if err := b.create(opened, p, "rotate:after-create"); err != nil {
+		return err
+	}
+	b.known[opened] = true
+	return nil
 }
 
 // create makes the empty file name at path p, open for appends, and syncs
@@ -404,6 +421,8 @@ func (b *Backlog) Promote(file string) error {
 		return fmt.Errorf("backlog %s: promote: %w", b.peer, err)
 	}
 	b.note("rename", file+" "+queue.ReplayName(b.peer))
+	delete(b.known, file)
+	b.known[queue.ReplayName(b.peer)] = true
 	if b.hit("promote:after-rename") {
 		return errBacklogCrash
 	}
@@ -485,49 +504,57 @@ func (b *Backlog) quarantineLine(line []byte, off int64, why error) error {
 	return nil
 }
 
-// Checkpoint records that <peer>.P is dealt with up to offset: Sync every
-// append first, then write <peer>.P.ckpt through a temp file, fsync it,
-// rename it, fsync the directory.
-func (b *Backlog) Checkpoint(offset int64) error {
+// Checkpoint records that <peer>.P is dealt with up to offset, with left
+// of its entries not yet settled (queue.Checkpoint; negative: not said):
+// Sync every append first, then write <peer>.P.ckpt ("<offset> <left>\n")
+// through a temp file, fsync it, rename it, fsync the directory.
+func (b *Backlog) Checkpoint(offset, left int64) error {
 	if err := b.Sync(); err != nil {
 		return fmt.Errorf("backlog %s: checkpoint: %w", b.peer, err)
 	}
-	tmp := b.ckptPath() + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("backlog %s: checkpoint: %w", b.peer, err)
+	data := strconv.AppendInt(nil, offset, 10)
+	if left >= 0 {
+		data = strconv.AppendInt(append(data, ' '), left, 10)
 	}
-	_, err = f.Write(strconv.AppendInt(nil, offset, 10))
-	if err == nil {
-		_, err = f.Write([]byte{'\n'})
-	}
-	if err == nil {
-		err = syncData(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("backlog %s: checkpoint: %w", b.peer, err)
-	}
-	if b.hit("checkpoint:after-temp") {
-		return errBacklogCrash
-	}
-	if err := os.Rename(tmp, b.ckptPath()); err != nil {
-		return fmt.Errorf("backlog %s: checkpoint: %w", b.peer, err)
-	}
-	if err := b.syncDir(); err != nil {
+	if err := b.replaceFile(queue.CheckpointName(b.peer), append(data, '\n'), "checkpoint:after-temp"); err != nil {
+		if errors.Is(err, errBacklogCrash) {
+			return err
+		}
 		return fmt.Errorf("backlog %s: checkpoint: %w", b.peer, err)
 	}
 	return nil
 }
 
-// backlogParseCheckpoint reads "<offset>\n": a decimal without sign or leading
-// zero, then LF, nothing else.
-func backlogParseCheckpoint(data []byte) (int64, bool) {
+// backlogCheckpoint is what <peer>.P.ckpt says.
+type backlogCheckpoint struct {
+	offset int64
+	left   int64 // entries not yet settled; -1 when it does not say (an older checkpoint)
+}
+
+// backlogParseCheckpoint reads "<offset> <left>\n", or "<offset>\n" as
+// written before checkpoints carried the entries left: decimals without
+// sign or leading zero, nothing else.
+func backlogParseCheckpoint(data []byte) (backlogCheckpoint, bool) {
+	ck := backlogCheckpoint{left: -1}
 	s, ok := bytes.CutSuffix(data, []byte{'\n'})
-	if !ok || len(s) == 0 || len(s) > 19 || (s[0] == '0' && len(s) > 1) {
+	if !ok {
+		return ck, false
+	}
+	off, left, two := bytes.Cut(s, []byte{' '})
+	if ck.offset, ok = backlogParseDecimal(off); !ok {
+		return backlogCheckpoint{left: -1}, false
+	}
+	if two {
+		if ck.left, ok = backlogParseDecimal(left); !ok {
+			return backlogCheckpoint{left: -1}, false
+		}
+	}
+	return ck, true
+}
+
+// backlogParseDecimal reads a decimal without sign or leading zero.
+func backlogParseDecimal(s []byte) (int64, bool) {
+	if len(s) == 0 || len(s) > 19 || (s[0] == '0' && len(s) > 1) {
 		return 0, false
 	}
 	for _, c := range s {
@@ -554,6 +581,9 @@ func (b *Backlog) DeleteReplay() error {
 		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
 	}
 	b.closeReplay()
+	if err := b.dropStaleManifest(); err != nil {
+		return err
+	}
 	if err := os.Remove(b.ckptPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backlog %s: delete replay checkpoint: %w", b.peer, err)
 	}
@@ -568,6 +598,7 @@ func (b *Backlog) DeleteReplay() error {
 		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
 	}
 	b.note("remove", queue.ReplayName(b.peer))
+	delete(b.known, queue.ReplayName(b.peer))
 	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
 	}
@@ -587,9 +618,13 @@ func (b *Backlog) QuarantineReplay(to string) error {
 		return fmt.Errorf("backlog %s: quarantine replay: %w", b.peer, err)
 	}
 	b.closeReplay()
+	if err := b.dropStaleManifest(); err != nil {
+		return err
+	}
 	if err := os.Rename(b.replayPath(), filepath.Join(b.dir, to)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backlog %s: quarantine replay: %w", b.peer, err)
 	}
+	delete(b.known, queue.ReplayName(b.peer))
 	if err := os.Remove(b.ckptPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backlog %s: quarantine replay checkpoint: %w", b.peer, err)
 	}
@@ -617,10 +652,14 @@ func (b *Backlog) Delete(file string) error {
 	if err := b.closeFile(file, false); err != nil {
 		return err
 	}
+	if err := b.dropStaleManifest(); err != nil {
+		return err
+	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backlog %s: delete: %w", b.peer, err)
 	}
 	b.note("remove", file)
+	delete(b.known, file)
 	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: delete %s: %w", b.peer, file, err)
 	}

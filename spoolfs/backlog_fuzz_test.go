@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -99,26 +100,33 @@ func FuzzBacklogReadReplay(f *testing.F) {
 	})
 }
 
-var backlogCheckpointRE = regexp.MustCompile(`^(0|[1-9][0-9]*)\n$`)
+var backlogCheckpointRE = regexp.MustCompile(`^(0|[1-9][0-9]*)( (0|[1-9][0-9]*))?\n$`)
 
 // FuzzBacklogCheckpoint checks the checkpoint parser against a regular
 // expression and that what it accepts is exactly what Checkpoint writes.
 func FuzzBacklogCheckpoint(f *testing.F) {
-	for _, s := range []string{"0\n", "20\n", "010\n", "-1\n", "+5\n", "9223372036854775807\n", "9223372036854775808\n", "12", "1 \n"} {
+	for _, s := range []string{"0\n", "20\n", "010\n", "-1\n", "+5\n", "9223372036854775807\n", "9223372036854775808\n", "12", "1 \n", "20 3\n", "20 03\n", "20 3 4\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, ok := backlogParseCheckpoint(data)
+		ck, ok := backlogParseCheckpoint(data)
 		ref := backlogCheckpointRE.Match(data)
 		if ref {
-			_, err := strconv.ParseInt(string(data[:len(data)-1]), 10, 64)
-			ref = err == nil
+			for _, f := range strings.Fields(string(data)) {
+				if _, err := strconv.ParseInt(f, 10, 64); err != nil {
+					ref = false
+				}
+			}
 		}
 		if ok != ref {
 			t.Fatalf("backlogParseCheckpoint(%q) ok=%v, reference %v", data, ok, ref)
 		}
-		if ok && strconv.FormatInt(v, 10)+"\n" != string(data) {
-			t.Fatalf("backlogParseCheckpoint(%q) = %d, which is written differently", data, v)
+		written := strconv.FormatInt(ck.offset, 10)
+		if ck.left >= 0 {
+			written += " " + strconv.FormatInt(ck.left, 10)
+		}
+		if ok && written+"\n" != string(data) {
+			t.Fatalf("backlogParseCheckpoint(%q) = %+v, which is written differently", data, ck)
 		}
 	})
 }
@@ -130,22 +138,27 @@ func TestBacklogParseCheckpoint(t *testing.T) {
 		in   string
 		want int64
 		ok   bool
+		left int64
 	}{
-		{"0\n", 0, true},
-		{"1048576\n", 1048576, true},
-		{"9223372036854775807\n", 1<<63 - 1, true},
-		{"9223372036854775808\n", 0, false},
-		{"-0\n", 0, false}, // fuzz find: ParseInt accepts "-0", Checkpoint never writes it
-		{"+5\n", 0, false},
-		{"010\n", 0, false},
-		{"42", 0, false},
-		{"42\n\n", 0, false},
-		{"\n", 0, false},
+		{"20 3\n", 20, true, 3},
+		{"20 03\n", 0, false, -1},
+		{"20 3 4\n", 0, false, -1},
+		{"20 \n", 0, false, -1},
+		{"0\n", 0, true, -1},
+		{"1048576\n", 1048576, true, -1},
+		{"9223372036854775807\n", 1<<63 - 1, true, -1},
+		{"9223372036854775808\n", 0, false, -1},
+		{"-0\n", 0, false, -1}, // fuzz find: ParseInt accepts "-0", Checkpoint never writes it
+		{"+5\n", 0, false, -1},
+		{"010\n", 0, false, -1},
+		{"42", 0, false, -1},
+		{"42\n\n", 0, false, -1},
+		{"\n", 0, false, -1},
 	}
 	for _, tc := range cases {
-		v, ok := backlogParseCheckpoint([]byte(tc.in))
-		if v != tc.want || ok != tc.ok {
-			t.Errorf("backlogParseCheckpoint(%q) = %d %v, want %d %v", tc.in, v, ok, tc.want, tc.ok)
+		ck, ok := backlogParseCheckpoint([]byte(tc.in))
+		if ck.offset != tc.want || ck.left != tc.left || ok != tc.ok {
+			t.Errorf("backlogParseCheckpoint(%q) = %+v %v, want %d left %d %v", tc.in, ck, ok, tc.want, tc.left, tc.ok)
 		}
 	}
 }

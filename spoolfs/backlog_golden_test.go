@@ -217,7 +217,21 @@ func backlogRunCmd(b *Backlog, dir, line string) string {
 		}
 		return fmt.Sprintf("entries: %s\noffset %d eof %t bad %d", strings.Join(lines, ", "), batch.Offset, batch.EOF, batch.Bad)
 	case "checkpoint":
-		err = b.Checkpoint(num(1))
+		left := int64(-1) // "checkpoint <offset> [<left>]"
+		if arg(2) != "" {
+			left = num(2)
+		}
+		err = b.Checkpoint(num(1), left)
+	case "manifest":
+		// "manifest <name>:<entries>:<bytes>[:open] ..."
+		var files []queue.ManifestFile
+		for _, a := range f[1:] {
+			p := strings.Split(a, ":")
+			e, _ := strconv.ParseInt(p[1], 10, 64)
+			n, _ := strconv.ParseInt(p[2], 10, 64)
+			files = append(files, queue.ManifestFile{Name: p[0], Entries: e, Bytes: n, Open: len(p) > 3 && p[3] == "open"})
+		}
+		err = b.WriteManifest(files)
 	case "delete-replay":
 		err = b.DeleteReplay()
 	case "quarantine":
@@ -320,7 +334,7 @@ func backlogDumpRecovered(r queue.Recovered, err error, lost []LostFile) string 
 		fmt.Fprintf(&s, "P bytes=%d offset=%d entries=%d\n", p.Bytes, p.Offset, p.Entries)
 	}
 	for _, l := range lost {
-		fmt.Fprintf(&s, "lost %s sent=%d\n", l.Name, l.Sent)
+		fmt.Fprintf(&s, "lost %s entries=%d bytes=%d sent=%d open=%t\n", l.Name, l.Entries, l.Bytes, l.Sent, l.Open)
 	}
 	if s.Len() == 0 {
 		return "nothing\n"

@@ -185,7 +185,8 @@ func TestBacklogQueueCrash(t *testing.T) {
 	if data, err := os.ReadFile(d.b.replayPath()); err == nil {
 		off := int64(0)
 		if ck, err := os.ReadFile(d.b.ckptPath()); err == nil {
-			off, _ = backlogParseCheckpoint(ck)
+			c, _ := backlogParseCheckpoint(ck)
+			off = c.offset
 		}
 		resend = map[string]bool{}
 		valid, _, _ := backlogReferenceLines(data[off:])

@@ -15,9 +15,11 @@ import (
 )
 
 // Recover readies the peer's files after a start or a crash and lists them
-// for queue.New (STYLE §7.4): it removes a half-written checkpoint
-// (<peer>.P.ckpt.tmp) and a checkpoint whose <peer>.P is gone (a delete
-// interrupted between its two removes); renames every journal <peer>.J.<ts>
+// for queue.New (STYLE §7.4): it reports every file the manifest <peer>.M
+// lists that is gone (Recovered.Lost, logged at error; the manifest is
+// rewritten without them) and a checkpoint whose <peer>.P is gone (deleted
+// under us: DeleteReplay removes the checkpoint first); removes temps
+// (<peer>.P.ckpt.tmp, <peer>.M.tmp) and that checkpoint; renames every journal <peer>.J.<ts>
 // to <peer>.B.<ts> (a clean Shutdown leaves none, so each is a crash's: its
 // entries were in memory, in flight or answered, and are all sent again,
 // marked FileInfo.Journal so the queue counts them as Resent); syncs the
@@ -46,31 +48,25 @@ func (b *Backlog) Recover() (queue.Recovered, error) {
 			maxTS = max(maxTS, ts)
 		}
 	}
-	// A temp checkpoint is an interrupted Checkpoint: the old checkpoint (or
-	// none) still holds. A checkpoint without <peer>.P is what a crash
-	// between DeleteReplay's two removes leaves. Both go; the directory is
+	// Files the manifest lists that are gone were lost under us: reported
+	// (at error, once: the queue's first manifest forgets them) and
+	// counted. Then the temps of an interrupted Checkpoint or manifest go
+	// (the old file, or none, still holds), and a checkpoint without
+	// <peer>.P, so that it cannot apply to the next one; the directory is
 	// synced so they stay gone.
-	pName, ckName := queue.ReplayName(b.peer), queue.CheckpointName(b.peer)
+	pName, ckName, mName := queue.ReplayName(b.peer), queue.CheckpointName(b.peer), ManifestName(b.peer)
+	if err := b.findLost(b.readManifest(), has); err != nil {
+		return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
+	}
 	swept := false
-	for _, name := range []string{ckName + ".tmp", ckName} {
+	for _, name := range []string{ckName + ".tmp", ckName, mName + ".tmp"} {
 		if !has[name] || (name == ckName && has[pName]) {
 			continue
-		}
-		if name == ckName {
-			// DeleteReplay removes the checkpoint before <peer>.P, so a
-			// checkpoint alone means <peer>.P went some other way (an
-			// operator, a disk): the acknowledged articles it still held
-			// are lost. Say so loudly and count it; the checkpoint goes
-			// so that it cannot apply to the next <peer>.P.
-			off, _ := backlogParseCheckpoint(mustRead(filepath.Join(b.dir, name)))
-			b.lost = append(b.lost, LostFile{Name: pName, Sent: off})
-			b.log.Error("backlog: the replay file named by the queue's checkpoint is gone; the articles it still held are lost",
-				"peer", b.peer, "file", pName, "lost_files", len(b.lost), "octets_sent_before", off)
 		}
 		if err := os.Remove(filepath.Join(b.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
 		}
-		b.log.Info("backlog: removed a leftover checkpoint", "peer", b.peer, "file", name)
+		b.log.Info("backlog: removed a leftover file", "peer", b.peer, "file", name)
 		swept = true
 	}
 	// A journal becomes the .B file of the same timestamp: one rename, so
@@ -141,19 +137,14 @@ func (b *Backlog) Recover() (queue.Recovered, error) {
 			return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
 		}
 		r.Replay = &queue.ReplayInfo{Bytes: st.Size(), Offset: off, Entries: sc.entries}
+		b.known[pName] = true
 	}
+	for _, fi := range r.Files {
+		b.known[fi.Name] = true
+	}
+	r.Lost = b.lost
 	return r, nil
 }
-
-// LostFile is a backlog file the queue's durable state named that was gone
-// at Recover: the acknowledged articles in it will never be sent.
-type LostFile struct {
-	Name string // the file's name, e.g. "peer.P"
-	Sent int64  // octets of it already sent (its checkpoint)
-}
-
-// Lost returns the files Recover found gone.
-func (b *Backlog) Lost() []LostFile { return b.lost }
 
 // mustRead returns the file's content, or nil when it cannot be read (the
 // caller then treats it as unusable).
@@ -169,7 +160,8 @@ func (b *Backlog) readCheckpoint(replay string, size int64) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("backlog %s: recover checkpoint: %w", b.peer, err)
 	}
-	off, ok := backlogParseCheckpoint(data)
+	ck, ok := backlogParseCheckpoint(data)
+	off := ck.offset
 	if ok && off > size {
 		ok = false
 	}

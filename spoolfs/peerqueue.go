@@ -299,10 +299,16 @@ func (p *PeerQueue) runCount(now time.Time) (int, error) {
 			batch, err := p.b.Do(a)
 			if err != nil {
 				p.log.Warn("peer queue: file operation failed", "peer", p.peer, "action", fmt.Sprintf("%T", a), "err", err)
-				if _, read := a.(queue.ReadReplay); !read && p.writeErr == nil {
-					// Conservative: any failure but a read may have
-					// cost durability (most of them sync first).
-					p.writeErr = err
+				switch a.(type) {
+				case queue.ReadReplay, queue.WriteManifest:
+					// Neither holds an article: a manifest only lets
+					// the next start report files deleted under us.
+				default:
+					if p.writeErr == nil {
+						// Conservative: any other failure may have
+						// cost durability (most of them sync first).
+						p.writeErr = err
+					}
 				}
 				if ferr := p.q.Failed(now, a, err); ferr != nil {
 					return acted, fmt.Errorf("peer queue %s: %w", p.peer, ferr)

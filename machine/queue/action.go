@@ -82,18 +82,20 @@ type ReadReplay struct {
 
 // Checkpoint records that <peer>.P is dealt with up to byte Offset, so a
 // restart resumes there: sync every appended backlog line first, then write
-// <peer>.P.ckpt durably (temp, fsync, rename, fsync directory).
+// <peer>.P.ckpt durably (temp, fsync, rename, fsync directory). Left is how
+// many of its entries were not yet settled then (unread, or read and not
+// answered): what would be lost if <peer>.P vanished.
 type Checkpoint struct {
 	Offset int64
+	Left   int64
 }
 
 // DeleteReplay syncs every line appended to the peer's files (entries read
 // from <peer>.P that went to a .B or .D file must be durable there first),
-// then removes <peer>.P, then <peer>.P.ckpt, then syncs the directory: every
-// entry read from it has been settled. (In this order a
-// crash in between leaves a stale checkpoint, which recovery and the next
-// promotion remove, rather than a .P without one, which would be resent
-// whole.)
+// then removes <peer>.P.ckpt and <peer>.P (spoolfs: checkpoint first, so a
+// checkpoint alone means <peer>.P was deleted under us), syncing the
+// directory: every entry read from it has been settled. The manifest that
+// unlists <peer>.P comes first.
 type DeleteReplay struct{}
 
 // QuarantineReplay syncs every appended line (as DeleteReplay does), then
@@ -140,6 +142,36 @@ type DeleteJournal struct {
 	File string
 }
 
+// WriteManifest replaces the manifest <peer>.M durably (temp, fsync,
+// rename, fsync directory): the list of the peer's .B, .D and .P files with
+// how many entries and octets each holds. The queue asks for it only when
+// that list changes shape, never per entry: after a file is created or
+// promoted to <peer>.P (a name is listed only once it is on disk), before
+// one is deleted or quarantined (a name is unlisted before it goes), at
+// start when files were found, and at Shutdown (exact counts). At the next
+// start Recover reports every file it names that is gone (RecoverLost).
+type WriteManifest struct {
+	Files []ManifestFile
+}
+
+// ManifestFile is one file of the manifest.
+type ManifestFile struct {
+	Name    string // <peer>.B.<ts>, <peer>.D.<ts> or <peer>.P
+	Entries int64  // entries not yet settled (for <peer>.P: unread, or read and unanswered)
+	Bytes   int64  // octets
+	Open    bool   // still taking lines: Entries and Bytes are at least this
+}
+
+// LostFile is a file the manifest named that was gone at start: its
+// entries, acknowledged upstream, will never be sent.
+type LostFile struct {
+	Name    string // as the manifest named it, e.g. "peer.B.5db93971" or "peer.P"
+	Entries int64  // entries lost (for <peer>.P: not yet sent at its last checkpoint)
+	Bytes   int64  // octets of the file when the manifest was written
+	Sent    int64  // <peer>.P: octets already sent (its checkpoint); 0 otherwise
+	Open    bool   // the file was still taking lines: at least Entries were lost
+}
+
 func (RotateBacklog) isAction()    {}
 func (AppendBacklog) isAction()    {}
 func (PromoteToReplay) isAction()  {}
@@ -152,6 +184,7 @@ func (OpenJournal) isAction()      {}
 func (AppendJournal) isAction()    {}
 func (CloseJournal) isAction()     {}
 func (DeleteJournal) isAction()    {}
+func (WriteManifest) isAction()    {}
 
 // Event is something the owner may log or count; it needs no answer.
 type Event interface{ isEvent() }
@@ -205,7 +238,7 @@ func (ReplayFinished) isEvent() {}
 
 // Stats are a queue's counters. They add up: Check verifies
 //
-//	Offered + Recovered = Accepted + Refused + Rejected + Missing + Dropped
+//	Offered + Recovered = Accepted + Refused + Rejected + Missing + Dropped + Lost
 //	                    + Queued + InFlight + Backlog + Deferred + Replay
 //
 // Entries recovered after a crash enter through Recovered, like every entry
@@ -226,6 +259,7 @@ type Stats struct {
 	Rejected int64
 	Missing  int64
 	Dropped  int64 // by limits, attempts, I/O errors; each reported by a Drop event
+	Lost     int64 // in files the manifest named that were gone at start (Recovered.Lost)
 
 	Queued   int64 // in the memory queue
 	InFlight int64 // handed to a connection, no answer yet
@@ -358,4 +392,7 @@ type ReplayInfo struct {
 type Recovered struct {
 	Files  []FileInfo
 	Replay *ReplayInfo // nil when there is no <peer>.P
+	// Lost lists the files the manifest named that were gone: their
+	// entries are counted in Recovered and Lost.
+	Lost []LostFile
 }

@@ -141,6 +141,7 @@ func (q *Queue) ensureFile(now time.Time, k Kind) *file {
 		q.files = append(q.files, f)
 		q.current[i] = f
 		q.emit(RotateBacklog{Kind: k, Closed: closed, Opened: f.name})
+		q.emitManifest() // lists the new file, and the closed one sealed
 	}
 	return f
 }
@@ -156,12 +157,15 @@ func (q *Queue) oldestOther(f *file) *file {
 }
 
 // dropFile deletes a whole file for a limit, counting its entries dropped.
+// The manifest stops listing it first, so a crash between cannot accuse a
+// file we deleted ourselves.
 func (q *Queue) dropFile(f *file, r Reason, on Trigger) {
-	q.emit(DeleteBacklog{File: f.name})
 	q.moveN(kindState(f.kind), on, f.entries)
 	q.event(Drop{Reason: r, Count: int(f.entries), File: f.name})
 	q.removeFile(f)
 	q.bytes -= f.bytes
+	q.emitManifest()
+	q.emit(DeleteBacklog{File: f.name})
 }
 
 func (q *Queue) findFile(name string) *file {

@@ -11,7 +11,7 @@ func (q *Queue) Stats() Stats {
 	return Stats{
 		Offered: q.offered, Recovered: q.recovered, Resent: q.resent,
 		Accepted: q.count[Accepted], Refused: q.count[Refused], Rejected: q.count[Rejected],
-		Missing: q.count[Missing], Dropped: q.count[Dropped],
+		Missing: q.count[Missing], Dropped: q.count[Dropped], Lost: q.count[Lost],
 		Queued: q.count[Queued], InFlight: q.count[InFlight], Backlog: q.count[Backlog],
 		Deferred: q.count[Deferred], Replay: q.count[Replay],
 		Spilled: q.spilled, Requeued: q.requeued, Retried: q.retried,
@@ -31,12 +31,12 @@ func (q *Queue) Check() error {
 	s := q.Stats()
 	// Conservation: every entry that came in is in exactly one state.
 	in := s.Offered + s.Recovered
-	out := s.Accepted + s.Refused + s.Rejected + s.Missing + s.Dropped +
+	out := s.Accepted + s.Refused + s.Rejected + s.Missing + s.Dropped + s.Lost +
 		s.Queued + s.InFlight + s.Backlog + s.Deferred + s.Replay
 	if in != out || -q.count[Absent] != in {
 		return fmt.Errorf("queue %s: offered %d + recovered %d = %d, born %d, accounted %d (%+v)", q.cfg.Peer, s.Offered, s.Recovered, in, -q.count[Absent], out, s)
 	}
-	for st := Queued; st <= Dropped; st++ {
+	for st := Queued; st <= Lost; st++ {
 		if q.count[st] < 0 {
 			return fmt.Errorf("queue %s: %d entries in state %s", q.cfg.Peer, q.count[st], st)
 		}

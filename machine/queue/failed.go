@@ -83,6 +83,8 @@ func (q *Queue) Failed(now time.Time, a Action, err error) error {
 		q.moveReplay(OnDeleteFailed)
 		q.rp.stuck = a
 		q.rp.retryAt = now.Add(q.cfg.DeferDelay)
+	case WriteManifest:
+		// Nothing moves: the next manifest lists the whole state again.
 	case DeleteBacklog:
 		// Its entries were counted as dropped already; the file stays on
 		// disk and is found again (and sent) after a restart.

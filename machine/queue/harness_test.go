@@ -176,6 +176,8 @@ func (d *fakeDisk) do(now time.Time, a Action) (*readResult, error) {
 		d.rename(p, a.To)
 	case DeleteBacklog:
 		d.remove(a.File)
+	case WriteManifest:
+		// Nothing to simulate: what it lists is spoolfs's concern.
 	default:
 		return nil, fmt.Errorf("unknown action %T", a)
 	}
@@ -263,6 +265,9 @@ type harness struct {
 	reads  []*readResult
 	failed []Action
 
+	manifests     []WriteManifest // every manifest asked for, in order
+	keepManifests bool            // list them in acts too
+
 	dropEvents int64 // sum of Drop events in this life
 
 	// crashIn > 0 counts down the actions still carried out: at 0 the
@@ -325,6 +330,14 @@ func (h *harness) step(what string) {
 		if !ok {
 			break
 		}
+		if m, ok := a.(WriteManifest); ok {
+			// Manifest writes are checked by TestManifest; the other
+			// cases compare the actions that move entries.
+			h.manifests = append(h.manifests, m)
+			if !h.exec && !h.keepManifests {
+				continue
+			}
+		}
 		if !h.exec {
 			h.acts = append(h.acts, a)
 			continue
@@ -386,7 +399,7 @@ func (h *harness) step(what string) {
 	}
 }
 
-func (h *harness) reset() { h.acts, h.evs, h.failed = nil, nil, nil }
+func (h *harness) reset() { h.acts, h.evs, h.failed, h.manifests = nil, nil, nil, nil }
 
 func (h *harness) must(what string, err error) {
 	h.t.Helper()

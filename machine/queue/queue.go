@@ -113,7 +113,7 @@ type Queue struct {
 	journals  []*journalFile // journal files not yet deleted, oldest first (the current one last)
 	downSince time.Time      // when the last connection went down; zero while one is up
 
-	count     [Dropped + 1]int64 // entries per state; count[Absent] goes negative as entries are born
+	count     [Lost + 1]int64 // entries per state; count[Absent] goes negative as entries are born
 	offered   int64
 	recovered int64
 	spilled   int64
@@ -222,6 +222,14 @@ func newQueue(cfg Config, now time.Time, r Recovered, trace func(fmt.Stringer)) 
 		q.bytes += p.Bytes
 		q.moveN(Absent, OnRecoverP, q.rp.unread)
 		q.recovered += q.rp.unread
+	}
+	if err := q.recoverLost(r.Lost); err != nil {
+		return nil, err
+	}
+	if len(r.Files) > 0 || r.Replay != nil || len(r.Lost) > 0 {
+		// List what was found (files from an older version included) and
+		// forget what was lost, so it is reported once.
+		q.emitManifest()
 	}
 	return q, nil
 }
@@ -473,6 +481,11 @@ func (q *Queue) Shutdown(now time.Time) error {
 	}
 	if j := q.journal; j != nil {
 		q.rotateJournal(j, OnShutdown)
+	}
+	// Every file is closed now: the manifest lists exact counts.
+	q.current = [2]*file{}
+	if len(q.files) > 0 || q.replayOpen() {
+		q.emitManifest()
 	}
 	q.moveRun(OnShutdown)
 	return nil

@@ -124,7 +124,7 @@ func (q *Queue) advance() {
 }
 
 func (q *Queue) checkpoint(now time.Time) {
-	q.emit(Checkpoint{Offset: q.rp.doneOff})
+	q.emit(Checkpoint{Offset: q.rp.doneOff, Left: q.rp.unread + q.rp.pending})
 	q.rp.ckptOff = q.rp.doneOff
 	q.rp.lastCkpt = now
 }
@@ -181,6 +181,7 @@ func (q *Queue) promote(now time.Time, f *file) {
 	q.rp = replay{state: q.rp.state, source: f, unread: f.entries, bytes: f.bytes,
 		lastCkpt: now, nextSeq: q.rp.nextSeq, firstSeq: q.rp.nextSeq}
 	q.emit(PromoteToReplay{File: f.name})
+	q.emitManifest() // lists <peer>.P in place of f
 	q.event(ReplayStarted{File: f.name, Entries: int(f.entries)})
 }
 
@@ -190,13 +191,14 @@ func (q *Queue) finishReplay() {
 	failed := q.rp.failed
 	q.moveReplay(OnDrained)
 	q.bytes -= q.rp.bytes
+	var a Action = DeleteReplay{}
 	if failed {
 		ts := q.lastTS + 1
 		q.lastTS = ts
-		q.emit(QuarantineReplay{To: QuarantineName(q.cfg.Peer, ts)})
-	} else {
-		q.emit(DeleteReplay{})
+		a = QuarantineReplay{To: QuarantineName(q.cfg.Peer, ts)}
 	}
 	q.rp = replay{state: q.rp.state, nextSeq: q.rp.nextSeq, firstSeq: q.rp.nextSeq}
+	q.emitManifest() // unlists <peer>.P before it goes
+	q.emit(a)
 	q.event(ReplayFinished{Quarantined: failed})
 }

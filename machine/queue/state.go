@@ -95,6 +95,7 @@ const (
 	OnSpillDown
 	OnJournalOpen
 	OnJournalRotate
+	OnRecoverLost
 
 	numTriggers
 )
@@ -113,6 +114,7 @@ var triggerNames = [numTriggers]string{
 	OnDeleteFailed: "delete-failed", OnRetryDelete: "retry-delete",
 	OnRecoverJ: "recover-J", OnSpillDown: "spill-down",
 	OnJournalOpen: "journal-open", OnJournalRotate: "journal-rotate",
+	OnRecoverLost: "recover-lost",
 }
 
 // String returns the trigger's name as used in errors.

@@ -42,6 +42,9 @@ import "github.com/newsflow/newsflow/machine/table"
 //   - At start, Recover counts what the files hold (RecoverB, RecoverD,
 //     RecoverP). A journal file found at start was renamed to .B by spoolfs
 //     (RecoverJ): its entries are sent again, and counted as Resent.
+//   - A file the manifest <peer>.M named that was gone at start (deleted
+//     under the relay) had its entries acknowledged upstream: they are born
+//     Lost (RecoverLost), counted and reported, never silent.
 var entryTable = table.Must("queue entry", []rule[EntryState]{
 	{Absent, OnOffer, Queued},
 	{Absent, OnOfferDown, Backlog},
@@ -78,6 +81,7 @@ var entryTable = table.Must("queue entry", []rule[EntryState]{
 	{Replay, OnReadFailed, Dropped},
 	{Replay, OnRestoreB, Backlog},
 	{Replay, OnRestoreD, Deferred},
+	{Absent, OnRecoverLost, Lost},
 })
 
 // EntryState is where an entry is: in memory, in flight, in a backlog file,
@@ -97,10 +101,11 @@ const (
 	Rejected
 	Missing
 	Dropped
+	Lost // in a backlog file that was gone at start
 )
 
 // String returns the state's name as used in errors.
 func (s EntryState) String() string {
 	return name(s, "absent", "queued", "in-flight", "backlog", "deferred", "replay",
-		"accepted", "refused", "rejected", "missing", "dropped")
+		"accepted", "refused", "rejected", "missing", "dropped", "lost")
 }

@@ -64,6 +64,17 @@ func transitionCases() []transitionCase {
 	}
 	return append(cases, []transitionCase{
 		{
+			name: "a file the manifest named that is gone at start: its entries are born lost",
+			input: func(h *harness) []string {
+				h.start(Recovered{
+					Files: []FileInfo{{Name: fB1, Kind: KindBacklog, TS: t0.Unix() + 1, Bytes: 20, Entries: 2}},
+					Lost:  []LostFile{{Name: fB0, Entries: 3, Bytes: 30}},
+				})
+				return nil
+			},
+			wantStats: Stats{Recovered: 5, Lost: 3, Backlog: 2, BacklogBytes: 20, BacklogFiles: 1},
+		},
+		{
 			name:  "offer while a connection is up joins the memory queue, and its line the journal",
 			setup: func(h *harness) { h.up(1) },
 			input: func(h *harness) []string { h.offer("a"); return nil },
@@ -332,7 +343,7 @@ func transitionCases() []transitionCase {
 			wantActions: []Action{
 				RotateBacklog{Kind: KindBacklog, Opened: fB1},
 				AppendBacklog{Kind: KindBacklog, File: fB1, Entries: []Entry{disked(ent("b"), 0), disked(ent("c"), 0)}},
-				Checkpoint{Offset: 30},
+				Checkpoint{Offset: 30, Left: 1},
 			},
 			wantStats:  Stats{Offered: 4, Accepted: 1, Backlog: 2, Replay: 1, BacklogBytes: 60, BacklogFiles: 1},
 			wantReplay: ReplayIdle,
@@ -575,7 +586,7 @@ func transitionCases() []transitionCase {
 				h.tick(time.Second)
 				return nil
 			},
-			wantActions: []Action{Checkpoint{Offset: 30}},
+			wantActions: []Action{Checkpoint{Offset: 30, Left: 1}},
 			wantStats:   Stats{Offered: 4, Accepted: 3, Replay: 1, BacklogBytes: 40},
 			wantReplay:  ReplayReading,
 		},
@@ -595,7 +606,7 @@ func transitionCases() []transitionCase {
 			},
 			input:       func(h *harness) []string { return h.next(1, 3) },
 			wantNext:    []string{"d", "e", "f"},
-			wantActions: []Action{Checkpoint{Offset: 30}, ReadReplay{Offset: 60, Max: 3}},
+			wantActions: []Action{Checkpoint{Offset: 30, Left: 4}, ReadReplay{Offset: 60, Max: 3}},
 			wantStats:   Stats{Offered: 7, Accepted: 3, InFlight: 3, Replay: 1, BacklogBytes: 70},
 			wantReplay:  ReplayReading,
 		},
@@ -841,7 +852,7 @@ func appendRows[S table.State](rows []tracedRow, t *table.Table[S, Trigger]) []t
 // every row leads where it says, and every (state, trigger) pair not in the
 // table has no row, so the lookups the machine does are exactly the rows.
 func TestTables(t *testing.T) {
-	checkTable(t, entryTable, Dropped)
+	checkTable(t, entryTable, Lost)
 	checkTable(t, connTable, ConnUp)
 	checkTable(t, replayTable, ReplayStuck)
 	checkTable(t, journalTable, JournalStuck)

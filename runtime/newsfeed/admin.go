@@ -162,6 +162,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descPeerArticles, p.Deferred, p.Name, "deferred")
 		counter(descPeerArticles, p.Dropped, p.Name, "dropped")
 		counter(descPeerArticles, p.Missing, p.Name, "missing")
+		counter(descPeerArticles, p.Lost, p.Name, "lost")
 		gauge(descPeerQueued, p.Memory, p.Name, "memory")
 		gauge(descPeerQueued, p.InFlight, p.Name, "in_flight")
 		gauge(descPeerQueued, p.BacklogArticle, p.Name, "backlog")

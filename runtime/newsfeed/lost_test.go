@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/newsflow/newsflow/spoolfs"
 
 	"github.com/newsflow/newsflow/runtime/drive"
@@ -39,6 +41,64 @@ func TestLostReplayFileReported(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "backlog", "p.P.ckpt")); !os.IsNotExist(err) {
 		t.Errorf("checkpoint of the lost file still there: %v", err)
 	}
+}
+
+// TestLostBacklogArticlesCounted deletes the .B file that holds a hung
+// peer's 5 backlogged articles while the relay is down (issue 16, finding
+// 6): the next start counts the file and its 5 articles in the peer's
+// stats, status and metrics, and offered = accepted + refused + rejected +
+// dropped + missing + lost + queued still holds.
+func TestLostBacklogArticlesCounted(t *testing.T) {
+	h2, s, ids := backlogRestart(t, "goroutine", []int{3, 3, 3, 3, 3}, func(spoolDir string, _ []spoolfs.Token) {
+		bdir := filepath.Join(filepath.Dir(filepath.Dir(spoolDir)), "backlog")
+		files, _ := filepath.Glob(filepath.Join(bdir, "p.B.*"))
+		if len(files) != 1 {
+			t.Fatalf("want the one .B file of p, found %v", files)
+		}
+		if err := os.Remove(files[0]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h2.settle()
+	h2.checkStats()
+	ps, _ := h2.r.PeerStats("p")
+	if ps.Lost != 5 || ps.LostFiles != 1 || ps.Offered != 5 {
+		t.Errorf("want 5 offered (found at start), 5 lost in 1 file: lost %d files %d\n%s", ps.Lost, ps.LostFiles, ps.Line())
+	}
+	for _, id := range ids {
+		if s.Has(id) {
+			t.Errorf("the peer got %s from a deleted file", id)
+		}
+	}
+	if got := lostMetric(t, h2.r, "p"); got != 5 {
+		t.Errorf(`newsfeed_peer_articles_total{peer="p",outcome="lost"} = %v, want 5`, got)
+	}
+}
+
+// lostMetric reads the peer's lost articles from the metrics collector.
+func lostMetric(t *testing.T, r *Relay, peer string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&collector{r: r})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "newsfeed_peer_articles_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["peer"] == peer && labels["outcome"] == "lost" {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
 }
 
 // TestDamagedArticleNotSent flips 32 bytes inside a large stored article

@@ -10,7 +10,7 @@ import (
 // PeerStats is one peer's counters, the source of its stats line, its
 // metrics and its status entry. The article counts add up:
 //
-//	Offered = Accepted + Refused + Rejected + Dropped + Missing + Queued
+//	Offered = Accepted + Refused + Rejected + Dropped + Missing + Lost + Queued
 //
 // where Offered counts every copy the masterfeed gave the peer plus those
 // found in backlog files at start, and Queued every copy not settled yet
@@ -32,9 +32,13 @@ type PeerStats struct {
 	// duplicates at the peer.
 	Resent int64 `json:"resent"`
 	// LostFiles counts backlog files the queue's state named that were
-	// gone at start (deleted under the relay): the articles in them are
-	// lost and not counted anywhere else.
+	// gone at start (deleted under the relay).
 	LostFiles int64 `json:"lost_files"`
+	// Lost counts the acknowledged articles those files held (for a
+	// replay file, those not yet sent at its last checkpoint; for a file
+	// still taking lines when last listed, at least that many). They are
+	// in Offered, as found at start, and settled here.
+	Lost int64 `json:"lost_articles"`
 
 	Memory         int64 `json:"memory"`           // in the memory queue
 	InFlight       int64 `json:"in_flight"`        // sent, not answered
@@ -66,10 +70,10 @@ type ConnStatus struct {
 
 // Check verifies that the counts add up.
 func (s PeerStats) Check() error {
-	sum := s.Accepted + s.Refused + s.Rejected + s.Dropped + s.Missing + s.Queued
+	sum := s.Accepted + s.Refused + s.Rejected + s.Dropped + s.Missing + s.Lost + s.Queued
 	if s.Offered != sum {
-		return fmt.Errorf("peer %s: offered %d != accepted %d + refused %d + rejected %d + dropped %d + missing %d + queued %d = %d",
-			s.Name, s.Offered, s.Accepted, s.Refused, s.Rejected, s.Dropped, s.Missing, s.Queued, sum)
+		return fmt.Errorf("peer %s: offered %d != accepted %d + refused %d + rejected %d + dropped %d + missing %d + lost %d + queued %d = %d",
+			s.Name, s.Offered, s.Accepted, s.Refused, s.Rejected, s.Dropped, s.Missing, s.Lost, s.Queued, sum)
 	}
 	return nil
 }
@@ -173,6 +177,7 @@ func (p *peer) stats(now time.Time) PeerStats {
 		Rejected:       q.Rejected,
 		Dropped:        q.Dropped,
 		Missing:        q.Missing,
+		Lost:           q.Lost,
 		Queued:         q.Queued + q.InFlight + q.Backlog + q.Deferred + q.Replay,
 		Deferred:       p.deferrals.Load(),
 		Resent:         q.Resent,
@@ -250,7 +255,7 @@ func (r *Relay) logStats(final bool) {
 		r.log.Info(what, "peer", s.Name, "offered", s.Offered, "accepted", s.Accepted, "refused", s.Refused,
 			"rejected", s.Rejected, "deferred", s.Deferred, "dropped", s.Dropped, "missing", s.Missing,
 			"queued", s.Queued, "backlog", s.BacklogArticle, "backlog_bytes", s.BacklogBytes,
-			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs), "lost_files", s.LostFiles)
+			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs), "lost_files", s.LostFiles, "lost_articles", s.Lost)
 	}
 }
 
