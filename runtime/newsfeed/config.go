@@ -66,6 +66,11 @@ type Config struct {
 
 	Peers []PeerConfig `toml:"peer"`
 
+	// Cluster, when set, makes this process one node of a newsfeed
+	// cluster on NATS JetStream (package runtime/newsfeed/cluster): the
+	// articles, history and peer queues live there, not in spool.
+	Cluster *ClusterConfig `toml:"cluster"`
+
 	// allowed is Allow parsed (check fills it).
 	allowed []netip.Prefix
 
@@ -281,6 +286,9 @@ func (c *Config) applyDefaults() error {
 	for i := range c.Peers {
 		c.Peers[i].applyDefaults(c, "peer["+strconv.Itoa(i+1)+"].")
 	}
+	if c.Cluster != nil {
+		c.Cluster.applyDefaults(c)
+	}
 	return nil
 }
 
@@ -400,6 +408,9 @@ func (c *Config) check() error {
 		}
 		seen[p.Name] = i + 1
 		errs = append(errs, p.check(c, pre)...)
+	}
+	if c.Cluster != nil {
+		errs = append(errs, c.Cluster.check(c)...)
 	}
 	// Report mistakes in the order of the file.
 	slices.SortStableFunc(errs, func(a, b error) int {
