@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/newsfeed"
+	"github.com/newsflow/newsflow/runtime/newsfeed/cluster"
 	"github.com/newsflow/newsflow/runtime/version"
 )
 
@@ -96,6 +97,9 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := logger(stderr, *verbose)
+	if cfg.Cluster != nil {
+		return runCluster(cfg, log)
+	}
 	r, err := newsfeed.Open(cfg, newsfeed.Options{Logger: log})
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -104,6 +108,24 @@ func run(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := r.Run(ctx); err != nil {
+		log.Error("stopped with an error", "err", err)
+		return 1
+	}
+	log.Info("stopped cleanly")
+	return 0
+}
+
+// runCluster runs newsfeed as a node of a cluster on NATS JetStream
+// ([cluster] in the configuration).
+func runCluster(cfg *newsfeed.Config, log *slog.Logger) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	n, err := cluster.Open(ctx, cfg, cluster.Options{Logger: log})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	if err := n.Run(ctx); err != nil {
 		log.Error("stopped with an error", "err", err)
 		return 1
 	}

@@ -98,8 +98,8 @@ type Reservation struct {
 	Rev uint64
 }
 
-// Open creates (or joins) the streams and bucket of the cluster on nc.
-func Open(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error) {
+// OpenStore creates (or joins) the streams and bucket of the cluster on nc.
+func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: jetstream: %w", err)

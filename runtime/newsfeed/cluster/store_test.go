@@ -45,7 +45,7 @@ func openStore(t *testing.T, e *Embedded, set Settings) *Store {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := Open(ctx, nc, set)
+	s, err := OpenStore(ctx, nc, set)
 	if err != nil {
 		t.Fatal(err)
 	}
