@@ -371,12 +371,19 @@ func (c *outConn) puller(ctx context.Context, gc *goroutine.Conn) {
 				continue
 			}
 			body, err := store.Body(ctx, ref)
-			if err != nil {
-				// Expired from the store (spool_max_age) or unreadable:
-				// the seed counts it missing.
+			switch {
+			case err == nil:
+			case errors.Is(err, jetstream.ErrMsgNotFound):
+				// Expired from the store (spool_max_age): the seed
+				// counts it missing.
 				p.n.log.Warn("article missing from the store; dropped", "peer", p.cfg.Name, "id", ref.MessageID, "err", err)
 				p.dropped.Add(1)
 				m.Term()
+				continue
+			default:
+				// The session ended, or NATS did not answer: the entry
+				// goes back for any connection, never dropped.
+				m.NakWithDelay(requeueDelay)
 				continue
 			}
 			tok := strconv.FormatUint(md.Sequence.Stream, 10)

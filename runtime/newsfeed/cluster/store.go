@@ -14,7 +14,7 @@
 //     NATS server. An article goes to subjects "<name>.art.<shard>.<md5>.<i>"
 //     in chunks of at most ChunkSize octets (below the server's
 //     max_payload, 1 MB by default): chunk i is the last message on its
-//     subject (MaxMsgsPerSubject 1), read back with a direct get.
+//     subject (MaxMsgsPerSubject 1), read back from the shard's leader.
 //   - History: a KV bucket "<name>-history" keyed by hex MD5(message-id),
 //     with the bucket TTL = history_retention. The duplicate decision is
 //     KV Create: it succeeds on exactly one node. The value is first
@@ -46,6 +46,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -123,16 +124,24 @@ func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error)
 		return nil, fmt.Errorf("cluster: max_payload %d is too small", nc.MaxPayload())
 	}
 	for i := range set.Shards {
-		st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name:              s.shardStream(i),
-			Subjects:          []string{set.Name + ".art." + strconv.Itoa(i) + ".>"},
-			Storage:           jetstream.FileStorage,
-			Replicas:          set.Replicas,
-			MaxAge:            set.MaxAge,
-			MaxMsgsPerSubject: 1,
-			Discard:           jetstream.DiscardOld,
-			Duplicates:        2 * time.Minute,
-			AllowDirect:       true,
+		var st jetstream.Stream
+		err := retry(ctx, func(ctx context.Context) (err error) {
+			st, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+				Name:              s.shardStream(i),
+				Subjects:          []string{set.Name + ".art." + strconv.Itoa(i) + ".>"},
+				Storage:           jetstream.FileStorage,
+				Replicas:          set.Replicas,
+				MaxAge:            set.MaxAge,
+				MaxMsgsPerSubject: 1,
+				Discard:           jetstream.DiscardOld,
+				Duplicates:        2 * time.Minute,
+				// Reads go to the shard's leader: a direct get may be
+				// answered by a follower that has not applied the
+				// article yet although its publish was acknowledged by
+				// a quorum (TestCluster saw such "message not found").
+				AllowDirect: false,
+			})
+			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cluster: article stream %s: %w", s.shardStream(i), err)
@@ -141,12 +150,15 @@ func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error)
 	}
 	// LimitMarkerTTL turns on per-key TTLs (the reservations); the markers
 	// it leaves when a key expires live that long.
-	s.hist, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:         set.Name + "-history",
-		TTL:            set.History,
-		Storage:        jetstream.FileStorage,
-		Replicas:       set.Replicas,
-		LimitMarkerTTL: time.Minute,
+	err = retry(ctx, func(ctx context.Context) (err error) {
+		s.hist, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:         set.Name + "-history",
+			TTL:            set.History,
+			Storage:        jetstream.FileStorage,
+			Replicas:       set.Replicas,
+			LimitMarkerTTL: time.Minute,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: history bucket: %w", err)
@@ -271,6 +283,12 @@ func (s *Store) Put(ctx context.Context, r Reservation, id string, wire []byte, 
 		}
 		futs = append(futs, f)
 	}
+	// The queue entries only once the article is stored: a node may pull
+	// an entry the moment it is stored, and must find the article.
+	if err := waitAcks(ctx, id, futs); err != nil {
+		return err
+	}
+	futs = futs[:0]
 	payload := []byte(ref.String())
 	for _, p := range peers {
 		m := &nats.Msg{Subject: s.queueSubject(p), Data: payload, Header: nats.Header{}}
@@ -281,14 +299,8 @@ func (s *Store) Put(ctx context.Context, r Reservation, id string, wire []byte, 
 		}
 		futs = append(futs, f)
 	}
-	for _, f := range futs {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return fmt.Errorf("cluster: store %s: %w", id, err)
-		case <-ctx.Done():
-			return fmt.Errorf("cluster: store %s: %w", id, ctx.Err())
-		}
+	if err := waitAcks(ctx, id, futs); err != nil {
+		return err
 	}
 	// Update resets the key's TTL: "P" lives for the bucket's (history).
 	if _, err := s.hist.Update(ctx, key, []byte("P"), r.Rev); err != nil {
@@ -297,6 +309,20 @@ func (s *Store) Put(ctx context.Context, r Reservation, id string, wire []byte, 
 		// queued anyway; the peers refuse the second copy.
 		if _, err2 := s.hist.Put(ctx, key, []byte("P")); err2 != nil {
 			return fmt.Errorf("cluster: history %s: %w", id, errors.Join(err, err2))
+		}
+	}
+	return nil
+}
+
+// waitAcks waits for the publish acknowledgements of futs.
+func waitAcks(ctx context.Context, id string, futs []jetstream.PubAckFuture) error {
+	for _, f := range futs {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("cluster: store %s: %w", id, err)
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: store %s: %w", id, ctx.Err())
 		}
 	}
 	return nil
@@ -336,27 +362,35 @@ func (s *Store) Queue(ctx context.Context, peer string, lim QueueLimits) (jetstr
 	if maxBytes == 0 {
 		maxBytes = -1
 	}
-	st, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:       s.queueStream(peer),
-		Subjects:   []string{s.queueSubject(peer)},
-		Retention:  jetstream.WorkQueuePolicy,
-		Storage:    jetstream.FileStorage,
-		Replicas:   s.set.Replicas,
-		MaxAge:     lim.MaxAge,
-		MaxBytes:   maxBytes,
-		Discard:    jetstream.DiscardOld,
-		Duplicates: 2 * time.Minute,
+	var st jetstream.Stream
+	err := retry(ctx, func(ctx context.Context) (err error) {
+		st, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:       s.queueStream(peer),
+			Subjects:   []string{s.queueSubject(peer)},
+			Retention:  jetstream.WorkQueuePolicy,
+			Storage:    jetstream.FileStorage,
+			Replicas:   s.set.Replicas,
+			MaxAge:     lim.MaxAge,
+			MaxBytes:   maxBytes,
+			Discard:    jetstream.DiscardOld,
+			Duplicates: 2 * time.Minute,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: queue of %s: %w", peer, err)
 	}
-	c, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       "feed",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       s.set.AckWait,
-		MaxDeliver:    -1,
-		MaxAckPending: s.set.MaxAckPending,
-		Replicas:      s.set.Replicas,
+	var c jetstream.Consumer
+	err = retry(ctx, func(ctx context.Context) (err error) {
+		c, err = st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable:       "feed",
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       s.set.AckWait,
+			MaxDeliver:    -1,
+			MaxAckPending: s.set.MaxAckPending,
+			Replicas:      s.set.Replicas,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: consumer of %s: %w", peer, err)
@@ -372,4 +406,25 @@ func (s *Store) Pending(ctx context.Context, c jetstream.Consumer) (waiting, una
 		return 0, 0, fmt.Errorf("cluster: consumer info: %w", err)
 	}
 	return int(info.NumPending), info.NumAckPending, nil
+}
+
+// retry runs a JetStream administration request until it succeeds or ctx
+// ends, each attempt bounded to a few seconds. Nodes that start together
+// create the same streams at the same moment, and a NATS cluster answers
+// such concurrent creations of one stream to one requester only (the
+// others wait for ever: TestOpenTogether).
+func retry(ctx context.Context, fn func(ctx context.Context) error) error {
+	for {
+		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := fn(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-time.After(time.Duration(100+rand.IntN(300)) * time.Millisecond):
+		case <-ctx.Done():
+			return err
+		}
+	}
 }

@@ -82,7 +82,9 @@ func TestShard(t *testing.T) {
 	}
 }
 
-func itoa(i int) string { return string([]byte{byte('0' + i/1000%10), byte('0' + i/100%10), byte('0' + i/10%10), byte('0' + i%10)}) }
+func itoa(i int) string {
+	return string([]byte{byte('0' + i/1000%10), byte('0' + i/100%10), byte('0' + i/10%10), byte('0' + i%10)})
+}
 
 func TestRefRoundTrip(t *testing.T) {
 	r := Ref{MessageID: "<x@y>", Size: 1234, Chunks: 2}
@@ -269,4 +271,42 @@ func TestQueue(t *testing.T) {
 	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 		t.Fatal(err)
 	}
+}
+
+// TestOpenTogether: nodes starting at the same moment create the same
+// streams, bucket and consumers on a 3-node NATS cluster; every one gets
+// them.
+func TestOpenTogether(t *testing.T) {
+	e, err := StartEmbedded(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown()
+	if err := e.WaitJetStream(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nc, err := Connect(ConnectOptions{URLs: e.URLs()})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer nc.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			s, err := OpenStore(ctx, nc, Settings{Name: "t", Node: "n" + itoa(i), Shards: 3, Replicas: 3, ReserveTTL: time.Minute, AckWait: 5 * time.Second})
+			if err != nil {
+				t.Errorf("node %d: %v", i, err)
+				return
+			}
+			if _, err := s.Queue(ctx, "p1", QueueLimits{}); err != nil {
+				t.Errorf("node %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
 }
