@@ -4,7 +4,7 @@
 //
 //	newsfeed [-config FILE] [-v]              run the relay
 //	newsfeed inject [-config FILE] FILE...    store rnews batches or article files
-//	newsfeed demo [-n N] [-v]                 run the relay against two loopback peers
+//	newsfeed demo [-n N] [-v] [-cluster]      run the relay against two loopback peers
 //	newsfeed status [-config FILE] [-admin ADDR] [-json]
 //	                                          print per-peer state from the admin listener
 //
@@ -64,7 +64,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   newsfeed [-config FILE] [-v]              run the relay (embedded default without -config)
   newsfeed inject [-config FILE] FILE...    store rnews batches or single article files
-  newsfeed demo [-n N] [-v]                 run the relay against two loopback peers
+  newsfeed demo [-n N] [-v] [-cluster]      run the relay against two loopback peers
+                                            (-cluster: 3 embedded NATS servers, two nodes, kills)
   newsfeed status [-config FILE] [-admin ADDR] [-json] [-wait DURATION [-drained]]
 `)
 }
@@ -213,6 +214,7 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	n := fs.Int("n", 200, "number of sample articles")
 	verbose := fs.Bool("v", false, "show the relay's log")
+	clustered := fs.Bool("cluster", false, "show cluster mode: 3 embedded NATS servers, two newsfeed nodes, one killed")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -220,7 +222,11 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		opts.Log = stderr
 	}
-	if err := Demo(context.Background(), stdout, opts); err != nil {
+	run := Demo
+	if *clustered {
+		run = DemoCluster
+	}
+	if err := run(context.Background(), stdout, opts); err != nil {
 		fmt.Fprintf(stderr, "newsfeed demo: %v\n", err)
 		return 1
 	}
