@@ -355,41 +355,12 @@ func (c *outConn) puller(ctx context.Context, gc *goroutine.Conn) {
 			}
 			continue
 		}
-		var arts []feed.Article
+		var msgs []jetstream.Msg
 		for m := range batch.Messages() {
 			c.credits.Add(-1)
-			md, err := m.Metadata()
-			if err != nil {
-				m.Term()
-				continue
-			}
-			ref, err := ParseRef(m.Data())
-			if err != nil {
-				p.n.log.Warn("bad queue entry; dropped", "peer", p.cfg.Name, "err", err)
-				p.dropped.Add(1)
-				m.Term()
-				continue
-			}
-			body, err := store.Body(ctx, ref)
-			switch {
-			case err == nil:
-			case errors.Is(err, jetstream.ErrMsgNotFound):
-				// Expired from the store (spool_max_age): the seed
-				// counts it missing.
-				p.n.log.Warn("article missing from the store; dropped", "peer", p.cfg.Name, "id", ref.MessageID, "err", err)
-				p.dropped.Add(1)
-				m.Term()
-				continue
-			default:
-				// The session ended, or NATS did not answer: the entry
-				// goes back for any connection, never dropped.
-				m.NakWithDelay(requeueDelay)
-				continue
-			}
-			tok := strconv.FormatUint(md.Sequence.Stream, 10)
-			c.bodies.put(tok, &held{msg: m, body: body})
-			arts = append(arts, feed.Article{Token: tok, MessageID: ref.MessageID, Size: int64(ref.Size)})
+			msgs = append(msgs, m)
 		}
+		arts := c.load(ctx, msgs)
 		if len(arts) == 0 {
 			continue
 		}
@@ -402,6 +373,66 @@ func (c *outConn) puller(ctx context.Context, gc *goroutine.Conn) {
 			return // the session ended: the held entries are naked by it
 		}
 	}
+}
+
+// readers bounds the article reads one connection has in flight: a read
+// is a round trip to the shard's leader, and reading a batch one after
+// the other made the round trips, not CPU, the limit of feeding.
+const readers = 32
+
+// load reads the articles of pulled queue entries, in parallel, keeps
+// them in the connection's bodies and returns them to offer, in order.
+func (c *outConn) load(ctx context.Context, msgs []jetstream.Msg) []feed.Article {
+	p := c.p
+	arts := make([]feed.Article, len(msgs))
+	sem := make(chan struct{}, readers)
+	var wg sync.WaitGroup
+	for i, m := range msgs {
+		md, err := m.Metadata()
+		if err != nil {
+			m.Term()
+			continue
+		}
+		ref, err := ParseRef(m.Data())
+		if err != nil {
+			p.n.log.Warn("bad queue entry; dropped", "peer", p.cfg.Name, "err", err)
+			p.dropped.Add(1)
+			m.Term()
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			body, err := p.n.store.Body(ctx, ref)
+			switch {
+			case err == nil:
+			case errors.Is(err, jetstream.ErrMsgNotFound):
+				// Expired from the store (spool_max_age): the seed
+				// counts it missing.
+				p.n.log.Warn("article missing from the store; dropped", "peer", p.cfg.Name, "id", ref.MessageID, "err", err)
+				p.dropped.Add(1)
+				m.Term()
+				return
+			default:
+				// The session ended, or NATS did not answer: the entry
+				// goes back for any connection, never dropped.
+				m.NakWithDelay(requeueDelay)
+				return
+			}
+			tok := strconv.FormatUint(md.Sequence.Stream, 10)
+			c.bodies.put(tok, &held{msg: m, body: body})
+			arts[i] = feed.Article{Token: tok, MessageID: ref.MessageID, Size: int64(ref.Size)}
+		}()
+	}
+	wg.Wait()
+	out := arts[:0]
+	for _, a := range arts {
+		if a.Token != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // step runs after every input of the feed (Run's goroutine): it settles
