@@ -49,6 +49,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	shards := fs.Int("shards", 4, "article streams in cluster mode")
 	bin := fs.String("newsfeed", "", "newsfeed `binary` (default: built from this module)")
 	keep := fs.Bool("keep", false, "keep the work directory")
+	profile := fs.String("profile", "", "write a CPU profile of newsfeed per case into `dir`")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,18 +71,19 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	fmt.Fprintf(stdout, "newsbench cluster: ingest -> store -> 1 peer, %d upstream connections, loopback, %s, load %s\n",
 		*conns, cpuModel(), loadAvg())
-	fmt.Fprintf(stdout, "%-11s %-6s %9s %10s %8s %14s %16s\n", "case", "size", "articles", "art/s", "MB/s", "newsfeed ms/1k", "nats+bench ms/1k")
+	fmt.Fprintf(stdout, "%-11s %-6s %9s %10s %8s %19s %22s\n", "case", "size", "articles", "art/s", "MB/s", "newsfeed CPU ms/art", "nats+bench CPU ms/art")
 	sets := []*articleSet{newArticleSet(*smallN, 2<<10, run+"s", time.Now()), newArticleSet(*largeN, 500<<10, run+"l", time.Now())}
 	results := map[string]measure{}
 	for _, set := range sets {
 		for _, c := range clusterCases {
-			m, self, err := clusterOnce(ctx, work, *bin, c, set, *conns, *shards)
+			m, self, err := clusterOnce(ctx, work, *bin, c, set, *conns, *shards, *profile)
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", c.name, set.label, err)
 			}
 			results[c.name+"/"+set.label] = m
-			selfPer1k := self.Seconds() * 1000 / float64(max(1, m.articles))
-			fmt.Fprintf(stdout, "%-11s %-6s %9d %10.0f %8.1f %14.3f %16.3f\n", c.name, set.label, m.articles, m.artPerSec(), m.mbPerSec(), m.cpuPer1k(), selfPer1k)
+			// cpuPer1k is seconds per 1000 articles: milliseconds per article.
+			selfPerArt := self.Seconds() * 1000 / float64(max(1, m.articles))
+			fmt.Fprintf(stdout, "%-11s %-6s %9d %10.0f %8.1f %19.3f %22.3f\n", c.name, set.label, m.articles, m.artPerSec(), m.mbPerSec(), m.cpuPer1k(), selfPerArt)
 		}
 	}
 	for _, set := range sets {
@@ -97,7 +99,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 // clusterOnce measures one case: the set pushed into a fresh newsfeed
 // (and fresh NATS servers), timed from the first TAKETHIS to the last
 // article at the sink.
-func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *articleSet, conns, shards int) (measure, time.Duration, error) {
+func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *articleSet, conns, shards int, profile string) (measure, time.Duration, error) {
 	dir, err := os.MkdirTemp(work, c.name+"-"+set.label+"-")
 	if err != nil {
 		return measure{}, 0, err
@@ -118,6 +120,9 @@ func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *arti
 	l.Close()
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen = %q\nspool = %q\npathhost = \"bench.invalid\"\nstats_interval = \"1h\"\nmax_article_size = \"2M\"\n", addr, filepath.Join(dir, "spool"))
+	if profile != "" {
+		fmt.Fprintf(&b, "admin = \"127.0.0.1:0\"\npprof = true\n")
+	}
 	_, sinkPort, _ := net.SplitHostPort(sk.Addr())
 	fmt.Fprintf(&b, "[[peer]]\nname = \"sink\"\nhost = \"127.0.0.1\"\nport = %s\nconnections = 4\n", sinkPort)
 	if c.servers > 0 {
@@ -155,6 +160,10 @@ func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *arti
 	if err := waitDial(ctx, addr); err != nil {
 		return measure{}, 0, fmt.Errorf("newsfeed did not listen: %w\n%s", err, tail(logf.Name(), 10))
 	}
+	var prof *profiler
+	if profile != "" {
+		prof = startProfiler(ctx, filepath.Join(dir, "spool"), profile, c.name+"-"+set.label, []measure{{elapsed: 4 * time.Second}})
+	}
 	before := selfCPU()
 	start := time.Now()
 	pushErr := make(chan error, 1)
@@ -175,6 +184,11 @@ func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *arti
 	self := selfCPU() - before
 	if err := <-pushErr; err != nil {
 		return measure{}, 0, err
+	}
+	if prof != nil {
+		if err := prof.finish(); err != nil {
+			fmt.Fprintf(os.Stderr, "profile: %v\n", err)
+		}
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()

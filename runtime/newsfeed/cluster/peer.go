@@ -344,7 +344,21 @@ func (c *outConn) puller(ctx context.Context, gc *goroutine.Conn) {
 			}
 			continue
 		}
-		batch, err := p.cons.Fetch(int(min(want, 256)), jetstream.FetchMaxWait(time.Second))
+		// What is there now, without waiting for a whole batch (Fetch
+		// waits until it has all it asked for or its time is up: a
+		// second per pull when the queue holds fewer than asked); when
+		// nothing is there, wait for the first entry.
+		batch, err := p.cons.FetchNoWait(int(min(want, 256)))
+		if err == nil {
+			msgs := c.fetched(batch)
+			if len(msgs) > 0 {
+				if !c.offer(ctx, gc, msgs) {
+					return
+				}
+				continue
+			}
+			batch, err = p.cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				p.n.log.Debug("queue fetch", "peer", p.cfg.Name, "err", err)
@@ -355,30 +369,46 @@ func (c *outConn) puller(ctx context.Context, gc *goroutine.Conn) {
 			}
 			continue
 		}
-		var msgs []jetstream.Msg
-		for m := range batch.Messages() {
-			c.credits.Add(-1)
-			msgs = append(msgs, m)
-		}
-		arts := c.load(ctx, msgs)
-		if len(arts) == 0 {
-			continue
-		}
-		p.offered.Add(int64(len(arts)))
-		if err := gc.Do(ctx, func(now time.Time) {
-			for _, a := range arts {
-				c.f.Offer(now, a)
-			}
-		}); err != nil {
-			return // the session ended: the held entries are naked by it
+		if !c.offer(ctx, gc, c.fetched(batch)) {
+			return
 		}
 	}
+}
+
+// fetched takes the messages of a pull, counting them off the credits.
+func (c *outConn) fetched(batch jetstream.MessageBatch) []jetstream.Msg {
+	var msgs []jetstream.Msg
+	for m := range batch.Messages() {
+		c.credits.Add(-1)
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// offer loads the articles of msgs and offers them to the feed; false
+// means the session ended (the held entries are naked by it).
+func (c *outConn) offer(ctx context.Context, gc *goroutine.Conn, msgs []jetstream.Msg) bool {
+	arts := c.load(ctx, msgs)
+	if len(arts) == 0 {
+		return true
+	}
+	c.p.offered.Add(int64(len(arts)))
+	return gc.Do(ctx, func(now time.Time) {
+		for _, a := range arts {
+			c.f.Offer(now, a)
+		}
+	}) == nil
 }
 
 // readers bounds the article reads one connection has in flight: a read
 // is a round trip to the shard's leader, and reading a batch one after
 // the other made the round trips, not CPU, the limit of feeding.
 const readers = 32
+
+// missingAfter is how many deliveries of an entry find no article before
+// the article counts as missing (expired from the store) and the entry is
+// dropped: the first misses may be a replica behind its leader.
+const missingAfter = 4
 
 // load reads the articles of pulled queue entries, in parallel, keeps
 // them in the connection's bodies and returns them to offer, in order.
@@ -407,6 +437,11 @@ func (c *outConn) load(ctx context.Context, msgs []jetstream.Msg) []feed.Article
 			body, err := p.n.store.Body(ctx, ref)
 			switch {
 			case err == nil:
+			case errors.Is(err, jetstream.ErrMsgNotFound) && md.NumDelivered < missingAfter:
+				// A replica that has not applied the article yet
+				// answered the direct get: again in a moment.
+				m.NakWithDelay(requeueDelay)
+				return
 			case errors.Is(err, jetstream.ErrMsgNotFound):
 				// Expired from the store (spool_max_age): the seed
 				// counts it missing.

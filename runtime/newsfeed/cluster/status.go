@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -110,7 +111,8 @@ func (n *Node) Status(ctx context.Context) Status {
 }
 
 // serveAdmin serves /status.json, /status (text) and /metrics
-// (Prometheus text format) on ln.
+// (Prometheus text format) on ln, and Go's profiler under /debug/pprof/
+// with pprof = true.
 func (n *Node) serveAdmin(ln net.Listener) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/status.json", func(w http.ResponseWriter, r *http.Request) {
@@ -129,6 +131,11 @@ func (n *Node) serveAdmin(ln net.Listener) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		w.Write(n.Status(r.Context()).Metrics())
 	})
+	if n.cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	srv.Serve(ln)
 }
