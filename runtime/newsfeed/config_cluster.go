@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -68,7 +69,17 @@ func (cc *ClusterConfig) applyDefaults(c *Config) {
 func (cc *ClusterConfig) check(c *Config) []error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, c.errAt("cluster."+key, format, args...))
+		err := c.errAt("cluster."+key, format, args...).(*ConfigError)
+		if err.Line == 0 {
+			// An absent key: at the table's first key (go-toml's index
+			// holds no line for a plain table header).
+			for k, l := range c.keys {
+				if strings.HasPrefix(k, "cluster.") && (err.Line == 0 || l < err.Line) {
+					err.Line = l
+				}
+			}
+		}
+		errs = append(errs, err)
 	}
 	if len(cc.NATS) == 0 {
 		bad("nats", "missing: list the NATS servers (\"nats://host:4222\")")

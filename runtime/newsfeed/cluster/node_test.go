@@ -25,7 +25,7 @@ func nodeConfig(t *testing.T, node string, urls []string, replicas int, peers ma
 	for name, port := range peers {
 		fmt.Fprintf(&b, "[[peer]]\nname = %q\nhost = \"127.0.0.1\"\nport = %d\nconnections = 2\nreconnect_max = \"300ms\"\ndefer_delay = \"1s\"\ndefer_max_delay = \"2s\"\n", name, port)
 	}
-	fmt.Fprintf(&b, "[cluster]\nnats = [%q]\nnode = %q\nreplicas = %d\nshards = 2\nack_wait = \"3s\"\nreserve_ttl = \"2s\"\n%s", strings.Join(urls, `", "`), node, replicas, extra)
+	fmt.Fprintf(&b, "[cluster]\nnats = [\"%s\"]\nnode = %q\nreplicas = %d\nshards = 2\nack_wait = \"3s\"\nreserve_ttl = \"2s\"\n%s", strings.Join(urls, `", "`), node, replicas, extra)
 	cfg, err := newsfeed.ParseConfig("test.toml", []byte(b.String()))
 	if err != nil {
 		t.Fatal(err)
