@@ -134,9 +134,11 @@ func TestCluster(t *testing.T) {
 			stop: make(chan struct{}), done: make(chan struct{}), groups: groups}
 		go feeders[i].run()
 	}
+	began := time.Now()
 	step := func(format string, args ...any) {
-		fmt.Fprintf(logf, "=== test: "+format+"\n", args...)
-		t.Logf(format, args...)
+		msg := fmt.Sprintf("%5.1fs ", time.Since(began).Seconds()) + fmt.Sprintf(format, args...)
+		fmt.Fprintf(logf, "=== test: %s\n", msg)
+		t.Log(msg)
 	}
 	time.Sleep(1500 * time.Millisecond)
 	step("SIGKILL node-a (acked so far %d + %d)", len(feeders[0].ackedIDs()), len(feeders[1].ackedIDs()))
@@ -227,6 +229,7 @@ func TestCluster(t *testing.T) {
 		}
 		nodes[i] = nil
 	}
+	step("whole cluster stopped")
 	nats.Shutdown()
 	for i := range 3 {
 		go nats.Restart(i)
@@ -234,8 +237,10 @@ func TestCluster(t *testing.T) {
 	if err := nats.WaitJetStream(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}
+	step("NATS restarted")
 	nodes[1] = startChild(t, logf, "-config", confs[1])
 	waitListen(t, ports[1])
+	step("node-b restarted")
 	again := &feeder{addr: fmt.Sprintf("127.0.0.1:%d", ports[1]), acked: map[string]bool{}, sent: map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}), groups: groups}
 	again.next = 0 // offers the old ids again first, then new ones
@@ -258,6 +263,7 @@ func TestCluster(t *testing.T) {
 	}
 	close(again.stop)
 	<-again.done
+	step("offered the old articles again and new ones")
 	var reacked, fresh []string
 	for _, id := range again.ackedIDs() {
 		if ackedBy[id] > 0 {
