@@ -110,6 +110,15 @@ func (p *peer) stop() {
 	for _, c := range conns {
 		c.stopping.Store(true)
 		c.poke()
+		// Wake the feed's loop too: step sees stopping and closes the
+		// feed (QUIT after the answers due).
+		if gc := c.gc.Load(); gc != nil {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), p.n.opts.StopTimeout)
+				defer cancel()
+				gc.Do(ctx, func(time.Time) {})
+			}()
+		}
 	}
 	if done == nil {
 		return
@@ -186,8 +195,9 @@ type outConn struct {
 	id       int
 	kick     chan struct{}
 	stopping atomic.Bool
-	state    atomic.Value // string, for the status page
-	credits  atomic.Int64 // articles the feed asked for and the puller has not fetched
+	gc       atomic.Pointer[goroutine.Conn] // the session's, while it feeds
+	state    atomic.Value                   // string, for the status page
+	credits  atomic.Int64                   // articles the feed asked for and the puller has not fetched
 	bodies   bodies
 
 	// Owned by the session's Run goroutine.
@@ -305,7 +315,9 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	var pw sync.WaitGroup
 	pw.Add(1)
 	go func() { defer pw.Done(); c.puller(sctx, gc) }()
+	c.gc.Store(gc)
 	err = gc.Run(ctx, c.f, c.step)
+	c.gc.Store(nil)
 	stop()
 	pw.Wait()
 	// What the feed still held goes back to the queue, for any node.

@@ -99,9 +99,19 @@ type Reservation struct {
 	Rev uint64
 }
 
+// opTimeout bounds a history request. A request sent as its NATS server
+// dies gets no answer, and the client would wait out the caller's whole
+// context (TestCluster saw ingest stall a minute on one); a timely
+// failure defers the article instead, and the sender offers it again.
+const opTimeout = 5 * time.Second
+
 // OpenStore creates (or joins) the streams and bucket of the cluster on nc.
 func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error) {
-	js, err := jetstream.New(nc)
+	// A publish sent as its server dies may never be acknowledged: its
+	// future fails after this, the article is answered "later" (400 to
+	// TAKETHIS, 436 to IHAVE) and the sender offers it again (TestCluster
+	// saw ingest stall a minute without it).
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(2*opTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: jetstream: %w", err)
 	}
@@ -195,6 +205,8 @@ func Chunks(size, chunk int) int { return max(1, (size+chunk-1)/chunk) }
 // Reserved (and the reservation), later ones InProgress until it is
 // completed (then Present) or expires.
 func (s *Store) Reserve(ctx context.Context, id string) (Verdict, Reservation, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	key := Key(id)
 	rev, err := s.hist.Create(ctx, key, []byte("R "+s.set.Node), jetstream.KeyTTL(s.set.ReserveTTL))
 	if err == nil {
@@ -307,6 +319,8 @@ func (s *Store) Put(ctx context.Context, r Reservation, id string, wire []byte, 
 		return err
 	}
 	// Update resets the key's TTL: "P" lives for the bucket's (history).
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	if _, err := s.hist.Update(ctx, key, []byte("P"), r.Rev); err != nil {
 		// Our reservation expired (this took longer than reserve_ttl) and
 		// another node may be storing the article too: it is durable and
