@@ -21,6 +21,7 @@ import (
 func clusterConf(t *testing.T, dir, name string, port int, urls []string, sinkA, sinkB int) string {
 	t.Helper()
 	text := fmt.Sprintf(`listen = "127.0.0.1:%d"
+admin = "127.0.0.1:0"
 spool = %q
 pathhost = "%s.test"
 stats_interval = "1s"
@@ -288,6 +289,34 @@ func TestCluster(t *testing.T) {
 	if !sinkA.Has(fresh[len(fresh)-1]) {
 		t.Errorf("after the restart, %s never reached peer a", fresh[len(fresh)-1])
 	}
+	// newsfeed inject with a cluster configuration hands the articles to
+	// the running node; newsfeed status reads the node's queues.
+	var batch bytes.Buffer
+	var injected []string
+	for i := range 3 {
+		id, a := killArticle(1_000_000+i, "misc.test")
+		injected = append(injected, id)
+		fmt.Fprintf(&batch, "#! rnews %d\n", len(a))
+		batch.Write(a)
+	}
+	file := filepath.Join(dir, "inject.rnews")
+	if err := os.WriteFile(file, batch.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	if code := Main([]string{"inject", "-config", confs[1], file}, &out, &errs); code != 0 || !strings.Contains(out.String(), "accepted 3") {
+		t.Errorf("newsfeed inject into the cluster: exit %d\n%s%s", code, out.String(), errs.String())
+	}
+	out.Reset()
+	if code := Main([]string{"status", "-config", confs[1], "-wait", "30s", "-drained"}, &out, &errs); code != 0 {
+		t.Errorf("newsfeed status -drained: exit %d\n%s%s", code, out.String(), errs.String())
+	}
+	for _, id := range injected {
+		if !sinkA.Has(id) || !sinkB.Has(id) {
+			t.Errorf("injected %s: not at both sinks once the cluster's queues drained", id)
+		}
+	}
+	t.Logf("newsfeed status:\n%s", out.String())
 	b, _ := os.ReadFile(logf.Name())
 	t.Logf("cluster: %d acked before the restart (none twice), %d deferred once, %d new after; log %d lines",
 		len(acked), nDeferred, len(fresh), bytes.Count(b, []byte("\n")))

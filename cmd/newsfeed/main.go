@@ -158,6 +158,11 @@ func inject(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if cfg.Cluster != nil {
+		// A cluster node's store is JetStream: hand the articles to the
+		// node running with this configuration.
+		return injectRemote(ctx, cfg, fs.Args(), stdout, stderr)
+	}
 	r, err := newsfeed.Open(cfg, newsfeed.Options{Logger: log, NoConnect: true})
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		// A relay runs on this spool: hand it the articles over its
