@@ -33,8 +33,8 @@ type inConn struct {
 	// Owned by Run's goroutine: reservations won at CHECK/IHAVE and not
 	// yet used by the article.
 	reserved map[string]Reservation
-	// Reservations handed to workers; guarded by mu (workers and the end
-	// of the connection release them).
+	// working counts the goroutines answering this connection's commands;
+	// the connection's end waits for them before it releases reservations.
 	working sync.WaitGroup
 }
 

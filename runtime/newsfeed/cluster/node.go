@@ -229,13 +229,14 @@ func (n *Node) route(groups []string, path string, size int64) []string {
 	for _, p := range n.peers {
 		switch {
 		case !p.patterns.WantsGroups(groups):
+			p.skipGroups.Add(1)
 		case p.cfg.PathName != "" && proto.PathContains(path, p.cfg.PathName):
+			p.skipPath.Add(1)
 		case p.cfg.MaxSize > 0 && size > int64(p.cfg.MaxSize):
+			p.skipSize.Add(1)
 		default:
 			names = append(names, p.cfg.Name)
-			continue
 		}
-		p.skipped.Add(1)
 	}
 	return names
 }
