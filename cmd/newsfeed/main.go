@@ -4,7 +4,7 @@
 //
 //	newsfeed [-config FILE] [-v]              run the relay
 //	newsfeed inject [-config FILE] FILE...    store rnews batches or article files
-//	newsfeed demo [-n N] [-v]                 run the relay against two loopback peers
+//	newsfeed demo [-n N] [-v] [-cluster]      run the relay against two loopback peers
 //	newsfeed status [-config FILE] [-admin ADDR] [-json]
 //	                                          print per-peer state from the admin listener
 //	newsfeed innd-channel [-config FILE]      innd's channel feed (newsfeeds Tc,Wnm*), in innfeed's place
@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/newsfeed"
+	"github.com/newsflow/newsflow/runtime/newsfeed/cluster"
 	"github.com/newsflow/newsflow/runtime/version"
 )
 
@@ -72,7 +73,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   newsfeed [-config FILE] [-v]              run the relay (embedded default without -config)
   newsfeed inject [-config FILE] FILE...    store rnews batches or single article files
-  newsfeed demo [-n N] [-v]                 run the relay against two loopback peers
+  newsfeed demo [-n N] [-v] [-cluster]      run the relay against two loopback peers
+                                            (-cluster: 3 embedded NATS servers, two nodes, kills)
   newsfeed status [-config FILE] [-admin ADDR] [-json] [-wait DURATION [-drained]]
   newsfeed innd-channel [-config FILE] [-sm PROGRAM] [-backlog FILE] [-log FILE] [-v]
                                             innd's channel feed in innfeed's place (newsfeeds Tc,Wnm*)
@@ -109,6 +111,9 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := logger(stderr, *verbose)
+	if cfg.Cluster != nil {
+		return runCluster(cfg, log)
+	}
 	r, err := newsfeed.Open(cfg, newsfeed.Options{Logger: log})
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -118,6 +123,24 @@ func run(args []string, stderr io.Writer) int {
 	defer stop()
 	defer reloadOnHUP(r)()
 	if err := r.Run(ctx); err != nil {
+		log.Error("stopped with an error", "err", err)
+		return 1
+	}
+	log.Info("stopped cleanly")
+	return 0
+}
+
+// runCluster runs newsfeed as a node of a cluster on NATS JetStream
+// ([cluster] in the configuration).
+func runCluster(cfg *newsfeed.Config, log *slog.Logger) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	n, err := cluster.Open(ctx, cfg, cluster.Options{Logger: log})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	if err := n.Run(ctx); err != nil {
 		log.Error("stopped with an error", "err", err)
 		return 1
 	}
@@ -149,6 +172,11 @@ func inject(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if cfg.Cluster != nil {
+		// A cluster node's store is JetStream: hand the articles to the
+		// node running with this configuration.
+		return injectRemote(ctx, cfg, fs.Args(), stdout, stderr)
+	}
 	r, err := newsfeed.Open(cfg, newsfeed.Options{Logger: log, NoConnect: true})
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		// A relay runs on this spool: hand it the articles over its
@@ -205,6 +233,7 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	n := fs.Int("n", 200, "number of sample articles")
 	verbose := fs.Bool("v", false, "show the relay's log")
+	clustered := fs.Bool("cluster", false, "show cluster mode: 3 embedded NATS servers, two newsfeed nodes, one killed")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -212,7 +241,11 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		opts.Log = stderr
 	}
-	if err := Demo(context.Background(), stdout, opts); err != nil {
+	run := Demo
+	if *clustered {
+		run = DemoCluster
+	}
+	if err := run(context.Background(), stdout, opts); err != nil {
 		fmt.Fprintf(stderr, "newsfeed demo: %v\n", err)
 		return 1
 	}

@@ -103,6 +103,10 @@ type Config struct {
 	TLSRequired bool              `toml:"tls_required"` // AUTHINFO only on encrypted connections
 	ArtCutoff   tomlconf.Duration `toml:"artcutoff"`    // refuse articles dated earlier than now minus this (0: off)
 	Incoming    []IncomingConfig  `toml:"incoming"`
+	// Cluster, when set, makes this process one node of a newsfeed
+	// cluster on NATS JetStream (package runtime/newsfeed/cluster): the
+	// articles, history and peer queues live there, not in spool.
+	Cluster *ClusterConfig `toml:"cluster"`
 
 	// allowed is Allow parsed (check fills it).
 	allowed []netip.Prefix
@@ -287,6 +291,9 @@ func (c *Config) applyDefaults() error {
 	for i := range c.Peers {
 		c.Peers[i].applyDefaults(c, "peer["+strconv.Itoa(i+1)+"].")
 	}
+	if c.Cluster != nil {
+		c.Cluster.applyDefaults(c)
+	}
 	return nil
 }
 
@@ -428,6 +435,9 @@ func (c *Config) check() error {
 		}
 		seen[p.Name] = i + 1
 		errs = append(errs, p.check(c, pre)...)
+	}
+	if c.Cluster != nil {
+		errs = append(errs, c.Cluster.check(c)...)
 	}
 	// Report mistakes in the order of the file.
 	slices.SortStableFunc(errs, func(a, b error) int {

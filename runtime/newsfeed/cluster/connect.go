@@ -1,0 +1,52 @@
+package cluster
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ConnectOptions say how a node reaches NATS.
+type ConnectOptions struct {
+	URLs      []string
+	Name      string // client name, seen in the servers' monitoring
+	CredsFile string // NATS credentials (JWT and seed)
+	CAFile    string // roots for the servers' TLS certificates
+	Log       *slog.Logger
+}
+
+// Connect connects to any of the servers and keeps reconnecting for ever:
+// when a NATS server dies the client moves to another, and publishes wait
+// (bounded by their contexts) until it is back.
+func Connect(o ConnectOptions) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name(o.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectBufSize(64 << 20),
+		nats.Timeout(5 * time.Second),
+	}
+	if o.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(o.CredsFile))
+	}
+	if o.CAFile != "" {
+		opts = append(opts, nats.RootCAs(o.CAFile))
+	}
+	if log := o.Log; log != nil {
+		opts = append(opts,
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				log.Warn("nats disconnected", "err", err)
+			}),
+			nats.ReconnectHandler(func(nc *nats.Conn) {
+				log.Info("nats reconnected", "server", nc.ConnectedUrlRedacted())
+			}))
+	}
+	nc, err := nats.Connect(strings.Join(o.URLs, ","), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: connect to %s: %w", strings.Join(o.URLs, ","), err)
+	}
+	return nc, nil
+}

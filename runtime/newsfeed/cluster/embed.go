@@ -1,0 +1,151 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Embedded is a NATS cluster with JetStream run inside this process, on
+// loopback: what `newsfeed demo -cluster`, newsbench and the tests run
+// against. Each server has its own store directory and fixed ports, so a
+// server stopped with Kill comes back with Restart on the same state, as
+// a real server restarted would.
+type Embedded struct {
+	dir     string
+	client  []int // client ports
+	route   []int // cluster ports
+	servers []*server.Server
+}
+
+// StartEmbedded starts n servers (1: a lone JetStream server; 3 or more: a
+// cluster with routes between all) keeping their state under dir.
+func StartEmbedded(dir string, n int) (*Embedded, error) {
+	e := &Embedded{dir: dir, servers: make([]*server.Server, n)}
+	ports, err := freePorts(2 * n)
+	if err != nil {
+		return nil, err
+	}
+	e.client, e.route = ports[:n], ports[n:]
+	errs := make(chan error, n)
+	for i := range n {
+		// The servers of a cluster wait for each other to elect the
+		// meta leader: start them together.
+		go func() { errs <- e.Restart(i) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			e.Shutdown()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// freePorts finds n free loopback ports.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("cluster: embedded nats: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// Restart starts server i again (or for the first time) on its store
+// directory and ports, and waits until it takes connections.
+func (e *Embedded) Restart(i int) error {
+	n := len(e.client)
+	opts := &server.Options{
+		ServerName: "nats-" + strconv.Itoa(i),
+		Host:       "127.0.0.1",
+		Port:       e.client[i],
+		JetStream:  true,
+		StoreDir:   filepath.Join(e.dir, "nats-"+strconv.Itoa(i)),
+		NoLog:      true,
+		NoSigs:     true,
+		// A JetStream cluster must own the memory and disk it may use:
+		// small, fixed limits keep the servers of a test or demo from
+		// reserving the machine's.
+		JetStreamMaxMemory: 64 << 20,
+		JetStreamMaxStore:  16 << 30,
+	}
+	if n > 1 {
+		opts.Cluster = server.ClusterOpts{Name: "newsflow", Host: "127.0.0.1", Port: e.route[i]}
+		for j := range n {
+			if j != i {
+				opts.Routes = append(opts.Routes, &url.URL{Scheme: "nats", Host: "127.0.0.1:" + strconv.Itoa(e.route[j])})
+			}
+		}
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("cluster: embedded nats %d: %w", i, err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		s.Shutdown()
+		return fmt.Errorf("cluster: embedded nats %d: not ready after 30s", i)
+	}
+	e.servers[i] = s
+	return nil
+}
+
+// Kill stops server i at once (its state stays in its directory).
+func (e *Embedded) Kill(i int) {
+	if s := e.servers[i]; s != nil {
+		s.Shutdown()
+		s.WaitForShutdown()
+		e.servers[i] = nil
+	}
+}
+
+// Shutdown stops every server.
+func (e *Embedded) Shutdown() {
+	for i := range e.servers {
+		e.Kill(i)
+	}
+}
+
+// URLs are the servers' client URLs, for [cluster] nats.
+func (e *Embedded) URLs() []string {
+	var u []string
+	for _, p := range e.client {
+		u = append(u, "nats://127.0.0.1:"+strconv.Itoa(p))
+	}
+	return u
+}
+
+// WaitJetStream waits until JetStream answers on a quorum (a meta leader
+// is elected), up to d.
+func (e *Embedded) WaitJetStream(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for _, s := range e.servers {
+			if s != nil && s.JetStreamIsLeader() {
+				return nil
+			}
+		}
+		if len(e.servers) == 1 && e.servers[0] != nil && e.servers[0].JetStreamEnabled() {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return errors.New("cluster: embedded nats: no JetStream meta leader")
+}

@@ -1,0 +1,288 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/newsflow/newsflow/machine/ingest"
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/goroutine"
+)
+
+// Ingest in a cluster node: the machine/ingest machine on the goroutine
+// runtime, as in the single-node relay, with JetStream for history and
+// store. Each Check and Article is answered by a goroutine of its own (the
+// answer needs NATS round trips, and the machine pipelines many offers):
+// it hands the verdict or result back through inConn.answer, and one
+// applier goroutine gives the collected answers to the machine with Do.
+
+// inConn is one upstream connection.
+type inConn struct {
+	n      *Node
+	remote string
+	gc     *goroutine.Conn
+	g      *ingest.Ingest
+	kick   chan struct{}
+	ctx    context.Context
+
+	mu       sync.Mutex
+	answers  []func(now time.Time)
+	shutdown string
+
+	// Owned by Run's goroutine: reservations won at CHECK/IHAVE and not
+	// yet used by the article.
+	reserved map[string]Reservation
+	// working counts the goroutines answering this connection's commands;
+	// the connection's end waits for them before it releases reservations.
+	working sync.WaitGroup
+}
+
+// serveIngest runs one upstream connection to its end.
+func (n *Node) serveIngest(ctx context.Context, nc net.Conn) {
+	now := time.Now()
+	g := ingest.New(now, ingest.Config{
+		PathHost:       n.cfg.PathHost,
+		MaxArticleSize: int64(n.cfg.MaxArticleSize),
+		MaxBuffered:    2*int(n.cfg.MaxArticleSize) + 4<<20,
+		MaxFuture:      -1, // a relay passes what its upstream accepted
+	})
+	ic := &inConn{n: n, remote: nc.RemoteAddr().String(), g: g, kick: make(chan struct{}, 1),
+		reserved: map[string]Reservation{}, ctx: ctx}
+	ic.gc = goroutine.New(nc, goroutine.Options{})
+	n.mu.Lock()
+	n.inConns[ic] = struct{}{}
+	n.mu.Unlock()
+	n.ingest.open.Add(1)
+
+	sctx, cancel := context.WithCancel(ctx)
+	go func() {
+		for {
+			select {
+			case <-ic.kick:
+				ic.gc.Do(sctx, ic.apply)
+			case <-sctx.Done():
+				return
+			}
+		}
+	}()
+	err := ic.gc.Run(sctx, g, ic.step)
+	// Workers still running answer nobody; let them finish their
+	// publishes (what they stored stays stored) before the reservations
+	// go.
+	ic.working.Wait()
+	cancel()
+	ic.gc.Close()
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	for _, r := range ic.reserved {
+		n.store.Release(rctx, r)
+	}
+	rcancel()
+	n.mu.Lock()
+	delete(n.inConns, ic)
+	n.mu.Unlock()
+	n.ingest.open.Add(-1)
+	if err != nil && ctx.Err() == nil {
+		n.log.Debug("ingest connection ended", "remote", ic.remote, "err", err)
+	}
+}
+
+// step drains the machine's events after every input (Run's goroutine).
+func (ic *inConn) step(now time.Time) error {
+	n := ic.n
+	for {
+		ev, ok := ic.g.NextEvent()
+		if !ok {
+			return nil
+		}
+		switch e := ev.(type) {
+		case ingest.Check:
+			ic.check(e)
+		case ingest.Article:
+			ic.article(e)
+		case ingest.Rejected:
+			n.ingest.rejected.Add(1)
+			if r, ok := ic.reserved[e.MessageID]; ok {
+				delete(ic.reserved, e.MessageID)
+				ic.async(func(ctx context.Context) { n.store.Release(ctx, r) })
+			}
+			n.log.Info("article rejected", "remote", ic.remote, "cmd", e.Cmd.String(), "id", e.MessageID,
+				"kind", e.Kind.String(), "reason", e.Reason)
+		case ingest.Closed:
+			n.log.Debug("ingest connection closed", "remote", ic.remote, "reason", e.Reason)
+		}
+	}
+}
+
+// async runs fn on a goroutine of its own with a bounded context; the
+// connection's end waits for it.
+func (ic *inConn) async(fn func(ctx context.Context)) {
+	ic.working.Add(1)
+	go func() {
+		defer ic.working.Done()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ic.ctx), time.Minute)
+		defer cancel()
+		fn(ctx)
+	}()
+}
+
+// check answers CHECK or IHAVE from the cluster's history: the node that
+// creates the key wants the article; a key held by a reservation defers
+// the offer (431/436), a present one refuses it (438/435).
+func (ic *inConn) check(e ingest.Check) {
+	n := ic.n
+	ic.async(func(ctx context.Context) {
+		v, r, err := n.store.Reserve(ctx, e.MessageID)
+		verdict := ingest.Want
+		switch {
+		case err != nil:
+			n.log.Warn("history", "id", e.MessageID, "err", err)
+			verdict = ingest.Defer
+			n.ingest.deferred.Add(1)
+		case v == InProgress:
+			verdict = ingest.Defer
+			n.ingest.deferred.Add(1)
+		case v == Present:
+			verdict = ingest.Refuse
+			n.ingest.refused.Add(1)
+		}
+		ic.answer(func(now time.Time) {
+			if verdict == ingest.Want {
+				ic.reserved[e.MessageID] = r
+			}
+			if err := ic.g.Decide(now, e.Seq, verdict); err != nil {
+				n.log.Error("ingest decide", "err", err)
+			}
+		})
+	})
+}
+
+// article stores a received article: reserve it if CHECK or IHAVE did
+// not, publish it and its queue entries, wait for their acknowledgements,
+// mark it present, and only then answer 239/235.
+func (ic *inConn) article(e ingest.Article) {
+	n := ic.n
+	r, had := ic.reserved[e.MessageID]
+	delete(ic.reserved, e.MessageID)
+	wire, err := spoolForm(e, n.cfg.PathHost)
+	if err != nil {
+		n.ingest.rejected.Add(1)
+		ic.async(func(ctx context.Context) { n.store.Release(ctx, r) })
+		ic.stored(e.Seq, ingest.Result{Outcome: ingest.StoreRejected, Reason: "Bad Path"})
+		return
+	}
+	groups, _ := e.Header.Newsgroups()
+	peers := n.route(groups, e.Header.Path(), int64(len(wire)))
+	ic.async(func(ctx context.Context) {
+		if !had {
+			// TAKETHIS without CHECK: the history decides now. Held by
+			// another node means it is being stored there: a duplicate
+			// for this sender (which keeps its copy until acknowledged
+			// by that node, so nothing is lost if that node dies).
+			v, rr, err := n.store.Reserve(ctx, e.MessageID)
+			switch {
+			case err != nil:
+				n.log.Warn("history", "id", e.MessageID, "err", err)
+				n.ingest.deferred.Add(1)
+				ic.stored(e.Seq, ingest.Result{Outcome: ingest.StoreLater, Reason: "History unavailable"})
+				return
+			case v != Reserved:
+				n.ingest.duplicate.Add(1)
+				ic.stored(e.Seq, ingest.Result{Outcome: ingest.StoreDuplicate})
+				return
+			}
+			r = rr
+		}
+		if err := n.store.Put(ctx, r, e.MessageID, wire, peers); err != nil {
+			n.log.Warn("cannot store", "id", e.MessageID, "err", err)
+			n.store.Release(ctx, r)
+			n.ingest.deferred.Add(1)
+			ic.stored(e.Seq, ingest.Result{Outcome: ingest.StoreLater, Reason: "Cannot store articles now"})
+			return
+		}
+		n.ingest.accepted.Add(1)
+		n.ingest.bytes.Add(int64(len(wire)))
+		for _, p := range n.peers {
+			for _, name := range peers {
+				if name == p.cfg.Name {
+					p.queued.Add(1)
+				}
+			}
+		}
+		ic.stored(e.Seq, ingest.Result{Outcome: ingest.StoreAccepted})
+	})
+}
+
+// stored hands a store result to the machine.
+func (ic *inConn) stored(seq uint64, res ingest.Result) {
+	ic.answer(func(now time.Time) {
+		if err := ic.g.Stored(now, seq, res); err != nil {
+			ic.n.log.Error("ingest stored", "err", err)
+		}
+	})
+}
+
+// answer queues fn for the machine's goroutine and wakes the applier.
+func (ic *inConn) answer(fn func(now time.Time)) {
+	ic.mu.Lock()
+	ic.answers = append(ic.answers, fn)
+	ic.mu.Unlock()
+	select {
+	case ic.kick <- struct{}{}:
+	default:
+	}
+}
+
+// apply runs the queued answers on Run's goroutine (through Do).
+func (ic *inConn) apply(now time.Time) {
+	ic.mu.Lock()
+	answers := ic.answers
+	ic.answers = nil
+	shut := ic.shutdown
+	ic.mu.Unlock()
+	for _, fn := range answers {
+		fn(now)
+	}
+	if shut != "" {
+		ic.g.Shutdown(now, shut)
+	}
+}
+
+// stopIngest asks every upstream connection to finish (answers already
+// owed still go out) and waits a little for them.
+func (n *Node) stopIngest() {
+	n.mu.Lock()
+	conns := make([]*inConn, 0, len(n.inConns))
+	for c := range n.inConns {
+		conns = append(conns, c)
+	}
+	n.mu.Unlock()
+	for _, ic := range conns {
+		ic.mu.Lock()
+		ic.shutdown = "Shutting down"
+		ic.mu.Unlock()
+		select {
+		case ic.kick <- struct{}{}:
+		default:
+		}
+	}
+	deadline := time.Now().Add(n.opts.StopTimeout)
+	for n.ingest.open.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// spoolForm is the article as it is stored: pathHost prepended to its Path
+// field (RFC 5537 §3.2.1; none when pathHost is empty), in wire form.
+func spoolForm(e ingest.Article, pathHost string) ([]byte, error) {
+	if pathHost == "" {
+		return proto.AppendWire(nil, e.Data), nil
+	}
+	withPath, err := proto.PrependPathIdentity(nil, e.Data, e.Header, pathHost)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: wire form of %s: %w", e.MessageID, err)
+	}
+	return proto.AppendWire(nil, withPath), nil
+}

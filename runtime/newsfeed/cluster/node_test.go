@@ -1,0 +1,194 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/newsfeed"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+)
+
+// nodeConfig is a node's configuration on loopback against NATS at urls,
+// feeding the peers (name -> port).
+func nodeConfig(t *testing.T, node string, urls []string, replicas int, peers map[string]int, extra string) *newsfeed.Config {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"%s.test\"\nstats_interval = \"1s\"\n", t.TempDir(), node)
+	for name, port := range peers {
+		fmt.Fprintf(&b, "[[peer]]\nname = %q\nhost = \"127.0.0.1\"\nport = %d\nconnections = 2\nreconnect_max = \"300ms\"\ndefer_delay = \"1s\"\ndefer_max_delay = \"2s\"\n", name, port)
+	}
+	fmt.Fprintf(&b, "[cluster]\nnats = [\"%s\"]\nnode = %q\nreplicas = %d\nshards = 2\nack_wait = \"3s\"\nreserve_ttl = \"2s\"\n%s", strings.Join(urls, `", "`), node, replicas, extra)
+	cfg, err := newsfeed.ParseConfig("test.toml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// startNode runs a node until the test ends.
+func startNode(t *testing.T, cfg *newsfeed.Config) *Node {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	n, err := Open(ctx, cfg, Options{})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return n
+}
+
+// testArticle is article i: a little over size octets.
+func testArticle(i, size int) (string, []byte) {
+	id := fmt.Sprintf("<c%d@cluster.test>", i)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Path: up.test!not-for-mail\nFrom: t@cluster.test\nNewsgroups: misc.test\nSubject: %d\n", i)
+	fmt.Fprintf(&b, "Date: %s\nMessage-ID: %s\n\n", time.Now().UTC().Format(time.RFC1123Z), id)
+	for b.Len() < size {
+		b.WriteString("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n")
+	}
+	return id, []byte(b.String())
+}
+
+// takeThis streams the articles with TAKETHIS and returns each answer's
+// code by message-id.
+func takeThis(t *testing.T, addr string, arts map[string][]byte) map[string]int {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	br := bufio.NewReader(c)
+	line := func() string {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading from %s: %v", addr, err)
+		}
+		return strings.TrimRight(l, "\r\n")
+	}
+	if l := line(); !strings.HasPrefix(l, "200") {
+		t.Fatalf("greeting %q", l)
+	}
+	io.WriteString(c, "MODE STREAM\r\n")
+	if l := line(); !strings.HasPrefix(l, "203") {
+		t.Fatalf("MODE STREAM: %q", l)
+	}
+	go func() {
+		w := bufio.NewWriter(c)
+		for id, a := range arts {
+			fmt.Fprintf(w, "TAKETHIS %s\r\n", id)
+			w.Write(proto.ToWire(a))
+		}
+		w.Flush()
+	}()
+	got := map[string]int{}
+	for range arts {
+		var code int
+		var id string
+		l := line()
+		if _, err := fmt.Sscanf(l, "%d %s", &code, &id); err != nil {
+			t.Fatalf("answer %q", l)
+		}
+		got[id] = code
+	}
+	return got
+}
+
+// TestNodeFeeds: one node on one NATS server takes articles in (small and
+// over max_payload) and feeds them to a peer that defers some at first.
+func TestNodeFeeds(t *testing.T) {
+	e, err := StartEmbedded(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown()
+	peer := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	peer.SetRule(nntptest.Sequence(map[string][]nntptest.Verdict{
+		"<c3@cluster.test>": {nntptest.Defer, nntptest.Want},
+	}, nntptest.Want))
+	n := startNode(t, nodeConfig(t, "a", e.URLs(), 1, map[string]int{"sink": peer.Port()}, ""))
+	arts := map[string][]byte{}
+	for i := range 40 {
+		size := 2000
+		if i%10 == 9 {
+			size = 1500 << 10 // over the 1 MB max_payload
+		}
+		id, a := testArticle(i, size)
+		arts[id] = a
+	}
+	got := takeThis(t, n.Addr().String(), arts)
+	for id := range arts {
+		if got[id] != 239 {
+			t.Errorf("%s: answer %d, want 239", id, got[id])
+		}
+	}
+	// Offered again: the history refuses every one.
+	again := takeThis(t, n.Addr().String(), map[string][]byte{"<c1@cluster.test>": arts["<c1@cluster.test>"]})
+	if again["<c1@cluster.test>"] != 439 {
+		t.Errorf("second TAKETHIS of <c1@cluster.test>: %d, want 439", again["<c1@cluster.test>"])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = peer.Await(ctx, func() bool {
+		for id := range arts {
+			if !peer.Has(id) {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		var missing []string
+		for id := range arts {
+			if !peer.Has(id) {
+				missing = append(missing, id)
+			}
+		}
+		t.Fatalf("peer lacks %d articles, e.g. %v", len(missing), missing[:min(3, len(missing))])
+	}
+	// The articles arrive whole, chunked ones too, with our Path identity.
+	checked := 0
+	for _, x := range peer.Transfers() {
+		a, ok := arts[x.MessageID]
+		if !ok || x.Code != 239 {
+			continue
+		}
+		_, body, _ := bytes.Cut(a, []byte("\n\n"))
+		wantBody := bytes.ReplaceAll(body, []byte("\n"), []byte("\r\n"))
+		if !bytes.HasSuffix(x.Article, wantBody) || !bytes.HasPrefix(x.Article, []byte("Path: a.test!up.test!")) {
+			t.Errorf("%s arrived altered: %d octets, starts %q", x.MessageID, len(x.Article), x.Article[:min(40, len(x.Article))])
+		}
+		checked++
+	}
+	if checked != len(arts) {
+		t.Errorf("%d articles accepted by the peer, want %d", checked, len(arts))
+	}
+	st := n.Status(ctx)
+	if st.Peers[0].Deferred < 1 {
+		t.Errorf("deferrals %d, want at least 1 (the peer deferred <c3@cluster.test>)", st.Peers[0].Deferred)
+	}
+	// The queue drains (acks reach the server asynchronously).
+	for {
+		st = n.Status(ctx)
+		if st.Peers[0].Queued == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("queue not drained: %+v", st.Cluster.Peers)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

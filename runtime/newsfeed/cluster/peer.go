@@ -1,0 +1,552 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/newsflow/newsflow/machine/feed"
+	"github.com/newsflow/newsflow/machine/handshake"
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/goroutine"
+	"github.com/newsflow/newsflow/runtime/newsfeed"
+)
+
+// Feeding a peer from a cluster node: per peer one durable consumer shared
+// by every node, and on this node cfg.Connections connections. Each
+// connection runs the feed machine on the goroutine runtime and has a
+// puller goroutine that fetches as many queue entries as the feed asked
+// for (WantMore), reads their articles from the store, keeps them in the
+// connection's bodies (the runtime's BodySource) and offers them. The
+// feed's verdict settles each entry: acknowledged when the peer answered
+// for good, a delayed nak when it deferred, a short nak when the
+// connection gave it back.
+
+// peer is one peerfeed on this node.
+type peer struct {
+	n        *Node
+	cfg      *newsfeed.PeerConfig
+	patterns proto.GroupPatterns
+	cons     jetstream.Consumer
+	addr     string
+	tls      *tls.Config
+
+	skipGroups, skipPath, skipSize, queued atomic.Int64 // masterfeed on this node
+	offered, accepted, refused, rejects    atomic.Int64 // answers on this node
+	deferrals, dropped, requeued           atomic.Int64
+	acceptedBytes, connects, connFails     atomic.Int64
+
+	mu    sync.Mutex
+	conns []*outConn
+	done  chan struct{}
+}
+
+func newPeer(ctx context.Context, n *Node, pc *newsfeed.PeerConfig) (*peer, error) {
+	pats, err := proto.ParseGroupPatterns(pc.Groups)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: peer %s: groups: %w", pc.Name, err)
+	}
+	p := &peer{n: n, cfg: pc, patterns: pats, addr: net.JoinHostPort(pc.Host, strconv.Itoa(pc.Port))}
+	if pc.TLS || pc.StartTLS {
+		p.tls = &tls.Config{ServerName: pc.ServerName, MinVersion: tls.VersionTLS12}
+		if p.tls.ServerName == "" {
+			p.tls.ServerName = pc.Host
+		}
+		p.tls.InsecureSkipVerify = pc.TLSVerify != nil && !*pc.TLSVerify
+		if pc.CAFile != "" {
+			pem, err := os.ReadFile(pc.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("cluster: peer %s: ca_file: %w", pc.Name, err)
+			}
+			p.tls.RootCAs = x509.NewCertPool()
+			if !p.tls.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("cluster: peer %s: ca_file %s: no PEM certificates", pc.Name, pc.CAFile)
+			}
+		}
+	}
+	p.cons, err = n.store.Queue(ctx, pc.Name, QueueLimits{MaxBytes: int64(pc.BacklogMaxBytes), MaxAge: pc.BacklogMaxAge.D()})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// start opens the peer's connections on this node.
+func (p *peer) start(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range p.cfg.Connections {
+		c := &outConn{p: p, id: i + 1, kick: make(chan struct{}, 1), bodies: bodies{m: map[string]*held{}}}
+		c.state.Store("starting")
+		p.conns = append(p.conns, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.run(ctx)
+		}()
+	}
+	go func() { wg.Wait(); close(p.done) }()
+}
+
+// stop closes the connections gracefully (QUIT after the answers due;
+// what stays unanswered goes back to the queue), waiting a little.
+func (p *peer) stop() {
+	p.mu.Lock()
+	conns, done := p.conns, p.done
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.stopping.Store(true)
+		c.poke()
+		// Wake the feed's loop too: step sees stopping and closes the
+		// feed (QUIT after the answers due).
+		if gc := c.gc.Load(); gc != nil {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), p.n.opts.StopTimeout)
+				defer cancel()
+				gc.Do(ctx, func(time.Time) {})
+			}()
+		}
+	}
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(p.n.opts.StopTimeout):
+		p.n.log.Warn("peer connections slow to close; cutting them", "peer", p.cfg.Name)
+	}
+}
+
+// held is a queue entry pulled and offered, with its article.
+type held struct {
+	msg  jetstream.Msg
+	body []byte
+}
+
+// bodies are a connection's pulled articles by token (the queue entry's
+// stream sequence): the runtime's BodySource while the feed sends them.
+type bodies struct {
+	mu sync.Mutex
+	m  map[string]*held
+}
+
+// Body gives the article of token (machine.BodySource).
+func (b *bodies) Body(token string) ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h, ok := b.m[token]
+	if !ok {
+		return nil, fmt.Errorf("cluster: no article pulled for token %s", token)
+	}
+	return h.body, nil
+}
+
+func (b *bodies) put(token string, h *held) {
+	b.mu.Lock()
+	b.m[token] = h
+	b.mu.Unlock()
+}
+
+func (b *bodies) take(token string) *held {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.m[token]
+	delete(b.m, token)
+	return h
+}
+
+// all returns every held entry and forgets them.
+func (b *bodies) all() []*held {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var hs []*held
+	for k, h := range b.m {
+		hs = append(hs, h)
+		delete(b.m, k)
+	}
+	return hs
+}
+
+// each calls fn for every held entry.
+func (b *bodies) each(fn func(*held)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, h := range b.m {
+		fn(h)
+	}
+}
+
+// outConn is one connection to the peer from this node.
+type outConn struct {
+	p        *peer
+	id       int
+	kick     chan struct{}
+	stopping atomic.Bool
+	gc       atomic.Pointer[goroutine.Conn] // the session's, while it feeds
+	state    atomic.Value                   // string, for the status page
+	credits  atomic.Int64                   // articles the feed asked for and the puller has not fetched
+	bodies   bodies
+
+	// Owned by the session's Run goroutine.
+	f       *feed.Feed
+	closing bool
+	closed  error
+}
+
+func (c *outConn) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run connects, feeds and reconnects with growing backoff until ctx ends
+// or the node stops.
+func (c *outConn) run(ctx context.Context) {
+	p := c.p
+	backoff := 250 * time.Millisecond
+	ceiling := p.cfg.ReconnectMax.D()
+	for ctx.Err() == nil && !c.stopping.Load() {
+		began := time.Now()
+		fed, err := c.session(ctx)
+		if ctx.Err() != nil || c.stopping.Load() {
+			break
+		}
+		if fed && time.Since(began) > 10*time.Second {
+			backoff = 250 * time.Millisecond
+		}
+		p.connFails.Add(1)
+		wait := backoff*3/4 + time.Duration(rand.Int64N(int64(backoff)/2+1))
+		c.state.Store("waiting")
+		p.n.log.Warn("peer connection failed; retrying", "peer", p.cfg.Name, "conn", c.id, "err", err, "retry_in", wait.Round(time.Millisecond))
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+		backoff = min(2*backoff, ceiling)
+	}
+	c.state.Store("stopped")
+}
+
+// session runs one connection: dial, handshake, feed.
+func (c *outConn) session(ctx context.Context) (fed bool, err error) {
+	p, n := c.p, c.p.n
+	cfg := p.cfg
+	c.state.Store("connecting")
+	dctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout.D())
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(dctx, "tcp", p.addr)
+	if err != nil {
+		return false, fmt.Errorf("dial %s: %w", p.addr, err)
+	}
+	if cfg.TLS {
+		tc := tls.Client(nc, p.tls)
+		if err := tc.HandshakeContext(dctx); err != nil {
+			nc.Close()
+			return false, fmt.Errorf("tls %s: %w", p.addr, err)
+		}
+		nc = tc
+	}
+	gc := goroutine.New(nc, goroutine.Options{TLSConfig: p.tls, Bodies: &c.bodies})
+	defer gc.Close()
+	hcfg := handshake.Config{Stream: cfg.Streaming != "off", User: cfg.Username, Pass: cfg.Password,
+		StepTimeout: cfg.ConnectTimeout.D()}
+	if cfg.StartTLS {
+		hcfg.TLS = handshake.TLSRequired
+	}
+	hs := handshake.New(time.Now(), hcfg)
+	var ready *handshake.Ready
+	var failed error
+	err = gc.Run(dctx, hs, func(time.Time) error {
+		for {
+			ev, ok := hs.NextEvent()
+			if !ok {
+				return nil
+			}
+			switch e := ev.(type) {
+			case handshake.Ready:
+				ready = &e
+				return goroutine.ErrStop
+			case handshake.Failed:
+				failed = e
+			}
+		}
+	})
+	switch {
+	case ready == nil && failed != nil:
+		return false, fmt.Errorf("handshake: %w", failed)
+	case ready == nil && err != nil:
+		return false, fmt.Errorf("handshake: %w", err)
+	case ready == nil:
+		return false, errors.New("handshake: connection closed")
+	}
+	if cfg.Streaming == "on" && !ready.Streaming {
+		return false, errors.New("peer does not stream (MODE STREAM refused) and streaming = \"on\"")
+	}
+	p.connects.Add(1)
+	now := time.Now()
+	c.f = feed.New(now, feed.Config{Streaming: ready.Streaming, Window: cfg.Window,
+		ResponseTimeout: cfg.ResponseTimeout.D(), User: cfg.Username, Pass: cfg.Password})
+	c.closing, c.closed = false, nil
+	c.credits.Store(0)
+	if left := hs.Leftover(); len(left) > 0 {
+		if err := c.f.Receive(now, left); err != nil {
+			return false, fmt.Errorf("feed: %w", err)
+		}
+	}
+	c.state.Store("feeding")
+	n.log.Info("peer connected", "peer", cfg.Name, "conn", c.id, "addr", p.addr, "streaming", ready.Streaming)
+
+	sctx, stop := context.WithCancel(ctx)
+	var pw sync.WaitGroup
+	pw.Add(1)
+	go func() { defer pw.Done(); c.puller(sctx, gc) }()
+	c.gc.Store(gc)
+	err = gc.Run(ctx, c.f, c.step)
+	c.gc.Store(nil)
+	stop()
+	pw.Wait()
+	// What the feed still held goes back to the queue, for any node.
+	for _, h := range c.bodies.all() {
+		p.requeued.Add(1)
+		h.msg.NakWithDelay(time.Second)
+	}
+	c.f = nil
+	if c.closed != nil {
+		err = c.closed
+	}
+	if err == nil {
+		err = errors.New("connection closed")
+	}
+	return true, err
+}
+
+// puller fetches queue entries while the feed has room, reads their
+// articles and offers them (through Do). It also keeps the entries it
+// holds alive (InProgress) so that a slow peer's entries are not
+// redelivered to another node while this one still waits for answers.
+func (c *outConn) puller(ctx context.Context, gc *goroutine.Conn) {
+	p := c.p
+	store := p.n.store
+	alive := time.NewTicker(max(time.Second, store.set.AckWait/3))
+	defer alive.Stop()
+	for ctx.Err() == nil {
+		want := c.credits.Load()
+		if want <= 0 {
+			select {
+			case <-c.kick:
+			case <-alive.C:
+				c.bodies.each(func(h *held) { h.msg.InProgress() })
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		// What is there now, without waiting for a whole batch (Fetch
+		// waits until it has all it asked for or its time is up: a
+		// second per pull when the queue holds fewer than asked); when
+		// nothing is there, wait for the first entry.
+		batch, err := p.cons.FetchNoWait(int(min(want, 256)))
+		if err == nil {
+			msgs := c.fetched(batch)
+			if len(msgs) > 0 {
+				if !c.offer(ctx, gc, msgs) {
+					return
+				}
+				continue
+			}
+			batch, err = p.cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				p.n.log.Debug("queue fetch", "peer", p.cfg.Name, "err", err)
+				select {
+				case <-time.After(250 * time.Millisecond):
+				case <-ctx.Done():
+				}
+			}
+			continue
+		}
+		if !c.offer(ctx, gc, c.fetched(batch)) {
+			return
+		}
+	}
+}
+
+// fetched takes the messages of a pull, counting them off the credits.
+func (c *outConn) fetched(batch jetstream.MessageBatch) []jetstream.Msg {
+	var msgs []jetstream.Msg
+	for m := range batch.Messages() {
+		c.credits.Add(-1)
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// offer loads the articles of msgs and offers them to the feed; false
+// means the session ended (the held entries are naked by it).
+func (c *outConn) offer(ctx context.Context, gc *goroutine.Conn, msgs []jetstream.Msg) bool {
+	arts := c.load(ctx, msgs)
+	if len(arts) == 0 {
+		return true
+	}
+	c.p.offered.Add(int64(len(arts)))
+	return gc.Do(ctx, func(now time.Time) {
+		for _, a := range arts {
+			c.f.Offer(now, a)
+		}
+	}) == nil
+}
+
+// readers bounds the article reads one connection has in flight: a read
+// is a round trip to the shard's leader, and reading a batch one after
+// the other made the round trips, not CPU, the limit of feeding.
+const readers = 32
+
+// missingAfter is how many deliveries of an entry find no article before
+// the article counts as missing (expired from the store) and the entry is
+// dropped: the first misses may be a replica behind its leader.
+const missingAfter = 4
+
+// load reads the articles of pulled queue entries, in parallel, keeps
+// them in the connection's bodies and returns them to offer, in order.
+func (c *outConn) load(ctx context.Context, msgs []jetstream.Msg) []feed.Article {
+	p := c.p
+	arts := make([]feed.Article, len(msgs))
+	sem := make(chan struct{}, readers)
+	var wg sync.WaitGroup
+	for i, m := range msgs {
+		md, err := m.Metadata()
+		if err != nil {
+			m.Term()
+			continue
+		}
+		ref, err := ParseRef(m.Data())
+		if err != nil {
+			p.n.log.Warn("bad queue entry; dropped", "peer", p.cfg.Name, "err", err)
+			p.dropped.Add(1)
+			m.Term()
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			body, err := p.n.store.Body(ctx, ref)
+			switch {
+			case err == nil:
+			case errors.Is(err, jetstream.ErrMsgNotFound) && md.NumDelivered < missingAfter:
+				// A replica that has not applied the article yet
+				// answered the direct get: again in a moment.
+				m.NakWithDelay(requeueDelay)
+				return
+			case errors.Is(err, jetstream.ErrMsgNotFound):
+				// Expired from the store (spool_max_age): the seed
+				// counts it missing.
+				p.n.log.Warn("article missing from the store; dropped", "peer", p.cfg.Name, "id", ref.MessageID, "err", err)
+				p.dropped.Add(1)
+				m.Term()
+				return
+			default:
+				// The session ended, or NATS did not answer: the entry
+				// goes back for any connection, never dropped.
+				m.NakWithDelay(requeueDelay)
+				return
+			}
+			tok := strconv.FormatUint(md.Sequence.Stream, 10)
+			c.bodies.put(tok, &held{msg: m, body: body})
+			arts[i] = feed.Article{Token: tok, MessageID: ref.MessageID, Size: int64(ref.Size)}
+		}()
+	}
+	wg.Wait()
+	out := arts[:0]
+	for _, a := range arts {
+		if a.Token != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// step runs after every input of the feed (Run's goroutine): it settles
+// answered entries and lets the puller fetch what the feed asked for.
+func (c *outConn) step(now time.Time) error {
+	p := c.p
+	if c.stopping.Load() && !c.closing {
+		c.closing = true
+		c.f.Close(now)
+	}
+	for {
+		ev, ok := c.f.NextEvent()
+		if !ok {
+			break
+		}
+		switch e := ev.(type) {
+		case feed.WantMore:
+			c.credits.Add(int64(e.N))
+			c.poke()
+		case feed.Accepted:
+			p.accepted.Add(1)
+			p.acceptedBytes.Add(e.Article.Size)
+			c.settle(e.Article, ack)
+		case feed.Refused:
+			p.refused.Add(1)
+			c.settle(e.Article, ack)
+		case feed.Rejected:
+			p.rejects.Add(1)
+			p.n.log.Debug("article rejected by peer", "peer", p.cfg.Name, "id", e.Article.MessageID, "code", e.Code, "reason", e.Reason)
+			c.settle(e.Article, ack)
+		case feed.Deferred:
+			p.deferrals.Add(1)
+			c.settle(e.Article, deferral)
+		case feed.Requeue:
+			for _, a := range e.Articles {
+				p.requeued.Add(1)
+				c.settle(a, requeue)
+			}
+		case feed.Warning:
+			p.n.log.Warn("peer misbehaved", "peer", p.cfg.Name, "id", e.Article.MessageID, "response", e.Response, "text", e.Text)
+		case feed.Closed:
+			c.closed = e
+		}
+	}
+	return nil
+}
+
+// settle answers the queue entry of a: see Action.
+func (c *outConn) settle(a feed.Article, o outcome) {
+	h := c.bodies.take(a.Token)
+	if h == nil {
+		return
+	}
+	cfg := c.p.cfg
+	delivered := uint64(1)
+	if md, err := h.msg.Metadata(); err == nil {
+		delivered = md.NumDelivered
+	}
+	act := settleAction(o, delivered, cfg.MaxDefers, cfg.DeferDelay.D(), cfg.DeferMaxDelay.D())
+	switch act.Kind {
+	case actAck:
+		h.msg.Ack()
+	case actNak:
+		h.msg.NakWithDelay(act.Delay)
+	case actDrop:
+		c.p.dropped.Add(1)
+		c.p.n.log.Warn("article deferred too often; dropped", "peer", cfg.Name, "id", a.MessageID, "deferrals", delivered)
+		h.msg.Term()
+	}
+}
