@@ -129,6 +129,10 @@ var (
 		"Upstream connections closed for a stall, an article slower than min_transfer_rate, or answers not read.", nil, nil)
 	descIngestBuffered = prometheus.NewDesc("newsfeed_ingest_buffered_bytes",
 		"Article bytes the upstream connections hold in memory.", nil, nil)
+	descIngestAuth = prometheus.NewDesc("newsfeed_ingest_auth_refused_total",
+		"AUTHINFO logins refused: bad credentials (failed) or an address that failed too often (blocked).", []string{"reason"}, nil)
+	descIngestGroups = prometheus.NewDesc("newsfeed_ingest_groups_refused_total",
+		"Articles refused because their [[incoming]] feeder may not send those groups.", nil, nil)
 	descAccepting = prometheus.NewDesc("newsfeed_accepting",
 		"1 while ingest accepts articles, 0 while it does not (disk full).", nil, nil)
 	descSpoolBytes = prometheus.NewDesc("newsfeed_spool_bytes", "Octets in spool segment files.", nil, nil)
@@ -139,7 +143,7 @@ var (
 // Describe sends the metric descriptions.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPeerArticles, descPeerQueued, descPeerBacklogBytes, descPeerAcceptedBytes,
-		descPeerSkipped, descPeerLostFiles, descPeerConns, descIngest, descIngestConns, descIngestDenied,
+		descPeerSkipped, descPeerLostFiles, descPeerConns, descIngest, descIngestConns, descIngestDenied, descIngestAuth, descIngestGroups,
 		descIngestLimited, descIngestHeld, descIngestTimedOut, descIngestBuffered, descAccepting, descSpoolBytes, descSpoolLost} {
 		ch <- d
 	}
@@ -190,6 +194,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descIngestHeld, st.Ingest.Held)
 	counter(descIngestTimedOut, st.Ingest.TimedOut)
 	gauge(descIngestBuffered, st.Ingest.Buffered)
+	counter(descIngestAuth, st.Ingest.AuthFailed, "failed")
+	counter(descIngestAuth, st.Ingest.AuthBlocked, "blocked")
+	counter(descIngestGroups, st.Ingest.GroupsRefused)
 	acc := int64(0)
 	if st.Accepting {
 		acc = 1

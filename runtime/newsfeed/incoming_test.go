@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"net/netip"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -182,6 +184,28 @@ groups = ["*", "!alt.binaries.*"]
 	}
 	if n := h.r.auth.blocked.Load(); n != 1 {
 		t.Errorf("blocked logins counted %d, want 1", n)
+	}
+	// The operator sees them: in the status and in /metrics.
+	if st := h.r.Status().Ingest; st.AuthFailed != authBurst || st.AuthBlocked != 1 {
+		t.Errorf("status: auth_failed %d auth_blocked %d, want %d and 1", st.AuthFailed, st.AuthBlocked, authBurst)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(&collector{r: h.r})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	authMetric := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "newsfeed_ingest_auth_refused_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			authMetric[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	if want := map[string]float64{"failed": authBurst, "blocked": 1}; !maps.Equal(authMetric, want) {
+		t.Errorf("newsfeed_ingest_auth_refused_total = %v, want %v", authMetric, want)
 	}
 }
 

@@ -105,6 +105,13 @@ type IngestStats struct {
 	Held     int64 `json:"held"`
 	TimedOut int64 `json:"timed_out"`
 	Buffered int64 `json:"buffered_bytes"`
+
+	// AuthFailed counts AUTHINFO logins refused for bad credentials,
+	// AuthBlocked those refused because the address failed too often, and
+	// GroupsRefused articles an [[incoming]] feeder may not send us.
+	AuthFailed    int64 `json:"auth_failed"`
+	AuthBlocked   int64 `json:"auth_blocked"`
+	GroupsRefused int64 `json:"groups_refused"`
 }
 
 // Status is the relay's state for the status page and `newsfeed status`.
@@ -144,6 +151,7 @@ func (r *Relay) Status() Status {
 			Refused:  r.ingest.refused.Load(), Deferred: r.ingest.deferred.Load(), Rejected: r.ingest.rejected.Load(),
 			Denied: r.ingest.denied.Load(), Limited: r.ingest.limited.Load(), Held: r.ingest.held.Load(),
 			TimedOut: r.ingest.timedOut.Load(), Buffered: r.limits.buffered.Load(),
+			AuthFailed: r.auth.failed.Load(), AuthBlocked: r.auth.blocked.Load(), GroupsRefused: r.auth.groups.Load(),
 		},
 	}
 	st.IngestRate = r.rates.perSecond(now)
