@@ -308,20 +308,16 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	p, r := c.p, c.p.r
 	cfg := p.cfg
 	c.setState("connecting", "")
+	var implicit *tls.Config
+	if cfg.TLS {
+		implicit = p.tls
+	}
+	// One deadline for the dial, TLS and the NNTP handshake.
 	dctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout.D())
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(dctx, "tcp", p.addr)
+	nc, err := drive.Dial(dctx, p.addr, cfg.ConnectTimeout.D(), implicit)
 	if err != nil {
-		return false, fmt.Errorf("dial %s: %w", p.addr, err)
-	}
-	if cfg.TLS {
-		tc := tls.Client(nc, p.tls)
-		if err := tc.HandshakeContext(dctx); err != nil {
-			nc.Close()
-			return false, fmt.Errorf("tls %s: %w", p.addr, err)
-		}
-		nc = tc
+		return false, err
 	}
 	gc, err := r.outDriver(nc, p)
 	if err != nil {

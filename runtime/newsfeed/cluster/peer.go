@@ -19,6 +19,7 @@ import (
 	"github.com/newsflow/newsflow/machine/feed"
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/runtime/goroutine"
 	"github.com/newsflow/newsflow/runtime/newsfeed"
 )
@@ -246,20 +247,16 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	p, n := c.p, c.p.n
 	cfg := p.cfg
 	c.state.Store("connecting")
+	var implicit *tls.Config
+	if cfg.TLS {
+		implicit = p.tls
+	}
+	// One deadline for the dial, TLS and the NNTP handshake.
 	dctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout.D())
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(dctx, "tcp", p.addr)
+	nc, err := drive.Dial(dctx, p.addr, cfg.ConnectTimeout.D(), implicit)
 	if err != nil {
-		return false, fmt.Errorf("dial %s: %w", p.addr, err)
-	}
-	if cfg.TLS {
-		tc := tls.Client(nc, p.tls)
-		if err := tc.HandshakeContext(dctx); err != nil {
-			nc.Close()
-			return false, fmt.Errorf("tls %s: %w", p.addr, err)
-		}
-		nc = tc
+		return false, err
 	}
 	gc := goroutine.New(nc, goroutine.Options{TLSConfig: p.tls, Bodies: &c.bodies})
 	defer gc.Close()
