@@ -42,10 +42,10 @@ type peer struct {
 
 // peerCounters are a peer's counters besides its queue's.
 type peerCounters struct {
-	skipGroups, skipPath, skipSize atomic.Int64 // masterfeed: not offered, and why
-	offeredBytes, acceptedBytes    atomic.Int64
-	deferrals                      atomic.Int64 // 431/436 answers (each retried later)
-	connects, connFails            atomic.Int64
+	skips                       Skips // masterfeed: not offered, and why
+	offeredBytes, acceptedBytes atomic.Int64
+	deferrals                   atomic.Int64 // 431/436 answers (each retried later)
+	connects, connFails         atomic.Int64
 
 	last  statsSnap // the previous stats line, for rates (statsLoop only)
 	rates rateRing  // accepted articles per second, the last minute (rate.go)

@@ -55,7 +55,6 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine/queue"
-	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
@@ -419,14 +418,7 @@ func (r *Relay) peerList() []*peer {
 // fits.
 func (r *Relay) route(groups []string, path string, size int64, dst []*peer) []*peer {
 	for _, p := range r.peers {
-		switch {
-		case !p.patterns.WantsGroups(groups):
-			p.skipGroups.Add(1)
-		case p.cfg.PathName != "" && proto.PathContains(path, p.cfg.PathName):
-			p.skipPath.Add(1)
-		case p.cfg.MaxSize > 0 && size > int64(p.cfg.MaxSize):
-			p.skipSize.Add(1)
-		default:
+		if Wants(&p.patterns, p.cfg, &p.skips, groups, path, size) {
 			dst = append(dst, p)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/newsfeed"
 )
 
@@ -227,14 +226,7 @@ func (n *Node) acceptLoop(ctx context.Context, ln net.Listener) {
 func (n *Node) route(groups []string, path string, size int64) []string {
 	var names []string
 	for _, p := range n.peers {
-		switch {
-		case !p.patterns.WantsGroups(groups):
-			p.skipGroups.Add(1)
-		case p.cfg.PathName != "" && proto.PathContains(path, p.cfg.PathName):
-			p.skipPath.Add(1)
-		case p.cfg.MaxSize > 0 && size > int64(p.cfg.MaxSize):
-			p.skipSize.Add(1)
-		default:
+		if newsfeed.Wants(&p.patterns, p.cfg, &p.skips, groups, path, size) {
 			names = append(names, p.cfg.Name)
 		}
 	}

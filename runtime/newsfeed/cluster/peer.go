@@ -43,10 +43,11 @@ type peer struct {
 	addr     string
 	tls      *tls.Config
 
-	skipGroups, skipPath, skipSize, queued atomic.Int64 // masterfeed on this node
-	offered, accepted, refused, rejects    atomic.Int64 // answers on this node
-	deferrals, dropped, requeued           atomic.Int64
-	acceptedBytes, connects, connFails     atomic.Int64
+	skips                               newsfeed.Skips // masterfeed on this node
+	queued                              atomic.Int64
+	offered, accepted, refused, rejects atomic.Int64 // answers on this node
+	deferrals, dropped, requeued        atomic.Int64
+	acceptedBytes, connects, connFails  atomic.Int64
 
 	mu    sync.Mutex
 	conns []*outConn

@@ -88,7 +88,7 @@ func (n *Node) Status(ctx context.Context) Status {
 		ps := newsfeed.PeerStats{
 			Name: p.cfg.Name, Offered: p.offered.Load(), Accepted: p.accepted.Load(), Refused: p.refused.Load(),
 			Rejected: p.rejects.Load(), Dropped: p.dropped.Load(), Deferred: p.deferrals.Load(), Resent: p.requeued.Load(),
-			Queued: int64(w + u), SkippedGroups: p.skipGroups.Load(), SkippedPath: p.skipPath.Load(), SkippedSize: p.skipSize.Load(), AcceptedBytes: p.acceptedBytes.Load(), Seconds: secs,
+			Queued: int64(w + u), SkippedGroups: p.skips.Groups.Load(), SkippedPath: p.skips.Path.Load(), SkippedSize: p.skips.Size.Load(), AcceptedBytes: p.acceptedBytes.Load(), Seconds: secs,
 		}
 		if err != nil {
 			ps.Queued = -1 // unknown: never "drained"
