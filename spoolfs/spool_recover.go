@@ -236,7 +236,6 @@ func (s *Spool) replayHistory() error {
 	// Size the table for the log up front (records are ~60 bytes) rather
 	// than growing it step by step while replaying.
 	h.t = newTable(h.t.seed, int(st.Size()/64))
-	h.t.arena = make([]byte, 0, st.Size()/2)
 	sc := newScanner(f, st.Size(), histRecMagic, parseHistRecord)
 	sc.chunk = 4 << 20
 	end, err := sc.scan(histHeaderSize, func(off int64, b []byte) error {
