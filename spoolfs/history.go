@@ -55,6 +55,14 @@ type History struct {
 	reserved map[string]int64 // message-id -> reservation time, Unix nanoseconds
 	timeout  int64            // reservations older than this are void
 	sweepAt  int              // sweep stale reservations when the map reaches this size
+
+	// pend holds the Spool sequence number of each recent Put or Reject,
+	// so that an entry whose sequence number is past the spool's durable
+	// one answers Pending. An id not in pend is durable (entries loaded at
+	// open, and those swept from pend once durable). Keeping this here
+	// rather than in every slot saves 8 bytes an id.
+	pend      map[string]uint64
+	pendSweep int // sweep durable ids from pend when it reaches this size
 }
 
 func newHistory(s *Spool, timeout time.Duration) *History {
@@ -64,6 +72,9 @@ func newHistory(s *Spool, timeout time.Duration) *History {
 		reserved: make(map[string]int64),
 		timeout:  int64(timeout),
 		sweepAt:  1024,
+
+		pend:      make(map[string]uint64),
+		pendSweep: 1024,
 	}
 }
 
@@ -76,7 +87,7 @@ func (h *History) Lookup(msgid string) (Entry, bool) {
 	if e == nil {
 		return Entry{}, false
 	}
-	return Entry{Token: e.token(), Arrived: time.Unix(0, e.when), Status: h.entryStatus(e)}, true
+	return Entry{Token: e.token(), Arrived: time.Unix(0, e.when), Status: h.entryStatus(msgid, e)}, true
 }
 
 // Seen reports whether msgid has a history entry (stored, pending or
@@ -143,7 +154,7 @@ func (h *History) sweepLocked(now int64) {
 
 func (h *History) statusLocked(msgid string, now int64) Status {
 	if e := h.t.get(msgid); e != nil {
-		return h.entryStatus(e)
+		return h.entryStatus(msgid, e)
 	}
 	if at, ok := h.reserved[msgid]; ok && now-at < h.timeout {
 		return Reserved
@@ -153,25 +164,52 @@ func (h *History) statusLocked(msgid string, now int64) Status {
 
 // entryStatus is Rejected, Pending (its Put has not been covered by a
 // successful Sync) or Stored.
-func (h *History) entryStatus(e *slot) Status {
+func (h *History) entryStatus(msgid string, e *slot) Status {
 	switch {
 	case e.kind() == kindReject:
 		return Rejected
-	case e.seq > h.s.durable.Load():
+	case h.pendingLocked(msgid, h.s.durable.Load()):
 		return Pending
 	default:
 		return Stored
 	}
 }
 
+// pendingLocked reports whether msgid's entry is not yet durable: its Put
+// or Reject came after the Sync that made sequence number durable.
+func (h *History) pendingLocked(msgid string, durable uint64) bool {
+	seq, ok := h.pend[msgid]
+	return ok && seq > durable
+}
+
+// sweepPendLocked drops the ids that have become durable from pend, and
+// sets the next sweep for when the map has doubled again. h.mu must be
+// held for writing.
+func (h *History) sweepPendLocked() {
+	durable := h.s.durable.Load()
+	for id, seq := range h.pend {
+		if seq <= durable {
+			delete(h.pend, id)
+		}
+	}
+	h.pendSweep = max(1024, 2*len(h.pend))
+}
+
 // addLocked inserts an entry unless msgid already has one, and reports
 // whether it did. h.mu must be held for writing.
+// A seq of 0 marks an entry durable already (loaded at open).
 func (h *History) addLocked(msgid string, kind byte, tok Token, when int64, seq uint64) bool {
-	if !h.t.add(msgid, slot{seq: seq, when: when, off: tok.Off, seg: tok.Seg, n: tok.Len}, kind) {
+	if !h.t.add(msgid, newSlot(kind, tok, when)) {
 		return false
 	}
 	if len(h.reserved) > 0 {
 		delete(h.reserved, msgid)
+	}
+	if seq != 0 {
+		if len(h.pend) >= h.pendSweep {
+			h.sweepPendLocked()
+		}
+		h.pend[msgid] = seq
 	}
 	return true
 }
@@ -214,7 +252,7 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 	nt := newTable(old.seed, old.count)
 	img := append(make([]byte, 0, histHeaderSize+old.count*(histRecordOverhead+40)), histMagic[:]...)
 	old.each(func(id []byte, e *slot) {
-		if e.seq <= durable {
+		if !h.pendingLocked(string(id), durable) {
 			cut := cutA
 			if e.kind() == kindReject {
 				cut = cutR
@@ -226,7 +264,7 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 			// Pending entries get their log record from the next Sync (s.hpend).
 			img = appendHistRecord(img, e.kind(), string(id), e.token(), e.when)
 		}
-		nt.insert(string(id), *e, e.kind())
+		nt.insert(string(id), *e)
 	})
 	h.t = nt
 	kept := nt.count

@@ -1,6 +1,7 @@
 package spoolfs
 
 import (
+	"fmt"
 	"hash/maphash"
 	"runtime"
 	"unsafe"
@@ -57,20 +58,45 @@ func allocSlots(n int) ([]slot, []byte) {
 	return unsafe.Slice((*slot)(unsafe.Pointer(unsafe.SliceData(b))), n), b
 }
 
-// slot is one history entry: 48 bytes.
+// slot is one history entry: 32 bytes (it was 48; issue 15, RSS with a
+// peer down: at 2 million ids the slot array is most of the process).
+// Whether an entry is still Pending is not in the slot but in the
+// history's small map of recent Puts (History.pend).
 type slot struct {
-	hash uint64 // maphash of the message-id, never 0 in a used slot
-	seq  uint64 // Spool sequence number of the Put/Reject, 0 if loaded at open
-	when int64  // arrival (or rejection) time, Unix nanoseconds
-	off  uint64 // token offset
+	hash uint32 // high bits of the id's maphash, never 0 in a used slot; picks the home slot
 	seg  uint32 // token segment
 	n    uint32 // token length
-	ref  uint64 // arena offset << 8 | kind
+	alo  uint32 // arena offset, low 32 bits
+	when int64  // arrival (or rejection) time, Unix nanoseconds
+	pack uint64 // token offset (40 bits) | kind << 40 | arena offset >> 32 << 48
 }
 
-func (s *slot) kind() byte    { return byte(s.ref) }
-func (s *slot) token() Token  { return Token{Seg: s.seg, Off: s.off, Len: s.n} }
-func (s *slot) arenaOff() int { return int(s.ref >> 8) }
+// maxTokenOff bounds a token's offset in a segment, which the slot keeps
+// in 40 bits; OpenSpool bounds SegmentSize well below it.
+const maxTokenOff = 1 << 40
+
+// maxSegmentSize is the largest SpoolOptions.SegmentSize: every record
+// starts before the segment size, so its offset stays below maxTokenOff.
+const maxSegmentSize = 1 << 38
+
+func (s *slot) kind() byte    { return byte(s.pack >> 40) }
+func (s *slot) token() Token  { return Token{Seg: s.seg, Off: s.pack & (maxTokenOff - 1), Len: s.n} }
+func (s *slot) arenaOff() int { return int(s.pack>>48)<<32 | int(s.alo) }
+
+// newSlot is the slot of an entry (its hash is set when it is placed).
+func newSlot(kind byte, tok Token, when int64) slot {
+	if tok.Off >= maxTokenOff {
+		panic(fmt.Sprintf("spoolfs: history: token offset %d beyond %d", tok.Off, uint64(maxTokenOff)))
+	}
+	return slot{seg: tok.Seg, n: tok.Len, when: when, pack: tok.Off | uint64(kind)<<40}
+}
+
+// setArena records the entry's arena offset.
+func (s *slot) setArena(off uint64) {
+	s.alo = uint32(off)
+	s.pack = s.pack&(1<<48-1) | off>>32<<48
+}
+
 func (t *table) id(s *slot) []byte {
 	o := s.arenaOff()
 	c, i := t.mem.chunks[o/arenaChunk], o%arenaChunk
@@ -104,8 +130,8 @@ func newTable(seed maphash.Seed, capacity int) *table {
 	return t
 }
 
-func (t *table) hash(msgid string) uint64 {
-	h := maphash.String(t.seed, msgid)
+func (t *table) hash(msgid string) uint32 {
+	h := uint32(maphash.String(t.seed, msgid) >> 32)
 	if h == 0 {
 		h = 1
 	}
@@ -115,7 +141,7 @@ func (t *table) hash(msgid string) uint64 {
 // get returns the entry for msgid, or nil.
 func (t *table) get(msgid string) *slot {
 	h := t.hash(msgid)
-	mask := uint64(len(t.slots) - 1)
+	mask := uint32(len(t.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if s.hash == 0 {
@@ -127,30 +153,30 @@ func (t *table) get(msgid string) *slot {
 	}
 }
 
-// insert adds an entry for msgid, which must not be present.
-func (t *table) insert(msgid string, e slot, kind byte) {
+// insert adds entry e (see newSlot) for msgid, which must not be present.
+func (t *table) insert(msgid string, e slot) {
 	if (t.count+1)*10 > len(t.slots)*7 {
 		t.grow()
 	}
 	e.hash = t.hash(msgid)
-	e.ref = t.appendID(msgid)<<8 | uint64(kind)
+	e.setArena(t.appendID(msgid))
 	t.place(e)
 	t.count++
 }
 
-// add inserts an entry for msgid unless one exists, with a single probe
-// sequence, and reports whether it did.
-func (t *table) add(msgid string, e slot, kind byte) bool {
+// add inserts entry e (see newSlot) for msgid unless one exists, with a
+// single probe sequence, and reports whether it did.
+func (t *table) add(msgid string, e slot) bool {
 	if (t.count+1)*10 > len(t.slots)*7 {
 		t.grow()
 	}
 	h := t.hash(msgid)
-	mask := uint64(len(t.slots) - 1)
+	mask := uint32(len(t.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if s.hash == 0 {
 			e.hash = h
-			e.ref = t.appendID(msgid)<<8 | uint64(kind)
+			e.setArena(t.appendID(msgid))
 			*s = e
 			t.count++
 			return true
@@ -166,7 +192,7 @@ func (t *table) add(msgid string, e slot, kind byte) bool {
 // the hole would cut off from its home slot moves back into it.
 func (t *table) remove(msgid string) bool {
 	h := t.hash(msgid)
-	mask := uint64(len(t.slots) - 1)
+	mask := uint32(len(t.slots) - 1)
 	i := h & mask
 	for {
 		s := &t.slots[i]
@@ -194,7 +220,7 @@ func (t *table) remove(msgid string) bool {
 
 // place puts e in the first free slot of its probe sequence.
 func (t *table) place(e slot) {
-	mask := uint64(len(t.slots) - 1)
+	mask := uint32(len(t.slots) - 1)
 	for i := e.hash & mask; ; i = (i + 1) & mask {
 		if t.slots[i].hash == 0 {
 			t.slots[i] = e

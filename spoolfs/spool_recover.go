@@ -36,6 +36,10 @@ import (
 // the first holds dir/LOCK.
 func OpenSpool(dir string, opts SpoolOptions) (*Spool, error) {
 	opts = opts.withDefaults()
+	if opts.SegmentSize > maxSegmentSize {
+		// The history keeps a token's offset in 40 bits (history_table.go).
+		return nil, fmt.Errorf("spool: open %s: segment size %d is over the limit of %d", dir, opts.SegmentSize, int64(maxSegmentSize))
+	}
 	s := &Spool{
 		dir:    dir,
 		segDir: filepath.Join(dir, spoolDirName),
