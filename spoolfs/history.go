@@ -1,6 +1,7 @@
 package spoolfs
 
 import (
+	"bufio"
 	"fmt"
 	"hash/maphash"
 	"os"
@@ -55,6 +56,14 @@ type History struct {
 	reserved map[string]int64 // message-id -> reservation time, Unix nanoseconds
 	timeout  int64            // reservations older than this are void
 	sweepAt  int              // sweep stale reservations when the map reaches this size
+
+	// pend holds the Spool sequence number of each recent Put or Reject,
+	// so that an entry whose sequence number is past the spool's durable
+	// one answers Pending. An id not in pend is durable (entries loaded at
+	// open, and those swept from pend once durable). Keeping this here
+	// rather than in every slot saves 8 bytes an id.
+	pend      map[string]uint64
+	pendSweep int // sweep durable ids from pend when it reaches this size
 }
 
 func newHistory(s *Spool, timeout time.Duration) *History {
@@ -64,6 +73,9 @@ func newHistory(s *Spool, timeout time.Duration) *History {
 		reserved: make(map[string]int64),
 		timeout:  int64(timeout),
 		sweepAt:  1024,
+
+		pend:      make(map[string]uint64),
+		pendSweep: 1024,
 	}
 }
 
@@ -76,7 +88,7 @@ func (h *History) Lookup(msgid string) (Entry, bool) {
 	if e == nil {
 		return Entry{}, false
 	}
-	return Entry{Token: e.token(), Arrived: time.Unix(0, e.when), Status: h.entryStatus(e)}, true
+	return Entry{Token: e.token(), Arrived: time.Unix(0, e.when), Status: h.entryStatus(msgid, e)}, true
 }
 
 // Seen reports whether msgid has a history entry (stored, pending or
@@ -143,7 +155,7 @@ func (h *History) sweepLocked(now int64) {
 
 func (h *History) statusLocked(msgid string, now int64) Status {
 	if e := h.t.get(msgid); e != nil {
-		return h.entryStatus(e)
+		return h.entryStatus(msgid, e)
 	}
 	if at, ok := h.reserved[msgid]; ok && now-at < h.timeout {
 		return Reserved
@@ -153,25 +165,52 @@ func (h *History) statusLocked(msgid string, now int64) Status {
 
 // entryStatus is Rejected, Pending (its Put has not been covered by a
 // successful Sync) or Stored.
-func (h *History) entryStatus(e *slot) Status {
+func (h *History) entryStatus(msgid string, e *slot) Status {
 	switch {
 	case e.kind() == kindReject:
 		return Rejected
-	case e.seq > h.s.durable.Load():
+	case h.pendingLocked(msgid, h.s.durable.Load()):
 		return Pending
 	default:
 		return Stored
 	}
 }
 
+// pendingLocked reports whether msgid's entry is not yet durable: its Put
+// or Reject came after the Sync that made sequence number durable.
+func (h *History) pendingLocked(msgid string, durable uint64) bool {
+	seq, ok := h.pend[msgid]
+	return ok && seq > durable
+}
+
+// sweepPendLocked drops the ids that have become durable from pend, and
+// sets the next sweep for when the map has doubled again. h.mu must be
+// held for writing.
+func (h *History) sweepPendLocked() {
+	durable := h.s.durable.Load()
+	for id, seq := range h.pend {
+		if seq <= durable {
+			delete(h.pend, id)
+		}
+	}
+	h.pendSweep = max(1024, 2*len(h.pend))
+}
+
 // addLocked inserts an entry unless msgid already has one, and reports
 // whether it did. h.mu must be held for writing.
+// A seq of 0 marks an entry durable already (loaded at open).
 func (h *History) addLocked(msgid string, kind byte, tok Token, when int64, seq uint64) bool {
-	if !h.t.add(msgid, slot{seq: seq, when: when, off: tok.Off, seg: tok.Seg, n: tok.Len}, kind) {
+	if !h.t.add(msgid, newSlot(kind, tok, when)) {
 		return false
 	}
 	if len(h.reserved) > 0 {
 		delete(h.reserved, msgid)
+	}
+	if seq != 0 {
+		if len(h.pend) >= h.pendSweep {
+			h.sweepPendLocked()
+		}
+		h.pend[msgid] = seq
 	}
 	return true
 }
@@ -185,9 +224,10 @@ func (h *History) addLocked(msgid string, kind byte, tok Token, when int64, seq 
 // always kept.
 //
 // The rewrite follows STYLE §7.1: the kept entries go to history.tmp, which is
-// fsynced, renamed over history, and the directory is fsynced. Put and Get
-// keep running meanwhile; Sync waits for the file to be written, so run it
-// at a quiet time, as INN runs expire.
+// fsynced, renamed over history, and the directory is fsynced. Put and
+// lookups wait while the entries are written to history.tmp (the page
+// cache: about 0.1 s a million ids), not for its fsync; Sync waits for
+// the whole rewrite, so run it at a quiet time, as INN runs expire.
 func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (removed int, err error) {
 	s := h.s
 	s.syncMu.Lock()
@@ -200,7 +240,11 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 	durable := s.durable.Load()
 	ckpt, ckptNewest := s.ckpt, s.ckptNewest
 
-	// Step 2 (Put waits): build the new table and the new log image.
+	// Step 2 (Put waits): the new log image goes to history.tmp as it is
+	// made, through a small buffer, and the table is rebuilt only when
+	// entries go. (The image used to be built in memory first: at 2
+	// million ids, 140 MB of heap for the hourly expiry, and a second table
+	// even when nothing expired; issue 15, RSS.)
 	cutA, cutR := int64(-1<<63), int64(-1<<63)
 	if keep > 0 {
 		cutA = now.Add(-keep).UnixNano()
@@ -208,35 +252,70 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 	if keepRejected > 0 {
 		cutR = now.Add(-keepRejected).UnixNano()
 	}
+	expired := func(id []byte, e *slot) bool {
+		if h.pendingLocked(string(id), durable) {
+			return false // not in the image either: its record comes from the next Sync (s.hpend)
+		}
+		if e.kind() == kindReject {
+			return e.when < cutR
+		}
+		return e.when < cutA
+	}
+	path := filepath.Join(s.dir, histFileName)
+	tmp := filepath.Join(s.dir, histTempName)
+	tf, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("history: expire: rewrite %s: %w", path, err)
+	}
+	w := &imageWriter{w: bufio.NewWriterSize(tf, 1<<20)}
+	w.write(histMagic[:])
 	s.mu.Lock()
 	h.mu.Lock()
 	old := h.t
-	nt := newTable(old.seed, old.count)
-	img := append(make([]byte, 0, histHeaderSize+old.count*(histRecordOverhead+40)), histMagic[:]...)
 	old.each(func(id []byte, e *slot) {
-		if e.seq <= durable {
-			cut := cutA
-			if e.kind() == kindReject {
-				cut = cutR
-			}
-			if e.when < cut {
-				removed++
-				return
-			}
-			// Pending entries get their log record from the next Sync (s.hpend).
-			img = appendHistRecord(img, e.kind(), string(id), e.token(), e.when)
+		if expired(id, e) {
+			removed++
 		}
-		nt.insert(string(id), *e, e.kind())
+	})
+	nt := old
+	if removed > 0 {
+		nt = newTable(old.seed, old.count-removed)
+	}
+	old.each(func(id []byte, e *slot) {
+		if removed > 0 && expired(id, e) {
+			return
+		}
+		if !h.pendingLocked(string(id), durable) {
+			w.buf = appendHistRecord(w.buf[:0], e.kind(), string(id), e.token(), e.when)
+			w.write(w.buf)
+		}
+		if nt != old {
+			nt.insert(string(id), *e)
+		}
 	})
 	h.t = nt
 	kept := nt.count
 	h.mu.Unlock()
 	s.mu.Unlock()
-	img = appendCheckpoint(img, ckpt, ckptNewest)
+	w.buf = appendCheckpoint(w.buf[:0], ckpt, ckptNewest)
+	w.write(w.buf)
 
 	// Step 3: temp, fsync, rename, fsync dir; then switch to the new file.
-	path := filepath.Join(s.dir, histFileName)
-	if err := WriteFileDurable(path, img); err != nil {
+	err = w.flush()
+	if err == nil {
+		err = syncData(tf)
+	}
+	if cerr := tf.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return removed, fmt.Errorf("history: expire: rewrite %s: %w", path, err)
+	}
+	if err := syncDir(s.dir); err != nil {
 		return removed, fmt.Errorf("history: expire: rewrite %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -245,9 +324,34 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 		return removed, s.fatalErr()
 	}
 	s.hfile.Close()
-	s.hfile, s.hoff = f, int64(len(img))
+	s.hfile, s.hoff = f, w.n
 	s.hwait = s.hwait[:0] // their entries are in the image
 
-	s.log.Info("history expired", "removed", removed, "kept", kept, "bytes", len(img))
+	s.log.Info("history expired", "removed", removed, "kept", kept, "bytes", w.n)
 	return removed, nil
+}
+
+// imageWriter writes the history image of Expire, keeping the first error
+// and the octets written.
+type imageWriter struct {
+	w   *bufio.Writer
+	buf []byte // one record at a time
+	n   int64
+	err error
+}
+
+func (w *imageWriter) write(p []byte) {
+	if w.err != nil {
+		return
+	}
+	n, err := w.w.Write(p)
+	w.n += int64(n)
+	w.err = err
+}
+
+func (w *imageWriter) flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	return w.w.Flush()
 }

@@ -1,12 +1,25 @@
 package spoolfs
 
-import "hash/maphash"
+import (
+	"fmt"
+	"hash/maphash"
+	"runtime"
+	"unsafe"
+)
 
 // table is the in-memory history index: an open-addressing hash table with
 // linear probing, keyed by a 64-bit hash of the message-id, with the full id
 // kept in an arena and compared on every hit so a hash collision can never
 // answer for the wrong article. Slots and arena hold no pointers, so a table
 // of millions of ids costs the garbage collector nothing to scan.
+//
+// Slots and arena live outside the Go heap (allocTable): a pointer-free
+// array still counts toward the collector's heap goal, which let a history
+// of 2 million ids hold about three times its own size in RSS (issue 15).
+// The arena is a list of fixed chunks, so it never copies itself to grow;
+// a grown slot array frees the old one at once; everything else is freed
+// when the table is no longer reachable (a cleanup), so no reader can be
+// left holding freed memory.
 //
 // Expiry builds a new table (see History.Expire), which also compacts the
 // arena. The rare single deletion (an article found lost, see
@@ -16,26 +29,94 @@ type table struct {
 	seed  maphash.Seed
 	slots []slot // len is a power of two; hash 0 marks an empty slot
 	count int
-	arena []byte // message-ids, each as length byte + bytes
+	mem   *tableMem // the memory behind slots and the arena
+	used  int       // octets used in the last arena chunk
 }
 
-// slot is one history entry: 48 bytes.
+// arenaChunk is the size of one arena chunk; an id (length byte + at most
+// 255 octets) never straddles two.
+const arenaChunk = 1 << 20
+
+// tableMem is the off-heap memory of a table: the slot array and the arena
+// chunks of message-ids, each id as length byte + bytes.
+type tableMem struct {
+	slots  []byte
+	chunks [][]byte
+}
+
+func (m *tableMem) free() {
+	freeTable(m.slots)
+	for _, c := range m.chunks {
+		freeTable(c)
+	}
+	m.slots, m.chunks = nil, nil
+}
+
+// allocSlots returns n zeroed slots backed by allocTable, and the memory.
+func allocSlots(n int) ([]slot, []byte) {
+	b := allocTable(n * int(unsafe.Sizeof(slot{})))
+	return unsafe.Slice((*slot)(unsafe.Pointer(unsafe.SliceData(b))), n), b
+}
+
+// slot is one history entry: 32 bytes (it was 48; issue 15, RSS with a
+// peer down: at 2 million ids the slot array is most of the process).
+// Whether an entry is still Pending is not in the slot but in the
+// history's small map of recent Puts (History.pend).
 type slot struct {
-	hash uint64 // maphash of the message-id, never 0 in a used slot
-	seq  uint64 // Spool sequence number of the Put/Reject, 0 if loaded at open
-	when int64  // arrival (or rejection) time, Unix nanoseconds
-	off  uint64 // token offset
+	hash uint32 // high bits of the id's maphash, never 0 in a used slot; picks the home slot
 	seg  uint32 // token segment
 	n    uint32 // token length
-	ref  uint64 // arena offset << 8 | kind
+	alo  uint32 // arena offset, low 32 bits
+	when int64  // arrival (or rejection) time, Unix nanoseconds
+	pack uint64 // token offset (40 bits) | kind << 40 | arena offset >> 32 << 48
 }
 
-func (s *slot) kind() byte    { return byte(s.ref) }
-func (s *slot) token() Token  { return Token{Seg: s.seg, Off: s.off, Len: s.n} }
-func (s *slot) arenaOff() int { return int(s.ref >> 8) }
+// maxTokenOff bounds a token's offset in a segment, which the slot keeps
+// in 40 bits; OpenSpool bounds SegmentSize well below it.
+const maxTokenOff = 1 << 40
+
+// maxSegmentSize is the largest SpoolOptions.SegmentSize: every record
+// starts before the segment size, so its offset stays below maxTokenOff.
+const maxSegmentSize = 1 << 38
+
+func (s *slot) kind() byte    { return byte(s.pack >> 40) }
+func (s *slot) token() Token  { return Token{Seg: s.seg, Off: s.pack & (maxTokenOff - 1), Len: s.n} }
+func (s *slot) arenaOff() int { return int(s.pack>>48)<<32 | int(s.alo) }
+
+// newSlot is the slot of an entry (its hash is set when it is placed).
+func newSlot(kind byte, tok Token, when int64) slot {
+	if tok.Off >= maxTokenOff {
+		panic(fmt.Sprintf("spoolfs: history: token offset %d beyond %d", tok.Off, uint64(maxTokenOff)))
+	}
+	return slot{seg: tok.Seg, n: tok.Len, when: when, pack: tok.Off | uint64(kind)<<40}
+}
+
+// setArena records the entry's arena offset.
+func (s *slot) setArena(off uint64) {
+	s.alo = uint32(off)
+	s.pack = s.pack&(1<<48-1) | off>>32<<48
+}
+
 func (t *table) id(s *slot) []byte {
 	o := s.arenaOff()
-	return t.arena[o+1 : o+1+int(t.arena[o])]
+	c, i := t.mem.chunks[o/arenaChunk], o%arenaChunk
+	return c[i+1 : i+1+int(c[i])]
+}
+
+// appendID copies msgid (at most 255 octets) into the arena and returns
+// its arena offset.
+func (t *table) appendID(msgid string) uint64 {
+	m := t.mem
+	if len(m.chunks) == 0 || t.used+1+len(msgid) > arenaChunk {
+		m.chunks = append(m.chunks, allocTable(arenaChunk))
+		t.used = 0
+	}
+	off := uint64(len(m.chunks)-1)*arenaChunk + uint64(t.used)
+	c := m.chunks[len(m.chunks)-1]
+	c[t.used] = byte(len(msgid))
+	copy(c[t.used+1:], msgid)
+	t.used += 1 + len(msgid)
+	return off
 }
 
 func newTable(seed maphash.Seed, capacity int) *table {
@@ -43,11 +124,14 @@ func newTable(seed maphash.Seed, capacity int) *table {
 	for n*7/10 < capacity {
 		n *= 2
 	}
-	return &table{seed: seed, slots: make([]slot, n)}
+	t := &table{seed: seed, mem: &tableMem{}}
+	t.slots, t.mem.slots = allocSlots(n)
+	runtime.AddCleanup(t, (*tableMem).free, t.mem)
+	return t
 }
 
-func (t *table) hash(msgid string) uint64 {
-	h := maphash.String(t.seed, msgid)
+func (t *table) hash(msgid string) uint32 {
+	h := uint32(maphash.String(t.seed, msgid) >> 32)
 	if h == 0 {
 		h = 1
 	}
@@ -57,7 +141,7 @@ func (t *table) hash(msgid string) uint64 {
 // get returns the entry for msgid, or nil.
 func (t *table) get(msgid string) *slot {
 	h := t.hash(msgid)
-	mask := uint64(len(t.slots) - 1)
+	mask := uint32(len(t.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if s.hash == 0 {
@@ -69,34 +153,30 @@ func (t *table) get(msgid string) *slot {
 	}
 }
 
-// insert adds an entry for msgid, which must not be present.
-func (t *table) insert(msgid string, e slot, kind byte) {
+// insert adds entry e (see newSlot) for msgid, which must not be present.
+func (t *table) insert(msgid string, e slot) {
 	if (t.count+1)*10 > len(t.slots)*7 {
 		t.grow()
 	}
 	e.hash = t.hash(msgid)
-	e.ref = uint64(len(t.arena))<<8 | uint64(kind)
-	t.arena = append(t.arena, byte(len(msgid)))
-	t.arena = append(t.arena, msgid...)
+	e.setArena(t.appendID(msgid))
 	t.place(e)
 	t.count++
 }
 
-// add inserts an entry for msgid unless one exists, with a single probe
-// sequence, and reports whether it did.
-func (t *table) add(msgid string, e slot, kind byte) bool {
+// add inserts entry e (see newSlot) for msgid unless one exists, with a
+// single probe sequence, and reports whether it did.
+func (t *table) add(msgid string, e slot) bool {
 	if (t.count+1)*10 > len(t.slots)*7 {
 		t.grow()
 	}
 	h := t.hash(msgid)
-	mask := uint64(len(t.slots) - 1)
+	mask := uint32(len(t.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if s.hash == 0 {
 			e.hash = h
-			e.ref = uint64(len(t.arena))<<8 | uint64(kind)
-			t.arena = append(t.arena, byte(len(msgid)))
-			t.arena = append(t.arena, msgid...)
+			e.setArena(t.appendID(msgid))
 			*s = e
 			t.count++
 			return true
@@ -112,7 +192,7 @@ func (t *table) add(msgid string, e slot, kind byte) bool {
 // the hole would cut off from its home slot moves back into it.
 func (t *table) remove(msgid string) bool {
 	h := t.hash(msgid)
-	mask := uint64(len(t.slots) - 1)
+	mask := uint32(len(t.slots) - 1)
 	i := h & mask
 	for {
 		s := &t.slots[i]
@@ -140,7 +220,7 @@ func (t *table) remove(msgid string) bool {
 
 // place puts e in the first free slot of its probe sequence.
 func (t *table) place(e slot) {
-	mask := uint64(len(t.slots) - 1)
+	mask := uint32(len(t.slots) - 1)
 	for i := e.hash & mask; ; i = (i + 1) & mask {
 		if t.slots[i].hash == 0 {
 			t.slots[i] = e
@@ -150,14 +230,17 @@ func (t *table) place(e slot) {
 }
 
 // grow doubles the slot array; the stored hashes make rehashing cheap.
+// The old array is freed at once: callers hold the history's write lock,
+// so no reader has a slot pointer into it.
 func (t *table) grow() {
-	old := t.slots
-	t.slots = make([]slot, 2*len(old))
+	old, oldMem := t.slots, t.mem.slots
+	t.slots, t.mem.slots = allocSlots(2 * len(old))
 	for i := range old {
 		if old[i].hash != 0 {
 			t.place(old[i])
 		}
 	}
+	freeTable(oldMem)
 }
 
 // each calls fn for every entry, in no particular order.

@@ -31,15 +31,16 @@ func (s *Spool) dropLost() {
 		if e.kind() != kindArticle {
 			return
 		}
-		recOff := int64(e.off) - recHeaderSize
-		if seg, ok := s.segs[e.seg]; ok {
-			cut, wasCut := s.cutAt[e.seg]
-			if wasCut && recOff >= cut || int64(e.off)+int64(e.n) > seg.written {
+		tok := e.token()
+		recOff := int64(tok.Off) - recHeaderSize
+		if seg, ok := s.segs[tok.Seg]; ok {
+			cut, wasCut := s.cutAt[tok.Seg]
+			if wasCut && recOff >= cut || int64(tok.Off)+int64(tok.Len) > seg.written {
 				lost = append(lost, string(id))
 			}
 			return
 		}
-		if e.seg > oldest {
+		if tok.Seg > oldest {
 			lost = append(lost, string(id))
 		}
 	})
@@ -152,6 +153,7 @@ func (s *Spool) Forget(msgid string) error {
 	h := s.hist
 	h.mu.Lock()
 	removed := h.t.remove(msgid)
+	delete(h.pend, msgid)
 	h.mu.Unlock()
 	if removed {
 		s.hpend = appendHistRecord(s.hpend, kindForget, msgid, Token{}, 0)

@@ -259,3 +259,45 @@ func TestHistoryExpire(t *testing.T) {
 		t.Errorf("history.tmp left behind: %v", err)
 	}
 }
+
+// TestHistoryExpireNothingDue: an expiry that removes nothing keeps the
+// table it has (no second copy of every id while the hourly expiry runs;
+// issue 15, RSS), still compacts the log, and the rewritten log answers
+// for every id after a reopen.
+func TestHistoryExpireNothingDue(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, SpoolOptions{})
+	const n = 300
+	for i := range n {
+		id := msgID("keep", i)
+		putT(t, s, id, wireArticle(id, 300), t0)
+		if i%3 == 0 { // a forget record, then the id again
+			if err := s.Forget(id); err != nil {
+				t.Fatal(err)
+			}
+			putT(t, s, id, wireArticle(id, 300), t0)
+		}
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	h := s.History()
+	before := h.t
+	removed, err := h.Expire(t0.Add(time.Hour), 24*time.Hour, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if removed != 0 || h.t != before {
+		t.Errorf("Expire with nothing due: removed %d, table replaced %v; want 0, false", removed, h.t != before)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, dir, SpoolOptions{})
+	defer s.Close()
+	for i := range n {
+		if st := s.History().Status(msgID("keep", i), t0); st != Stored {
+			t.Fatalf("after reopen: %s is %s, want stored", msgID("keep", i), st)
+		}
+	}
+}

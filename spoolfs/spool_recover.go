@@ -36,6 +36,10 @@ import (
 // the first holds dir/LOCK.
 func OpenSpool(dir string, opts SpoolOptions) (*Spool, error) {
 	opts = opts.withDefaults()
+	if opts.SegmentSize > maxSegmentSize {
+		// The history keeps a token's offset in 40 bits (history_table.go).
+		return nil, fmt.Errorf("spool: open %s: segment size %d is over the limit of %d", dir, opts.SegmentSize, int64(maxSegmentSize))
+	}
 	s := &Spool{
 		dir:    dir,
 		segDir: filepath.Join(dir, spoolDirName),
@@ -236,7 +240,6 @@ func (s *Spool) replayHistory() error {
 	// Size the table for the log up front (records are ~60 bytes) rather
 	// than growing it step by step while replaying.
 	h.t = newTable(h.t.seed, int(st.Size()/64))
-	h.t.arena = make([]byte, 0, st.Size()/2)
 	sc := newScanner(f, st.Size(), histRecMagic, parseHistRecord)
 	sc.chunk = 4 << 20
 	end, err := sc.scan(histHeaderSize, func(off int64, b []byte) error {

@@ -528,3 +528,47 @@ func TestConcurrentEverything(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryPendingSweep stores many articles with a Sync every so often
+// and checks that each answers Pending until the Sync that covers it and
+// Stored after, across the sweeps of the history's map of recent Puts
+// (which replaced a sequence number in every slot), and that the map
+// stays bounded.
+func TestHistoryPendingSweep(t *testing.T) {
+	s := openT(t, t.TempDir(), SpoolOptions{})
+	defer s.Close()
+	h := s.History()
+	const n, every = 5000, 700
+	for i := range n {
+		id := msgID("pend", i)
+		putT(t, s, id, wireArticle(id, 200), t0)
+		if st := h.Status(id, t0); st != Pending {
+			t.Fatalf("article %d before its Sync: %s, want pending", i, st)
+		}
+		if i%every == every-1 {
+			if err := s.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			for j := i - every + 1; j <= i; j++ {
+				if st := h.Status(msgID("pend", j), t0); st != Stored {
+					t.Fatalf("article %d after the Sync: %s, want stored", j, st)
+				}
+			}
+		}
+	}
+	h.mu.RLock()
+	size := len(h.pend)
+	h.mu.RUnlock()
+	if size > 2*every+1024 {
+		t.Errorf("%d ids in the map of recent Puts, want at most %d", size, 2*every+1024)
+	}
+}
+
+// TestOpenSegmentSizeLimit: the history keeps a token's offset in 40
+// bits, so a segment size that could pass it is refused at open.
+func TestOpenSegmentSizeLimit(t *testing.T) {
+	_, err := OpenSpool(t.TempDir(), SpoolOptions{SegmentSize: maxSegmentSize + 1})
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("segment size")) {
+		t.Fatalf("OpenSpool with segment size %d: %v, want a segment size error", maxSegmentSize+1, err)
+	}
+}

@@ -66,6 +66,7 @@ type feedOptions struct {
 	idle              int
 	backlog           int
 	backlogQueue      int
+	chain             int
 }
 
 // feeder names, in table order.
@@ -131,6 +132,7 @@ func runFeed(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.idle, "idle", 0, "instead of the feed cases, measure newsfeed's memory per idle ingest connection with `n` connections, for each runtime")
 	fs.IntVar(&o.backlog, "backlog", 0, "instead of the feed cases, measure newsfeed's memory while `n` articles (of -small-size) are queued for a peer that is down, and the drain rate when it returns, for each runtime")
 	fs.IntVar(&o.backlogQueue, "backlog-queue", 0, "the peer's queue_size for -backlog (0 keeps newsfeed's default)")
+	fs.IntVar(&o.chain, "chain", 0, "instead of the feed cases, time innfeed feeding `n` articles (of -small-size) through newsfeed to a sink against innfeed feeding the sink directly (needs INN)")
 	fs.StringVar(&o.selfProfile, "selfprofile", "", "write newsbench's own CPU profile (the sinks and the Go sender) to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -262,6 +264,9 @@ func (b *feedBench) run(ctx context.Context) error {
 	}
 	if o.backlog > 0 {
 		return b.runBacklog(ctx, o.backlog)
+	}
+	if o.chain > 0 {
+		return b.runChain(ctx, o.chain)
 	}
 	b.spools = map[string]string{}
 	for _, kind := range []string{"small", "large"} {

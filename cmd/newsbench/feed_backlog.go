@@ -100,7 +100,7 @@ func (b *feedBench) backlogOnce(ctx context.Context, rt string, n int) (backlogR
 	}
 	defer func() { up.Close() }()
 	port := up.Port()
-	text := relayConfig(spool, rt, []int{port}, b.o.conns, false) + "reconnect_max = \"250ms\"\n"
+	text := relayConfig(spool, rt, []int{port}, b.o.conns, b.o.profile != "") + "reconnect_max = \"250ms\"\n"
 	if b.o.backlogQueue > 0 {
 		text += fmt.Sprintf("queue_size = %d\n", b.o.backlogQueue)
 	}
@@ -191,6 +191,11 @@ func (b *feedBench) backlogOnce(ctx context.Context, rt string, n int) (backlogR
 		return res, err
 	}
 	res.peakRSS = peak.Load()
+	if b.o.profile != "" {
+		if err := saveHeapProfile(spool, b.o.profile, "backlog-"+rt); err != nil {
+			return res, fmt.Errorf("heap profile: %w", err)
+		}
+	}
 	res.backlogBytes = dirBytes(filepath.Join(spool, "backlog"))
 	b.say("backlog %s: down, %d articles queued: peak VmRSS %.1f MB, backlog files %.1f MB", rt, n,
 		float64(res.peakRSS)/1e6, float64(res.backlogBytes)/1e6)
@@ -208,6 +213,19 @@ func (b *feedBench) backlogOnce(ctx context.Context, rt string, n int) (backlogR
 	res.drain = time.Since(start)
 	b.say("backlog %s: drained %d articles in %.2fs", rt, n, res.drain.Seconds())
 	return res, nil
+}
+
+// saveHeapProfile writes newsfeed's live heap (pprof, after a GC) to
+// dir/name.heap.pprof, for -backlog -profile.
+func saveHeapProfile(spool, dir, name string) error {
+	_, admin, err := newsfeed.ReadAddrs(spool)
+	if err != nil || admin == "" {
+		return fmt.Errorf("no admin address from newsfeed: %v", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return fetch(context.Background(), "http://"+admin+"/debug/pprof/heap?gc=1", filepath.Join(dir, name+".heap.pprof"))
 }
 
 // dirBytes is the total size of the regular files in dir (0 when it

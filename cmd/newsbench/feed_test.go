@@ -280,3 +280,44 @@ func TestFeedBacklogSpills(t *testing.T) {
 		t.Fatalf("no backlog figures in the output:\n%s", out.Bytes())
 	}
 }
+
+// TestFeedChain runs newsbench feed -chain at a small N: innfeed must get
+// every article to the sink both directly and through newsfeed (each
+// runtime), and the ratio line the issue asks for must be there.
+func TestFeedChain(t *testing.T) {
+	if err := inntest.Available(); err != nil {
+		t.Skipf("INN's innfeed is needed for the relay chain: %v", err)
+	}
+	var out, log bytes.Buffer
+	if err := runFeed([]string{"-chain", "300", "-rounds", "1", "-timeout", "2m"}, &out, &log); err != nil {
+		t.Fatalf("newsbench feed -chain: %v\n%s", err, log.Bytes())
+	}
+	t.Logf("stdout:\n%s", out.String())
+	text := out.String()
+	paths := []string{chainDirect, chainGo}
+	if epollAvailable() {
+		paths = append(paths, chainEpoll)
+	}
+	for _, p := range paths {
+		row := false
+		for _, l := range strings.Split(text, "\n") {
+			_, rest, ok := strings.Cut(l, "chain-2k  "+p+"  ")
+			if f := strings.Fields(rest); ok && len(f) > 0 && f[0] == "300" {
+				row = true
+			}
+		}
+		if !row {
+			t.Errorf("no row of 300 articles for %q", p)
+		}
+	}
+	var ratio float64
+	found := false
+	for _, l := range strings.Split(text, "\n") {
+		if _, err := fmt.Sscanf(l, "ratio chain-2k time %g", &ratio); err == nil {
+			found = true
+		}
+	}
+	if !found || ratio <= 0 {
+		t.Errorf("no positive 'ratio chain-2k time' line (found %v, %g)", found, ratio)
+	}
+}
