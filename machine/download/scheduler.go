@@ -67,6 +67,8 @@ package download
 
 import (
 	"fmt"
+	"iter"
+	"slices"
 	"sort"
 	"time"
 )
@@ -227,6 +229,13 @@ func NewScheduler(cfg Config, servers []Server) (*Scheduler, error) {
 // Add queues segments for download at now. A key added before is an
 // error; nothing is added then.
 func (s *Scheduler) Add(now time.Time, segs ...Segment) error {
+	return s.AddAll(now, slices.Values(segs))
+}
+
+// AddAll is Add for the segments of an iterator, so that an owner with a
+// million segments need not build a slice of them first (the Scheduler
+// keeps what it needs of each in about 50 bytes; a Segment is 88).
+func (s *Scheduler) AddAll(now time.Time, segs iter.Seq[Segment]) error {
 	first, err := s.segs.add(segs)
 	if err != nil {
 		return err

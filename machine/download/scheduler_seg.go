@@ -21,6 +21,7 @@ package download
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"slices"
 	"sort"
 	"time"
@@ -84,34 +85,13 @@ func (t *segTable) find(k Key) (int32, bool) {
 	return 0, false
 }
 
-// add appends segs (none if one of their keys is there already) and
-// returns the seq of the first.
-func (t *segTable) add(segs []Segment) (int32, error) {
-	// Check keys first, so a refused Add leaves nothing behind.
-	batch := make([]int, len(segs))
-	for i := range batch {
-		batch[i] = i
-	}
-	slices.SortFunc(batch, func(a, b int) int { return compareKey(segs[a].Key, segs[b].Key) })
-	for j, i := range batch {
-		if j > 0 && segs[batch[j-1]].Key == segs[i].Key {
-			return 0, fmt.Errorf("download: segment %s added twice", segs[i].Key)
-		}
-		if _, dup := t.find(segs[i].Key); dup {
-			return 0, fmt.Errorf("download: segment %s added twice", segs[i].Key)
-		}
-	}
-	first := int32(t.len())
-	n := len(segs)
-	t.msgID = slices.Grow(t.msgID, n)
-	t.number = slices.Grow(t.number, n)
-	t.bytes = slices.Grow(t.bytes, n)
-	t.meta = slices.Grow(t.meta, n)
-	t.state = slices.Grow(t.state, n)
-	t.class = slices.Grow(t.class, n)
-	t.attempts = slices.Grow(t.attempts, n)
-	t.ext = slices.Grow(t.ext, n)
-	for _, g := range segs {
+// add appends the segments of segs (none if a key repeats or is there
+// already) and returns the seq of the first. Keys are checked after the
+// segments are appended, reading them from the table, so no copy of the
+// batch is made.
+func (t *segTable) add(segs iter.Seq[Segment]) (int32, error) {
+	first, metas := t.len(), len(t.metas)
+	for g := range segs {
 		m := len(t.metas) - 1
 		if m < 0 || !t.metas[m].shares(g) {
 			t.metas = append(t.metas, segMeta{file: g.File, posted: g.Posted, groups: g.Groups})
@@ -126,19 +106,51 @@ func (t *segTable) add(segs []Segment) (int32, error) {
 		t.attempts = append(t.attempts, 0)
 		t.ext = append(t.ext, 0)
 	}
-	// Merge the batch (sorted) into byKey.
-	merged := make([]int32, 0, len(t.byKey)+n)
+	batch := make([]int32, t.len()-first)
+	for j := range batch {
+		batch[j] = int32(first + j)
+	}
+	byKey := func(a, b int32) int { return compareKey(t.key(a), t.key(b)) }
+	if !slices.IsSortedFunc(batch, byKey) {
+		slices.SortFunc(batch, byKey)
+	}
+	for j, i := range batch {
+		k := t.key(i)
+		_, dup := t.find(k)
+		if dup || j > 0 && t.key(batch[j-1]) == k {
+			t.truncate(first, metas)
+			return 0, fmt.Errorf("download: segment %s added twice", k)
+		}
+	}
+	if n := len(t.byKey); n == 0 || len(batch) == 0 || compareKey(t.key(t.byKey[n-1]), t.key(batch[0])) < 0 {
+		t.byKey = append(t.byKey, batch...) // the usual case: keys ascending
+		return int32(first), nil
+	}
+	merged := make([]int32, 0, len(t.byKey)+len(batch))
 	old := t.byKey
 	for _, i := range batch {
-		k := segs[i].Key
-		for len(old) > 0 && compareKey(t.key(old[0]), k) < 0 {
+		for len(old) > 0 && byKey(old[0], i) < 0 {
 			merged = append(merged, old[0])
 			old = old[1:]
 		}
-		merged = append(merged, first+int32(i))
+		merged = append(merged, i)
 	}
 	t.byKey = append(merged, old...)
-	return first, nil
+	return int32(first), nil
+}
+
+// truncate takes back the segments from seq n on and the metas from m
+// on (a refused add).
+func (t *segTable) truncate(n, m int) {
+	t.metas = t.metas[:m]
+	t.msgID = t.msgID[:n]
+	t.number = t.number[:n]
+	t.bytes = t.bytes[:n]
+	t.meta = t.meta[:n]
+	t.state = t.state[:n]
+	t.class = t.class[:n]
+	t.attempts = t.attempts[:n]
+	t.ext = t.ext[:n]
 }
 
 // shares reports whether g has the file, posting date and groups of m.
