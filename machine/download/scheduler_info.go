@@ -14,6 +14,7 @@ type SegmentInfo struct {
 	Conn     ConnID    // in flight: the connection; otherwise 0
 	Want     int       // a retry waits for this server's ID; -1 for none
 	Attempts int       // requests made so far (counted up to 65535)
+	Bytes    int64     // Segment.Bytes
 	Failed   []Verdict // servers that failed it, in the order they did; none once it is done or failed (SegmentFailed carried them)
 }
 
@@ -23,7 +24,8 @@ func (s *Scheduler) Segment(k Key) (SegmentInfo, bool) {
 	if !ok {
 		return SegmentInfo{}, false
 	}
-	in := SegmentInfo{State: segStateNames[s.segs.state[i]], Server: -1, Want: -1, Attempts: int(s.segs.attempts[i])}
+	in := SegmentInfo{State: segStateNames[s.segs.state[i]], Server: -1, Want: -1, Attempts: int(s.segs.attempts[i]),
+		Bytes: s.segs.bytes[i]}
 	if x := s.segs.peek(i); x != nil {
 		in.Failed = append([]Verdict(nil), x.verdicts...)
 		if x.want >= 0 {

@@ -332,6 +332,14 @@ func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
 		e.mu.Unlock()
 		return nil, fmt.Errorf("newsget: %w", err)
 	}
+	// The Scheduler holds what it needs of every segment (message-ids
+	// shared, not copied); the parsed list is no longer needed (32 bytes a
+	// segment). Held and refused files keep theirs.
+	for _, o := range e.files {
+		if o.refused == "" {
+			o.nzb.Segments = nil
+		}
+	}
 	wake := e.dispatch(now, nil)
 	e.mu.Unlock()
 	e.wakeAll(wake)
@@ -416,7 +424,7 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 	}
 	for i := range nzb.Files {
 		nf := &nzb.Files[i]
-		o := &outFile{key: len(e.files), job: jr, idx: i, nzb: nf, dir: e.cfg.DownloadDir}
+		o := &outFile{key: len(e.files), job: jr, idx: i, nzb: nf, segments: len(nf.Segments), dir: e.cfg.DownloadDir}
 		jr.files = append(jr.files, o)
 		e.files = append(e.files, o)
 		o.remaining = len(nf.Segments)
@@ -755,7 +763,7 @@ func (o *outFile) interrupted(why string) *FileResult {
 		o.f.Close()
 		o.f = nil
 	}
-	r := &FileResult{Job: o.job.name, Name: filepath.Base(o.partPath), Path: o.partPath, Segments: len(o.nzb.Segments),
+	r := &FileResult{Job: o.job.name, Name: filepath.Base(o.partPath), Path: o.partPath, Segments: o.segments,
 		Err: fmt.Sprintf("not finished (%d segments left): %s; rerun to resume", o.remaining, why)}
 	if o.sizeKnown {
 		r.Size = o.info.Size

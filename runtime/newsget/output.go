@@ -60,10 +60,11 @@ type partInfo struct {
 type outFile struct {
 	key      int // download.Key.File: index in Engine.files
 	job      *jobRun
-	idx      int // index in the NZB
-	nzb      *proto.NZBFile
-	nzbName  string // sanitised name from the subject
-	reserved string // nzbName, or with a suffix when another file of the job has it
+	idx      int            // index in the NZB
+	nzb      *proto.NZBFile // its Segments are dropped once the Scheduler has them (Engine.Download)
+	segments int            // len(nzb.Segments) as parsed
+	nzbName  string         // sanitised name from the subject
+	reserved string         // nzbName, or with a suffix when another file of the job has it
 	partPath string
 	dir      string
 
@@ -307,7 +308,7 @@ func (o *outFile) check(ok download.SegmentOK) (download.Outcome, string) {
 		return download.ConnError, fmt.Sprintf("%d of the part's %d bytes written", written, ok.Size)
 	}
 	if ok.UU {
-		if len(o.nzb.Segments) != 1 {
+		if o.segments != 1 {
 			return download.Corrupt, "UUencoded part of a multi-segment file (UU has no offsets)"
 		}
 		ok.FileSize = ok.Size
@@ -461,7 +462,7 @@ func (o *outFile) syncData() error {
 // finish verifies a file whose segments are all done or failed, renames
 // it into place or writes its .incomplete sidecar, and returns the result.
 func (o *outFile) finish(overwrite bool, taken func(string) bool) *FileResult {
-	r := &FileResult{Job: o.job.name, Segments: len(o.nzb.Segments), Name: filepath.Base(o.partPath), Path: o.partPath}
+	r := &FileResult{Job: o.job.name, Segments: o.segments, Name: filepath.Base(o.partPath), Path: o.partPath}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.sizeKnown {
