@@ -170,6 +170,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if !*quiet {
 		stopProgress = startProgress(eng, stderr, *interval)
 	}
+	// list is not used after this call, so a large NZB's bytes need not
+	// stay live through the whole download: post-processing reads the
+	// files again (issue 16 finding 13).
 	sum, err := eng.Download(ctx, list)
 	stopProgress()
 	if err != nil {
@@ -183,7 +186,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	pp.cleanup = !*noCleanup && (cfg.Cleanup == nil || *cfg.Cleanup)
 	done := true
 	if sum.Quota == "" && sum.Fatal == "" {
-		done = postprocessJobs(ctx, cfg, engOpts, list, sum, pp, stdout, stderr)
+		done = postprocessJobs(ctx, cfg, engOpts, fs.Args(), sum, pp, stdout, stderr)
 	}
 	switch {
 	case sum.Quota != "":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	mpostproc "github.com/newsflow/newsflow/machine/postproc"
@@ -21,11 +22,15 @@ type postOptions struct {
 // download and reports whether each ended whole (and unpacked). A job
 // with an incomplete file and no PAR2 set among its files has nothing to
 // repair with: it is left as the download left it (exit 1), as before.
-func postprocessJobs(ctx context.Context, cfg *newsget.Config, engOpts newsget.Options, list []newsget.Job, sum *newsget.Summary,
+//
+// names are the NZB files of the jobs, read again here (only for a job
+// that is post-processed) rather than kept in memory through the download.
+func postprocessJobs(ctx context.Context, cfg *newsget.Config, engOpts newsget.Options, names []string, sum *newsget.Summary,
 	pp postOptions, stdout, stderr io.Writer) bool {
 	ok := true
 	fetch := postproc.EngineFetch(cfg, engOpts)
-	for _, j := range list {
+	for _, name := range names {
+		j := newsget.Job{Name: name, HoldRecovery: true}
 		var files []*newsget.FileResult
 		whole, sets := true, false
 		for _, f := range sum.Files {
@@ -45,6 +50,13 @@ func postprocessJobs(ctx context.Context, cfg *newsget.Config, engOpts newsget.O
 			ok = false
 			continue
 		}
+		data, err := os.ReadFile(name)
+		if err != nil {
+			printErr(stderr, err)
+			ok = false
+			continue
+		}
+		j.NZB = data
 		res := postproc.Run(ctx, postproc.Job{Dir: cfg.DownloadDir, Name: j.Name, Password: jobPassword(j), Files: files},
 			postproc.Options{Fetch: fetch, Unpack: pp.unpack, Cleanup: pp.cleanup, Log: engOpts.Log})
 		printPost(stdout, res)

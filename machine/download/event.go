@@ -19,7 +19,7 @@ type Assign struct {
 	Group     string // the group to join first, when the server has JoinGroup; "" otherwise
 	Server    int    // Server.ID
 	Conn      ConnID
-	Attempt   int   // 1 for the first request of the segment, 2 for the next, ...
+	Attempt   int   // 1 for the first request of the segment, 2 for the next, ... (counted up to 65535)
 	Bytes     int64 // Segment.Bytes
 }
 

@@ -55,6 +55,11 @@ package download
 // class is checked again when it reaches a queue's head and it moves on if
 // its class changed.
 //
+// Memory. A segment costs about 50 bytes of live heap whatever its state
+// (scheduler_seg.go: parallel arrays indexed by the segment's seq, a
+// history only while it has one); a finished segment keeps only its state
+// and attempt count.
+//
 // Inputs, each taking now: Add (segments), Connected / DialFailed (answers
 // to Dial), Report (one request's outcome), Closed (a connection ended;
 // its outstanding requests get one outcome), SetActive, Pause, and Timeout
@@ -62,6 +67,8 @@ package download
 
 import (
 	"fmt"
+	"iter"
+	"slices"
 	"sort"
 	"time"
 )
@@ -106,30 +113,13 @@ type conn struct {
 	id   ConnID
 	srv  *server
 	up   bool
-	reqs []*seg // in flight, in the order they were assigned
+	reqs []int32 // seqs in flight, in the order they were assigned
 }
 
 // count holds a segment's retry counters on one server.
 type count struct {
 	srv int
 	n   [numCounters]int
-}
-
-// seg is a segment and its history.
-type seg struct {
-	Segment
-	seq      int
-	state    segState
-	class    uint8
-	failed   uint64    // servers that failed it
-	verdicts []Verdict // why each of those failed it, in the order they did
-	counts   []count
-	want     int // server index wanted for the retry; -1 for none
-	conn     *conn
-	attempts int
-	last     Outcome // the outcome of its last failed request
-	q        *queue
-	hi       int // index in q's heap
 }
 
 // sig is what a decision depends on; see the theory of operation.
@@ -143,24 +133,23 @@ type sig struct {
 // operation. It performs no I/O and never reads a clock. After every input
 // drain NextEvent until it reports false.
 type Scheduler struct {
-	cfg     Config
-	srv     []*server // in configuration order
-	order   []*server // by level, then configuration order
-	byID    map[int]*server
-	rets    []int          // distinct positive retentions, ascending
-	admit   []uint64       // admit[class]: servers whose retention admits that class
-	usable  uint64         // servers usable at all
-	optBlk  uint64         // optional servers that are blocked
-	segs    map[Key]*seg   // every segment added
-	queues  map[sig]*queue // waiting segments by signature
-	qs      []*queue       // the same queues, in creation order (deterministic iteration)
-	conns   map[ConnID]*conn
-	nextID  ConnID
-	nextSeq int
-	paused  bool
-	events  []Event
-	evHead  int
-	stats   Stats
+	cfg    Config
+	srv    []*server // in configuration order
+	order  []*server // by level, then configuration order
+	byID   map[int]*server
+	rets   []int          // distinct positive retentions, ascending
+	admit  []uint64       // admit[class]: servers whose retention admits that class
+	usable uint64         // servers usable at all
+	optBlk uint64         // optional servers that are blocked
+	segs   segTable       // every segment added (scheduler_seg.go)
+	queues map[sig]*queue // waiting segments by signature
+	qs     []*queue       // the same queues, in creation order (deterministic iteration)
+	conns  map[ConnID]*conn
+	nextID ConnID
+	paused bool
+	events []Event
+	evHead int
+	stats  Stats
 }
 
 // Stats counts what the Scheduler did.
@@ -184,7 +173,6 @@ func NewScheduler(cfg Config, servers []Server) (*Scheduler, error) {
 	s := &Scheduler{
 		cfg:    cfg.withDefaults(),
 		byID:   map[int]*server{},
-		segs:   map[Key]*seg{},
 		queues: map[sig]*queue{},
 		conns:  map[ConnID]*conn{},
 		nextID: 1,
@@ -241,25 +229,22 @@ func NewScheduler(cfg Config, servers []Server) (*Scheduler, error) {
 // Add queues segments for download at now. A key added before is an
 // error; nothing is added then.
 func (s *Scheduler) Add(now time.Time, segs ...Segment) error {
-	// One allocation for all (an NZB may hold a million); a duplicate takes back those entered.
-	block := make([]seg, len(segs))
-	for i, g := range segs {
-		if _, dup := s.segs[g.Key]; dup {
-			for _, h := range segs[:i] {
-				delete(s.segs, h.Key)
-			}
-			return fmt.Errorf("download: segment %s added twice", g.Key)
-		}
-		block[i] = seg{Segment: g, want: -1}
-		s.segs[g.Key] = &block[i]
+	return s.AddAll(now, slices.Values(segs))
+}
+
+// AddAll is Add for the segments of an iterator, so that an owner with a
+// million segments need not build a slice of them first (the Scheduler
+// keeps what it needs of each in about 50 bytes; a Segment is 88).
+func (s *Scheduler) AddAll(now time.Time, segs iter.Seq[Segment]) error {
+	first, err := s.segs.add(segs)
+	if err != nil {
+		return err
 	}
-	for i := range block {
-		sg := &block[i]
-		sg.seq, s.nextSeq = s.nextSeq, s.nextSeq+1
-		sg.class = s.classAt(sg, now)
+	for i := first; int(i) < s.segs.len(); i++ {
+		s.segs.class[i] = s.classAt(i, now)
 		s.stats.Segments++
 		s.stats.Waiting++
-		s.enqueue(sg)
+		s.enqueue(i)
 	}
 	s.pump(now)
 	return nil
@@ -300,10 +285,10 @@ func (s *Scheduler) Report(now time.Time, id ConnID, k Key, o Outcome) error {
 	if !ok || !c.up {
 		return fmt.Errorf("download: Report(c%d, %s): no such connection", id, k)
 	}
-	for i, sg := range c.reqs {
-		if sg.Key == k {
-			c.reqs = append(c.reqs[:i], c.reqs[i+1:]...)
-			s.apply(now, sg, c.srv, o)
+	for j, i := range c.reqs {
+		if s.segs.key(i) == k {
+			c.reqs = append(c.reqs[:j], c.reqs[j+1:]...)
+			s.apply(now, i, c.srv, o)
 			s.pump(now)
 			return nil
 		}
@@ -326,8 +311,8 @@ func (s *Scheduler) Closed(now time.Time, id ConnID, o Outcome) error {
 	c.srv.open--
 	reqs := c.reqs
 	c.reqs = nil
-	for _, sg := range reqs {
-		s.apply(now, sg, c.srv, o)
+	for _, i := range reqs {
+		s.apply(now, i, c.srv, o)
 	}
 	s.pump(now)
 	return nil
@@ -420,33 +405,32 @@ func (s *Scheduler) emit(e Event) {
 
 // classAt is the segment's retention class at now: how many of the
 // configured retentions its age exceeds.
-func (s *Scheduler) classAt(sg *seg, now time.Time) uint8 {
-	if sg.Posted.IsZero() || len(s.rets) == 0 {
+func (s *Scheduler) classAt(i int32, now time.Time) uint8 {
+	posted := s.segs.posted(i)
+	if posted.IsZero() || len(s.rets) == 0 {
 		return 0
 	}
-	age := now.Sub(sg.Posted)
+	age := now.Sub(posted)
 	c := 0
 	for c < len(s.rets) && age > time.Duration(s.rets[c])*24*time.Hour {
 		c++
 	}
-	if int(sg.class) > c {
-		c = int(sg.class) // the clock went back: ages never shrink here
+	if int(s.segs.class[i]) > c {
+		c = int(s.segs.class[i]) // the clock went back: ages never shrink here
 	}
 	return uint8(c)
 }
 
-func (sg *seg) sig() sig { return sig{class: sg.class, failed: sg.failed, want: sg.want} }
-
 // enqueue puts a waiting segment into the queue of its signature.
-func (s *Scheduler) enqueue(sg *seg) {
-	k := sg.sig()
+func (s *Scheduler) enqueue(i int32) {
+	k := s.segs.sig(i)
 	q, ok := s.queues[k]
 	if !ok {
 		q = &queue{sig: k}
 		s.queues[k] = q
 		s.qs = append(s.qs, q)
 	}
-	q.push(sg)
+	q.push(i)
 }
 
 // dropConn forgets a connection.
@@ -477,64 +461,66 @@ func (s *Scheduler) block(now time.Time, sv *server, cause string) {
 }
 
 // counter returns the segment's counter i on server idx.
-func (sg *seg) counter(idx, i int) *int {
-	for k := range sg.counts {
-		if sg.counts[k].srv == idx {
-			return &sg.counts[k].n[i]
+func (x *segExt) counter(idx, i int) *int {
+	for k := range x.counts {
+		if x.counts[k].srv == idx {
+			return &x.counts[k].n[i]
 		}
 	}
-	sg.counts = append(sg.counts, count{srv: idx})
-	return &sg.counts[len(sg.counts)-1].n[i]
+	x.counts = append(x.counts, count{srv: idx})
+	return &x.counts[len(x.counts)-1].n[i]
 }
 
 // apply carries out the retry table's row for a request's outcome.
-func (s *Scheduler) apply(now time.Time, sg *seg, sv *server, o Outcome) {
+func (s *Scheduler) apply(now time.Time, i int32, sv *server, o Outcome) {
 	row := rowFor(o)
-	sg.conn = nil
 	sv.inflight--
 	s.stats.InFlight--
 	if row.reset {
 		sv.failures = 0
 	}
-	switch row.action {
-	case actDone:
-		sg.state = segDone
+	if row.action == actDone {
+		s.segs.state[i] = segDone
+		s.segs.forget(i) // a finished segment keeps only its state and attempts
 		s.stats.Done++
-		s.emit(SegmentDone{Segment: sg.Key, Server: sv.ID})
+		s.emit(SegmentDone{Segment: s.segs.key(i), Server: sv.ID})
 		return
+	}
+	x := s.segs.history(i)
+	switch row.action {
 	case actRetry:
-		n := sg.counter(sv.idx, row.counter)
+		n := x.counter(sv.idx, row.counter)
 		*n++
 		if *n <= s.cfg.limitOf(row) {
-			sg.want = sv.idx
+			x.want = sv.idx
 		} else {
-			s.failOn(sg, sv, row)
+			s.failOn(x, sv, row)
 		}
 	case actFail:
-		s.failOn(sg, sv, row)
+		s.failOn(x, sv, row)
 	case actBlock:
-		sg.want = -1
+		x.want = -1
 		s.block(now, sv, "request: "+o.String())
 	}
-	sg.last = o
-	sg.state = segWaiting
+	x.last = o
+	s.segs.state[i] = segWaiting
 	s.stats.Waiting++
-	s.enqueue(sg)
+	s.enqueue(i)
 }
 
 // failOn marks the server (and, for rows that say so, its group on its
 // level) as failed for the segment.
-func (s *Scheduler) failOn(sg *seg, sv *server, row retryRow) {
-	sg.want = -1
-	sg.failed |= sv.bit
-	sg.verdicts = append(sg.verdicts, Verdict{Server: sv.ID, Why: row.verdict})
+func (s *Scheduler) failOn(x *segExt, sv *server, row retryRow) {
+	x.want = -1
+	x.failed |= sv.bit
+	x.verdicts = append(x.verdicts, Verdict{Server: sv.ID, Why: row.verdict})
 	if !row.group || sv.Group == 0 {
 		return
 	}
 	for _, o := range s.srv {
-		if o.bit&sv.groupMask != 0 && sg.failed&o.bit == 0 {
-			sg.failed |= o.bit
-			sg.verdicts = append(sg.verdicts, Verdict{Server: o.ID, Why: WhyGroupMissing})
+		if o.bit&sv.groupMask != 0 && x.failed&o.bit == 0 {
+			x.failed |= o.bit
+			x.verdicts = append(x.verdicts, Verdict{Server: o.ID, Why: WhyGroupMissing})
 		}
 	}
 }
@@ -633,11 +619,11 @@ func (s *Scheduler) pump(now time.Time) {
 				continue
 			}
 			head := q.h[0]
-			if c := s.classAt(head, now); c != head.class {
+			if c := s.classAt(head, now); c != s.segs.class[head] {
 				// Older now than when it was queued: move it on; its
 				// new queue is visited later in this loop.
 				q.pop()
-				head.class = c
+				s.segs.class[head] = c
 				s.enqueue(head)
 				i--
 				continue
@@ -649,7 +635,7 @@ func (s *Scheduler) pump(now time.Time) {
 					s.fail(q.pop())
 				}
 			case decAssign:
-				if best == nil || head.seq < best.h[0].seq {
+				if best == nil || head < best.h[0] {
 					best, bestSrv = q, d.srv
 				}
 			}
@@ -678,21 +664,25 @@ func (s *Scheduler) compact() {
 }
 
 // fail ends a waiting segment that no server can deliver.
-func (s *Scheduler) fail(sg *seg) {
-	sg.state = segFailed
+func (s *Scheduler) fail(i int32) {
+	s.segs.state[i] = segFailed
 	s.stats.Waiting--
 	s.stats.Failed++
-	ev := SegmentFailed{Segment: sg.Key}
+	ev := SegmentFailed{Segment: s.segs.key(i)}
+	x := s.segs.peek(i)
+	if x == nil {
+		x = &segExt{want: -1}
+	}
 	for _, sv := range s.srv {
 		v := Verdict{Server: sv.ID}
 		switch {
-		case sg.failed&sv.bit != 0:
-			for _, r := range sg.verdicts {
+		case x.failed&sv.bit != 0:
+			for _, r := range x.verdicts {
 				if r.Server == sv.ID {
 					v.Why = r.Why // the last word of the server
 				}
 			}
-		case s.admit[sg.class]&sv.bit == 0:
+		case s.admit[s.segs.class[i]]&sv.bit == 0:
 			v.Why = WhyRetention
 		default:
 			// Not usable. (A usable server that neither failed nor is
@@ -702,33 +692,36 @@ func (s *Scheduler) fail(sg *seg) {
 		}
 		ev.Verdicts = append(ev.Verdicts, v)
 	}
+	s.segs.forget(i) // a finished segment keeps only its state and attempts
 	s.emit(ev)
 }
 
 // assign puts a segment in flight on the server's least busy open
 // connection that has a free slot.
-func (s *Scheduler) assign(sg *seg, sv *server) {
+func (s *Scheduler) assign(i int32, sv *server) {
 	var c *conn
 	for _, o := range sv.conns {
 		if o.up && len(o.reqs) < sv.Pipeline && (c == nil || len(o.reqs) < len(c.reqs)) {
 			c = o
 		}
 	}
-	c.reqs = append(c.reqs, sg)
-	sg.conn = c
-	sg.want = -1 // a want is for waiting; the outcome sets it again
-	sg.state = segInFlight
-	sg.attempts++
+	c.reqs = append(c.reqs, i)
+	t := &s.segs
+	t.state[i] = segInFlight
+	if t.attempts[i] < ^uint16(0) {
+		t.attempts[i]++
+	}
 	sv.inflight++
 	s.stats.Waiting--
 	s.stats.InFlight++
 	s.stats.Requests++
-	if sg.attempts > 1 {
-		s.stats.Retries[sg.last]++
+	if x := t.peek(i); x != nil {
+		x.want = -1               // a want is for waiting; the outcome sets it again
+		s.stats.Retries[x.last]++ // a segment with a history failed a request before
 	}
-	a := Assign{Segment: sg.Key, MessageID: sg.MessageID, Server: sv.ID, Conn: c.id, Attempt: sg.attempts, Bytes: sg.Bytes}
-	if sv.JoinGroup && len(sg.Groups) > 0 {
-		a.Group = sg.Groups[0]
+	a := Assign{Segment: t.key(i), MessageID: t.msgID[i], Server: sv.ID, Conn: c.id, Attempt: int(t.attempts[i]), Bytes: t.bytes[i]}
+	if g := t.metas[t.meta[i]].groups; sv.JoinGroup && len(g) > 0 {
+		a.Group = g[0]
 	}
 	s.emit(a)
 }

@@ -1,6 +1,9 @@
 package download
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // What the Scheduler lets its owner and tests inspect.
 
@@ -10,23 +13,31 @@ type SegmentInfo struct {
 	Server   int       // in flight: the server's ID; otherwise -1
 	Conn     ConnID    // in flight: the connection; otherwise 0
 	Want     int       // a retry waits for this server's ID; -1 for none
-	Attempts int       // requests made so far
-	Failed   []Verdict // servers that failed it, in the order they did
+	Attempts int       // requests made so far (counted up to 65535)
+	Bytes    int64     // Segment.Bytes
+	Failed   []Verdict // servers that failed it, in the order they did; none once it is done or failed (SegmentFailed carried them)
 }
 
 // Segment returns the state of the segment k.
 func (s *Scheduler) Segment(k Key) (SegmentInfo, bool) {
-	sg, ok := s.segs[k]
+	i, ok := s.segs.find(k)
 	if !ok {
 		return SegmentInfo{}, false
 	}
-	in := SegmentInfo{State: segStateNames[sg.state], Server: -1, Want: -1, Attempts: sg.attempts,
-		Failed: append([]Verdict(nil), sg.verdicts...)}
-	if sg.conn != nil {
-		in.Server, in.Conn = sg.conn.srv.ID, sg.conn.id
+	in := SegmentInfo{State: segStateNames[s.segs.state[i]], Server: -1, Want: -1, Attempts: int(s.segs.attempts[i]),
+		Bytes: s.segs.bytes[i]}
+	if x := s.segs.peek(i); x != nil {
+		in.Failed = append([]Verdict(nil), x.verdicts...)
+		if x.want >= 0 {
+			in.Want = s.srv[x.want].ID
+		}
 	}
-	if sg.want >= 0 {
-		in.Want = s.srv[sg.want].ID
+	if s.segs.state[i] == segInFlight {
+		for _, c := range s.conns {
+			if slices.Contains(c.reqs, i) {
+				in.Server, in.Conn = c.srv.ID, c.id
+			}
+		}
 	}
 	return in, true
 }

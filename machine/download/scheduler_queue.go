@@ -1,57 +1,50 @@
 package download
 
 // The Scheduler's waiting segments are grouped by signature (what the
-// decision depends on, scheduler.go); each group is a queue, a min-heap by
-// the order the segments were added, so the oldest waiting segment of a
-// signature goes first.
+// decision depends on, scheduler.go); each group is a queue, a min-heap of
+// segment seqs (the order the segments were added), so the oldest waiting
+// segment of a signature goes first. A seq costs 4 bytes in the heap.
 
-// queue holds the waiting segments of one signature, a min-heap by seq.
+// queue holds the waiting segments of one signature, a min-heap of seqs.
 type queue struct {
 	sig sig
-	h   []*seg
+	h   []int32
 }
 
-func (q *queue) less(i, j int) bool { return q.h[i].seq < q.h[j].seq }
-
-func (q *queue) swap(i, j int) {
-	q.h[i], q.h[j] = q.h[j], q.h[i]
-	q.h[i].hi, q.h[j].hi = i, j
-}
-
-func (q *queue) push(sg *seg) {
-	sg.q, sg.hi = q, len(q.h)
-	q.h = append(q.h, sg)
-	for i := len(q.h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
+func (q *queue) push(i int32) {
+	q.h = append(q.h, i)
+	for j := len(q.h) - 1; j > 0; {
+		p := (j - 1) / 2
+		if q.h[j] >= q.h[p] {
 			break
 		}
-		q.swap(i, p)
-		i = p
+		q.h[j], q.h[p] = q.h[p], q.h[j]
+		j = p
 	}
 }
 
-// pop removes and returns the segment with the smallest seq.
-func (q *queue) pop() *seg {
+// pop removes and returns the smallest seq.
+func (q *queue) pop() int32 {
 	top := q.h[0]
 	last := len(q.h) - 1
-	q.swap(0, last)
-	q.h[last] = nil
+	q.h[0] = q.h[last]
 	q.h = q.h[:last]
 	for i := 0; ; {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(q.h) && q.less(l, m) {
+		if l < len(q.h) && q.h[l] < q.h[m] {
 			m = l
 		}
-		if r < len(q.h) && q.less(r, m) {
+		if r < len(q.h) && q.h[r] < q.h[m] {
 			m = r
 		}
 		if m == i {
 			break
 		}
-		q.swap(i, m)
+		q.h[i], q.h[m] = q.h[m], q.h[i]
 		i = m
 	}
-	top.q = nil
+	if len(q.h) == 0 {
+		q.h = nil // an emptied queue holds no memory
+	}
 	return top
 }

@@ -516,6 +516,18 @@ func TestSchedulerErrors(t *testing.T) {
 	if err := h.s.Add(h.now, seg); err == nil {
 		t.Error("segment added twice")
 	}
+	// A refused Add leaves nothing behind, even the segments before the
+	// repeated key.
+	seg2 := Segment{Key: Key{2, 1}, MessageID: "<c@d>"}
+	if err := h.s.Add(h.now, seg2, seg); err == nil {
+		t.Error("segment added twice after a new one")
+	}
+	if _, ok := h.s.Segment(seg2.Key); ok || h.s.Stats().Segments != 1 {
+		t.Errorf("a refused Add left %s behind (%d segments)", seg2.Key, h.s.Stats().Segments)
+	}
+	if err := h.s.Add(h.now, seg2); err != nil {
+		t.Errorf("Add after a refused one: %v", err)
+	}
 	for name, err := range map[string]error{
 		"Connected unknown":      h.s.Connected(h.now, 99),
 		"DialFailed unknown":     h.s.DialFailed(h.now, 99, DialConnect),

@@ -67,7 +67,11 @@ import (
 // Defaults for Config fields left zero.
 const (
 	DefaultTimeout     = 30 * time.Second // per answer, measured from the last progress
-	DefaultMaxResponse = 16 << 20         // largest multi-line answer (an article); each connection may hold one
+	DefaultMaxResponse = 16 << 20         // largest multi-line answer (a group list); each connection may hold one
+	// DefaultMaxArticle is the largest answer to ARTICLE, HEAD or BODY: one
+	// article, which a page shows whole. A connection holds at most one
+	// answer, and none once it is handed on or the connection closed.
+	DefaultMaxArticle = 4 << 20
 	// DefaultMaxLine is the longest line of a multi-line answer: an
 	// article's header may carry a 100 KB Subject or a 300 KB References
 	// (unfolded in OVER), which must not take a group down.
@@ -103,6 +107,7 @@ type Config struct {
 	// DefaultMaxOverviewLine when 0.
 	MaxOverviewLine int
 	MaxResponse     int // largest multi-line answer in bytes; DefaultMaxResponse when 0
+	MaxArticle      int // largest answer to ARTICLE, HEAD or BODY in bytes; DefaultMaxArticle when 0; at most MaxResponse
 	ThreadLimit     int // default Limit of thread requests; DefaultThreadLimit when 0
 	HeadWindow      int // HEAD commands in flight; DefaultHeadWindow when 0
 
@@ -119,6 +124,8 @@ func (c Config) withDefaults() Config {
 	machine.Default(&c.MaxLine, DefaultMaxLine)
 	machine.Default(&c.MaxOverviewLine, DefaultMaxOverviewLine)
 	machine.Default(&c.MaxResponse, DefaultMaxResponse)
+	machine.Default(&c.MaxArticle, DefaultMaxArticle)
+	c.MaxArticle = min(c.MaxArticle, c.MaxResponse)
 	machine.Default(&c.ThreadLimit, DefaultThreadLimit)
 	machine.Default(&c.HeadWindow, DefaultHeadWindow)
 	if c.GroupMaxAge == 0 {
@@ -209,6 +216,7 @@ type Client struct {
 	dec     *proto.BlockDecoder
 	reading bool   // a multi-line block is being read
 	blk     []byte // its decoded bytes so far
+	blkMax  int    // the most it may hold: Config.MaxArticle or MaxResponse
 
 	job *job
 
@@ -525,7 +533,11 @@ func (c *Client) Receive(now time.Time, p []byte) error {
 		cmd := c.batch[len(c.answers)].cmd
 		c.answers = append(c.answers, answer{cmd: cmd, resp: resp})
 		if proto.MultiLine(cmd.Verb, resp.Code) {
-			c.reading, c.blk = true, []byte{}
+			c.reading, c.blk, c.blkMax = true, []byte{}, c.cfg.MaxResponse
+			switch cmd.Verb {
+			case "ARTICLE", "HEAD", "BODY": // RFC 3977 §6.2: one article
+				c.blkMax = c.cfg.MaxArticle
+			}
 			c.dec.Reset()
 			continue
 		}
@@ -540,7 +552,7 @@ func (c *Client) readBlock() (bool, error) {
 	// own growth (1.25x for large slices) allocated five times the limit
 	// for every answer that reached it.
 	if in := len(c.in.Peek()); cap(c.blk)-len(c.blk) < in {
-		more := min(max(in, len(c.blk)), max(in, c.cfg.MaxResponse+in-len(c.blk)))
+		more := min(max(in, len(c.blk)), max(in, c.blkMax+in-len(c.blk)))
 		c.blk = slices.Grow(c.blk, more)
 	}
 	out, n, done, err := c.dec.Decode(c.blk, c.in.Peek())
@@ -549,9 +561,9 @@ func (c *Client) readBlock() (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("answer to %s: %w", c.answers[len(c.answers)-1].cmd.Name(), err)
 	}
-	if len(c.blk) > c.cfg.MaxResponse {
+	if len(c.blk) > c.blkMax {
 		return false, fmt.Errorf("answer to %s exceeds %d bytes: %w",
-			c.answers[len(c.answers)-1].cmd.Name(), c.cfg.MaxResponse, proto.ErrLineTooLong)
+			c.answers[len(c.answers)-1].cmd.Name(), c.blkMax, proto.ErrLineTooLong)
 	}
 	return done, nil
 }
@@ -639,6 +651,7 @@ func (c *Client) fatal(err error, retry, quit bool) {
 		c.sentCount["QUIT"]++
 	}
 	c.closed, c.deadline, c.batch, c.answers = true, time.Time{}, nil, nil
+	c.reading, c.blk = false, nil // a closed connection holds no answer (issue 16 finding 14)
 	c.events = append(c.events, Closed{Err: err})
 }
 
@@ -686,6 +699,7 @@ func (c *Client) Close(now time.Time) {
 	c.out, _ = proto.Quit().Append(c.out)
 	c.sentCount["QUIT"]++
 	c.closed, c.deadline, c.batch, c.answers = true, time.Time{}, nil, nil
+	c.reading, c.blk = false, nil // a closed connection holds no answer (issue 16 finding 14)
 	c.events = append(c.events, Closed{})
 }
 

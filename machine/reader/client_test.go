@@ -188,6 +188,45 @@ func TestClientMaxResponse(t *testing.T) {
 		"closed: reader: protocol error: answer to ARTICLE exceeds 100 bytes: nntp: line too long")
 }
 
+// TestClientMaxArticle is issue 16 finding 14: an article page needs one
+// article, so the answer to ARTICLE is held to MaxArticle (4 MiB by
+// default), below MaxResponse, which other answers (a group list) keep;
+// and a connection closed on an oversize answer holds none of it.
+func TestClientMaxArticle(t *testing.T) {
+	big := strings.Repeat("x", 150) // 152 bytes with CRLF: over MaxArticle, under MaxResponse
+	t.Run("article over MaxArticle", func(t *testing.T) {
+		h := newHarness(t, Config{Capabilities: innReader, MaxResponse: 1000, MaxArticle: 100})
+		h.c.Do(h.now, 1, GetArticle{MessageID: "<a@b>"})
+		h.wantSend("ARTICLE", "ARTICLE <a@b>")
+		if err := h.recv("220 0 <a@b>", big); !errors.Is(err, ErrProtocol) || !errors.Is(err, proto.ErrLineTooLong) {
+			t.Fatalf("Receive: %v", err)
+		}
+		h.wantEvents("too big for an article",
+			"failed article:<a@b>: reader: protocol error: answer to ARTICLE exceeds 100 bytes: nntp: line too long (retry)",
+			"closed: reader: protocol error: answer to ARTICLE exceeds 100 bytes: nntp: line too long")
+		if h.c.blk != nil || h.c.reading {
+			t.Errorf("the closed client still holds %d bytes of the answer (reading %v)", cap(h.c.blk), h.c.reading)
+		}
+	})
+	t.Run("group list over MaxArticle", func(t *testing.T) {
+		h := newHarness(t, Config{Capabilities: innReader, MaxResponse: 1000, MaxArticle: 100})
+		h.c.Do(h.now, 1, GetGroups{})
+		h.AppendAll()
+		if err := h.recv("215 a", "g."+big+" 2 1 y", ".", "215 b", "."); err != nil {
+			t.Fatalf("Receive: %v", err)
+		}
+		h.wantEvents("a list larger than MaxArticle", "groups 1 skipped=0", "  g."+big+` 2 1 y ""`)
+	})
+	t.Run("MaxArticle above MaxResponse", func(t *testing.T) {
+		h := newHarness(t, Config{Capabilities: innReader, MaxResponse: 100, MaxArticle: 1000})
+		h.c.Do(h.now, 1, GetArticle{MessageID: "<a@b>"})
+		h.AppendAll()
+		if err := h.recv("220 0 <a@b>", big); !errors.Is(err, proto.ErrLineTooLong) {
+			t.Fatalf("Receive: %v", err)
+		}
+	})
+}
+
 // TestClientStatusLineTooLong: a status line beyond 2048 octets is refused
 // even before its LF arrives.
 func TestClientStatusLineTooLong(t *testing.T) {

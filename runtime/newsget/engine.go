@@ -301,31 +301,44 @@ func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
 	e.ctx, e.stop = context.WithCancel(ctx)
 	defer e.stop()
 	now := e.opts.Now()
-	var segs []download.Segment
-	for _, o := range e.files {
-		if o.refused != "" {
-			continue
-		}
-		for _, s := range o.nzb.Segments {
-			if o.prior.Has(s.Number) {
+	// The segments go to the Scheduler one by one (AddAll), not as a slice
+	// of a million Segments first (issue 16 finding 13).
+	segs := func(yield func(download.Segment) bool) {
+		for _, o := range e.files {
+			if o.refused != "" {
 				continue
 			}
-			seg := download.Segment{Key: download.Key{File: o.key, Number: s.Number}, MessageID: s.MessageID,
-				Bytes: s.Bytes, Groups: o.nzb.Groups}
+			var posted time.Time
 			if o.nzb.Date > 0 {
-				seg.Posted = time.Unix(o.nzb.Date, 0)
+				posted = time.Unix(o.nzb.Date, 0)
 			}
-			segs = append(segs, seg)
-			e.totalBytes += s.Bytes
+			for _, s := range o.nzb.Segments {
+				if o.prior.Has(s.Number) {
+					continue
+				}
+				e.totalBytes += s.Bytes
+				if !yield(download.Segment{Key: download.Key{File: o.key, Number: s.Number}, MessageID: s.MessageID,
+					Bytes: s.Bytes, Groups: o.nzb.Groups, Posted: posted}) {
+					return
+				}
+			}
 		}
 	}
 	if e.quotaMsg != "" {
 		e.sched.Pause(now, true)
 		e.closing = true
 	}
-	if err := e.sched.Add(now, segs...); err != nil {
+	if err := e.sched.AddAll(now, segs); err != nil {
 		e.mu.Unlock()
 		return nil, fmt.Errorf("newsget: %w", err)
+	}
+	// The Scheduler holds what it needs of every segment (message-ids
+	// shared, not copied); the parsed list is no longer needed (32 bytes a
+	// segment). Held and refused files keep theirs.
+	for _, o := range e.files {
+		if o.refused == "" {
+			o.nzb.Segments = nil
+		}
 	}
 	wake := e.dispatch(now, nil)
 	e.mu.Unlock()
@@ -411,11 +424,10 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 	}
 	for i := range nzb.Files {
 		nf := &nzb.Files[i]
-		o := &outFile{key: len(e.files), job: jr, idx: i, nzb: nf, dir: e.cfg.DownloadDir}
+		o := &outFile{key: len(e.files), job: jr, idx: i, nzb: nf, segments: len(nf.Segments), dir: e.cfg.DownloadDir}
 		jr.files = append(jr.files, o)
 		e.files = append(e.files, o)
 		o.remaining = len(nf.Segments)
-		o.missing = map[int]jobs.Missing{}
 		if len(nf.Segments) == 0 {
 			o.refused = "no segments"
 			o.result = &FileResult{Job: jr.name, Err: "the NZB lists no segments for it"}
@@ -751,14 +763,12 @@ func (o *outFile) interrupted(why string) *FileResult {
 		o.f.Close()
 		o.f = nil
 	}
-	r := &FileResult{Job: o.job.name, Name: filepath.Base(o.partPath), Path: o.partPath, Segments: len(o.nzb.Segments),
+	r := &FileResult{Job: o.job.name, Name: filepath.Base(o.partPath), Path: o.partPath, Segments: o.segments,
 		Err: fmt.Sprintf("not finished (%d segments left): %s; rerun to resume", o.remaining, why)}
 	if o.sizeKnown {
 		r.Size = o.info.Size
 	}
-	for _, m := range o.missing {
-		r.Missing = append(r.Missing, m)
-	}
+	r.Missing = append(r.Missing, o.missing...)
 	sort.Slice(r.Missing, func(i, j int) bool { return r.Missing[i].Segment < r.Missing[j].Segment })
 	return r
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/newsflow/newsflow/machine/download"
 	"github.com/newsflow/newsflow/proto"
@@ -34,9 +33,8 @@ func (e *Engine) noteSegment(o *outFile, number, server int, verdicts []download
 		return
 	}
 	n := SegmentNote{File: o.idx, Name: o.nzbName, Number: number, Failed: verdicts != nil}
-	segs := o.nzb.Segments
-	if i := sort.Search(len(segs), func(i int) bool { return segs[i].Number >= number }); i < len(segs) && segs[i].Number == number {
-		n.Bytes = segs[i].Bytes
+	if in, ok := e.sched.Segment(download.Key{File: o.key, Number: number}); ok {
+		n.Bytes = in.Bytes
 	}
 	if sr := e.byID[server]; sr != nil {
 		n.Server = sr.cfg.Label()

@@ -60,10 +60,11 @@ type partInfo struct {
 type outFile struct {
 	key      int // download.Key.File: index in Engine.files
 	job      *jobRun
-	idx      int // index in the NZB
-	nzb      *proto.NZBFile
-	nzbName  string // sanitised name from the subject
-	reserved string // nzbName, or with a suffix when another file of the job has it
+	idx      int            // index in the NZB
+	nzb      *proto.NZBFile // its Segments are dropped once the Scheduler has them (Engine.Download)
+	segments int            // len(nzb.Segments) as parsed
+	nzbName  string         // sanitised name from the subject
+	reserved string         // nzbName, or with a suffix when another file of the job has it
 	partPath string
 	dir      string
 
@@ -90,7 +91,7 @@ type outFile struct {
 	remaining   int   // segments neither done nor failed
 	pendingDone []int // done, not yet durable
 	pendingMiss []jobs.Missing
-	missing     map[int]jobs.Missing
+	missing     []jobs.Missing // in the order they failed (a segment fails once); 24 bytes each
 	finished    bool
 	refused     string // not downloaded at all, and why
 	result      *FileResult
@@ -307,7 +308,7 @@ func (o *outFile) check(ok download.SegmentOK) (download.Outcome, string) {
 		return download.ConnError, fmt.Sprintf("%d of the part's %d bytes written", written, ok.Size)
 	}
 	if ok.UU {
-		if len(o.nzb.Segments) != 1 {
+		if o.segments != 1 {
 			return download.Corrupt, "UUencoded part of a multi-segment file (UU has no offsets)"
 		}
 		ok.FileSize = ok.Size
@@ -389,18 +390,21 @@ func (o *outFile) missingRange(n int) jobs.Missing {
 // layout, or, when every part arrived in this run, from the gaps the parts
 // leave, matched to the missing segments in order. Called with mu held.
 func (o *outFile) refineMissing() {
-	var unknown []int
-	for n, m := range o.missing {
+	fromGaps := o.sizeKnown && o.prior.Len() == 0 // the gaps between parts can tell the rest
+	var unknown []int                             // indexes in o.missing
+	for i, m := range o.missing {
 		if m.End > m.Begin {
 			continue
 		}
-		if b, e, ok := o.rangeOf(n); ok {
-			o.missing[n] = jobs.Missing{Segment: n, Begin: b, End: e}
+		if b, e, ok := o.rangeOf(m.Segment); ok {
+			o.missing[i] = jobs.Missing{Segment: m.Segment, Begin: b, End: e}
 			continue
 		}
-		unknown = append(unknown, n)
+		if fromGaps {
+			unknown = append(unknown, i)
+		}
 	}
-	if len(unknown) == 0 || !o.sizeKnown || o.prior.Len() > 0 {
+	if len(unknown) == 0 {
 		return
 	}
 	ps := make([]partInfo, 0, len(o.parts))
@@ -422,9 +426,9 @@ func (o *outFile) refineMissing() {
 	if len(gaps) != len(unknown) {
 		return
 	}
-	slices.Sort(unknown)
-	for i, n := range unknown {
-		o.missing[n] = jobs.Missing{Segment: n, Begin: gaps[i][0], End: gaps[i][1]}
+	slices.SortFunc(unknown, func(a, b int) int { return o.missing[a].Segment - o.missing[b].Segment })
+	for i, j := range unknown {
+		o.missing[j] = jobs.Missing{Segment: o.missing[j].Segment, Begin: gaps[i][0], End: gaps[i][1]}
 	}
 }
 
@@ -458,17 +462,14 @@ func (o *outFile) syncData() error {
 // finish verifies a file whose segments are all done or failed, renames
 // it into place or writes its .incomplete sidecar, and returns the result.
 func (o *outFile) finish(overwrite bool, taken func(string) bool) *FileResult {
-	r := &FileResult{Job: o.job.name, Segments: len(o.nzb.Segments), Name: filepath.Base(o.partPath), Path: o.partPath}
+	r := &FileResult{Job: o.job.name, Segments: o.segments, Name: filepath.Base(o.partPath), Path: o.partPath}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.sizeKnown {
 		r.Size = o.info.Size
 	}
 	o.refineMissing()
-	r.Missing = make([]jobs.Missing, 0, len(o.missing))
-	for _, m := range o.missing {
-		r.Missing = append(r.Missing, m)
-	}
+	r.Missing = o.missing
 	o.missing = nil // the result holds them now (a file is finished once)
 	slices.SortFunc(r.Missing, func(a, b jobs.Missing) int { return a.Segment - b.Segment })
 	for _, p := range o.parts {
@@ -663,7 +664,7 @@ func saveInfo(path string, fi fileInfo) error {
 // Called with Engine.mu held.
 func (e *Engine) noteMissing(o *outFile, ev download.SegmentFailed) {
 	m := o.missingRange(ev.Segment.Number)
-	o.missing[ev.Segment.Number] = m
+	o.missing = append(o.missing, m)
 	level := slog.LevelDebug
 	if len(o.missing) <= MaxMissingListed {
 		o.pendingMiss = append(o.pendingMiss, m)

@@ -33,6 +33,9 @@ func (t Transfer) Accepted() bool {
 }
 
 func (s *Server) record(conn int, cmd proto.Command) {
+	if s.opts.Unrecorded {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cmds = append(s.cmds, Received{Conn: conn, Cmd: cmd, At: time.Now()})

@@ -72,6 +72,10 @@ type Options struct {
 	Now func() time.Time
 	// Logf, if non-nil, receives a line per command and per response.
 	Logf func(format string, args ...any)
+	// Unrecorded keeps no record of the commands received (Commands and
+	// Count see none), so a test of a client's memory with very many
+	// commands does not count the server's.
+	Unrecorded bool
 }
 
 // A Server is a loopback NNTP server for tests: a reader (RFC 3977), a
