@@ -77,6 +77,11 @@ type ThreadList struct {
 	mreader.CachedThreads
 	Server  string    // the server whose numbers HighWater counts
 	Fetched time.Time // when the list was last brought up to date
+	// Floor is the lowest article number the list's range covers; More
+	// says the group has articles below it (the list was cut at the thread
+	// limit), which older pages fetch as archive ranges (Archive).
+	Floor int64
+	More  bool
 }
 
 // ThreadView is one thread of a group.
@@ -120,6 +125,7 @@ type Federated struct {
 	// not-found TTL: asking again would only cost a connection each time.
 	tooBig  *ttlCache[error]
 	threads *ttlCache[*ThreadList]
+	archive *ttlCache[*ThreadList] // older ranges of groups, by archiveKey
 	thread  *ttlCache[ThreadView]
 	groups  *ttlCache[[]Group]
 	stats   *ttlCache[GroupStats]
@@ -165,6 +171,7 @@ func NewFederated(services []*Service, opts FederatedOptions) *Federated {
 		notFound:  newTTLCache[struct{}](opts.Cache.ArticleNotFound, 100_000, now),
 		tooBig:    newTTLCache[error](opts.Cache.ArticleNotFound, 10_000, now),
 		threads:   newTTLCache[*ThreadList](opts.Cache.Threads, opts.ListCacheArticles, now),
+		archive:   newTTLCache[*ThreadList](opts.Cache.Threads, opts.ListCacheArticles, now),
 		thread:    newTTLCache[ThreadView](opts.Cache.Thread, opts.ListCacheArticles, now),
 		groups:    newTTLCache[[]Group](opts.Cache.Groups, 0, now),
 		stats:     newTTLCache[GroupStats](opts.Cache.GroupStats, 100_000, now),
@@ -492,7 +499,7 @@ func (f *Federated) fetchThreads(ctx context.Context, group string) (*ThreadList
 			return nil, fmt.Errorf("reader: group %s: unexpected answer %T", group, ev)
 		}
 		tl := &ThreadList{CachedThreads: mreader.CachedThreads{Group: group, HighWater: r.High, Articles: r.Articles,
-			Threads: mreader.Thread(r.Articles)}, Server: s.cfg.Name, Fetched: f.now()}
+			Threads: mreader.Thread(r.Articles)}, Server: s.cfg.Name, Fetched: f.now(), Floor: r.Low, More: r.Truncated}
 		f.putThreads(tl)
 		return tl, nil
 	})
@@ -561,8 +568,10 @@ func (f *Federated) incremental(group string) (<-chan singleflight.Result, bool)
 			return nil, &errNotFound{what: "group " + group}
 		case mreader.ThreadsResult:
 			f.log.Debug("Found new articles", "group", group, "count", len(r.Articles))
-			next := &ThreadList{CachedThreads: tl.Apply(r), Server: tl.Server, Fetched: f.now()}
-			next.CachedThreads = f.trim(next.CachedThreads)
+			next := &ThreadList{CachedThreads: tl.Apply(r), Server: tl.Server, Fetched: f.now(), Floor: tl.Floor, More: tl.More}
+			if trimmed, floor := f.trim(next.CachedThreads); floor > 0 {
+				next.CachedThreads, next.Floor, next.More = trimmed, floor, true
+			}
 			f.putThreads(next)
 			return next, nil
 		}
@@ -572,15 +581,16 @@ func (f *Federated) incremental(group string) (<-chan singleflight.Result, bool)
 }
 
 // trim keeps a list that incremental updates have grown past twice the
-// thread limit to its newest ThreadLimit articles.
-func (f *Federated) trim(c mreader.CachedThreads) mreader.CachedThreads {
+// thread limit to its newest ThreadLimit articles; floor is the lowest
+// number kept (0 when nothing was cut), the older ones being the archive's.
+func (f *Federated) trim(c mreader.CachedThreads) (_ mreader.CachedThreads, floor int64) {
 	if len(c.Articles) <= 2*f.opts.ThreadLimit {
-		return c
+		return c, 0
 	}
 	arts := slices.Clone(c.Articles)
 	slices.SortFunc(arts, func(a, b mreader.Summary) int { return cmp.Compare(a.Number, b.Number) })
 	arts = arts[len(arts)-f.opts.ThreadLimit:]
-	return mreader.CachedThreads{Group: c.Group, HighWater: c.HighWater, Articles: arts, Threads: mreader.Thread(arts)}
+	return mreader.CachedThreads{Group: c.Group, HighWater: c.HighWater, Articles: arts, Threads: mreader.Thread(arts)}, max(1, arts[0].Number)
 }
 
 // Thread returns the thread of group that holds message-id id. It is served

@@ -74,13 +74,13 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	// A rendered page is kept under the version of what it shows: the
 	// thread list (listVersion) and the group's cached stats. Nothing
 	// changed, nothing is rebuilt.
-	tl, err := s.fed.Threads(ctx, group)
+	tl, before, err := s.listPage(ctx, r, group)
 	if err != nil {
 		return nil, err
 	}
 	st, haveStats := s.fed.CachedStats(group)
 	if haveStats {
-		if resp, ok := s.pages.get(groupPageKey(group, page, tl, &st)); ok {
+		if resp, ok := s.pages.get(groupPageKey(group, before, page, tl, &st)); ok {
 			return resp, nil
 		}
 	}
@@ -102,15 +102,9 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	tp := s.threadsOf(tl, group, page)
 	stats := <-statsCh
 	v := groupView{base: s.base(group, group), Articles: len(tp.list.Articles), ThreadCount: len(tp.list.Threads),
-		Stats: stats, Threads: tp.rows, Pager: pager{Page: tp.page, Pages: tp.pages}, Feed: groupFeedURL(group)}
+		Stats: stats, Threads: tp.rows, Pager: pagerOf(group, before, tl, tp.page, tp.pages), Feed: groupFeedURL(group)}
 	if s.posting != nil {
 		v.NewThread = newThreadURL(group)
-	}
-	if tp.page > 1 {
-		v.Pager.Prev = pageURL(group, tp.page-1)
-	}
-	if tp.page < tp.pages {
-		v.Pager.Next = pageURL(group, tp.page+1)
 	}
 	resp, err := s.render("group", v, cacheThreads)
 	if err != nil {
@@ -118,7 +112,7 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	}
 	if stats != nil {
 		resp.etag = etagOf(resp.body)
-		s.pages.put(groupPageKey(group, page, tl, stats), resp)
+		s.pages.put(groupPageKey(group, before, page, tl, stats), resp)
 	}
 	return resp, nil
 }
@@ -129,8 +123,8 @@ func listVersion(tl *ThreadList) string {
 	return strconv.FormatInt(tl.HighWater, 10) + "/" + strconv.Itoa(len(tl.Articles)) + "/" + strconv.FormatInt(tl.Fetched.UnixNano(), 10)
 }
 
-func groupPageKey(group string, page int, tl *ThreadList, st *GroupStats) string {
-	return "group " + group + " " + strconv.Itoa(page) + " " + listVersion(tl) + " " +
+func groupPageKey(group string, before int64, page int, tl *ThreadList, st *GroupStats) string {
+	return "group " + group + " " + strconv.FormatInt(before, 10) + " " + strconv.Itoa(page) + " " + listVersion(tl) + " " +
 		strconv.FormatInt(st.Count, 10) + "/" + strconv.FormatInt(st.LastDate.Unix(), 10)
 }
 
@@ -275,11 +269,11 @@ func (s *Server) apiThreads(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
-	tl, err := s.fed.Threads(ctx, group)
+	tl, before, err := s.listPage(ctx, r, group)
 	if err != nil {
 		return nil, err
 	}
-	key := "api threads " + group + " " + strconv.Itoa(page) + " " + listVersion(tl)
+	key := "api threads " + group + " " + strconv.FormatInt(before, 10) + " " + strconv.Itoa(page) + " " + listVersion(tl)
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
@@ -288,11 +282,16 @@ func (s *Server) apiThreads(ctx context.Context, r *http.Request) (*response, er
 	if rows == nil {
 		rows = []threadRow{}
 	}
-	resp, err := renderJSON(map[string]any{
+	out := map[string]any{
 		"group": group, "server": tp.list.Server, "high_water": tp.list.HighWater,
 		"articles": len(tp.list.Articles), "total_threads": len(tp.list.Threads),
 		"page": tp.page, "pages": tp.pages, "per_page": s.opts.PerPage, "threads": rows,
-	}, cacheThreads)
+		"low": tp.list.Floor,
+	}
+	if tl.More && tl.Floor > 1 {
+		out["older_before"] = tl.Floor // ?before= of the range below this list
+	}
+	resp, err := renderJSON(out, cacheThreads)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/proto"
@@ -277,4 +278,116 @@ func numberOf(tl *ThreadList, id string) int64 {
 		}
 	}
 	return 0
+}
+
+// The whole group, past the thread limit: 1,200 articles in a real INN
+// with a thread limit of 500 are the newest list (701-1200) and two
+// archive ranges below it (201-700, 1-200), reached by the older links of
+// the pages and the API's older_before; together they hold every article
+// once, and a range asked for again costs no command.
+func TestINNArchivePaging(t *testing.T) {
+	const group = "test.archive"
+	inn := inntest.Start(t, inntest.Options{Reader: true, Groups: []inntest.Group{{Name: group}}})
+	g := genGroup(1200)
+	ihave(t, inn.Addr(), g, group)
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	reg := prometheus.NewRegistry()
+	metrics := NewMetrics(reg)
+	svc := NewService(ServerConfig{Addr: inn.ReaderAddr(), Name: "inn", Connections: 2}, ServiceOptions{Logger: log, Metrics: metrics})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true, ThreadLimit: 500, Metrics: metrics})
+	srv := httptest.NewServer(New(fed, Options{Logger: log, PerPage: 50}))
+	t.Cleanup(func() { srv.Close(); fed.Close() })
+
+	type listing struct {
+		Articles int
+		Low      int64
+		Pages    int
+		Older    int64 `json:"older_before"`
+		Threads  []threadRow
+	}
+	var lows []int64
+	total, before := 0, int64(0)
+	seen := map[string]bool{}
+	for {
+		base := srv.URL + "/api/groups/" + group + "/threads?"
+		if before > 0 {
+			base += fmt.Sprintf("before=%d&", before)
+		}
+		var l listing
+		for page := 1; ; page++ {
+			_, body := get(t, base+fmt.Sprintf("page=%d", page))
+			l = listing{}
+			if err := json.Unmarshal([]byte(body), &l); err != nil {
+				t.Fatalf("%s page %d: %v %s", base, page, err, clip(body))
+			}
+			for _, r := range l.Threads {
+				seen[r.ID] = true
+			}
+			if page >= l.Pages {
+				break
+			}
+		}
+		total += l.Articles
+		lows = append(lows, l.Low)
+		if l.Older == 0 {
+			break
+		}
+		if len(lows) > 10 {
+			t.Fatalf("no end to the older links: lows %v", lows)
+		}
+		before = l.Older
+	}
+	if d := cmp.Diff([]int64{701, 201, 1}, lows); d != "" {
+		t.Errorf("ranges' low numbers (-want +got):\n%s", d)
+	}
+	if total != len(g.ids) {
+		t.Errorf("the ranges hold %d articles, want %d", total, len(g.ids))
+	}
+	if !seen[g.roots[0]] {
+		t.Errorf("the oldest thread %s is on no page", g.roots[0])
+	}
+
+	// The HTML: the newest list's last page links to the range below it,
+	// whose first page links back to the newest.
+	_, page := get(t, srv.URL+"/groups/"+group+"?page=1000")
+	if !strings.Contains(page, `href="/groups/test.archive?before=701"`) {
+		t.Fatalf("the last page of the newest list has no older link:\n%s", page)
+	}
+	_, page = get(t, srv.URL+"/groups/"+group+"?before=201")
+	if !strings.Contains(page, "topic a000@inn.test") || !strings.Contains(page, `rel="prev" href="/groups/test.archive"`) {
+		t.Errorf("the oldest range's page:\n%s", page)
+	}
+	if strings.Contains(page, "before=1\"") {
+		t.Errorf("the oldest range links further down:\n%s", page)
+	}
+	// Cached: the ranges again cost nothing.
+	sent := commandCount(t, reg)
+	get(t, srv.URL+"/api/groups/"+group+"/threads?before=701")
+	get(t, srv.URL+"/groups/"+group+"?before=201&page=2")
+	if n := commandCount(t, reg); n != sent {
+		t.Errorf("cached archive ranges cost %v commands", n-sent)
+	}
+	if resp, _ := get(t, srv.URL+"/groups/"+group+"?before=x"); resp.StatusCode != 400 {
+		t.Errorf("?before=x: %d, want 400", resp.StatusCode)
+	}
+}
+
+// commandCount is the NNTP commands reader connections sent so far.
+func commandCount(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() != "newsweb_nntp_commands_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			n += m.GetCounter().GetValue()
+		}
+	}
+	return n
 }

@@ -144,7 +144,7 @@ const pageTemplates = `
 {{template "pager" .Pager}}
 {{template "foot" .}}{{end}}
 
-{{define "pager"}}{{if gt .Pages 1}}<nav class="pages">
+{{define "pager"}}{{if or (gt .Pages 1) .Prev .Next}}<nav class="pages">
 {{if .Prev}}<a rel="prev" href="{{.Prev}}">{{or .PrevLabel "← Newer"}}</a>{{end}}
 <span class="muted">Page {{.Page}} of {{.Pages}}</span>
 {{if .Next}}<a rel="next" href="{{.Next}}">{{or .NextLabel "Older →"}}</a>{{end}}
