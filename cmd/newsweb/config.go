@@ -24,6 +24,8 @@ type config struct {
 	RequestTimeout tomlconf.Duration `toml:"request_timeout"` // per page and per NNTP request; 30s
 	ThreadLimit    int               `toml:"thread_limit"`    // newest articles a thread list covers; 1000
 	PerPage        int               `toml:"per_page"`        // threads per group page; 50
+	SearchDir      string            `toml:"search_dir"`      // search index directory; no search when empty
+	SearchBytes    tomlconf.Size     `toml:"search_bytes"`    // bound on the search index; 1 GiB
 
 	Servers []serverEntry  `toml:"server"`
 	Cache   cacheSection   `toml:"cache"`
@@ -127,7 +129,7 @@ func (c config) check() error {
 	}{
 		{"thread_limit", int64(c.ThreadLimit)}, {"per_page", int64(c.PerPage)},
 		{"queue.capacity", int64(c.Queue.Capacity)}, {"cache.article_bytes", int64(c.Cache.ArticleBytes)},
-		{"posting.rate_limit", int64(c.Posting.RateLimit)},
+		{"posting.rate_limit", int64(c.Posting.RateLimit)}, {"search_bytes", int64(c.SearchBytes)},
 	} {
 		if v.n < 0 {
 			errs = append(errs, c.errAt(v.key, "must not be negative (got %d)", v.n))

@@ -187,8 +187,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "newsweb: %v\n", err)
 		return 2
 	}
+	var search *newsweb.Search
+	if cfg.SearchDir != "" {
+		search, err = newsweb.NewSearch(fed, newsweb.SearchOptions{Dir: cfg.SearchDir, MaxBytes: int64(cfg.SearchBytes), Logger: log})
+		if err != nil {
+			fmt.Fprintf(stderr, "newsweb: %v\n", err)
+			return 1
+		}
+		defer search.Close()
+	}
 	handler := newsweb.New(fed, newsweb.Options{Site: cfg.Site, Timeout: timeout, PerPage: cfg.PerPage, Logger: log,
-		Registerer: reg, Posting: posting})
+		Registerer: reg, Posting: posting, Search: search})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -308,7 +308,7 @@ func (c *Client) Do(now time.Time, id uint64, req Request) error {
 	case GetThreads:
 		j.group, j.since, j.until, j.limit = r.Group, r.Since, r.Until, r.Limit
 	case GetNewArticles:
-		j.group, j.since, j.limit = r.Group, r.Since, r.Limit
+		j.group, j.since, j.until, j.limit = r.Group, r.Since, r.Until, r.Limit
 	case GetThread:
 		j.group, j.limit = r.Group, r.Limit
 		if err := proto.ValidNNTPMessageID(r.MessageID); err != nil {

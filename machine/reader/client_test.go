@@ -278,7 +278,7 @@ func (h *harness) AppendAll() { h.c.AppendOutgoing(nil) }
 func TestClientThreadsUntil(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		req   GetThreads
+		req   Request
 		group string // the 211 line
 		want  []string
 	}{
@@ -286,6 +286,7 @@ func TestClientThreadsUntil(t *testing.T) {
 		{"limit reaches the low mark", GetThreads{Group: "g", Until: 5, Limit: 10}, "211 8 3 10 g", []string{"OVER 3-5"}},
 		{"above the high mark", GetThreads{Group: "g", Until: 50, Limit: 3}, "211 10 1 10 g", []string{"OVER 8-10"}},
 		{"no until", GetThreads{Group: "g", Limit: 3}, "211 10 1 10 g", []string{"OVER 8-10"}},
+		{"new articles in a range", GetNewArticles{Group: "g", Since: 2, Until: 6, Limit: 100}, "211 10 1 10 g", []string{"OVER 3-6"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Config{Capabilities: caps("VERSION 2", "READER", "OVER")})

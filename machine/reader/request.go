@@ -55,10 +55,13 @@ type GetThread struct {
 type GetArticle struct{ MessageID string }
 
 // GetNewArticles asks for the articles of Group after the high-water mark
-// Since: the incremental update of a cached thread list (seed 004).
+// Since: the incremental update of a cached thread list (seed 004). Until,
+// when set, bounds the range from above, so that a background job (the
+// search index) can walk a group from its low mark up, one range at a time.
 type GetNewArticles struct {
 	Group string
 	Since int64
+	Until int64
 	Limit int
 }
 
@@ -128,7 +131,12 @@ func (r GetThread) Key() string {
 // Key is "article:<message-id>".
 func (r GetArticle) Key() string { return "article:" + r.MessageID }
 
-// Key is "new:<group>:<since>:<limit>".
+// Key is "new:<group>:<since>:<limit>", and ":until=<until>" after it when
+// Until is set.
 func (r GetNewArticles) Key() string {
-	return "new:" + r.Group + ":" + strconv.FormatInt(r.Since, 10) + ":" + strconv.Itoa(r.Limit)
+	k := "new:" + r.Group + ":" + strconv.FormatInt(r.Since, 10) + ":" + strconv.Itoa(r.Limit)
+	if r.Until > 0 {
+		k += ":until=" + strconv.FormatInt(r.Until, 10)
+	}
+	return k
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -105,6 +106,9 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 		Stats: stats, Threads: tp.rows, Pager: pagerOf(group, before, tl, tp.page, tp.pages), Feed: groupFeedURL(group)}
 	if s.posting != nil {
 		v.NewThread = newThreadURL(group)
+	}
+	if s.search != nil {
+		v.Search = "/search?group=" + url.QueryEscape(group)
 	}
 	resp, err := s.render("group", v, cacheThreads)
 	if err != nil {

@@ -391,3 +391,101 @@ func commandCount(t *testing.T, reg *prometheus.Registry) float64 {
 	}
 	return n
 }
+
+// Search over a real INN's group of 1,200 articles, indexed in ranges of
+// 500 at Low priority: subject words, author, dates, across groups; the
+// hits name the articles INN holds, and the index survives a restart.
+func TestINNSearch(t *testing.T) {
+	const group = "test.search"
+	inn := inntest.Start(t, inntest.Options{Reader: true, Groups: []inntest.Group{{Name: group}}})
+	g := genGroup(1200)
+	ihave(t, inn.Addr(), g, group)
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := NewService(ServerConfig{Addr: inn.ReaderAddr(), Name: "inn", Connections: 2}, ServiceOptions{Logger: log})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
+	dir := t.TempDir()
+	search, err := NewSearch(fed, SearchOptions{Dir: dir, Chunk: 500, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(fed, Options{Logger: log, Search: search}))
+	t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
+
+	type answer struct {
+		Total    int
+		Complete bool
+		Indexed  int
+		Hits     []searchHit
+	}
+	ask := func(query string) answer {
+		t.Helper()
+		resp, body := get(t, srv.URL+"/api/search?"+query)
+		var a answer
+		if err := json.Unmarshal([]byte(body), &a); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("search %s: %d %v %s", query, resp.StatusCode, err, clip(body))
+		}
+		return a
+	}
+	if a := ask("group=" + group + "&q=topic"); a.Complete {
+		t.Fatalf("complete before any indexing: %+v", a)
+	}
+	search.Wait()
+	root := g.roots[0]
+	poster3 := 0
+	for i := range g.ids {
+		if i%7 == 3 {
+			poster3++
+		}
+	}
+	for _, tc := range []struct {
+		query string
+		total int
+	}{
+		{"group=" + group + "&q=" + strings.Trim(root, "<>"), len(g.threads[root])},
+		{"group=" + group + "&author=poster+3", poster3},
+		{"group=" + group + "&q=P3@INN.test", poster3}, // q looks at authors too
+		{"group=" + group + "&author=poster+3&until=2024-01-01", poster3},
+		{"group=" + group + "&author=poster+3&since=2024-01-02", 0},
+		{"q=" + strings.Trim(root, "<>"), len(g.threads[root])}, // across groups
+		{"group=" + group + "&q=nothing+like+this", 0},
+	} {
+		a := ask(tc.query)
+		if indexed := a.Indexed; a.Total != tc.total || !a.Complete || (strings.Contains(tc.query, "group=") && indexed != len(g.ids)) {
+			t.Errorf("%s: total %d complete %v indexed %d, want %d true %d", tc.query, a.Total, a.Complete, a.Indexed, tc.total, len(g.ids))
+		}
+		if len(a.Hits) != min(tc.total, maxSearchHits) {
+			t.Errorf("%s: %d hits for %d found", tc.query, len(a.Hits), a.Total)
+		}
+	}
+	a := ask("group=" + group + "&q=" + strings.Trim(root, "<>"))
+	want := map[string]bool{}
+	for _, id := range g.threads[root] {
+		want[id] = true
+	}
+	for i, h := range a.Hits {
+		if !want[h.ID] || h.Group != group || h.Number <= 0 {
+			t.Errorf("hit %+v is not an article of the thread", h)
+		}
+		if i > 0 && a.Hits[i-1].Date < h.Date {
+			t.Errorf("hits not newest first at %d", i)
+		}
+	}
+	_, page := get(t, srv.URL+"/search?group="+group+"&q="+strings.Trim(root, "<>"))
+	if !strings.Contains(page, fmt.Sprintf("%d articles found", len(g.threads[root]))) || !strings.Contains(page, `class="hit" href="/articles/`+stripID(g.threads[root][len(g.threads[root])-1])+`?group=test.search"`) {
+		t.Errorf("search page:\n%s", page)
+	}
+	if resp, _ := get(t, srv.URL+"/api/search?since=yesterday"); resp.StatusCode != 400 {
+		t.Errorf("a bad date: %d, want 400", resp.StatusCode)
+	}
+
+	// A restart: the index is on disk.
+	search.Close()
+	again, err := NewSearch(fed, SearchOptions{Dir: dir, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := again.ix.Len(group); n != len(g.ids) {
+		t.Errorf("after a restart %d articles indexed, want %d", n, len(g.ids))
+	}
+}

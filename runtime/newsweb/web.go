@@ -54,6 +54,9 @@ type Options struct {
 	Gatherer   prometheus.Gatherer
 	// Posting, when set, turns posting on (NewPosting).
 	Posting *Posting
+	// Search, when set, turns search on (NewSearch): /search and
+	// /api/search.
+	Search *Search
 }
 
 // Server is the HTTP handler of newsweb.
@@ -66,6 +69,8 @@ type Server struct {
 	pages *pageCache
 	// posting is nil when posting is off.
 	posting *Posting
+	// search is nil when search is off.
+	search *Search
 
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -85,7 +90,7 @@ func New(fed *Federated, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{fed: fed, opts: opts, log: opts.Logger, mux: http.NewServeMux(), posting: opts.Posting}
+	s := &Server{fed: fed, opts: opts, log: opts.Logger, mux: http.NewServeMux(), posting: opts.Posting, search: opts.Search}
 	switch {
 	case opts.PageCacheBytes == 0:
 		s.pages = newPageCache(DefaultPageCacheBytes)
@@ -111,6 +116,10 @@ func New(fed *Federated, opts Options) *Server {
 	s.route("GET /api/groups/{group}/threads", "api_threads", true, s.apiThreads)
 	s.route("GET /api/threads/{msgid...}", "api_thread", true, s.apiThread)
 	s.route("GET /api/articles/{msgid...}", "api_article", true, s.apiArticle)
+	if s.search != nil {
+		s.route("GET /search", "search", false, s.searchPage)
+		s.route("GET /api/search", "api_search", true, s.apiSearch)
+	}
 	if s.posting != nil {
 		s.route("POST /api/articles", "api_post", true, s.apiPost)
 		s.route("GET /post", "compose", false, s.composePage)
