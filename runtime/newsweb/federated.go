@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -76,7 +77,7 @@ type Group struct {
 type ThreadList struct {
 	mreader.CachedThreads
 	Server  string    // the server whose numbers HighWater counts
-	Fetched time.Time // when the list was last brought up to date
+	Fetched time.Time // when the list was fetched or an update last changed it
 	// Floor is the lowest article number the list's range covers; More
 	// says the group has articles below it (the list was cut at the thread
 	// limit), which older pages fetch as archive ranges (Archive).
@@ -129,6 +130,9 @@ type Federated struct {
 	thread  *ttlCache[ThreadView]
 	groups  *ttlCache[[]Group]
 	stats   *ttlCache[GroupStats]
+	// statsGen counts what was put in the stats cache: the group list page
+	// (which shows those counts) is kept under it.
+	statsGen atomic.Uint64
 
 	mu        sync.Mutex // guards debouncer and refresher
 	debouncer *mreader.Debouncer
@@ -459,6 +463,7 @@ func (f *Federated) GroupStats(ctx context.Context, group string) (GroupStats, e
 		}
 		st := GroupStats{Group: group, Count: r.Count, Low: r.Low, High: r.High, LastDate: r.LastDate, Server: s.cfg.Name}
 		f.stats.put(key, st, 1)
+		f.statsGen.Add(1)
 		return st, nil
 	})
 	if err != nil {
@@ -568,6 +573,12 @@ func (f *Federated) incremental(group string) (<-chan singleflight.Result, bool)
 			return nil, &errNotFound{what: "group " + group}
 		case mreader.ThreadsResult:
 			f.log.Debug("Found new articles", "group", group, "count", len(r.Articles))
+			if len(r.Articles) == 0 && r.High <= tl.HighWater {
+				// Nothing new: the same list (and so the same version
+				// for the rendered pages cached under it) for another TTL.
+				f.putThreads(tl)
+				return tl, nil
+			}
 			next := &ThreadList{CachedThreads: tl.Apply(r), Server: tl.Server, Fetched: f.now(), Floor: tl.Floor, More: tl.More}
 			if trimmed, floor := f.trim(next.CachedThreads); floor > 0 {
 				next.CachedThreads, next.Floor, next.More = trimmed, floor, true

@@ -2,9 +2,9 @@ package newsweb
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +27,24 @@ func (s *Server) groupsPage(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
-	return s.render("groups", s.groupList(groups, f), cacheGroups)
+	// Kept under the filter, the list's identity (a new list is a new
+	// slice) and the counts' generation.
+	var list uintptr
+	if len(groups) > 0 {
+		list = reflect.ValueOf(&groups[0]).Pointer()
+	}
+	key := "groups " + f.q + "\x00" + f.h + "\x00" + strconv.Itoa(f.page) + " " + strconv.FormatUint(uint64(list), 16) + " " +
+		strconv.Itoa(len(groups)) + " " + strconv.FormatUint(s.fed.statsGen.Load(), 10)
+	if resp, ok := s.pages.get(key); ok {
+		return resp, nil
+	}
+	resp, err := s.render("groups", s.groupList(groups, f), cacheGroups)
+	if err != nil {
+		return nil, err
+	}
+	resp.pin = groups
+	s.pages.put(key, resp)
+	return resp, nil
 }
 
 // displayGroups returns a copy of the (shared, cached) list with the
@@ -121,6 +138,16 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	return resp, nil
 }
 
+// listOf is the group's thread list and its version (nil and "" when it
+// cannot be had).
+func (s *Server) listOf(ctx context.Context, group string) (*ThreadList, string) {
+	tl, err := s.fed.Threads(ctx, group)
+	if err != nil {
+		return nil, ""
+	}
+	return tl, listVersion(tl)
+}
+
 // listVersion names the state of a thread list: it changes with every
 // update (Fetched), new articles (HighWater) and posts (the count).
 func listVersion(tl *ThreadList) string {
@@ -160,12 +187,13 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	// The page is kept under the version of the thread (its root node is
 	// new whenever the thread is threaded again) and of the group's list
 	// (for the newer and older links); article bodies never change.
-	newer, older, version := s.neighbours(ctx, group, tv.Root)
-	key := "thread " + group + " " + id + " " + strconv.Itoa(page) + " " + fmt.Sprintf("%p", tv.Root) + " " +
+	tl, version := s.listOf(ctx, group)
+	key := "thread " + group + " " + id + " " + strconv.Itoa(page) + " " + strconv.FormatUint(uint64(reflect.ValueOf(tv.Root).Pointer()), 16) + " " +
 		strconv.Itoa(len(nodes)) + " " + strconv.FormatInt(tv.Root.Latest.UnixNano(), 10) + " " + version
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
+	newer, older := neighbours(tl, group, tv.Root)
 	root := tree(group, tv.Root, id)
 	subject := "(no subject)"
 	if a := firstArticle(tv.Root); a != nil && a.Article.Subject != "" {
@@ -197,6 +225,7 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 		}
 	}
 	resp.etag = etagOf(resp.body)
+	resp.pin = tv.Root
 	s.pages.put(key, resp)
 	return resp, nil
 }
