@@ -31,6 +31,7 @@ type config struct {
 	Cache   cacheSection   `toml:"cache"`
 	Queue   queueSection   `toml:"queue"`
 	Posting postingSection `toml:"posting"`
+	Cluster clusterSection `toml:"cluster"`
 
 	source string        // the file's name, for errors
 	keys   tomlconf.Keys // "server[1].url" -> line
@@ -57,6 +58,11 @@ type cacheSection struct {
 	Groups          tomlconf.Duration `toml:"groups"`            // 1h
 	GroupStats      tomlconf.Duration `toml:"group_stats"`       // 5m
 	ArticleBytes    tomlconf.Size     `toml:"article_bytes"`     // size bound of the article cache; 256 MiB
+}
+
+// clusterSection makes replicas share their caches through NATS JetStream.
+type clusterSection struct {
+	NATS []string `toml:"nats"` // NATS server URLs; no sharing when empty
 }
 
 // queueSection tunes each server's queues.

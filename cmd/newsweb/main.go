@@ -160,6 +160,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := newsweb.NewMetrics(reg)
 	timeout := time.Duration(cfg.RequestTimeout)
+	var cluster *newsweb.Cluster
+	if len(cfg.Cluster.NATS) > 0 {
+		cc := cfg.cacheConfig().WithDefaults()
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var err error
+		cluster, err = newsweb.NewCluster(cctx, newsweb.ClusterOptions{URLs: cfg.Cluster.NATS,
+			ArticleTTL: cc.Article, ThreadsTTL: cc.Threads, Logger: log})
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "newsweb: [cluster]: %v\n", err)
+			return 1
+		}
+		defer cluster.Close()
+	}
 	var svcs []*newsweb.Service
 	for _, sc := range serverCfgs {
 		svcs = append(svcs, newsweb.NewService(sc, newsweb.ServiceOptions{
@@ -177,6 +191,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		Cache:             cfg.cacheConfig(),
 		ArticleCacheBytes: int64(cfg.Cache.ArticleBytes),
 		ThreadLimit:       cfg.ThreadLimit,
+		Cluster:           cluster,
 		FetchTimeout:      timeout,
 		Logger:            log,
 		Metrics:           metrics,

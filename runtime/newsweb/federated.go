@@ -51,6 +51,9 @@ type FederatedOptions struct {
 	// FetchTimeout bounds a fetch that callers share (they may each stop
 	// waiting earlier); DefaultRequestTimeout when 0.
 	FetchTimeout time.Duration
+	// Cluster, when set, shares the article and thread-list caches with
+	// the other replicas and coalesces fetches across them (NewCluster).
+	Cluster *Cluster
 	// NoBackground disables the background refresh loop (tests drive
 	// refreshes with RunDueRefreshes instead).
 	NoBackground bool
@@ -324,26 +327,40 @@ func (f *Federated) Article(ctx context.Context, id string) (Article, error) {
 		if _, ok := f.notFound.get(key); ok {
 			return nil, &errNotFound{what: "article " + id, definitive: true}
 		}
-		ev, s, err := f.ask(ctx, "article "+id, mreader.GetArticle{MessageID: id})
-		if err != nil {
-			var nf *errNotFound
-			if errors.As(err, &nf) && nf.definitive {
-				f.notFound.put(key, struct{}{}, 1)
+		if c := f.opts.Cluster; c != nil {
+			a, err := c.Article(ctx, id, func(ctx context.Context) (Article, error) { return f.fetchArticle(ctx, id, key) })
+			if err == nil {
+				f.articles.put(key, a, int64(len(a.Raw))+int64(len(id)))
+				return a, nil
 			}
 			return nil, err
 		}
-		r, ok := ev.(mreader.ArticleResult)
-		if !ok {
-			return nil, fmt.Errorf("reader: article %s: unexpected answer %T", id, ev)
-		}
-		a := Article{MessageID: id, Raw: r.Raw, Server: s.cfg.Name}
-		f.articles.put(key, a, int64(len(r.Raw))+int64(len(id)))
-		return a, nil
+		return f.fetchArticle(ctx, id, key)
 	})
 	if err != nil {
 		return Article{}, err
 	}
 	return v.(Article), nil
+}
+
+// fetchArticle asks the servers for article id and caches the answer
+// (a definitive not-found too).
+func (f *Federated) fetchArticle(ctx context.Context, id, key string) (Article, error) {
+	ev, s, err := f.ask(ctx, "article "+id, mreader.GetArticle{MessageID: id})
+	if err != nil {
+		var nf *errNotFound
+		if errors.As(err, &nf) && nf.definitive {
+			f.notFound.put(key, struct{}{}, 1)
+		}
+		return Article{}, err
+	}
+	r, ok := ev.(mreader.ArticleResult)
+	if !ok {
+		return Article{}, fmt.Errorf("reader: article %s: unexpected answer %T", id, ev)
+	}
+	a := Article{MessageID: id, Raw: r.Raw, Server: s.cfg.Name}
+	f.articles.put(key, a, int64(len(r.Raw))+int64(len(id)))
+	return a, nil
 }
 
 // Groups returns the group list merged from every server, by name. A group
@@ -495,16 +512,28 @@ func (f *Federated) fetchThreads(ctx context.Context, group string) (*ThreadList
 		if tl, ok := f.threads.get(mreader.ThreadsKey(group)); ok {
 			return tl, nil
 		}
-		ev, s, err := f.ask(ctx, "group "+group, mreader.GetThreads{Group: group, Limit: f.opts.ThreadLimit})
+		fetch := func(ctx context.Context) (*ThreadList, error) {
+			ev, s, err := f.ask(ctx, "group "+group, mreader.GetThreads{Group: group, Limit: f.opts.ThreadLimit})
+			if err != nil {
+				return nil, err
+			}
+			r, ok := ev.(mreader.ThreadsResult)
+			if !ok {
+				return nil, fmt.Errorf("reader: group %s: unexpected answer %T", group, ev)
+			}
+			return &ThreadList{CachedThreads: mreader.CachedThreads{Group: group, HighWater: r.High, Articles: r.Articles,
+				Threads: mreader.Thread(r.Articles)}, Server: s.cfg.Name, Fetched: f.now(), Floor: r.Low, More: r.Truncated}, nil
+		}
+		var tl *ThreadList
+		var err error
+		if c := f.opts.Cluster; c != nil {
+			tl, err = c.Threads(ctx, group, fetch)
+		} else {
+			tl, err = fetch(ctx)
+		}
 		if err != nil {
 			return nil, err
 		}
-		r, ok := ev.(mreader.ThreadsResult)
-		if !ok {
-			return nil, fmt.Errorf("reader: group %s: unexpected answer %T", group, ev)
-		}
-		tl := &ThreadList{CachedThreads: mreader.CachedThreads{Group: group, HighWater: r.High, Articles: r.Articles,
-			Threads: mreader.Thread(r.Articles)}, Server: s.cfg.Name, Fetched: f.now(), Floor: r.Low, More: r.Truncated}
 		f.putThreads(tl)
 		return tl, nil
 	})
@@ -584,6 +613,9 @@ func (f *Federated) incremental(group string) (<-chan singleflight.Result, bool)
 				next.CachedThreads, next.Floor, next.More = trimmed, floor, true
 			}
 			f.putThreads(next)
+			if c := f.opts.Cluster; c != nil {
+				c.PutThreads(ctx, next)
+			}
 			return next, nil
 		}
 		return nil, fmt.Errorf("reader: group %s: unexpected answer %T", group, ev)
