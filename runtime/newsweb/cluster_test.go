@@ -122,3 +122,29 @@ func TestClusterNotFound(t *testing.T) {
 		t.Errorf("leases left: %v %v", keys, err)
 	}
 }
+
+// A leader that dies holding the lease: the followers wait out the
+// lease's TTL, then fetch themselves.
+func TestClusterDeadLeader(t *testing.T) {
+	natsURL := startNATS(t)
+	news := newsServer(t, 2)
+	c, err := NewCluster(context.Background(), ClusterOptions{URLs: []string{natsURL}, LeaseTTL: time.Second, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	svc := NewService(ServerConfig{Addr: news.HostPort(), Name: "news", Connections: 2}, ServiceOptions{Logger: testLogger(t)})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: testLogger(t), NoBackground: true, Cluster: c})
+	defer fed.Close()
+	// The lease of a replica that is gone.
+	if _, err := c.leases.Create(context.Background(), kvKey("article", "<1@t>"), []byte("gone")); err != nil {
+		t.Fatal(err)
+	}
+	a, err := fed.Article(context.Background(), "<1@t>")
+	if err != nil || !strings.Contains(string(a.Raw), "<1@t>") {
+		t.Fatalf("after a dead leader: %v", err)
+	}
+	if n := news.Count("ARTICLE"); n != 1 {
+		t.Errorf("%d ARTICLE commands, want 1", n)
+	}
+}

@@ -36,6 +36,12 @@ const (
 	DefaultSearchBytes   = 1 << 30
 	maxSearchHits        = 100
 	maxQuery             = 200
+	// searchJobs is how many groups are indexed at once, and
+	// maxSearchPending how many may be under way or waiting: a search of
+	// yet another group past that is answered from what is indexed, and
+	// starts its job on a later search.
+	searchJobs       = 2
+	maxSearchPending = 64
 )
 
 // SearchOptions configure search.
@@ -58,6 +64,7 @@ type Search struct {
 	running  map[string]bool      // groups with a job under way
 	last     map[string]time.Time // when each group's last job started
 	complete map[string]bool      // groups a job brought up to date
+	slots    chan struct{}        // searchJobs tokens: the jobs indexing now
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -85,7 +92,7 @@ func NewSearch(fed *Federated, opts SearchOptions) (*Search, error) {
 		return nil, fmt.Errorf("newsweb: search: %w", err)
 	}
 	s := &Search{fed: fed, ix: ix, opts: opts, log: opts.Logger, running: map[string]bool{},
-		last: map[string]time.Time{}, complete: map[string]bool{}}
+		last: map[string]time.Time{}, complete: map[string]bool{}, slots: make(chan struct{}, searchJobs)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -104,14 +111,21 @@ func (s *Search) Index(group string) (complete bool) {
 	defer s.mu.Unlock()
 	complete = s.complete[group]
 	now := s.fed.now()
-	if s.running[group] || (!s.last[group].IsZero() && now.Sub(s.last[group]) < s.opts.Refresh) {
+	if s.running[group] || (!s.last[group].IsZero() && now.Sub(s.last[group]) < s.opts.Refresh) || len(s.running) >= maxSearchPending {
 		return complete
 	}
 	s.running[group], s.last[group] = true, now
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		err := s.build(group)
+		var err error
+		select {
+		case s.slots <- struct{}{}:
+			err = s.build(group)
+			<-s.slots
+		case <-s.ctx.Done():
+			err = s.ctx.Err()
+		}
 		s.mu.Lock()
 		delete(s.running, group)
 		if err == nil {
