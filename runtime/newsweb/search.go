@@ -242,7 +242,7 @@ type searchView struct {
 	Indexed                     int
 }
 
-// run answers a search request: the hits and whether the index is
+// runSearch answers a search request: the hits and whether the index is
 // complete.
 func (s *Server) runSearch(r *http.Request) (searchView, error) {
 	q, group, err := searchQuery(r)

@@ -32,6 +32,7 @@ package searchindex
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -292,7 +293,7 @@ func (ix *Index) Append(name string, entries []Entry) error {
 		return fmt.Errorf("%w: %q", ErrBadGroup, name)
 	}
 	entries = slices.Clone(entries)
-	slices.SortFunc(entries, func(a, b Entry) int { return int(min(max(a.Number-b.Number, -1), 1)) })
+	slices.SortFunc(entries, func(a, b Entry) int { return cmp.Compare(a.Number, b.Number) })
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	g := ix.groups[name]
