@@ -150,6 +150,11 @@ func kvKey(kind, s string) string {
 	return kind + "." + hex.EncodeToString(sum[:16])
 }
 
+// afterSharedMiss, when set (by tests), runs between a miss in the shared
+// bucket and the attempt at the lease: where another replica's whole
+// fetch may fall.
+var afterSharedMiss func(key string)
+
 // errNoShared says the cluster has no value: fetch it yourself.
 var errNoShared = errors.New("newsweb: cluster: not shared")
 
@@ -164,6 +169,9 @@ func (c *Cluster) shared(ctx context.Context, kv jetstream.KeyValue, kind, id st
 		if v, err := decode(e.Value()); err == nil {
 			return v, nil
 		}
+	}
+	if afterSharedMiss != nil {
+		afterSharedMiss(key)
 	}
 	lead := func() (any, error) {
 		val, res, err := fetch(ctx)
@@ -186,6 +194,13 @@ func (c *Cluster) shared(ctx context.Context, kv jetstream.KeyValue, kind, id st
 		return lead() // the leader went without a result: fetch ourselves
 	}
 	defer c.leases.Delete(context.WithoutCancel(ctx), key)
+	// A leader that finished between our look and our lease put its
+	// result before it let the lease go: look again before fetching.
+	if e, err := kv.Get(ctx, key); err == nil {
+		if v, err := decode(e.Value()); err == nil {
+			return v, nil
+		}
+	}
 	return lead()
 }
 
