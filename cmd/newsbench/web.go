@@ -3,14 +3,20 @@ package main
 // newsbench web: newsweb on loopback, for the issue's figures. It has no
 // competitor to compare with; it measures
 //
-//  1. cached article pages: C concurrent keep-alive HTTP clients request
-//     /articles/<id> pages (every article read once before, so all are in
-//     the article cache) for a fixed time; requests per second and the
-//     p50/p99 latency, and the NNTP commands the phase cost (want 0);
-//  2. NNTP commands per 1,000 page views of a reader-like mix (5% group
+//  1. cached pages of each kind (article, group, thread, thread-list API,
+//     group list): wrk, a separate process (web_wrk.go), loads each kind
+//     with C keep-alive connections for a fixed time, every page read once
+//     before; requests per second, p50/p99 latency, the NNTP commands the
+//     phase cost, and the load average after it (the machine is shared);
+//  2. search latency: p50/p95 of reader-like queries over an index of
+//     100,000 articles (spoolfs/searchindex, in this process);
+//  3. NNTP commands per 1,000 page views of a reader-like mix (5% group
 //     list, 15% group pages, 30% thread pages, 50% article pages, threads
 //     and articles drawn with Zipf popularity), by one client, with the
-//     caches as configured (cold start, then a second 1,000 views) and with
+//     caches as configured (cold start, then a second 1,000 views, whose
+//     articles are partly new to the cache), warm (on the stack of phase
+//     1, where every page was read before: what is left is keeping lists
+//     up to date), and with
 //     every cache TTL at 1 ns (no caching; coalescing cannot help a single
 //     client either).
 //
@@ -19,12 +25,11 @@ package main
 // included. Lines "result web <metric> <value>" follow the table.
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -32,12 +37,13 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/runtime/newsweb"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+	"github.com/newsflow/newsflow/spoolfs/searchindex"
 )
 
 func init() {
@@ -129,69 +135,123 @@ func webFetch(c *http.Client, url string) error {
 
 func articlePath(id string) string { return "/articles/" + id[1:len(id)-1] }
 
-// loadResult is phase 1's outcome.
-type loadResult struct {
-	requests int
-	commands int // NNTP commands during the timed phase
-	elapsed  time.Duration
-	p50, p99 time.Duration
+// pageKinds are the page kinds loaded by wrk, with their paths.
+func pageKinds(b webBench) [][2]any {
+	var arts, groups, threads, api []string
+	for _, id := range b.articles {
+		arts = append(arts, articlePath(id))
+	}
+	for _, g := range b.groups {
+		groups = append(groups, "/groups/"+g)
+		api = append(api, "/api/groups/"+g+"/threads")
+	}
+	for _, r := range b.roots[:min(len(b.roots), 500)] {
+		threads = append(threads, "/groups/"+r[0]+"/threads/"+r[1][1:len(r[1])-1])
+	}
+	return [][2]any{{"article", arts}, {"group", groups}, {"thread", threads}, {"thread-list API", api}, {"group list", []string{"/"}}}
 }
 
-// load runs conns clients over the cached article pages for d.
-func load(ctx context.Context, st *webStack, news *nntptest.Server, b webBench, conns int, d time.Duration) (loadResult, error) {
-	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	for _, id := range b.articles { // warm the cache
-		if err := webFetch(client, st.url+articlePath(id)); err != nil {
-			return loadResult{}, err
-		}
+// kindResult is one page kind's load.
+type kindResult struct {
+	kind     string
+	wrk      wrkResult
+	commands int
+	load     string // the load average when it ended
+}
+
+// loadKinds warms every page once, then runs wrk over each kind in turn.
+func loadKinds(st *webStack, news *nntptest.Server, b webBench, conns int, d time.Duration) ([]kindResult, error) {
+	dir, err := os.MkdirTemp("", "newsbench-web")
+	if err != nil {
+		return nil, err
 	}
-	var mu sync.Mutex
-	var lat []time.Duration
-	var firstErr error
-	before := len(news.Commands())
-	start := time.Now()
-	end := start.Add(d)
-	var wg sync.WaitGroup
-	for w := range conns {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(w), 7))
-			var mine []time.Duration
-			for time.Now().Before(end) && ctx.Err() == nil {
-				t := time.Now()
-				if err := webFetch(client, st.url+articlePath(b.articles[r.IntN(len(b.articles))])); err != nil {
-					mu.Lock()
-					firstErr = cmpErr(firstErr, err)
-					mu.Unlock()
-					return
-				}
-				mine = append(mine, time.Since(t))
+	defer os.RemoveAll(dir)
+	client := &http.Client{}
+	var out []kindResult
+	for _, k := range pageKinds(b) {
+		paths := k[1].([]string)
+		for _, p := range paths { // warm: every page read once, gzipped as wrk asks
+			req, _ := http.NewRequest("GET", st.url+p, nil)
+			req.Header.Set("Accept-Encoding", "gzip")
+			resp, err := client.Do(req)
+			if err != nil {
+				return nil, err
 			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			mu.Unlock()
-		})
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return nil, fmt.Errorf("GET %s: %s", p, resp.Status)
+			}
+		}
+		before := len(news.Commands())
+		r, err := runWrk(dir, st.url, paths, conns, d)
+		if err != nil {
+			return nil, fmt.Errorf("%s pages: %w", k[0], err)
+		}
+		if r.bad > 0 {
+			return nil, fmt.Errorf("%s pages: %d failed requests under load", k[0], r.bad)
+		}
+		out = append(out, kindResult{kind: k[0].(string), wrk: r, commands: len(news.Commands()) - before, load: loadAverage()})
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	commands := len(news.Commands()) - before
-	if firstErr != nil {
-		return loadResult{}, firstErr
+	return out, nil
+}
+
+// loadAverage is the first three fields of /proc/loadavg ("" when unknown).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
 	}
-	if len(lat) == 0 {
-		return loadResult{}, errors.New("no request completed")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// searchLatency builds a search index of n articles in one group and
+// times reader-like queries over it: p50 and p95.
+func searchLatency(n, queries int) (p50, p95 time.Duration, err error) {
+	dir, err := os.MkdirTemp("", "newsbench-search")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	ix, err := searchindex.Open(dir, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	vocab := strings.Fields("generics channels release question help linux kernel compiler performance memory network error patch review proposal bug test build")
+	es := make([]searchindex.Entry, n)
+	day := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range es {
+		var subj []string
+		for range 3 + r.IntN(5) {
+			subj = append(subj, vocab[r.IntN(len(vocab))])
+		}
+		es[i] = searchindex.Entry{Number: int64(i + 1), Date: day.Add(time.Duration(i) * time.Minute),
+			MessageID: fmt.Sprintf("<%d@bench.test>", i), Subject: strings.Join(subj, " "),
+			From: fmt.Sprintf("Poster %d <p%d@example.org>", r.IntN(5000), r.IntN(5000))}
+	}
+	if err := ix.Append("bench.search", es); err != nil {
+		return 0, 0, err
+	}
+	qs := []searchindex.Query{
+		{Groups: []string{"bench.search"}, Text: "kernel"},
+		{Groups: []string{"bench.search"}, Text: "memory patch"},
+		{Groups: []string{"bench.search"}, Author: "poster 42"},
+		{Groups: []string{"bench.search"}, Text: "nothingmatches"},
+		{Text: "review", Since: day.Add(10 * 24 * time.Hour), Until: day.Add(20 * 24 * time.Hour)},
+	}
+	lat := make([]time.Duration, 0, queries)
+	for i := range queries {
+		t := time.Now()
+		ix.Search(qs[i%len(qs)])
+		lat = append(lat, time.Since(t))
 	}
 	slices.Sort(lat)
-	q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-	return loadResult{requests: len(lat), commands: commands, elapsed: elapsed, p50: q(0.50), p99: q(0.99)}, nil
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
+	return lat[len(lat)/2], lat[len(lat)*95/100], nil
 }
 
 // views is a reader-like sequence of page paths.
@@ -217,16 +277,25 @@ func views(b webBench, n int, seed uint64) []string {
 }
 
 // commandsFor runs the views one after another and returns the commands
-// the news server received meanwhile.
-func commandsFor(st *webStack, news *nntptest.Server, paths []string) (int, error) {
+// the news server received meanwhile, and how many of each.
+func commandsFor(st *webStack, news *nntptest.Server, paths []string) (int, string, error) {
 	before := len(news.Commands())
 	client := &http.Client{}
 	for _, p := range paths {
 		if err := webFetch(client, st.url+p); err != nil {
-			return 0, err
+			return 0, "", err
 		}
 	}
-	return len(news.Commands()) - before, nil
+	cmds := news.Commands()[before:]
+	byName := map[string]int{}
+	for _, c := range cmds {
+		byName[c.Cmd.Name()]++
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		parts = append(parts, fmt.Sprintf("%s %d", name, byName[name]))
+	}
+	return len(cmds), strings.Join(parts, ", "), nil
 }
 
 func benchWeb(args []string, stdout, stderr io.Writer) error {
@@ -240,6 +309,7 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 	nViews := fs.Int("views", 1000, "page views per command count")
 	nntpConns := fs.Int("nntp-conns", 4, "NNTP connections of newsweb")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the cached-page load to `file`")
+	searchN := fs.Int("search-articles", 100_000, "articles in the search index timed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -268,23 +338,32 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	lr, err := load(context.Background(), cached, news, b, *conns, *dur)
+	kinds, err := loadKinds(cached, news, b, *conns, *dur)
 	pprof.StopCPUProfile()
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
+	sp50, sp95, err := searchLatency(*searchN, 200)
+	if err != nil {
+		return fmt.Errorf("search: %w", err)
+	}
 
+	// Warm: the stack the load ran on has read every page once.
+	warm, warmBy, err := commandsFor(cached, news, views(b, *nViews, 3))
+	if err != nil {
+		return err
+	}
 	paths := views(b, *nViews, 1)
 	fresh, err := startWebStack(news.HostPort(), mreader.DefaultCacheConfig(), *nntpConns)
 	if err != nil {
 		return err
 	}
 	defer fresh.close()
-	cold, err := commandsFor(fresh, news, paths)
+	cold, _, err := commandsFor(fresh, news, paths)
 	if err != nil {
 		return err
 	}
-	again, err := commandsFor(fresh, news, views(b, *nViews, 2))
+	again, againBy, err := commandsFor(fresh, news, views(b, *nViews, 2))
 	if err != nil {
 		return err
 	}
@@ -294,29 +373,40 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer nocache.close()
-	uncached, err := commandsFor(nocache, news, paths)
+	uncached, _, err := commandsFor(nocache, news, paths)
 	if err != nil {
 		return err
 	}
 
 	per := func(n int) float64 { return float64(n) * 1000 / float64(*nViews) }
-	rps := float64(lr.requests) / lr.elapsed.Seconds()
-	fmt.Fprintf(stdout, "newsweb on loopback: %d articles of %d bytes in %d groups (%d threads) on nntptest; %d NNTP connections\n\n",
+	fmt.Fprintf(stdout, "newsweb on loopback: %d articles of %d bytes in %d groups (%d threads) on nntptest; %d NNTP connections\n",
 		len(b.articles), *size, len(b.groups), len(b.roots), *nntpConns)
+	fmt.Fprintf(stdout, "cached pages: wrk -t2 -c%d for %v per kind, gzip, every page read once before\n\n", *conns, *dur)
+	kt := Table{Header: []string{"page kind", "req/s", "p50", "p99", "NNTP commands", "load average after"}}
+	for _, k := range kinds {
+		kt.Add(k.kind, fmt.Sprintf("%.0f", k.wrk.rps), k.wrk.p50.String(), k.wrk.p99.String(), strconv.Itoa(k.commands), k.load)
+	}
+	kt.Print(stdout)
+	fmt.Fprintln(stdout)
 	t := Table{Header: []string{"measure", "value"}}
-	t.Add(fmt.Sprintf("cached article pages, %d clients, %v", *conns, lr.elapsed.Round(time.Millisecond)), fmt.Sprintf("%.0f req/s (%d requests)", rps, lr.requests))
-	t.Add("  latency p50 / p99", fmt.Sprintf("%v / %v", lr.p50.Round(time.Microsecond), lr.p99.Round(time.Microsecond)))
-	t.Add("  NNTP commands during the load", strconv.Itoa(lr.commands))
+	t.Add(fmt.Sprintf("search, %d articles indexed, 200 queries: p50 / p95", *searchN), fmt.Sprintf("%v / %v", sp50.Round(time.Microsecond), sp95.Round(time.Microsecond)))
 	t.Add(fmt.Sprintf("NNTP commands per 1,000 views, cache, cold start (%d views)", *nViews), fmt.Sprintf("%.0f", per(cold)))
-	t.Add("NNTP commands per 1,000 views, cache, next 1,000", fmt.Sprintf("%.0f", per(again)))
+	t.Add("NNTP commands per 1,000 views, cache, next 1,000", fmt.Sprintf("%.0f (%s)", per(again), againBy))
+	t.Add("NNTP commands per 1,000 views, warm (every page read before)", fmt.Sprintf("%.0f (%s)", per(warm), warmBy))
 	t.Add("NNTP commands per 1,000 views, no cache", fmt.Sprintf("%.0f", per(uncached)))
 	t.Print(stdout)
 	fmt.Fprintln(stdout)
-	fmt.Fprintf(stdout, "result web cached_article_rps %.0f\n", rps)
-	fmt.Fprintf(stdout, "result web cached_article_p50_us %d\n", lr.p50.Microseconds())
-	fmt.Fprintf(stdout, "result web cached_article_p99_us %d\n", lr.p99.Microseconds())
+	for _, k := range kinds {
+		name := strings.ReplaceAll(strings.ReplaceAll(k.kind, " ", "_"), "-", "_")
+		fmt.Fprintf(stdout, "result web %s_rps %.0f\n", name, k.wrk.rps)
+		fmt.Fprintf(stdout, "result web %s_p50_us %d\n", name, k.wrk.p50.Microseconds())
+		fmt.Fprintf(stdout, "result web %s_p99_us %d\n", name, k.wrk.p99.Microseconds())
+	}
+	fmt.Fprintf(stdout, "result web search_p95_us %d\n", sp95.Microseconds())
+	fmt.Fprintf(stdout, "result web load_average %q\n", loadAverage())
 	fmt.Fprintf(stdout, "result web commands_per_1000_views_cached_cold %.0f\n", per(cold))
 	fmt.Fprintf(stdout, "result web commands_per_1000_views_cached_warm %.0f\n", per(again))
+	fmt.Fprintf(stdout, "result web commands_per_1000_views_warm %.0f\n", per(warm))
 	fmt.Fprintf(stdout, "result web commands_per_1000_views_uncached %.0f\n", per(uncached))
 	return nil
 }

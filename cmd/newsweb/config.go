@@ -24,11 +24,14 @@ type config struct {
 	RequestTimeout tomlconf.Duration `toml:"request_timeout"` // per page and per NNTP request; 30s
 	ThreadLimit    int               `toml:"thread_limit"`    // newest articles a thread list covers; 1000
 	PerPage        int               `toml:"per_page"`        // threads per group page; 50
+	SearchDir      string            `toml:"search_dir"`      // search index directory; no search when empty
+	SearchBytes    tomlconf.Size     `toml:"search_bytes"`    // bound on the search index; 1 GiB
 
 	Servers []serverEntry  `toml:"server"`
 	Cache   cacheSection   `toml:"cache"`
 	Queue   queueSection   `toml:"queue"`
 	Posting postingSection `toml:"posting"`
+	Cluster clusterSection `toml:"cluster"`
 
 	source string        // the file's name, for errors
 	keys   tomlconf.Keys // "server[1].url" -> line
@@ -55,6 +58,11 @@ type cacheSection struct {
 	Groups          tomlconf.Duration `toml:"groups"`            // 1h
 	GroupStats      tomlconf.Duration `toml:"group_stats"`       // 5m
 	ArticleBytes    tomlconf.Size     `toml:"article_bytes"`     // size bound of the article cache; 256 MiB
+}
+
+// clusterSection makes replicas share their caches through NATS JetStream.
+type clusterSection struct {
+	NATS []string `toml:"nats"` // NATS server URLs; no sharing when empty
 }
 
 // queueSection tunes each server's queues.
@@ -127,7 +135,7 @@ func (c config) check() error {
 	}{
 		{"thread_limit", int64(c.ThreadLimit)}, {"per_page", int64(c.PerPage)},
 		{"queue.capacity", int64(c.Queue.Capacity)}, {"cache.article_bytes", int64(c.Cache.ArticleBytes)},
-		{"posting.rate_limit", int64(c.Posting.RateLimit)},
+		{"posting.rate_limit", int64(c.Posting.RateLimit)}, {"search_bytes", int64(c.SearchBytes)},
 	} {
 		if v.n < 0 {
 			errs = append(errs, c.errAt(v.key, "must not be negative (got %d)", v.n))

@@ -160,6 +160,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := newsweb.NewMetrics(reg)
 	timeout := time.Duration(cfg.RequestTimeout)
+	var cluster *newsweb.Cluster
+	if len(cfg.Cluster.NATS) > 0 {
+		cc := cfg.cacheConfig().WithDefaults()
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var err error
+		cluster, err = newsweb.NewCluster(cctx, newsweb.ClusterOptions{URLs: cfg.Cluster.NATS,
+			ArticleTTL: cc.Article, ThreadsTTL: cc.Threads, Logger: log})
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "newsweb: [cluster]: %v\n", err)
+			return 1
+		}
+		defer cluster.Close()
+	}
 	var svcs []*newsweb.Service
 	for _, sc := range serverCfgs {
 		svcs = append(svcs, newsweb.NewService(sc, newsweb.ServiceOptions{
@@ -177,6 +191,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		Cache:             cfg.cacheConfig(),
 		ArticleCacheBytes: int64(cfg.Cache.ArticleBytes),
 		ThreadLimit:       cfg.ThreadLimit,
+		Cluster:           cluster,
 		FetchTimeout:      timeout,
 		Logger:            log,
 		Metrics:           metrics,
@@ -187,8 +202,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "newsweb: %v\n", err)
 		return 2
 	}
+	var search *newsweb.Search
+	if cfg.SearchDir != "" {
+		search, err = newsweb.NewSearch(fed, newsweb.SearchOptions{Dir: cfg.SearchDir, MaxBytes: int64(cfg.SearchBytes), Logger: log})
+		if err != nil {
+			fmt.Fprintf(stderr, "newsweb: %v\n", err)
+			return 1
+		}
+		defer search.Close()
+	}
 	handler := newsweb.New(fed, newsweb.Options{Site: cfg.Site, Timeout: timeout, PerPage: cfg.PerPage, Logger: log,
-		Registerer: reg, Posting: posting})
+		Registerer: reg, Posting: posting, Search: search})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -179,6 +179,7 @@ type job struct {
 	req       Request
 	group     string
 	since     int64
+	until     int64 // GetThreads.Until: the highest number wanted (0: the group's high mark)
 	limit     int
 	step      step
 	haveInfo  bool
@@ -313,9 +314,9 @@ func (c *Client) Do(now time.Time, id uint64, req Request) error {
 	case GetGroupStats:
 		j.group = r.Group
 	case GetThreads:
-		j.group, j.since, j.limit = r.Group, r.Since, r.Limit
+		j.group, j.since, j.until, j.limit = r.Group, r.Since, r.Until, r.Limit
 	case GetNewArticles:
-		j.group, j.since, j.limit = r.Group, r.Since, r.Limit
+		j.group, j.since, j.until, j.limit = r.Group, r.Since, r.Until, r.Limit
 	case GetThread:
 		j.group, j.limit = r.Group, r.Limit
 		if err := proto.ValidNNTPMessageID(r.MessageID); err != nil {
@@ -432,6 +433,9 @@ func (c *Client) planFetch(now time.Time) {
 		j.lo, j.hi = j.info.Low, j.info.High
 		if j.since > 0 {
 			j.lo = max(j.lo, j.since+1)
+		}
+		if j.until > 0 {
+			j.hi = min(j.hi, j.until)
 		}
 		if j.hi-j.lo+1 > int64(j.limit) {
 			j.lo, j.truncated = j.hi-int64(j.limit)+1, true

@@ -310,3 +310,38 @@ func TestClientSent(t *testing.T) {
 }
 
 func (h *harness) AppendAll() { h.c.AppendOutgoing(nil) }
+
+// TestClientThreadsUntil: GetThreads with Until fetches the newest Limit
+// articles at or below Until (an older page of a group), and nothing when
+// Until is below the group's low mark.
+func TestClientThreadsUntil(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		req   Request
+		group string // the 211 line
+		want  []string
+	}{
+		{"below the high mark", GetThreads{Group: "g", Until: 5, Limit: 2}, "211 10 1 10 g", []string{"OVER 4-5"}},
+		{"limit reaches the low mark", GetThreads{Group: "g", Until: 5, Limit: 10}, "211 8 3 10 g", []string{"OVER 3-5"}},
+		{"above the high mark", GetThreads{Group: "g", Until: 50, Limit: 3}, "211 10 1 10 g", []string{"OVER 8-10"}},
+		{"no until", GetThreads{Group: "g", Limit: 3}, "211 10 1 10 g", []string{"OVER 8-10"}},
+		{"new articles in a range", GetNewArticles{Group: "g", Since: 2, Until: 6, Limit: 100}, "211 10 1 10 g", []string{"OVER 3-6"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{Capabilities: caps("VERSION 2", "READER", "OVER")})
+			h.c.Do(h.now, 1, tc.req)
+			h.wantSend("GROUP", "GROUP g")
+			h.recv(tc.group)
+			h.wantSend("range", tc.want...)
+		})
+	}
+	h := newHarness(t, Config{Capabilities: caps("VERSION 2", "READER", "OVER")})
+	h.c.Do(h.now, 1, GetThreads{Group: "g", Until: 4, Limit: 10})
+	h.wantSend("GROUP", "GROUP g")
+	h.recv("211 5 6 10 g")
+	h.wantSend("nothing at or below 4")
+	h.wantEvents("empty", "threads g since=0 range=6-4 high=4 via none")
+	if k := (GetThreads{Group: "g", Until: 4}).Key(); k != "threads:g:0:0:until=4" {
+		t.Errorf("Key = %q", k)
+	}
+}

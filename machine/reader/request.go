@@ -30,11 +30,14 @@ type GetGroups struct{}
 type GetGroupStats struct{ Group string }
 
 // GetThreads asks for the thread data of a group: the articles after Since
-// (a high-water mark; 0 for none), at most Limit of them, newest kept
-// (Config.ThreadLimit when 0).
+// (a high-water mark; 0 for none) and up to Until (0 for the group's high
+// mark), at most Limit of them, newest kept (Config.ThreadLimit when 0).
+// Until is how older pages of a group reach past the newest articles: the
+// archive's ranges, one below the other.
 type GetThreads struct {
 	Group string
 	Since int64
+	Until int64
 	Limit int
 }
 
@@ -52,10 +55,13 @@ type GetThread struct {
 type GetArticle struct{ MessageID string }
 
 // GetNewArticles asks for the articles of Group after the high-water mark
-// Since: the incremental update of a cached thread list (seed 004).
+// Since: the incremental update of a cached thread list (seed 004). Until,
+// when set, bounds the range from above, so that a background job (the
+// search index) can walk a group from its low mark up, one range at a time.
 type GetNewArticles struct {
 	Group string
 	Since int64
+	Until int64
 	Limit int
 }
 
@@ -107,9 +113,14 @@ func (GetGroups) Key() string { return "groups" }
 // Key is "stats:<group>".
 func (r GetGroupStats) Key() string { return "stats:" + r.Group }
 
-// Key is "threads:<group>:<since>:<limit>".
+// Key is "threads:<group>:<since>:<limit>", and ":until=<until>" after it
+// when Until is set.
 func (r GetThreads) Key() string {
-	return "threads:" + r.Group + ":" + strconv.FormatInt(r.Since, 10) + ":" + strconv.Itoa(r.Limit)
+	k := "threads:" + r.Group + ":" + strconv.FormatInt(r.Since, 10) + ":" + strconv.Itoa(r.Limit)
+	if r.Until > 0 {
+		k += ":until=" + strconv.FormatInt(r.Until, 10)
+	}
+	return k
 }
 
 // Key is "thread:<group>:<message-id>:<limit>".
@@ -120,7 +131,12 @@ func (r GetThread) Key() string {
 // Key is "article:<message-id>".
 func (r GetArticle) Key() string { return "article:" + r.MessageID }
 
-// Key is "new:<group>:<since>:<limit>".
+// Key is "new:<group>:<since>:<limit>", and ":until=<until>" after it when
+// Until is set.
 func (r GetNewArticles) Key() string {
-	return "new:" + r.Group + ":" + strconv.FormatInt(r.Since, 10) + ":" + strconv.Itoa(r.Limit)
+	k := "new:" + r.Group + ":" + strconv.FormatInt(r.Since, 10) + ":" + strconv.Itoa(r.Limit)
+	if r.Until > 0 {
+		k += ":until=" + strconv.FormatInt(r.Until, 10)
+	}
+	return k
 }

@@ -151,14 +151,11 @@ func baseSubject(s string) string {
 }
 
 // neighbours returns the links to the threads before (newer) and after
-// (older) the one rooted at root in the group's list, and the list's
-// version.
-func (s *Server) neighbours(ctx context.Context, group string, root *mreader.Node) (newer, older, version string) {
-	tl, err := s.fed.Threads(ctx, group)
-	if err != nil {
-		return "", "", ""
+// (older) the one rooted at root in tl, the group's list (nil: none).
+func neighbours(tl *ThreadList, group string, root *mreader.Node) (newer, older string) {
+	if tl == nil {
+		return "", ""
 	}
-	version = listVersion(tl)
 	for i, t := range tl.Threads {
 		if t.ID != root.ID {
 			continue
@@ -171,5 +168,5 @@ func (s *Server) neighbours(ctx context.Context, group string, root *mreader.Nod
 		}
 		break
 	}
-	return newer, older, version
+	return newer, older
 }

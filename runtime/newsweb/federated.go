@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -50,6 +51,9 @@ type FederatedOptions struct {
 	// FetchTimeout bounds a fetch that callers share (they may each stop
 	// waiting earlier); DefaultRequestTimeout when 0.
 	FetchTimeout time.Duration
+	// Cluster, when set, shares the article and thread-list caches with
+	// the other replicas and coalesces fetches across them (NewCluster).
+	Cluster *Cluster
 	// NoBackground disables the background refresh loop (tests drive
 	// refreshes with RunDueRefreshes instead).
 	NoBackground bool
@@ -76,7 +80,12 @@ type Group struct {
 type ThreadList struct {
 	mreader.CachedThreads
 	Server  string    // the server whose numbers HighWater counts
-	Fetched time.Time // when the list was last brought up to date
+	Fetched time.Time // when the list was fetched or an update last changed it
+	// Floor is the lowest article number the list's range covers; More
+	// says the group has articles below it (the list was cut at the thread
+	// limit), which older pages fetch as archive ranges (Archive).
+	Floor int64
+	More  bool
 }
 
 // ThreadView is one thread of a group.
@@ -120,9 +129,13 @@ type Federated struct {
 	// not-found TTL: asking again would only cost a connection each time.
 	tooBig  *ttlCache[error]
 	threads *ttlCache[*ThreadList]
+	archive *ttlCache[*ThreadList] // older ranges of groups, by archiveKey
 	thread  *ttlCache[ThreadView]
 	groups  *ttlCache[[]Group]
 	stats   *ttlCache[GroupStats]
+	// statsGen counts what was put in the stats cache: the group list page
+	// (which shows those counts) is kept under it.
+	statsGen atomic.Uint64
 
 	mu        sync.Mutex // guards debouncer and refresher
 	debouncer *mreader.Debouncer
@@ -165,6 +178,7 @@ func NewFederated(services []*Service, opts FederatedOptions) *Federated {
 		notFound:  newTTLCache[struct{}](opts.Cache.ArticleNotFound, 100_000, now),
 		tooBig:    newTTLCache[error](opts.Cache.ArticleNotFound, 10_000, now),
 		threads:   newTTLCache[*ThreadList](opts.Cache.Threads, opts.ListCacheArticles, now),
+		archive:   newTTLCache[*ThreadList](opts.Cache.Threads, opts.ListCacheArticles, now),
 		thread:    newTTLCache[ThreadView](opts.Cache.Thread, opts.ListCacheArticles, now),
 		groups:    newTTLCache[[]Group](opts.Cache.Groups, 0, now),
 		stats:     newTTLCache[GroupStats](opts.Cache.GroupStats, 100_000, now),
@@ -313,26 +327,40 @@ func (f *Federated) Article(ctx context.Context, id string) (Article, error) {
 		if _, ok := f.notFound.get(key); ok {
 			return nil, &errNotFound{what: "article " + id, definitive: true}
 		}
-		ev, s, err := f.ask(ctx, "article "+id, mreader.GetArticle{MessageID: id})
-		if err != nil {
-			var nf *errNotFound
-			if errors.As(err, &nf) && nf.definitive {
-				f.notFound.put(key, struct{}{}, 1)
+		if c := f.opts.Cluster; c != nil {
+			a, err := c.Article(ctx, id, func(ctx context.Context) (Article, error) { return f.fetchArticle(ctx, id, key) })
+			if err == nil {
+				f.articles.put(key, a, int64(len(a.Raw))+int64(len(id)))
+				return a, nil
 			}
 			return nil, err
 		}
-		r, ok := ev.(mreader.ArticleResult)
-		if !ok {
-			return nil, fmt.Errorf("reader: article %s: unexpected answer %T", id, ev)
-		}
-		a := Article{MessageID: id, Raw: r.Raw, Server: s.cfg.Name}
-		f.articles.put(key, a, int64(len(r.Raw))+int64(len(id)))
-		return a, nil
+		return f.fetchArticle(ctx, id, key)
 	})
 	if err != nil {
 		return Article{}, err
 	}
 	return v.(Article), nil
+}
+
+// fetchArticle asks the servers for article id and caches the answer
+// (a definitive not-found too).
+func (f *Federated) fetchArticle(ctx context.Context, id, key string) (Article, error) {
+	ev, s, err := f.ask(ctx, "article "+id, mreader.GetArticle{MessageID: id})
+	if err != nil {
+		var nf *errNotFound
+		if errors.As(err, &nf) && nf.definitive {
+			f.notFound.put(key, struct{}{}, 1)
+		}
+		return Article{}, err
+	}
+	r, ok := ev.(mreader.ArticleResult)
+	if !ok {
+		return Article{}, fmt.Errorf("reader: article %s: unexpected answer %T", id, ev)
+	}
+	a := Article{MessageID: id, Raw: r.Raw, Server: s.cfg.Name}
+	f.articles.put(key, a, int64(len(r.Raw))+int64(len(id)))
+	return a, nil
 }
 
 // Groups returns the group list merged from every server, by name. A group
@@ -452,6 +480,7 @@ func (f *Federated) GroupStats(ctx context.Context, group string) (GroupStats, e
 		}
 		st := GroupStats{Group: group, Count: r.Count, Low: r.Low, High: r.High, LastDate: r.LastDate, Server: s.cfg.Name}
 		f.stats.put(key, st, 1)
+		f.statsGen.Add(1)
 		return st, nil
 	})
 	if err != nil {
@@ -483,16 +512,28 @@ func (f *Federated) fetchThreads(ctx context.Context, group string) (*ThreadList
 		if tl, ok := f.threads.get(mreader.ThreadsKey(group)); ok {
 			return tl, nil
 		}
-		ev, s, err := f.ask(ctx, "group "+group, mreader.GetThreads{Group: group, Limit: f.opts.ThreadLimit})
+		fetch := func(ctx context.Context) (*ThreadList, error) {
+			ev, s, err := f.ask(ctx, "group "+group, mreader.GetThreads{Group: group, Limit: f.opts.ThreadLimit})
+			if err != nil {
+				return nil, err
+			}
+			r, ok := ev.(mreader.ThreadsResult)
+			if !ok {
+				return nil, fmt.Errorf("reader: group %s: unexpected answer %T", group, ev)
+			}
+			return &ThreadList{CachedThreads: mreader.CachedThreads{Group: group, HighWater: r.High, Articles: r.Articles,
+				Threads: mreader.Thread(r.Articles)}, Server: s.cfg.Name, Fetched: f.now(), Floor: r.Low, More: r.Truncated}, nil
+		}
+		var tl *ThreadList
+		var err error
+		if c := f.opts.Cluster; c != nil {
+			tl, err = c.Threads(ctx, group, fetch)
+		} else {
+			tl, err = fetch(ctx)
+		}
 		if err != nil {
 			return nil, err
 		}
-		r, ok := ev.(mreader.ThreadsResult)
-		if !ok {
-			return nil, fmt.Errorf("reader: group %s: unexpected answer %T", group, ev)
-		}
-		tl := &ThreadList{CachedThreads: mreader.CachedThreads{Group: group, HighWater: r.High, Articles: r.Articles,
-			Threads: mreader.Thread(r.Articles)}, Server: s.cfg.Name, Fetched: f.now()}
 		f.putThreads(tl)
 		return tl, nil
 	})
@@ -561,9 +602,20 @@ func (f *Federated) incremental(group string) (<-chan singleflight.Result, bool)
 			return nil, &errNotFound{what: "group " + group}
 		case mreader.ThreadsResult:
 			f.log.Debug("Found new articles", "group", group, "count", len(r.Articles))
-			next := &ThreadList{CachedThreads: tl.Apply(r), Server: tl.Server, Fetched: f.now()}
-			next.CachedThreads = f.trim(next.CachedThreads)
+			if len(r.Articles) == 0 && r.High <= tl.HighWater {
+				// Nothing new: the same list (and so the same version
+				// for the rendered pages cached under it) for another TTL.
+				f.putThreads(tl)
+				return tl, nil
+			}
+			next := &ThreadList{CachedThreads: tl.Apply(r), Server: tl.Server, Fetched: f.now(), Floor: tl.Floor, More: tl.More}
+			if trimmed, floor := f.trim(next.CachedThreads); floor > 0 {
+				next.CachedThreads, next.Floor, next.More = trimmed, floor, true
+			}
 			f.putThreads(next)
+			if c := f.opts.Cluster; c != nil {
+				c.PutThreads(ctx, next)
+			}
 			return next, nil
 		}
 		return nil, fmt.Errorf("reader: group %s: unexpected answer %T", group, ev)
@@ -572,15 +624,16 @@ func (f *Federated) incremental(group string) (<-chan singleflight.Result, bool)
 }
 
 // trim keeps a list that incremental updates have grown past twice the
-// thread limit to its newest ThreadLimit articles.
-func (f *Federated) trim(c mreader.CachedThreads) mreader.CachedThreads {
+// thread limit to its newest ThreadLimit articles; floor is the lowest
+// number kept (0 when nothing was cut), the older ones being the archive's.
+func (f *Federated) trim(c mreader.CachedThreads) (_ mreader.CachedThreads, floor int64) {
 	if len(c.Articles) <= 2*f.opts.ThreadLimit {
-		return c
+		return c, 0
 	}
 	arts := slices.Clone(c.Articles)
 	slices.SortFunc(arts, func(a, b mreader.Summary) int { return cmp.Compare(a.Number, b.Number) })
 	arts = arts[len(arts)-f.opts.ThreadLimit:]
-	return mreader.CachedThreads{Group: c.Group, HighWater: c.HighWater, Articles: arts, Threads: mreader.Thread(arts)}
+	return mreader.CachedThreads{Group: c.Group, HighWater: c.HighWater, Articles: arts, Threads: mreader.Thread(arts)}, max(1, arts[0].Number)
 }
 
 // Thread returns the thread of group that holds message-id id. It is served

@@ -2,8 +2,9 @@ package newsweb
 
 import (
 	"context"
-	"fmt"
 	"net/http"
+	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +27,24 @@ func (s *Server) groupsPage(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
-	return s.render("groups", s.groupList(groups, f), cacheGroups)
+	// Kept under the filter, the list's identity (a new list is a new
+	// slice) and the counts' generation.
+	var list uintptr
+	if len(groups) > 0 {
+		list = reflect.ValueOf(&groups[0]).Pointer()
+	}
+	key := "groups " + f.q + "\x00" + f.h + "\x00" + strconv.Itoa(f.page) + " " + strconv.FormatUint(uint64(list), 16) + " " +
+		strconv.Itoa(len(groups)) + " " + strconv.FormatUint(s.fed.statsGen.Load(), 10)
+	if resp, ok := s.pages.get(key); ok {
+		return resp, nil
+	}
+	resp, err := s.render("groups", s.groupList(groups, f), cacheGroups)
+	if err != nil {
+		return nil, err
+	}
+	resp.pin = groups
+	s.pages.put(key, resp)
+	return resp, nil
 }
 
 // displayGroups returns a copy of the (shared, cached) list with the
@@ -74,13 +92,13 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	// A rendered page is kept under the version of what it shows: the
 	// thread list (listVersion) and the group's cached stats. Nothing
 	// changed, nothing is rebuilt.
-	tl, err := s.fed.Threads(ctx, group)
+	tl, before, err := s.listPage(ctx, r, group)
 	if err != nil {
 		return nil, err
 	}
 	st, haveStats := s.fed.CachedStats(group)
 	if haveStats {
-		if resp, ok := s.pages.get(groupPageKey(group, page, tl, &st)); ok {
+		if resp, ok := s.pages.get(groupPageKey(group, before, page, tl, &st)); ok {
 			return resp, nil
 		}
 	}
@@ -102,15 +120,12 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	tp := s.threadsOf(tl, group, page)
 	stats := <-statsCh
 	v := groupView{base: s.base(group, group), Articles: len(tp.list.Articles), ThreadCount: len(tp.list.Threads),
-		Stats: stats, Threads: tp.rows, Pager: pager{Page: tp.page, Pages: tp.pages}, Feed: groupFeedURL(group)}
+		Stats: stats, Threads: tp.rows, Pager: pagerOf(group, before, tl, tp.page, tp.pages), Feed: groupFeedURL(group)}
 	if s.posting != nil {
 		v.NewThread = newThreadURL(group)
 	}
-	if tp.page > 1 {
-		v.Pager.Prev = pageURL(group, tp.page-1)
-	}
-	if tp.page < tp.pages {
-		v.Pager.Next = pageURL(group, tp.page+1)
+	if s.search != nil {
+		v.Search = "/search?group=" + url.QueryEscape(group)
 	}
 	resp, err := s.render("group", v, cacheThreads)
 	if err != nil {
@@ -118,9 +133,19 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	}
 	if stats != nil {
 		resp.etag = etagOf(resp.body)
-		s.pages.put(groupPageKey(group, page, tl, stats), resp)
+		s.pages.put(groupPageKey(group, before, page, tl, stats), resp)
 	}
 	return resp, nil
+}
+
+// listOf is the group's thread list and its version (nil and "" when it
+// cannot be had).
+func (s *Server) listOf(ctx context.Context, group string) (*ThreadList, string) {
+	tl, err := s.fed.Threads(ctx, group)
+	if err != nil {
+		return nil, ""
+	}
+	return tl, listVersion(tl)
 }
 
 // listVersion names the state of a thread list: it changes with every
@@ -129,8 +154,8 @@ func listVersion(tl *ThreadList) string {
 	return strconv.FormatInt(tl.HighWater, 10) + "/" + strconv.Itoa(len(tl.Articles)) + "/" + strconv.FormatInt(tl.Fetched.UnixNano(), 10)
 }
 
-func groupPageKey(group string, page int, tl *ThreadList, st *GroupStats) string {
-	return "group " + group + " " + strconv.Itoa(page) + " " + listVersion(tl) + " " +
+func groupPageKey(group string, before int64, page int, tl *ThreadList, st *GroupStats) string {
+	return "group " + group + " " + strconv.FormatInt(before, 10) + " " + strconv.Itoa(page) + " " + listVersion(tl) + " " +
 		strconv.FormatInt(st.Count, 10) + "/" + strconv.FormatInt(st.LastDate.Unix(), 10)
 }
 
@@ -162,12 +187,13 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	// The page is kept under the version of the thread (its root node is
 	// new whenever the thread is threaded again) and of the group's list
 	// (for the newer and older links); article bodies never change.
-	newer, older, version := s.neighbours(ctx, group, tv.Root)
-	key := "thread " + group + " " + id + " " + strconv.Itoa(page) + " " + fmt.Sprintf("%p", tv.Root) + " " +
+	tl, version := s.listOf(ctx, group)
+	key := "thread " + group + " " + id + " " + strconv.Itoa(page) + " " + strconv.FormatUint(uint64(reflect.ValueOf(tv.Root).Pointer()), 16) + " " +
 		strconv.Itoa(len(nodes)) + " " + strconv.FormatInt(tv.Root.Latest.UnixNano(), 10) + " " + version
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
+	newer, older := neighbours(tl, group, tv.Root)
 	root := tree(group, tv.Root, id)
 	subject := "(no subject)"
 	if a := firstArticle(tv.Root); a != nil && a.Article.Subject != "" {
@@ -199,6 +225,7 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 		}
 	}
 	resp.etag = etagOf(resp.body)
+	resp.pin = tv.Root
 	s.pages.put(key, resp)
 	return resp, nil
 }
@@ -275,11 +302,11 @@ func (s *Server) apiThreads(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
-	tl, err := s.fed.Threads(ctx, group)
+	tl, before, err := s.listPage(ctx, r, group)
 	if err != nil {
 		return nil, err
 	}
-	key := "api threads " + group + " " + strconv.Itoa(page) + " " + listVersion(tl)
+	key := "api threads " + group + " " + strconv.FormatInt(before, 10) + " " + strconv.Itoa(page) + " " + listVersion(tl)
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
@@ -288,11 +315,16 @@ func (s *Server) apiThreads(ctx context.Context, r *http.Request) (*response, er
 	if rows == nil {
 		rows = []threadRow{}
 	}
-	resp, err := renderJSON(map[string]any{
+	out := map[string]any{
 		"group": group, "server": tp.list.Server, "high_water": tp.list.HighWater,
 		"articles": len(tp.list.Articles), "total_threads": len(tp.list.Threads),
 		"page": tp.page, "pages": tp.pages, "per_page": s.opts.PerPage, "threads": rows,
-	}, cacheThreads)
+		"low": tp.list.Floor,
+	}
+	if tl.More && tl.Floor > 1 {
+		out["older_before"] = tl.Floor // ?before= of the range below this list
+	}
+	resp, err := renderJSON(out, cacheThreads)
 	if err != nil {
 		return nil, err
 	}

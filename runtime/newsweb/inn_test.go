@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/proto"
@@ -277,4 +278,214 @@ func numberOf(tl *ThreadList, id string) int64 {
 		}
 	}
 	return 0
+}
+
+// The whole group, past the thread limit: 1,200 articles in a real INN
+// with a thread limit of 500 are the newest list (701-1200) and two
+// archive ranges below it (201-700, 1-200), reached by the older links of
+// the pages and the API's older_before; together they hold every article
+// once, and a range asked for again costs no command.
+func TestINNArchivePaging(t *testing.T) {
+	const group = "test.archive"
+	inn := inntest.Start(t, inntest.Options{Reader: true, Groups: []inntest.Group{{Name: group}}})
+	g := genGroup(1200)
+	ihave(t, inn.Addr(), g, group)
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	reg := prometheus.NewRegistry()
+	metrics := NewMetrics(reg)
+	svc := NewService(ServerConfig{Addr: inn.ReaderAddr(), Name: "inn", Connections: 2}, ServiceOptions{Logger: log, Metrics: metrics})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true, ThreadLimit: 500, Metrics: metrics})
+	srv := httptest.NewServer(New(fed, Options{Logger: log, PerPage: 50}))
+	t.Cleanup(func() { srv.Close(); fed.Close() })
+
+	type listing struct {
+		Articles int
+		Low      int64
+		Pages    int
+		Older    int64 `json:"older_before"`
+		Threads  []threadRow
+	}
+	var lows []int64
+	total, before := 0, int64(0)
+	seen := map[string]bool{}
+	for {
+		base := srv.URL + "/api/groups/" + group + "/threads?"
+		if before > 0 {
+			base += fmt.Sprintf("before=%d&", before)
+		}
+		var l listing
+		for page := 1; ; page++ {
+			_, body := get(t, base+fmt.Sprintf("page=%d", page))
+			l = listing{}
+			if err := json.Unmarshal([]byte(body), &l); err != nil {
+				t.Fatalf("%s page %d: %v %s", base, page, err, clip(body))
+			}
+			for _, r := range l.Threads {
+				seen[r.ID] = true
+			}
+			if page >= l.Pages {
+				break
+			}
+		}
+		total += l.Articles
+		lows = append(lows, l.Low)
+		if l.Older == 0 {
+			break
+		}
+		if len(lows) > 10 {
+			t.Fatalf("no end to the older links: lows %v", lows)
+		}
+		before = l.Older
+	}
+	if d := cmp.Diff([]int64{701, 201, 1}, lows); d != "" {
+		t.Errorf("ranges' low numbers (-want +got):\n%s", d)
+	}
+	if total != len(g.ids) {
+		t.Errorf("the ranges hold %d articles, want %d", total, len(g.ids))
+	}
+	if !seen[g.roots[0]] {
+		t.Errorf("the oldest thread %s is on no page", g.roots[0])
+	}
+
+	// The HTML: the newest list's last page links to the range below it,
+	// whose first page links back to the newest.
+	_, page := get(t, srv.URL+"/groups/"+group+"?page=1000")
+	if !strings.Contains(page, `href="/groups/test.archive?before=701"`) {
+		t.Fatalf("the last page of the newest list has no older link:\n%s", page)
+	}
+	_, page = get(t, srv.URL+"/groups/"+group+"?before=201")
+	if !strings.Contains(page, "topic a000@inn.test") || !strings.Contains(page, `rel="prev" href="/groups/test.archive"`) {
+		t.Errorf("the oldest range's page:\n%s", page)
+	}
+	if strings.Contains(page, "before=1\"") {
+		t.Errorf("the oldest range links further down:\n%s", page)
+	}
+	// Cached: the ranges again cost nothing.
+	sent := commandCount(t, reg)
+	get(t, srv.URL+"/api/groups/"+group+"/threads?before=701")
+	get(t, srv.URL+"/groups/"+group+"?before=201&page=2")
+	if n := commandCount(t, reg); n != sent {
+		t.Errorf("cached archive ranges cost %v commands", n-sent)
+	}
+	if resp, _ := get(t, srv.URL+"/groups/"+group+"?before=x"); resp.StatusCode != 400 {
+		t.Errorf("?before=x: %d, want 400", resp.StatusCode)
+	}
+}
+
+// commandCount is the NNTP commands reader connections sent so far.
+func commandCount(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() != "newsweb_nntp_commands_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			n += m.GetCounter().GetValue()
+		}
+	}
+	return n
+}
+
+// Search over a real INN's group of 1,200 articles, indexed in ranges of
+// 500 at Low priority: subject words, author, dates, across groups; the
+// hits name the articles INN holds, and the index survives a restart.
+func TestINNSearch(t *testing.T) {
+	const group = "test.search"
+	inn := inntest.Start(t, inntest.Options{Reader: true, Groups: []inntest.Group{{Name: group}}})
+	g := genGroup(1200)
+	ihave(t, inn.Addr(), g, group)
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := NewService(ServerConfig{Addr: inn.ReaderAddr(), Name: "inn", Connections: 2}, ServiceOptions{Logger: log})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
+	dir := t.TempDir()
+	search, err := NewSearch(fed, SearchOptions{Dir: dir, Chunk: 500, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(fed, Options{Logger: log, Search: search}))
+	t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
+
+	type answer struct {
+		Total    int
+		Complete bool
+		Indexed  int
+		Hits     []searchHit
+	}
+	ask := func(query string) answer {
+		t.Helper()
+		resp, body := get(t, srv.URL+"/api/search?"+query)
+		var a answer
+		if err := json.Unmarshal([]byte(body), &a); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("search %s: %d %v %s", query, resp.StatusCode, err, clip(body))
+		}
+		return a
+	}
+	if a := ask("group=" + group + "&q=topic"); a.Complete {
+		t.Fatalf("complete before any indexing: %+v", a)
+	}
+	search.Wait()
+	root := g.roots[0]
+	poster3 := 0
+	for i := range g.ids {
+		if i%7 == 3 {
+			poster3++
+		}
+	}
+	for _, tc := range []struct {
+		query string
+		total int
+	}{
+		{"group=" + group + "&q=" + strings.Trim(root, "<>"), len(g.threads[root])},
+		{"group=" + group + "&author=poster+3", poster3},
+		{"group=" + group + "&q=P3@INN.test", poster3}, // q looks at authors too
+		{"group=" + group + "&author=poster+3&until=2024-01-01", poster3},
+		{"group=" + group + "&author=poster+3&since=2024-01-02", 0},
+		{"q=" + strings.Trim(root, "<>"), len(g.threads[root])}, // across groups
+		{"group=" + group + "&q=nothing+like+this", 0},
+	} {
+		a := ask(tc.query)
+		if indexed := a.Indexed; a.Total != tc.total || !a.Complete || (strings.Contains(tc.query, "group=") && indexed != len(g.ids)) {
+			t.Errorf("%s: total %d complete %v indexed %d, want %d true %d", tc.query, a.Total, a.Complete, a.Indexed, tc.total, len(g.ids))
+		}
+		if len(a.Hits) != min(tc.total, maxSearchHits) {
+			t.Errorf("%s: %d hits for %d found", tc.query, len(a.Hits), a.Total)
+		}
+	}
+	a := ask("group=" + group + "&q=" + strings.Trim(root, "<>"))
+	want := map[string]bool{}
+	for _, id := range g.threads[root] {
+		want[id] = true
+	}
+	for i, h := range a.Hits {
+		if !want[h.ID] || h.Group != group || h.Number <= 0 {
+			t.Errorf("hit %+v is not an article of the thread", h)
+		}
+		if i > 0 && a.Hits[i-1].Date < h.Date {
+			t.Errorf("hits not newest first at %d", i)
+		}
+	}
+	_, page := get(t, srv.URL+"/search?group="+group+"&q="+strings.Trim(root, "<>"))
+	if !strings.Contains(page, fmt.Sprintf("%d articles found", len(g.threads[root]))) || !strings.Contains(page, `class="hit" href="/articles/`+stripID(g.threads[root][len(g.threads[root])-1])+`?group=test.search"`) {
+		t.Errorf("search page:\n%s", page)
+	}
+	if resp, _ := get(t, srv.URL+"/api/search?since=yesterday"); resp.StatusCode != 400 {
+		t.Errorf("a bad date: %d, want 400", resp.StatusCode)
+	}
+
+	// A restart: the index is on disk.
+	search.Close()
+	again, err := NewSearch(fed, SearchOptions{Dir: dir, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := again.ix.Len(group); n != len(g.ids) {
+		t.Errorf("after a restart %d articles indexed, want %d", n, len(g.ids))
+	}
 }

@@ -115,6 +115,20 @@ const pageTemplates = `
 </html>
 {{end}}
 
+{{define "search"}}{{template "head" .}}
+<h1>Search{{with .Groups}} in {{.}}{{end}}</h1>
+<form class="filter" method="get" action="/search">{{with .Groups}}<input type="hidden" name="group" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="Subject or author" aria-label="Subject or author" maxlength="200"><input type="search" name="author" value="{{.Author}}" placeholder="Author" aria-label="Author" maxlength="200"><input type="date" name="since" value="{{.Since}}" aria-label="From date"><input type="date" name="until" value="{{.Until}}" aria-label="To date"><button type="submit">Search</button></form>
+{{if .Partial}}<p class="note">This group is being indexed: {{.Indexed}} articles so far. Results cover those.</p>{{end}}
+{{if or .Query .Author .Since .Until}}<p class="lead">{{.Total}} article{{if ne .Total 1}}s{{end}} found{{if gt .Total (len .Hits)}}, the newest {{len .Hits}} shown{{end}}.</p>
+<table class="threads">
+<thead><tr><th>Subject</th><th>From</th>{{if not .Groups}}<th>Group</th>{{end}}<th class="num">Date</th></tr></thead>
+<tbody>
+{{range .Hits}}<tr><td class="subject"><a class="hit" href="{{.Link}}">{{.Subject}}</a></td><td class="from">{{.From}}</td>{{if not $.Groups}}<td class="name">{{.Group}}</td>{{end}}<td class="num">{{.DateText}}</td></tr>
+{{else}}<tr><td colspan="4" class="muted">Nothing found.</td></tr>
+{{end}}</tbody>
+</table>{{end}}
+{{template "foot" .}}{{end}}
+
 {{define "groups"}}{{template "head" .}}
 <h1>Newsgroups{{with .Hierarchy}} in {{.}}.*{{end}}</h1>
 <form class="filter" method="get" action="/">{{with .Hierarchy}}<input type="hidden" name="h" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="Filter groups" aria-label="Filter groups" maxlength="200"><button type="submit">Filter</button></form>
@@ -133,7 +147,7 @@ const pageTemplates = `
 {{define "group"}}{{template "head" .}}
 <h1>{{.Group}}</h1>
 <p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
-<nav class="threadnav">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
+<nav class="threadnav">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}{{with .Search}}<a class="search" href="{{.}}">Search this group</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th><th class="num">Articles</th><th class="num">Latest</th></tr></thead>
 <tbody>
@@ -144,7 +158,7 @@ const pageTemplates = `
 {{template "pager" .Pager}}
 {{template "foot" .}}{{end}}
 
-{{define "pager"}}{{if gt .Pages 1}}<nav class="pages">
+{{define "pager"}}{{if or (gt .Pages 1) .Prev .Next}}<nav class="pages">
 {{if .Prev}}<a rel="prev" href="{{.Prev}}">{{or .PrevLabel "← Newer"}}</a>{{end}}
 <span class="muted">Page {{.Page}} of {{.Pages}}</span>
 {{if .Next}}<a rel="next" href="{{.Next}}">{{or .NextLabel "Older →"}}</a>{{end}}

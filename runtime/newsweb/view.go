@@ -53,6 +53,7 @@ type groupView struct {
 	Threads     []threadRow
 	Pager       pager
 	NewThread   string // the new-thread form, when posting is on
+	Search      string // the group's search page, when search is on
 	Feed        string
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,6 +55,9 @@ type Options struct {
 	Gatherer   prometheus.Gatherer
 	// Posting, when set, turns posting on (NewPosting).
 	Posting *Posting
+	// Search, when set, turns search on (NewSearch): /search and
+	// /api/search.
+	Search *Search
 }
 
 // Server is the HTTP handler of newsweb.
@@ -66,6 +70,8 @@ type Server struct {
 	pages *pageCache
 	// posting is nil when posting is off.
 	posting *Posting
+	// search is nil when search is off.
+	search *Search
 
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -85,7 +91,7 @@ func New(fed *Federated, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{fed: fed, opts: opts, log: opts.Logger, mux: http.NewServeMux(), posting: opts.Posting}
+	s := &Server{fed: fed, opts: opts, log: opts.Logger, mux: http.NewServeMux(), posting: opts.Posting, search: opts.Search}
 	switch {
 	case opts.PageCacheBytes == 0:
 		s.pages = newPageCache(DefaultPageCacheBytes)
@@ -111,6 +117,10 @@ func New(fed *Federated, opts Options) *Server {
 	s.route("GET /api/groups/{group}/threads", "api_threads", true, s.apiThreads)
 	s.route("GET /api/threads/{msgid...}", "api_thread", true, s.apiThread)
 	s.route("GET /api/articles/{msgid...}", "api_article", true, s.apiArticle)
+	if s.search != nil {
+		s.route("GET /search", "search", false, s.searchPage)
+		s.route("GET /api/search", "api_search", true, s.apiSearch)
+	}
 	if s.posting != nil {
 		s.route("POST /api/articles", "api_post", true, s.apiPost)
 		s.route("GET /post", "compose", false, s.composePage)
@@ -147,10 +157,10 @@ func NewHTTPServer(addr string, h http.Handler) *http.Server {
 // ServeHTTP applies the security headers and request limits, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
-	hd.Set("Content-Security-Policy", contentSecurityPolicy)
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
-	hd.Set("X-Frame-Options", "DENY")
+	hd["Content-Security-Policy"] = cspValue
+	hd["X-Content-Type-Options"] = nosniff
+	hd["Referrer-Policy"] = noReferrer
+	hd["X-Frame-Options"] = denyFrames
 	if len(r.RequestURI) > maxURL {
 		http.Error(w, "URI too long", http.StatusRequestURITooLong)
 		return
@@ -173,6 +183,13 @@ type response struct {
 	body   []byte
 	etag   string // computed by write when empty
 	gz     gzipped
+	// pin keeps alive what a page cache key names by its address (a thread's
+	// root node, the group list), so that the address cannot be reused
+	// for something else while the page is cached.
+	pin any
+	// hdrOnce makes hdr, the header values, on the first write.
+	hdrOnce sync.Once
+	hdr     *headers
 	// Set by handlers that answer with more than a page.
 	location   string        // Location (redirects)
 	cookie     *http.Cookie  // Set-Cookie
@@ -181,6 +198,7 @@ type response struct {
 
 // route registers fn on pattern with the common wrapper.
 func (s *Server) route(pattern, name string, api bool, fn func(ctx context.Context, r *http.Request) (*response, error)) {
+	observe := s.duration.WithLabelValues(name)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.opts.Timeout)
 		defer cancel()
@@ -190,15 +208,18 @@ func (s *Server) route(pattern, name string, api bool, fn func(ctx context.Conte
 			resp = s.failure(r, api, err)
 		}
 		s.write(w, r, name, resp)
-		s.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
+		observe.Observe(time.Since(start).Seconds())
 	})
 }
 
-// write sends resp with its ETag, honouring If-None-Match.
+// write sends resp with its ETag, honouring If-None-Match. The header
+// values of a response are made once (headerValues) and shared by every
+// view of a cached page, so serving one allocates next to nothing.
 func (s *Server) write(w http.ResponseWriter, r *http.Request, route string, resp *response) {
 	h := w.Header()
-	h.Set("Content-Type", resp.ctype)
-	h.Set("Cache-Control", resp.cache)
+	hv := resp.headerValues()
+	h["Content-Type"] = hv.ctype
+	h["Cache-Control"] = hv.cache
 	if resp.location != "" {
 		h.Set("Location", resp.location)
 	}
@@ -209,28 +230,17 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, route string, res
 		h.Set("Retry-After", strconv.Itoa(int(resp.retryAfter.Seconds()+1)))
 	}
 	status := resp.status
-	body := resp.body
-	var gz []byte
-	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		gz = resp.gzipBody()
-	}
-	if gz != nil {
-		h.Set("Content-Encoding", "gzip")
-		body = gz
+	body, etag, clen := resp.body, hv.etag, hv.clen
+	if hv.gz != nil && acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		h["Content-Encoding"] = gzipValue
+		body, etag, clen = hv.gz, hv.etagGz, hv.clenGz
 	}
 	if len(resp.body) >= minGzip {
-		h.Add("Vary", "Accept-Encoding")
+		h["Vary"] = varyValue
 	}
 	if status == http.StatusOK {
-		etag := resp.etag
-		if etag == "" {
-			etag = etagOf(resp.body)
-		}
-		if gz != nil {
-			etag = gzipETag(etag)
-		}
-		h.Set("ETag", etag)
-		if etagMatch(r.Header.Get("If-None-Match"), etag) {
+		h["Etag"] = etag
+		if etagMatch(r.Header.Get("If-None-Match"), etag[0]) {
 			status = http.StatusNotModified
 		}
 	}
@@ -240,11 +250,49 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, route string, res
 		w.WriteHeader(status)
 		return
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h["Content-Length"] = clen
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		w.Write(body)
 	}
+}
+
+// Header values shared by every response (net/http never changes them).
+var (
+	gzipValue  = []string{"gzip"}
+	varyValue  = []string{"Accept-Encoding"}
+	cspValue   = []string{contentSecurityPolicy}
+	nosniff    = []string{"nosniff"}
+	noReferrer = []string{"no-referrer"}
+	denyFrames = []string{"DENY"}
+)
+
+// headers are a response's header values, made once.
+type headers struct {
+	ctype, cache []string
+	etag, etagGz []string // the plain and gzipped representations' ETags
+	clen, clenGz []string // their Content-Length
+	gz           []byte   // the gzipped body; nil when not worth it
+}
+
+// headerValues makes resp's header values on first use: its ETag (unless
+// the handler set one), the gzipped body and both lengths.
+func (r *response) headerValues() *headers {
+	r.hdrOnce.Do(func() {
+		etag := r.etag
+		if etag == "" {
+			etag = etagOf(r.body)
+		}
+		h := &headers{ctype: []string{r.ctype}, cache: []string{r.cache}, etag: []string{etag},
+			clen: []string{strconv.Itoa(len(r.body))}}
+		if gz := r.gzipBody(); gz != nil {
+			h.gz = gz
+			h.etagGz = []string{gzipETag(etag)}
+			h.clenGz = []string{strconv.Itoa(len(gz))}
+		}
+		r.hdr = h
+	})
+	return r.hdr
 }
 
 // etagOf is a strong validator for body: a hash of it.

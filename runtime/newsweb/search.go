@@ -1,0 +1,290 @@
+package newsweb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	mreader "github.com/newsflow/newsflow/machine/reader"
+	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/spoolfs/searchindex"
+)
+
+// Search: subject, author and date over a group's whole overview.
+//
+// A group is indexed when it is first searched: a background job asks the
+// group's stats (Low priority) and walks its articles from the index's
+// high-water mark (or the group's low mark) up to the high mark, SearchChunk
+// articles per GetNewArticles (Low priority, so readers' pages go first),
+// appending each range to the index on disk (spoolfs/searchindex) before
+// the next. A later search of the group starts the same job from the
+// high-water mark once SearchRefresh has passed, so the index follows new
+// articles. Until the first job finishes, results cover what is indexed so
+// far, and the page says so. Searching across groups (no group named)
+// covers the groups indexed. Article numbers are those of the server whose
+// stats named it (the first by priority that carries the group).
+
+// Defaults for SearchOptions fields left zero.
+const (
+	DefaultSearchChunk   = 5000
+	DefaultSearchRefresh = time.Minute
+	DefaultSearchBytes   = 1 << 30
+	maxSearchHits        = 100
+	maxQuery             = 200
+	// searchJobs is how many groups are indexed at once, and
+	// maxSearchPending how many may be under way or waiting: a search of
+	// yet another group past that is answered from what is indexed, and
+	// starts its job on a later search.
+	searchJobs       = 2
+	maxSearchPending = 64
+)
+
+// SearchOptions configure search.
+type SearchOptions struct {
+	Dir      string        // where the index lives (required)
+	MaxBytes int64         // bound on the index files; DefaultSearchBytes when 0
+	Chunk    int           // articles fetched per command; DefaultSearchChunk when 0
+	Refresh  time.Duration // least time between two updates of a group; DefaultSearchRefresh when 0
+	Logger   *slog.Logger
+}
+
+// Search indexes groups in the background and answers queries.
+type Search struct {
+	fed  *Federated
+	ix   *searchindex.Index
+	opts SearchOptions
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	running  map[string]bool      // groups with a job under way
+	last     map[string]time.Time // when each group's last job started
+	complete map[string]bool      // groups a job brought up to date
+	slots    chan struct{}        // searchJobs tokens: the jobs indexing now
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// NewSearch opens the index in opts.Dir over fed.
+func NewSearch(fed *Federated, opts SearchOptions) (*Search, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("newsweb: search: no index directory")
+	}
+	if opts.MaxBytes == 0 {
+		opts.MaxBytes = DefaultSearchBytes
+	}
+	if opts.Chunk <= 0 {
+		opts.Chunk = DefaultSearchChunk
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = DefaultSearchRefresh
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	ix, err := searchindex.Open(opts.Dir, opts.MaxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("newsweb: search: %w", err)
+	}
+	s := &Search{fed: fed, ix: ix, opts: opts, log: opts.Logger, running: map[string]bool{},
+		last: map[string]time.Time{}, complete: map[string]bool{}, slots: make(chan struct{}, searchJobs)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Close stops the indexing jobs and waits for them.
+func (s *Search) Close() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// Index starts the indexing job of group unless one is under way or the
+// last started less than Refresh ago. It reports whether a job has brought
+// the group's index up to the group's high mark since newsweb started.
+func (s *Search) Index(group string) (complete bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	complete = s.complete[group]
+	now := s.fed.now()
+	if s.running[group] || (!s.last[group].IsZero() && now.Sub(s.last[group]) < s.opts.Refresh) || len(s.running) >= maxSearchPending {
+		return complete
+	}
+	s.running[group], s.last[group] = true, now
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		var err error
+		select {
+		case s.slots <- struct{}{}:
+			err = s.build(group)
+			<-s.slots
+		case <-s.ctx.Done():
+			err = s.ctx.Err()
+		}
+		s.mu.Lock()
+		delete(s.running, group)
+		if err == nil {
+			s.complete[group] = true
+		}
+		s.mu.Unlock()
+		if err != nil && s.ctx.Err() == nil {
+			s.log.Warn("search: indexing failed", "group", group, "err", err)
+		}
+	}()
+	return complete
+}
+
+// Wait blocks until no indexing job runs (tests).
+func (s *Search) Wait() {
+	for {
+		s.mu.Lock()
+		n := len(s.running)
+		s.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// build brings group's index up to the group's high mark.
+func (s *Search) build(group string) error {
+	ctx := s.ctx
+	st, err := s.fed.GroupStats(ctx, group)
+	if err != nil {
+		return err
+	}
+	svc := s.fed.service(st.Server)
+	if svc == nil {
+		return fmt.Errorf("newsweb: search: server %q gone", st.Server)
+	}
+	from := max(s.ix.High(group), st.Low-1)
+	for from < st.High {
+		until := min(from+int64(s.opts.Chunk), st.High)
+		ev, err := svc.Do(ctx, mreader.GetNewArticles{Group: group, Since: from, Until: until, Limit: s.opts.Chunk})
+		if err != nil {
+			return err
+		}
+		r, ok := ev.(mreader.ThreadsResult)
+		if !ok {
+			return fmt.Errorf("newsweb: search: %s %d-%d: answer %T", group, from+1, until, ev)
+		}
+		entries := make([]searchindex.Entry, 0, len(r.Articles))
+		for _, a := range r.Articles {
+			entries = append(entries, searchindex.Entry{Number: a.Number, Date: a.Date, MessageID: a.MessageID,
+				Subject: decodeHeader(a.Subject), From: decodeHeader(a.From)})
+		}
+		if err := s.ix.Append(group, entries); err != nil {
+			return err
+		}
+		from = until
+	}
+	s.log.Debug("search: group indexed", "group", group, "articles", s.ix.Len(group), "high", st.High)
+	return nil
+}
+
+// searchQuery reads /search and /api/search parameters: q (subject or
+// author words), author, group, since and until (YYYY-MM-DD, until
+// inclusive).
+func searchQuery(r *http.Request) (searchindex.Query, string, error) {
+	v := r.URL.Query()
+	q := searchindex.Query{Text: v.Get("q"), Author: v.Get("author"), Limit: maxSearchHits}
+	if len(q.Text) > maxQuery || len(q.Author) > maxQuery {
+		return q, "", errBad
+	}
+	group := v.Get("group")
+	if group != "" {
+		if proto.ValidGroupName(group) != nil {
+			return q, "", errBad
+		}
+		q.Groups = []string{group}
+	}
+	for _, d := range []struct {
+		name string
+		to   *time.Time
+		add  int
+	}{{"since", &q.Since, 0}, {"until", &q.Until, 1}} {
+		if s := v.Get(d.name); s != "" {
+			t, err := time.Parse(time.DateOnly, s)
+			if err != nil {
+				return q, "", errBad
+			}
+			*d.to = t.AddDate(0, 0, d.add)
+		}
+	}
+	return q, group, nil
+}
+
+// searchHit is one result for the page and the API.
+type searchHit struct {
+	Group    string `json:"group"`
+	Number   int64  `json:"number"`
+	ID       string `json:"message_id"`
+	Subject  string `json:"subject"`
+	From     string `json:"from"`
+	Date     string `json:"date,omitempty"`
+	DateText string `json:"-"`
+	Link     string `json:"-"`
+}
+
+type searchView struct {
+	base
+	Query, Author, Since, Until string
+	Groups                      string // the group searched, "" for every indexed one
+	Total                       int
+	Hits                        []searchHit
+	Partial                     bool // the group's index is still being built
+	Indexed                     int
+}
+
+// runSearch answers a search request: the hits and whether the index is
+// complete.
+func (s *Server) runSearch(r *http.Request) (searchView, error) {
+	q, group, err := searchQuery(r)
+	if err != nil {
+		return searchView{}, err
+	}
+	v := searchView{base: s.base("Search", group), Query: q.Text, Author: q.Author, Groups: group,
+		Since: r.URL.Query().Get("since"), Until: r.URL.Query().Get("until")}
+	if group != "" {
+		v.Partial = !s.search.Index(group)
+		v.Indexed = s.search.ix.Len(group)
+	}
+	if strings.TrimSpace(q.Text+q.Author) == "" && q.Since.IsZero() && q.Until.IsZero() {
+		return v, nil // an empty form
+	}
+	res := s.search.ix.Search(q)
+	v.Total = res.Total
+	for _, h := range res.Hits {
+		v.Hits = append(v.Hits, searchHit{Group: h.Group, Number: h.Number, ID: h.MessageID, Subject: orNoSubject(h.Subject),
+			From: displayName(h.From), Date: apiTime(h.Date), DateText: fmtTime(h.Date), Link: articleURL(h.MessageID, h.Group)})
+	}
+	return v, nil
+}
+
+func (s *Server) searchPage(ctx context.Context, r *http.Request) (*response, error) {
+	v, err := s.runSearch(r)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.render("search", v, cacheError)
+	return resp, err
+}
+
+func (s *Server) apiSearch(ctx context.Context, r *http.Request) (*response, error) {
+	v, err := s.runSearch(r)
+	if err != nil {
+		return nil, err
+	}
+	hits := v.Hits
+	if hits == nil {
+		hits = []searchHit{}
+	}
+	return renderJSON(map[string]any{"query": v.Query, "author": v.Author, "group": v.Groups, "total": v.Total,
+		"hits": hits, "complete": !v.Partial, "indexed": v.Indexed}, cacheError)
+}
