@@ -22,11 +22,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/newsfeed"
@@ -108,36 +106,12 @@ func (b *feedBench) backlogOnce(ctx context.Context, rt string, n int) (backlogR
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		return res, err
 	}
-	logName := filepath.Join(dir, "newsfeed.log")
-	logf, err := os.Create(logName)
+	nf, err := startNewsfeed(b.bin, cfg, dir, spool)
 	if err != nil {
 		return res, err
 	}
-	defer logf.Close()
-	cmd := exec.Command(b.bin, "-config", cfg)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("start newsfeed: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	defer func() {
-		syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	}()
-	var addr string
-	for deadline := time.Now().Add(10 * time.Second); addr == ""; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return res, fmt.Errorf("no ingest address from newsfeed\n%s", tail(logName, 20))
-		}
-		addr, _, _ = newsfeed.ReadAddrs(spool)
-	}
+	defer nf.stop()
+	cmd, logName, addr := nf.cmd, nf.logName, nf.addr
 	run := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	push := func(phase string) error {
 		set := newArticleSet(n, b.o.smallSize, run+phase, time.Now())

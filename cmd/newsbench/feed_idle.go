@@ -15,14 +15,10 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"github.com/newsflow/newsflow/runtime/newsfeed"
 )
 
 // idleResult is one runtime's idle-connection figures.
@@ -80,36 +76,12 @@ func (b *feedBench) idleOnce(ctx context.Context, rt string, n int) (idleResult,
 	if err := os.WriteFile(cfg, []byte(relayConfig(spool, rt, nil, 1, false)), 0o644); err != nil {
 		return res, err
 	}
-	logName := filepath.Join(dir, "newsfeed.log")
-	logf, err := os.Create(logName)
+	nf, err := startNewsfeed(b.bin, cfg, dir, spool)
 	if err != nil {
 		return res, err
 	}
-	defer logf.Close()
-	cmd := exec.Command(b.bin, "-config", cfg)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("start newsfeed: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	defer func() {
-		syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	}()
-	var addr string
-	for deadline := time.Now().Add(10 * time.Second); addr == ""; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return res, fmt.Errorf("no ingest address from newsfeed\n%s", tail(logName, 20))
-		}
-		addr, _, _ = newsfeed.ReadAddrs(spool)
-	}
+	defer nf.stop()
+	cmd, addr := nf.cmd, nf.addr
 	// One connection first, so that what every connection shares (the
 	// loop, buffers, the first goroutines) is in the baseline.
 	warm, err := dialGreeted(ctx, addr)
