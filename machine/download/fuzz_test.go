@@ -119,7 +119,7 @@ func fetchCorpus() [][]byte {
 	var out [][]byte
 	files, _ := filepath.Glob("testdata/*.txt")
 	for _, file := range files {
-		tr, err := transcript.ReadFile(file)
+		tr, err := transcript.ReadFile(os.DirFS("."), file)
 		if err != nil {
 			continue
 		}

@@ -214,7 +214,7 @@ func TestINNFetch(t *testing.T) {
 		t.Logf("wrote %s", innGolden)
 		return
 	}
-	gt, err := transcript.ReadFile(innGolden)
+	gt, err := transcript.ReadFile(os.DirFS("."), innGolden)
 	if err != nil {
 		t.Fatalf("%v (run with -update-inn to record it)", err)
 	}

@@ -3,6 +3,7 @@ package download
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -236,7 +237,7 @@ func replayFetch(tr transcript.Transcript, s fetchScript, split func([]byte) [][
 }
 
 func TestFetchTranscripts(t *testing.T) {
-	transcript.Run(t, "testdata/*.txt", transcript.Server, func(f transcript.File) (transcript.Case, error) {
+	transcript.Run(t, os.DirFS("."), "testdata/*.txt", transcript.Server, func(f transcript.File) (transcript.Case, error) {
 		s, err := readFetchHeader(f.Transcript)
 		c := transcript.Case{
 			// The events, one a line, after the segments' bytes are checked.

@@ -148,7 +148,7 @@ func TestINNStream(t *testing.T) {
 		t.Logf("wrote %s", innGolden)
 		return
 	}
-	gt, err := transcript.ReadFile(innGolden)
+	gt, err := transcript.ReadFile(os.DirFS("."), innGolden)
 	if err != nil {
 		t.Fatalf("%v (run with -update to record it)", err)
 	}

@@ -2,6 +2,7 @@ package feed
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -220,7 +221,7 @@ func firstFeedCommand(tr transcript.Transcript) int {
 }
 
 func TestTranscripts(t *testing.T) {
-	transcript.Run(t, "testdata/*.txt", transcript.Server, func(f transcript.File) (transcript.Case, error) {
+	transcript.Run(t, os.DirFS("."), "testdata/*.txt", transcript.Server, func(f transcript.File) (transcript.Case, error) {
 		s, err := readHeader(f.Transcript)
 		c := transcript.Case{
 			Replay:    func(split func([]byte) [][]byte) (string, error) { return replayFeed(f.Transcript, s, split) },

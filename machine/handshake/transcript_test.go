@@ -170,7 +170,7 @@ func TestTranscripts(t *testing.T) {
 	if files, _ := filepath.Glob("testdata/*.txt"); len(files) < 25 {
 		t.Fatalf("found %d transcripts in testdata; some are missing", len(files))
 	}
-	transcript.Run(t, "testdata/*.txt", transcript.Server, func(f transcript.File) (transcript.Case, error) {
+	transcript.Run(t, os.DirFS("."), "testdata/*.txt", transcript.Server, func(f transcript.File) (transcript.Case, error) {
 		s, err := readHeader(f.Transcript)
 		return transcript.Case{
 			Replay: func(split func([]byte) [][]byte) (string, error) {

@@ -3,6 +3,7 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -125,7 +126,7 @@ func replay(tr transcript.Transcript, split func([]byte) [][]byte) (*owner, erro
 }
 
 func TestTranscripts(t *testing.T) {
-	transcript.Run(t, "testdata/*.txt", transcript.Client, func(f transcript.File) (transcript.Case, error) {
+	transcript.Run(t, os.DirFS("."), "testdata/*.txt", transcript.Client, func(f transcript.File) (transcript.Case, error) {
 		hdr, err := readHeader(f.Transcript)
 		return transcript.Case{
 			// The owner's log of events, the same under every split

@@ -372,7 +372,7 @@ func TestINN(t *testing.T) {
 				t.Logf("wrote %s", path)
 				return
 			}
-			gt, err := transcript.ReadFile(path)
+			gt, err := transcript.ReadFile(os.DirFS("."), path)
 			if err != nil {
 				t.Fatalf("%v (run with -update to record it)", err)
 			}

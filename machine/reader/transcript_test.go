@@ -2,6 +2,7 @@ package reader
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -374,7 +375,7 @@ func firstClientCommandAfterReady(tr transcript.Transcript) int {
 func TestTranscripts(t *testing.T) {
 	// Lines, whole runs, bytes, every run cut at every offset (up to the
 	// longest run), and chunks of 7; replayScript checks the events itself.
-	transcript.Run(t, "testdata/*.txt", transcript.Server, func(f transcript.File) (transcript.Case, error) {
+	transcript.Run(t, os.DirFS("."), "testdata/*.txt", transcript.Server, func(f transcript.File) (transcript.Case, error) {
 		s, err := readScript(f.Transcript)
 		return transcript.Case{
 			Replay: func(split func([]byte) [][]byte) (string, error) { return "", replayScript(f.Transcript, s, split) },

@@ -2,15 +2,16 @@ package transcript
 
 import (
 	"fmt"
+	"io/fs"
 	"iter"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
 // Transcript tests keep their set-up in the transcript itself, as comments
 // of the form "# key: value" ("# config: window=2", "# want: ..."). Fields
-// reads them; ReadFile and ReadFiles load the testdata files.
+// reads them; ReadFile and ReadFiles load the testdata files from a file
+// system the caller gives (os.DirFS(".") in a test), so this package itself
+// touches no file.
 
 // Fields yields the key and value of every "# key: value" comment in t, in
 // order: the text before the first colon as it stands, and the rest with
@@ -32,9 +33,9 @@ func (t Transcript) Fields() iter.Seq2[string, string] {
 	}
 }
 
-// ReadFile reads and parses the transcript in the named file.
-func ReadFile(path string) (Transcript, error) {
-	text, err := os.ReadFile(path)
+// ReadFile reads and parses the transcript in the named file of fsys.
+func ReadFile(fsys fs.FS, path string) (Transcript, error) {
+	text, err := fs.ReadFile(fsys, path)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: %w", err)
 	}
@@ -51,11 +52,11 @@ type File struct {
 	Transcript Transcript // its parsed entries
 }
 
-// ReadFiles reads and parses every file that the filepath.Glob pattern
+// ReadFiles reads and parses every file of fsys that the fs.Glob pattern
 // matches, in Glob's (lexical) order. It is an error for nothing to match,
 // so that a test over testdata/*.txt cannot pass by finding no files.
-func ReadFiles(pattern string) ([]File, error) {
-	paths, err := filepath.Glob(pattern)
+func ReadFiles(fsys fs.FS, pattern string) ([]File, error) {
+	paths, err := fs.Glob(fsys, pattern)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: %s: %w", pattern, err)
 	}
@@ -64,7 +65,7 @@ func ReadFiles(pattern string) ([]File, error) {
 	}
 	files := make([]File, 0, len(paths))
 	for _, p := range paths {
-		t, err := ReadFile(p)
+		t, err := ReadFile(fsys, p)
 		if err != nil {
 			return nil, err
 		}

@@ -52,13 +52,13 @@ func TestReadFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := ReadFiles(filepath.Join(dir, "*.txt")); err == nil || !strings.Contains(err.Error(), "no files match") {
+	if _, err := ReadFiles(os.DirFS(dir), "*.txt"); err == nil || !strings.Contains(err.Error(), "no files match") {
 		t.Errorf("ReadFiles of nothing: %v, want a no-files error", err)
 	}
 	write("b.txt", "S: two\n")
 	write("a.txt", "# config: x\nS: one\n")
 	write("c.md", "not a transcript\n")
-	files, err := ReadFiles(filepath.Join(dir, "*.txt"))
+	files, err := ReadFiles(os.DirFS(dir), "*.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +70,11 @@ func TestReadFiles(t *testing.T) {
 		t.Errorf("ReadFiles (-want +got):\n%s", d)
 	}
 	write("d.txt", "S: fine\nX: what\n")
-	_, err = ReadFiles(filepath.Join(dir, "*.txt"))
+	_, err = ReadFiles(os.DirFS(dir), "*.txt")
 	if err == nil || !strings.Contains(err.Error(), "d.txt: transcript: line 2") {
 		t.Errorf("ReadFiles with a bad file: %v, want an error naming d.txt line 2", err)
 	}
-	if _, err := ReadFile(filepath.Join(dir, "missing.txt")); err == nil || !strings.Contains(err.Error(), "missing.txt") {
+	if _, err := ReadFile(os.DirFS(dir), "missing.txt"); err == nil || !strings.Contains(err.Error(), "missing.txt") {
 		t.Errorf("ReadFile of a missing file: %v", err)
 	}
 }

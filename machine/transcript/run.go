@@ -2,7 +2,8 @@ package transcript
 
 import (
 	"fmt"
-	"path/filepath"
+	"io/fs"
+	"path"
 	"strings"
 	"testing"
 
@@ -40,19 +41,19 @@ type Case struct {
 	Extra     []Split
 }
 
-// Run runs a subtest per file matching pattern (named for the file without
+// Run runs a subtest per file of fsys matching pattern (named for the file without
 // ".txt"): setup reads the file's header into a Case, and Check replays it
 // under every split. input is the side whose Data the machine receives:
 // Server for a client machine, Client for the ingest machine. No file
 // matching is a failure, so a test cannot pass by finding nothing.
-func Run(t *testing.T, pattern string, input Side, setup func(File) (Case, error)) {
+func Run(t *testing.T, fsys fs.FS, pattern string, input Side, setup func(File) (Case, error)) {
 	t.Helper()
-	files, err := ReadFiles(pattern)
+	files, err := ReadFiles(fsys, pattern)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f.Path), ".txt"), func(t *testing.T) {
+		t.Run(strings.TrimSuffix(path.Base(f.Path), ".txt"), func(t *testing.T) {
 			c, err := setup(f)
 			if err == nil {
 				err = c.Check(f.Transcript, input)
