@@ -103,22 +103,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	cfg := &newsget.Config{}
-	if *config != "" {
-		c, err := newsget.LoadConfig(*config)
-		if err != nil {
-			printErr(stderr, err)
-			return 2
-		}
-		cfg = c
-	}
-	for _, u := range servers {
-		sc, err := newsget.ParseServerURL(u)
-		if err != nil {
-			fmt.Fprintf(stderr, "newsget: -server: %v\n", err)
-			return 2
-		}
-		cfg.Servers = append(cfg.Servers, sc)
+	cfg, err := loadConfig(*config, servers)
+	if err != nil {
+		printErr(stderr, err)
+		return 2
 	}
 	if err := cfg.Check(); err != nil {
 		printErr(stderr, err)
@@ -197,6 +185,27 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	return 1
+}
+
+// loadConfig is the configuration file (none: the defaults) with the
+// -server URLs added to its servers.
+func loadConfig(file string, servers []string) (*newsget.Config, error) {
+	cfg := &newsget.Config{}
+	if file != "" {
+		c, err := newsget.LoadConfig(file)
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+	}
+	for _, u := range servers {
+		sc, err := newsget.ParseServerURL(u)
+		if err != nil {
+			return nil, fmt.Errorf("-server: %w", err)
+		}
+		cfg.Servers = append(cfg.Servers, sc)
+	}
+	return cfg, nil
 }
 
 // printErr writes "newsget: " and the error, once: errors from package

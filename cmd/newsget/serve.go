@@ -45,22 +45,10 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	cfg := &newsget.Config{}
-	if *config != "" {
-		c, err := newsget.LoadConfig(*config)
-		if err != nil {
-			fmt.Fprintf(stderr, "newsget: %v\n", err)
-			return 2
-		}
-		cfg = c
-	}
-	for _, u := range servers {
-		sc, err := newsget.ParseServerURL(u)
-		if err != nil {
-			fmt.Fprintf(stderr, "newsget: -server: %v\n", err)
-			return 2
-		}
-		cfg.Servers = append(cfg.Servers, sc)
+	cfg, err := loadConfig(*config, servers)
+	if err != nil {
+		printErr(stderr, err)
+		return 2
 	}
 	if *listen != "" {
 		cfg.Serve.Listen = *listen
