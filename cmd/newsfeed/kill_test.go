@@ -84,6 +84,19 @@ func (f *feeder) ackedIDs() []string {
 	return ids
 }
 
+// waitAcked waits until at least n articles are acknowledged, failing the
+// test after timeout.
+func (f *feeder) waitAcked(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for len(f.ackedIDs()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d articles acknowledged after %v: the feed is not running", len(f.ackedIDs()), n, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (f *feeder) run() {
 	defer close(f.done)
 	var retry []int // unanswered articles to offer again, like a real upstream
@@ -266,7 +279,10 @@ reconnect_max = "200ms"
 	go f.run()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for k := 0; k < kills; k++ {
-		time.Sleep(time.Duration(150+rng.IntN(350)) * time.Millisecond)
+		// Each life acknowledges some articles before it dies, however
+		// loaded the machine: wait for progress, then a random moment more.
+		f.waitAcked(t, len(f.ackedIDs())+20, 60*time.Second)
+		time.Sleep(time.Duration(50+rng.IntN(350)) * time.Millisecond)
 		ch.cmd.Process.Signal(syscall.SIGKILL)
 		ch.cmd.Wait()
 		fmt.Fprintf(logf, "=== test: SIGKILL %d (acked so far %d)\n", k+1, len(f.ackedIDs()))
