@@ -33,12 +33,23 @@ type committer struct {
 	stopping bool
 	done     chan struct{}
 
-	rounds, synced int64 // for stats: commit rounds, articles made durable
-	wantProbe      bool  // a Put failed for lack of space: probe until it would not
+	// For stats: successful rounds, the articles they made durable, and
+	// the time they took (batch taken to batch answered).
+	rounds, synced int64
+	roundTime      time.Duration
+	wantProbe      bool // a Put failed for lack of space: probe until it would not
 
 	// The fan-out position (fanout.go), owned by the loop.
 	posFrozen bool // a round failed: the position stays where it is
 	posWrote  time.Time
+}
+
+// counts returns the stats of the successful rounds so far: how many,
+// their articles, and their total time in seconds.
+func (c *committer) counts() (rounds, articles int64, seconds float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rounds, c.synced, c.roundTime.Seconds()
 }
 
 // frozen reports whether a failed round froze the fan-out position.
@@ -138,7 +149,7 @@ func (c *committer) loop() {
 		if len(batch) == 0 {
 			continue
 		}
-		ok := c.commit(batch)
+		ok := c.commit(batch, time.Now())
 		clear(batch)
 		c.mu.Lock()
 		if !ok {
@@ -157,7 +168,8 @@ func (c *committer) loop() {
 
 // commit is one round: fan out, sync, answer. It reports whether the
 // round made its articles durable in the spool and every queue.
-func (c *committer) commit(batch []pendingArt) bool {
+// It started at start (wall clock, for the round-time stats).
+func (c *committer) commit(batch []pendingArt, start time.Time) bool {
 	r := c.r
 	now := r.now()
 	byPeer := map[*peer][]queue.Entry{}
@@ -219,14 +231,15 @@ func (c *committer) commit(batch []pendingArt) bool {
 	if r.notAccepting() == "disk full" {
 		r.setAccepting(true, "")
 	}
-	c.mu.Lock()
-	c.rounds++
-	c.synced += int64(len(batch))
-	c.mu.Unlock()
 	ok := ingest.Result{Outcome: ingest.StoreAccepted}
 	for _, it := range batch {
 		c.answer(it, ok)
 	}
+	c.mu.Lock()
+	c.rounds++
+	c.synced += int64(len(batch))
+	c.roundTime += time.Since(start)
+	c.mu.Unlock()
 	r.ingest.accepted.Add(int64(len(batch)))
 	r.logArrivals(now, batch)
 	return true
