@@ -226,7 +226,7 @@ func (b *feedBench) sayCommitStats(logName string) {
 		}
 		var keep []string
 		for f := range strings.FieldsSeq(line) {
-			for _, k := range []string{"accepted=", "checks=", "takethis=", "commit_rounds=", "articles_per_round=", "round_ms="} {
+			for _, k := range []string{"accepted=", "checks=", "takethis=", "commit_rounds=", "articles_per_round=", "round_ms=", "sync_ms="} {
 				if strings.HasPrefix(f, k) {
 					keep = append(keep, f)
 				}

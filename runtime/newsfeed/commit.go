@@ -54,7 +54,8 @@ type committer struct {
 	// the time they took (batch taken to batch answered).
 	rounds, synced int64
 	roundTime      time.Duration
-	wantProbe      bool // a Put failed for lack of space: probe until it would not
+	syncTime       time.Duration // of roundTime, in the spool's Sync
+	wantProbe      bool          // a Put failed for lack of space: probe until it would not
 
 	// The fan-out position (fanout.go), owned by the loop.
 	posFrozen bool // a round failed: the position stays where it is
@@ -68,10 +69,10 @@ type committer struct {
 
 // counts returns the stats of the successful rounds so far: how many,
 // their articles, and their total time in seconds.
-func (c *committer) counts() (rounds, articles int64, seconds float64) {
+func (c *committer) counts() (rounds, articles int64, seconds, syncSeconds float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.rounds, c.synced, c.roundTime.Seconds()
+	return c.rounds, c.synced, c.roundTime.Seconds(), c.syncTime.Seconds()
 }
 
 // frozen reports whether a failed round froze the fan-out position.
@@ -257,7 +258,10 @@ func (c *committer) commit(batch []pendingArt, start time.Time) bool {
 	// Ingest stops accepting before the batch is answered, so a feeder
 	// that reconnects on the 400 finds it stopped (431/436), and the log
 	// says why before anyone is told.
-	if err := r.spool.Sync(); err != nil {
+	syncStart := time.Now()
+	err := r.spool.Sync()
+	syncTime := time.Since(syncStart)
+	if err != nil {
 		if !isDiskFull(err) {
 			r.log.Error("group commit failed: articles not acknowledged", "articles", len(batch), "err", err)
 			r.setAccepting(false, "spool error: "+err.Error())
@@ -284,6 +288,7 @@ func (c *committer) commit(batch []pendingArt, start time.Time) bool {
 	c.rounds++
 	c.synced += int64(len(batch))
 	c.roundTime += time.Since(start)
+	c.syncTime += syncTime
 	c.mu.Unlock()
 	r.ingest.accepted.Add(int64(len(batch)))
 	r.logArrivals(now, batch)

@@ -121,10 +121,12 @@ type IngestStats struct {
 	// CommitRounds counts the group commit's successful rounds,
 	// CommitArticles the articles they made durable, and CommitSeconds
 	// the time they took, from taking the batch to answering it: the
-	// latency every answer waits for.
-	CommitRounds   int64   `json:"commit_rounds"`
-	CommitArticles int64   `json:"commit_articles"`
-	CommitSeconds  float64 `json:"commit_seconds"`
+	// latency every answer waits for; CommitSyncSeconds is the part of it
+	// spent in the spool's Sync (its fdatasync).
+	CommitRounds      int64   `json:"commit_rounds"`
+	CommitArticles    int64   `json:"commit_articles"`
+	CommitSeconds     float64 `json:"commit_seconds"`
+	CommitSyncSeconds float64 `json:"commit_sync_seconds"`
 }
 
 // Status is the relay's state for the status page and `newsfeed status`.
@@ -168,7 +170,7 @@ func (r *Relay) Status() Status {
 		},
 	}
 	st.Ingest.Checks, st.Ingest.TakeThis = r.ingest.checks.Load(), r.ingest.takethis.Load()
-	st.Ingest.CommitRounds, st.Ingest.CommitArticles, st.Ingest.CommitSeconds = r.com.counts()
+	st.Ingest.CommitRounds, st.Ingest.CommitArticles, st.Ingest.CommitSeconds, st.Ingest.CommitSyncSeconds = r.com.counts()
 	st.IngestRate = r.rates.perSecond(now)
 	st.LostArticles = int64(r.spool.LostAtOpen()) + r.lostArticles.Load()
 	if a := r.Addr(); a != nil {
@@ -265,7 +267,8 @@ func (r *Relay) logStats(final bool) {
 		"limited", in.Limited, "held", in.Held, "timed_out", in.TimedOut,
 		"checks", in.Checks, "takethis", in.TakeThis, "commit_rounds", in.CommitRounds,
 		"articles_per_round", fmt.Sprintf("%.1f", ratio(float64(in.CommitArticles), float64(in.CommitRounds))),
-		"round_ms", fmt.Sprintf("%.3f", ratio(1000*in.CommitSeconds, float64(in.CommitRounds))))
+		"round_ms", fmt.Sprintf("%.3f", ratio(1000*in.CommitSeconds, float64(in.CommitRounds))),
+		"sync_ms", fmt.Sprintf("%.3f", ratio(1000*in.CommitSyncSeconds, float64(in.CommitRounds))))
 	for _, p := range r.peerList() {
 		s := p.stats(now)
 		rate, mbs := 0.0, 0.0
