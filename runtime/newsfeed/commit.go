@@ -60,11 +60,11 @@ type committer struct {
 	// The fan-out position (fanout.go), owned by the loop.
 	posFrozen bool // a round failed: the position stays where it is
 	posWrote  time.Time
-	// unsynced are the queues offered to since the position last moved,
-	// owned by the loop: their files are synced before it moves again.
+	// unsynced are the queues offered to since the last move started,
+	// owned by the loop: their files are synced before the next move.
 	unsynced map[*peerQueue]struct{}
 	every    time.Duration // fanoutEvery; tests set it before the first round
-	moved    func()        // tests: called by the loop after the position moved
+	moved    func()        // tests: called after the position moved (by the move's goroutine)
 }
 
 // counts returns the stats of the successful rounds so far: how many,
@@ -137,8 +137,14 @@ func (c *committer) stop() {
 }
 
 func (c *committer) loop() {
-	defer close(c.done)
 	var batch []pendingArt
+	var moving chan struct{} // closed when the fan-out move under way ends
+	defer func() {
+		if moving != nil {
+			<-moving
+		}
+		close(c.done)
+	}()
 	for {
 		c.mu.Lock()
 		for len(c.items) == 0 && !c.stopping && !c.wantProbe {
@@ -180,44 +186,64 @@ func (c *committer) loop() {
 		}
 		move := !c.posFrozen && c.r.now().Sub(c.posWrote) >= c.every
 		c.mu.Unlock()
+		if move && moving != nil {
+			select {
+			case <-moving:
+				moving = nil
+			default:
+				move = false // the last one still runs: the next round moves
+			}
+		}
 		if move {
-			c.moveFanout(pos)
+			// The move's fsyncs overlap the next rounds rather than
+			// hold them up: they cover every offer before they start,
+			// and pos needs no more than this round's.
+			qs := c.unsynced
+			c.unsynced = map[*peerQueue]struct{}{}
+			c.posWrote = c.r.now()
+			moving = make(chan struct{})
+			go func(done chan struct{}) {
+				defer close(done)
+				c.moveFanout(pos, qs)
+			}(moving)
 		}
 	}
 }
 
 // moveFanout makes the queue entries of every round so far durable (one
-// Sync per queue offered to since the last move), then records pos as the
-// fan-out position: every article before it was in one of those rounds. A
-// failed Sync freezes the position instead, for the rest of the run: the
-// articles are durable in the spool, acknowledged, and the next start
-// routes them again from the old position. With the disk full, ingest
-// stops until a probe write succeeds, as after a failed round.
-func (c *committer) moveFanout(pos spoolfs.Position) {
+// Sync per queue in qs, those offered to since the last move), then
+// records pos as the fan-out position: every article before it was in one
+// of those rounds. A failed Sync freezes the position instead, for the
+// rest of the run: the articles are durable in the spool, acknowledged,
+// and the next start routes them again from the old position. With the
+// disk full, ingest stops until a probe write succeeds, as after a failed
+// round. It runs on a goroutine of its own, one at a time.
+func (c *committer) moveFanout(pos spoolfs.Position, qs map[*peerQueue]struct{}) {
 	r := c.r
 	var perr error
-	for q := range c.unsynced {
+	for q := range qs {
 		if err := q.sync(); err != nil {
 			r.log.Error("peer queue sync failed: the articles are durable in the spool; the next start routes them again",
 				"peer", q.name, "err", err)
 			perr = err
 		}
 	}
-	clear(c.unsynced)
 	if perr != nil {
 		c.mu.Lock()
 		c.posFrozen = true
 		c.mu.Unlock()
 		if isDiskFull(perr) {
 			r.setAccepting(false, "disk full")
-			c.probe()
+			c.diskFull() // the loop probes
 		}
 		return
+	}
+	if c.frozen() {
+		return // a round failed meanwhile: the position stays for the rest of the run
 	}
 	if err := writeFanout(r.cfg.Spool, pos); err != nil {
 		r.log.Warn("cannot record the fan-out position", "err", err)
 	}
-	c.posWrote = r.now()
 	if c.moved != nil {
 		c.moved()
 	}

@@ -18,27 +18,30 @@ import (
 // Every article answered 239 must still reach the peer after the restart:
 // those the queue files lost are routed again from the position.
 //
-// The position moves once (after the first batch) and then not for an
+// The position moves once (after the first round) and then not for an
 // hour; the queue files are copied at that move, which is what a power
-// loss leaves of them (the peer is down, so nothing else writes them).
+// loss leaves of them (the peer is down, and the second batch is sent only
+// after the copy, so nothing else writes them meanwhile).
 // The second batch is answered with its queue entries in no synced file.
 func TestPowerLossBeforeQueueSync(t *testing.T) {
 	forRuntimes(t, func(t *testing.T, rt string) {
 		s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
-		down := s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down", Close: true})
+		s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down", Close: true})
 		dir := t.TempDir()
 		text := peerText("p", s, "connections = 1")
 		h := startRelay(t, relayConfigRT(t, rt, dir, text), nil)
 		spool := dir
 		synced := filepath.Join(t.TempDir(), "backlog-at-sync")
 		var moves atomic.Int32
+		moved := make(chan struct{}, 1)
 		h.r.com.every = time.Hour
-		h.r.com.moved = func() { // the committer's goroutine, between rounds
+		h.r.com.moved = func() { // the move's goroutine, after its syncs
 			moves.Add(1)
 			os.RemoveAll(synced)
 			if err := os.CopyFS(synced, os.DirFS(filepath.Join(spool, "backlog"))); err != nil {
 				t.Errorf("copy the synced backlog: %v", err)
 			}
+			moved <- struct{}{}
 		}
 
 		send := func(prefix string, n int) []string {
@@ -58,6 +61,11 @@ func TestPowerLossBeforeQueueSync(t *testing.T) {
 			return ids
 		}
 		first := send("first", 20)
+		select {
+		case <-moved: // the copy is the queue files as synced, before the second batch
+		case <-time.After(30 * time.Second):
+			t.Fatal("the fan-out position never moved")
+		}
 		second := send("second", 20)
 		if n := moves.Load(); n != 1 {
 			t.Fatalf("the fan-out position moved %d times, want once (after the first round)", n)
@@ -78,13 +86,16 @@ func TestPowerLossBeforeQueueSync(t *testing.T) {
 		}
 		os.Remove(filepath.Join(after, "LOCK"))
 
-		s.RemoveFault(down)
-		cfg := relayConfigRT(t, rt, t.TempDir(), text)
+		// The restarted relay feeds a second sink: the first relay runs
+		// on (abandoned, its peer still down), and must not be the one
+		// that delivers.
+		s2 := nntptest.Start(t, nntptest.Options{Hostname: "sink2"})
+		cfg := relayConfigRT(t, rt, t.TempDir(), peerText("p", s2, "connections = 1"))
 		cfg.Spool = after
 		h2 := startRelay(t, cfg, nil)
 		h2.settle()
 		for _, id := range append(first, second...) {
-			if !s.Has(id) {
+			if !s2.Has(id) {
 				t.Errorf("%s was answered 239 and never reached the peer after the power loss", id)
 			}
 		}
