@@ -102,3 +102,58 @@ func TestPowerLossBeforeQueueSync(t *testing.T) {
 		h2.checkStats()
 	})
 }
+
+// TestQueueSyncFailureFreezesFanout: a peer's queue files cannot be made
+// durable after the articles were answered 239 (here the queue is shut
+// under the committer, as a failing disk would fail its Sync). The fan-out
+// position must then stay where it was for the rest of the run, so the
+// next start routes those articles to the peer again from the spool.
+func TestQueueSyncFailureFreezesFanout(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down", Close: true})
+	dir := t.TempDir()
+	h := startRelay(t, relayConfig(t, dir, peerText("p", s, "connections = 1")), nil)
+	h.r.com.every = 0 // move after every round (one move at a time)
+	sent := 0
+	send := func(n int) []string {
+		arts := map[string][]byte{}
+		var ids []string
+		for range n {
+			id := fmt.Sprintf("<frozen%d@t>", sent)
+			sent++
+			ids = append(ids, id)
+			arts[id] = testArticle(id, "misc.test", "up!x", 3)
+		}
+		got := dialIngest(t, h.r.Addr().String()).takethis(arts)
+		for _, id := range ids {
+			if got[id] != "239" {
+				t.Fatalf("TAKETHIS %s: %q, want 239", id, got[id])
+			}
+		}
+		return ids
+	}
+	ids := send(10)
+	if err := h.r.peerList()[0].q.shutdown(h.r.now()); err != nil {
+		t.Fatal(err)
+	}
+	// Rounds after the shutdown offer in vain; the first move after one
+	// of them fails its Sync and freezes the position.
+	for i := 0; !h.r.com.frozen(); i++ {
+		if i == 200 {
+			t.Fatal("the fan-out position never froze after the queue failed")
+		}
+		ids = append(ids, send(1)...)
+		time.Sleep(5 * time.Millisecond)
+	}
+	ids = append(ids, send(5)...)
+	h.stop()
+
+	s2 := nntptest.Start(t, nntptest.Options{Hostname: "sink2"})
+	h2 := startRelay(t, relayConfig(t, dir, peerText("p", s2, "connections = 1")), nil)
+	h2.settle()
+	for _, id := range ids {
+		if !s2.Has(id) {
+			t.Errorf("%s was answered 239 and never reached the peer after its queue failed", id)
+		}
+	}
+}
