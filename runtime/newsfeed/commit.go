@@ -34,8 +34,9 @@ type pendingArt struct {
 // because the spool record is, and it lies after the fan-out position
 // (fanout.go), from which a restart routes every article to its peers
 // again. The peers' queue files are synced when the position moves (at
-// most every fanoutEvery), before it is written: the position never
-// passes an article whose entries are not durable in its peers' files.
+// most every fanoutEvery, on a goroutine of its own beside the next
+// rounds), before it is written: the position never passes an article
+// whose entries are not durable in its peers' files.
 // The relay chain of issue 15 showed why: the answers wait for the round,
 // and the round was two fdatasyncs back to back (1.5 ms the spool's, 1.2
 // ms the queue files'), so a feeder with a bounded window went half as
@@ -57,8 +58,9 @@ type committer struct {
 	syncTime       time.Duration // of roundTime, in the spool's Sync
 	wantProbe      bool          // a Put failed for lack of space: probe until it would not
 
-	// The fan-out position (fanout.go), owned by the loop.
-	posFrozen bool // a round failed: the position stays where it is
+	// The fan-out position (fanout.go), owned by the loop but for
+	// posFrozen, which is under mu (a failed move sets it too).
+	posFrozen bool // a round or a move failed: the position stays where it is
 	posWrote  time.Time
 	// unsynced are the queues offered to since the last move started,
 	// owned by the loop: their files are synced before the next move.
@@ -68,7 +70,8 @@ type committer struct {
 }
 
 // counts returns the stats of the successful rounds so far: how many,
-// their articles, and their total time in seconds.
+// their articles, their total time in seconds, and the part of it spent
+// in the spool's Sync.
 func (c *committer) counts() (rounds, articles int64, seconds, syncSeconds float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
