@@ -17,7 +17,11 @@ package spoolfs
 // returned nil. Sync reports an error if any write since the last Sync
 // failed, or the fsync did: those offers are not known to be durable, so
 // the runtime must not acknowledge them (it answers "try later", 431/436,
-// and upstream sends them again).
+// and upstream sends them again). A runtime that can rebuild the offers
+// from something durable already may Sync less often: newsfeed's relay
+// acknowledges once the spool is synced and calls Sync before it moves
+// its fan-out position, the point from which a restart routes the spool's
+// articles to the peers again (runtime/newsfeed/fanout.go).
 //
 // After that, a crash loses nothing: what was in memory or in flight is in
 // a journal file, and OpenPeerQueue sends it again (Stats.Resent counts it;

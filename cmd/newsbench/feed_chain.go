@@ -8,6 +8,7 @@ package main
 //	innfeed -> sink                          (direct)
 //	innfeed -> newsfeed (goroutine) -> sink  (chain)
 //	innfeed -> newsfeed (epoll) -> sink      (chain)
+//	innfeed -> newsfeed -compare -> sink     (with -compare: another build)
 //
 // Each run starts innfeed (batch mode, -conns connections) and stops the
 // clock when the sink has taken the N-th article, so innfeed's start-up is
@@ -23,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,6 +38,7 @@ const (
 	chainDirect = "innfeed -> sink"
 	chainGo     = "innfeed -> newsfeed goroutine -> sink"
 	chainEpoll  = "innfeed -> newsfeed epoll -> sink"
+	chainCmp    = "innfeed -> newsfeed -compare -> sink"
 )
 
 // runChain measures the chain and prints its table and ratios.
@@ -54,6 +57,9 @@ func (b *feedBench) runChain(ctx context.Context, n int) error {
 	if b.epoll {
 		feeders = append(feeders, chainEpoll)
 	}
+	if b.o.compare != "" {
+		feeders = append(feeders, chainCmp)
+	}
 	times := map[string][]float64{}
 	for r := range b.o.rounds {
 		k := r % len(feeders)
@@ -63,11 +69,13 @@ func (b *feedBench) runChain(ctx context.Context, n int) error {
 			var err error
 			switch f {
 			case chainDirect:
-				d, err = b.chainOnce(ctx, set, "", r)
+				d, err = b.chainOnce(ctx, set, "", "", r)
 			case chainGo:
-				d, err = b.chainOnce(ctx, set, runtimeGo, r)
+				d, err = b.chainOnce(ctx, set, b.bin, runtimeGo, r)
 			case chainEpoll:
-				d, err = b.chainOnce(ctx, set, runtimeEpoll, r)
+				d, err = b.chainOnce(ctx, set, b.bin, runtimeEpoll, r)
+			case chainCmp:
+				d, err = b.chainOnce(ctx, set, b.o.compare, b.o.compareRuntime, r)
 			}
 			if err != nil {
 				return fmt.Errorf("chain: %s: %w", f, err)
@@ -96,13 +104,16 @@ func (b *feedBench) runChain(ctx context.Context, n int) error {
 		best = min(best, e)
 	}
 	Ratio(w, name, "time", best, direct)
+	if b.o.compare != "" {
+		Ratio(w, name, "time_compare", Median(times[chainCmp]), direct)
+	}
 	return nil
 }
 
-// chainOnce runs innfeed against a sink, through newsfeed with runtime rt
-// unless rt is empty, and returns the time from innfeed's start to the
+// chainOnce runs innfeed against a sink, through newsfeed (binary bin,
+// runtime rt) unless bin is empty, and returns the time from innfeed's start to the
 // sink's last article.
-func (b *feedBench) chainOnce(ctx context.Context, set *articleSet, rt string, round int) (time.Duration, error) {
+func (b *feedBench) chainOnce(ctx context.Context, set *articleSet, bin, rt string, round int) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.o.timeout)
 	defer cancel()
 	end, err := sink.Listen("127.0.0.1:0", sink.Options{})
@@ -111,8 +122,8 @@ func (b *feedBench) chainOnce(ctx context.Context, set *articleSet, rt string, r
 	}
 	defer end.Close()
 	target := end.Addr()
-	if rt != "" {
-		addr, stop, err := b.startChainRelay(ctx, rt, end, round)
+	if bin != "" {
+		addr, stop, err := b.startChainRelay(ctx, bin, rt, end, round)
 		if err != nil {
 			return 0, err
 		}
@@ -145,11 +156,11 @@ func (b *feedBench) chainOnce(ctx context.Context, set *articleSet, rt string, r
 	return d, nil
 }
 
-// startChainRelay starts newsfeed (runtime rt) on an empty spool with the
+// startChainRelay starts newsfeed (binary bin, runtime rt) on an empty spool with the
 // sink as its one peer, waits until its peer connections are open, and
 // returns its ingest address and a stop function.
-func (b *feedBench) startChainRelay(ctx context.Context, rt string, end *sink.Sink, round int) (string, func(), error) {
-	dir := filepath.Join(b.work, fmt.Sprintf("chain-%s-%d", rt, round))
+func (b *feedBench) startChainRelay(ctx context.Context, bin, rt string, end *sink.Sink, round int) (string, func(), error) {
+	dir := filepath.Join(b.work, fmt.Sprintf("chain-%s-%s-%d", filepath.Base(bin), rt, round))
 	spool := filepath.Join(dir, "spool")
 	if err := os.MkdirAll(spool, 0o755); err != nil {
 		return "", nil, err
@@ -163,7 +174,7 @@ func (b *feedBench) startChainRelay(ctx context.Context, rt string, end *sink.Si
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.Command(b.bin, "-config", cfg)
+	cmd := exec.Command(bin, "-config", cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -181,6 +192,7 @@ func (b *feedBench) startChainRelay(ctx context.Context, rt string, end *sink.Si
 			<-exited
 		}
 		logf.Close()
+		b.sayCommitStats(logName)
 		if !b.o.keep {
 			os.RemoveAll(dir)
 		}
@@ -198,4 +210,28 @@ func (b *feedBench) startChainRelay(ctx context.Context, rt string, end *sink.Si
 		return "", nil, fmt.Errorf("newsfeed did not connect to the sink: %w\n%s", err, tail(logName, 20))
 	}
 	return addr, stop, nil
+}
+
+// sayCommitStats shows the group commit's figures from a chain relay's
+// final ingest stats line (CHECKs, TAKETHIS, articles per round, round
+// time), when its build logs them.
+func (b *feedBench) sayCommitStats(logName string) {
+	data, err := os.ReadFile(logName)
+	if err != nil {
+		return
+	}
+	for line := range strings.Lines(string(data)) {
+		if !strings.Contains(line, "final stats (ingest)") || !strings.Contains(line, "commit_rounds") {
+			continue
+		}
+		var keep []string
+		for f := range strings.FieldsSeq(line) {
+			for _, k := range []string{"accepted=", "checks=", "takethis=", "commit_rounds=", "articles_per_round=", "round_ms=", "sync_ms="} {
+				if strings.HasPrefix(f, k) {
+					keep = append(keep, f)
+				}
+			}
+		}
+		b.say("  newsfeed: %s", strings.Join(keep, " "))
+	}
 }

@@ -13,7 +13,8 @@ package newsfeed
 // relay's spool for the peers named on its line (the relay's [[peer]] names
 // must be the newsfeeds site names), with the same group commit as ingest:
 // spool record and per-peer queue journal fsynced before the next lines are
-// read. So the channel is read only as fast as it can be made durable;
+// read (the queue journal in the same round, unlike ingest's articles: the
+// fan-out recovery routes by the relay's patterns, not by innd's sites). So the channel is read only as fast as it can be made durable;
 // innd keeps what we have not read in its channel buffer, and when the
 // channel closes (innd shut down, restarted, or "ctlinnd flush") RunChannel
 // finishes the batch in hand and returns, the relay writes its queues to

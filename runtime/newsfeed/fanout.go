@@ -15,10 +15,11 @@ import (
 
 // # The fan-out position
 //
-// The group commit syncs the spool first, then the peers' queue files. A
-// crash between the two leaves articles that are durable in the spool (the
-// history refuses them when upstream offers them again) but in no peer's
-// queue: without more, they would never be fed. So the relay keeps, in
+// The group commit syncs the spool and acknowledges; the peers' queue
+// files are synced later, at most fanoutEvery apart (commit.go). A crash
+// or power loss before that leaves articles that are durable in the spool
+// (the history refuses them when upstream offers them again) but in no
+// peer's queue: without more, they would never be fed. So the relay keeps, in
 // fanout.pos, a spool position before which every article is durably in
 // the queues of the peers that want it, and at start it routes every
 // article stored after that position again (Spool.Scan). Articles that were
@@ -27,9 +28,13 @@ import (
 // every fanoutEvery, so the duplicates are bounded by that much traffic.
 //
 // The position written after a commit round is the spool's durable end
-// when the round took its batch: every article before it was in an earlier
-// round, all of which succeeded (a failed round freezes the position for
-// the rest of the run). Puts and the hand-over to the committer happen
+// when the round took its batch: every article before it was in that round
+// or an earlier one, all of which succeeded (a failed round freezes the
+// position for the rest of the run), and the queues they were offered to
+// were synced just before the position is written (a failed sync freezes
+// it too). This is what lets the group commit acknowledge an article after
+// one fdatasync, the spool's: its queue entries are durable as the spool
+// record after the position until the queues' files hold them. Puts and the hand-over to the committer happen
 // under putMu, which the committer also holds while it takes a batch, so
 // no stored article can be missing from the batches.
 

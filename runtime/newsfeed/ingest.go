@@ -31,6 +31,8 @@ type ingestStats struct {
 	limited  atomic.Int64 // connections refused by max_connections(_per_host)
 	held     atomic.Int64 // times a connection was held for max_buffered_bytes
 	timedOut atomic.Int64 // connections closed for a stall, a slow article or not reading
+	checks   atomic.Int64 // CHECK commands
+	takethis atomic.Int64 // TAKETHIS articles
 }
 
 // acceptLoop accepts upstream connections until ln closes.
@@ -227,8 +229,14 @@ func (ic *inConn) step(now time.Time) error {
 		}
 		switch e := ev.(type) {
 		case ingest.Check:
+			if e.Cmd == ingest.CmdCheck {
+				r.ingest.checks.Add(1)
+			}
 			ic.check(now, e)
 		case ingest.Article:
+			if e.Cmd == ingest.CmdTakeThis {
+				r.ingest.takethis.Add(1)
+			}
 			ic.article(now, e)
 		case ingest.Rejected:
 			r.ingest.rejected.Add(1)
@@ -349,7 +357,7 @@ func (r *Relay) put(now time.Time, id string, wire []byte, h proto.Header, item 
 		size := int64(len(wire))
 		item.entry = entryFor(tok, id, size, now)
 		if item.peers == nil {
-			item.peers = r.route(groups, path, size, nil)
+			item.peers, item.routed = r.route(groups, path, size, nil), true
 		}
 		r.com.add(item)
 	}

@@ -94,7 +94,8 @@ func (p *peerQueue) tick() {
 }
 
 // offer queues entries for the peer (the masterfeed's copies), their
-// journal lines in one write. They are durable after the next sync.
+// journal lines in one write. They are durable in the queue's files after
+// the next sync.
 func (p *peerQueue) offer(now time.Time, es []queue.Entry) error {
 	p.mu.Lock()
 	var first error
@@ -212,7 +213,8 @@ func (p *peerQueue) isPaused() bool {
 // flush writes the memory queue to backlog, as a shutdown does, while the
 // queue keeps running; it returns how many entries it wrote. The entries
 // stay durable throughout: the machine syncs the .B file before it deletes
-// the journal that held them, and the next group commit syncs the rest.
+// the journal that held them, and the rest are in the spool after the
+// fan-out position until the committer's next sync (fanout.go).
 func (p *peerQueue) flush(now time.Time) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -11,8 +11,9 @@
 //	                      | Article: Path prepend, Spool.Put, masterfeed route
 //	                      v
 //	                 committer: offer each article to the peers that want it
-//	                 (their queue journals), one Spool.Sync + one backlog
-//	                 Sync per peer, then Stored for the whole batch (239/235)
+//	                 (their queue journals), one Spool.Sync, then Stored for
+//	                 the whole batch (239/235); every 100 ms one backlog Sync
+//	                 per peer, then the fan-out position moves (fanout.go)
 //	                      |
 //	                 peerQueue (machine/queue + spoolfs.Backlog), per peer
 //	                      |  Next / Done, .B/.D/.P files
@@ -21,11 +22,14 @@
 //	                 machine/feed pipelining CHECK/TAKETHIS (or IHAVE)
 //
 // An article is acknowledged upstream only after the batch it is in is
-// durable: its spool record and its queue entries for every peer that wants
-// it (the queue's journal, or a .B file when the peer is down). After a crash
-// the queue recovers those entries from its files, so every acknowledged
-// article still reaches every peer that wants it; the ones that were in
-// flight may reach a peer twice, which the peer refuses cheaply (438).
+// durable: its spool record, and its queue entries for every peer that wants
+// it, either in the queue's files (the journal, or a .B file when the peer
+// is down) or, until the next backlog Sync, as the spool record itself after
+// the fan-out position, which a restart routes to its peers again. After a
+// crash the queue recovers its entries from its files and the spool supplies
+// the rest, so every acknowledged article still reaches every peer that
+// wants it; the ones that were in flight, or queued and routed again, may
+// reach a peer twice, which the peer refuses cheaply (438).
 //
 // Disk full: when a Sync (or Put) fails with ENOSPC the relay stops
 // accepting: every ingest machine is told (CHECK 431, IHAVE 436, TAKETHIS 400

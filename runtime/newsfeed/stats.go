@@ -112,6 +112,21 @@ type IngestStats struct {
 	AuthFailed    int64 `json:"auth_failed"`
 	AuthBlocked   int64 `json:"auth_blocked"`
 	GroupsRefused int64 `json:"groups_refused"`
+
+	// Checks and TakeThis count the CHECK commands and TAKETHIS articles
+	// received (RFC 4644): how much of a feeder's traffic asks before it
+	// sends.
+	Checks   int64 `json:"checks"`
+	TakeThis int64 `json:"takethis"`
+	// CommitRounds counts the group commit's successful rounds,
+	// CommitArticles the articles they made durable, and CommitSeconds
+	// the time they took, from taking the batch to answering it: the
+	// latency every answer waits for; CommitSyncSeconds is the part of it
+	// spent in the spool's Sync (its fdatasync).
+	CommitRounds      int64   `json:"commit_rounds"`
+	CommitArticles    int64   `json:"commit_articles"`
+	CommitSeconds     float64 `json:"commit_seconds"`
+	CommitSyncSeconds float64 `json:"commit_sync_seconds"`
 }
 
 // Status is the relay's state for the status page and `newsfeed status`.
@@ -154,6 +169,8 @@ func (r *Relay) Status() Status {
 			AuthFailed: r.auth.failed.Load(), AuthBlocked: r.auth.blocked.Load(), GroupsRefused: r.auth.groups.Load(),
 		},
 	}
+	st.Ingest.Checks, st.Ingest.TakeThis = r.ingest.checks.Load(), r.ingest.takethis.Load()
+	st.Ingest.CommitRounds, st.Ingest.CommitArticles, st.Ingest.CommitSeconds, st.Ingest.CommitSyncSeconds = r.com.counts()
 	st.IngestRate = r.rates.perSecond(now)
 	st.LostArticles = int64(r.spool.LostAtOpen()) + r.lostArticles.Load()
 	if a := r.Addr(); a != nil {
@@ -247,7 +264,11 @@ func (r *Relay) logStats(final bool) {
 	in := r.Status().Ingest
 	r.log.Info(what+" (ingest)", "connections", in.Connections, "accepted", in.Accepted,
 		"refused", in.Refused, "deferred", in.Deferred, "rejected", in.Rejected, "denied", in.Denied,
-		"limited", in.Limited, "held", in.Held, "timed_out", in.TimedOut)
+		"limited", in.Limited, "held", in.Held, "timed_out", in.TimedOut,
+		"checks", in.Checks, "takethis", in.TakeThis, "commit_rounds", in.CommitRounds,
+		"articles_per_round", fmt.Sprintf("%.1f", ratio(float64(in.CommitArticles), float64(in.CommitRounds))),
+		"round_ms", fmt.Sprintf("%.3f", ratio(1000*in.CommitSeconds, float64(in.CommitRounds))),
+		"sync_ms", fmt.Sprintf("%.3f", ratio(1000*in.CommitSyncSeconds, float64(in.CommitRounds))))
 	for _, p := range r.peerList() {
 		s := p.stats(now)
 		rate, mbs := 0.0, 0.0
@@ -265,6 +286,14 @@ func (r *Relay) logStats(final bool) {
 			"queued", s.Queued, "backlog", s.BacklogArticle, "backlog_bytes", s.BacklogBytes,
 			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs), "lost_files", s.LostFiles, "lost_articles", s.Lost)
 	}
+}
+
+// ratio is a/b, or 0 when b is 0.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }
 
 // StatsLines returns every peer's stats line, one per line.
