@@ -97,19 +97,6 @@ type BodyAppender interface {
 	AppendBody(dst []byte, token string, size int64) ([]byte, error)
 }
 
-// BodyMapper is an optional interface of a driver's body source: a source
-// that lends the stored article named by token, exactly size bytes, in
-// place (e.g. mapped from the spool file and checked against its CRC), so
-// that the driver writes it with the commands around it in one writev and
-// the bytes that leave are the bytes the source checked. Drivers ask it
-// for articles over SmallBody octets and call release exactly once when
-// the bytes are written or the output is dropped, and not before. A nil
-// body with a nil error means "not this one": the driver sends it as it
-// would without a BodyMapper (BodyWriter, sendfile, Body).
-type BodyMapper interface {
-	MapBody(token string, size int64) (body []byte, release func(), err error)
-}
-
 // SmallBody is the largest article a BodyAppender is asked to copy; larger
 // ones are written by the BodyWriter (or sendfile), where copying through
 // the process would cost more than the system call it saves.

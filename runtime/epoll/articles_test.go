@@ -122,38 +122,6 @@ func (f fileOnly) WriteBody(w io.Writer, token string, size int64) (int64, error
 	return f.s.WriteBody(w, token, size)
 }
 
-// mappedStore is a fileStore that also lends large articles mapped from
-// the file (drive.BodyMapper), as runtime/newsfeed's spool source does
-// after checking their CRC; it declines every other one (the relay
-// declines those verified lately for another peer), which then go out by
-// sendfile.
-type mappedStore struct {
-	*fileStore
-	asked    atomic.Int64 // MapBody calls
-	lent     atomic.Int64
-	unmapped atomic.Int64
-}
-
-func (m *mappedStore) MapBody(token string, size int64) ([]byte, func(), error) {
-	if m.asked.Add(1)%2 == 0 {
-		return nil, nil, nil
-	}
-	r, ok := m.at[token]
-	if !ok {
-		return nil, nil, fmt.Errorf("no article %s", token)
-	}
-	start := r[0] &^ 4095
-	mem, err := unix.Mmap(m.fd, start, int(r[0]-start+r[1]), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, nil, err
-	}
-	m.lent.Add(1)
-	return mem[r[0]-start:], func() {
-		m.unmapped.Add(1)
-		unix.Munmap(mem)
-	}, nil
-}
-
 func newFileStore(t testing.TB, arts []stored) *fileStore {
 	t.Helper()
 	f, err := os.Create(filepath.Join(t.TempDir(), "segment"))

@@ -452,9 +452,6 @@ func TestSegments(t *testing.T) {
 		{name: "bytes, writev", bodies: func(*testing.T) machine.BodySource { return mem }},
 		{name: "file, sendfile", bodies: func(t *testing.T) machine.BodySource { return fileOnly{newFileStore(t, arts)} }, wantSendfile: true},
 		{name: "file, small ones appended", bodies: func(t *testing.T) machine.BodySource { return newFileStore(t, arts) }, wantSendfile: true},
-		{name: "file, large lent mapped or sent", bodies: func(t *testing.T) machine.BodySource {
-			return &mappedStore{fileStore: newFileStore(t, arts)}
-		}, wantSendfile: true},
 		{name: "no body source: AppendOutgoing", bodies: func(*testing.T) machine.BodySource { return nil }, wantByteCalls: 1},
 		{name: "missing article", bodies: func(*testing.T) machine.BodySource {
 			m := bodyMap{}
@@ -528,14 +525,6 @@ func TestSegments(t *testing.T) {
 			case fileOnly:
 				if fs.s.opened.Load() != int64(len(arts)) || fs.s.released.Load() != fs.s.opened.Load() {
 					t.Errorf("BodyFile %d calls, %d released; want %d", fs.s.opened.Load(), fs.s.released.Load(), len(arts))
-				}
-			case *mappedStore:
-				// 1 large article lent, 1 declined and sent by sendfile,
-				// 40 small ones appended; every mapping released.
-				if fs.asked.Load() != 2 || fs.lent.Load() != 1 || fs.unmapped.Load() != 1 ||
-					fs.opened.Load() != 1 || fs.released.Load() != 1 || fs.appended.Load() != 40 {
-					t.Errorf("MapBody %d calls, %d lent, %d unmapped; BodyFile %d calls, %d released; AppendBody %d; want 2, 1, 1; 1, 1; 40",
-						fs.asked.Load(), fs.lent.Load(), fs.unmapped.Load(), fs.opened.Load(), fs.released.Load(), fs.appended.Load())
 				}
 			case *fileStore:
 				// 2 large articles by sendfile, 40 small ones appended.

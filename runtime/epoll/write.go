@@ -14,13 +14,10 @@ package epoll
 // drive.SmallBody octets that a drive.BodyAppender copies into the
 // loop's scratch space (as runtime/goroutine does: a window of CHECKs or
 // TAKETHISes with their 2 KB articles is one system call, not one per
-// piece), larger articles a drive.BodyMapper lends in place (mapped from
-// the spool and CRC-checked, released once written), and bodies from
-// BodySource.Body. A larger stored article whose source is a
-// FileBodySource (and no BodyMapper, or one that declines it) goes out
-// with sendfile(2) from its file at an explicit offset. Stored articles
-// are fetched only when the writer reaches them, so a window full of large
-// articles is not held in memory at once.
+// piece), and bodies from BodySource.Body. A larger stored article whose
+// source is a FileBodySource goes out with sendfile(2) from its file at an
+// explicit offset. Stored articles are fetched only when the writer reaches
+// them, so a window full of large articles is not held in memory at once.
 
 import (
 	"bytes"
@@ -66,8 +63,8 @@ type outItem struct {
 	file     bool   // send fd[off:off+n] with sendfile
 	fd       int
 	off, n   int64
-	release  func() // returns the file range, or the lent bytes in b
-	scratch  bool   // b lives in the loop's scratch buffer
+	release  func()
+	scratch  bool // b lives in the loop's scratch buffer
 }
 
 // outQueue is a connection's unwritten output.
@@ -94,7 +91,7 @@ func (q *outQueue) pending() bool { return len(q.items) > 0 }
 // drop forgets the output, releasing open article files.
 func (q *outQueue) drop() {
 	for i := range q.items {
-		if it := &q.items[i]; it.release != nil {
+		if it := &q.items[i]; it.file && it.release != nil {
 			it.release()
 		}
 		q.items[i] = outItem{}
@@ -104,7 +101,7 @@ func (q *outQueue) drop() {
 
 // pop removes the first item, which is written.
 func (q *outQueue) pop() {
-	if it := &q.items[0]; it.release != nil {
+	if it := &q.items[0]; it.file && it.release != nil {
 		it.release()
 	}
 	q.items[0] = outItem{}
@@ -232,33 +229,11 @@ func (c *Conn) appendable(it *outItem) bool {
 	return ok && it.size <= drive.SmallBody
 }
 
-// mappable reports whether a token item's article is first offered to a
-// BodyMapper.
-func (c *Conn) mappable(it *outItem) bool {
-	_, ok := c.l.opts.Bodies.(drive.BodyMapper)
-	return ok && it.size > drive.SmallBody
-}
-
 // resolve fetches the stored article of a token item: copied into the
-// scratch space when it is small and the source a BodyAppender, lent in
-// place when the source is a BodyMapper that takes it, as a file range
-// when the source is a FileBodySource, as bytes otherwise.
+// scratch space when it is small and the source a BodyAppender, as a file
+// range when the source is a FileBodySource, as bytes otherwise.
 func (c *Conn) resolve(it *outItem) error {
 	src := c.l.opts.Bodies
-	if c.mappable(it) {
-		body, release, err := src.(drive.BodyMapper).MapBody(it.token, it.size)
-		if err != nil {
-			return fmt.Errorf("epoll: read article %s: %w", it.token, err)
-		}
-		if body != nil {
-			if int64(len(body)) != it.size {
-				release()
-				return fmt.Errorf("epoll: read article %s: %d bytes, want %d", it.token, len(body), it.size)
-			}
-			it.b, it.release, it.resolved = body, release, true
-			return nil
-		}
-	}
 	if c.appendable(it) {
 		s := &c.l.scratch
 		start := len(s.body)
@@ -344,7 +319,7 @@ func (c *Conn) writev() error {
 			break
 		}
 		if it.token != "" && !it.resolved {
-			if _, ok := c.l.opts.Bodies.(FileBodySource); ok && !c.appendable(it) && !c.mappable(it) {
+			if _, ok := c.l.opts.Bodies.(FileBodySource); ok && !c.appendable(it) {
 				break // sendfile, once the bytes before it are written
 			}
 			if err := c.resolve(it); err != nil {

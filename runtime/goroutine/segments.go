@@ -11,12 +11,9 @@ package goroutine
 // A window of CHECKs or TAKETHISes with their 2 KB articles is then one
 // write(2), not a write per command and a sendfile per article: profiling
 // newsbench feed showed those syscalls as nearly two thirds of newsfeed's
-// CPU time on small articles. Larger articles a drive.BodyMapper lends in
-// place (mapped from the spool and CRC-checked) join the same writev as
-// their own pieces, released once written; otherwise they leave by the
-// drive.BodyWriter (sendfile from the spool) after the gathered bytes are
-// written, or, from a plain BodySource, as their own buffer in the same
-// writev.
+// CPU time on small articles. Larger articles leave by the drive.BodyWriter
+// (sendfile from the spool) after the gathered bytes are written, or, from
+// a plain BodySource, as their own buffer in the same writev.
 
 import (
 	"fmt"
@@ -39,9 +36,6 @@ type gather struct {
 	mark int         // buf[mark:] is not in bufs yet
 	bufs net.Buffers // what to write, in order
 	n    int         // bytes pending in total
-	// releases return the lent bodies in bufs (drive.BodyMapper) once
-	// they are written or dropped.
-	releases []func()
 }
 
 // copyIn appends p to the copied bytes.
@@ -55,12 +49,6 @@ func (g *gather) ref(p []byte) {
 	g.seal()
 	g.bufs = append(g.bufs, p)
 	g.n += len(p)
-}
-
-// lend adds a lent body (no copy), to be released after the write.
-func (g *gather) lend(p []byte, release func()) {
-	g.ref(p)
-	g.releases = append(g.releases, release)
 }
 
 // seal closes the current run of copied bytes into bufs. Later appends to
@@ -82,11 +70,6 @@ func (g *gather) writeTo(w io.Writer) error {
 	}
 	clear(g.bufs[:cap(g.bufs)]) // drop references to bodies
 	g.bufs, g.n, g.mark = g.bufs[:0], 0, 0
-	for i, release := range g.releases {
-		release()
-		g.releases[i] = nil
-	}
-	g.releases = g.releases[:0]
 	if cap(g.buf) > 2*maxGather {
 		g.buf = nil // a one-off: do not keep it
 	}
@@ -121,9 +104,7 @@ func (c *Conn) flushSegments(m machine.Conn, ss machine.SegmentSender) error {
 	}
 	bw, _ := c.opts.Bodies.(drive.BodyWriter)
 	ba, _ := c.opts.Bodies.(drive.BodyAppender)
-	bm, _ := c.opts.Bodies.(drive.BodyMapper)
 	g := &c.gather
-	var err error
 	for i, s := range c.segs {
 		c.segs[i] = machine.Segment{} // drop the reference once handled
 		switch {
@@ -144,11 +125,6 @@ func (c *Conn) flushSegments(m machine.Conn, ss machine.SegmentSender) error {
 				return fmt.Errorf("goroutine: read article %s: %d bytes, want %d", s.Token, n, s.Size)
 			}
 			g.n += int(s.Size)
-		case bm != nil && s.Size > drive.SmallBody && c.lend(g, bm, s, &err):
-			if err != nil {
-				g.writeTo(io.Discard)
-				return err
-			}
 		case bw != nil:
 			if err := g.writeTo(nc); err != nil {
 				return err
@@ -179,25 +155,4 @@ func (c *Conn) flushSegments(m machine.Conn, ss machine.SegmentSender) error {
 		}
 	}
 	return g.writeTo(nc)
-}
-
-// lend asks bm for the segment's article in place and, when it lends it,
-// adds it to the gather and reports true; an error goes to *err (with
-// true). false means bm declined: the caller sends the article another
-// way.
-func (c *Conn) lend(g *gather, bm drive.BodyMapper, s machine.Segment, err *error) bool {
-	body, release, e := bm.MapBody(s.Token, s.Size)
-	switch {
-	case e != nil:
-		*err = fmt.Errorf("goroutine: read article %s: %w", s.Token, e)
-		return true
-	case body == nil:
-		return false
-	case int64(len(body)) != s.Size:
-		release()
-		*err = fmt.Errorf("goroutine: read article %s: %d bytes, want %d", s.Token, len(body), s.Size)
-		return true
-	}
-	g.lend(body, release)
-	return true
 }

@@ -87,38 +87,6 @@ func (a *appenderSource) AppendBody(dst []byte, token string, size int64) ([]byt
 	return append(dst, body...), nil
 }
 
-// mapperSource also lends large bodies in place (drive.BodyMapper), as
-// the relay's spool source does (mapped and CRC-checked), unless decline
-// is set; fail makes MapBody fail. It counts the lends and releases.
-type mapperSource struct {
-	appenderSource
-	decline, fail bool
-	lends         []string
-	released      int
-}
-
-func (m *mapperSource) MapBody(token string, size int64) ([]byte, func(), error) {
-	if m.fail {
-		return nil, nil, fmt.Errorf("damaged %s", token)
-	}
-	if m.decline {
-		return nil, nil, nil
-	}
-	body, err := m.Body(token)
-	if err != nil {
-		return nil, nil, err
-	}
-	m.lends = append(m.lends, token)
-	released := false
-	return body, func() {
-		if released {
-			panic("released twice")
-		}
-		released = true
-		m.released++
-	}, nil
-}
-
 func TestRunSegments(t *testing.T) {
 	big := strings.Repeat("x", 5<<20) // more than one gather batch
 	bodies := bodyMap{
@@ -143,7 +111,6 @@ func TestRunSegments(t *testing.T) {
 		wantErr     string // part of Run's error; "" for success
 		wantWrites  []string
 		wantAppends []string
-		wantLends   []string
 		byteOutput  bool // the runtime should have used AppendOutgoing
 		wantWritten string
 	}{
@@ -153,15 +120,6 @@ func TestRunSegments(t *testing.T) {
 		{name: "small bodies appended, large written", source: func() machine.BodySource {
 			return &appenderSource{writerSource: writerSource{bodyMap: bodies}}
 		}, wantAppends: []string{"@a@", "@b@"}, wantWrites: []string{"@big@"}, wantWritten: want},
-		{name: "large lent by the mapper, small appended", source: func() machine.BodySource {
-			return &mapperSource{appenderSource: appenderSource{writerSource: writerSource{bodyMap: bodies}}}
-		}, wantAppends: []string{"@a@", "@b@"}, wantLends: []string{"@big@"}, wantWritten: want},
-		{name: "mapper declines: large written", source: func() machine.BodySource {
-			return &mapperSource{appenderSource: appenderSource{writerSource: writerSource{bodyMap: bodies}}, decline: true}
-		}, wantAppends: []string{"@a@", "@b@"}, wantWrites: []string{"@big@"}, wantWritten: want},
-		{name: "mapper fails", source: func() machine.BodySource {
-			return &mapperSource{appenderSource: appenderSource{writerSource: writerSource{bodyMap: bodies}}, fail: true}
-		}, wantErr: "read article @big@: damaged @big@"},
 		{name: "appender fails", source: func() machine.BodySource {
 			return &appenderSource{writerSource: writerSource{bodyMap: bodyMap{"@big@": bodies["@big@"]}}}
 		}, wantErr: "read article @a@: no article @a@"},
@@ -211,20 +169,6 @@ func TestRunSegments(t *testing.T) {
 			if ws, ok := src.(*writerSource); ok {
 				if d := cmp.Diff(tc.wantWrites, ws.writes); d != "" {
 					t.Errorf("WriteBody calls (-want +got):\n%s", d)
-				}
-			}
-			if ms, ok := src.(*mapperSource); ok {
-				if d := cmp.Diff(tc.wantLends, ms.lends); d != "" {
-					t.Errorf("MapBody lends (-want +got):\n%s", d)
-				}
-				if ms.released != len(ms.lends) {
-					t.Errorf("%d lent bodies released, want %d", ms.released, len(ms.lends))
-				}
-				if d := cmp.Diff(tc.wantWrites, ms.writes); d != "" {
-					t.Errorf("WriteBody calls (-want +got):\n%s", d)
-				}
-				if d := cmp.Diff(tc.wantAppends, ms.appends); d != "" {
-					t.Errorf("AppendBody calls (-want +got):\n%s", d)
 				}
 			}
 			if as, ok := src.(*appenderSource); ok {

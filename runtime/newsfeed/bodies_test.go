@@ -70,31 +70,29 @@ func TestCorruptArticleSettledMissing(t *testing.T) {
 func TestVerifiedBodiesBounded(t *testing.T) {
 	var v verifiedBodies
 	tok := func(i int) string { return fmt.Sprintf("@%032X@", i) }
-	const sumAB, sumCD = 0xab, 0xcd // the CRCs of two message-ids
 	n := 5*verifiedMax + 17
 	for i := range n {
-		v.add(tok(i), sumAB)
+		v.add(tok(i), "<a@b>")
 	}
 	if got := len(v.cur) + len(v.old); got > 2*verifiedMax {
 		t.Errorf("%d entries after %d adds, want at most %d", got, n, 2*verifiedMax)
 	}
 	for _, tc := range []struct {
-		what  string
-		token string
-		sum   uint32
-		want  bool
+		what      string
+		token, id string
+		want      bool
 	}{
-		{"the last one added", tok(n - 1), sumAB, true},
-		{"one a generation ago", tok(n - verifiedMax - 1), sumAB, true},
-		{"the first one, long gone", tok(0), sumAB, false},
-		{"the last token under another id (offsets reused)", tok(n - 1), sumCD, false},
+		{"the last one added", tok(n - 1), "<a@b>", true},
+		{"one a generation ago", tok(n - verifiedMax - 1), "<a@b>", true},
+		{"the first one, long gone", tok(0), "<a@b>", false},
+		{"the last token under another id (offsets reused)", tok(n - 1), "<c@d>", false},
 	} {
-		if got := v.has(tc.token, tc.sum); got != tc.want {
+		if got := v.has(tc.token, tc.id); got != tc.want {
 			t.Errorf("%s: has = %v, want %v", tc.what, got, tc.want)
 		}
 	}
-	v.forget(tok(n - 1))
-	if v.has(tok(n-1), sumAB) {
+	v.forget(tok(n-1), "<a@b>")
+	if v.has(tok(n-1), "<a@b>") {
 		t.Error("has = true after forget")
 	}
 }

@@ -447,9 +447,8 @@ func (c *outConn) drain(now time.Time) {
 
 // pull takes up to credits entries from the queue and offers them to the
 // feed. Each is checked against the spool first (Relay.sendable): an
-// article expired or cut off, or one the send path found damaged
-// (badBodies), is settled as missing here, instead of breaking the
-// connection when its body cannot be read.
+// article expired, cut off or damaged is settled as missing here, instead
+// of breaking the connection when its body cannot be read.
 func (c *outConn) pull(now time.Time) int {
 	p := c.p
 	c.batch = p.q.next(now, c.id, c.credits, c.batch[:0])
@@ -460,7 +459,7 @@ func (c *outConn) pull(now time.Time) int {
 			p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
 			continue
 		}
-		if !p.r.sendable(e.MessageID, e.Token, tok) {
+		if p.r.badBodies.has(e.Token) || !p.r.sendable(e.MessageID, e.Token, tok) {
 			p.r.alog.add(now, e.MessageID, "peer="+p.cfg.Name, "missing")
 			p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
 			continue
