@@ -296,7 +296,7 @@ func (g *group) loadBodies(path string) (reports []string, err error) {
 // index adds the record of article number (at off) to the in-memory
 // index.
 func (b *bodies) index(g *group, number, off int64, text []byte) {
-	row, ok := slices.BinarySearch(g.nums, number)
+	i, ok := slices.BinarySearch(g.nums, number)
 	if !ok {
 		return // not in the overview: Append never writes one
 	}
@@ -307,63 +307,85 @@ func (b *bodies) index(g *group, number, off int64, text []byte) {
 	if need := len(g.nums); len(b.off) < need {
 		b.off = append(b.off, make([]int64, need-len(b.off))...)
 	}
-	b.off[row] = off + 1
-	seen := make(map[string]struct{}, 64)
-	eachWord(text, func(_, _ int, w string) bool {
-		if _, ok := seen[w]; ok {
-			return true
-		}
-		seen[w] = struct{}{}
-		p := b.words[w]
+	b.off[i] = off + 1
+	row, distinct := int32(i), 0
+	eachWord(text, func(_, _ int, w []byte) bool {
+		p := b.words[string(w)] // no allocation for the lookup
 		if p == nil {
 			p = &plist{}
-			b.words[w] = p
+			b.words[string(w)] = p
+		} else if p.n > 0 && p.last == row {
+			return true // seen in this article already
 		}
-		p.add(int32(row))
-		return len(seen) < maxArticleWords
+		p.add(row)
+		distinct++
+		return distinct < maxArticleWords
 	})
 }
 
 // eachWord calls fn with every word of text (runs of letters and digits,
 // lower-cased, minWord to maxWord bytes) and its byte span, until fn
-// returns false.
-func eachWord(text []byte, fn func(start, end int, word string) bool) {
-	var low []byte
+// returns false. The word's bytes are valid during the call only.
+func eachWord(text []byte, fn func(start, end int, word []byte) bool) {
+	var scratch [maxWord + utf8.UTFMax]byte
 	for i := 0; i < len(text); {
-		r, n := utf8.DecodeRune(text[i:])
-		if !isWordRune(r) {
-			i += n
+		if c := text[i]; c < utf8.RuneSelf && !asciiWord[c] {
+			i++
 			continue
 		}
 		start := i
-		low = low[:0]
+		low := scratch[:0]
+		long := false
 		for i < len(text) {
-			r, n = utf8.DecodeRune(text[i:])
-			if !isWordRune(r) {
+			c := text[i]
+			if c < utf8.RuneSelf {
+				if !asciiWord[c] {
+					break
+				}
+				if c >= 'A' && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				if len(low) < maxWord {
+					low = append(low, c)
+				} else {
+					long = true
+				}
+				i++
+				continue
+			}
+			r, n := utf8.DecodeRune(text[i:])
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				if i == start {
+					i += n // a word does not start here
+				}
 				break
 			}
-			low = utf8.AppendRune(low, unicode.ToLower(r))
+			if len(low) < maxWord {
+				low = utf8.AppendRune(low, unicode.ToLower(r))
+			} else {
+				long = true
+			}
 			i += n
 		}
-		if len(low) >= minWord && len(low) <= maxWord && !fn(start, i, string(low)) {
+		if !long && len(low) >= minWord && len(low) <= maxWord && !fn(start, i, low) {
 			return
 		}
 	}
 }
 
-// isWordRune reports whether r belongs in a word.
-func isWordRune(r rune) bool {
-	if r < utf8.RuneSelf {
-		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+// asciiWord marks the ASCII bytes that belong in a word.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 	}
-	return unicode.IsLetter(r) || unicode.IsDigit(r)
-}
+	return t
+}()
 
 // words returns text's words in order.
 func wordsOf(text string) []string {
 	var out []string
-	eachWord([]byte(text), func(_, _ int, w string) bool {
-		out = append(out, w)
+	eachWord([]byte(text), func(_, _ int, w []byte) bool {
+		out = append(out, string(w))
 		return true
 	})
 	return out

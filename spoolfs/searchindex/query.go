@@ -68,29 +68,42 @@ type span struct{ start, end int }
 // findTerms returns the spans of text where a term's words occur, in
 // order; first, when set, stops at the first span.
 func findTerms(text []byte, terms []term, first bool) []span {
-	type word struct {
-		start, end int
-		w          string
+	longest := 0
+	for _, t := range terms {
+		longest = max(longest, len(t.words))
 	}
-	var ws []word
+	if longest == 0 {
+		return nil
+	}
+	// The last longest words seen, a ring.
+	type word struct {
+		start int
+		w     []byte
+	}
+	ring := make([]word, longest)
+	for k := range ring {
+		ring[k].w = make([]byte, 0, maxWord+utf8.UTFMax)
+	}
+	seen := 0
 	var out []span
-	eachWord(text, func(start, end int, w string) bool {
-		ws = append(ws, word{start, end, w})
+	eachWord(text, func(start, end int, w []byte) bool {
+		slot := &ring[seen%longest]
+		slot.start, slot.w = start, append(slot.w[:0], w...)
+		seen++
 		for _, t := range terms {
 			n := len(t.words)
-			if n == 0 || n > len(ws) {
+			if n == 0 || n > seen {
 				continue
 			}
-			tail := ws[len(ws)-n:]
 			ok := true
 			for k, tw := range t.words {
-				if tail[k].w != tw {
+				if string(ring[(seen-n+k)%longest].w) != tw {
 					ok = false
 					break
 				}
 			}
 			if ok {
-				out = append(out, span{tail[0].start, end})
+				out = append(out, span{ring[(seen-n)%longest].start, end})
 				return !first
 			}
 		}
