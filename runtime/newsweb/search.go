@@ -27,7 +27,9 @@ import (
 // articles. Until the first job finishes, results cover what is indexed so
 // far, and the page says so. Searching across groups (no group named)
 // covers the groups indexed. Article numbers are those of the server whose
-// stats named it (the first by priority that carries the group).
+// stats named it (the first by priority that carries the group). The
+// bodies of the groups named by SearchOptions.Bodies are indexed after
+// the overview: search_body.go.
 
 // Defaults for SearchOptions fields left zero.
 const (
@@ -50,7 +52,11 @@ type SearchOptions struct {
 	MaxBytes int64         // bound on the index files; DefaultSearchBytes when 0
 	Chunk    int           // articles fetched per command; DefaultSearchChunk when 0
 	Refresh  time.Duration // least time between two updates of a group; DefaultSearchRefresh when 0
-	Logger   *slog.Logger
+	// Bodies names the groups whose bodies are indexed too, as a list of
+	// wildmats in newsfeeds form ("comp.*,!*.binaries.*"); none when
+	// empty.
+	Bodies string
+	Logger *slog.Logger
 }
 
 // Search indexes groups in the background and answers queries.
@@ -65,6 +71,11 @@ type Search struct {
 	last     map[string]time.Time // when each group's last job started
 	complete map[string]bool      // groups a job brought up to date
 	slots    chan struct{}        // searchJobs tokens: the jobs indexing now
+
+	bodies        proto.GroupPatterns
+	bodySlots     chan struct{} // bodyJobs tokens: the groups whose bodies are read now
+	bodiesCached  int           // bodies read from the article cache
+	bodiesFetched int           // bodies fetched in the background
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -87,20 +98,34 @@ func NewSearch(fed *Federated, opts SearchOptions) (*Search, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	var bodies proto.GroupPatterns
+	if opts.Bodies != "" {
+		var err error
+		if bodies, err = proto.ParseGroupPatterns([]string{opts.Bodies}); err != nil {
+			return nil, fmt.Errorf("newsweb: search bodies: %w", err)
+		}
+	}
 	ix, err := searchindex.Open(opts.Dir, opts.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("newsweb: search: %w", err)
 	}
+	for _, d := range ix.Damage() {
+		opts.Logger.Warn("search: index damaged", "what", d)
+	}
 	s := &Search{fed: fed, ix: ix, opts: opts, log: opts.Logger, running: map[string]bool{},
-		last: map[string]time.Time{}, complete: map[string]bool{}, slots: make(chan struct{}, searchJobs)}
+		last: map[string]time.Time{}, complete: map[string]bool{}, slots: make(chan struct{}, searchJobs),
+		bodies: bodies, bodySlots: make(chan struct{}, bodyJobs)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
 
-// Close stops the indexing jobs and waits for them.
+// Close stops the indexing jobs, waits for them and closes the index.
 func (s *Search) Close() {
 	s.cancel()
 	s.wg.Wait()
+	if err := s.ix.Close(); err != nil {
+		s.log.Warn("search: closing the index", "err", err)
+	}
 }
 
 // Index starts the indexing job of group unless one is under way or the
@@ -118,25 +143,35 @@ func (s *Search) Index(group string) (complete bool) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		var err error
-		select {
-		case s.slots <- struct{}{}:
-			err = s.build(group)
-			<-s.slots
-		case <-s.ctx.Done():
-			err = s.ctx.Err()
+		err := s.withSlot(s.slots, func() error { return s.build(group) })
+		if err == nil {
+			s.mu.Lock()
+			s.complete[group] = true
+			s.mu.Unlock()
+			if s.wantBodies(group) {
+				err = s.withSlot(s.bodySlots, func() error { return s.buildBodies(group) })
+			}
 		}
 		s.mu.Lock()
 		delete(s.running, group)
-		if err == nil {
-			s.complete[group] = true
-		}
 		s.mu.Unlock()
 		if err != nil && s.ctx.Err() == nil {
 			s.log.Warn("search: indexing failed", "group", group, "err", err)
 		}
 	}()
 	return complete
+}
+
+// withSlot runs job once it holds a token of slots (or not at all when
+// Close is called first).
+func (s *Search) withSlot(slots chan struct{}, job func() error) error {
+	select {
+	case slots <- struct{}{}:
+		defer func() { <-slots }()
+		return job()
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
 }
 
 // Wait blocks until no indexing job runs (tests).
@@ -188,9 +223,9 @@ func (s *Search) build(group string) error {
 	return nil
 }
 
-// searchQuery reads /search and /api/search parameters: q (subject or
-// author words), author, group, since and until (YYYY-MM-DD, until
-// inclusive).
+// searchQuery reads /search and /api/search parameters: q (words and
+// "phrases" of the subject, author or indexed body), author, group, since
+// and until (YYYY-MM-DD, until inclusive).
 func searchQuery(r *http.Request) (searchindex.Query, string, error) {
 	v := r.URL.Query()
 	q := searchindex.Query{Text: v.Get("q"), Author: v.Get("author"), Limit: maxSearchHits}
@@ -230,6 +265,9 @@ type searchHit struct {
 	Date     string `json:"date,omitempty"`
 	DateText string `json:"-"`
 	Link     string `json:"-"`
+	// Snippet is the stretch of the body around the first match, when a
+	// word matched only there: plain text pieces, the matches marked.
+	Snippet []searchindex.Fragment `json:"snippet,omitempty"`
 }
 
 type searchView struct {
@@ -237,9 +275,12 @@ type searchView struct {
 	Query, Author, Since, Until string
 	Groups                      string // the group searched, "" for every indexed one
 	Total                       int
+	Approx                      bool // Total is a lower bound
 	Hits                        []searchHit
 	Partial                     bool // the group's index is still being built
 	Indexed                     int
+	Bodies                      bool // the group's bodies are indexed (search_bodies)
+	BodiesIndexed               int  // articles whose bodies are
 }
 
 // runSearch answers a search request: the hits and whether the index is
@@ -254,15 +295,18 @@ func (s *Server) runSearch(r *http.Request) (searchView, error) {
 	if group != "" {
 		v.Partial = !s.search.Index(group)
 		v.Indexed = s.search.ix.Len(group)
+		v.Bodies = s.search.wantBodies(group)
+		v.BodiesIndexed = s.search.ix.BodyLen(group)
 	}
 	if strings.TrimSpace(q.Text+q.Author) == "" && q.Since.IsZero() && q.Until.IsZero() {
 		return v, nil // an empty form
 	}
 	res := s.search.ix.Search(q)
-	v.Total = res.Total
+	v.Total, v.Approx = res.Total, res.Approx
 	for _, h := range res.Hits {
 		v.Hits = append(v.Hits, searchHit{Group: h.Group, Number: h.Number, ID: h.MessageID, Subject: orNoSubject(h.Subject),
-			From: displayName(h.From), Date: apiTime(h.Date), DateText: fmtTime(h.Date), Link: articleURL(h.MessageID, h.Group)})
+			From: displayName(h.From), Date: apiTime(h.Date), DateText: fmtTime(h.Date), Link: articleURL(h.MessageID, h.Group),
+			Snippet: h.Snippet})
 	}
 	return v, nil
 }
@@ -285,6 +329,13 @@ func (s *Server) apiSearch(ctx context.Context, r *http.Request) (*response, err
 	if hits == nil {
 		hits = []searchHit{}
 	}
-	return renderJSON(map[string]any{"query": v.Query, "author": v.Author, "group": v.Groups, "total": v.Total,
-		"hits": hits, "complete": !v.Partial, "indexed": v.Indexed}, cacheError)
+	a := map[string]any{"query": v.Query, "author": v.Author, "group": v.Groups, "total": v.Total,
+		"hits": hits, "complete": !v.Partial, "indexed": v.Indexed}
+	if v.Approx {
+		a["total_at_least"] = true
+	}
+	if v.Bodies {
+		a["bodies_indexed"] = v.BodiesIndexed
+	}
+	return renderJSON(a, cacheError)
 }
