@@ -4,6 +4,7 @@ package searchindex
 // the snippet that shows where a body matched.
 
 import (
+	"bytes"
 	"strings"
 	"unicode/utf8"
 )
@@ -159,6 +160,9 @@ func snippet(text []byte, terms []term) []Fragment {
 			to = spans[0].end + i
 		}
 	}
+	for to > spans[0].end && isSpace(text[to-1]) {
+		to--
+	}
 	var out []Fragment
 	plain := func(s []byte, lead, trail bool) {
 		t := flat(s)
@@ -181,7 +185,7 @@ func snippet(text []byte, terms []term) []Fragment {
 		out = append(out, Fragment{Text: flat(text[sp.start:sp.end]), Match: true})
 		at = sp.end
 	}
-	plain(text[at:to], at == from && from > 0, to < len(text))
+	plain(text[at:to], at == from && from > 0, len(bytes.TrimRight(text[to:], " \n\t\r")) > 0)
 	return out
 }
 
@@ -207,3 +211,6 @@ func flat(b []byte) string {
 	}
 	return sb.String()
 }
+
+// isSpace reports white space between words.
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
