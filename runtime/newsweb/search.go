@@ -76,9 +76,9 @@ type Search struct {
 	bodySlots     chan struct{} // bodyJobs tokens: the groups whose bodies are read now
 	bodiesCached  int           // bodies read from the article cache
 	bodiesFetched int           // bodies fetched in the background
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	ctx           context.Context
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup
 }
 
 // NewSearch opens the index in opts.Dir over fed.
