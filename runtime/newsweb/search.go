@@ -76,6 +76,7 @@ type Search struct {
 	bodySlots     chan struct{} // bodyJobs tokens: the groups whose bodies are read now
 	bodiesCached  int           // bodies read from the article cache
 	bodiesFetched int           // bodies fetched in the background
+	loaded        chan struct{} // closed once the body files are read
 	ctx           context.Context
 	cancel        context.CancelFunc
 	wg            sync.WaitGroup
@@ -109,14 +110,32 @@ func NewSearch(fed *Federated, opts SearchOptions) (*Search, error) {
 	if err != nil {
 		return nil, fmt.Errorf("newsweb: search: %w", err)
 	}
-	for _, d := range ix.Damage() {
-		opts.Logger.Warn("search: index damaged", "what", d)
-	}
 	s := &Search{fed: fed, ix: ix, opts: opts, log: opts.Logger, running: map[string]bool{},
 		last: map[string]time.Time{}, complete: map[string]bool{}, slots: make(chan struct{}, searchJobs),
-		bodies: bodies, bodySlots: make(chan struct{}, bodyJobs)}
+		bodies: bodies, bodySlots: make(chan struct{}, bodyJobs), loaded: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.load()
 	return s, nil
+}
+
+// load reads the body files in the background (searches meanwhile find
+// no body words) and logs what the index found damaged.
+func (s *Search) load() {
+	defer s.wg.Done()
+	t0 := time.Now()
+	err := s.ix.LoadBodies(s.ctx)
+	for _, d := range s.ix.Damage() {
+		s.log.Warn("search: index damaged", "what", d)
+	}
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.log.Error("search: loading the body index", "err", err)
+		}
+		return // loaded stays open: no body is indexed meanwhile
+	}
+	s.log.Debug("search: body index loaded", "took", time.Since(t0).Round(time.Millisecond))
+	close(s.loaded)
 }
 
 // Close stops the indexing jobs, waits for them and closes the index.
@@ -149,7 +168,9 @@ func (s *Search) Index(group string) (complete bool) {
 			s.complete[group] = true
 			s.mu.Unlock()
 			if s.wantBodies(group) {
-				err = s.withSlot(s.bodySlots, func() error { return s.buildBodies(group) })
+				err = s.afterLoad(func() error {
+					return s.withSlot(s.bodySlots, func() error { return s.buildBodies(group) })
+				})
 			}
 		}
 		s.mu.Lock()
@@ -160,6 +181,17 @@ func (s *Search) Index(group string) (complete bool) {
 		}
 	}()
 	return complete
+}
+
+// afterLoad runs job once the body files are read (or not at all when
+// Close is called first).
+func (s *Search) afterLoad(job func() error) error {
+	select {
+	case <-s.loaded:
+		return job()
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
 }
 
 // withSlot runs job once it holds a token of slots (or not at all when

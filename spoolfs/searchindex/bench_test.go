@@ -110,8 +110,8 @@ func benchBodies(b *testing.B, ix *Index, n int) []string {
 // word, a common one, two words, a phrase of common words, a word and an
 // author, a word found nowhere. It reports the p50 and p95 of single
 // queries of the mix, the time the 100,000 bodies took to index (append
-// with fsync every 100) and to read back on Open, and the bytes of the
-// body file per article.
+// with fsync every 100) and to read back (Open and LoadBodies), and the
+// bytes of the body file per article.
 func BenchmarkBodySearch(b *testing.B) {
 	const n = 100_000
 	dir := b.TempDir()

@@ -24,7 +24,10 @@ package searchindex
 // The text itself stays on disk: it is read back (and checked against its
 // CRC) only to verify a phrase and to cut the snippet of a hit.
 //
-// Damage: on Open a record that is incomplete or fails a checksum starts a
+// Open only notes the body files; LoadBodies reads them, in the
+// background of a running index.
+//
+// Damage: on loading a record that is incomplete or fails a checksum starts a
 // search for the next good record (the header has its own checksum, so the
 // search is cheap); what lies between is reported by Damage (the article
 // numbers it lost from the body index) and the rest is kept. A damaged
@@ -232,29 +235,34 @@ func scanBody(ra io.ReaderAt, size int64, fn func(bodyRecord), damage func(from,
 	return end, nil
 }
 
-// loadBodies reads group g's body file (g's overview loaded already) and
-// returns the damage found, as sentences.
-func (g *group) loadBodies(path string) (reports []string, err error) {
+// loadBodies reads the body file at path of a group whose overview rows
+// have the numbers nums, and returns its index with the damage found, as
+// sentences.
+func loadBodies(path string, nums []int64) (b *bodies, reports []string, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return nil, fmt.Errorf("searchindex: %w", err)
+		return nil, nil, fmt.Errorf("searchindex: %w", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("searchindex: %w", err)
+		return nil, nil, fmt.Errorf("searchindex: %w", err)
 	}
-	b := &bodies{words: map[string]*plist{}}
+	b = &bodies{words: map[string]*plist{}}
+	var high int64 // the overview's high-water mark
+	if len(nums) > 0 {
+		high = nums[len(nums)-1]
+	}
 	cut := int64(-1) // where records above the overview's high mark start
 	end, err := scanBody(f, st.Size(), func(r bodyRecord) {
 		if cut >= 0 {
 			return
 		}
-		if r.number > g.high {
+		if r.number > high {
 			cut = r.off
 			return
 		}
-		b.index(g, r.number, r.off, r.text)
+		b.index(nums, r.number, r.off, r.text)
 		b.high = r.number
 	}, func(from, to, before, after int64) {
 		lost := "no article's body lost"
@@ -268,7 +276,7 @@ func (g *group) loadBodies(path string) (reports []string, err error) {
 	})
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("searchindex: %s: %w", path, err)
+		return nil, nil, fmt.Errorf("searchindex: %s: %w", path, err)
 	}
 	if cut >= 0 {
 		reports = append(reports, fmt.Sprintf("%s: records after article %d (above the overview's high-water mark) cut at byte %d: indexed again",
@@ -281,22 +289,21 @@ func (g *group) loadBodies(path string) (reports []string, err error) {
 	if end != st.Size() {
 		if err := f.Truncate(end); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("searchindex: %s: cutting a damaged tail at %d: %w", path, end, err)
+			return nil, nil, fmt.Errorf("searchindex: %s: cutting a damaged tail at %d: %w", path, end, err)
 		}
 		if err := f.Sync(); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("searchindex: %s: %w", path, err)
+			return nil, nil, fmt.Errorf("searchindex: %s: %w", path, err)
 		}
 	}
 	b.size, b.file = end, f
-	g.body = b
-	return reports, nil
+	return b, reports, nil
 }
 
 // index adds the record of article number (at off) to the in-memory
 // index.
-func (b *bodies) index(g *group, number, off int64, text []byte) {
-	i, ok := slices.BinarySearch(g.nums, number)
+func (b *bodies) index(nums []int64, number, off int64, text []byte) {
+	i, ok := slices.BinarySearch(nums, number)
 	if !ok {
 		return // not in the overview: Append never writes one
 	}
@@ -304,7 +311,7 @@ func (b *bodies) index(g *group, number, off int64, text []byte) {
 	if len(text) == 0 {
 		return
 	}
-	if need := len(g.nums); len(b.off) < need {
+	if need := len(nums); len(b.off) < need {
 		b.off = append(b.off, make([]int64, need-len(b.off))...)
 	}
 	b.off[i] = off + 1
@@ -459,6 +466,9 @@ func (ix *Index) AppendBodies(name string, bs []Body) error {
 	if g == nil {
 		return fmt.Errorf("%w: %q", ErrNoOverview, name)
 	}
+	if g.bodyPath != "" {
+		return fmt.Errorf("%w: %q", ErrBodiesLoading, name)
+	}
 	if g.body == nil {
 		g.body = &bodies{words: map[string]*plist{}}
 	}
@@ -508,7 +518,7 @@ func (ix *Index) AppendBodies(name string, bs []Body) error {
 		}
 	}
 	for _, r := range add {
-		b.index(g, r.number, r.off, []byte(r.text))
+		b.index(g.nums, r.number, r.off, []byte(r.text))
 	}
 	b.high = high
 	b.size += int64(len(buf))

@@ -2,6 +2,8 @@ package searchindex
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -162,6 +164,42 @@ func TestBodyReopen(t *testing.T) {
 	}
 	if r := ix.Search(Query{Text: "later"}); len(r.Hits) != 1 {
 		t.Errorf("a body appended after reopening: %v", ids(r))
+	}
+}
+
+// Until LoadBodies has read a group's body file, its overview is searched
+// and its bodies take no appends (they would go past records not read).
+func TestBodiesLoading(t *testing.T) {
+	dir := t.TempDir()
+	bodyGroup(t, dir).Close()
+	ix, err := Open(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if r := ix.Search(Query{Text: "generics"}); len(r.Hits) != 2 {
+		t.Errorf("overview before the bodies load: %v", ids(r))
+	}
+	if r := ix.Search(Query{Text: "compiler"}); len(r.Hits) != 0 {
+		t.Errorf("body words before the bodies load: %v", ids(r))
+	}
+	if err := ix.AppendBodies("comp.lang.go", []Body{{5, "x"}}); !errors.Is(err, ErrBodiesLoading) {
+		t.Errorf("AppendBodies before the bodies load: %v, want ErrBodiesLoading", err)
+	}
+	size := ix.Size()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := ix.LoadBodies(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("LoadBodies with a done context: %v", err)
+	}
+	if err := ix.LoadBodies(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := ix.Search(Query{Text: "compiler"}); len(r.Hits) != 2 {
+		t.Errorf("body words after the bodies load: %v", ids(r))
+	}
+	if ix.Size() != size {
+		t.Errorf("size %d after loading, %d before: the bound counts body files from Open on", ix.Size(), size)
 	}
 }
 
