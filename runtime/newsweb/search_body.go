@@ -16,10 +16,7 @@ import (
 // SearchOptions.Bodies (search_bodies, a wildmat list), opt-in because
 // each body costs an ARTICLE.
 //
-// The body files are read in the background when newsweb starts
-// (searchindex.LoadBodies: about 0.1 s per 1,000 articles); body passes
-// wait for that. When a group's overview pass ends (search.go), a second
-// pass walks the
+// When a group's overview pass ends (search.go), a second pass walks the
 // overview from the body high-water mark up, one article at a time: the
 // article cache is looked in first (a body a reader has viewed costs
 // nothing), else the article is fetched with a Background GetArticle,
@@ -29,7 +26,9 @@ import (
 // interrupted pass goes on from there. One group's bodies are read at a
 // time (bodyJobs). An article that is gone (430) or has no text gets an
 // empty record, so that the mark passes it; another error ends the pass,
-// which starts again from the mark on a later search.
+// which starts again from the mark on a later search. The body files are
+// read in the background when newsweb starts (searchindex.LoadBodies,
+// about 0.1 s per 1,000 articles); body passes wait for that.
 //
 // What is indexed (indexText): the text/plain parts as decoded for display
 // (MIME, transfer encodings, charsets), without quoted lines ("> ..."),
