@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -407,6 +408,34 @@ func FuzzParseQuery(f *testing.F) {
 		}
 		if d := cmp.Diff(terms, ParseQuery(strings.Join(again, " "))); d != "" {
 			t.Fatalf("%q quoted again (-first +again):\n%s", s, d)
+		}
+	})
+}
+
+// FuzzSnippet: any text and query give a snippet of valid UTF-8 on one
+// line whose marked pieces are the query's words, and none when the text
+// holds none of them.
+func FuzzSnippet(f *testing.F) {
+	f.Add([]byte("The zebrafish regrows its fins."), "zebrafish fins")
+	f.Add([]byte("ÜBER große\nStraße \xff\xfe"), `"über große"`)
+	f.Add([]byte(strings.Repeat("a bb ", 100)), "bb")
+	f.Fuzz(func(t *testing.T, text []byte, q string) {
+		terms := parseTerms(q)
+		frags := snippet(text, terms)
+		want := map[string]bool{}
+		for _, tm := range terms {
+			want[strings.Join(tm.words, " ")] = true
+		}
+		for _, fr := range frags {
+			if !utf8.ValidString(fr.Text) || strings.ContainsAny(fr.Text, "\n\r") {
+				t.Fatalf("fragment %q: not one line of valid UTF-8", fr.Text)
+			}
+			if fr.Match && !want[strings.Join(wordsOf(fr.Text), " ")] {
+				t.Fatalf("marked %q, which is no term of %q", fr.Text, q)
+			}
+		}
+		if len(frags) > 0 && len(findTerms(text, terms, true)) == 0 {
+			t.Fatalf("a snippet %+v of a text without the terms", frags)
 		}
 	})
 }
