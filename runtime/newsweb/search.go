@@ -74,6 +74,7 @@ type Search struct {
 
 	bodies        proto.GroupPatterns
 	bodySlots     chan struct{} // bodyJobs tokens: the groups whose bodies are read now
+	bodyRunning   map[string]bool // groups with a body pass under way or waiting (at most maxSearchPending)
 	bodiesCached  int           // bodies read from the article cache
 	bodiesFetched int           // bodies fetched in the background
 	loaded        chan struct{} // closed once the body files are read
@@ -112,7 +113,7 @@ func NewSearch(fed *Federated, opts SearchOptions) (*Search, error) {
 	}
 	s := &Search{fed: fed, ix: ix, opts: opts, log: opts.Logger, running: map[string]bool{},
 		last: map[string]time.Time{}, complete: map[string]bool{}, slots: make(chan struct{}, searchJobs),
-		bodies: bodies, bodySlots: make(chan struct{}, bodyJobs), loaded: make(chan struct{})}
+		bodies: bodies, bodySlots: make(chan struct{}, bodyJobs), bodyRunning: map[string]bool{}, loaded: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.load()
@@ -163,24 +164,44 @@ func (s *Search) Index(group string) (complete bool) {
 	go func() {
 		defer s.wg.Done()
 		err := s.withSlot(s.slots, func() error { return s.build(group) })
-		if err == nil {
-			s.mu.Lock()
-			s.complete[group] = true
-			s.mu.Unlock()
-			if s.wantBodies(group) {
-				err = s.afterLoad(func() error {
-					return s.withSlot(s.bodySlots, func() error { return s.buildBodies(group) })
-				})
-			}
-		}
 		s.mu.Lock()
 		delete(s.running, group)
+		if err == nil {
+			s.complete[group] = true
+			s.startBodiesLocked(group)
+		}
 		s.mu.Unlock()
 		if err != nil && s.ctx.Err() == nil {
 			s.log.Warn("search: indexing failed", "group", group, "err", err)
 		}
 	}()
 	return complete
+}
+
+// startBodiesLocked starts the body pass of group (search_body.go) when
+// its bodies are indexed and no pass of it runs. The pass runs apart from
+// the overview's jobs: it may take long (an ARTICLE an article), and the
+// overview goes on being brought up to date meanwhile, the pass following
+// it. Past maxSearchPending passes, a group's starts after a later
+// overview job of it. s.mu is held.
+func (s *Search) startBodiesLocked(group string) {
+	if !s.wantBodies(group) || s.bodyRunning[group] || len(s.bodyRunning) >= maxSearchPending {
+		return
+	}
+	s.bodyRunning[group] = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		err := s.afterLoad(func() error {
+			return s.withSlot(s.bodySlots, func() error { return s.buildBodies(group) })
+		})
+		s.mu.Lock()
+		delete(s.bodyRunning, group)
+		s.mu.Unlock()
+		if err != nil && s.ctx.Err() == nil {
+			s.log.Warn("search: indexing bodies failed", "group", group, "err", err)
+		}
+	}()
 }
 
 // afterLoad runs job once the body files are read (or not at all when
@@ -210,7 +231,7 @@ func (s *Search) withSlot(slots chan struct{}, job func() error) error {
 func (s *Search) Wait() {
 	for {
 		s.mu.Lock()
-		n := len(s.running)
+		n := len(s.running) + len(s.bodyRunning)
 		s.mu.Unlock()
 		if n == 0 {
 			return

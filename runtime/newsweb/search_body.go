@@ -16,8 +16,10 @@ import (
 // SearchOptions.Bodies (search_bodies, a wildmat list), opt-in because
 // each body costs an ARTICLE.
 //
-// When a group's overview pass ends (search.go), a second pass walks the
-// overview from the body high-water mark up, one article at a time: the
+// When a group's overview job ends (search.go), a body pass starts unless
+// one runs (it runs apart, so the overview goes on being updated while it
+// reads): it walks the overview from the body high-water mark up, one
+// article at a time: the
 // article cache is looked in first (a body a reader has viewed costs
 // nothing), else the article is fetched with a Background GetArticle,
 // which waits in the Low queue behind every reader's request and is not
