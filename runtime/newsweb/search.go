@@ -73,11 +73,11 @@ type Search struct {
 	slots    chan struct{}        // searchJobs tokens: the jobs indexing now
 
 	bodies        proto.GroupPatterns
-	bodySlots     chan struct{} // bodyJobs tokens: the groups whose bodies are read now
+	bodySlots     chan struct{}   // bodyJobs tokens: the groups whose bodies are read now
 	bodyRunning   map[string]bool // groups with a body pass under way or waiting (at most maxSearchPending)
-	bodiesCached  int           // bodies read from the article cache
-	bodiesFetched int           // bodies fetched in the background
-	loaded        chan struct{} // closed once the body files are read
+	bodiesCached  int             // bodies read from the article cache
+	bodiesFetched int             // bodies fetched in the background
+	loaded        chan struct{}   // closed once the body files are read
 	ctx           context.Context
 	cancel        context.CancelFunc
 	wg            sync.WaitGroup
