@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -213,4 +215,78 @@ func articleCommands(s *nntptest.Server) []string {
 		return strings.Compare(a, b)
 	})
 	return out
+}
+
+// A body file damaged while newsweb was down: the log says which
+// article's body was lost, and search goes on serving the rest.
+func TestSearchBodiesDamaged(t *testing.T) {
+	news := nntptest.Start(t, nntptest.Options{})
+	news.AddGroup(nntptest.Group{Name: "comp.test"})
+	for i, a := range bodyArticles {
+		if err := news.AddArticle(bodyArticle(i+1, "comp.test", a.subject, a.headers, a.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	start := func() (*Search, string) {
+		svc := NewService(ServerConfig{Addr: news.HostPort(), Name: "loop", Connections: 2}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
+		fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
+		search, err := NewSearch(fed, SearchOptions{Dir: dir, Bodies: "comp.*", Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(New(fed, Options{Logger: log, Search: search}))
+		t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
+		return search, srv.URL
+	}
+	total := func(base, q string) int {
+		t.Helper()
+		resp, body := get(t, base+"/api/search?group=comp.test&q="+q)
+		var a struct{ Total int }
+		if err := json.Unmarshal([]byte(body), &a); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("search %s: %d %v %s", q, resp.StatusCode, err, clip(body))
+		}
+		return a.Total
+	}
+	search, base := start()
+	total(base, "x")
+	search.Wait()
+	if n := total(base, "zebrafish"); n != 1 {
+		t.Fatalf("zebrafish before the damage: %d", n)
+	}
+	search.Close()
+
+	// A byte of the first record's text (article 1's) flipped.
+	path := filepath.Join(dir, "comp.test.body")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[20] ^= 0x20
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	search, base = start()
+	await(t, "the body files loaded", func() bool {
+		select {
+		case <-search.loaded:
+			return true
+		default:
+			return false
+		}
+	})
+	if !strings.Contains(logs.String(), "the body of article 1 is not searchable; the rest is kept") {
+		t.Errorf("the log does not say what was lost:\n%s", logs.String())
+	}
+	if n := total(base, "zebrafish"); n != 0 {
+		t.Errorf("the damaged body still found: %d", n)
+	}
+	if n, m := total(base, "alpha"), total(base, "marmot"); n != 1 || m != 1 {
+		t.Errorf("the bodies after the damaged one: alpha %d, marmot %d; want 1, 1", n, m)
+	}
+	if n := total(base, "plain"); n != 1 {
+		t.Errorf("the damaged article's subject: %d hits, want 1", n)
+	}
 }
