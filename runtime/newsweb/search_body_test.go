@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/spoolfs/searchindex"
@@ -288,5 +289,42 @@ func TestSearchBodiesDamaged(t *testing.T) {
 	}
 	if n := total(base, "plain"); n != 1 {
 		t.Errorf("the damaged article's subject: %d hits, want 1", n)
+	}
+}
+
+// The search page in a real browser: a body holding <script> and <img
+// onerror> matched by a word shows them as text in its snippet, the match
+// marked; nothing runs.
+func TestBrowserSearchSnippet(t *testing.T) {
+	ctx := browser(t)
+	news := nntptest.Start(t, nntptest.Options{})
+	news.AddGroup(nntptest.Group{Name: "comp.test"})
+	body := "Look: <script>document.title='pwned'</script> the needle <img src=x onerror=\"document.title='pwned'\"> here\n"
+	if err := news.AddArticle(bodyArticle(1, "comp.test", "hostile", "", body)); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := NewService(ServerConfig{Addr: news.HostPort(), Name: "loop", Connections: 2}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
+	search, err := NewSearch(fed, SearchOptions{Dir: t.TempDir(), Bodies: "comp.*", Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(fed, Options{Logger: log, Search: search}))
+	t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
+	get(t, srv.URL+"/api/search?group=comp.test&q=x")
+	search.Wait()
+
+	do(t, ctx, "search page", chromedp.Navigate(srv.URL+"/search?group=comp.test&q=needle"), chromedp.WaitVisible(chromedp.CSS(".snippet mark")))
+	if m := run(t, ctx, "the mark", chromedp.Text(chromedp.CSS(".snippet mark"))); m != "needle" {
+		t.Errorf("marked %q, want needle", m)
+	}
+	snip := run(t, ctx, "the snippet", chromedp.Text(chromedp.CSS(".snippet")))
+	if !strings.Contains(snip, "<script>document.title='pwned'</script> the needle <img src=x") {
+		t.Errorf("the snippet does not show the markup as text: %q", snip)
+	}
+	injected := run(t, ctx, "elements", chromedp.Evaluate[bool](`document.querySelectorAll('main script, main img').length > 0`))
+	if title := run(t, ctx, "title", chromedp.Title()); title == "pwned" || injected {
+		t.Errorf("the body's markup ran or became elements: title %q, elements %v", title, injected)
 	}
 }
