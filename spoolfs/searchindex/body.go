@@ -27,10 +27,11 @@ package searchindex
 // Open only notes the body files; LoadBodies reads them, in the
 // background of a running index.
 //
-// Damage: on loading a record that is incomplete or fails a checksum starts a
-// search for the next good record (the header has its own checksum, so the
-// search is cheap); what lies between is reported by Damage (the article
-// numbers it lost from the body index) and the rest is kept. A damaged
+// Damage: when LoadBodies meets a record that is incomplete or fails a
+// checksum, it looks for the next good record (the header has its own
+// checksum, so the search is cheap); what lies between is reported by
+// Damage (the article numbers it lost from the body index) and the rest is
+// kept. A damaged
 // tail with no good record after it is cut, and its articles are indexed
 // again from the new high-water mark. Records above the overview's
 // high-water mark (its own tail was cut) are cut too.
@@ -388,7 +389,7 @@ var asciiWord = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// words returns text's words in order.
+// wordsOf returns text's words in order.
 func wordsOf(text string) []string {
 	var out []string
 	eachWord([]byte(text), func(_, _ int, w []byte) bool {
