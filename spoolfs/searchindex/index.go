@@ -530,7 +530,7 @@ func words(s string) []string { return strings.Fields(strings.ToLower(s)) }
 // maxPhraseReads bounds the bodies one query reads back to check that a
 // phrase's words are adjacent; past it, Result.Approx is set and the
 // articles left unchecked are not counted.
-const maxPhraseReads = 2000
+const maxPhraseReads = 1000
 
 // Search returns the newest hits of q (see Query), newest first.
 func (ix *Index) Search(q Query) Result {
