@@ -328,3 +328,48 @@ func TestBrowserSearchSnippet(t *testing.T) {
 		t.Errorf("the body's markup ran or became elements: title %q, elements %v", title, injected)
 	}
 }
+
+// TestIndexText: the text a body contributes to the index.
+func TestIndexText(t *testing.T) {
+	head := "From: a@b\nSubject: s\nMessage-ID: <x@y>\n"
+	for _, tc := range []struct{ name, raw, want string }{
+		{"plain, quotes and signature left out", head + "\nHello there.\nYou wrote:\n> quoted\n>> deeper\nReply.\n-- \nsig\n",
+			"Hello there.\nYou wrote:\nReply.\n"},
+		{"yEnc near the start: a binary post, as the page shows it", head + "\nSee the file:\n=ybegin line=128 size=3 name=a.bin\nabc\n=yend size=3\nThanks.\n",
+			""},
+		{"yEnc further down a text body", head + "\n" + strings.Repeat("words words words\n", 70) + "=ybegin line=128 size=3 name=a.bin\nabc\n=yend size=3\nThanks.\n",
+			strings.Repeat("words words words\n", 70) + "Thanks.\n"},
+		{"uuencode inside a text body", head + "\nHere:\nbegin 644 a.txt\nM86)C\n`\nend\nBye.\n", "Here:\nBye.\n"},
+		{"\"begin\" as a word is text", head + "\nbegin again tomorrow\n", "begin again tomorrow\n"},
+		{"base64 text in UTF-8", head + "MIME-Version: 1.0\nContent-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: base64\n\nR3LDvMOfZQ==\n",
+			"Grüße\n"},
+		{"alternative: the plain part only", head + "MIME-Version: 1.0\nContent-Type: multipart/alternative; boundary=b\n\n--b\nContent-Type: text/plain\n\nplain words\n--b\nContent-Type: text/html\n\n<p>html words</p>\n--b--\n",
+			"plain words\n"},
+		{"an HTML-only article", head + "MIME-Version: 1.0\nContent-Type: text/html\n\n<p>html words</p>\n", ""},
+		{"a binary attachment", head + "MIME-Version: 1.0\nContent-Type: application/zip\nContent-Transfer-Encoding: base64\n\nUEsDBA==\n", ""},
+		{"no article", "", ""},
+	} {
+		if d := cmp.Diff(tc.want, indexText([]byte(tc.raw))); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, d)
+		}
+	}
+}
+
+// BenchmarkIndexText: the text of a 2 KB article with quotes and a
+// signature, as the body pass takes it from every article it reads.
+func BenchmarkIndexText(b *testing.B) {
+	var body strings.Builder
+	body.WriteString("From: a@b\nSubject: s\nMessage-ID: <x@y>\n\nSomeone wrote:\n")
+	for i := range 10 {
+		fmt.Fprintf(&body, "> quoted line %d of the parent article, with some words in it\n", i)
+	}
+	for i := range 20 {
+		fmt.Fprintf(&body, "A line %d of the reply, about generics, channels and the compiler.\n", i)
+	}
+	body.WriteString("-- \nsignature\n")
+	raw := []byte(body.String())
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		indexText(raw)
+	}
+}
