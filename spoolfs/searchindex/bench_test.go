@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -162,4 +163,28 @@ func BenchmarkBodySearch(b *testing.B) {
 			b.ReportMetric(float64(r.Total), "hits")
 		})
 	}
+}
+
+// BenchmarkPhrase checks a two-word phrase absent from a 1.3 KB body, the
+// work of a phrase query per candidate article: hasPhrase, and findTerms
+// (which also finds spans, for snippets) for comparison.
+func BenchmarkPhrase(b *testing.B) {
+	text := []byte(strings.Repeat("kalo mine rusa tovi zepo quabel dorfin garka. ", 30))
+	tm := term{text: "mine kalo", words: []string{"mine", "kalo"}}
+	b.Run("hasPhrase", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			if hasPhrase(text, tm) {
+				b.Fatal("found")
+			}
+		}
+	})
+	b.Run("findTerms", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			if len(findTerms(text, []term{tm}, true)) > 0 {
+				b.Fatal("found")
+			}
+		}
+	})
 }

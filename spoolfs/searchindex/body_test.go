@@ -439,3 +439,35 @@ func FuzzSnippet(f *testing.F) {
 		}
 	})
 }
+
+func TestHasPhrase(t *testing.T) {
+	for _, tc := range []struct {
+		text, phrase string
+		want         bool
+	}{
+		{"bye bye bye now", "bye bye now", true}, // a partial match restarts inside itself
+		{"aa bb aa bb aa cc", "aa bb aa cc", true},
+		{"the brown dog and the fox", "brown fox", false},
+		{"The Brown\nFOX", "brown fox", true},
+	} {
+		tm := term{text: tc.phrase, words: wordsOf(tc.phrase)}
+		if got := hasPhrase([]byte(tc.text), tm); got != tc.want {
+			t.Errorf("hasPhrase(%q, %q) = %v, want %v", tc.text, tc.phrase, got, tc.want)
+		}
+	}
+}
+
+// FuzzPhrase: hasPhrase agrees with findTerms, the slower reference that
+// keeps the last words seen.
+func FuzzPhrase(f *testing.F) {
+	f.Add([]byte("aa aa aa bb"), "aa aa bb")
+	f.Add([]byte("bye bye bye now"), "bye bye now")
+	f.Add([]byte("The Brown FOX, the brown dog"), "brown fox")
+	f.Fuzz(func(t *testing.T, text []byte, phrase string) {
+		tm := term{text: phrase, words: wordsOf(phrase)}
+		want := len(findTerms(text, []term{tm}, true)) > 0
+		if got := hasPhrase(text, tm); got != want {
+			t.Fatalf("hasPhrase(%q, %q) = %v, findTerms says %v", text, phrase, got, want)
+		}
+	})
+}

@@ -113,9 +113,39 @@ func findTerms(text []byte, terms []term, first bool) []span {
 	return out
 }
 
-// hasPhrase reports whether text holds t's words one after the other.
+// hasPhrase reports whether text holds t's words one after the other. It
+// is findTerms for one term without the spans: a word-level KMP match, so
+// that a phrase with a repeated word ("bye bye now") is not missed after
+// a partial match.
 func hasPhrase(text []byte, t term) bool {
-	return len(findTerms(text, []term{t}, true)) > 0
+	n := len(t.words)
+	if n == 0 {
+		return false
+	}
+	// fail[k]: the length of the longest proper prefix of words[:k+1]
+	// that is also its suffix.
+	fail := make([]int, n)
+	for k, m := 1, 0; k < n; k++ {
+		for m > 0 && t.words[k] != t.words[m] {
+			m = fail[m-1]
+		}
+		if t.words[k] == t.words[m] {
+			m++
+		}
+		fail[k] = m
+	}
+	m, found := 0, false
+	eachWord(text, func(_, _ int, w []byte) bool {
+		for m > 0 && string(w) != t.words[m] {
+			m = fail[m-1]
+		}
+		if string(w) == t.words[m] {
+			m++
+		}
+		found = m == n
+		return !found
+	})
+	return found
 }
 
 // Fragment is a piece of a snippet: text shown as is, or, with Match set,
