@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -468,6 +469,47 @@ func FuzzPhrase(f *testing.F) {
 		want := len(findTerms(text, []term{tm}, true)) > 0
 		if got := hasPhrase(text, tm); got != want {
 			t.Fatalf("hasPhrase(%q, %q) = %v, findTerms says %v", text, phrase, got, want)
+		}
+	})
+}
+
+// FuzzWords: eachWord agrees with a slow reference, rune by rune: maximal
+// runs of letters and digits, lower-cased, kept when 2 to 64 bytes long.
+func FuzzWords(f *testing.F) {
+	f.Add([]byte("The Brown FOX, ÜBER große\xffStraße a 1.18 " + strings.Repeat("x", 70)))
+	f.Add([]byte("İstanbul ǅ ﬁne ab\u0301c"))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		type word struct {
+			start, end int
+			w          string
+		}
+		var want []word
+		for i := 0; i < len(text); {
+			r, n := utf8.DecodeRune(text[i:])
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				i += n
+				continue
+			}
+			start, low := i, ""
+			for i < len(text) {
+				r, n := utf8.DecodeRune(text[i:])
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					break
+				}
+				low += string(unicode.ToLower(r))
+				i += n
+			}
+			if len(low) >= minWord && len(low) <= maxWord {
+				want = append(want, word{start, i, low})
+			}
+		}
+		var got []word
+		eachWord(text, func(start, end int, w []byte) bool {
+			got = append(got, word{start, end, string(w)})
+			return true
+		})
+		if d := cmp.Diff(want, got, cmp.AllowUnexported(word{})); d != "" {
+			t.Fatalf("words of %q (-reference +eachWord):\n%s", text, d)
 		}
 	})
 }
