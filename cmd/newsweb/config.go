@@ -10,6 +10,7 @@ import (
 	"time"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
+	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/newsweb"
 	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
@@ -26,6 +27,7 @@ type config struct {
 	PerPage        int               `toml:"per_page"`        // threads per group page; 50
 	SearchDir      string            `toml:"search_dir"`      // search index directory; no search when empty
 	SearchBytes    tomlconf.Size     `toml:"search_bytes"`    // bound on the search index; 1 GiB
+	SearchBodies   string            `toml:"search_bodies"`   // wildmats of the groups whose bodies are indexed; none when empty
 
 	Servers []serverEntry  `toml:"server"`
 	Cache   cacheSection   `toml:"cache"`
@@ -153,6 +155,13 @@ func (c config) check() error {
 		}
 		if p.TrustedHeader == "" && p.Users == "" {
 			errs = append(errs, c.errAt("posting.enabled", "set trusted_header or users: posting needs to know who posts"))
+		}
+	}
+	if c.SearchBodies != "" {
+		if _, err := proto.ParseGroupPatterns([]string{c.SearchBodies}); err != nil {
+			errs = append(errs, c.errAt("search_bodies", "%v", err))
+		} else if c.SearchDir == "" {
+			errs = append(errs, c.errAt("search_bodies", "needs search_dir: bodies are indexed with the rest of the search index"))
 		}
 	}
 	for i, e := range c.Servers {

@@ -20,6 +20,8 @@ admin = "127.0.0.1:8081"
 log_level = "debug"
 request_timeout = "20s"
 thread_limit = 500
+search_dir = "/var/lib/newsweb/search"
+search_bodies = "comp.*,!*.binaries.*"
 
 [[server]]
 url = "nntps://news.example"
@@ -73,6 +75,9 @@ func TestParseConfig(t *testing.T) {
 	if p, err := c.posting(); err != nil || p == nil {
 		t.Errorf("posting: %v %v", p, err)
 	}
+	if c.SearchBodies != "comp.*,!*.binaries.*" {
+		t.Errorf("search_bodies %q", c.SearchBodies)
+	}
 	if c.Listen != "127.0.0.1:8119" || c.Admin != "127.0.0.1:8081" || time.Duration(c.Queue.PriorityAging) != 5*time.Second || c.ThreadLimit != 500 {
 		t.Errorf("config %+v", c)
 	}
@@ -99,6 +104,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"not toml", "listen = \"x\"\n[[server]\n", "f.toml:2: "},
 		{"posting without domain", "[posting]\nenabled = true\ntrusted_header = \"X-User\"\n", "f.toml: posting.from_domain: missing"},
 		{"posting without identity", "[posting]\nenabled = true\nfrom_domain = \"r.example\"\n", "f.toml:2: posting.enabled: set trusted_header or users"},
+		{"bad search_bodies", "search_dir = \"/s\"\nsearch_bodies = \"comp.*,,x\"\n", `f.toml:2: search_bodies: newsgroup patterns "comp.*,,x": empty pattern`},
+		{"search_bodies without search_dir", "search_bodies = \"comp.*\"\n", "f.toml:1: search_bodies: needs search_dir"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseConfig("f.toml", []byte(tc.text))

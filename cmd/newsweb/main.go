@@ -204,7 +204,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	var search *newsweb.Search
 	if cfg.SearchDir != "" {
-		search, err = newsweb.NewSearch(fed, newsweb.SearchOptions{Dir: cfg.SearchDir, MaxBytes: int64(cfg.SearchBytes), Logger: log})
+		search, err = newsweb.NewSearch(fed, newsweb.SearchOptions{Dir: cfg.SearchDir, MaxBytes: int64(cfg.SearchBytes),
+			Bodies: cfg.SearchBodies, Logger: log})
 		if err != nil {
 			fmt.Fprintf(stderr, "newsweb: %v\n", err)
 			return 1

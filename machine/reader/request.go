@@ -51,8 +51,14 @@ type GetThread struct {
 	Limit     int
 }
 
-// GetArticle asks for an article by message-id (ARTICLE).
-type GetArticle struct{ MessageID string }
+// GetArticle asks for an article by message-id (ARTICLE). Background
+// marks a fetch nobody waits for (the search index reading bodies): it
+// goes in the Low queue, under its own key, so that a reader's request
+// for the same article never waits behind it.
+type GetArticle struct {
+	MessageID  string
+	Background bool
+}
 
 // GetNewArticles asks for the articles of Group after the high-water mark
 // Since: the incremental update of a cached thread list (seed 004). Until,
@@ -95,8 +101,13 @@ func (GetThreads) Priority() Priority { return Normal }
 // Priority is High: a user waits for the thread.
 func (GetThread) Priority() Priority { return High }
 
-// Priority is High: a user waits for the article.
-func (GetArticle) Priority() Priority { return High }
+// Priority is High: a user waits for the article; Low in the Background.
+func (r GetArticle) Priority() Priority {
+	if r.Background {
+		return Low
+	}
+	return High
+}
 
 // Priority is Low: background refresh (seed 004, "Priority").
 func (GetNewArticles) Priority() Priority { return Low }
@@ -128,8 +139,14 @@ func (r GetThread) Key() string {
 	return "thread:" + r.Group + ":" + r.MessageID + ":" + strconv.Itoa(r.Limit)
 }
 
-// Key is "article:<message-id>".
-func (r GetArticle) Key() string { return "article:" + r.MessageID }
+// Key is "article:<message-id>", "background-article:<message-id>" in
+// the Background.
+func (r GetArticle) Key() string {
+	if r.Background {
+		return "background-article:" + r.MessageID
+	}
+	return "article:" + r.MessageID
+}
 
 // Key is "new:<group>:<since>:<limit>", and ":until=<until>" after it when
 // Until is set.

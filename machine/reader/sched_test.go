@@ -133,11 +133,13 @@ func TestRequestPriority(t *testing.T) {
 	for _, r := range []Request{GetArticle{}, GetThread{}, GetThreads{}, GetGroups{}, GetGroupStats{}, GetNewArticles{}} {
 		got[fmt.Sprintf("%T", r)] = r.Priority()
 	}
+	got["background GetArticle"] = GetArticle{Background: true}.Priority()
 	// Seed 001, "Request Priority".
 	want := map[string]Priority{
 		"reader.GetArticle": High, "reader.GetThread": High,
 		"reader.GetThreads": Normal, "reader.GetGroups": Normal,
 		"reader.GetGroupStats": Low, "reader.GetNewArticles": Low,
+		"background GetArticle": Low, // the search index reading bodies
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("priorities (-want +got):\n%s", d)
@@ -148,7 +150,7 @@ func TestRequestKeys(t *testing.T) {
 	reqs := []Request{
 		GetGroups{}, GetGroupStats{Group: "a.b"}, GetThreads{Group: "a.b"}, GetThreads{Group: "a.b", Since: 5},
 		GetThreads{Group: "a.b", Limit: 5}, GetThread{Group: "a.b", MessageID: "<x@y>"},
-		GetArticle{MessageID: "<x@y>"}, GetNewArticles{Group: "a.b", Since: 5},
+		GetArticle{MessageID: "<x@y>"}, GetArticle{MessageID: "<x@y>", Background: true}, GetNewArticles{Group: "a.b", Since: 5},
 	}
 	var keys []string
 	seen := map[string]bool{}
@@ -161,7 +163,7 @@ func TestRequestKeys(t *testing.T) {
 		keys = append(keys, k)
 	}
 	want := []string{"groups", "stats:a.b", "threads:a.b:0:0", "threads:a.b:5:0", "threads:a.b:0:5",
-		"thread:a.b:<x@y>:0", "article:<x@y>", "new:a.b:5:0"}
+		"thread:a.b:<x@y>:0", "article:<x@y>", "background-article:<x@y>", "new:a.b:5:0"}
 	if d := cmp.Diff(want, keys); d != "" {
 		t.Errorf("keys (-want +got):\n%s", d)
 	}

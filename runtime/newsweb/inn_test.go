@@ -489,3 +489,53 @@ func TestINNSearch(t *testing.T) {
 		t.Errorf("after a restart %d articles indexed, want %d", n, len(g.ids))
 	}
 }
+
+// Body search over a real INN: the bodies of a group search_bodies names
+// are read from INN at Low priority after its overview, their own text
+// found (a phrase, with its snippet), their quotes not.
+func TestINNSearchBodies(t *testing.T) {
+	const group = "test.bodies"
+	inn := inntest.Start(t, inntest.Options{Reader: true, Groups: []inntest.Group{{Name: group}}})
+	g := genGroup(300)
+	ihave(t, inn.Addr(), g, group)
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := NewService(ServerConfig{Addr: inn.ReaderAddr(), Name: "inn", Connections: 2}, ServiceOptions{Logger: log})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
+	search, err := NewSearch(fed, SearchOptions{Dir: t.TempDir(), Chunk: 100, Bodies: "test.*", Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(fed, Options{Logger: log, Search: search}))
+	t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
+
+	type answer struct {
+		Total         int
+		BodiesIndexed int `json:"bodies_indexed"`
+		Hits          []searchHit
+	}
+	ask := func(query string) answer {
+		t.Helper()
+		resp, body := get(t, srv.URL+"/api/search?group="+group+"&"+query)
+		var a answer
+		if err := json.Unmarshal([]byte(body), &a); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("search %s: %d %v %s", query, resp.StatusCode, err, clip(body))
+		}
+		return a
+	}
+	ask("q=x")
+	search.Wait()
+	a := ask("q=%22article+117%22")
+	if a.BodiesIndexed != len(g.ids) || a.Total != 1 || len(a.Hits) != 1 || a.Hits[0].ID != g.ids[117] {
+		t.Fatalf("\"article 117\": bodies indexed %d (want %d), hits %+v", a.BodiesIndexed, len(g.ids), a.Hits)
+	}
+	if got := snippetText(a.Hits[0].Snippet); got != "[Article 117]." {
+		t.Errorf("snippet %q, want %q", got, "[Article 117].")
+	}
+	if a := ask("q=quoting"); a.Total != 0 {
+		t.Errorf("quoted lines indexed: %d hits for a word only they hold", a.Total)
+	}
+	if a := ask("q=article"); a.Total != len(g.ids) || len(a.Hits) != maxSearchHits {
+		t.Errorf("a word of every body: %d found, %d shown", a.Total, len(a.Hits))
+	}
+}

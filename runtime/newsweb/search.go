@@ -27,7 +27,9 @@ import (
 // articles. Until the first job finishes, results cover what is indexed so
 // far, and the page says so. Searching across groups (no group named)
 // covers the groups indexed. Article numbers are those of the server whose
-// stats named it (the first by priority that carries the group).
+// stats named it (the first by priority that carries the group). The
+// bodies of the groups named by SearchOptions.Bodies are indexed after
+// the overview: search_body.go.
 
 // Defaults for SearchOptions fields left zero.
 const (
@@ -50,7 +52,11 @@ type SearchOptions struct {
 	MaxBytes int64         // bound on the index files; DefaultSearchBytes when 0
 	Chunk    int           // articles fetched per command; DefaultSearchChunk when 0
 	Refresh  time.Duration // least time between two updates of a group; DefaultSearchRefresh when 0
-	Logger   *slog.Logger
+	// Bodies names the groups whose bodies are indexed too, as a list of
+	// wildmats in newsfeeds form ("comp.*,!*.binaries.*"); none when
+	// empty.
+	Bodies string
+	Logger *slog.Logger
 }
 
 // Search indexes groups in the background and answers queries.
@@ -65,9 +71,16 @@ type Search struct {
 	last     map[string]time.Time // when each group's last job started
 	complete map[string]bool      // groups a job brought up to date
 	slots    chan struct{}        // searchJobs tokens: the jobs indexing now
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+
+	bodies        proto.GroupPatterns
+	bodySlots     chan struct{}   // bodyJobs tokens: the groups whose bodies are read now
+	bodyRunning   map[string]bool // groups with a body pass under way or waiting (at most maxSearchPending)
+	bodiesCached  int             // bodies read from the article cache
+	bodiesFetched int             // bodies fetched in the background
+	loaded        chan struct{}   // closed once the body files are read
+	ctx           context.Context
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup
 }
 
 // NewSearch opens the index in opts.Dir over fed.
@@ -87,20 +100,52 @@ func NewSearch(fed *Federated, opts SearchOptions) (*Search, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	var bodies proto.GroupPatterns
+	if opts.Bodies != "" {
+		var err error
+		if bodies, err = proto.ParseGroupPatterns([]string{opts.Bodies}); err != nil {
+			return nil, fmt.Errorf("newsweb: search bodies: %w", err)
+		}
+	}
 	ix, err := searchindex.Open(opts.Dir, opts.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("newsweb: search: %w", err)
 	}
 	s := &Search{fed: fed, ix: ix, opts: opts, log: opts.Logger, running: map[string]bool{},
-		last: map[string]time.Time{}, complete: map[string]bool{}, slots: make(chan struct{}, searchJobs)}
+		last: map[string]time.Time{}, complete: map[string]bool{}, slots: make(chan struct{}, searchJobs),
+		bodies: bodies, bodySlots: make(chan struct{}, bodyJobs), bodyRunning: map[string]bool{}, loaded: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.load()
 	return s, nil
 }
 
-// Close stops the indexing jobs and waits for them.
+// load reads the body files in the background (searches meanwhile find
+// no body words) and logs what the index found damaged.
+func (s *Search) load() {
+	defer s.wg.Done()
+	t0 := time.Now()
+	err := s.ix.LoadBodies(s.ctx)
+	for _, d := range s.ix.Damage() {
+		s.log.Warn("search: index damaged", "what", d)
+	}
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.log.Error("search: loading the body index", "err", err)
+		}
+		return // loaded stays open: no body is indexed meanwhile
+	}
+	s.log.Debug("search: body index loaded", "took", time.Since(t0).Round(time.Millisecond))
+	close(s.loaded)
+}
+
+// Close stops the indexing jobs, waits for them and closes the index.
 func (s *Search) Close() {
 	s.cancel()
 	s.wg.Wait()
+	if err := s.ix.Close(); err != nil {
+		s.log.Warn("search: closing the index", "err", err)
+	}
 }
 
 // Index starts the indexing job of group unless one is under way or the
@@ -118,18 +163,12 @@ func (s *Search) Index(group string) (complete bool) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		var err error
-		select {
-		case s.slots <- struct{}{}:
-			err = s.build(group)
-			<-s.slots
-		case <-s.ctx.Done():
-			err = s.ctx.Err()
-		}
+		err := s.withSlot(s.slots, func() error { return s.build(group) })
 		s.mu.Lock()
 		delete(s.running, group)
 		if err == nil {
 			s.complete[group] = true
+			s.startBodiesLocked(group)
 		}
 		s.mu.Unlock()
 		if err != nil && s.ctx.Err() == nil {
@@ -139,11 +178,60 @@ func (s *Search) Index(group string) (complete bool) {
 	return complete
 }
 
+// startBodiesLocked starts the body pass of group (search_body.go) when
+// its bodies are indexed and no pass of it runs. The pass runs apart from
+// the overview's jobs: it may take long (an ARTICLE an article), and the
+// overview goes on being brought up to date meanwhile, the pass following
+// it. Past maxSearchPending passes, a group's starts after a later
+// overview job of it. s.mu is held.
+func (s *Search) startBodiesLocked(group string) {
+	if !s.wantBodies(group) || s.bodyRunning[group] || len(s.bodyRunning) >= maxSearchPending {
+		return
+	}
+	s.bodyRunning[group] = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		err := s.afterLoad(func() error {
+			return s.withSlot(s.bodySlots, func() error { return s.buildBodies(group) })
+		})
+		s.mu.Lock()
+		delete(s.bodyRunning, group)
+		s.mu.Unlock()
+		if err != nil && s.ctx.Err() == nil {
+			s.log.Warn("search: indexing bodies failed", "group", group, "err", err)
+		}
+	}()
+}
+
+// afterLoad runs job once the body files are read (or not at all when
+// Close is called first).
+func (s *Search) afterLoad(job func() error) error {
+	select {
+	case <-s.loaded:
+		return job()
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
+}
+
+// withSlot runs job once it holds a token of slots (or not at all when
+// Close is called first).
+func (s *Search) withSlot(slots chan struct{}, job func() error) error {
+	select {
+	case slots <- struct{}{}:
+		defer func() { <-slots }()
+		return job()
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
+}
+
 // Wait blocks until no indexing job runs (tests).
 func (s *Search) Wait() {
 	for {
 		s.mu.Lock()
-		n := len(s.running)
+		n := len(s.running) + len(s.bodyRunning)
 		s.mu.Unlock()
 		if n == 0 {
 			return
@@ -188,9 +276,9 @@ func (s *Search) build(group string) error {
 	return nil
 }
 
-// searchQuery reads /search and /api/search parameters: q (subject or
-// author words), author, group, since and until (YYYY-MM-DD, until
-// inclusive).
+// searchQuery reads /search and /api/search parameters: q (words and
+// "phrases" of the subject, author or indexed body), author, group, since
+// and until (YYYY-MM-DD, until inclusive).
 func searchQuery(r *http.Request) (searchindex.Query, string, error) {
 	v := r.URL.Query()
 	q := searchindex.Query{Text: v.Get("q"), Author: v.Get("author"), Limit: maxSearchHits}
@@ -230,6 +318,9 @@ type searchHit struct {
 	Date     string `json:"date,omitempty"`
 	DateText string `json:"-"`
 	Link     string `json:"-"`
+	// Snippet is the stretch of the body around the first match, when a
+	// word matched only there: plain text pieces, the matches marked.
+	Snippet []searchindex.Fragment `json:"snippet,omitempty"`
 }
 
 type searchView struct {
@@ -237,9 +328,12 @@ type searchView struct {
 	Query, Author, Since, Until string
 	Groups                      string // the group searched, "" for every indexed one
 	Total                       int
+	Approx                      bool // Total is a lower bound
 	Hits                        []searchHit
 	Partial                     bool // the group's index is still being built
 	Indexed                     int
+	Bodies                      bool // the group's bodies are indexed (search_bodies)
+	BodiesIndexed               int  // articles whose bodies are
 }
 
 // runSearch answers a search request: the hits and whether the index is
@@ -254,15 +348,18 @@ func (s *Server) runSearch(r *http.Request) (searchView, error) {
 	if group != "" {
 		v.Partial = !s.search.Index(group)
 		v.Indexed = s.search.ix.Len(group)
+		v.Bodies = s.search.wantBodies(group)
+		v.BodiesIndexed = s.search.ix.BodyLen(group)
 	}
 	if strings.TrimSpace(q.Text+q.Author) == "" && q.Since.IsZero() && q.Until.IsZero() {
 		return v, nil // an empty form
 	}
 	res := s.search.ix.Search(q)
-	v.Total = res.Total
+	v.Total, v.Approx = res.Total, res.Approx
 	for _, h := range res.Hits {
 		v.Hits = append(v.Hits, searchHit{Group: h.Group, Number: h.Number, ID: h.MessageID, Subject: orNoSubject(h.Subject),
-			From: displayName(h.From), Date: apiTime(h.Date), DateText: fmtTime(h.Date), Link: articleURL(h.MessageID, h.Group)})
+			From: displayName(h.From), Date: apiTime(h.Date), DateText: fmtTime(h.Date), Link: articleURL(h.MessageID, h.Group),
+			Snippet: h.Snippet})
 	}
 	return v, nil
 }
@@ -285,6 +382,13 @@ func (s *Server) apiSearch(ctx context.Context, r *http.Request) (*response, err
 	if hits == nil {
 		hits = []searchHit{}
 	}
-	return renderJSON(map[string]any{"query": v.Query, "author": v.Author, "group": v.Groups, "total": v.Total,
-		"hits": hits, "complete": !v.Partial, "indexed": v.Indexed}, cacheError)
+	a := map[string]any{"query": v.Query, "author": v.Author, "group": v.Groups, "total": v.Total,
+		"hits": hits, "complete": !v.Partial, "indexed": v.Indexed}
+	if v.Approx {
+		a["total_at_least"] = true
+	}
+	if v.Bodies {
+		a["bodies_indexed"] = v.BodiesIndexed
+	}
+	return renderJSON(a, cacheError)
 }

@@ -25,6 +25,7 @@ table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-size:.8rem;font-weight:600;color:var(--muted);text-transform:uppercase;letter-spacing:.03em}
 td.subject{overflow-wrap:break-word;word-break:normal}
+.snippet{color:var(--muted);font-size:.88rem;overflow-wrap:anywhere}.snippet mark{color:var(--fg);background:var(--soft);font-weight:650}
 .muted{color:var(--muted);font-size:.9rem}
 .num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 nav.pages{display:flex;gap:1rem;align-items:center;margin:1rem 0}
@@ -117,13 +118,14 @@ const pageTemplates = `
 
 {{define "search"}}{{template "head" .}}
 <h1>Search{{with .Groups}} in {{.}}{{end}}</h1>
-<form class="filter" method="get" action="/search">{{with .Groups}}<input type="hidden" name="group" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="Subject or author" aria-label="Subject or author" maxlength="200"><input type="search" name="author" value="{{.Author}}" placeholder="Author" aria-label="Author" maxlength="200"><input type="date" name="since" value="{{.Since}}" aria-label="From date"><input type="date" name="until" value="{{.Until}}" aria-label="To date"><button type="submit">Search</button></form>
+<form class="filter" method="get" action="/search">{{with .Groups}}<input type="hidden" name="group" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="{{if .Bodies}}Words or &#34;a phrase&#34;{{else}}Subject or author{{end}}" aria-label="Subject, author{{if .Bodies}} or text{{end}}" maxlength="200"><input type="search" name="author" value="{{.Author}}" placeholder="Author" aria-label="Author" maxlength="200"><input type="date" name="since" value="{{.Since}}" aria-label="From date"><input type="date" name="until" value="{{.Until}}" aria-label="To date"><button type="submit">Search</button></form>
 {{if .Partial}}<p class="note">This group is being indexed: {{.Indexed}} articles so far. Results cover those.</p>{{end}}
-{{if or .Query .Author .Since .Until}}<p class="lead">{{.Total}} article{{if ne .Total 1}}s{{end}} found{{if gt .Total (len .Hits)}}, the newest {{len .Hits}} shown{{end}}.</p>
+{{if and .Bodies (lt .BodiesIndexed .Indexed)}}<p class="note">Article text indexed for {{.BodiesIndexed}} of {{.Indexed}} articles so far; subjects and authors for all.</p>{{end}}
+{{if or .Query .Author .Since .Until}}<p class="lead">{{if .Approx}}At least {{end}}{{.Total}} article{{if ne .Total 1}}s{{end}} found{{if gt .Total (len .Hits)}}, the newest {{len .Hits}} shown{{end}}.</p>
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th>{{if not .Groups}}<th>Group</th>{{end}}<th class="num">Date</th></tr></thead>
 <tbody>
-{{range .Hits}}<tr><td class="subject"><a class="hit" href="{{.Link}}">{{.Subject}}</a></td><td class="from">{{.From}}</td>{{if not $.Groups}}<td class="name">{{.Group}}</td>{{end}}<td class="num">{{.DateText}}</td></tr>
+{{range .Hits}}<tr><td class="subject"><a class="hit" href="{{.Link}}">{{.Subject}}</a>{{with .Snippet}}<div class="snippet">{{range .}}{{if .Match}}<mark>{{.Text}}</mark>{{else}}{{.Text}}{{end}}{{end}}</div>{{end}}</td><td class="from">{{.From}}</td>{{if not $.Groups}}<td class="name">{{.Group}}</td>{{end}}<td class="num">{{.DateText}}</td></tr>
 {{else}}<tr><td colspan="4" class="muted">Nothing found.</td></tr>
 {{end}}</tbody>
 </table>{{end}}

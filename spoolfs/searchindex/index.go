@@ -20,19 +20,25 @@
 // servers' overview, so nothing is lost by that.
 //
 // In memory each group is a table of columns; Search scans it newest
-// first, matching every query word as a substring of the lower-cased
-// subject and author (a scan of 100,000 articles takes a few
-// milliseconds: BenchmarkSearch). Bodies are not indexed.
+// first, matching every query term (a word or a "quoted phrase") as a
+// substring of the lower-cased subject and author, or, in a group whose
+// bodies are indexed (body.go), as whole words of the body (a scan of
+// 100,000 articles takes a few milliseconds: BenchmarkSearch,
+// BenchmarkBodySearch).
 //
-// Size is bounded: when the files together pass MaxBytes, whole groups are
-// dropped, the least recently searched first (file removed, table freed);
-// the one being appended to is kept.
+// Damage found by Open and LoadBodies is cut or skipped, never fatal;
+// Damage says what was lost.
+//
+// Size is bounded: when the files together (overviews and bodies) pass
+// MaxBytes, whole groups are dropped, the least recently searched first
+// (files removed, tables freed); the one being appended to is kept.
 package searchindex
 
 import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -61,16 +67,18 @@ type Entry struct {
 	From      string
 }
 
-// Hit is an Entry found by Search, with its group.
+// Hit is an Entry found by Search, with its group, and, when a query term
+// matched its body, the stretch of the body around the first match.
 type Hit struct {
 	Group string
 	Entry
+	Snippet []Fragment
 }
 
 // Query says what Search looks for. Empty fields match everything.
 type Query struct {
 	Groups []string  // the groups searched; every indexed group when empty
-	Text   string    // words that must each appear in the subject or author
+	Text   string    // words and "phrases" that must each appear in the subject, author or indexed body
 	Author string    // words that must each appear in the author
 	Since  time.Time // dated at or after (zero: open)
 	Until  time.Time // dated before (zero: open)
@@ -78,10 +86,13 @@ type Query struct {
 }
 
 // Result is what Search found: the newest Limit hits, newest first, and
-// how many matched in all.
+// how many matched in all. Approx is set when Total is a lower bound:
+// more bodies held a phrase's words than a query reads to check them
+// (maxPhraseReads).
 type Result struct {
-	Hits  []Hit
-	Total int
+	Hits   []Hit
+	Total  int
+	Approx bool
 }
 
 // group is one group's table.
@@ -96,6 +107,12 @@ type group struct {
 	high    int64
 	size    int64 // bytes in the file
 	touched uint64
+	body    *bodies // nil when no body is indexed
+
+	// bodyPath names a body file LoadBodies has yet to read, of
+	// bodyPending bytes.
+	bodyPath    string
+	bodyPending int64
 }
 
 // Index is the search index of a directory. Its methods are safe for
@@ -107,7 +124,8 @@ type Index struct {
 	mu     sync.RWMutex
 	groups map[string]*group
 	size   int64
-	clock  uint64 // counts searches and appends, for least recently used
+	clock  uint64   // counts searches and appends, for least recently used
+	damage []string // what Open found damaged, and what it lost
 }
 
 // Open reads every group's file in dir (created when missing), truncating
@@ -123,24 +141,131 @@ func Open(dir string, maxBytes int64) (*Index, error) {
 	}
 	for _, path := range names {
 		name := strings.TrimSuffix(filepath.Base(path), suffix)
-		g, err := load(path, name)
+		g, report, err := load(path, name)
 		if err != nil {
+			ix.Close()
 			return nil, err
+		}
+		if report != "" {
+			ix.damage = append(ix.damage, report)
 		}
 		ix.groups[name] = g
 		ix.size += g.size
 	}
+	names, err = filepath.Glob(filepath.Join(dir, "*"+bodySuffix))
+	if err != nil {
+		ix.Close()
+		return nil, fmt.Errorf("searchindex: %w", err)
+	}
+	for _, path := range names {
+		g := ix.groups[strings.TrimSuffix(filepath.Base(path), bodySuffix)]
+		if g == nil {
+			// Its overview is gone (dropped by a crash between the two
+			// removals): without it the records name no article.
+			if err := os.Remove(path); err != nil {
+				ix.Close()
+				return nil, fmt.Errorf("searchindex: %w", err)
+			}
+			ix.damage = append(ix.damage, path+": no overview beside it: removed")
+			continue
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			ix.Close()
+			return nil, fmt.Errorf("searchindex: %w", err)
+		}
+		g.bodyPath, g.bodyPending = path, st.Size()
+		ix.size += st.Size()
+	}
 	return ix, nil
 }
 
-// load reads one group's file, truncating it at the first bad record.
-func load(path, name string) (*group, error) {
+// ErrBodiesLoading is returned by AppendBodies for a group whose body file
+// LoadBodies has not read yet.
+var ErrBodiesLoading = errors.New("searchindex: the group's bodies are not loaded yet")
+
+// LoadBodies reads the body files Open found, one group at a time,
+// without holding up searches (which find no body words in a group until
+// its file is read; it takes about 0.1 s per 1,000 articles). Damage
+// found is added to Damage. It returns ctx's error when ctx is done first,
+// or the first file that could not be read (whose group then takes no
+// more bodies).
+func (ix *Index) LoadBodies(ctx context.Context) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ix.mu.RLock()
+		var g *group
+		for _, c := range ix.groups {
+			if c.bodyPath != "" && (g == nil || c.name < g.name) {
+				g = c
+			}
+		}
+		var nums []int64
+		var path string
+		if g != nil {
+			// Rows are only ever appended: the ones there now stay as
+			// they are while the file is read.
+			nums, path = g.nums[:len(g.nums):len(g.nums)], g.bodyPath
+		}
+		ix.mu.RUnlock()
+		if g == nil {
+			return nil
+		}
+		b, reports, err := loadBodies(path, nums)
+		ix.mu.Lock()
+		if ix.groups[g.name] != g || g.bodyPath != path {
+			// Dropped meanwhile.
+			if b != nil {
+				b.file.Close()
+			}
+			ix.mu.Unlock()
+			continue
+		}
+		if err != nil {
+			ix.damage = append(ix.damage, fmt.Sprintf("%s: not read (%v): the group's bodies are not searchable", path, err))
+			ix.mu.Unlock()
+			return err
+		}
+		ix.damage = append(ix.damage, reports...)
+		ix.size += b.size - g.bodyPending
+		g.body, g.bodyPath, g.bodyPending = b, "", 0
+		ix.mu.Unlock()
+	}
+}
+
+// Damage returns what Open and LoadBodies found damaged in the files and
+// what was lost, one sentence each; nil when nothing was.
+func (ix *Index) Damage() []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return slices.Clone(ix.damage)
+}
+
+// Close closes the files the index reads bodies from.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	var errs []error
+	for _, g := range ix.groups {
+		if g.body != nil && g.body.file != nil {
+			errs = append(errs, g.body.file.Close())
+			g.body.file = nil
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// load reads one group's file, truncating it at the first bad record,
+// which report describes ("" when there is none).
+func load(path, name string) (g *group, report string, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return nil, fmt.Errorf("searchindex: %w", err)
+		return nil, "", fmt.Errorf("searchindex: %w", err)
 	}
 	defer f.Close()
-	g := &group{name: name}
+	g = &group{name: name}
 	r := bufio.NewReaderSize(f, 256<<10)
 	var off int64
 	for {
@@ -150,7 +275,7 @@ func load(path, name string) (*group, error) {
 		}
 		if err != nil {
 			if err != io.EOF {
-				return nil, fmt.Errorf("searchindex: %s: %w", path, err)
+				return nil, "", fmt.Errorf("searchindex: %s: %w", path, err)
 			}
 			break // an incomplete last record is absent
 		}
@@ -163,18 +288,19 @@ func load(path, name string) (*group, error) {
 	}
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("searchindex: %w", err)
+		return nil, "", fmt.Errorf("searchindex: %w", err)
 	}
 	if st.Size() != off {
+		report = fmt.Sprintf("%s: damaged at byte %d: %d bytes cut; articles after %d indexed again", path, off, st.Size()-off, g.high)
 		if err := f.Truncate(off); err != nil {
-			return nil, fmt.Errorf("searchindex: %s: truncating a damaged tail at %d: %w", path, off, err)
+			return nil, "", fmt.Errorf("searchindex: %s: truncating a damaged tail at %d: %w", path, off, err)
 		}
 		if err := f.Sync(); err != nil {
-			return nil, fmt.Errorf("searchindex: %s: %w", path, err)
+			return nil, "", fmt.Errorf("searchindex: %s: %w", path, err)
 		}
 	}
 	g.size = off
-	return g, nil
+	return g, report, nil
 }
 
 // clean makes a field storable: no TAB, CR or LF.
@@ -357,6 +483,26 @@ func (ix *Index) evict(keep string) error {
 		if victim == nil {
 			return nil // the one group is all there is: it stays
 		}
+		// The bodies first: a crash between the two leaves an overview
+		// without bodies, which is whole, rather than bodies without an
+		// overview.
+		if b := victim.body; b != nil {
+			if b.file != nil {
+				b.file.Close()
+			}
+			if err := os.Remove(filepath.Join(ix.dir, victim.name+bodySuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("searchindex: dropping %s: %w", victim.name, err)
+			}
+			ix.size -= b.size
+			victim.body = nil
+		}
+		if victim.bodyPath != "" {
+			if err := os.Remove(victim.bodyPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("searchindex: dropping %s: %w", victim.name, err)
+			}
+			ix.size -= victim.bodyPending
+			victim.bodyPath, victim.bodyPending = "", 0
+		}
 		if err := os.Remove(filepath.Join(ix.dir, victim.name+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("searchindex: dropping %s: %w", victim.name, err)
 		}
@@ -381,12 +527,17 @@ func (ix *Index) Groups() []string {
 // words splits a query into lower-case words.
 func words(s string) []string { return strings.Fields(strings.ToLower(s)) }
 
+// maxPhraseReads bounds the bodies one query reads back to check that a
+// phrase's words are adjacent; past it, Result.Approx is set and the
+// articles left unchecked are not counted.
+const maxPhraseReads = 1000
+
 // Search returns the newest hits of q (see Query), newest first.
 func (ix *Index) Search(q Query) Result {
 	if q.Limit <= 0 {
 		q.Limit = 100
 	}
-	text, author := words(q.Text), words(q.Author)
+	terms, author := parseTerms(q.Text), words(q.Author)
 	var since, until int64 = 0, 0
 	if !q.Since.IsZero() {
 		since = q.Since.Unix()
@@ -415,21 +566,30 @@ func (ix *Index) Search(q Query) Result {
 
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	s := &scan{terms: terms, author: author, since: since, until: until, reads: maxPhraseReads}
 	var res Result
 	for _, g := range gs {
+		s.group(g)
 		taken := 0
 		for i := len(g.nums) - 1; i >= 0; i-- {
-			d := g.dates[i]
-			if (since != 0 && d < since) || (until != 0 && (d == 0 || d >= until)) {
+			m := s.match(g, i)
+			if m == noMatch {
 				continue
 			}
-			if !match(g.hay[i], text, author) {
+			if m == unchecked {
+				res.Approx = true
 				continue
 			}
 			res.Total++
 			if taken < q.Limit {
 				taken++
-				res.Hits = append(res.Hits, Hit{Group: g.name, Entry: g.entry(i)})
+				h := Hit{Group: g.name, Entry: g.entry(i)}
+				if m == bodyMatch {
+					if text, ok := g.body.text(i); ok {
+						h.Snippet = snippet(text, terms)
+					}
+				}
+				res.Hits = append(res.Hits, h)
 			}
 		}
 	}
@@ -445,23 +605,105 @@ func (ix *Index) Search(q Query) Result {
 	return res
 }
 
-// match reports whether every text word is in hay and every author word
-// in its author part.
-func match(hay string, text, author []string) bool {
-	for _, w := range text {
-		if !strings.Contains(hay, w) {
-			return false
-		}
+// verdict is how a row matched a query.
+type verdict int
+
+const (
+	noMatch      verdict = iota
+	overviewOnly         // every term in the subject or author
+	bodyMatch            // some term only in the body
+	unchecked            // a phrase's words in the body, adjacency not checked (out of reads)
+)
+
+// scan is one query's matching state.
+type scan struct {
+	terms        []term
+	author       []string
+	since, until int64
+	reads        int // phrase checks left
+
+	// Per group: for each term, the rows whose body holds all its words
+	// (nil when the group has no bodies).
+	sets [][]uint64
+}
+
+// group prepares the scan of g: each term's body rows.
+func (s *scan) group(g *group) {
+	s.sets = s.sets[:0]
+	if g.body == nil {
+		return
 	}
-	if len(author) > 0 {
+	for _, t := range s.terms {
+		s.sets = append(s.sets, g.body.rows(t.words, len(g.nums)))
+	}
+}
+
+// rows returns the set of rows (a bitmap of n bits) whose body holds every
+// word; nil when none can.
+func (b *bodies) rows(words []string, n int) []uint64 {
+	if len(words) == 0 {
+		return nil
+	}
+	var set []uint64
+	for k, w := range words {
+		p := b.words[w]
+		if p == nil {
+			return nil
+		}
+		next := make([]uint64, (n+63)/64)
+		p.each(func(row int32) {
+			if int(row) < n && (k == 0 || set[row/64]&(1<<(row%64)) != 0) {
+				next[row/64] |= 1 << (row % 64)
+			}
+		})
+		set = next
+	}
+	return set
+}
+
+// match decides row i of g.
+func (s *scan) match(g *group, i int) verdict {
+	d := g.dates[i]
+	if (s.since != 0 && d < s.since) || (s.until != 0 && (d == 0 || d >= s.until)) {
+		return noMatch
+	}
+	hay := g.hay[i]
+	if len(s.author) > 0 {
 		from := hay[strings.IndexByte(hay, 0)+1:]
-		for _, w := range author {
+		for _, w := range s.author {
 			if !strings.Contains(from, w) {
-				return false
+				return noMatch
 			}
 		}
 	}
-	return true
+	v := overviewOnly
+	var text []byte // read once, for phrases
+	for k, t := range s.terms {
+		if strings.Contains(hay, t.text) {
+			continue
+		}
+		if k >= len(s.sets) || s.sets[k] == nil || s.sets[k][i/64]&(1<<(i%64)) == 0 {
+			return noMatch
+		}
+		v = bodyMatch
+		if len(t.words) < 2 {
+			continue
+		}
+		if text == nil {
+			if s.reads <= 0 {
+				return unchecked
+			}
+			s.reads--
+			var ok bool
+			if text, ok = g.body.text(i); !ok {
+				return noMatch
+			}
+		}
+		if !hasPhrase(text, t) {
+			return noMatch
+		}
+	}
+	return v
 }
 
 func (g *group) entry(i int) Entry {

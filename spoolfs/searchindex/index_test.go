@@ -1,6 +1,7 @@
 package searchindex
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,10 +19,14 @@ func entry(n int64, subject, from string) Entry {
 	return Entry{Number: n, Date: day0.Add(time.Duration(n) * time.Hour), MessageID: fmt.Sprintf("<%d@t>", n), Subject: subject, From: from}
 }
 
+// open opens the index in dir and loads its bodies.
 func open(t testing.TB, dir string, max int64) *Index {
 	t.Helper()
 	ix, err := Open(dir, max)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.LoadBodies(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return ix
