@@ -202,9 +202,16 @@ type response struct {
 // route registers fn on pattern with the common wrapper: the request's
 // time bound (a lazyDeadline: no timer unless fn waits), the error page,
 // the metrics.
+//
+// A pattern that ends in a {name...} wildcard is registered a second time
+// with {name}: the same handler and the same value for a one-segment path
+// (most message-ids), but an exact match, which ServeMux takes at once; a
+// match of {name...} is inexact, and ServeMux then matches the path again
+// with a "/" added, looking for a trailing-slash redirect (four of the
+// fifteen allocations of a cached article view).
 func (s *Server) route(pattern, name string, api bool, fn func(ctx context.Context, r *http.Request) (*response, error)) {
 	rs := s.routeStats(name)
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	h := func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx, release := withLazyDeadline(r.Context(), start.Add(s.opts.Timeout))
 		defer release()
@@ -214,7 +221,11 @@ func (s *Server) route(pattern, name string, api bool, fn func(ctx context.Conte
 		}
 		s.write(w, r, rs, resp)
 		rs.observe.Observe(time.Since(start).Seconds())
-	})
+	}
+	s.mux.HandleFunc(pattern, h)
+	if one, ok := strings.CutSuffix(pattern, "...}"); ok {
+		s.mux.HandleFunc(one+"}", h)
+	}
 }
 
 // routeStats are a route's request metrics with the series of its usual

@@ -404,3 +404,40 @@ func TestRequestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// A message-id is one path segment or several ({msgid...}, also
+// registered as {msgid}): both reach the same handler with the same,
+// unescaped id, on each route that takes one.
+func TestMessageIDSegments(t *testing.T) {
+	news := nntptest.Start(t, nntptest.Options{})
+	news.AddGroup(nntptest.Group{Name: "misc.test"})
+	for _, a := range []testArticle{
+		{id: "<one@t>", subject: "One segment", body: "one\n"},
+		{id: "<two/parts@t>", subject: "Two segments", body: "two\n"},
+	} {
+		if err := news.AddArticle(nntptest.Article{Raw: rawArticle("misc.test", a)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := startSiteOver(t, news, news.HostPort())
+	for _, tc := range []struct{ path, want string }{
+		{"/articles/one@t", "One segment"},
+		{"/articles/two/parts@t", "Two segments"},
+		{"/articles/two%2Fparts@t", "Two segments"},
+		{"/articles/%6Fne@t", "One segment"},
+		{"/api/articles/one@t", `"subject": "One segment"`},
+		{"/api/articles/two/parts@t", `"subject": "Two segments"`},
+		{"/groups/misc.test/threads/one@t", "One segment"},
+		{"/groups/misc.test/threads/two/parts@t", "Two segments"},
+		{"/api/threads/two/parts@t?group=misc.test", "two/parts@t"},
+	} {
+		resp, body := get(t, s.url+tc.path)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, tc.want) {
+			t.Errorf("GET %s: %d %q, want 200 containing %q", tc.path, resp.StatusCode, clip(body), tc.want)
+		}
+	}
+	if resp, _ := get(t, s.url+"/groups/misc.test/threads/one@t/feed.atom"); resp.StatusCode != http.StatusOK ||
+		resp.Header.Get("Content-Type") != "application/atom+xml; charset=utf-8" {
+		t.Errorf("thread feed: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
