@@ -233,7 +233,7 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 // articleGroup is the group an article is shown in: ?group= when valid,
 // else the first of its Newsgroups.
 func articleGroup(r *http.Request, d *Display) string {
-	if g := r.URL.Query().Get("group"); g != "" && proto.ValidGroupName(g) == nil {
+	if g := queryValue(r, "group"); g != "" && proto.ValidGroupName(g) == nil {
 		return g
 	}
 	if len(d.Newsgroups) > 0 {
@@ -247,7 +247,7 @@ func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, e
 	if err != nil {
 		return nil, err
 	}
-	key := "html " + id + " " + r.URL.Query().Get("group")
+	key := "html " + id + " " + queryValue(r, "group")
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
@@ -338,7 +338,7 @@ func (s *Server) apiThread(ctx context.Context, r *http.Request) (*response, err
 	if err != nil {
 		return nil, err
 	}
-	group := r.URL.Query().Get("group")
+	group := queryValue(r, "group")
 	if group == "" {
 		// The group is the first of the article's Newsgroups.
 		a, err := s.fed.Article(ctx, id)

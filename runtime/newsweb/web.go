@@ -434,9 +434,18 @@ func msgidParam(r *http.Request) (string, error) {
 
 var errBad = ErrBadRequest
 
+// queryValue is the query parameter key of r (as r.URL.Query().Get), without
+// parsing an absent query into a map: pages ask on every view.
+func queryValue(r *http.Request, key string) string {
+	if r.URL.RawQuery == "" {
+		return ""
+	}
+	return r.URL.Query().Get(key)
+}
+
 // pageParam returns ?page (1 when absent).
 func pageParam(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("page")
+	v := queryValue(r, "page")
 	if v == "" {
 		return 1, nil
 	}
