@@ -34,11 +34,15 @@ func (w *viewWriter) Write(p []byte) (int, error) {
 // newsweb itself, net/http's reading and writing aside. Bytes are the
 // (gzipped) body's.
 func BenchmarkCachedPages(b *testing.B) {
-	news := newsServer(b, 20)
+	news := newsServer(b, 500) // a group as large as newsbench web's
 	f := federated(b, nil, NewMetrics(prometheus.NewRegistry()), ServerConfig{Addr: news.HostPort(), Connections: 2})
 	h := New(f, Options{Logger: testLogger(b), Registerer: prometheus.NewRegistry()})
-	for _, path := range []string{"/articles/3@t", "/groups/misc.test", "/groups/misc.test/threads/1@t", "/api/groups/misc.test/threads", "/"} {
-		b.Run(path, func(b *testing.B) {
+	for _, page := range []struct{ kind, path string }{
+		{"article", "/articles/3@t"}, {"group", "/groups/misc.test"}, {"thread", "/groups/misc.test/threads/201@t"},
+		{"thread-list-API", "/api/groups/misc.test/threads"}, {"group-list", "/"},
+	} {
+		path := page.path
+		b.Run(page.kind, func(b *testing.B) {
 			req, err := http.NewRequest("GET", path, http.NoBody)
 			if err != nil {
 				b.Fatal(err)
