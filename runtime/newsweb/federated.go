@@ -93,6 +93,10 @@ type ThreadList struct {
 	// of a thread walked the whole group (mreader.Find) to find its root.
 	rootsOnce sync.Once
 	roots     map[string]*mreader.Node
+	// version is listVersion's answer, made on first use (for the same
+	// reason: pages look it up on every view).
+	versionOnce sync.Once
+	version     string
 }
 
 // root is the root of the thread holding id, nil when no article or

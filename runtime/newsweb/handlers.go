@@ -149,9 +149,13 @@ func (s *Server) listOf(ctx context.Context, group string) (*ThreadList, string)
 }
 
 // listVersion names the state of a thread list: it changes with every
-// update (Fetched), new articles (HighWater) and posts (the count).
+// update (Fetched), new articles (HighWater) and posts (the count). Each
+// of those makes a new list, so the name is made once per list.
 func listVersion(tl *ThreadList) string {
-	return strconv.FormatInt(tl.HighWater, 10) + "/" + strconv.Itoa(len(tl.Articles)) + "/" + strconv.FormatInt(tl.Fetched.UnixNano(), 10)
+	tl.versionOnce.Do(func() {
+		tl.version = strconv.FormatInt(tl.HighWater, 10) + "/" + strconv.Itoa(len(tl.Articles)) + "/" + strconv.FormatInt(tl.Fetched.UnixNano(), 10)
+	})
+	return tl.version
 }
 
 func groupPageKey(group string, before int64, page int, tl *ThreadList, st *GroupStats) string {
