@@ -6,8 +6,9 @@ package main
 //  1. cached pages of each kind (article, group, thread, thread-list API,
 //     group list): wrk, a separate process (web_wrk.go), loads each kind
 //     with C keep-alive connections for a fixed time, every page read once
-//     before; requests per second, p50/p99 latency, the NNTP commands the
-//     phase cost, and the load average after it (the machine is shared);
+//     before; requests per second, p50/p99 latency, the server's CPU time
+//     a request, the NNTP commands the phase cost, and the load average
+//     after it (the machine is shared);
 //  2. search latency: p50/p95 of reader-like queries over an index of
 //     100,000 articles (spoolfs/searchindex, in this process);
 //  3. NNTP commands per 1,000 page views of a reader-like mix (5% group
@@ -156,7 +157,12 @@ type kindResult struct {
 	kind     string
 	wrk      wrkResult
 	commands int
-	load     string // the load average when it ended
+	// cpu is this process's CPU time (user + system) a request during the
+	// load: the server's (nntptest, also here, is idle but for the few
+	// update commands), a figure other work on the machine moves much
+	// less than req/s or latency.
+	cpu  time.Duration
+	load string // the load average when it ended
 }
 
 // loadKinds warms every page once, then runs wrk over each kind in turn.
@@ -183,7 +189,7 @@ func loadKinds(st *webStack, news *nntptest.Server, b webBench, conns int, d tim
 				return nil, fmt.Errorf("GET %s: %s", p, resp.Status)
 			}
 		}
-		before := len(news.Commands())
+		before, cpu := len(news.Commands()), selfCPU()
 		r, err := runWrk(dir, st.url, paths, conns, d)
 		if err != nil {
 			return nil, fmt.Errorf("%s pages: %w", k[0], err)
@@ -191,7 +197,9 @@ func loadKinds(st *webStack, news *nntptest.Server, b webBench, conns int, d tim
 		if r.bad > 0 {
 			return nil, fmt.Errorf("%s pages: %d failed requests under load", k[0], r.bad)
 		}
-		out = append(out, kindResult{kind: k[0].(string), wrk: r, commands: len(news.Commands()) - before, load: loadAverage()})
+		cpu = selfCPU() - cpu
+		out = append(out, kindResult{kind: k[0].(string), wrk: r, commands: len(news.Commands()) - before,
+			cpu: cpu / time.Duration(max(1, r.requests)), load: loadAverage()})
 	}
 	return out, nil
 }
@@ -382,9 +390,10 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "newsweb on loopback: %d articles of %d bytes in %d groups (%d threads) on nntptest; %d NNTP connections\n",
 		len(b.articles), *size, len(b.groups), len(b.roots), *nntpConns)
 	fmt.Fprintf(stdout, "cached pages: wrk -t2 -c%d for %v per kind, gzip, every page read once before\n\n", *conns, *dur)
-	kt := Table{Header: []string{"page kind", "req/s", "p50", "p99", "NNTP commands", "load average after"}}
+	kt := Table{Header: []string{"page kind", "req/s", "p50", "p99", "server CPU a request", "NNTP commands", "load average after"}}
 	for _, k := range kinds {
-		kt.Add(k.kind, fmt.Sprintf("%.0f", k.wrk.rps), k.wrk.p50.String(), k.wrk.p99.String(), strconv.Itoa(k.commands), k.load)
+		kt.Add(k.kind, fmt.Sprintf("%.0f", k.wrk.rps), k.wrk.p50.String(), k.wrk.p99.String(), k.cpu.Round(100*time.Nanosecond).String(),
+			strconv.Itoa(k.commands), k.load)
 	}
 	kt.Print(stdout)
 	fmt.Fprintln(stdout)
@@ -401,6 +410,7 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "result web %s_rps %.0f\n", name, k.wrk.rps)
 		fmt.Fprintf(stdout, "result web %s_p50_us %d\n", name, k.wrk.p50.Microseconds())
 		fmt.Fprintf(stdout, "result web %s_p99_us %d\n", name, k.wrk.p99.Microseconds())
+		fmt.Fprintf(stdout, "result web %s_server_cpu_ns %d\n", name, k.cpu.Nanoseconds())
 	}
 	fmt.Fprintf(stdout, "result web search_p95_us %d\n", sp95.Microseconds())
 	fmt.Fprintf(stdout, "result web load_average %q\n", loadAverage())

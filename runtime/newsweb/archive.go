@@ -77,7 +77,7 @@ func (f *Federated) Archive(ctx context.Context, group, server string, before in
 
 // beforeParam is the ?before= of an archive page: 0 when absent.
 func beforeParam(r *http.Request) (int64, error) {
-	v := r.URL.Query().Get("before")
+	v := queryValue(r, "before")
 	if v == "" {
 		return 0, nil
 	}

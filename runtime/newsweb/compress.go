@@ -49,16 +49,22 @@ func gzipETag(etag string) string {
 	return strings.TrimSuffix(etag, `"`) + `-gz"`
 }
 
-// acceptsGzip reports whether an Accept-Encoding value allows gzip.
+// acceptsGzip reports whether an Accept-Encoding value allows gzip: the
+// first coding named gzip or * decides, by its q (1 when not given). It
+// is asked on every view, so it walks the value in place (no Split).
 func acceptsGzip(v string) bool {
-	for _, part := range strings.Split(v, ",") {
+	for v != "" {
+		var part string
+		part, v, _ = strings.Cut(v, ",")
 		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
 		name = strings.TrimSpace(name)
 		if !strings.EqualFold(name, "gzip") && name != "*" {
 			continue
 		}
 		q := 1.0
-		for _, p := range strings.Split(params, ";") {
+		for params != "" {
+			var p string
+			p, params, _ = strings.Cut(params, ";")
 			k, val, ok := strings.Cut(strings.TrimSpace(p), "=")
 			if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
 				if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {

@@ -62,7 +62,7 @@ func postAnchor(id string) string { return "p" + anchor(id)[1:] }
 // article the URL names.
 func convPage(r *http.Request, nodes []*mreader.Node, current string) (page, pages int, err error) {
 	pages = max(1, (len(nodes)+convPerPage-1)/convPerPage)
-	if r.URL.Query().Get("page") != "" {
+	if queryValue(r, "page") != "" {
 		page, err = pageParam(r)
 		return min(page, pages), pages, err
 	}

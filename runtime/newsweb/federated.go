@@ -86,6 +86,37 @@ type ThreadList struct {
 	// limit), which older pages fetch as archive ranges (Archive).
 	Floor int64
 	More  bool
+
+	// roots maps every message-id in Threads (articles and placeholders)
+	// to its thread's root, made on first use: a list is not changed once
+	// made (an update makes a new one), and without the index every view
+	// of a thread walked the whole group (mreader.Find) to find its root.
+	rootsOnce sync.Once
+	roots     map[string]*mreader.Node
+	// version is listVersion's answer, made on first use (for the same
+	// reason: pages look it up on every view).
+	versionOnce sync.Once
+	version     string
+}
+
+// root is the root of the thread holding id, nil when no article or
+// placeholder of the list has that id: mreader.Find, answered from the
+// index (the first node with the id in walk order, as Find takes).
+func (tl *ThreadList) root(id string) *mreader.Node {
+	tl.rootsOnce.Do(func() {
+		tl.roots = make(map[string]*mreader.Node, len(tl.Articles))
+		var cur *mreader.Node
+		mreader.Walk(tl.Threads, func(n *mreader.Node, depth int) bool {
+			if depth == 0 {
+				cur = n
+			}
+			if _, dup := tl.roots[n.ID]; !dup {
+				tl.roots[n.ID] = cur
+			}
+			return true
+		})
+	})
+	return tl.roots[id]
 }
 
 // ThreadView is one thread of a group.
@@ -650,7 +681,7 @@ func (f *Federated) Thread(ctx context.Context, group, id string) (ThreadView, e
 	key := mreader.ThreadKey(group, id)
 	if tl, ok := f.threads.get(mreader.ThreadsKey(group)); ok {
 		tl = f.update(ctx, group, tl)
-		if root, _ := mreader.Find(tl.Threads, id); root != nil {
+		if root := tl.root(id); root != nil {
 			f.metrics.cacheLookup(mreader.CacheThread, true)
 			return ThreadView{Group: group, Root: root, Server: tl.Server}, nil
 		}

@@ -50,8 +50,7 @@ type groupFilter struct {
 }
 
 func parseGroupFilter(r *http.Request) (groupFilter, error) {
-	q := r.URL.Query()
-	f := groupFilter{q: strings.TrimSpace(q.Get("q")), h: strings.Trim(q.Get("h"), ". *")}
+	f := groupFilter{q: strings.TrimSpace(queryValue(r, "q")), h: strings.Trim(queryValue(r, "h"), ". *")}
 	if len(f.q) > maxFilter || (f.h != "" && proto.ValidGroupName(f.h) != nil) {
 		return f, errBad
 	}

@@ -149,9 +149,13 @@ func (s *Server) listOf(ctx context.Context, group string) (*ThreadList, string)
 }
 
 // listVersion names the state of a thread list: it changes with every
-// update (Fetched), new articles (HighWater) and posts (the count).
+// update (Fetched), new articles (HighWater) and posts (the count). Each
+// of those makes a new list, so the name is made once per list.
 func listVersion(tl *ThreadList) string {
-	return strconv.FormatInt(tl.HighWater, 10) + "/" + strconv.Itoa(len(tl.Articles)) + "/" + strconv.FormatInt(tl.Fetched.UnixNano(), 10)
+	tl.versionOnce.Do(func() {
+		tl.version = strconv.FormatInt(tl.HighWater, 10) + "/" + strconv.Itoa(len(tl.Articles)) + "/" + strconv.FormatInt(tl.Fetched.UnixNano(), 10)
+	})
+	return tl.version
 }
 
 func groupPageKey(group string, before int64, page int, tl *ThreadList, st *GroupStats) string {
@@ -233,7 +237,7 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 // articleGroup is the group an article is shown in: ?group= when valid,
 // else the first of its Newsgroups.
 func articleGroup(r *http.Request, d *Display) string {
-	if g := r.URL.Query().Get("group"); g != "" && proto.ValidGroupName(g) == nil {
+	if g := queryValue(r, "group"); g != "" && proto.ValidGroupName(g) == nil {
 		return g
 	}
 	if len(d.Newsgroups) > 0 {
@@ -247,7 +251,7 @@ func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, e
 	if err != nil {
 		return nil, err
 	}
-	key := "html " + id + " " + r.URL.Query().Get("group")
+	key := "html " + id + " " + queryValue(r, "group")
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
@@ -338,7 +342,7 @@ func (s *Server) apiThread(ctx context.Context, r *http.Request) (*response, err
 	if err != nil {
 		return nil, err
 	}
-	group := r.URL.Query().Get("group")
+	group := queryValue(r, "group")
 	if group == "" {
 		// The group is the first of the article's Newsgroups.
 		a, err := s.fed.Article(ctx, id)

@@ -16,7 +16,15 @@ type Metrics struct {
 	Requests    *prometheus.CounterVec // requests run by workers, by server, priority and outcome
 	Coalesced   *prometheus.CounterVec // asks answered by another ask's fetch, by level (federated, server)
 	Connections *prometheus.CounterVec // connections made, by server and transport (tls, starttls, plain)
+
+	// hits and misses are CacheHits' and CacheMisses' series by cache
+	// kind, looked up once: page views look caches up on every view.
+	hits, misses [cacheSeries]prometheus.Counter
 }
+
+// cacheSeries bounds the cache kinds whose series are looked up once
+// (mreader's six, with room); any other is looked up as it comes.
+const cacheSeries = 8
 
 // NewMetrics creates the collectors and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -43,6 +51,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "newsweb_nntp_connections_total", Help: "NNTP connections established, by server and transport.",
 		}, []string{"server", "transport"}),
 	}
+	for _, k := range []mreader.CacheKind{mreader.CacheArticle, mreader.CacheArticleNotFound, mreader.CacheThreads,
+		mreader.CacheThread, mreader.CacheGroups, mreader.CacheGroupStats} {
+		m.hits[k], m.misses[k] = m.CacheHits.WithLabelValues(k.String()), m.CacheMisses.WithLabelValues(k.String())
+	}
 	if reg != nil {
 		reg.MustRegister(m.CacheHits, m.CacheMisses, m.QueueDepth, m.Commands, m.Requests, m.Coalesced, m.Connections)
 	}
@@ -53,11 +65,15 @@ func (m *Metrics) cacheLookup(kind mreader.CacheKind, hit bool) {
 	if m == nil {
 		return
 	}
+	series, vec := &m.misses, m.CacheMisses
 	if hit {
-		m.CacheHits.WithLabelValues(kind.String()).Inc()
-	} else {
-		m.CacheMisses.WithLabelValues(kind.String()).Inc()
+		series, vec = &m.hits, m.CacheHits
 	}
+	if int(kind) < cacheSeries && series[kind] != nil {
+		series[kind].Inc()
+		return
+	}
+	vec.WithLabelValues(kind.String()).Inc()
 }
 
 func (m *Metrics) queueDepth(server string, p mreader.Priority, n int) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"sync"
@@ -482,5 +483,39 @@ func TestReconnectAfterServerClose(t *testing.T) {
 	}
 	if n := srv.Conns(); n != 3 {
 		t.Errorf("%d connections for 3 requests with the connection dropped after each, want 3", n)
+	}
+}
+
+// A thread list's root index answers as mreader.Find does, for every id of
+// the list (articles, placeholders for missing parents, ids that appear
+// twice) and for an id it does not hold.
+func TestThreadListRoot(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var arts []mreader.Summary
+	date := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 300 {
+		s := mreader.Summary{Number: int64(i + 1), MessageID: fmt.Sprintf("<%d@t>", i), Subject: "s", Date: date.Add(time.Duration(i) * time.Minute)}
+		switch {
+		case i > 0 && r.IntN(4) != 0:
+			s.References = []string{fmt.Sprintf("<%d@t>", r.IntN(i))}
+		case r.IntN(5) == 0:
+			s.References = []string{fmt.Sprintf("<missing%d@t>", i), fmt.Sprintf("<%d@t>", r.IntN(i+1))}
+		}
+		if i%50 == 49 {
+			s.MessageID = "<0@t>" // a duplicate id
+		}
+		arts = append(arts, s)
+	}
+	tl := &ThreadList{CachedThreads: mreader.CachedThreads{Group: "misc.test", Articles: arts, Threads: mreader.Thread(arts)}}
+	ids := []string{"<none@t>"}
+	mreader.Walk(tl.Threads, func(n *mreader.Node, _ int) bool {
+		ids = append(ids, n.ID)
+		return true
+	})
+	for _, id := range ids {
+		want, _ := mreader.Find(tl.Threads, id)
+		if got := tl.root(id); got != want {
+			t.Errorf("root(%s) = %p, Find says %p", id, got, want)
+		}
 	}
 }

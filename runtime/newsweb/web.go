@@ -75,6 +75,8 @@ type Server struct {
 
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// notFound counts the answers of the catch-all route.
+	notFound *routeStats
 }
 
 // New returns the handler serving fed.
@@ -134,8 +136,9 @@ func New(fed *Federated, opts Options) *Server {
 	if opts.Gatherer != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
 	}
+	s.notFound = s.statsFor("notfound")
 	s.mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
-		s.write(w, r, "notfound", s.errorPage(http.StatusNotFound, "No such page", "There is nothing at this address."))
+		s.write(w, r, s.notFound, s.errorPage(http.StatusNotFound, "No such page", "There is nothing at this address."))
 	})
 	return s
 }
@@ -165,7 +168,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "URI too long", http.StatusRequestURITooLong)
 		return
 	}
-	if r.Body != nil {
+	if r.Body != nil && r.Body != http.NoBody { // a GET has none to limit
 		limit := int64(maxBody)
 		if s.posting != nil && r.Method == http.MethodPost {
 			limit = maxPostRequest
@@ -196,26 +199,67 @@ type response struct {
 	retryAfter time.Duration // Retry-After (429)
 }
 
-// route registers fn on pattern with the common wrapper.
+// route registers fn on pattern with the common wrapper: the request's
+// time bound (a lazyDeadline: no timer unless fn waits), the error page,
+// the metrics.
+//
+// A pattern that ends in a {name...} wildcard is registered a second time
+// with {name}: the same handler and the same value for a one-segment path
+// (most message-ids), but an exact match, which ServeMux takes at once; a
+// match of {name...} is inexact, and ServeMux then matches the path again
+// with a "/" added, looking for a trailing-slash redirect (four
+// allocations and a second walk of its tree on every article view).
 func (s *Server) route(pattern, name string, api bool, fn func(ctx context.Context, r *http.Request) (*response, error)) {
-	observe := s.duration.WithLabelValues(name)
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.opts.Timeout)
-		defer cancel()
+	rs := s.statsFor(name)
+	h := func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		ctx, release := withLazyDeadline(r.Context(), start.Add(s.opts.Timeout))
+		defer release()
 		resp, err := fn(ctx, r)
 		if err != nil {
 			resp = s.failure(r, api, err)
 		}
-		s.write(w, r, name, resp)
-		observe.Observe(time.Since(start).Seconds())
-	})
+		s.write(w, r, rs, resp)
+		rs.observe.Observe(time.Since(start).Seconds())
+	}
+	s.mux.HandleFunc(pattern, h)
+	if one, ok := strings.CutSuffix(pattern, "...}"); ok {
+		s.mux.HandleFunc(one+"}", h)
+	}
+}
+
+// routeStats are a route's request metrics with the series of its usual
+// answers (200, 304) looked up once, so that counting a view costs no
+// label lookup or formatting; other codes are looked up when they happen.
+type routeStats struct {
+	name            string
+	requests        *prometheus.CounterVec
+	observe         prometheus.Observer
+	ok, notModified prometheus.Counter
+}
+
+// statsFor makes the metrics of route name.
+func (s *Server) statsFor(name string) *routeStats {
+	return &routeStats{name: name, requests: s.requests, observe: s.duration.WithLabelValues(name),
+		ok: s.requests.WithLabelValues(name, "200"), notModified: s.requests.WithLabelValues(name, "304")}
+}
+
+// count counts one answer with status.
+func (rs *routeStats) count(status int) {
+	switch status {
+	case http.StatusOK:
+		rs.ok.Inc()
+	case http.StatusNotModified:
+		rs.notModified.Inc()
+	default:
+		rs.requests.WithLabelValues(rs.name, strconv.Itoa(status)).Inc()
+	}
 }
 
 // write sends resp with its ETag, honouring If-None-Match. The header
 // values of a response are made once (headerValues) and shared by every
 // view of a cached page, so serving one allocates next to nothing.
-func (s *Server) write(w http.ResponseWriter, r *http.Request, route string, resp *response) {
+func (s *Server) write(w http.ResponseWriter, r *http.Request, rs *routeStats, resp *response) {
 	h := w.Header()
 	hv := resp.headerValues()
 	h["Content-Type"] = hv.ctype
@@ -244,7 +288,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, route string, res
 			status = http.StatusNotModified
 		}
 	}
-	s.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	rs.count(status)
 	if status == http.StatusNotModified {
 		h.Del("Content-Type")
 		w.WriteHeader(status)
@@ -301,12 +345,12 @@ func etagOf(body []byte) string {
 	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
-// etagMatch implements If-None-Match's weak comparison (RFC 9110 §13.1.2).
+// etagMatch implements If-None-Match's weak comparison (RFC 9110 §13.1.2),
+// walking the header in place.
 func etagMatch(header, etag string) bool {
-	if header == "" {
-		return false
-	}
-	for _, t := range strings.Split(header, ",") {
+	for header != "" {
+		var t string
+		t, header, _ = strings.Cut(header, ",")
 		t = strings.TrimSpace(t)
 		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
 			return true
@@ -391,9 +435,18 @@ func msgidParam(r *http.Request) (string, error) {
 
 var errBad = ErrBadRequest
 
+// queryValue is the query parameter key of r (as r.URL.Query().Get), without
+// parsing an absent query into a map: pages ask on every view.
+func queryValue(r *http.Request, key string) string {
+	if r.URL.RawQuery == "" {
+		return ""
+	}
+	return r.URL.Query().Get(key)
+}
+
 // pageParam returns ?page (1 when absent).
 func pageParam(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("page")
+	v := queryValue(r, "page")
 	if v == "" {
 		return 1, nil
 	}

@@ -54,6 +54,7 @@ type site struct {
 	url  string
 	news *nntptest.Server
 	fed  *Federated
+	reg  *prometheus.Registry // the handler's metrics
 }
 
 // startSite runs newsweb's handler over an nntptest server holding
@@ -95,7 +96,7 @@ func startSiteWith(t testing.TB, news *nntptest.Server, opts Options, addrs ...s
 	h := New(fed, opts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); fed.Close() })
-	return &site{url: srv.URL, news: news, fed: fed}
+	return &site{url: srv.URL, news: news, fed: fed, reg: reg}
 }
 
 func get(t testing.TB, url string, hdr ...string) (*http.Response, string) {
@@ -328,5 +329,115 @@ func TestAllServersDown(t *testing.T) {
 		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "None of the news servers behind this site answered") {
 			t.Errorf("%s: %d %q", path, resp.StatusCode, clip(body))
 		}
+	}
+}
+
+// etagMatchSlow is the plain reading of If-None-Match that etagMatch walks
+// in place.
+func etagMatchSlow(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzETagMatch: etagMatch agrees with the split-based reading.
+func FuzzETagMatch(f *testing.F) {
+	for _, h := range []string{"", "*", `"a"`, `W/"a"`, `"b", "a"`, `"b",W/"a" ,`, ` , ,"a-gz"`} {
+		f.Add(h, `"a"`)
+	}
+	f.Fuzz(func(t *testing.T, header, etag string) {
+		if got, want := etagMatch(header, etag), etagMatchSlow(header, etag); got != want {
+			t.Errorf("etagMatch(%q, %q) = %v, the split-based reading says %v", header, etag, got, want)
+		}
+	})
+}
+
+// requestCount is newsweb_http_requests_total{route, code} in reg (0 when
+// absent).
+func requestCount(t *testing.T, reg *prometheus.Registry, route, code string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "newsweb_http_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["route"] == route && labels["code"] == code {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// Every answer is counted by route and status: the usual ones (200, 304)
+// through series looked up once, the others as they happen.
+func TestRequestMetrics(t *testing.T) {
+	s := startSite(t)
+	resp, _ := get(t, s.url+"/articles/m1@t", "Accept-Encoding", "gzip")
+	get(t, s.url+"/articles/m1@t")
+	get(t, s.url+"/articles/m1@t", "If-None-Match", resp.Header.Get("ETag"))
+	get(t, s.url+"/articles/nope@t")
+	get(t, s.url+"/nowhere")
+	for _, tc := range []struct {
+		route, code string
+		want        float64
+	}{
+		{"article", "200", 2}, {"article", "304", 1}, {"article", "404", 1}, {"notfound", "404", 1}, {"group", "200", 0},
+	} {
+		if got := requestCount(t, s.reg, tc.route, tc.code); got != tc.want {
+			t.Errorf("newsweb_http_requests_total{route=%q,code=%q} = %v, want %v", tc.route, tc.code, got, tc.want)
+		}
+	}
+}
+
+// A message-id is one path segment or several ({msgid...}, also
+// registered as {msgid}): both reach the same handler with the same,
+// unescaped id, on each route that takes one.
+func TestMessageIDSegments(t *testing.T) {
+	news := nntptest.Start(t, nntptest.Options{})
+	news.AddGroup(nntptest.Group{Name: "misc.test"})
+	for _, a := range []testArticle{
+		{id: "<one@t>", subject: "One segment", body: "one\n"},
+		{id: "<two/parts@t>", subject: "Two segments", body: "two\n"},
+	} {
+		if err := news.AddArticle(nntptest.Article{Raw: rawArticle("misc.test", a)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := startSiteOver(t, news, news.HostPort())
+	for _, tc := range []struct{ path, want string }{
+		{"/articles/one@t", "One segment"},
+		{"/articles/two/parts@t", "Two segments"},
+		{"/articles/two%2Fparts@t", "Two segments"},
+		{"/articles/%6Fne@t", "One segment"},
+		{"/api/articles/one@t", `"subject": "One segment"`},
+		{"/api/articles/two/parts@t", `"subject": "Two segments"`},
+		{"/groups/misc.test/threads/one@t", "One segment"},
+		{"/groups/misc.test/threads/two/parts@t", "Two segments"},
+		{"/api/threads/two/parts@t?group=misc.test", "two/parts@t"},
+	} {
+		resp, body := get(t, s.url+tc.path)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, tc.want) {
+			t.Errorf("GET %s: %d %q, want 200 containing %q", tc.path, resp.StatusCode, clip(body), tc.want)
+		}
+	}
+	if resp, _ := get(t, s.url+"/groups/misc.test/threads/one@t/feed.atom"); resp.StatusCode != http.StatusOK ||
+		resp.Header.Get("Content-Type") != "application/atom+xml; charset=utf-8" {
+		t.Errorf("thread feed: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 }
