@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -159,12 +160,16 @@ func (ic *inConn) check(e ingest.Check) {
 	})
 }
 
-// article stores a received article: reserve it if CHECK or IHAVE did
-// not, publish it and its queue entries, wait for their acknowledgements,
-// mark it present, and only then answer 239/235.
+// article stores a received article: one conditional publish stores it,
+// queues it for its peers and decides whether it is a duplicate (another
+// node or connection stored it first); 239/235 only once JetStream
+// acknowledged it (stored on a quorum). A reservation from CHECK or IHAVE
+// only kept other nodes from asking for it meanwhile: it is released when
+// the article could not be stored, and otherwise left to expire (the
+// stored head answers for the message-id from now on).
 func (ic *inConn) article(e ingest.Article) {
 	n := ic.n
-	r, had := ic.reserved[e.MessageID]
+	r := ic.reserved[e.MessageID]
 	delete(ic.reserved, e.MessageID)
 	wire, err := spoolForm(e, n.cfg.PathHost)
 	if err != nil {
@@ -176,26 +181,15 @@ func (ic *inConn) article(e ingest.Article) {
 	groups, _ := e.Header.Newsgroups()
 	peers := n.route(groups, e.Header.Path(), int64(len(wire)))
 	ic.async(func(ctx context.Context) {
-		if !had {
-			// TAKETHIS without CHECK: the history decides now. Held by
-			// another node means it is being stored there: a duplicate
-			// for this sender (which keeps its copy until acknowledged
-			// by that node, so nothing is lost if that node dies).
-			v, rr, err := n.store.Reserve(ctx, e.MessageID)
-			switch {
-			case err != nil:
-				n.log.Warn("history", "id", e.MessageID, "err", err)
-				n.ingest.deferred.Add(1)
-				ic.stored(e.Seq, ingest.Result{Outcome: ingest.StoreLater, Reason: "History unavailable"})
-				return
-			case v != Reserved:
-				n.ingest.duplicate.Add(1)
-				ic.stored(e.Seq, ingest.Result{Outcome: ingest.StoreDuplicate})
-				return
-			}
-			r = rr
-		}
-		if err := n.store.Put(ctx, r, e.MessageID, wire, peers); err != nil {
+		err := n.store.Put(ctx, e.MessageID, wire, peers)
+		switch {
+		case errors.Is(err, ErrDuplicate):
+			// Stored by another node or connection first (that one
+			// answers 239; its sender keeps its copy until then).
+			n.ingest.duplicate.Add(1)
+			ic.stored(e.Seq, ingest.Result{Outcome: ingest.StoreDuplicate})
+			return
+		case err != nil:
 			n.log.Warn("cannot store", "id", e.MessageID, "err", err)
 			n.store.Release(ctx, r)
 			n.ingest.deferred.Add(1)

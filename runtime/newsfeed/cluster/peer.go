@@ -39,7 +39,7 @@ type peer struct {
 	n        *Node
 	cfg      *newsfeed.PeerConfig
 	patterns proto.GroupPatterns
-	cons     jetstream.Consumer
+	queue    *Queue
 	addr     string
 	tls      *tls.Config
 
@@ -77,7 +77,7 @@ func newPeer(ctx context.Context, n *Node, pc *newsfeed.PeerConfig) (*peer, erro
 			}
 		}
 	}
-	p.cons, err = n.store.Queue(ctx, pc.Name, QueueLimits{MaxBytes: int64(pc.BacklogMaxBytes), MaxAge: pc.BacklogMaxAge.D()})
+	p.queue, err = n.store.Queue(ctx, pc.Name, QueueLimits{MaxAge: pc.BacklogMaxAge.D()})
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,10 @@ func (p *peer) start(ctx context.Context) {
 	p.done = make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range p.cfg.Connections {
-		c := &outConn{p: p, id: i + 1, kick: make(chan struct{}, 1), bodies: bodies{m: map[string]*held{}}}
+		c := &outConn{p: p, id: i + 1, bodies: bodies{m: map[string]*held{}}}
+		for range p.queue.Consumers {
+			c.kicks = append(c.kicks, make(chan struct{}, 1))
+		}
 		c.state.Store("starting")
 		p.conns = append(p.conns, c)
 		wg.Add(1)
@@ -195,7 +198,7 @@ func (b *bodies) each(fn func(*held)) {
 type outConn struct {
 	p        *peer
 	id       int
-	kick     chan struct{}
+	kicks    []chan struct{} // per shard puller: credits came
 	stopping atomic.Bool
 	gc       atomic.Pointer[goroutine.Conn] // the session's, while it feeds
 	state    atomic.Value                   // string, for the status page
@@ -209,9 +212,11 @@ type outConn struct {
 }
 
 func (c *outConn) poke() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
+	for _, k := range c.kicks {
+		select {
+		case k <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -333,42 +338,64 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	return true, err
 }
 
-// puller fetches queue entries while the feed has room, reads their
-// articles and offers them (through Do). It also keeps the entries it
-// holds alive (InProgress) so that a slow peer's entries are not
-// redelivered to another node while this one still waits for answers.
+// puller fetches queue entries while the feed has room, one goroutine
+// per shard (each shard is a consumer of its own), reads their articles
+// and offers them (through Do). It also keeps the entries it holds alive
+// (InProgress) so that a slow peer's entries are not redelivered to
+// another node while this one still waits for answers.
 func (c *outConn) puller(ctx context.Context, gc *goroutine.Conn) {
-	p := c.p
-	store := p.n.store
-	alive := time.NewTicker(max(time.Second, store.set.AckWait/3))
+	var wg sync.WaitGroup
+	for i, cons := range c.p.queue.Consumers {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.pullShard(ctx, gc, cons, c.kicks[i]) }()
+	}
+	alive := time.NewTicker(max(time.Second, c.p.n.store.set.AckWait/3))
 	defer alive.Stop()
 	for ctx.Err() == nil {
-		want := c.credits.Load()
-		if want <= 0 {
+		select {
+		case <-alive.C:
+			c.bodies.each(func(h *held) { h.msg.InProgress() })
+		case <-ctx.Done():
+		}
+	}
+	wg.Wait()
+}
+
+// pullBatch is the most entries one pull asks for.
+const pullBatch = 256
+
+// pullShard pulls one shard's entries for the connection: what is there
+// now, without waiting for a whole batch (Fetch waits until it has all
+// it asked for or its time is up); when nothing is there, it waits for
+// the first entry. The feed's credits are shared by the shards: each pull
+// takes what it asks for and gives back what it did not get.
+func (c *outConn) pullShard(ctx context.Context, gc *goroutine.Conn, cons jetstream.Consumer, kick chan struct{}) {
+	p := c.p
+	for ctx.Err() == nil {
+		want := c.takeCredits(pullBatch)
+		if want == 0 {
 			select {
-			case <-c.kick:
-			case <-alive.C:
-				c.bodies.each(func(h *held) { h.msg.InProgress() })
+			case <-kick:
 			case <-ctx.Done():
-				return
 			}
 			continue
 		}
-		// What is there now, without waiting for a whole batch (Fetch
-		// waits until it has all it asked for or its time is up: a
-		// second per pull when the queue holds fewer than asked); when
-		// nothing is there, wait for the first entry.
-		batch, err := p.cons.FetchNoWait(int(min(want, 256)))
+		batch, err := cons.FetchNoWait(want)
+		var msgs []jetstream.Msg
 		if err == nil {
-			msgs := c.fetched(batch)
-			if len(msgs) > 0 {
-				if !c.offer(ctx, gc, msgs) {
-					return
+			msgs = drain(batch)
+			if len(msgs) == 0 {
+				// Nothing here: give the credits to the other
+				// shards and wait for one entry.
+				c.giveCredits(want - 1)
+				want = 1
+				batch, err = cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
+				if err == nil {
+					msgs = drain(batch)
 				}
-				continue
 			}
-			batch, err = p.cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
 		}
+		c.giveCredits(want - len(msgs))
 		if err != nil {
 			if ctx.Err() == nil {
 				p.n.log.Debug("queue fetch", "peer", p.cfg.Name, "err", err)
@@ -379,26 +406,50 @@ func (c *outConn) puller(ctx context.Context, gc *goroutine.Conn) {
 			}
 			continue
 		}
-		if !c.offer(ctx, gc, c.fetched(batch)) {
+		if !c.offer(ctx, gc, msgs) {
 			return
 		}
 	}
 }
 
-// fetched takes the messages of a pull, counting them off the credits.
-func (c *outConn) fetched(batch jetstream.MessageBatch) []jetstream.Msg {
+// takeCredits takes up to most of the feed's credits.
+func (c *outConn) takeCredits(most int) int {
+	for {
+		have := c.credits.Load()
+		if have <= 0 {
+			return 0
+		}
+		n := min(have, int64(most))
+		if c.credits.CompareAndSwap(have, have-n) {
+			return int(n)
+		}
+	}
+}
+
+// giveCredits returns credits a pull did not use, waking the shards.
+func (c *outConn) giveCredits(n int) {
+	if n > 0 {
+		c.credits.Add(int64(n))
+		c.poke()
+	}
+}
+
+// drain takes the messages of a pull.
+func drain(batch jetstream.MessageBatch) []jetstream.Msg {
 	var msgs []jetstream.Msg
 	for m := range batch.Messages() {
-		c.credits.Add(-1)
 		msgs = append(msgs, m)
 	}
 	return msgs
 }
 
 // offer loads the articles of msgs and offers them to the feed; false
-// means the session ended (the held entries are naked by it).
+// means the session ended (the held entries are naked by it). The credits
+// of entries not offered (skipped, dropped, given back) return to the
+// pullers: the feed asks for more only as offers are answered.
 func (c *outConn) offer(ctx context.Context, gc *goroutine.Conn, msgs []jetstream.Msg) bool {
 	arts := c.load(ctx, msgs)
+	c.giveCredits(len(msgs) - len(arts))
 	if len(arts) == 0 {
 		return true
 	}
@@ -410,18 +461,21 @@ func (c *outConn) offer(ctx context.Context, gc *goroutine.Conn, msgs []jetstrea
 	}) == nil
 }
 
-// readers bounds the article reads one connection has in flight: a read
-// is a round trip to the shard's leader, and reading a batch one after
-// the other made the round trips, not CPU, the limit of feeding.
+// readers bounds the part reads one connection has in flight: a read is
+// a round trip to a replica, and reading a batch one after the other
+// made the round trips, not CPU, the limit of feeding.
 const readers = 32
 
-// missingAfter is how many deliveries of an entry find no article before
+// missingAfter is how many deliveries of an entry find no part before
 // the article counts as missing (expired from the store) and the entry is
 // dropped: the first misses may be a replica behind its leader.
 const missingAfter = 4
 
-// load reads the articles of pulled queue entries, in parallel, keeps
+// load takes the articles of pulled heads: the head is the article
+// (parts, for an article cut in pieces, are read in parallel). It keeps
 // them in the connection's bodies and returns them to offer, in order.
+// Heads not for this peer, delete markers and entries older than the
+// peer's backlog_max_age are acknowledged and skipped.
 func (c *outConn) load(ctx context.Context, msgs []jetstream.Msg) []feed.Article {
 	p := c.p
 	arts := make([]feed.Article, len(msgs))
@@ -433,41 +487,54 @@ func (c *outConn) load(ctx context.Context, msgs []jetstream.Msg) []feed.Article
 			m.Term()
 			continue
 		}
-		ref, err := ParseRef(m.Data())
-		if err != nil {
+		e, err := ParseEntry(m.Headers())
+		switch {
+		case err != nil:
 			p.n.log.Warn("bad queue entry; dropped", "peer", p.cfg.Name, "err", err)
 			p.dropped.Add(1)
 			m.Term()
+			continue
+		case e.Marker || !e.For(p.cfg.Name):
+			m.Ack()
+			continue
+		case p.queue.Limits.MaxAge > 0 && time.Since(md.Timestamp) > p.queue.Limits.MaxAge:
+			// The seed's backlog_max_age: too old to be worth sending.
+			p.dropped.Add(1)
+			m.Term()
+			continue
+		}
+		tok := md.Stream + "/" + strconv.FormatUint(md.Sequence.Stream, 10)
+		put := func(body []byte) {
+			c.bodies.put(tok, &held{msg: m, body: body})
+			arts[i] = feed.Article{Token: tok, MessageID: e.MessageID, Size: int64(len(body))}
+		}
+		if e.Parts.N == 0 {
+			put(m.Data())
 			continue
 		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			body, err := p.n.store.Body(ctx, ref)
+			body, err := p.n.store.Body(ctx, e, m.Data())
 			switch {
 			case err == nil:
+				put(body)
 			case errors.Is(err, jetstream.ErrMsgNotFound) && md.NumDelivered < missingAfter:
-				// A replica that has not applied the article yet
-				// answered the direct get: again in a moment.
+				// A replica that has not applied a part yet answered
+				// the direct get: again in a moment.
 				m.NakWithDelay(requeueDelay)
-				return
 			case errors.Is(err, jetstream.ErrMsgNotFound):
 				// Expired from the store (spool_max_age): the seed
 				// counts it missing.
-				p.n.log.Warn("article missing from the store; dropped", "peer", p.cfg.Name, "id", ref.MessageID, "err", err)
+				p.n.log.Warn("article missing from the store; dropped", "peer", p.cfg.Name, "id", e.MessageID, "err", err)
 				p.dropped.Add(1)
 				m.Term()
-				return
 			default:
 				// The session ended, or NATS did not answer: the entry
 				// goes back for any connection, never dropped.
 				m.NakWithDelay(requeueDelay)
-				return
 			}
-			tok := strconv.FormatUint(md.Sequence.Stream, 10)
-			c.bodies.put(tok, &held{msg: m, body: body})
-			arts[i] = feed.Article{Token: tok, MessageID: ref.MessageID, Size: int64(ref.Size)}
 		}()
 	}
 	wg.Wait()
