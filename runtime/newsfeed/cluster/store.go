@@ -27,8 +27,8 @@
 //     present without its body, and a node that dies before the head is
 //     stored leaves nothing that blocks the article. The history outlives
 //     the article: when spool_max_age removes a head, JetStream leaves a
-//     delete marker on its subject (SubjectDeleteMarkerTTL = history_retention
-//   - spool_max_age) that still fails the expected-sequence check.
+//     delete marker on its subject, living history_retention less
+//     spool_max_age (SubjectDeleteMarkerTTL), that still fails the check.
 //   - Reservations: CHECK and IHAVE, which come before the article, look
 //     the head up and then create a key in the KV bucket
 //     "<name>-reserve" ("R <node>", TTL reserve_ttl), so that two nodes
