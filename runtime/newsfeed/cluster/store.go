@@ -341,23 +341,21 @@ func clip(s string) string {
 // on a quorum of replicas), ErrDuplicate when another copy was stored
 // first (by any node).
 func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string) error {
+	if len(wire) <= s.chunk {
+		p, err := s.Publish(id, wire, peers)
+		if err != nil {
+			return err
+		}
+		return p.Wait(ctx)
+	}
 	subj, sh := s.head(id)
-	h := nats.Header{}
-	h[hdrExpectSubjSeq] = []string{"0"}
-	h[hdrID] = []string{id}
-	h[hdrPeers] = []string{strings.Join(peers, ",")}
-	data := wire
-	var parts Parts
-	if len(wire) > s.chunk {
-		parts = Parts{Token: newToken(), N: Chunks(len(wire), s.chunk), Size: len(wire)}
-		h[hdrParts] = []string{parts.String()}
-		data = wire[:s.chunk]
-		futs := make([]jetstream.PubAckFuture, 0, parts.N-1)
+	parts := Parts{Token: newToken(), N: Chunks(len(wire), s.chunk), Size: len(wire)}
+	futs := make([]jetstream.PubAckFuture, 0, parts.N-1)
+	err := func() error {
 		for i := 1; i < parts.N; i++ {
 			m := &nats.Msg{Subject: subj + "." + parts.Token + "." + strconv.Itoa(i), Data: wire[i*s.chunk : min(len(wire), (i+1)*s.chunk)]}
 			f, err := s.js.PublishMsgAsync(m)
 			if err != nil {
-				s.dropParts(sh, subj, parts)
 				return fmt.Errorf("cluster: store %s: %w", id, err)
 			}
 			futs = append(futs, f)
@@ -366,25 +364,68 @@ func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string)
 		// head the moment it is stored, and must find them.
 		for _, f := range futs {
 			if err := waitAck(ctx, f); err != nil {
-				s.dropParts(sh, subj, parts)
 				return fmt.Errorf("cluster: store %s: %w", id, err)
 			}
 		}
-	}
-	f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: subj, Header: h, Data: data})
-	if err == nil {
-		err = waitAck(ctx, f)
-	}
+		f, err := s.js.PublishMsgAsync(s.headMsg(subj, id, wire[:s.chunk], peers, parts))
+		if err != nil {
+			return fmt.Errorf("cluster: store %s: %w", id, err)
+		}
+		return (&Pending{id: id, f: f}).Wait(ctx)
+	}()
 	if err != nil {
-		if parts.N > 0 {
-			s.dropParts(sh, subj, parts)
-		}
-		if isWrongLastSeq(err) {
-			return ErrDuplicate
-		}
-		return fmt.Errorf("cluster: store %s: %w", id, err)
+		s.dropParts(sh, subj, parts)
 	}
-	return nil
+	return err
+}
+
+// headMsg is the conditional publish of an article's head.
+func (s *Store) headMsg(subj, id string, data []byte, peers []string, parts Parts) *nats.Msg {
+	h := nats.Header{}
+	h[hdrExpectSubjSeq] = []string{"0"}
+	h[hdrID] = []string{id}
+	h[hdrPeers] = []string{strings.Join(peers, ",")}
+	if parts.N > 0 {
+		h[hdrParts] = []string{parts.String()}
+	}
+	return &nats.Msg{Subject: subj, Header: h, Data: data}
+}
+
+// Pending is a head published and not yet acknowledged.
+type Pending struct {
+	id string
+	f  jetstream.PubAckFuture
+}
+
+// Publish sends the head of an article of at most ChunkSize octets
+// without waiting: Put's first half, for a caller that waits for many
+// acknowledgements on one goroutine. wire must not change until Wait
+// returns (the client may send it again).
+func (s *Store) Publish(id string, wire []byte, peers []string) (*Pending, error) {
+	if len(wire) > s.chunk {
+		return nil, fmt.Errorf("cluster: store %s: %d octets is over the chunk size %d: use Put", id, len(wire), s.chunk)
+	}
+	subj, _ := s.head(id)
+	f, err := s.js.PublishMsgAsync(s.headMsg(subj, id, wire, peers, Parts{}))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: store %s: %w", id, err)
+	}
+	return &Pending{id: id, f: f}, nil
+}
+
+// Wait is Put's answer for a published head: nil once it is stored on a
+// quorum, ErrDuplicate when another copy was stored first. A head whose
+// acknowledgement never comes fails after the publish timeout (twice
+// opTimeout).
+func (p *Pending) Wait(ctx context.Context) error {
+	err := waitAck(ctx, p.f)
+	switch {
+	case err == nil:
+		return nil
+	case isWrongLastSeq(err):
+		return ErrDuplicate
+	}
+	return fmt.Errorf("cluster: store %s: %w", p.id, err)
 }
 
 // isWrongLastSeq: the conditional publish found the subject taken.
