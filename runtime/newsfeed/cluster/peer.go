@@ -92,6 +92,7 @@ func (p *peer) start(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i := range p.cfg.Connections {
 		c := &outConn{p: p, id: i + 1, bodies: bodies{m: map[string]*held{}}}
+		c.arrived = make(chan struct{}, 1)
 		for range p.queue.Consumers {
 			c.kicks = append(c.kicks, make(chan struct{}, 1))
 		}
@@ -203,6 +204,9 @@ type outConn struct {
 	gc       atomic.Pointer[goroutine.Conn] // the session's, while it feeds
 	state    atomic.Value                   // string, for the status page
 	credits  atomic.Int64                   // articles the feed asked for and the puller has not fetched
+	arrived  chan struct{}                  // entries came into inbox
+	inMu     sync.Mutex
+	inbox    []jetstream.Msg // entries the subscriptions handed over, for the puller
 	bodies   bodies
 
 	// Owned by the session's Run goroutine.
@@ -338,78 +342,124 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	return true, err
 }
 
-// puller fetches queue entries while the feed has room, one goroutine
-// per shard (each shard is a consumer of its own), reads their articles
-// and offers them (through Do). It also keeps the entries it holds alive
-// (InProgress) so that a slow peer's entries are not redelivered to
-// another node while this one still waits for answers.
+// puller takes queue entries while the feed has room, reads their
+// articles and offers them (through Do). Each shard's consumer delivers to
+// a subscription of the connection's own (nats.go's Consume: pulls kept
+// going ahead of need, at most pullMsgs entries or pullBytes octets
+// buffered); its handler waits for a credit of the feed's for each entry
+// and leaves it in the connection's inbox, which this goroutine offers in
+// batches. A Fetch ends its subscription after a second without a message,
+// and what the server sends later is lost until ack_wait brings it back
+// (the 500 KB case of newsbench cluster stalled 30 s on it). The puller
+// also keeps the entries it holds alive (InProgress) so that a slow
+// peer's entries are not redelivered to another node while this one still
+// waits for answers.
 func (c *outConn) puller(ctx context.Context, gc *goroutine.Conn) {
-	var wg sync.WaitGroup
-	for i, cons := range c.p.queue.Consumers {
-		wg.Add(1)
-		go func() { defer wg.Done(); c.pullShard(ctx, gc, cons, c.kicks[i]) }()
+	p := c.p
+	var subs []jetstream.ConsumeContext
+	for i, cons := range p.queue.Consumers {
+		cc, err := c.consume(ctx, cons, c.kicks[i])
+		if err != nil {
+			break // the session ended
+		}
+		subs = append(subs, cc)
 	}
-	alive := time.NewTicker(max(time.Second, c.p.n.store.set.AckWait/3))
+	alive := time.NewTicker(max(time.Second, p.n.store.set.AckWait/3))
 	defer alive.Stop()
+feed:
 	for ctx.Err() == nil {
 		select {
+		case <-c.arrived:
+			if msgs := c.takeInbox(); len(msgs) > 0 && !c.offer(ctx, gc, msgs) {
+				break feed
+			}
 		case <-alive.C:
 			c.bodies.each(func(h *held) { h.msg.InProgress() })
 		case <-ctx.Done():
 		}
 	}
-	wg.Wait()
+	// What the subscriptions still buffer goes to the handler, which
+	// gives it back now that ctx is done; then what the inbox holds.
+	for _, cc := range subs {
+		cc.Drain()
+	}
+	for _, cc := range subs {
+		select {
+		case <-cc.Closed():
+		case <-time.After(p.n.opts.StopTimeout):
+		}
+	}
+	for _, m := range c.takeInbox() {
+		p.requeued.Add(1)
+		m.NakWithDelay(requeueDelay)
+	}
 }
 
-// pullBatch is the most entries one pull asks for.
-const pullBatch = 256
-
-// pullShard pulls one shard's entries for the connection: what is there
-// now, without waiting for a whole batch (Fetch waits until it has all
-// it asked for or its time is up); when nothing is there, it waits for
-// the first entry. The feed's credits are shared by the shards: each pull
-// takes what it asks for and gives back what it did not get.
-func (c *outConn) pullShard(ctx context.Context, gc *goroutine.Conn, cons jetstream.Consumer, kick chan struct{}) {
+// consume subscribes to one shard's consumer, trying again while NATS
+// does not answer, until ctx ends.
+func (c *outConn) consume(ctx context.Context, cons jetstream.Consumer, kick chan struct{}) (jetstream.ConsumeContext, error) {
 	p := c.p
-	for ctx.Err() == nil {
-		want := c.takeCredits(pullBatch)
-		if want == 0 {
-			select {
-			case <-kick:
-			case <-ctx.Done():
-			}
-			continue
-		}
-		batch, err := cons.FetchNoWait(want)
-		var msgs []jetstream.Msg
+	for {
+		cc, err := cons.Consume(func(m jetstream.Msg) { c.arrive(ctx, m, kick) },
+			jetstream.PullMaxMessagesWithBytesLimit(pullMsgs, pullBytes),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				p.n.log.Debug("queue consume", "peer", p.cfg.Name, "err", err)
+			}))
 		if err == nil {
-			msgs = drain(batch)
-			if len(msgs) == 0 {
-				// Nothing here: give the credits to the other
-				// shards and wait for one entry.
-				c.giveCredits(want - 1)
-				want = 1
-				batch, err = cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
-				if err == nil {
-					msgs = drain(batch)
-				}
-			}
+			return cc, nil
 		}
-		c.giveCredits(want - len(msgs))
-		if err != nil {
-			if ctx.Err() == nil {
-				p.n.log.Debug("queue fetch", "peer", p.cfg.Name, "err", err)
-				select {
-				case <-time.After(250 * time.Millisecond):
-				case <-ctx.Done():
-				}
-			}
-			continue
+		p.n.log.Debug("queue consume", "peer", p.cfg.Name, "err", err)
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		if !c.offer(ctx, gc, msgs) {
+	}
+}
+
+// pullMsgs and pullBytes bound the entries a connection's subscription to
+// one shard has asked for and not yet handed over: the entries carry
+// their articles, and a NATS server cuts a client off whose pending
+// deliveries pass its max_pending (64 MB by default).
+const (
+	pullMsgs  = 128
+	pullBytes = 4 << 20
+)
+
+// arrive is a subscription's handler: it waits for a credit, then leaves
+// m in the inbox for the puller. Once the session ends it gives m back.
+func (c *outConn) arrive(ctx context.Context, m jetstream.Msg, kick chan struct{}) {
+	for c.takeCredits(1) == 0 {
+		select {
+		case <-kick:
+		case <-ctx.Done():
+			c.p.requeued.Add(1)
+			m.NakWithDelay(requeueDelay)
 			return
 		}
 	}
+	if ctx.Err() != nil {
+		c.giveCredits(1)
+		c.p.requeued.Add(1)
+		m.NakWithDelay(requeueDelay)
+		return
+	}
+	c.inMu.Lock()
+	c.inbox = append(c.inbox, m)
+	c.inMu.Unlock()
+	select {
+	case c.arrived <- struct{}{}:
+	default:
+	}
+}
+
+// takeInbox takes the entries the subscriptions handed over.
+func (c *outConn) takeInbox() []jetstream.Msg {
+	c.inMu.Lock()
+	defer c.inMu.Unlock()
+	msgs := c.inbox
+	c.inbox = nil
+	return msgs
 }
 
 // takeCredits takes up to most of the feed's credits.
@@ -432,15 +482,6 @@ func (c *outConn) giveCredits(n int) {
 		c.credits.Add(int64(n))
 		c.poke()
 	}
-}
-
-// drain takes the messages of a pull.
-func drain(batch jetstream.MessageBatch) []jetstream.Msg {
-	var msgs []jetstream.Msg
-	for m := range batch.Messages() {
-		msgs = append(msgs, m)
-	}
-	return msgs
 }
 
 // offer loads the articles of msgs and offers them to the feed; false

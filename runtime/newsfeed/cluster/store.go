@@ -95,6 +95,7 @@ type Store struct {
 	set    Settings
 	nc     *nats.Conn
 	js     jetstream.JetStream
+	pub    jetstream.JetStream // articles' publishes: js, or another connection's
 	shards []jetstream.Stream
 	resv   jetstream.KeyValue
 	chunk  int
@@ -155,7 +156,7 @@ func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error)
 	if set.MaxAckPending == 0 {
 		set.MaxAckPending = 20000
 	}
-	s := &Store{set: set, nc: nc, js: js, chunk: set.ChunkSize}
+	s := &Store{set: set, nc: nc, js: js, pub: js, chunk: set.ChunkSize}
 	if s.chunk <= 0 {
 		// Headers and the subject ride in the same payload limit; keep a
 		// margin.
@@ -218,6 +219,19 @@ func (s *Store) shardConfig(i int) jetstream.StreamConfig {
 		cfg.AllowRollup = true
 	}
 	return cfg
+}
+
+// PublishOn sends the articles' publishes over nc, a connection of their
+// own: one NATS connection is one reader and one writer on each side (the
+// client's and the server's), and with ingest and feeding on one, each
+// waited for the other's traffic.
+func (s *Store) PublishOn(nc *nats.Conn) error {
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(2*opTimeout))
+	if err != nil {
+		return fmt.Errorf("cluster: jetstream: %w", err)
+	}
+	s.pub = js
+	return nil
 }
 
 func (s *Store) shardStream(i int) string { return s.set.Name + "-art-" + strconv.Itoa(i) }
@@ -354,7 +368,7 @@ func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string)
 	err := func() error {
 		for i := 1; i < parts.N; i++ {
 			m := &nats.Msg{Subject: subj + "." + parts.Token + "." + strconv.Itoa(i), Data: wire[i*s.chunk : min(len(wire), (i+1)*s.chunk)]}
-			f, err := s.js.PublishMsgAsync(m)
+			f, err := s.pub.PublishMsgAsync(m)
 			if err != nil {
 				return fmt.Errorf("cluster: store %s: %w", id, err)
 			}
@@ -367,7 +381,7 @@ func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string)
 				return fmt.Errorf("cluster: store %s: %w", id, err)
 			}
 		}
-		f, err := s.js.PublishMsgAsync(s.headMsg(subj, id, wire[:s.chunk], peers, parts))
+		f, err := s.pub.PublishMsgAsync(s.headMsg(subj, id, wire[:s.chunk], peers, parts))
 		if err != nil {
 			return fmt.Errorf("cluster: store %s: %w", id, err)
 		}
@@ -406,7 +420,7 @@ func (s *Store) Publish(id string, wire []byte, peers []string) (*Pending, error
 		return nil, fmt.Errorf("cluster: store %s: %d octets is over the chunk size %d: use Put", id, len(wire), s.chunk)
 	}
 	subj, _ := s.head(id)
-	f, err := s.js.PublishMsgAsync(s.headMsg(subj, id, wire, peers, Parts{}))
+	f, err := s.pub.PublishMsgAsync(s.headMsg(subj, id, wire, peers, Parts{}))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: store %s: %w", id, err)
 	}
