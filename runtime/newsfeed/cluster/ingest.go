@@ -210,6 +210,10 @@ func (ic *inConn) article(e ingest.Article) {
 	peers := n.route(groups, e.Header.Path(), int64(len(wire)))
 	if len(wire) <= n.store.ChunkSize() {
 		p, err := n.store.Publish(e.MessageID, wire, peers)
+		if errors.Is(err, ErrDuplicate) {
+			ic.finish(ic.ctx, e.Seq, r, len(wire), peers, err)
+			return
+		}
 		if err != nil {
 			ic.async(func(ctx context.Context) { ic.finish(ctx, e.Seq, r, len(wire), peers, err) })
 			return

@@ -99,6 +99,7 @@ type Store struct {
 	shards []jetstream.Stream
 	resv   jetstream.KeyValue
 	chunk  int
+	seen   *seen // message-ids known present
 }
 
 // Verdict is the history's answer about a message-id.
@@ -156,7 +157,8 @@ func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error)
 	if set.MaxAckPending == 0 {
 		set.MaxAckPending = 20000
 	}
-	s := &Store{set: set, nc: nc, js: js, pub: js, chunk: set.ChunkSize}
+	s := &Store{set: set, nc: nc, js: js, pub: js, chunk: set.ChunkSize,
+		seen: newSeen(max(set.History, set.MaxAge))}
 	if s.chunk <= 0 {
 		// Headers and the subject ride in the same payload limit; keep a
 		// margin.
@@ -267,12 +269,16 @@ func Chunks(size, chunk int) int { return max(1, (size+chunk-1)/chunk) }
 // remembers it), else the first caller gets Reserved (and the
 // reservation), later ones InProgress until it expires or is released.
 func (s *Store) Reserve(ctx context.Context, id string) (Verdict, Reservation, error) {
+	if s.seen.has(id) {
+		return Present, Reservation{}, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	subj, sh := s.head(id)
 	_, err := s.shards[sh].GetLastMsgForSubject(ctx, subj)
 	switch {
 	case err == nil:
+		s.seen.add(id)
 		return Present, Reservation{}, nil
 	case !errors.Is(err, jetstream.ErrMsgNotFound):
 		return 0, Reservation{}, fmt.Errorf("cluster: history %s: %w", id, err)
@@ -355,6 +361,9 @@ func clip(s string) string {
 // on a quorum of replicas), ErrDuplicate when another copy was stored
 // first (by any node).
 func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string) error {
+	if s.seen.has(id) {
+		return ErrDuplicate
+	}
 	if len(wire) <= s.chunk {
 		p, err := s.Publish(id, wire, peers)
 		if err != nil {
@@ -385,7 +394,7 @@ func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string)
 		if err != nil {
 			return fmt.Errorf("cluster: store %s: %w", id, err)
 		}
-		return (&Pending{id: id, f: f}).Wait(ctx)
+		return (&Pending{s: s, id: id, f: f}).Wait(ctx)
 	}()
 	if err != nil {
 		s.dropParts(sh, subj, parts)
@@ -407,6 +416,7 @@ func (s *Store) headMsg(subj, id string, data []byte, peers []string, parts Part
 
 // Pending is a head published and not yet acknowledged.
 type Pending struct {
+	s  *Store
 	id string
 	f  jetstream.PubAckFuture
 }
@@ -414,17 +424,21 @@ type Pending struct {
 // Publish sends the head of an article of at most ChunkSize octets
 // without waiting: Put's first half, for a caller that waits for many
 // acknowledgements on one goroutine. wire must not change until Wait
-// returns (the client may send it again).
+// returns (the client may send it again). An id this node knows is
+// present is ErrDuplicate at once.
 func (s *Store) Publish(id string, wire []byte, peers []string) (*Pending, error) {
 	if len(wire) > s.chunk {
 		return nil, fmt.Errorf("cluster: store %s: %d octets is over the chunk size %d: use Put", id, len(wire), s.chunk)
+	}
+	if s.seen.has(id) {
+		return nil, ErrDuplicate
 	}
 	subj, _ := s.head(id)
 	f, err := s.pub.PublishMsgAsync(s.headMsg(subj, id, wire, peers, Parts{}))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: store %s: %w", id, err)
 	}
-	return &Pending{id: id, f: f}, nil
+	return &Pending{s: s, id: id, f: f}, nil
 }
 
 // Wait is Put's answer for a published head: nil once it is stored on a
@@ -435,8 +449,10 @@ func (p *Pending) Wait(ctx context.Context) error {
 	err := waitAck(ctx, p.f)
 	switch {
 	case err == nil:
+		p.s.seen.add(p.id)
 		return nil
 	case isWrongLastSeq(err):
+		p.s.seen.add(p.id)
 		return ErrDuplicate
 	}
 	return fmt.Errorf("cluster: store %s: %w", p.id, err)

@@ -418,3 +418,60 @@ func TestOpenTogether(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestKnownPresent: ids this node stored or was refused are answered from
+// memory: with the NATS server gone, Reserve still says Present and Put
+// ErrDuplicate for them (and fails for others, which need NATS).
+func TestKnownPresent(t *testing.T) {
+	s, e := testStore(t, Settings{})
+	ctx := context.Background()
+	if err := s.Put(ctx, "<mine@t>", []byte("x\r\n.\r\n"), nil); err != nil {
+		t.Fatal(err)
+	}
+	e.Shutdown()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if v, _, err := s.Reserve(ctx, "<mine@t>"); err != nil || v != Present {
+		t.Errorf("Reserve of a stored id without NATS = %v, %v; want Present", v, err)
+	}
+	if err := s.Put(ctx, "<mine@t>", []byte("x\r\n.\r\n"), nil); !errors.Is(err, ErrDuplicate) {
+		t.Errorf("Put of a stored id without NATS = %v; want ErrDuplicate", err)
+	}
+	if _, _, err := s.Reserve(ctx, "<other@t>"); err == nil {
+		t.Error("Reserve of an unknown id without NATS succeeded")
+	}
+}
+
+// TestSeenGenerations: an id is remembered for one or two generations,
+// then forgotten; a short history shortens them.
+func TestSeenGenerations(t *testing.T) {
+	s := newSeen(0)
+	if s.age != seenAge {
+		t.Errorf("age %v with no history bound, want %v", s.age, seenAge)
+	}
+	if short := newSeen(8 * time.Second); short.age != 2*time.Second {
+		t.Errorf("age %v for an 8 s history, want 2s", short.age)
+	}
+	s.add("<a@t>")
+	if !s.has("<a@t>") || s.has("<b@t>") {
+		t.Fatal("has after add: want <a@t> only")
+	}
+	// Fill a generation: <a@t> moves to the previous one, still known.
+	for i := range seenMax {
+		s.add("<fill" + strconv.Itoa(i) + "@t>")
+	}
+	if !s.has("<a@t>") {
+		t.Error("<a@t> forgotten after one generation")
+	}
+	for i := range seenMax + 1 {
+		s.add("<more" + strconv.Itoa(i) + "@t>")
+	}
+	if s.has("<a@t>") {
+		t.Error("<a@t> still known after two generations")
+	}
+	// Generations too old are not trusted (the clock moved on).
+	s.began = s.began.Add(-3 * s.age)
+	if s.has("<more1@t>") {
+		t.Error("an id from generations older than twice their age is still known")
+	}
+}
