@@ -42,6 +42,11 @@ type inConn struct {
 	// stores carries published heads, in order, to the one goroutine
 	// that waits for their acknowledgements and answers them.
 	stores chan pendingStore
+	// flight counts the octets of articles being stored (published, not
+	// yet answered): Run's goroutine waits while they pass storeBytes.
+	flightMu   sync.Mutex
+	flightCond *sync.Cond
+	flight     int
 	// path is Run's goroutine's buffer for the article with our Path.
 	path []byte
 }
@@ -67,6 +72,7 @@ func (n *Node) serveIngest(ctx context.Context, nc net.Conn) {
 	})
 	ic := &inConn{n: n, remote: nc.RemoteAddr().String(), g: g, kick: make(chan struct{}, 1),
 		reserved: map[string]Reservation{}, ctx: ctx, stores: make(chan pendingStore, storeWindow)}
+	ic.flightCond = sync.NewCond(&ic.flightMu)
 	ic.working.Add(1)
 	go func() { defer ic.working.Done(); ic.waitStores() }()
 	ic.gc = goroutine.New(nc, goroutine.Options{})
@@ -178,10 +184,33 @@ func (ic *inConn) check(e ingest.Check) {
 	})
 }
 
-// storeWindow bounds the heads one connection has published and not
-// seen acknowledged; beyond it the connection stops reading (the machine
-// waits in step) until acknowledgements come.
-const storeWindow = 1024
+// storeWindow and storeBytes bound the articles one connection has
+// published and not seen acknowledged (each is held until then: the
+// client may send it again); beyond them the connection stops reading
+// (the machine waits in step) until acknowledgements come.
+const (
+	storeWindow = 1024
+	storeBytes  = 32 << 20
+)
+
+// takeFlight waits until size more octets fit in the connection's
+// storeBytes (one article always does), and counts them.
+func (ic *inConn) takeFlight(size int) {
+	ic.flightMu.Lock()
+	for ic.flight > 0 && ic.flight+size > storeBytes {
+		ic.flightCond.Wait()
+	}
+	ic.flight += size
+	ic.flightMu.Unlock()
+}
+
+// giveFlight uncounts an article whose store is answered.
+func (ic *inConn) giveFlight(size int) {
+	ic.flightMu.Lock()
+	ic.flight -= size
+	ic.flightMu.Unlock()
+	ic.flightCond.Signal()
+}
 
 // article stores a received article: one conditional publish stores it,
 // queues it for its peers and decides whether it is a duplicate (another
@@ -209,19 +238,23 @@ func (ic *inConn) article(e ingest.Article) {
 	groups, _ := e.Header.Newsgroups()
 	peers := n.route(groups, e.Header.Path(), int64(len(wire)))
 	if len(wire) <= n.store.ChunkSize() {
+		ic.takeFlight(len(wire))
 		p, err := n.store.Publish(e.MessageID, wire, peers)
-		if errors.Is(err, ErrDuplicate) {
-			ic.finish(ic.ctx, e.Seq, r, len(wire), peers, err)
-			return
-		}
 		if err != nil {
+			ic.giveFlight(len(wire))
+			if errors.Is(err, ErrDuplicate) {
+				ic.finish(ic.ctx, e.Seq, r, len(wire), peers, err)
+				return
+			}
 			ic.async(func(ctx context.Context) { ic.finish(ctx, e.Seq, r, len(wire), peers, err) })
 			return
 		}
 		ic.stores <- pendingStore{p: p, seq: e.Seq, r: r, size: len(wire), peers: peers}
 		return
 	}
+	ic.takeFlight(len(wire))
 	ic.async(func(ctx context.Context) {
+		defer ic.giveFlight(len(wire))
 		ic.finish(ctx, e.Seq, r, len(wire), peers, n.store.Put(ctx, e.MessageID, wire, peers))
 	})
 }
@@ -235,6 +268,7 @@ func (ic *inConn) waitStores() {
 	ctx := context.WithoutCancel(ic.ctx)
 	for ps := range ic.stores {
 		ic.finish(ctx, ps.seq, ps.r, ps.size, ps.peers, ps.p.Wait(ctx))
+		ic.giveFlight(ps.size)
 	}
 }
 
