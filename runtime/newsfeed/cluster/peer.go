@@ -199,11 +199,11 @@ func (b *bodies) each(fn func(*held)) {
 type outConn struct {
 	p        *peer
 	id       int
-	kicks    []chan struct{} // per shard puller: credits came
+	kicks    []chan struct{} // per shard subscription: credits came
 	stopping atomic.Bool
 	gc       atomic.Pointer[goroutine.Conn] // the session's, while it feeds
 	state    atomic.Value                   // string, for the status page
-	credits  atomic.Int64                   // articles the feed asked for and the puller has not fetched
+	credits  atomic.Int64                   // articles the feed asked for and the subscriptions have not taken
 	arrived  chan struct{}                  // entries came into inbox
 	inMu     sync.Mutex
 	inbox    []jetstream.Msg // entries the subscriptions handed over, for the puller
