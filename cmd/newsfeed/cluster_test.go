@@ -337,3 +337,30 @@ func waitListen(t *testing.T, port int) {
 	}
 	t.Fatalf("nothing listens on port %d after a minute", port)
 }
+
+// TestClusterDemo runs `newsfeed demo -cluster` as a user would (three
+// embedded NATS servers, two newsfeed processes, node-1 killed with
+// SIGKILL, a NATS server killed and restarted): it must exit 0, having
+// seen every injected article at both sinks.
+func TestClusterDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the cluster demo runs a 3-node NATS cluster and two newsfeed processes; skipped with -short")
+	}
+	var out, errs bytes.Buffer
+	code := Main([]string{"demo", "-cluster", "-n", "90"}, &out, &errs)
+	if code != 0 {
+		t.Fatalf("newsfeed demo -cluster: exit %d\n%s%s", code, out.String(), errs.String())
+	}
+	for _, want := range []string{
+		"injected 30 articles into node-1",
+		"node-1 killed with SIGKILL",
+		"injected 30 articles into node-2",
+		"both sinks have all 60, node-1 still down",
+		"NATS server 0 killed",
+		"every one of the 90 articles reached both peers",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

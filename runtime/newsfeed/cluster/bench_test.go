@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// BenchmarkPut measures the ingest side's store path alone: Reserve and
-// Put (article, one queue entry, history "present") of 2 KB articles from
-// 256 goroutines, on an embedded single NATS server.
+// BenchmarkPut measures the ingest side's store path alone: Put (one
+// conditional publish: article, history and queue entry) of 2 KB
+// articles from 256 goroutines, on an embedded single NATS server.
 func BenchmarkPut(b *testing.B) {
 	s, _ := testStoreB(b)
 	ctx := context.Background()
@@ -32,12 +32,7 @@ func BenchmarkPut(b *testing.B) {
 					return
 				}
 				id := "<b" + strconv.FormatInt(i, 10) + "@bench>"
-				_, r, err := s.Reserve(ctx, id)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				if err := s.Put(ctx, r, id, wire, []string{"p1"}); err != nil {
+				if err := s.Put(ctx, id, wire, []string{"p1"}); err != nil {
 					b.Error(err)
 					return
 				}

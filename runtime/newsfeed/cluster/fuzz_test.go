@@ -2,33 +2,33 @@ package cluster
 
 import "testing"
 
-// FuzzParseRef: a queue entry either fails to parse or parses to a Ref
-// whose String parses back to the same Ref (entries come from any node,
-// or from whoever can publish on the queue's subject).
-func FuzzParseRef(f *testing.F) {
+// FuzzParseParts: a Newsflow-Parts header either fails to parse or parses
+// to Parts whose String parses back to the same Parts (heads come from any
+// node, or from whoever can publish on the store's subjects).
+func FuzzParseParts(f *testing.F) {
 	for _, seed := range []string{
-		"<a@b> 2048 1",
-		"<big@x> 3145728 4",
-		"<a@b>  10\t1",
-		"<a@b> 1 2",
-		"<a@b> -1 1",
-		"a@b 10 1",
-		"<a@b> 99999999999999999999 1",
+		"0a1b2c3d4e5f6071 4 3145728",
+		"t 2 2",
+		"t 1 10",
+		"t  2 10",
+		"t.x 2 10",
+		"t -2 10",
+		"t 2 99999999999999999999",
 		"",
 	} {
-		f.Add([]byte(seed))
+		f.Add(seed)
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := ParseRef(b)
+	f.Fuzz(func(t *testing.T, v string) {
+		p, err := ParseParts(v)
 		if err != nil {
 			return
 		}
-		if r.Size <= 0 || r.Chunks <= 0 || r.Chunks > r.Size {
-			t.Fatalf("ParseRef(%q) = %+v: impossible sizes accepted", b, r)
+		if p.N < 2 || p.Size < p.N || !validToken(p.Token) {
+			t.Fatalf("ParseParts(%q) = %+v: impossible parts accepted", v, p)
 		}
-		again, err := ParseRef([]byte(r.String()))
-		if err != nil || again != r {
-			t.Fatalf("ParseRef(%q) = %+v, but its String %q parses to %+v, %v", b, r, r.String(), again, err)
+		again, err := ParseParts(p.String())
+		if err != nil || again != p {
+			t.Fatalf("ParseParts(%q) = %+v, but its String %q parses to %+v, %v", v, p, p.String(), again, err)
 		}
 	})
 }

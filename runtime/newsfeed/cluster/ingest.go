@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -38,6 +39,26 @@ type inConn struct {
 	// working counts the goroutines answering this connection's commands;
 	// the connection's end waits for them before it releases reservations.
 	working sync.WaitGroup
+	// stores carries published heads, in order, to the one goroutine
+	// that waits for their acknowledgements and answers them.
+	stores chan pendingStore
+	// flight counts the octets of articles being stored (published, not
+	// yet answered): Run's goroutine waits while they pass storeBytes.
+	flightMu   sync.Mutex
+	flightCond *sync.Cond
+	flight     int
+	// path is Run's goroutine's buffer for the article with our Path.
+	path []byte
+}
+
+// pendingStore is an article whose head is published, waiting for its
+// acknowledgement.
+type pendingStore struct {
+	p     *Pending
+	seq   uint64
+	r     Reservation
+	size  int
+	peers []string
 }
 
 // serveIngest runs one upstream connection to its end.
@@ -50,7 +71,10 @@ func (n *Node) serveIngest(ctx context.Context, nc net.Conn) {
 		MaxFuture:      -1, // a relay passes what its upstream accepted
 	})
 	ic := &inConn{n: n, remote: nc.RemoteAddr().String(), g: g, kick: make(chan struct{}, 1),
-		reserved: map[string]Reservation{}, ctx: ctx}
+		reserved: map[string]Reservation{}, ctx: ctx, stores: make(chan pendingStore, storeWindow)}
+	ic.flightCond = sync.NewCond(&ic.flightMu)
+	ic.working.Add(1)
+	go func() { defer ic.working.Done(); ic.waitStores() }()
 	ic.gc = goroutine.New(nc, goroutine.Options{})
 	n.mu.Lock()
 	n.inConns[ic] = struct{}{}
@@ -72,6 +96,7 @@ func (n *Node) serveIngest(ctx context.Context, nc net.Conn) {
 	// Workers still running answer nobody; let them finish their
 	// publishes (what they stored stays stored) before the reservations
 	// go.
+	close(ic.stores)
 	ic.working.Wait()
 	cancel()
 	ic.gc.Close()
@@ -159,14 +184,51 @@ func (ic *inConn) check(e ingest.Check) {
 	})
 }
 
-// article stores a received article: reserve it if CHECK or IHAVE did
-// not, publish it and its queue entries, wait for their acknowledgements,
-// mark it present, and only then answer 239/235.
+// storeWindow and storeBytes bound the articles one connection has
+// published and not seen acknowledged (each is held until then: the
+// client may send it again); beyond them the connection stops reading
+// (the machine waits in step) until acknowledgements come.
+const (
+	storeWindow = 1024
+	storeBytes  = 32 << 20
+)
+
+// takeFlight waits until size more octets fit in the connection's
+// storeBytes (one article always does), and counts them.
+func (ic *inConn) takeFlight(size int) {
+	ic.flightMu.Lock()
+	for ic.flight > 0 && ic.flight+size > storeBytes {
+		ic.flightCond.Wait()
+	}
+	ic.flight += size
+	ic.flightMu.Unlock()
+}
+
+// giveFlight uncounts an article whose store is answered.
+func (ic *inConn) giveFlight(size int) {
+	ic.flightMu.Lock()
+	ic.flight -= size
+	ic.flightMu.Unlock()
+	ic.flightCond.Signal()
+}
+
+// article stores a received article: one conditional publish stores it,
+// queues it for its peers and decides whether it is a duplicate (another
+// node or connection stored it first); 239/235 only once JetStream
+// acknowledged it (stored on a quorum). A reservation from CHECK or IHAVE
+// only kept other nodes from asking for it meanwhile: it is released when
+// the article could not be stored, and otherwise left to expire (the
+// stored head answers for the message-id from now on).
+//
+// An article up to the chunk size is published here, on Run's goroutine,
+// and its acknowledgement awaited by waitStores, in order: no goroutine
+// nor timer per article. A larger one (parts first, then the head) is
+// stored by a goroutine of its own.
 func (ic *inConn) article(e ingest.Article) {
 	n := ic.n
-	r, had := ic.reserved[e.MessageID]
+	r := ic.reserved[e.MessageID]
 	delete(ic.reserved, e.MessageID)
-	wire, err := spoolForm(e, n.cfg.PathHost)
+	wire, err := ic.spoolForm(e)
 	if err != nil {
 		n.ingest.rejected.Add(1)
 		ic.async(func(ctx context.Context) { n.store.Release(ctx, r) })
@@ -175,44 +237,68 @@ func (ic *inConn) article(e ingest.Article) {
 	}
 	groups, _ := e.Header.Newsgroups()
 	peers := n.route(groups, e.Header.Path(), int64(len(wire)))
-	ic.async(func(ctx context.Context) {
-		if !had {
-			// TAKETHIS without CHECK: the history decides now. Held by
-			// another node means it is being stored there: a duplicate
-			// for this sender (which keeps its copy until acknowledged
-			// by that node, so nothing is lost if that node dies).
-			v, rr, err := n.store.Reserve(ctx, e.MessageID)
-			switch {
-			case err != nil:
-				n.log.Warn("history", "id", e.MessageID, "err", err)
-				n.ingest.deferred.Add(1)
-				ic.stored(e.Seq, ingest.Result{Outcome: ingest.StoreLater, Reason: "History unavailable"})
-				return
-			case v != Reserved:
-				n.ingest.duplicate.Add(1)
-				ic.stored(e.Seq, ingest.Result{Outcome: ingest.StoreDuplicate})
+	if len(wire) <= n.store.ChunkSize() {
+		ic.takeFlight(len(wire))
+		p, err := n.store.Publish(e.MessageID, wire, peers)
+		if err != nil {
+			ic.giveFlight(len(wire))
+			if errors.Is(err, ErrDuplicate) {
+				ic.finish(ic.ctx, e.Seq, r, len(wire), peers, err)
 				return
 			}
-			r = rr
-		}
-		if err := n.store.Put(ctx, r, e.MessageID, wire, peers); err != nil {
-			n.log.Warn("cannot store", "id", e.MessageID, "err", err)
-			n.store.Release(ctx, r)
-			n.ingest.deferred.Add(1)
-			ic.stored(e.Seq, ingest.Result{Outcome: ingest.StoreLater, Reason: "Cannot store articles now"})
+			ic.async(func(ctx context.Context) { ic.finish(ctx, e.Seq, r, len(wire), peers, err) })
 			return
 		}
-		n.ingest.accepted.Add(1)
-		n.ingest.bytes.Add(int64(len(wire)))
-		for _, p := range n.peers {
-			for _, name := range peers {
-				if name == p.cfg.Name {
-					p.queued.Add(1)
-				}
+		ic.stores <- pendingStore{p: p, seq: e.Seq, r: r, size: len(wire), peers: peers}
+		return
+	}
+	ic.takeFlight(len(wire))
+	ic.async(func(ctx context.Context) {
+		defer ic.giveFlight(len(wire))
+		ic.finish(ctx, e.Seq, r, len(wire), peers, n.store.Put(ctx, e.MessageID, wire, peers))
+	})
+}
+
+// waitStores answers the connection's published heads as their
+// acknowledgements come, until the connection ends and every one is
+// answered.
+// Each wait ends: the client fails an acknowledgement that does not come
+// within its publish timeout.
+func (ic *inConn) waitStores() {
+	ctx := context.WithoutCancel(ic.ctx)
+	for ps := range ic.stores {
+		ic.finish(ctx, ps.seq, ps.r, ps.size, ps.peers, ps.p.Wait(ctx))
+		ic.giveFlight(ps.size)
+	}
+}
+
+// finish counts and answers a store's outcome.
+func (ic *inConn) finish(ctx context.Context, seq uint64, r Reservation, size int, peers []string, err error) {
+	n := ic.n
+	switch {
+	case errors.Is(err, ErrDuplicate):
+		// Stored by another node or connection first (that one answers
+		// 239; its sender keeps its copy until then).
+		n.ingest.duplicate.Add(1)
+		ic.stored(seq, ingest.Result{Outcome: ingest.StoreDuplicate})
+		return
+	case err != nil:
+		n.log.Warn("cannot store", "err", err)
+		n.store.Release(ctx, r)
+		n.ingest.deferred.Add(1)
+		ic.stored(seq, ingest.Result{Outcome: ingest.StoreLater, Reason: "Cannot store articles now"})
+		return
+	}
+	n.ingest.accepted.Add(1)
+	n.ingest.bytes.Add(int64(size))
+	for _, p := range n.peers {
+		for _, name := range peers {
+			if name == p.cfg.Name {
+				p.queued.Add(1)
 			}
 		}
-		ic.stored(e.Seq, ingest.Result{Outcome: ingest.StoreAccepted})
-	})
+	}
+	ic.stored(seq, ingest.Result{Outcome: ingest.StoreAccepted})
 }
 
 // stored hands a store result to the machine.
@@ -274,15 +360,19 @@ func (n *Node) stopIngest() {
 	}
 }
 
-// spoolForm is the article as it is stored: pathHost prepended to its Path
-// field (RFC 5537 §3.2.1; none when pathHost is empty), in wire form.
-func spoolForm(e ingest.Article, pathHost string) ([]byte, error) {
+// spoolForm is the article as it is stored: the node's Path identity
+// prepended to its Path field (RFC 5537 §3.2.1; none when path_host is
+// empty), in wire form, in a new slice (it lives until its publish is
+// acknowledged); the intermediate copy goes in the connection's buffer.
+func (ic *inConn) spoolForm(e ingest.Article) ([]byte, error) {
+	pathHost := ic.n.cfg.PathHost
 	if pathHost == "" {
 		return proto.AppendWire(nil, e.Data), nil
 	}
-	withPath, err := proto.PrependPathIdentity(nil, e.Data, e.Header, pathHost)
+	withPath, err := proto.PrependPathIdentity(ic.path[:0], e.Data, e.Header, pathHost)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: wire form of %s: %w", e.MessageID, err)
 	}
-	return proto.AppendWire(nil, withPath), nil
+	ic.path = withPath[:0]
+	return proto.AppendWire(make([]byte, 0, len(withPath)+len(withPath)/64+8), withPath), nil
 }

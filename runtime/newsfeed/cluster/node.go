@@ -32,6 +32,7 @@ type Node struct {
 	opts  Options
 	log   *slog.Logger
 	nc    *nats.Conn
+	pubNC *nats.Conn // the articles' publishes
 	store *Store
 	peers []*peer
 
@@ -80,31 +81,39 @@ func Open(ctx context.Context, cfg *newsfeed.Config, opts Options) (*Node, error
 		ReserveTTL: cc.ReserveTTL.D(), AckWait: cc.AckWait.D(),
 	})
 	if err != nil {
-		n.nc.Close()
+		n.closeNATS()
+		return nil, err
+	}
+	n.pubNC, err = Connect(ConnectOptions{URLs: cc.NATS, Name: "newsfeed " + cc.Node + " publish", CredsFile: cc.CredsFile, CAFile: cc.CAFile, Log: n.log})
+	if err == nil {
+		err = n.store.PublishOn(n.pubNC)
+	}
+	if err != nil {
+		n.closeNATS()
 		return nil, err
 	}
 	for i := range cfg.Peers {
 		p, err := newPeer(octx, n, &cfg.Peers[i])
 		if err != nil {
-			n.nc.Close()
+			n.closeNATS()
 			return nil, err
 		}
 		n.peers = append(n.peers, p)
 	}
 	if err := os.MkdirAll(cfg.Spool, 0o755); err != nil {
-		n.nc.Close()
+		n.closeNATS()
 		return nil, fmt.Errorf("cluster: spool: %w", err)
 	}
 	n.ln, err = net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		n.nc.Close()
+		n.closeNATS()
 		return nil, fmt.Errorf("cluster: listen: %w", err)
 	}
 	if cfg.Admin != "" {
 		n.adminLn, err = net.Listen("tcp", cfg.Admin)
 		if err != nil {
 			n.ln.Close()
-			n.nc.Close()
+			n.closeNATS()
 			return nil, fmt.Errorf("cluster: admin listen: %w", err)
 		}
 	}
@@ -175,8 +184,16 @@ func (n *Node) Run(ctx context.Context) error {
 	// (Drain would wait for the pull subscriptions' own timeouts, up to
 	// 30 s: TestCluster's graceful stops took a minute with it.)
 	n.nc.FlushTimeout(5 * time.Second)
-	n.nc.Close()
+	n.closeNATS()
 	return nil
+}
+
+// closeNATS closes the node's NATS connections.
+func (n *Node) closeNATS() {
+	n.nc.Close()
+	if n.pubNC != nil {
+		n.pubNC.Close()
+	}
 }
 
 // writeAddrFile tells `newsfeed status` and `newsfeed inject` where the

@@ -39,7 +39,7 @@ type peer struct {
 	n        *Node
 	cfg      *newsfeed.PeerConfig
 	patterns proto.GroupPatterns
-	cons     jetstream.Consumer
+	queue    *Queue
 	addr     string
 	tls      *tls.Config
 
@@ -77,7 +77,7 @@ func newPeer(ctx context.Context, n *Node, pc *newsfeed.PeerConfig) (*peer, erro
 			}
 		}
 	}
-	p.cons, err = n.store.Queue(ctx, pc.Name, QueueLimits{MaxBytes: int64(pc.BacklogMaxBytes), MaxAge: pc.BacklogMaxAge.D()})
+	p.queue, err = n.store.Queue(ctx, pc.Name, QueueLimits{MaxAge: pc.BacklogMaxAge.D()})
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,11 @@ func (p *peer) start(ctx context.Context) {
 	p.done = make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range p.cfg.Connections {
-		c := &outConn{p: p, id: i + 1, kick: make(chan struct{}, 1), bodies: bodies{m: map[string]*held{}}}
+		c := &outConn{p: p, id: i + 1, bodies: bodies{m: map[string]*held{}}}
+		c.arrived = make(chan struct{}, 1)
+		for range p.queue.Consumers {
+			c.kicks = append(c.kicks, make(chan struct{}, 1))
+		}
 		c.state.Store("starting")
 		p.conns = append(p.conns, c)
 		wg.Add(1)
@@ -195,11 +199,14 @@ func (b *bodies) each(fn func(*held)) {
 type outConn struct {
 	p        *peer
 	id       int
-	kick     chan struct{}
+	kicks    []chan struct{} // per shard subscription: credits came
 	stopping atomic.Bool
 	gc       atomic.Pointer[goroutine.Conn] // the session's, while it feeds
 	state    atomic.Value                   // string, for the status page
-	credits  atomic.Int64                   // articles the feed asked for and the puller has not fetched
+	credits  atomic.Int64                   // articles the feed asked for and the subscriptions have not taken
+	arrived  chan struct{}                  // entries came into inbox
+	inMu     sync.Mutex
+	inbox    []jetstream.Msg // entries the subscriptions handed over, for the puller
 	bodies   bodies
 
 	// Owned by the session's Run goroutine.
@@ -209,9 +216,11 @@ type outConn struct {
 }
 
 func (c *outConn) poke() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
+	for _, k := range c.kicks {
+		select {
+		case k <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -333,72 +342,155 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	return true, err
 }
 
-// puller fetches queue entries while the feed has room, reads their
-// articles and offers them (through Do). It also keeps the entries it
-// holds alive (InProgress) so that a slow peer's entries are not
-// redelivered to another node while this one still waits for answers.
+// puller takes queue entries while the feed has room, reads their
+// articles and offers them (through Do). Each shard's consumer delivers to
+// a subscription of the connection's own (nats.go's Consume: pulls kept
+// going ahead of need, at most pullMsgs entries or pullBytes octets
+// buffered); its handler waits for a credit of the feed's for each entry
+// and leaves it in the connection's inbox, which this goroutine offers in
+// batches. A Fetch ends its subscription after a second without a message,
+// and what the server sends later is lost until ack_wait brings it back
+// (the 500 KB case of newsbench cluster stalled 30 s on it). The puller
+// also keeps the entries it holds alive (InProgress) so that a slow
+// peer's entries are not redelivered to another node while this one still
+// waits for answers.
 func (c *outConn) puller(ctx context.Context, gc *goroutine.Conn) {
 	p := c.p
-	store := p.n.store
-	alive := time.NewTicker(max(time.Second, store.set.AckWait/3))
-	defer alive.Stop()
-	for ctx.Err() == nil {
-		want := c.credits.Load()
-		if want <= 0 {
-			select {
-			case <-c.kick:
-			case <-alive.C:
-				c.bodies.each(func(h *held) { h.msg.InProgress() })
-			case <-ctx.Done():
-				return
-			}
-			continue
-		}
-		// What is there now, without waiting for a whole batch (Fetch
-		// waits until it has all it asked for or its time is up: a
-		// second per pull when the queue holds fewer than asked); when
-		// nothing is there, wait for the first entry.
-		batch, err := p.cons.FetchNoWait(int(min(want, 256)))
-		if err == nil {
-			msgs := c.fetched(batch)
-			if len(msgs) > 0 {
-				if !c.offer(ctx, gc, msgs) {
-					return
-				}
-				continue
-			}
-			batch, err = p.cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
-		}
+	var subs []jetstream.ConsumeContext
+	for i, cons := range p.queue.Consumers {
+		cc, err := c.consume(ctx, cons, c.kicks[i])
 		if err != nil {
-			if ctx.Err() == nil {
-				p.n.log.Debug("queue fetch", "peer", p.cfg.Name, "err", err)
-				select {
-				case <-time.After(250 * time.Millisecond):
-				case <-ctx.Done():
-				}
-			}
-			continue
+			break // the session ended
 		}
-		if !c.offer(ctx, gc, c.fetched(batch)) {
+		subs = append(subs, cc)
+	}
+	alive := time.NewTicker(max(time.Second, p.n.store.set.AckWait/3))
+	defer alive.Stop()
+feed:
+	for ctx.Err() == nil {
+		select {
+		case <-c.arrived:
+			if msgs := c.takeInbox(); len(msgs) > 0 && !c.offer(ctx, gc, msgs) {
+				break feed
+			}
+		case <-alive.C:
+			c.bodies.each(func(h *held) { h.msg.InProgress() })
+		case <-ctx.Done():
+		}
+	}
+	// What the subscriptions still buffer goes to the handler, which
+	// gives it back now that ctx is done; then what the inbox holds.
+	for _, cc := range subs {
+		cc.Drain()
+	}
+	for _, cc := range subs {
+		select {
+		case <-cc.Closed():
+		case <-time.After(p.n.opts.StopTimeout):
+		}
+	}
+	for _, m := range c.takeInbox() {
+		p.requeued.Add(1)
+		m.NakWithDelay(requeueDelay)
+	}
+}
+
+// consume subscribes to one shard's consumer, trying again while NATS
+// does not answer, until ctx ends.
+func (c *outConn) consume(ctx context.Context, cons jetstream.Consumer, kick chan struct{}) (jetstream.ConsumeContext, error) {
+	p := c.p
+	for {
+		cc, err := cons.Consume(func(m jetstream.Msg) { c.arrive(ctx, m, kick) },
+			jetstream.PullMaxMessagesWithBytesLimit(pullMsgs, pullBytes),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				p.n.log.Debug("queue consume", "peer", p.cfg.Name, "err", err)
+			}))
+		if err == nil {
+			return cc, nil
+		}
+		p.n.log.Debug("queue consume", "peer", p.cfg.Name, "err", err)
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// pullMsgs and pullBytes bound the entries a connection's subscription to
+// one shard has asked for and not yet handed over: the entries carry
+// their articles, and a NATS server cuts a client off whose pending
+// deliveries pass its max_pending (64 MB by default).
+const (
+	pullMsgs  = 128
+	pullBytes = 4 << 20
+)
+
+// arrive is a subscription's handler: it waits for a credit, then leaves
+// m in the inbox for the puller. Once the session ends it gives m back.
+func (c *outConn) arrive(ctx context.Context, m jetstream.Msg, kick chan struct{}) {
+	for c.takeCredits(1) == 0 {
+		select {
+		case <-kick:
+		case <-ctx.Done():
+			c.p.requeued.Add(1)
+			m.NakWithDelay(requeueDelay)
 			return
 		}
 	}
+	if ctx.Err() != nil {
+		c.giveCredits(1)
+		c.p.requeued.Add(1)
+		m.NakWithDelay(requeueDelay)
+		return
+	}
+	c.inMu.Lock()
+	c.inbox = append(c.inbox, m)
+	c.inMu.Unlock()
+	select {
+	case c.arrived <- struct{}{}:
+	default:
+	}
 }
 
-// fetched takes the messages of a pull, counting them off the credits.
-func (c *outConn) fetched(batch jetstream.MessageBatch) []jetstream.Msg {
-	var msgs []jetstream.Msg
-	for m := range batch.Messages() {
-		c.credits.Add(-1)
-		msgs = append(msgs, m)
-	}
+// takeInbox takes the entries the subscriptions handed over.
+func (c *outConn) takeInbox() []jetstream.Msg {
+	c.inMu.Lock()
+	defer c.inMu.Unlock()
+	msgs := c.inbox
+	c.inbox = nil
 	return msgs
 }
 
+// takeCredits takes up to most of the feed's credits.
+func (c *outConn) takeCredits(most int) int {
+	for {
+		have := c.credits.Load()
+		if have <= 0 {
+			return 0
+		}
+		n := min(have, int64(most))
+		if c.credits.CompareAndSwap(have, have-n) {
+			return int(n)
+		}
+	}
+}
+
+// giveCredits returns credits a pull did not use, waking the shards.
+func (c *outConn) giveCredits(n int) {
+	if n > 0 {
+		c.credits.Add(int64(n))
+		c.poke()
+	}
+}
+
 // offer loads the articles of msgs and offers them to the feed; false
-// means the session ended (the held entries are naked by it).
+// means the session ended (the held entries are naked by it). The credits
+// of entries not offered (skipped, dropped, given back) return to the
+// pullers: the feed asks for more only as offers are answered.
 func (c *outConn) offer(ctx context.Context, gc *goroutine.Conn, msgs []jetstream.Msg) bool {
 	arts := c.load(ctx, msgs)
+	c.giveCredits(len(msgs) - len(arts))
 	if len(arts) == 0 {
 		return true
 	}
@@ -410,18 +502,21 @@ func (c *outConn) offer(ctx context.Context, gc *goroutine.Conn, msgs []jetstrea
 	}) == nil
 }
 
-// readers bounds the article reads one connection has in flight: a read
-// is a round trip to the shard's leader, and reading a batch one after
-// the other made the round trips, not CPU, the limit of feeding.
+// readers bounds the part reads one connection has in flight: a read is
+// a round trip to a replica, and reading a batch one after the other
+// made the round trips, not CPU, the limit of feeding.
 const readers = 32
 
-// missingAfter is how many deliveries of an entry find no article before
+// missingAfter is how many deliveries of an entry find no part before
 // the article counts as missing (expired from the store) and the entry is
 // dropped: the first misses may be a replica behind its leader.
 const missingAfter = 4
 
-// load reads the articles of pulled queue entries, in parallel, keeps
+// load takes the articles of pulled heads: the head is the article
+// (parts, for an article cut in pieces, are read in parallel). It keeps
 // them in the connection's bodies and returns them to offer, in order.
+// Heads not for this peer, delete markers and entries older than the
+// peer's backlog_max_age are acknowledged and skipped.
 func (c *outConn) load(ctx context.Context, msgs []jetstream.Msg) []feed.Article {
 	p := c.p
 	arts := make([]feed.Article, len(msgs))
@@ -433,41 +528,54 @@ func (c *outConn) load(ctx context.Context, msgs []jetstream.Msg) []feed.Article
 			m.Term()
 			continue
 		}
-		ref, err := ParseRef(m.Data())
-		if err != nil {
+		e, err := ParseEntry(m.Headers())
+		switch {
+		case err != nil:
 			p.n.log.Warn("bad queue entry; dropped", "peer", p.cfg.Name, "err", err)
 			p.dropped.Add(1)
 			m.Term()
+			continue
+		case e.Marker || !e.For(p.cfg.Name):
+			m.Ack()
+			continue
+		case p.queue.Limits.MaxAge > 0 && time.Since(md.Timestamp) > p.queue.Limits.MaxAge:
+			// The seed's backlog_max_age: too old to be worth sending.
+			p.dropped.Add(1)
+			m.Term()
+			continue
+		}
+		tok := md.Stream + "/" + strconv.FormatUint(md.Sequence.Stream, 10)
+		put := func(body []byte) {
+			c.bodies.put(tok, &held{msg: m, body: body})
+			arts[i] = feed.Article{Token: tok, MessageID: e.MessageID, Size: int64(len(body))}
+		}
+		if e.Parts.N == 0 {
+			put(m.Data())
 			continue
 		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			body, err := p.n.store.Body(ctx, ref)
+			body, err := p.n.store.Body(ctx, e, m.Data())
 			switch {
 			case err == nil:
+				put(body)
 			case errors.Is(err, jetstream.ErrMsgNotFound) && md.NumDelivered < missingAfter:
-				// A replica that has not applied the article yet
-				// answered the direct get: again in a moment.
+				// A replica that has not applied a part yet answered
+				// the direct get: again in a moment.
 				m.NakWithDelay(requeueDelay)
-				return
 			case errors.Is(err, jetstream.ErrMsgNotFound):
 				// Expired from the store (spool_max_age): the seed
 				// counts it missing.
-				p.n.log.Warn("article missing from the store; dropped", "peer", p.cfg.Name, "id", ref.MessageID, "err", err)
+				p.n.log.Warn("article missing from the store; dropped", "peer", p.cfg.Name, "id", e.MessageID, "err", err)
 				p.dropped.Add(1)
 				m.Term()
-				return
 			default:
 				// The session ended, or NATS did not answer: the entry
 				// goes back for any connection, never dropped.
 				m.NakWithDelay(requeueDelay)
-				return
 			}
-			tok := strconv.FormatUint(md.Sequence.Stream, 10)
-			c.bodies.put(tok, &held{msg: m, body: body})
-			arts[i] = feed.Article{Token: tok, MessageID: ref.MessageID, Size: int64(ref.Size)}
 		}()
 	}
 	wg.Wait()

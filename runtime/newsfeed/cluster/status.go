@@ -78,7 +78,7 @@ func (n *Node) Status(ctx context.Context) Status {
 	for _, p := range n.peers {
 		q := QueueStatus{Peer: p.cfg.Name}
 		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		w, u, err := n.store.Pending(qctx, p.cons)
+		w, u, err := p.queue.Pending(qctx)
 		cancel()
 		if err != nil {
 			q.Error = err.Error()

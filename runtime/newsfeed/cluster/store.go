@@ -6,49 +6,66 @@
 //
 // The single-node relay (package runtime/newsfeed) keeps its spool, history
 // and per-peer queue files on local disk. Here the same three live in
-// JetStream, replicated on a quorum of NATS servers:
+// JetStream, replicated on a quorum of NATS servers, and one publish per
+// article does all three:
 //
 //   - Store: articles in wire form in Settings.Shards streams
 //     ("<name>-art-<shard>"), the shard being MD5(message-id) mod Shards
 //     (Diablo's hashfeed), so each shard's RAFT leader may sit on another
-//     NATS server. An article goes to subjects "<name>.art.<shard>.<md5>.<i>"
-//     in chunks of at most ChunkSize octets (below the server's
-//     max_payload, 1 MB by default): chunk i is the last message on its
-//     subject (MaxMsgsPerSubject 1), read back with a direct get.
-//   - History: a KV bucket "<name>-history" keyed by hex MD5(message-id),
-//     with the bucket TTL = history_retention. The duplicate decision is
-//     KV Create: it succeeds on exactly one node. The value is first
-//     "R <node>" with a per-key TTL (reserve_ttl): a node that dies before
-//     it completes leaves a reservation that expires, and the article can
-//     be taken again. After the article's and its queue entries' publish
-//     acknowledgements came back (stored on a quorum), the key is updated
-//     to "P" (present, the bucket's TTL), and only then is 239/235 sent.
-//     An article is never "P" without its body.
-//   - Peer queues: per peer a work-queue stream "<name>-q-<peer>" of
-//     references ("<message-id> <size> <chunks>") and one durable pull
-//     consumer "feed" that every node's connections to the peer pull from.
+//     NATS server. An article is one message, its head, on the subject
+//     "<name>.art.<shard>.<md5>", with headers Newsflow-Id (the
+//     message-id) and Newsflow-Peers (the peers it is for). An article
+//     larger than ChunkSize (below the server's max_payload, 1 MB by
+//     default) is cut: its first ChunkSize octets ride in the head, the
+//     rest in parts "<head>.<token>.<i>" published (and acknowledged)
+//     before the head, which names them in Newsflow-Parts.
+//   - History: the head's publish carries Nats-Expected-Last-Subject-
+//     Sequence: 0, so JetStream stores it only if the subject holds
+//     nothing: exactly one node's publish of a message-id succeeds, and
+//     the others learn "duplicate" from the same round trip. The head is
+//     the body (or is published after its parts), so an article is never
+//     present without its body, and a node that dies before the head is
+//     stored leaves nothing that blocks the article. The history outlives
+//     the article: when spool_max_age removes a head, JetStream leaves a
+//     delete marker on its subject, living history_retention less
+//     spool_max_age (SubjectDeleteMarkerTTL), that still fails the check.
+//   - Reservations: CHECK and IHAVE, which come before the article, look
+//     the head up and then create a key in the KV bucket
+//     "<name>-reserve" ("R <node>", TTL reserve_ttl), so that two nodes
+//     offered the same article do not both ask for it; a reservation a
+//     crashed node never completed expires. Reservations only advise: the
+//     head's publish decides.
+//   - Peer queues: per peer and shard a durable pull consumer "q-<peer>"
+//     on the shard's heads, which every node's connections to the peer
+//     pull from: the delivered message is the article (no second read
+//     for articles up to ChunkSize). An article not for the peer (not in
+//     Newsflow-Peers) is acknowledged and skipped by the puller.
 //
-// The seed's masterfeed -> peerfeed -> connection maps onto publish ->
-// per-peer stream -> pulls by any node's connections. Its files map so:
-// .B (backlog, articles the memory queue could not hold) = the consumer's
-// pending messages, which JetStream keeps on disk however many there are;
-// .D (deferred) = NakWithDelay, the message comes back after the delay;
-// .P/.R (resend after a crash, the replay position) = unacknowledged
-// messages, redelivered AckWait after the node that pulled them went
-// silent. A peer's answer 239/438/439/235/435/437 acknowledges the entry
-// (it leaves the work queue); 431/436 naks it with the doubling delay.
+// So a 239 costs one publish and its acknowledgement, and feeding it one
+// delivery and one ack per peer. The seed's masterfeed -> peerfeed ->
+// connection maps onto publish -> per-peer consumers -> pulls by any
+// node's connections. Its files map so: .B (backlog, articles the memory
+// queue could not hold) = the consumers' pending messages, which
+// JetStream keeps on disk however many there are; .D (deferred) =
+// NakWithDelay, the message comes back after the delay; .P/.R (resend
+// after a crash, the replay position) = unacknowledged messages,
+// redelivered AckWait after the node that pulled them went silent. A
+// peer's answer 239/438/439/235/435/437 acknowledges the entry; 431/436
+// naks it with the doubling delay.
 package cluster
 
 import (
 	"context"
 	"crypto/md5"
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -62,13 +79,13 @@ type Settings struct {
 	Node       string        // this node, written in reservations
 	Shards     int           // article streams
 	Replicas   int           // replicas of every stream and bucket
-	History    time.Duration // history_retention: TTL of "present" keys (0: none)
+	History    time.Duration // history_retention: how long a message-id is refused (0: as long as its article)
 	MaxAge     time.Duration // spool_max_age: articles older go (0: none)
 	ReserveTTL time.Duration // lifetime of an uncompleted reservation
 	AckWait    time.Duration // redelivery of an unanswered queue entry
-	ChunkSize  int           // largest chunk (0: from the server's max_payload)
-	// MaxAckPending bounds a peer's entries pulled and not answered, over
-	// all nodes (0: 20000).
+	ChunkSize  int           // largest message (0: from the server's max_payload)
+	// MaxAckPending bounds a peer's entries pulled and not answered, per
+	// shard, over all nodes (0: 20000).
 	MaxAckPending int
 }
 
@@ -78,9 +95,11 @@ type Store struct {
 	set    Settings
 	nc     *nats.Conn
 	js     jetstream.JetStream
+	pub    jetstream.JetStream // articles' publishes: js, or another connection's
 	shards []jetstream.Stream
-	hist   jetstream.KeyValue
+	resv   jetstream.KeyValue
 	chunk  int
+	seen   *seen // message-ids known present
 }
 
 // Verdict is the history's answer about a message-id.
@@ -89,15 +108,29 @@ type Verdict uint8
 // Verdicts of Reserve.
 const (
 	Reserved   Verdict = iota + 1 // unknown: reserved for the caller, send it
-	Present                       // stored (or being stored) already: refuse
+	Present                       // stored already: refuse
 	InProgress                    // reserved by another node or connection: later
 )
 
-// Reservation is a history key the caller holds; Complete or Release it.
+// Reservation is a reservation key the caller holds; Release it if the
+// article does not come.
 type Reservation struct {
 	Key string
 	Rev uint64
 }
+
+// ErrDuplicate is Put's answer for an article the history already has.
+var ErrDuplicate = errors.New("cluster: duplicate")
+
+// Headers of an article's head message.
+const (
+	hdrID    = "Newsflow-Id"    // the message-id
+	hdrPeers = "Newsflow-Peers" // the peers it is queued for, comma-separated
+	hdrParts = "Newsflow-Parts" // "<token> <parts> <size>" when cut in parts
+	// hdrExpectSubjSeq makes the publish conditional on the subject's
+	// last sequence (JetStream's optimistic concurrency).
+	hdrExpectSubjSeq = "Nats-Expected-Last-Subject-Sequence"
+)
 
 // opTimeout bounds a history request. A request sent as its NATS server
 // dies gets no answer, and the client would wait out the caller's whole
@@ -124,10 +157,11 @@ func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error)
 	if set.MaxAckPending == 0 {
 		set.MaxAckPending = 20000
 	}
-	s := &Store{set: set, nc: nc, js: js, chunk: set.ChunkSize}
+	s := &Store{set: set, nc: nc, js: js, pub: js, chunk: set.ChunkSize,
+		seen: newSeen(max(set.History, set.MaxAge))}
 	if s.chunk <= 0 {
-		// Headers (Nats-Msg-Id) and the subject ride in the same payload
-		// limit; keep a margin.
+		// Headers and the subject ride in the same payload limit; keep a
+		// margin.
 		s.chunk = int(nc.MaxPayload()) - 8<<10
 	}
 	if s.chunk < 1024 {
@@ -136,25 +170,7 @@ func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error)
 	for i := range set.Shards {
 		var st jetstream.Stream
 		err := retry(ctx, func(ctx context.Context) (err error) {
-			st, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-				Name:              s.shardStream(i),
-				Subjects:          []string{set.Name + ".art." + strconv.Itoa(i) + ".>"},
-				Storage:           jetstream.FileStorage,
-				Replicas:          set.Replicas,
-				MaxAge:            set.MaxAge,
-				MaxMsgsPerSubject: 1,
-				Discard:           jetstream.DiscardOld,
-				Duplicates:        2 * time.Minute,
-				// Direct gets: any replica answers, with the raw
-				// article (a leader's MSG.GET answers JSON with the
-				// article in base64, a third of newsfeed's CPU time
-				// in newsbench cluster's profile). A follower may not
-				// have applied an article yet although its publish was
-				// acknowledged by a quorum: a reader that finds nothing
-				// tries again later (see outConn.load), it does not
-				// drop the entry at once.
-				AllowDirect: true,
-			})
+			st, err = js.CreateOrUpdateStream(ctx, s.shardConfig(i))
 			return err
 		})
 		if err != nil {
@@ -165,9 +181,8 @@ func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error)
 	// LimitMarkerTTL turns on per-key TTLs (the reservations); the markers
 	// it leaves when a key expires live that long.
 	err = retry(ctx, func(ctx context.Context) (err error) {
-		s.hist, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:         set.Name + "-history",
-			TTL:            set.History,
+		s.resv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:         set.Name + "-reserve",
 			Storage:        jetstream.FileStorage,
 			Replicas:       set.Replicas,
 			LimitMarkerTTL: time.Minute,
@@ -175,17 +190,65 @@ func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: history bucket: %w", err)
+		return nil, fmt.Errorf("cluster: reservation bucket: %w", err)
 	}
 	return s, nil
 }
 
+// shardConfig is article stream i: heads and parts, one message per
+// subject, history kept by delete markers beyond the articles' age.
+func (s *Store) shardConfig(i int) jetstream.StreamConfig {
+	cfg := jetstream.StreamConfig{
+		Name:              s.shardStream(i),
+		Subjects:          []string{s.set.Name + ".art." + strconv.Itoa(i) + ".>"},
+		Storage:           jetstream.FileStorage,
+		Replicas:          s.set.Replicas,
+		MaxAge:            s.set.MaxAge,
+		MaxMsgsPerSubject: 1,
+		Discard:           jetstream.DiscardOld,
+		// Direct gets: any replica answers parts with the raw bytes (a
+		// leader's MSG.GET answers JSON with the article in base64). A
+		// follower may not have applied a part yet although its publish
+		// was acknowledged by a quorum: a reader that finds nothing
+		// tries again later (see outConn.load).
+		AllowDirect: true,
+	}
+	if s.set.MaxAge > 0 && s.set.History > s.set.MaxAge {
+		// The head expires with spool_max_age; its marker keeps the
+		// message-id refused until history_retention.
+		cfg.SubjectDeleteMarkerTTL = max(time.Second, s.set.History-s.set.MaxAge)
+		cfg.AllowMsgTTL = true
+		cfg.AllowRollup = true
+	}
+	return cfg
+}
+
+// PublishOn sends the articles' publishes over nc, a connection of their
+// own: one NATS connection is one reader and one writer on each side (the
+// client's and the server's), and with ingest and feeding on one, each
+// waited for the other's traffic.
+func (s *Store) PublishOn(nc *nats.Conn) error {
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(2*opTimeout))
+	if err != nil {
+		return fmt.Errorf("cluster: jetstream: %w", err)
+	}
+	s.pub = js
+	return nil
+}
+
 func (s *Store) shardStream(i int) string { return s.set.Name + "-art-" + strconv.Itoa(i) }
+
+// head is the subject of an article's head message.
+func (s *Store) head(id string) (subject string, shard int) {
+	sum := md5.Sum([]byte(id))
+	shard = int(binary.BigEndian.Uint32(sum[:4]) % uint32(s.set.Shards))
+	return s.set.Name + ".art." + strconv.Itoa(shard) + "." + hex.EncodeToString(sum[:]), shard
+}
 
 // ChunkSize is the largest piece an article is stored in.
 func (s *Store) ChunkSize() int { return s.chunk }
 
-// Key is the history key and hash of a message-id: hex MD5.
+// Key is the reservation key and hash of a message-id: hex MD5.
 func Key(id string) string {
 	sum := md5.Sum([]byte(id))
 	return hex.EncodeToString(sum[:])
@@ -201,38 +264,34 @@ func Shard(id string, n int) int {
 // Chunks is how many pieces of at most chunk octets hold size octets.
 func Chunks(size, chunk int) int { return max(1, (size+chunk-1)/chunk) }
 
-// Reserve decides about id across all nodes: the first caller gets
-// Reserved (and the reservation), later ones InProgress until it is
-// completed (then Present) or expires.
+// Reserve decides about id across all nodes before its article comes
+// (CHECK, IHAVE): Present when its head is stored (or its delete marker
+// remembers it), else the first caller gets Reserved (and the
+// reservation), later ones InProgress until it expires or is released.
 func (s *Store) Reserve(ctx context.Context, id string) (Verdict, Reservation, error) {
+	if s.seen.has(id) {
+		return Present, Reservation{}, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
+	subj, sh := s.head(id)
+	_, err := s.shards[sh].GetLastMsgForSubject(ctx, subj)
+	switch {
+	case err == nil:
+		s.seen.add(id)
+		return Present, Reservation{}, nil
+	case !errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, Reservation{}, fmt.Errorf("cluster: history %s: %w", id, err)
+	}
 	key := Key(id)
-	rev, err := s.hist.Create(ctx, key, []byte("R "+s.set.Node), jetstream.KeyTTL(s.set.ReserveTTL))
+	rev, err := s.resv.Create(ctx, key, []byte("R "+s.set.Node), jetstream.KeyTTL(s.set.ReserveTTL))
 	if err == nil {
 		return Reserved, Reservation{Key: key, Rev: rev}, nil
 	}
 	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return 0, Reservation{}, fmt.Errorf("cluster: history create %s: %w", id, err)
+		return 0, Reservation{}, fmt.Errorf("cluster: reserve %s: %w", id, err)
 	}
-	e, err := s.hist.Get(ctx, key)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		// It expired between the two calls: someone else will win it
-		// or we will on the next offer.
-		return InProgress, Reservation{}, nil
-	case err != nil:
-		return 0, Reservation{}, fmt.Errorf("cluster: history get %s: %w", id, err)
-	}
-	return decide(e.Value()), Reservation{}, nil
-}
-
-// decide reads a history value: "P" present, "R <node>" reserved.
-func decide(v []byte) Verdict {
-	if len(v) > 0 && v[0] == 'R' {
-		return InProgress
-	}
-	return Present
+	return InProgress, Reservation{}, nil
 }
 
 // Release gives a reservation up (the article was not received, or was
@@ -241,189 +300,334 @@ func (s *Store) Release(ctx context.Context, r Reservation) error {
 	if r.Key == "" {
 		return nil
 	}
-	err := s.hist.Delete(ctx, r.Key, jetstream.LastRevision(r.Rev))
+	err := s.resv.Delete(ctx, r.Key, jetstream.LastRevision(r.Rev))
 	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("cluster: history release: %w", err)
+		return fmt.Errorf("cluster: release reservation: %w", err)
 	}
 	return nil
 }
 
-// Ref is a queue entry: where an article is and how large.
-type Ref struct {
-	MessageID string
-	Size      int // octets of the wire form
-	Chunks    int
+// Parts describes an article cut in parts: the head holds its first
+// ChunkSize octets, "<head>.<Token>.<i>" for i in 1..N-1 the rest.
+type Parts struct {
+	Token string // names this copy's parts (unique per publish)
+	N     int    // pieces, the head's included
+	Size  int    // octets of the whole wire form
 }
 
-// String is the entry's payload: "<message-id> <size> <chunks>".
-func (r Ref) String() string {
-	return r.MessageID + " " + strconv.Itoa(r.Size) + " " + strconv.Itoa(r.Chunks)
+// String is the Newsflow-Parts header: "<token> <n> <size>".
+func (p Parts) String() string {
+	return p.Token + " " + strconv.Itoa(p.N) + " " + strconv.Itoa(p.Size)
 }
 
-// ParseRef reads a queue entry's payload.
-func ParseRef(b []byte) (Ref, error) {
-	f := strings.Fields(string(b))
-	if len(f) != 3 {
-		return Ref{}, fmt.Errorf("cluster: queue entry %q: want \"<id> size chunks\"", clip(b))
+// ParseParts reads a Newsflow-Parts header.
+func ParseParts(v string) (Parts, error) {
+	f := strings.Split(v, " ")
+	if len(f) != 3 || !validToken(f[0]) {
+		return Parts{}, fmt.Errorf("cluster: parts %q: want \"<token> <n> <size>\"", clip(v))
 	}
-	size, err1 := strconv.Atoi(f[1])
-	n, err2 := strconv.Atoi(f[2])
-	if err1 != nil || err2 != nil || size <= 0 || n <= 0 || n > size || !strings.HasPrefix(f[0], "<") {
-		return Ref{}, fmt.Errorf("cluster: queue entry %q: bad fields", clip(b))
+	n, err1 := strconv.Atoi(f[1])
+	size, err2 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil || n < 2 || size < n || n > 1<<20 {
+		return Parts{}, fmt.Errorf("cluster: parts %q: bad fields", clip(v))
 	}
-	return Ref{MessageID: f[0], Size: size, Chunks: n}, nil
+	return Parts{Token: f[0], N: n, Size: size}, nil
 }
 
-func clip(b []byte) []byte {
-	if len(b) > 80 {
-		return b[:80]
+// validToken: a token is one subject token of letters and digits.
+func validToken(t string) bool {
+	if t == "" || len(t) > 64 {
+		return false
 	}
-	return b
+	for i := range len(t) {
+		c := t[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
-// Put stores the wire form of article id and queues a reference to it
-// for every peer in peers, then marks the history present. It returns once
-// JetStream acknowledged every publish (stored on a quorum of replicas).
-func (s *Store) Put(ctx context.Context, r Reservation, id string, wire []byte, peers []string) error {
-	key := Key(id)
-	shard := strconv.Itoa(Shard(id, s.set.Shards))
-	ref := Ref{MessageID: id, Size: len(wire), Chunks: Chunks(len(wire), s.chunk)}
-	futs := make([]jetstream.PubAckFuture, 0, ref.Chunks+len(peers))
-	for i := range ref.Chunks {
-		part := wire[i*s.chunk : min(len(wire), (i+1)*s.chunk)]
-		m := &nats.Msg{Subject: s.set.Name + ".art." + shard + "." + key + "." + strconv.Itoa(i), Data: part, Header: nats.Header{}}
-		m.Header.Set(jetstream.MsgIDHeader, key+"."+strconv.Itoa(i))
-		f, err := s.js.PublishMsgAsync(m)
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80]
+	}
+	return s
+}
+
+// Put stores the wire form of article id, for peers, if the history does
+// not have it: one conditional publish of its head (after its parts, if
+// it is cut). It returns once JetStream acknowledged every publish (stored
+// on a quorum of replicas), ErrDuplicate when another copy was stored
+// first (by any node).
+func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string) error {
+	if s.seen.has(id) {
+		return ErrDuplicate
+	}
+	if len(wire) <= s.chunk {
+		p, err := s.Publish(id, wire, peers)
+		if err != nil {
+			return err
+		}
+		return p.Wait(ctx)
+	}
+	subj, sh := s.head(id)
+	parts := Parts{Token: newToken(), N: Chunks(len(wire), s.chunk), Size: len(wire)}
+	futs := make([]jetstream.PubAckFuture, 0, parts.N-1)
+	err := func() error {
+		for i := 1; i < parts.N; i++ {
+			m := &nats.Msg{Subject: subj + "." + parts.Token + "." + strconv.Itoa(i), Data: wire[i*s.chunk : min(len(wire), (i+1)*s.chunk)]}
+			f, err := s.pub.PublishMsgAsync(m)
+			if err != nil {
+				return fmt.Errorf("cluster: store %s: %w", id, err)
+			}
+			futs = append(futs, f)
+		}
+		// The head only once its parts are stored: a node may pull the
+		// head the moment it is stored, and must find them.
+		for _, f := range futs {
+			if err := waitAck(ctx, f); err != nil {
+				return fmt.Errorf("cluster: store %s: %w", id, err)
+			}
+		}
+		f, err := s.pub.PublishMsgAsync(s.headMsg(subj, id, wire[:s.chunk], peers, parts))
 		if err != nil {
 			return fmt.Errorf("cluster: store %s: %w", id, err)
 		}
-		futs = append(futs, f)
+		return (&Pending{s: s, id: id, f: f}).Wait(ctx)
+	}()
+	if err != nil {
+		s.dropParts(sh, subj, parts)
 	}
-	// The queue entries only once the article is stored: a node may pull
-	// an entry the moment it is stored, and must find the article.
-	if err := waitAcks(ctx, id, futs); err != nil {
-		return err
+	return err
+}
+
+// headMsg is the conditional publish of an article's head.
+func (s *Store) headMsg(subj, id string, data []byte, peers []string, parts Parts) *nats.Msg {
+	h := nats.Header{}
+	h[hdrExpectSubjSeq] = []string{"0"}
+	h[hdrID] = []string{id}
+	h[hdrPeers] = []string{strings.Join(peers, ",")}
+	if parts.N > 0 {
+		h[hdrParts] = []string{parts.String()}
 	}
-	futs = futs[:0]
-	payload := []byte(ref.String())
-	for _, p := range peers {
-		m := &nats.Msg{Subject: s.queueSubject(p), Data: payload, Header: nats.Header{}}
-		m.Header.Set(jetstream.MsgIDHeader, p+"."+key)
-		f, err := s.js.PublishMsgAsync(m)
-		if err != nil {
-			return fmt.Errorf("cluster: queue %s for %s: %w", id, p, err)
-		}
-		futs = append(futs, f)
+	return &nats.Msg{Subject: subj, Header: h, Data: data}
+}
+
+// Pending is a head published and not yet acknowledged.
+type Pending struct {
+	s  *Store
+	id string
+	f  jetstream.PubAckFuture
+}
+
+// Publish sends the head of an article of at most ChunkSize octets
+// without waiting: Put's first half, for a caller that waits for many
+// acknowledgements on one goroutine. wire must not change until Wait
+// returns (the client may send it again). An id this node knows is
+// present is ErrDuplicate at once.
+func (s *Store) Publish(id string, wire []byte, peers []string) (*Pending, error) {
+	if len(wire) > s.chunk {
+		return nil, fmt.Errorf("cluster: store %s: %d octets is over the chunk size %d: use Put", id, len(wire), s.chunk)
 	}
-	if err := waitAcks(ctx, id, futs); err != nil {
-		return err
+	if s.seen.has(id) {
+		return nil, ErrDuplicate
 	}
-	// Update resets the key's TTL: "P" lives for the bucket's (history).
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	subj, _ := s.head(id)
+	f, err := s.pub.PublishMsgAsync(s.headMsg(subj, id, wire, peers, Parts{}))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: store %s: %w", id, err)
+	}
+	return &Pending{s: s, id: id, f: f}, nil
+}
+
+// Wait is Put's answer for a published head: nil once it is stored on a
+// quorum, ErrDuplicate when another copy was stored first. A head whose
+// acknowledgement never comes fails after the publish timeout (twice
+// opTimeout).
+func (p *Pending) Wait(ctx context.Context) error {
+	err := waitAck(ctx, p.f)
+	switch {
+	case err == nil:
+		p.s.seen.add(p.id)
+		return nil
+	case isWrongLastSeq(err):
+		p.s.seen.add(p.id)
+		return ErrDuplicate
+	}
+	return fmt.Errorf("cluster: store %s: %w", p.id, err)
+}
+
+// isWrongLastSeq: the conditional publish found the subject taken.
+func isWrongLastSeq(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// dropParts removes the parts of a copy whose head was not stored (best
+// effort: unreferenced, they would only take room until spool_max_age).
+func (s *Store) dropParts(shard int, head string, p Parts) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if _, err := s.hist.Update(ctx, key, []byte("P"), r.Rev); err != nil {
-		// Our reservation expired (this took longer than reserve_ttl) and
-		// another node may be storing the article too: it is durable and
-		// queued anyway; the peers refuse the second copy.
-		if _, err2 := s.hist.Put(ctx, key, []byte("P")); err2 != nil {
-			return fmt.Errorf("cluster: history %s: %w", id, errors.Join(err, err2))
-		}
-	}
-	return nil
+	s.shards[shard].Purge(ctx, jetstream.WithPurgeSubject(head+"."+p.Token+".>"))
 }
 
-// waitAcks waits for the publish acknowledgements of futs.
-func waitAcks(ctx context.Context, id string, futs []jetstream.PubAckFuture) error {
-	for _, f := range futs {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return fmt.Errorf("cluster: store %s: %w", id, err)
-		case <-ctx.Done():
-			return fmt.Errorf("cluster: store %s: %w", id, ctx.Err())
-		}
-	}
-	return nil
+// tokens makes the part tokens: random, so that copies of one article
+// stored at once by two nodes (whose wire forms may differ in Path) never
+// mix their parts.
+var tokens = struct {
+	sync.Mutex
+	b [8]byte
+}{}
+
+func newToken() string {
+	tokens.Lock()
+	defer tokens.Unlock()
+	rand.Read(tokens.b[:])
+	return hex.EncodeToString(tokens.b[:])
 }
 
-// Body reads the wire form of the article ref names.
-func (s *Store) Body(ctx context.Context, ref Ref) ([]byte, error) {
-	key := Key(ref.MessageID)
-	sh := Shard(ref.MessageID, s.set.Shards)
-	pre := s.set.Name + ".art." + strconv.Itoa(sh) + "." + key + "."
-	body := make([]byte, 0, ref.Size)
-	for i := range ref.Chunks {
-		m, err := s.shards[sh].GetLastMsgForSubject(ctx, pre+strconv.Itoa(i))
+// waitAck waits for a publish acknowledgement.
+func waitAck(ctx context.Context, f jetstream.PubAckFuture) error {
+	select {
+	case <-f.Ok():
+		return nil
+	case err := <-f.Err():
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Entry is a delivered head: an article queued for a peer.
+type Entry struct {
+	MessageID string
+	Peers     string // Newsflow-Peers
+	Parts     Parts  // N == 0: the head holds the whole article
+	Marker    bool   // a delete marker (the article expired): no article
+}
+
+// ParseEntry reads a head's headers.
+func ParseEntry(h nats.Header) (Entry, error) {
+	if h.Get(jetstream.MarkerReasonHeader) != "" {
+		return Entry{Marker: true}, nil
+	}
+	e := Entry{MessageID: h.Get(hdrID), Peers: h.Get(hdrPeers)}
+	if len(e.MessageID) < 3 || e.MessageID[0] != '<' || e.MessageID[len(e.MessageID)-1] != '>' {
+		return Entry{}, fmt.Errorf("cluster: head without a message-id (%s %q)", hdrID, clip(e.MessageID))
+	}
+	if v := h.Get(hdrParts); v != "" {
+		p, err := ParseParts(v)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: article %s chunk %d: %w", ref.MessageID, i, err)
+			return Entry{}, err
+		}
+		e.Parts = p
+	}
+	return e, nil
+}
+
+// For reports whether the entry is queued for peer.
+func (e Entry) For(peer string) bool {
+	for p := range strings.SplitSeq(e.Peers, ",") {
+		if p == peer {
+			return true
+		}
+	}
+	return false
+}
+
+// Body is the whole article of a delivered head whose data is head:
+// head itself, or head and its parts read back with direct gets.
+func (s *Store) Body(ctx context.Context, e Entry, head []byte) ([]byte, error) {
+	if e.Parts.N == 0 {
+		return head, nil
+	}
+	subj, sh := s.head(e.MessageID)
+	body := make([]byte, 0, e.Parts.Size)
+	body = append(body, head...)
+	for i := 1; i < e.Parts.N; i++ {
+		m, err := s.shards[sh].GetLastMsgForSubject(ctx, subj+"."+e.Parts.Token+"."+strconv.Itoa(i))
+		if err != nil {
+			return nil, fmt.Errorf("cluster: article %s part %d: %w", e.MessageID, i, err)
 		}
 		body = append(body, m.Data...)
 	}
-	if len(body) != ref.Size {
-		return nil, fmt.Errorf("cluster: article %s: %d octets stored, want %d", ref.MessageID, len(body), ref.Size)
+	if len(body) != e.Parts.Size {
+		return nil, fmt.Errorf("cluster: article %s: %d octets stored, want %d", e.MessageID, len(body), e.Parts.Size)
 	}
 	return body, nil
 }
 
-func (s *Store) queueStream(peer string) string  { return s.set.Name + "-q-" + peer }
-func (s *Store) queueSubject(peer string) string { return s.set.Name + ".q." + peer }
+// Get reads article id back whole (tests, tracing).
+func (s *Store) Get(ctx context.Context, id string) ([]byte, error) {
+	subj, sh := s.head(id)
+	m, err := s.shards[sh].GetLastMsgForSubject(ctx, subj)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: article %s: %w", id, err)
+	}
+	e, err := ParseEntry(m.Header)
+	if err != nil {
+		return nil, err
+	}
+	if e.Marker {
+		return nil, fmt.Errorf("cluster: article %s: expired", id)
+	}
+	return s.Body(ctx, e, m.Data)
+}
 
 // QueueLimits bound a peer's queue like the seed's backlog limits.
 type QueueLimits struct {
-	MaxBytes int64         // drop the oldest beyond this (0: no limit)
-	MaxAge   time.Duration // drop entries older than this (0: no limit)
+	MaxAge time.Duration // drop entries older than this when pulled (0: no limit)
 }
 
-// Queue creates (or joins) peer's work queue and its durable consumer.
-func (s *Store) Queue(ctx context.Context, peer string, lim QueueLimits) (jetstream.Consumer, error) {
-	maxBytes := lim.MaxBytes
-	if maxBytes == 0 {
-		maxBytes = -1
-	}
-	var st jetstream.Stream
-	err := retry(ctx, func(ctx context.Context) (err error) {
-		st, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name:       s.queueStream(peer),
-			Subjects:   []string{s.queueSubject(peer)},
-			Retention:  jetstream.WorkQueuePolicy,
-			Storage:    jetstream.FileStorage,
-			Replicas:   s.set.Replicas,
-			MaxAge:     lim.MaxAge,
-			MaxBytes:   maxBytes,
-			Discard:    jetstream.DiscardOld,
-			Duplicates: 2 * time.Minute,
-		})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cluster: queue of %s: %w", peer, err)
-	}
-	var c jetstream.Consumer
-	err = retry(ctx, func(ctx context.Context) (err error) {
-		c, err = st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-			Durable:       "feed",
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       s.set.AckWait,
-			MaxDeliver:    -1,
-			MaxAckPending: s.set.MaxAckPending,
-			Replicas:      s.set.Replicas,
-		})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cluster: consumer of %s: %w", peer, err)
-	}
-	return c, nil
+// Queue is a peer's queue: its durable consumer on every shard.
+type Queue struct {
+	Peer      string
+	Consumers []jetstream.Consumer // by shard
+	Limits    QueueLimits
 }
 
-// Pending reports a peer's queue: entries not yet pulled, and pulled but
+// Queue creates (or joins) peer's durable consumers.
+func (s *Store) Queue(ctx context.Context, peer string, lim QueueLimits) (*Queue, error) {
+	q := &Queue{Peer: peer, Limits: lim}
+	for i, st := range s.shards {
+		var c jetstream.Consumer
+		err := retry(ctx, func(ctx context.Context) (err error) {
+			c, err = st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+				Durable:       "q-" + peer,
+				FilterSubject: s.set.Name + ".art." + strconv.Itoa(i) + ".*",
+				// A new peer is fed from now on, not the whole store.
+				DeliverPolicy: jetstream.DeliverNewPolicy,
+				AckPolicy:     jetstream.AckExplicitPolicy,
+				AckWait:       s.set.AckWait,
+				MaxDeliver:    -1,
+				MaxAckPending: s.set.MaxAckPending,
+				Replicas:      s.set.Replicas,
+			})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: queue of %s on %s: %w", peer, st.CachedInfo().Config.Name, err)
+		}
+		q.Consumers = append(q.Consumers, c)
+	}
+	return q, nil
+}
+
+// Pending reports a peer's queue: heads not yet pulled (of every
+// article stored since, whether for this peer or not), and pulled but
 // not answered.
-func (s *Store) Pending(ctx context.Context, c jetstream.Consumer) (waiting, unacked int, err error) {
-	info, err := c.Info(ctx)
-	if err != nil {
-		return 0, 0, fmt.Errorf("cluster: consumer info: %w", err)
+func (q *Queue) Pending(ctx context.Context) (waiting, unacked int, err error) {
+	for _, c := range q.Consumers {
+		info, err := c.Info(ctx)
+		if err != nil {
+			return 0, 0, fmt.Errorf("cluster: consumer info: %w", err)
+		}
+		waiting += int(info.NumPending)
+		unacked += info.NumAckPending
 	}
-	return int(info.NumPending), info.NumAckPending, nil
+	return waiting, unacked, nil
 }
 
 // retry runs a JetStream administration request until it succeeds or ctx
@@ -440,7 +644,7 @@ func retry(ctx context.Context, fn func(ctx context.Context) error) error {
 			return err
 		}
 		select {
-		case <-time.After(time.Duration(100+rand.IntN(300)) * time.Millisecond):
+		case <-time.After(time.Duration(100+mrand.IntN(300)) * time.Millisecond):
 		case <-ctx.Done():
 			return err
 		}

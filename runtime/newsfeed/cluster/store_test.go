@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,18 +88,18 @@ func itoa(i int) string {
 	return string([]byte{byte('0' + i/1000%10), byte('0' + i/100%10), byte('0' + i/10%10), byte('0' + i%10)})
 }
 
-func TestRefRoundTrip(t *testing.T) {
-	r := Ref{MessageID: "<x@y>", Size: 1234, Chunks: 2}
-	got, err := ParseRef([]byte(r.String()))
+func TestPartsRoundTrip(t *testing.T) {
+	p := Parts{Token: "0a1b2c3d", N: 2, Size: 1234}
+	got, err := ParseParts(p.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(r, got); diff != "" {
+	if diff := cmp.Diff(p, got); diff != "" {
 		t.Error(diff)
 	}
-	for _, bad := range []string{"", "<x@y> 1", "<x@y> a 1", "<x@y> 1 2", "x@y 10 1", "<x@y> 0 1", "<x@y> 10 0 9"} {
-		if _, err := ParseRef([]byte(bad)); err == nil {
-			t.Errorf("ParseRef(%q) = nil error", bad)
+	for _, bad := range []string{"", "t 2", "t a 10", "t 1 10", "t 3 2", "t.x 2 10", "t  2 10", "t 2 10 9", "* 2 10"} {
+		if _, err := ParseParts(bad); err == nil {
+			t.Errorf("ParseParts(%q) = nil error", bad)
 		}
 	}
 }
@@ -111,32 +113,25 @@ func TestChunks(t *testing.T) {
 }
 
 // TestReserveOnce: many concurrent reservations of one id, one wins; once
-// it is complete the id is present, and the body reads back.
+// the article is stored the id is present, and the body reads back.
 func TestReserveOnce(t *testing.T) {
 	s, _ := testStore(t, Settings{Shards: 3})
 	ctx := context.Background()
-	if _, err := s.Queue(ctx, "p1", QueueLimits{}); err != nil {
-		t.Fatal(err)
-	}
 	const n = 8
 	var mu sync.Mutex
 	got := map[Verdict]int{}
-	var won Reservation
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, r, err := s.Reserve(ctx, "<once@test>")
+			v, _, err := s.Reserve(ctx, "<once@test>")
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			mu.Lock()
 			got[v]++
-			if v == Reserved {
-				won = r
-			}
 			mu.Unlock()
 		}()
 	}
@@ -145,15 +140,79 @@ func TestReserveOnce(t *testing.T) {
 		t.Fatalf("verdicts (-want +got):\n%s", diff)
 	}
 	wire := []byte("Message-ID: <once@test>\r\n\r\nbody\r\n.\r\n")
-	if err := s.Put(ctx, won, "<once@test>", wire, []string{"p1"}); err != nil {
+	if err := s.Put(ctx, "<once@test>", wire, []string{"p1"}); err != nil {
 		t.Fatal(err)
 	}
 	if v, _, err := s.Reserve(ctx, "<once@test>"); err != nil || v != Present {
 		t.Fatalf("after Put: Reserve = %v, %v; want Present", v, err)
 	}
-	body, err := s.Body(ctx, Ref{MessageID: "<once@test>", Size: len(wire), Chunks: 1})
+	body, err := s.Get(ctx, "<once@test>")
 	if err != nil || !bytes.Equal(body, wire) {
-		t.Fatalf("Body = %q, %v", body, err)
+		t.Fatalf("Get = %q, %v", body, err)
+	}
+}
+
+// TestPutOnce: the same article published at once by several nodes (each
+// its own NATS connection, to different servers of a replicas-3 cluster)
+// is stored once: exactly one Put succeeds, the others are told
+// ErrDuplicate, for small articles and for ones cut in parts.
+func TestPutOnce(t *testing.T) {
+	e, err := StartEmbedded(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	if err := e.WaitJetStream(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var stores []*Store
+	for i, url := range e.URLs() {
+		nc, err := Connect(ConnectOptions{URLs: []string{url}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		s, err := OpenStore(ctx, nc, Settings{Name: "t", Node: "n" + itoa(i), Shards: 2, Replicas: 3,
+			ReserveTTL: time.Minute, AckWait: 5 * time.Second, ChunkSize: 4096})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	ctx := context.Background()
+	for _, size := range []int{100, 10000} {
+		for round := range 20 {
+			id := "<once" + itoa(round) + "." + itoa(size) + "@test>"
+			wire := bytes.Repeat([]byte{byte('a' + round)}, size)
+			var ok, dup atomic.Int32
+			var wg sync.WaitGroup
+			for _, s := range stores {
+				for range 3 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						switch err := s.Put(ctx, id, wire, nil); {
+						case err == nil:
+							ok.Add(1)
+						case errors.Is(err, ErrDuplicate):
+							dup.Add(1)
+						default:
+							t.Errorf("Put %s: %v", id, err)
+						}
+					}()
+				}
+			}
+			wg.Wait()
+			if ok.Load() != 1 || dup.Load() != 8 {
+				t.Fatalf("%s (%d octets): %d stored, %d duplicates; want 1 and 8", id, size, ok.Load(), dup.Load())
+			}
+			body, err := stores[round%3].Get(ctx, id)
+			if err != nil || !bytes.Equal(body, wire) {
+				t.Fatalf("Get %s: %d octets, %v", id, len(body), err)
+			}
+		}
 	}
 }
 
@@ -189,87 +248,136 @@ func TestReleaseAndExpiry(t *testing.T) {
 	}
 }
 
-// TestLargeArticle: an article over max_payload goes in chunks and comes
-// back whole.
+// TestLargeArticle: an article over max_payload goes in parts and comes
+// back whole; a second copy is refused and leaves no parts behind.
 func TestLargeArticle(t *testing.T) {
 	s, _ := testStore(t, Settings{Shards: 2})
 	ctx := context.Background()
 	wire := bytes.Repeat([]byte("0123456789abcdef"), 3<<20/16) // 3 MiB
-	_, r, err := s.Reserve(ctx, "<big@test>")
+	if n := Chunks(len(wire), s.ChunkSize()); n < 4 {
+		t.Fatalf("3 MiB in %d chunks of %d: want at least 4 with the 1 MB max_payload", n, s.ChunkSize())
+	}
+	if err := s.Put(ctx, "<big@test>", wire, nil); err != nil {
+		t.Fatal(err)
+	}
+	body, err := s.Get(ctx, "<big@test>")
+	if err != nil || !bytes.Equal(body, wire) {
+		t.Fatalf("Get: %d octets, %v", len(body), err)
+	}
+	if err := s.Put(ctx, "<big@test>", wire, nil); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("second Put = %v, want ErrDuplicate", err)
+	}
+	sh := Shard("<big@test>", 2)
+	info, err := s.shards[sh].Info(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put(ctx, r, "<big@test>", wire, nil); err != nil {
-		t.Fatal(err)
-	}
-	ref := Ref{MessageID: "<big@test>", Size: len(wire), Chunks: Chunks(len(wire), s.ChunkSize())}
-	if ref.Chunks < 4 {
-		t.Fatalf("3 MiB in %d chunks of %d: want at least 4 with the 1 MB max_payload", ref.Chunks, s.ChunkSize())
-	}
-	body, err := s.Body(ctx, ref)
-	if err != nil || !bytes.Equal(body, wire) {
-		t.Fatalf("Body: %d octets, %v", len(body), err)
+	if want := uint64(Chunks(len(wire), s.ChunkSize())); info.State.Msgs != want {
+		t.Errorf("shard holds %d messages after the refused copy, want %d (head and parts of one copy)", info.State.Msgs, want)
 	}
 }
 
-// TestQueue: entries queued by Put come out of the peer's consumer, a
-// delayed nak brings one back, an ack removes it.
+// TestQueue: articles stored by Put come out of the peer's consumer with
+// their bodies, marked for the peers they are for; a delayed nak brings
+// one back, an ack settles it.
 func TestQueue(t *testing.T) {
 	s, _ := testStore(t, Settings{})
 	ctx := context.Background()
-	c, err := s.Queue(ctx, "p1", QueueLimits{})
+	q, err := s.Queue(ctx, "p1", QueueLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"<q1@t>", "<q2@t>"} {
-		_, r, err := s.Reserve(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Put(ctx, r, id, []byte("x\r\n.\r\n"), []string{"p1"}); err != nil {
+	arts := map[string][]string{"<q1@t>": {"p1"}, "<q2@t>": {"p1", "p2"}, "<q3@t>": {"p2"}}
+	for _, id := range []string{"<q1@t>", "<q2@t>", "<q3@t>"} {
+		if err := s.Put(ctx, id, []byte(id+"\r\n.\r\n"), arts[id]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	batch, err := c.Fetch(2, jetstream.FetchMaxWait(5*time.Second))
+	if w, u, err := q.Pending(ctx); err != nil || w != 3 || u != 0 {
+		t.Fatalf("Pending = %d, %d, %v; want 3, 0", w, u, err)
+	}
+	batch, err := q.Consumers[0].Fetch(3, jetstream.FetchMaxWait(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
 	var msgs []jetstream.Msg
 	for m := range batch.Messages() {
-		ref, err := ParseRef(m.Data())
+		e, err := ParseEntry(m.Headers())
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, ref.MessageID)
+		if string(m.Data()) != e.MessageID+"\r\n.\r\n" {
+			t.Errorf("%s delivered with %q", e.MessageID, m.Data())
+		}
+		ids = append(ids, e.MessageID+" "+strconv.FormatBool(e.For("p1")))
 		msgs = append(msgs, m)
 	}
-	if diff := cmp.Diff([]string{"<q1@t>", "<q2@t>"}, ids); diff != "" {
+	if diff := cmp.Diff([]string{"<q1@t> true", "<q2@t> true", "<q3@t> false"}, ids); diff != "" {
 		t.Fatalf("queue (-want +got):\n%s", diff)
 	}
-	if err := msgs[0].Ack(); err != nil {
-		t.Fatal(err)
-	}
+	msgs[0].Ack()
+	msgs[2].Ack()
 	if err := msgs[1].NakWithDelay(500 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	batch, err = c.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
+	batch, err = q.Consumers[0].Fetch(1, jetstream.FetchMaxWait(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for m := range batch.Messages() {
-		ref, _ := ParseRef(m.Data())
-		if ref.MessageID != "<q2@t>" {
-			t.Errorf("redelivered %s, want <q2@t>", ref.MessageID)
+		e, _ := ParseEntry(m.Headers())
+		if e.MessageID != "<q2@t>" {
+			t.Errorf("redelivered %s, want <q2@t>", e.MessageID)
 		}
 		md, _ := m.Metadata()
 		if md.NumDelivered != 2 {
 			t.Errorf("delivered %d times, want 2", md.NumDelivered)
 		}
-		m.Ack()
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 		t.Fatal(err)
+	}
+	if w, u, err := q.Pending(ctx); err != nil || w != 0 || u != 0 {
+		t.Fatalf("Pending = %d, %d, %v; want 0, 0", w, u, err)
+	}
+}
+
+// TestHistoryOutlivesArticle: an article expired from the store
+// (spool_max_age) is still refused until history_retention, then taken
+// again.
+func TestHistoryOutlivesArticle(t *testing.T) {
+	s, _ := testStore(t, Settings{MaxAge: time.Second, History: 4 * time.Second})
+	ctx := context.Background()
+	wire := []byte("x\r\n.\r\n")
+	if err := s.Put(ctx, "<old@t>", wire, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The server's clock decides; poll, with deadlines far beyond.
+	expired := false
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the article was never expired, or the id never taken again")
+		}
+		if _, err := s.Get(ctx, "<old@t>"); err != nil && !expired {
+			expired = true
+			if v, _, err := s.Reserve(ctx, "<old@t>"); err != nil || v != Present {
+				t.Fatalf("expired article: Reserve = %v, %v; want Present (the history remembers)", v, err)
+			}
+		}
+		err := s.Put(ctx, "<old@t>", wire, nil)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrDuplicate) {
+			t.Fatal(err)
+		}
+	}
+	if !expired {
+		t.Fatal("stored again before the first copy expired")
 	}
 }
 
@@ -309,4 +417,61 @@ func TestOpenTogether(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestKnownPresent: ids this node stored or was refused are answered from
+// memory: with the NATS server gone, Reserve still says Present and Put
+// ErrDuplicate for them (and fails for others, which need NATS).
+func TestKnownPresent(t *testing.T) {
+	s, e := testStore(t, Settings{})
+	ctx := context.Background()
+	if err := s.Put(ctx, "<mine@t>", []byte("x\r\n.\r\n"), nil); err != nil {
+		t.Fatal(err)
+	}
+	e.Shutdown()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if v, _, err := s.Reserve(ctx, "<mine@t>"); err != nil || v != Present {
+		t.Errorf("Reserve of a stored id without NATS = %v, %v; want Present", v, err)
+	}
+	if err := s.Put(ctx, "<mine@t>", []byte("x\r\n.\r\n"), nil); !errors.Is(err, ErrDuplicate) {
+		t.Errorf("Put of a stored id without NATS = %v; want ErrDuplicate", err)
+	}
+	if _, _, err := s.Reserve(ctx, "<other@t>"); err == nil {
+		t.Error("Reserve of an unknown id without NATS succeeded")
+	}
+}
+
+// TestSeenGenerations: an id is remembered for one or two generations,
+// then forgotten; a short history shortens them.
+func TestSeenGenerations(t *testing.T) {
+	s := newSeen(0)
+	if s.age != seenAge {
+		t.Errorf("age %v with no history bound, want %v", s.age, seenAge)
+	}
+	if short := newSeen(8 * time.Second); short.age != 2*time.Second {
+		t.Errorf("age %v for an 8 s history, want 2s", short.age)
+	}
+	s.add("<a@t>")
+	if !s.has("<a@t>") || s.has("<b@t>") {
+		t.Fatal("has after add: want <a@t> only")
+	}
+	// Fill a generation: <a@t> moves to the previous one, still known.
+	for i := range seenMax {
+		s.add("<fill" + strconv.Itoa(i) + "@t>")
+	}
+	if !s.has("<a@t>") {
+		t.Error("<a@t> forgotten after one generation")
+	}
+	for i := range seenMax + 1 {
+		s.add("<more" + strconv.Itoa(i) + "@t>")
+	}
+	if s.has("<a@t>") {
+		t.Error("<a@t> still known after two generations")
+	}
+	// Generations too old are not trusted (the clock moved on).
+	s.began = s.began.Add(-3 * s.age)
+	if s.has("<more1@t>") {
+		t.Error("an id from generations older than twice their age is still known")
+	}
 }
