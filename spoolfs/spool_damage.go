@@ -61,7 +61,10 @@ type suspect struct {
 // or not sealed), which may cut its tail.
 func (s *Spool) mayBeLost(tok Token, ckpt Position) bool {
 	seg, ok := s.segs[tok.Seg]
-	return !ok || tok.Seg >= ckpt.Seg || !seg.sealed || int64(tok.Off)+int64(tok.Len) > seg.written
+	if !ok { // gone: expired if older than every segment there is
+		return len(s.order) > 0 && tok.Seg > s.order[0].num
+	}
+	return tok.Seg >= ckpt.Seg || !seg.sealed || int64(tok.Off)+int64(tok.Len) > seg.written
 }
 
 // lostToken reports whether the article at tok is lost, after the scan:
