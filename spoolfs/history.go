@@ -7,9 +7,11 @@ import (
 	"hash/maphash"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Status is what the history knows about a message-id. It maps directly to
@@ -65,9 +67,9 @@ type History struct {
 	timeout  int64            // reservations older than this are void
 	sweepAt  int              // sweep stale reservations when the map reaches this size
 
-	idx     *index
+	idx     *index   // off the Go heap, freed with the History
 	log     *os.File // the history log, read here; the Spool appends to it
-	tail    []byte   // the newest bytes of the log: [tailOff, tailOff+len(tail))
+	tail    []byte   // the newest bytes of the log, [tailOff, tailOff+len(tail)), in tailMax octets off the Go heap
 	tailOff int64
 
 	// recent holds the entries whose records the Spool has not written to
@@ -95,16 +97,22 @@ type hentry struct {
 }
 
 func newHistory(s *Spool, timeout time.Duration) *History {
-	return &History{
+	h := &History{
 		s:        s,
 		seed:     maphash.MakeSeed(),
 		reserved: make(map[string]int64),
 		timeout:  int64(timeout),
 		sweepAt:  1024,
 		idx:      newIndex(indexSize(0)),
+		tail:     allocTable(tailMax)[:0], // pages become resident as they are used
 		recent:   make(map[string]hentry),
 		forgot:   make(map[string]int),
 	}
+	// The off-heap memory goes when the History does (no reader can be
+	// left holding it then).
+	runtime.AddCleanup(h, (*index).free, h.idx)
+	runtime.AddCleanup(h, freeTable, h.tail[:tailMax])
+	return h
 }
 
 // Lookup returns the history entry for msgid: a stored or pending article, or
@@ -299,10 +307,12 @@ func (h *History) forgetLocked(msgid string) bool {
 	return true
 }
 
-// tailMax bounds the copy of the log's newest bytes (History.tail): about
-// 4 MB, 55,000 records of 2 KB articles, so that the lookups of the send
-// path, which follow the storing closely, are not preads.
-const tailMax = 4 << 20
+// tailMax is the size of the copy of the log's newest bytes
+// (History.tail): 2 MB, about 28,000 records of 2 KB articles, so that the
+// lookups of the send path, which follow the storing closely, are not
+// preads. It is off the Go heap: on it, it would count twice toward the
+// collector's heap goal.
+const tailMax = 2 << 20
 
 // logged moves the entries of recs, records the Spool has just written to
 // the log at offset at, from recent to the index, growing the index
@@ -341,16 +351,26 @@ func (h *History) logged(recs []byte, at int64) error {
 		}
 		p += size
 	}
-	if h.tailOff+int64(len(h.tail)) != at {
+	h.appendTail(recs, at)
+	return err
+}
+
+// appendTail adds recs, written at offset at, to the copy of the log's
+// newest bytes, dropping its oldest half when it is full.
+func (h *History) appendTail(recs []byte, at int64) {
+	if h.tailOff+int64(len(h.tail)) != at || len(recs) > tailMax/2 {
 		h.tail, h.tailOff = h.tail[:0], at
+		if len(recs) > tailMax/2 {
+			h.tailOff += int64(len(recs))
+			return
+		}
 	}
-	h.tail = append(h.tail, recs...)
-	if len(h.tail) > tailMax {
+	if len(h.tail)+len(recs) > tailMax {
 		cut := len(h.tail) - tailMax/2
 		h.tail = h.tail[:copy(h.tail, h.tail[cut:])]
 		h.tailOff += int64(cut)
 	}
-	return err
+	h.tail = append(h.tail, recs...) // within its capacity: never reallocated
 }
 
 // errIndexFull stops a replay whose index has reached its load.
@@ -366,25 +386,25 @@ var errIndexFull = errors.New("history index full")
 // for writing, or the history not yet shared.
 func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int64, r histRecord), bad func(off, n int64)) (int64, error) {
 	for {
-		h.idx.free()
-		h.idx = newIndex(size)
+		h.idx.reset(size)
 		h.log = f
 		h.tail, h.tailOff = h.tail[:0], end
-		sc := newScanner(f, end, histRecMagic, parseHistRecord)
-		sc.chunk = 4 << 20
+		sc, done := newLogScanner(f, end)
 		valid, err := sc.scan(histHeaderSize, func(off int64, b []byte) error {
 			r := decodeHistRecord(b)
 			if rec != nil {
 				rec(off, r)
 			}
+			// The id as a string without a copy: only compared, never kept.
+			id := unsafe.String(unsafe.SliceData(r.msgid), len(r.msgid))
 			switch r.kind {
 			case kindForget:
-				if _, pos, ok := h.findLogged(string(r.msgid), maphash.Bytes(h.seed, r.msgid)); ok {
+				if _, pos, ok := h.findLogged(id, maphash.String(h.seed, id)); ok {
 					h.idx.removeAt(pos)
 				}
 			case kindArticle, kindReject:
-				hv := maphash.Bytes(h.seed, r.msgid)
-				if _, _, ok := h.findLogged(string(r.msgid), hv); ok {
+				hv := maphash.String(h.seed, id)
+				if _, _, ok := h.findLogged(id, hv); ok {
 					return nil
 				}
 				if !h.idx.fits(1) {
@@ -394,6 +414,7 @@ func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int
 			}
 			return nil
 		}, bad)
+		done()
 		if err == errIndexFull {
 			size *= 2
 			continue
@@ -405,6 +426,17 @@ func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int
 		}
 		return valid, err
 	}
+}
+
+// newLogScanner returns a scanner over the log of f up to end whose
+// window is off the Go heap, and the function that frees it: a replay of
+// the whole log then leaves no garbage for the collector.
+func newLogScanner(f *os.File, end int64) (*scanner, func()) {
+	const chunk = 1 << 20 // records are at most 287 octets
+	buf := allocTable(chunk)
+	sc := newScanner(f, end, histRecMagic, parseHistRecord)
+	sc.buf, sc.chunk = buf[:0], chunk
+	return sc, func() { freeTable(buf) }
 }
 
 // rebuildLocked replaces the index with one of at least size slots built
@@ -463,8 +495,7 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 	s.mu.Lock()
 	h.mu.Lock()
 	old, oldEnd := h.log, s.hoff
-	sc := newScanner(old, oldEnd, histRecMagic, parseHistRecord)
-	sc.chunk = 4 << 20
+	sc, done := newLogScanner(old, oldEnd)
 	_, err = sc.scan(histHeaderSize, func(off int64, b []byte) error {
 		r := decodeHistRecord(b)
 		if r.kind != kindArticle && r.kind != kindReject || !h.indexedAt(r.msgid, off) {
@@ -477,6 +508,7 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 		w.write(b)
 		return nil
 	}, nil)
+	done()
 	w.buf = appendCheckpoint(w.buf[:0], ckpt, ckptNewest)
 	w.write(w.buf)
 	if err == nil {
