@@ -308,11 +308,11 @@ func (h *History) forgetLocked(msgid string) bool {
 }
 
 // tailMax is the size of the copy of the log's newest bytes
-// (History.tail): 2 MB, about 28,000 records of 2 KB articles, so that the
+// (History.tail): 1 MB, about 14,000 records of 2 KB articles, so that the
 // lookups of the send path, which follow the storing closely, are not
 // preads. It is off the Go heap: on it, it would count twice toward the
 // collector's heap goal.
-const tailMax = 2 << 20
+const tailMax = 1 << 20
 
 // logged moves the entries of recs, records the Spool has just written to
 // the log at offset at, from recent to the index, growing the index
@@ -330,7 +330,13 @@ func (h *History) logged(recs []byte, at int64) error {
 	}
 	var err error
 	if !h.idx.fits(n) {
+		start := time.Now()
 		err = h.rebuildLocked(h.log, at, indexSize(h.idx.count+n))
+		// Lookups waited for it: when that was noticeable, say how long.
+		if d := time.Since(start); d >= 10*time.Millisecond {
+			h.s.log.Info("history index grown", "entries", h.idx.count, "slots", len(h.idx.slots),
+				"mb", len(h.idx.slots)*8>>20, "took", d.Round(time.Millisecond))
+		}
 	}
 	for p := 0; p < len(recs); {
 		size := histRecordOverhead + int(recs[p+3])

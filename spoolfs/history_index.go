@@ -15,7 +15,7 @@ import (
 // answered from the slots alone: a stranger's fragment matches one probe
 // in 16 million.
 //
-// At 2 million ids that is 8 bytes a slot in a table at most 85% full,
+// At 2 million ids that is 8 bytes a slot in a table 72% to 88% full,
 // where the table of issue 15's previous round held each entry in a
 // 32-byte slot plus the id itself (about 270 MB of RSS with a peer down
 // and 1,000,000 articles queued for it). The page cache holds the log;
@@ -46,14 +46,15 @@ const (
 )
 
 // Load: the table is rebuilt bigger when an insert would take it over
-// idxMaxLoadNum/idxMaxLoadDen full, at about idxTargetLoad percent. Linear
-// probing at 85% costs a miss about 23 slots on average: 184 bytes, three
-// cache lines; each rebuild reads the whole log, so they come no more
-// often than every 37% of growth.
+// idxMaxLoadNum/idxMaxLoadDen full, at about idxTargetLoad percent: 9 to
+// 11 bytes an id. Linear probing at 88% costs a miss about 35 slots on
+// average (280 bytes, five cache lines; the bottom of the range, 72%, 7
+// slots); each rebuild reads the whole log, so they come no more often
+// than every 22% of growth.
 const (
-	idxMaxLoadNum = 17
-	idxMaxLoadDen = 20
-	idxTargetLoad = 62
+	idxMaxLoadNum = 22
+	idxMaxLoadDen = 25
+	idxTargetLoad = 72
 )
 
 // indexSize is the number of slots for n entries at the target load.
