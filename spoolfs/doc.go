@@ -19,8 +19,8 @@
 //
 // The History maps message-ids to tokens through an index of the history log
 // in memory, after INN's dbz (an open-addressing table of 8-byte slots, a
-// fragment of the id's hash and the offset of its log record: about 10 to 13
-// bytes an entry, off the Go heap; a candidate is confirmed by reading its
+// fragment of the id's hash and the offset of its log record: 9 to 11 bytes
+// an entry, off the Go heap; a candidate is confirmed by reading its
 // record, which the page cache holds) plus the entries not yet in the log,
 // and answers CHECK/IHAVE: Unknown (want it), Reserved (another connection is sending
 // it), Pending (stored, not yet synced), Stored, Rejected. Put checks and
