@@ -85,6 +85,8 @@ type History struct {
 	// index rebuilt from the log alone would otherwise bring the id back.
 	forgot map[string]int
 
+	end        int64       // the end of the records in the log that the index knows
+	run        logRun      // lookups in log order (a backlog draining)
 	readFailed atomic.Bool // a log read failed (logged once)
 }
 
@@ -112,6 +114,8 @@ func newHistory(s *Spool, timeout time.Duration) *History {
 	// left holding it then).
 	runtime.AddCleanup(h, (*index).free, h.idx)
 	runtime.AddCleanup(h, freeTable, h.tail[:tailMax])
+	h.run.buf = allocTable(runBlock)
+	runtime.AddCleanup(h, freeTable, h.run.buf)
 	return h
 }
 
@@ -254,7 +258,7 @@ func (h *History) readEntry(off int64, msgid string) (hentry, bool) {
 		bp := recBufs.Get().(*[histRecordOverhead + maxMsgIDLen]byte)
 		defer recBufs.Put(bp)
 		b = bp[:size]
-		if _, err := h.log.ReadAt(b, off); err != nil {
+		if err := h.run.read(h.log, b, off, h.end); err != nil {
 			if h.readFailed.CompareAndSwap(false, true) {
 				h.s.log.Error("history: cannot read the log; ids it holds may be taken again", "offset", off, "err", err)
 			}
@@ -269,6 +273,58 @@ func (h *History) readEntry(off int64, msgid string) (hentry, bool) {
 		return hentry{}, false
 	}
 	return hentry{tok: r.tok, when: r.when, kind: r.kind}, true
+}
+
+// runBlock is how much of the log a run of lookups in log order reads at
+// a time.
+const runBlock = 32 << 10
+
+// logRun serves lookups that walk the log in order, as a backlog drains
+// (its entries were queued in arrival order, and the send path looks each
+// one up): when a record is read a little after the one read before, the
+// next runBlock octets are read with it, so the lookups that follow are
+// copies, not preads. Other lookups read just their record.
+type logRun struct {
+	mu   sync.Mutex
+	buf  []byte // runBlock octets off the Go heap (see newHistory); [off, off+n) of the log
+	off  int64
+	n    int
+	prev int64 // the offset of the last record read from the file
+}
+
+// reset forgets the block, for a new log file. The History's write lock
+// is held: no lookup is running.
+func (lr *logRun) reset() { lr.off, lr.n, lr.prev = 0, 0, -runBlock }
+
+// read fills b from the log f at off; end bounds what may be read (the end
+// of the records written, so that no bytes of a write being cut short are
+// kept).
+func (lr *logRun) read(f *os.File, b []byte, off, end int64) error {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if t := off - lr.off; t >= 0 && t+int64(len(b)) <= int64(lr.n) {
+		copy(b, lr.buf[t:])
+		return nil
+	}
+	seq := off > lr.prev && off-lr.prev < runBlock
+	lr.prev = off
+	if !seq {
+		_, err := f.ReadAt(b, off)
+		return err
+	}
+	want := min(int64(runBlock), end-off)
+	if want < int64(len(b)) {
+		_, err := f.ReadAt(b, off)
+		return err
+	}
+	lr.n = 0
+	n, err := f.ReadAt(lr.buf[:want], off)
+	if n < len(b) {
+		return err
+	}
+	lr.off, lr.n = off, n
+	copy(b, lr.buf)
+	return nil
 }
 
 // addLocked inserts an entry unless msgid already has one, and reports
@@ -358,6 +414,7 @@ func (h *History) logged(recs []byte, at int64) error {
 		p += size
 	}
 	h.appendTail(recs, at)
+	h.end = at + int64(len(recs))
 	return err
 }
 
@@ -393,7 +450,8 @@ var errIndexFull = errors.New("history index full")
 func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int64, r histRecord), bad func(off, n int64)) (int64, error) {
 	for {
 		h.idx.reset(size)
-		h.log = f
+		h.log, h.end = f, end
+		h.run.reset()
 		h.tail, h.tailOff = h.tail[:0], end
 		sc, done := newLogScanner(f, end)
 		valid, err := sc.scan(histHeaderSize, func(off int64, b []byte) error {
@@ -425,6 +483,7 @@ func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int
 			size *= 2
 			continue
 		}
+		h.end, h.tailOff = valid, valid // a torn tail after it is never read
 		for id := range h.forgot {
 			if _, pos, ok := h.findLogged(id, maphash.String(h.seed, id)); ok {
 				h.idx.removeAt(pos)
