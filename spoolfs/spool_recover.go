@@ -237,7 +237,7 @@ func (s *Spool) replayHistory() error {
 	// rather than growing it step by step while replaying. The articles
 	// the scan after the checkpoint may find lost are noted for dropLost.
 	s.suspects = nil
-	last := int64(-1)
+	last, pruneAt := int64(-1), 4096
 	end, err := h.replayLocked(f, st.Size(), indexSize(int(st.Size()/64)), func(off int64, r histRecord) {
 		if off <= last { // the replay started over with a bigger index
 			s.suspects, s.ckpt, s.ckptNewest = s.suspects[:0], Position{}, 0
@@ -247,8 +247,9 @@ func (s *Spool) replayHistory() error {
 		case kindCkpt:
 			s.ckpt = Position{Seg: r.tok.Seg, Off: int64(r.tok.Off)}
 			s.ckptNewest = r.when
-			if len(s.suspects) > 4096 {
+			if len(s.suspects) > pruneAt {
 				s.suspects = slices.DeleteFunc(s.suspects, func(c suspect) bool { return !s.mayBeLost(c.tok, s.ckpt) })
+				pruneAt = max(4096, 2*len(s.suspects))
 			}
 		case kindArticle:
 			if s.mayBeLost(r.tok, s.ckpt) {
