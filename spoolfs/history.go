@@ -454,30 +454,35 @@ func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int
 		h.run.reset()
 		h.tail, h.tailOff = h.tail[:0], end
 		sc, done := newLogScanner(f, end)
-		valid, err := sc.scan(histHeaderSize, func(off int64, b []byte) error {
-			r := decodeHistRecord(b)
+		b := newReplayBatch()
+		valid, err := sc.scan(histHeaderSize, func(off int64, rb []byte) error {
+			r := decodeHistRecord(rb)
 			if rec != nil {
 				rec(off, r)
 			}
-			// The id as a string without a copy: only compared, never kept.
-			id := unsafe.String(unsafe.SliceData(r.msgid), len(r.msgid))
 			switch r.kind {
 			case kindForget:
+				// In log order: what came before goes in first.
+				if err := h.insertBatch(b); err != nil {
+					return err
+				}
+				// The id as a string without a copy: only compared.
+				id := unsafe.String(unsafe.SliceData(r.msgid), len(r.msgid))
 				if _, pos, ok := h.findLogged(id, maphash.String(h.seed, id)); ok {
 					h.idx.removeAt(pos)
 				}
 			case kindArticle, kindReject:
-				hv := maphash.String(h.seed, id)
-				if _, _, ok := h.findLogged(id, hv); ok {
-					return nil
+				b.add(maphash.Bytes(h.seed, r.msgid), off)
+				if b.full() {
+					return h.insertBatch(b)
 				}
-				if !h.idx.fits(1) {
-					return errIndexFull
-				}
-				h.idx.insert(hv, off)
 			}
 			return nil
 		}, bad)
+		if err == nil {
+			err = h.insertBatch(b)
+		}
+		b.free()
 		done()
 		if err == errIndexFull {
 			size *= 2
@@ -490,6 +495,105 @@ func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int
 			}
 		}
 		return valid, err
+	}
+}
+
+// replayBatch holds the article and reject records a replay has read and
+// not yet put in the index: they go in grouped by the region of the index
+// their home slots are in (1/1024th of it each, in order), so that the
+// index is written from start to end rather than at random (a replay is
+// about a cache miss a record otherwise; it is what lookups wait for while
+// the index grows).
+type replayBatch struct {
+	mem  []byte     // off the Go heap: recs, then out
+	recs []batchRec // in log order
+	out  []batchRec // recs by region, in log order within one
+}
+
+// batchRec is one record of a replayBatch: its id's hash and its offset.
+type batchRec struct {
+	hv  uint64
+	off int64
+}
+
+// replayBatchLen is the number of records a replayBatch holds (256 KB
+// each for recs and out).
+const replayBatchLen = 16384
+
+// regionBits: the index is cut into 1<<regionBits regions. The home slot
+// grows with the hash's top 32 bits, so its region is the hash's top
+// regionBits bits.
+const regionBits = 10
+
+func newReplayBatch() *replayBatch {
+	mem := allocTable(2 * replayBatchLen * int(unsafe.Sizeof(batchRec{})))
+	all := unsafe.Slice((*batchRec)(unsafe.Pointer(unsafe.SliceData(mem))), 2*replayBatchLen)
+	return &replayBatch{mem: mem, recs: all[:0:replayBatchLen], out: all[replayBatchLen:]}
+}
+
+func (b *replayBatch) add(hv uint64, off int64) { b.recs = append(b.recs, batchRec{hv, off}) }
+func (b *replayBatch) full() bool               { return len(b.recs) == cap(b.recs) }
+func (b *replayBatch) free()                    { freeTable(b.mem); b.mem, b.recs, b.out = nil, nil, nil }
+
+// insertBatch puts the records of b in the index, region by region (a
+// counting sort, which keeps the log order of one id's records), each
+// unless its id is there already, and empties b.
+func (h *History) insertBatch(b *replayBatch) error {
+	var start [1<<regionBits + 1]int
+	for _, r := range b.recs {
+		start[r.hv>>(64-regionBits)+1]++
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	out := b.out[:len(b.recs)]
+	for _, r := range b.recs {
+		k := r.hv >> (64 - regionBits)
+		out[start[k]] = r
+		start[k]++
+	}
+	x := h.idx
+	for _, r := range out {
+		if h.loggedID(r.hv, r.off) {
+			continue
+		}
+		if !x.fits(1) {
+			return errIndexFull
+		}
+		x.insert(r.hv, r.off)
+	}
+	b.recs = b.recs[:0]
+	return nil
+}
+
+// loggedID reports whether the index has the id of the record at off (its
+// hash hv) already. Only a candidate with the same fragment costs reads.
+func (h *History) loggedID(hv uint64, off int64) bool {
+	p := h.idx.probe(hv)
+	var id string
+	for {
+		_, cand, ok := p.next()
+		if !ok {
+			return false
+		}
+		if id == "" {
+			var buf [histRecordOverhead + maxMsgIDLen]byte
+			n := min(int64(len(buf)), h.end-off)
+			if n < histRecordOverhead {
+				return false
+			}
+			if _, err := h.log.ReadAt(buf[:n], off); err != nil {
+				return false
+			}
+			size, _, ok := parseHistRecord(buf[:n])
+			if !ok {
+				return false
+			}
+			id = string(decodeHistRecord(buf[:size]).msgid)
+		}
+		if _, ok := h.readEntry(cand, id); ok {
+			return true
+		}
 	}
 }
 
