@@ -355,3 +355,53 @@ func TestHistoryLookupRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryReplayBatches opens a history log of more records than a
+// replay batch holds, with forget records and ids stored again after
+// their forget across the batches' edges, and checks every id: the
+// batches go into the index out of log order, the forgets must not.
+func TestHistoryReplayBatches(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, SpoolOptions{})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 2*replayBatchLen + 5000
+	id := func(i int) string { return msgID("batch", i) }
+	log := append([]byte(nil), histMagic[:]...)
+	want := map[string]bool{}
+	readded := 0
+	for i := range n {
+		// Segment 0: articles expired long ago, as in openWithHistoryLog.
+		log = appendHistRecord(log, kindArticle, id(i), Token{Seg: 0, Off: uint64(48 + i), Len: 10}, t0.UnixNano())
+		want[id(i)] = true
+		if i%997 == 996 {
+			log = appendHistRecord(log, kindForget, id(i-500), Token{}, 0)
+			delete(want, id(i-500))
+		}
+		if j := i - 300; j%997 == 996 && j/997%2 == 0 && !want[id(j-500)] {
+			// Every other one stored again 300 records after its forget.
+			log = appendHistRecord(log, kindArticle, id(j-500), Token{Seg: 0, Off: 7, Len: 10}, t0.UnixNano())
+			want[id(j-500)] = true
+			readded++
+		}
+	}
+	if readded == 0 {
+		t.Fatal("no id stored again after its forget: the test tests less than it says")
+	}
+	log = appendCheckpoint(log, Position{Seg: 1, Off: segHeaderSize}, 0)
+	if err := WriteFileDurable(filepath.Join(dir, histFileName), log); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, dir, SpoolOptions{})
+	defer s.Close()
+	h := s.History()
+	for i := range n {
+		if got := h.Seen(id(i)); got != want[id(i)] {
+			t.Fatalf("%s: seen %v, want %v", id(i), got, want[id(i)])
+		}
+	}
+	if h.Len() != len(want) {
+		t.Fatalf("%d entries, want %d", h.Len(), len(want))
+	}
+}
