@@ -387,7 +387,7 @@ func (h *History) logged(recs []byte, at int64) error {
 	var err error
 	if !h.idx.fits(n) {
 		start := time.Now()
-		err = h.rebuildLocked(h.log, at, indexSize(h.idx.count+n))
+		err = h.rebuildLocked(h.log, at, growSize(h.idx.count+n))
 		// Lookups waited for it: when that was noticeable, say how long.
 		if d := time.Since(start); d >= 10*time.Millisecond {
 			h.s.log.Info("history index grown", "entries", h.idx.count, "slots", len(h.idx.slots),

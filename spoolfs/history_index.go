@@ -62,6 +62,21 @@ func indexSize(n int) int {
 	return max(64, n*100/idxTargetLoad+1)
 }
 
+// idxRoomySlots: an index of up to this many slots (16 MB) grows to half
+// full rather than to the target load, so that a history growing from
+// nothing is rebuilt fewer times (each rebuild reads the whole log, and
+// the last few cost the most); above it, memory counts more.
+const idxRoomySlots = 2 << 20
+
+// growSize is the number of slots for the index that replaces a full one
+// of n entries.
+func growSize(n int) int {
+	if s := 2 * n; s <= idxRoomySlots {
+		return max(s, indexSize(n))
+	}
+	return indexSize(n)
+}
+
 // newIndex returns an empty index of size slots (at least 2).
 func newIndex(size int) *index {
 	x := &index{}
