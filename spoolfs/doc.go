@@ -17,10 +17,12 @@
 // Spool.Scan walks what arrived after a remembered Position, for a feeder
 // that must hand articles to its peers again after a crash.
 //
-// The History maps message-ids to tokens in memory (an open-addressing table
-// keyed by a 64-bit hash with the full id compared on every hit: 100 to 170
-// bytes an entry with the id, no pointers for the garbage collector) and answers
-// CHECK/IHAVE: Unknown (want it), Reserved (another connection is sending
+// The History maps message-ids to tokens through an index of the history log
+// in memory, after INN's dbz (an open-addressing table of 8-byte slots, a
+// fragment of the id's hash and the offset of its log record: 9 to 11 bytes
+// an entry, off the Go heap; a candidate is confirmed by reading its
+// record, which the page cache holds) plus the entries not yet in the log,
+// and answers CHECK/IHAVE: Unknown (want it), Reserved (another connection is sending
 // it), Pending (stored, not yet synced), Stored, Rejected. Put checks and
 // inserts under one lock, so of two connections storing the same id exactly
 // one succeeds; Reserve does the same for ids offered but not yet received.

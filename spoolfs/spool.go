@@ -121,6 +121,7 @@ type Spool struct {
 	putOff      []pendingCut // torn tails open could not quarantine for lack of space
 	cutsPending atomic.Bool  // len(putOff) > 0
 	lostAtOpen  int          // acknowledged articles the open found lost
+	suspects    []suspect    // open only: articles dropLost checks
 
 	seq       atomic.Uint64 // sequence number of the last Put or Reject (written under mu)
 	durable   atomic.Uint64 // every Put/Reject with seq <= durable is durable
@@ -221,7 +222,7 @@ func (s *Spool) Put(msgid string, wire []byte, arrived time.Time) (Token, error)
 	seg.newest = max(seg.newest, at)
 	seq := s.seq.Add(1)
 	h.mu.Lock()
-	h.addLocked(msgid, kindArticle, tok, at, seq)
+	h.addNewLocked(msgid, kindArticle, tok, at, seq)
 	h.mu.Unlock()
 	s.hpend = appendHistRecord(s.hpend, kindArticle, msgid, tok, at)
 	if len(s.buf) >= s.opts.FlushSize {
@@ -247,7 +248,7 @@ func (s *Spool) Reject(msgid string, now time.Time) error {
 	}
 	h := s.hist
 	h.mu.RLock()
-	seen := h.t.get(msgid) != nil
+	_, seen := h.getLocked(msgid)
 	h.mu.RUnlock()
 	if seen {
 		h.Release(msgid)
@@ -259,7 +260,7 @@ func (s *Spool) Reject(msgid string, now time.Time) error {
 	s.buf = appendRecord(s.buf, kindReject, msgid, nil, at, 0)
 	seq := s.seq.Add(1)
 	h.mu.Lock()
-	h.addLocked(msgid, kindReject, Token{}, at, seq)
+	h.addNewLocked(msgid, kindReject, Token{}, at, seq)
 	h.mu.Unlock()
 	s.hpend = appendHistRecord(s.hpend, kindReject, msgid, Token{}, at)
 	if len(s.buf) >= s.opts.FlushSize {
@@ -570,8 +571,17 @@ func (s *Spool) writeHistoryLocked() error {
 		}
 		return fmt.Errorf("history: write: %w", err)
 	}
+	at := s.hoff
 	s.hoff += int64(n)
+	// The index learns where the records are (and may grow, rebuilt from
+	// the log); a failure to read the log for that leaves the history
+	// short of entries, so nothing more is taken.
+	err = s.hist.logged(s.hwait, at)
 	s.hwait = s.hwait[:0]
+	if err != nil {
+		s.setFatal(err)
+		return s.fatalErr()
+	}
 	return nil
 }
 

@@ -19,42 +19,64 @@ import (
 // is gone while older ones remain (not expired: expiry removes the oldest),
 // was acknowledged once and is lost. History would go on refusing it (438),
 // so upstream would never offer it again: it is forgotten, with a forget
-// record in the log, and one line says how many.
+// record in the log, and one line says how many. The candidates are those
+// the replay of the log noted (openSuspects); what the scan found after
+// the checkpoint lies before any cut.
 func (s *Spool) dropLost() {
+	suspects := s.suspects
+	s.suspects = nil
 	if len(s.order) == 0 {
 		return
 	}
-	oldest := s.order[0].num
 	h := s.hist
 	var lost []string
-	h.t.each(func(id []byte, e *slot) {
-		if e.kind() != kindArticle {
-			return
+	for _, c := range suspects {
+		if e, ok := h.getLocked(c.id); ok && e.kind == kindArticle && e.tok == c.tok && s.lostToken(c.tok) {
+			lost = append(lost, c.id)
 		}
-		tok := e.token()
-		recOff := int64(tok.Off) - recHeaderSize
-		if seg, ok := s.segs[tok.Seg]; ok {
-			cut, wasCut := s.cutAt[tok.Seg]
-			if wasCut && recOff >= cut || int64(tok.Off)+int64(tok.Len) > seg.written {
-				lost = append(lost, string(id))
-			}
-			return
-		}
-		if tok.Seg > oldest {
-			lost = append(lost, string(id))
-		}
-	})
+	}
 	s.cutAt = nil
 	if len(lost) == 0 {
 		return
 	}
 	for _, id := range lost {
-		h.t.remove(id)
+		h.forgetLocked(id)
 		s.hwait = appendHistRecord(s.hwait, kindForget, id, Token{}, 0)
 	}
 	s.lostAtOpen = len(lost)
 	s.log.Error("spool: acknowledged articles lost (their spool data was cut off or is gone); forgotten by the history so that upstream can offer them again",
 		"articles", len(lost))
+}
+
+// suspect is an article the replay of the log found that the scan after
+// the checkpoint may find lost (see dropLost).
+type suspect struct {
+	id  string
+	tok Token
+}
+
+// mayBeLost reports whether the article at tok may turn out lost once the
+// spool after checkpoint ckpt is scanned: its segment is gone or too
+// short already, or is one the scan reads (at or after the checkpoint's,
+// or not sealed), which may cut its tail.
+func (s *Spool) mayBeLost(tok Token, ckpt Position) bool {
+	seg, ok := s.segs[tok.Seg]
+	if !ok { // gone: expired if older than every segment there is
+		return len(s.order) > 0 && tok.Seg > s.order[0].num
+	}
+	return tok.Seg >= ckpt.Seg || !seg.sealed || int64(tok.Off)+int64(tok.Len) > seg.written
+}
+
+// lostToken reports whether the article at tok is lost, after the scan:
+// in a tail the scan cut off, beyond its segment's end, or in a segment
+// that is gone while older ones remain.
+func (s *Spool) lostToken(tok Token) bool {
+	recOff := int64(tok.Off) - recHeaderSize
+	if seg, ok := s.segs[tok.Seg]; ok {
+		cut, wasCut := s.cutAt[tok.Seg]
+		return wasCut && recOff >= cut || int64(tok.Off)+int64(tok.Len) > seg.written
+	}
+	return tok.Seg > s.order[0].num
 }
 
 // LostAtOpen is how many acknowledged articles the open found lost and
@@ -152,8 +174,7 @@ func (s *Spool) Forget(msgid string) error {
 	defer s.mu.Unlock()
 	h := s.hist
 	h.mu.Lock()
-	removed := h.t.remove(msgid)
-	delete(h.pend, msgid)
+	removed := h.forgetLocked(msgid)
 	h.mu.Unlock()
 	if removed {
 		s.hpend = appendHistRecord(s.hpend, kindForget, msgid, Token{}, 0)

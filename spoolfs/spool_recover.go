@@ -36,10 +36,6 @@ import (
 // the first holds dir/LOCK.
 func OpenSpool(dir string, opts SpoolOptions) (*Spool, error) {
 	opts = opts.withDefaults()
-	if opts.SegmentSize > maxSegmentSize {
-		// The history keeps a token's offset in 40 bits (history_table.go).
-		return nil, fmt.Errorf("spool: open %s: segment size %d is over the limit of %d", dir, opts.SegmentSize, int64(maxSegmentSize))
-	}
 	s := &Spool{
 		dir:    dir,
 		segDir: filepath.Join(dir, spoolDirName),
@@ -237,23 +233,29 @@ func (s *Spool) replayHistory() error {
 		return err
 	}
 	h := s.hist
-	// Size the table for the log up front (records are ~60 bytes) rather
-	// than growing it step by step while replaying.
-	h.t = newTable(h.t.seed, int(st.Size()/64))
-	sc := newScanner(f, st.Size(), histRecMagic, parseHistRecord)
-	sc.chunk = 4 << 20
-	end, err := sc.scan(histHeaderSize, func(off int64, b []byte) error {
-		r := decodeHistRecord(b)
+	// Size the index for the log up front (records are about 70 bytes)
+	// rather than growing it step by step while replaying. The articles
+	// the scan after the checkpoint may find lost are noted for dropLost.
+	s.suspects = nil
+	last, pruneAt := int64(-1), 4096
+	end, err := h.replayLocked(f, st.Size(), indexSize(int(st.Size()/64)), func(off int64, r histRecord) {
+		if off <= last { // the replay started over with a bigger index
+			s.suspects, s.ckpt, s.ckptNewest = s.suspects[:0], Position{}, 0
+		}
+		last = off
 		switch r.kind {
 		case kindCkpt:
 			s.ckpt = Position{Seg: r.tok.Seg, Off: int64(r.tok.Off)}
 			s.ckptNewest = r.when
-		case kindForget:
-			h.t.remove(string(r.msgid))
-		default:
-			h.addLocked(string(r.msgid), r.kind, r.tok, r.when, 0)
+			if len(s.suspects) > pruneAt {
+				s.suspects = slices.DeleteFunc(s.suspects, func(c suspect) bool { return !s.mayBeLost(c.tok, s.ckpt) })
+				pruneAt = max(4096, 2*len(s.suspects))
+			}
+		case kindArticle:
+			if s.mayBeLost(r.tok, s.ckpt) {
+				s.suspects = append(s.suspects, suspect{string(r.msgid), r.tok})
+			}
 		}
-		return nil
 	}, func(off, n int64) {
 		s.quarantineRange(f, path, off, n, "corrupt history region")
 	})

@@ -17,6 +17,9 @@ package main
 //  3. return: a sink listens again on the same port; the drain rate is N
 //     over the time from then to the sink's N-th article (reconnect
 //     backoff included: the peer has reconnect_max = 250ms).
+//
+// With -compare, the other binary runs the same phases after them, on
+// -compare-runtime, as one more row: before and after in one run.
 
 import (
 	"context"
@@ -24,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,10 +37,12 @@ import (
 
 // backlogResult is one runtime's -backlog figures.
 type backlogResult struct {
-	runtime      string
+	runtime      string // the runtime, or the -compare feeder's name
 	n            int
 	live, drain  time.Duration
 	peakRSS      int64 // octets, during the down phase
+	peakAnon     int64 // RssAnon at the peak: the heap and anonymous mappings
+	peakFile     int64 // RssFile at the peak: mapped files (the binary...)
 	backlogBytes int64 // octets of backlog files at the end of the down phase
 }
 
@@ -52,24 +58,33 @@ func (b *feedBench) runBacklog(ctx context.Context, n int) error {
 	loadBefore := loadAvg()
 	var res []backlogResult
 	for _, rt := range rts {
-		r, err := b.backlogOnce(ctx, rt, n)
+		r, err := b.backlogOnce(ctx, b.bin, rt, n)
 		if err != nil {
 			return fmt.Errorf("backlog %s: %w", rt, err)
 		}
 		res = append(res, r)
 	}
+	if b.o.compare != "" {
+		r, err := b.backlogOnce(ctx, b.o.compare, b.o.compareRuntime, n)
+		if err != nil {
+			return fmt.Errorf("backlog %s: %w", feederCompare, err)
+		}
+		r.runtime = feederCompare + " " + b.o.compareRuntime
+		res = append(res, r)
+	}
 	w := b.out
 	fmt.Fprintf(w, "newsbench feed -backlog %d: %d-octet articles, %d connections, queue_size %s; load average %s before and %s after\n",
 		n, b.o.smallSize, b.o.conns, queueSizeText(b.o.backlogQueue), loadBefore, loadAvg())
-	t := &Table{Header: []string{"runtime", "articles", "live art/s", "peak RSS down MB", "backlog MB", "drain art/s", "drain/live"}}
+	t := &Table{Header: []string{"runtime", "articles", "live art/s", "peak RSS down MB", "anon/file MB", "backlog MB", "drain art/s", "drain/live"}}
 	for _, r := range res {
 		t.Add(r.runtime, strconv.Itoa(r.n), fmt.Sprintf("%.0f", r.liveRate()), fmt.Sprintf("%.1f", float64(r.peakRSS)/1e6),
+			fmt.Sprintf("%.1f/%.1f", float64(r.peakAnon)/1e6, float64(r.peakFile)/1e6),
 			fmt.Sprintf("%.1f", float64(r.backlogBytes)/1e6), fmt.Sprintf("%.0f", r.drainRate()),
 			fmt.Sprintf("%.2f", r.drainRate()/r.liveRate()))
 	}
 	t.Print(w)
 	for _, r := range res {
-		name := fmt.Sprintf("backlog-%d-%s", n, r.runtime)
+		name := fmt.Sprintf("backlog-%d-%s", n, strings.ReplaceAll(r.runtime, " ", "-"))
 		fmt.Fprintf(w, "backlog %s peak_rss_mb %.1f backlog_mb %.1f\n", name, float64(r.peakRSS)/1e6, float64(r.backlogBytes)/1e6)
 		Ratio(w, name, "drain_vs_live", r.drainRate(), r.liveRate())
 	}
@@ -84,10 +99,14 @@ func queueSizeText(q int) string {
 	return strconv.Itoa(q)
 }
 
-// backlogOnce runs the three phases with runtime rt.
-func (b *feedBench) backlogOnce(ctx context.Context, rt string, n int) (backlogResult, error) {
+// backlogOnce runs the three phases with newsfeed binary bin on runtime
+// rt.
+func (b *feedBench) backlogOnce(ctx context.Context, bin, rt string, n int) (backlogResult, error) {
 	res := backlogResult{runtime: rt, n: n}
 	dir := filepath.Join(b.work, "backlog-"+rt)
+	if bin != b.bin {
+		dir += "-compare"
+	}
 	spool := filepath.Join(dir, "spool")
 	if err := os.MkdirAll(spool, 0o755); err != nil {
 		return res, err
@@ -106,7 +125,7 @@ func (b *feedBench) backlogOnce(ctx context.Context, rt string, n int) (backlogR
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		return res, err
 	}
-	nf, err := startNewsfeed(b.bin, cfg, dir, spool)
+	nf, err := startNewsfeed(bin, cfg, dir, spool)
 	if err != nil {
 		return res, err
 	}
@@ -138,15 +157,17 @@ func (b *feedBench) backlogOnce(ctx context.Context, rt string, n int) (backlogR
 
 	// 2. down.
 	up.Close()
-	var peak atomic.Int64
+	var peak, peakAnon, peakFile atomic.Int64
 	stop, sampled := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(sampled)
 		t := time.NewTicker(20 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if v, err := vmRSS(cmd.Process.Pid); err == nil && v > peak.Load() {
-				peak.Store(v)
+			if v, err := procStatus(cmd.Process.Pid, "VmRSS", "RssAnon", "RssFile"); err == nil && v[0] > peak.Load() {
+				peak.Store(v[0])
+				peakAnon.Store(v[1])
+				peakFile.Store(v[2])
 			}
 			select {
 			case <-stop:
@@ -164,15 +185,15 @@ func (b *feedBench) backlogOnce(ctx context.Context, rt string, n int) (backlogR
 	if err != nil {
 		return res, err
 	}
-	res.peakRSS = peak.Load()
+	res.peakRSS, res.peakAnon, res.peakFile = peak.Load(), peakAnon.Load(), peakFile.Load()
 	if b.o.profile != "" {
 		if err := saveHeapProfile(spool, b.o.profile, "backlog-"+rt); err != nil {
 			return res, fmt.Errorf("heap profile: %w", err)
 		}
 	}
 	res.backlogBytes = dirBytes(filepath.Join(spool, "backlog"))
-	b.say("backlog %s: down, %d articles queued: peak VmRSS %.1f MB, backlog files %.1f MB", rt, n,
-		float64(res.peakRSS)/1e6, float64(res.backlogBytes)/1e6)
+	b.say("backlog %s: down, %d articles queued: peak VmRSS %.1f MB (anonymous %.1f, files %.1f), backlog files %.1f MB", rt, n,
+		float64(res.peakRSS)/1e6, float64(res.peakAnon)/1e6, float64(res.peakFile)/1e6, float64(res.backlogBytes)/1e6)
 
 	// 3. return.
 	back, err := sink.Listen("127.0.0.1:"+strconv.Itoa(port), sink.Options{})

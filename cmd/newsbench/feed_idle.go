@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -135,15 +136,35 @@ func dialGreeted(ctx context.Context, addr string) (net.Conn, error) {
 
 // vmRSS reads a process's resident set size from /proc/PID/status.
 func vmRSS(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	v, err := procStatus(pid, "VmRSS")
 	if err != nil {
 		return 0, err
 	}
+	return v[0], nil
+}
+
+// procStatus returns the named fields of /proc/pid/status (kB fields such
+// as VmRSS, RssAnon, RssFile), in octets.
+func procStatus(pid int, names ...string) ([]int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]int64, len(names))
+	found := 0
 	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		name, v, ok := strings.Cut(l, ":")
+		if i := slices.Index(names, name); ok && i >= 0 {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
+			if err != nil {
+				return nil, fmt.Errorf("/proc/%d/status: %s: %w", pid, name, err)
+			}
+			vals[i] = kb << 10
+			found++
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	if found != len(names) {
+		return nil, fmt.Errorf("/proc/%d/status: not all of %v", pid, names)
+	}
+	return vals, nil
 }
