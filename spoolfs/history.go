@@ -684,11 +684,11 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 		err = w.flush()
 	}
 	if err == nil {
-		err = h.rebuildLocked(tf, w.n, indexSize(h.idx.count-removed))
+		err = h.rebuildLocked(tf, w.n, indexSize(max(h.idx.count-removed, h.s.opts.HistorySize)))
 	}
 	if err != nil {
 		removed = 0
-		if rerr := h.rebuildLocked(old, oldEnd, indexSize(h.idx.count)); rerr != nil {
+		if rerr := h.rebuildLocked(old, oldEnd, indexSize(max(h.idx.count, h.s.opts.HistorySize))); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}
@@ -709,7 +709,7 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 		if h.log != old {
 			s.mu.Lock()
 			h.mu.Lock()
-			rerr := h.rebuildLocked(old, oldEnd, indexSize(h.idx.count))
+			rerr := h.rebuildLocked(old, oldEnd, indexSize(max(h.idx.count, h.s.opts.HistorySize)))
 			h.mu.Unlock()
 			s.mu.Unlock()
 			if rerr != nil {

@@ -405,3 +405,53 @@ func TestHistoryReplayBatches(t *testing.T) {
 		t.Fatalf("%d entries, want %d", h.Len(), len(want))
 	}
 }
+
+// TestHistorySizeHint: a spool opened with HistorySize has an index for
+// that many ids from the start, so storing them never rebuilds it (the
+// slot array stays the same one).
+func TestHistorySizeHint(t *testing.T) {
+	const n = 5000
+	dir := t.TempDir()
+	s := openT(t, dir, SpoolOptions{SegmentSize: 256 << 10, HistorySize: n})
+	defer s.Close()
+	h := s.History()
+	slots := len(h.idx.slots)
+	if slots < n*100/idxTargetLoad {
+		t.Fatalf("index of %d slots for a hint of %d ids", slots, n)
+	}
+	first := &h.idx.slots[0]
+	for i := range n {
+		id := msgID("hint", i)
+		putT(t, s, id, wireArticle(id, 100), t0)
+		if i%500 == 499 {
+			if err := s.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.idx.slots) != slots || &h.idx.slots[0] != first {
+		t.Fatalf("index rebuilt while storing %d ids under a hint of %d (%d slots, now %d)", n, n, slots, len(h.idx.slots))
+	}
+	for i := range n {
+		if id := msgID("hint", i); h.Status(id, t0) != Stored {
+			t.Fatalf("%s not stored", id)
+		}
+	}
+	// Without the hint, the same ids make it grow.
+	s2 := openT(t, t.TempDir(), SpoolOptions{SegmentSize: 256 << 10})
+	defer s2.Close()
+	before := len(s2.History().idx.slots)
+	for i := range n {
+		id := msgID("hint", i)
+		putT(t, s2, id, wireArticle(id, 100), t0)
+	}
+	if err := s2.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s2.History().idx.slots) == before {
+		t.Fatalf("without a hint the index stayed at %d slots for %d ids: the hint test proves nothing", before, n)
+	}
+}

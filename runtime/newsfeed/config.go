@@ -54,6 +54,9 @@ type Config struct {
 	// HistoryRetention is how long stored message-ids are remembered (and
 	// refused when offered again).
 	HistoryRetention tomlconf.Duration `toml:"history_retention"`
+	// HistorySize is how many message-ids the history's index is sized for
+	// at start (0: for what it holds); it grows past that with a pause.
+	HistorySize int `toml:"history_size"`
 	// SpoolMaxAge and SpoolMaxBytes bound the spool (0: no limit).
 	SpoolMaxAge   tomlconf.Duration `toml:"spool_max_age"`
 	SpoolMaxBytes tomlconf.Size     `toml:"spool_max_bytes"`
@@ -398,6 +401,9 @@ func (c *Config) check() error {
 	}
 	if c.MaxArticleSize < 1024 || c.MaxArticleSize > 1<<30 {
 		add(c.errAt("max_article_size", "must be between 1K and 1G (got %d)", c.MaxArticleSize))
+	}
+	if c.HistorySize < 0 || c.HistorySize > 1<<30 {
+		add(c.errAt("history_size", "must be between 0 and %d message-ids (got %d)", 1<<30, c.HistorySize))
 	}
 	if c.HistoryRetention != 0 && c.SpoolMaxAge != 0 && c.HistoryRetention < c.SpoolMaxAge {
 		add(c.errAt("history_retention", "must be at least spool_max_age (%s), or expired articles could be stored again", c.SpoolMaxAge.D()))

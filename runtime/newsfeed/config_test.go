@@ -121,6 +121,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"user without password", peer + "username = \"u\"\n", "f.toml:5: peer[1].username: username and password go together"},
 		{"missing ca file", peer + "ca_file = \"/nonexistent/ca.pem\"\n", "f.toml:5: peer[1].ca_file:"},
 		{"history shorter than spool", "spool=\"/s\"\nspool_max_age = \"7d\"\nhistory_retention = \"1d\"\n", "f.toml:3: history_retention: must be at least spool_max_age"},
+		{"negative history size", "spool=\"/s\"\nhistory_size = -1\n", "f.toml:2: history_size: must be between 0 and"},
 		{"allow bad entry", "spool=\"/s\"\nallow = [\"::1\", \"192.0.2.300\"]\n", "f.toml:2: allow[2]: \"192.0.2.300\" is not an address or prefix"},
 		{"allow bad prefix", "spool=\"/s\"\n\nallow = [\"10.0.0.0/33\"]\n", "f.toml:3: allow[1]: \"10.0.0.0/33\" is not an address or prefix"},
 		{"allow host bits", "spool=\"/s\"\nallow = [\"192.0.2.1/24\"]\n", "f.toml:2: allow[1]: \"192.0.2.1/24\" has host bits set (did you mean \"192.0.2.0/24\"?)"},

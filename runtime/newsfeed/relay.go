@@ -165,6 +165,7 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 	sp, err := spoolfs.OpenSpool(filepath.Join(cfg.Spool, "spool"), spoolfs.SpoolOptions{
 		MaxArticleSize: int(cfg.MaxArticleSize) + 64<<10, // room for our Path entry and dot-stuffing
 		SegmentSize:    opts.SegmentSize,
+		HistorySize:    cfg.HistorySize,
 		Logger:         r.log,
 	})
 	if err != nil {
