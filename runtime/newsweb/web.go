@@ -352,6 +352,9 @@ func etagMatch(header, etag string) bool {
 		var t string
 		t, header, _ = strings.Cut(header, ",")
 		t = strings.TrimSpace(t)
+		if t == "" { // an empty list element (RFC 9110 5.6.1): ignored
+			continue
+		}
 		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
 			return true
 		}
