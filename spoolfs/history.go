@@ -114,7 +114,8 @@ func newHistory(s *Spool, timeout time.Duration) *History {
 	// left holding it then).
 	runtime.AddCleanup(h, (*index).free, h.idx)
 	runtime.AddCleanup(h, freeTable, h.tail[:tailMax])
-	h.run.buf = allocTable(runBlock)
+	h.run.buf = allocTable(runWindows * runBlock)
+	h.run.reset()
 	runtime.AddCleanup(h, freeTable, h.run.buf)
 	return h
 }
@@ -276,25 +277,44 @@ func (h *History) readEntry(off int64, msgid string) (hentry, bool) {
 }
 
 // runBlock is how much of the log a run of lookups in log order reads at
-// a time.
-const runBlock = 32 << 10
+// a time; runWindows is how many such runs are served at once (a backlog
+// draining to each of several peers is one run per peer, each at its own
+// place in the log).
+const (
+	runBlock   = 32 << 10
+	runWindows = 8
+)
 
 // logRun serves lookups that walk the log in order, as a backlog drains
 // (its entries were queued in arrival order, and the send path looks each
-// one up): when a record is read a little after the one read before, the
-// next runBlock octets are read with it, so the lookups that follow are
-// copies, not preads. Other lookups read just their record.
+// one up): when a record is read a little after one a window read before,
+// the next runBlock octets are read into that window, so the lookups that
+// follow are copies, not preads. Each run in progress keeps a window of
+// its own, so peers draining at different places do not take each
+// other's blocks; other lookups read just their record.
 type logRun struct {
-	mu   sync.Mutex
-	buf  []byte // runBlock octets off the Go heap (see newHistory); [off, off+n) of the log
-	off  int64
-	n    int
-	prev int64 // the offset of the last record read from the file
+	mu    sync.Mutex
+	buf   []byte // runWindows x runBlock octets off the Go heap (see newHistory)
+	win   [runWindows]runWindow
+	tick  uint64
+	reads int // preads issued (tests)
 }
 
-// reset forgets the block, for a new log file. The History's write lock
+// runWindow is one run's block: [off, off+n) of the log in its part of
+// buf, and where the run last read.
+type runWindow struct {
+	off, prev int64
+	n         int
+	used      uint64
+}
+
+// reset forgets the blocks, for a new log file. The History's write lock
 // is held: no lookup is running.
-func (lr *logRun) reset() { lr.off, lr.n, lr.prev = 0, 0, -runBlock }
+func (lr *logRun) reset() {
+	for i := range lr.win {
+		lr.win[i] = runWindow{prev: -runBlock}
+	}
+}
 
 // read fills b from the log f at off; end bounds what may be read (the end
 // of the records written, so that no bytes of a write being cut short are
@@ -302,28 +322,44 @@ func (lr *logRun) reset() { lr.off, lr.n, lr.prev = 0, 0, -runBlock }
 func (lr *logRun) read(f *os.File, b []byte, off, end int64) error {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
-	if t := off - lr.off; t >= 0 && t+int64(len(b)) <= int64(lr.n) {
-		copy(b, lr.buf[t:])
-		return nil
+	lr.tick++
+	seq, lru := -1, 0
+	for i := range lr.win {
+		w := &lr.win[i]
+		if t := off - w.off; t >= 0 && t+int64(len(b)) <= int64(w.n) {
+			w.used = lr.tick
+			copy(b, lr.buf[i*runBlock+int(t):])
+			return nil
+		}
+		if seq < 0 && off > w.prev && off-w.prev < runBlock {
+			seq = i
+		}
+		if w.used < lr.win[lru].used {
+			lru = i
+		}
 	}
-	seq := off > lr.prev && off-lr.prev < runBlock
-	lr.prev = off
-	if !seq {
+	if seq < 0 { // not (yet) a run: the least recently used window watches for one
+		lr.win[lru].prev, lr.win[lru].used = off, lr.tick
+		lr.reads++
 		_, err := f.ReadAt(b, off)
 		return err
 	}
+	w := &lr.win[seq]
+	w.prev, w.used = off, lr.tick
 	want := min(int64(runBlock), end-off)
+	lr.reads++
 	if want < int64(len(b)) {
 		_, err := f.ReadAt(b, off)
 		return err
 	}
-	lr.n = 0
-	n, err := f.ReadAt(lr.buf[:want], off)
+	block := lr.buf[seq*runBlock : (seq+1)*runBlock]
+	w.n = 0
+	n, err := f.ReadAt(block[:want], off)
 	if n < len(b) {
 		return err
 	}
-	lr.off, lr.n = off, n
-	copy(b, lr.buf)
+	w.off, w.n = off, n
+	copy(b, block)
 	return nil
 }
 

@@ -339,6 +339,24 @@ func TestHistoryLookupRuns(t *testing.T) {
 	for i := range n {
 		check("stride", i*7%n)
 	}
+	// Four peers draining at four places in the log, their lookups
+	// interleaved: each run keeps a window of its own, so the records come
+	// from blocks, not a pread each.
+	h.run.mu.Lock()
+	before := h.run.reads
+	h.run.mu.Unlock()
+	const quarter = n / 4
+	for i := range quarter {
+		for p := range 4 {
+			check("interleaved", p*quarter+i)
+		}
+	}
+	h.run.mu.Lock()
+	reads := h.run.reads - before
+	h.run.mu.Unlock()
+	if reads > n/20 {
+		t.Errorf("four interleaved runs over %d ids took %d preads: the runs are not kept apart", n, reads)
+	}
 	for i := range 50 { // a second run, into ids stored since
 		id := msgID("run2", i)
 		putT(t, s, id, wireArticle(id, 100), t0)
