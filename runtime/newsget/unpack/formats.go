@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 
 	"github.com/bodgit/sevenzip"
 	"github.com/nwaples/rardecode/v2"
@@ -31,8 +32,16 @@ type entry struct {
 // at its end when the format's own check (CRC, size) fails.
 type walkFunc func(e entry, r io.Reader) error
 
-// walk reads every entry of the archive whose first volume is path.
-func walk(format Format, path, password string, fn walkFunc) error {
+// walk reads every entry of the archive whose first volume is path. The
+// archive comes from strangers: a decoder library that panics on a
+// header it did not expect (Fuzz7z found one in sevenzip's header
+// reader) fails this archive with an error instead of the process.
+func walk(format Format, path, password string, fn walkFunc) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%s archive %s is damaged: its decoder failed: %v", format, filepath.Base(path), v)
+		}
+	}()
 	switch format {
 	case RAR:
 		return walkRAR(path, password, fn)
