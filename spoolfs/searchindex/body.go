@@ -497,23 +497,11 @@ func (ix *Index) AppendBodies(name string, bs []Body) error {
 		return nil
 	}
 	path := filepath.Join(ix.dir, name+bodySuffix)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("searchindex: %w", err)
-	}
-	if _, err := f.Write(buf); err != nil {
-		f.Close()
-		os.Truncate(path, b.size) // a part written is a damaged tail
-		return fmt.Errorf("searchindex: appending to %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("searchindex: %s: fsync: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("searchindex: %s: %w", path, err)
+	if err := appendDurable(path, b.size, buf); err != nil {
+		return err
 	}
 	if b.file == nil {
+		var err error
 		if b.file, err = os.Open(path); err != nil {
 			return fmt.Errorf("searchindex: %w", err)
 		}

@@ -440,24 +440,8 @@ func (ix *Index) Append(name string, entries []Entry) error {
 	if len(add) == 0 {
 		return nil
 	}
-	path := filepath.Join(ix.dir, name+suffix)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("searchindex: %w", err)
-	}
-	if _, err := f.Write(buf); err != nil {
-		f.Close()
-		// A part written is a damaged tail: truncate it now, or the
-		// next Open does.
-		os.Truncate(path, g.size)
-		return fmt.Errorf("searchindex: appending to %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("searchindex: %s: fsync: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("searchindex: %s: %w", path, err)
+	if err := appendDurable(filepath.Join(ix.dir, name+suffix), g.size, buf); err != nil {
+		return err
 	}
 	for _, e := range add {
 		g.add(e)
@@ -712,4 +696,28 @@ func (g *group) entry(i int) Entry {
 		e.Date = time.Unix(g.dates[i], 0).UTC()
 	}
 	return e
+}
+
+// appendDurable appends buf to the file at path, which holds size octets
+// of good records, and fsyncs it. A write that fails part way is cut off
+// again now (a part written is a damaged tail; the next Open would cut it
+// too).
+func appendDurable(path string, size int64, buf []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("searchindex: %w", err)
+	}
+	if _, err := f.Write(buf); err != nil {
+		f.Close()
+		os.Truncate(path, size)
+		return fmt.Errorf("searchindex: appending to %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("searchindex: %s: fsync: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("searchindex: %s: %w", path, err)
+	}
+	return nil
 }
