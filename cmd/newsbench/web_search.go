@@ -22,7 +22,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -55,7 +54,7 @@ func benchWebSearch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	t0 := time.Now()
-	vocab, err := fillBodies(ix, group, *n)
+	vocab, err := searchindex.FillSample(ix, group, *n, time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 	if err != nil {
 		return err
 	}
@@ -122,54 +121,4 @@ func benchWebSearch(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "result web_search heap_bytes %d\n", heap)
 	fmt.Fprintf(stdout, "result web_search load_average %q\n", loadAverage())
 	return nil
-}
-
-// fillBodies indexes n articles of group with generated subjects, authors
-// and bodies, and returns the vocabulary, most frequent first.
-func fillBodies(ix *searchindex.Index, group string, n int) ([]string, error) {
-	r := rand.New(rand.NewPCG(3, 4))
-	syll := []string{"ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "ze", "po", "qua", "bel", "dor", "fin", "gar"}
-	vocab := make([]string, 30_000)
-	seen := map[string]bool{}
-	for i := range vocab {
-		for {
-			w := ""
-			for range 2 + r.IntN(3) {
-				w += syll[r.IntN(len(syll))]
-			}
-			if !seen[w] {
-				seen[w], vocab[i] = true, w
-				break
-			}
-		}
-	}
-	zipf := rand.NewZipf(rand.New(rand.NewPCG(5, 6)), 1.1, 2, uint64(len(vocab)-1))
-	day := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	es := make([]searchindex.Entry, n)
-	for i := range es {
-		es[i] = searchindex.Entry{Number: int64(i + 1), Date: day.Add(time.Duration(i) * time.Minute), MessageID: fmt.Sprintf("<%d@bench.test>", i),
-			Subject: "subject " + vocab[zipf.Uint64()], From: fmt.Sprintf("Poster %d <p%d@example.org>", r.IntN(5000), r.IntN(5000))}
-	}
-	if err := ix.Append(group, es); err != nil {
-		return nil, err
-	}
-	var text []byte
-	for lo := 0; lo < n; lo += 100 {
-		batch := make([]searchindex.Body, 0, 100)
-		for i := lo; i < min(lo+100, n); i++ {
-			text = text[:0]
-			for k := range 100 + r.IntN(100) {
-				if k > 0 && k%12 == 0 {
-					text = append(text, ".\n"...)
-				}
-				text = append(text, vocab[zipf.Uint64()]...)
-				text = append(text, ' ')
-			}
-			batch = append(batch, searchindex.Body{Number: int64(i + 1), Text: string(text)})
-		}
-		if err := ix.AppendBodies(group, batch); err != nil {
-			return nil, err
-		}
-	}
-	return vocab, nil
 }

@@ -54,58 +54,6 @@ func BenchmarkSearch(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
 }
 
-// benchBodies indexes n articles of bench.group with bodies of about 150
-// words drawn from a Zipf-distributed vocabulary of 30,000 words (the
-// shape of natural text: a few words everywhere, most rare), appended 100
-// at a time as newsweb does, one fsync each. It returns the vocabulary,
-// most frequent first.
-func benchBodies(b *testing.B, ix *Index, n int) []string {
-	r := rand.New(rand.NewPCG(3, 4))
-	syll := []string{"ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "ze", "po", "qua", "bel", "dor", "fin", "gar"}
-	vocab := make([]string, 30_000)
-	seen := map[string]bool{}
-	for i := range vocab {
-		for {
-			w := ""
-			for range 2 + r.IntN(3) {
-				w += syll[r.IntN(len(syll))]
-			}
-			if !seen[w] {
-				seen[w], vocab[i] = true, w
-				break
-			}
-		}
-	}
-	zipf := rand.NewZipf(rand.New(rand.NewPCG(5, 6)), 1.1, 2, uint64(len(vocab)-1))
-	es := make([]Entry, n)
-	for i := range es {
-		es[i] = Entry{Number: int64(i + 1), Date: day0.Add(time.Duration(i) * time.Minute), MessageID: fmt.Sprintf("<%d@bench.example>", i),
-			Subject: "subject " + vocab[zipf.Uint64()], From: fmt.Sprintf("Poster %d <p%d@example.org>", r.IntN(5000), r.IntN(5000))}
-	}
-	if err := ix.Append("bench.group", es); err != nil {
-		b.Fatal(err)
-	}
-	var text []byte
-	for lo := 0; lo < n; lo += 100 {
-		batch := make([]Body, 0, 100)
-		for i := lo; i < min(lo+100, n); i++ {
-			text = text[:0]
-			for k := range 100 + r.IntN(100) {
-				if k > 0 && k%12 == 0 {
-					text = append(text, ".\n"...)
-				}
-				text = append(text, vocab[zipf.Uint64()]...)
-				text = append(text, ' ')
-			}
-			batch = append(batch, Body{Number: int64(i + 1), Text: string(text)})
-		}
-		if err := ix.AppendBodies("bench.group", batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return vocab
-}
-
 // BenchmarkBodySearch searches the bodies of one group of 100,000
 // articles (the goal: p95 under 200 ms) with a mix of queries: a rare
 // word, a common one, two words, a phrase of common words, a word and an
@@ -118,7 +66,10 @@ func BenchmarkBodySearch(b *testing.B) {
 	dir := b.TempDir()
 	ix := open(b, dir, 0)
 	t0 := time.Now()
-	vocab := benchBodies(b, ix, n)
+	vocab, err := FillSample(ix, "bench.group", n, day0)
+	if err != nil {
+		b.Fatal(err)
+	}
 	indexTime := time.Since(t0)
 	ix.Close()
 	t0 = time.Now()
