@@ -191,25 +191,8 @@ func TestCluster(t *testing.T) {
 	if len(acked) < 200 {
 		t.Fatalf("only %d articles acknowledged: the feed barely ran (see %s)", len(acked), logf.Name())
 	}
-	wants := func(id string, s *nntptest.Server) bool {
-		var i int
-		fmt.Sscanf(id, "<kill.%d@", &i)
-		return s == sinkA || groups(i) != "skip.test"
-	}
-	missing := func() (lost []string) {
-		for _, id := range acked {
-			for _, s := range []*nntptest.Server{sinkA, sinkB} {
-				if wants(id, s) && !s.Has(id) {
-					lost = append(lost, id)
-				}
-			}
-		}
-		return lost
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for len(missing()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	missing := undelivered(acked, sinkA, sinkB, groups)
+	waitDelivered(missing, 60*time.Second)
 	if lost := missing(); len(lost) > 0 {
 		t.Fatalf("%d acknowledged articles never reached a peer that wants them, e.g. %v (log: %s)", len(lost), lost[:min(5, len(lost))], logf.Name())
 	}
@@ -252,7 +235,7 @@ func TestCluster(t *testing.T) {
 		fmt.Sscanf(id, "<kill.%d@", &i)
 		maxOld = max(maxOld, i)
 	}
-	deadline = time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		again.mu.Lock()
 		n := again.next

@@ -84,6 +84,35 @@ func (f *feeder) ackedIDs() []string {
 	return ids
 }
 
+// undelivered returns a check listing the acknowledged ids (<kill.N@...>)
+// that a sink wanting them does not have: sinkA wants every article,
+// sinkB those not in skip.test.
+func undelivered(acked []string, sinkA, sinkB *nntptest.Server, groups func(int) string) func() []string {
+	wants := func(id string, s *nntptest.Server) bool {
+		var i int
+		fmt.Sscanf(id, "<kill.%d@", &i)
+		return s == sinkA || groups(i) != "skip.test"
+	}
+	return func() (lost []string) {
+		for _, id := range acked {
+			for _, s := range []*nntptest.Server{sinkA, sinkB} {
+				if wants(id, s) && !s.Has(id) {
+					lost = append(lost, id)
+				}
+			}
+		}
+		return lost
+	}
+}
+
+// waitDelivered waits until missing lists nothing or timeout passes.
+func waitDelivered(missing func() []string, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for len(missing()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // waitAcked waits until at least n articles are acknowledged, failing the
 // test after timeout.
 func (f *feeder) waitAcked(t *testing.T, n int, timeout time.Duration) {
@@ -298,25 +327,8 @@ reconnect_max = "200ms"
 	if len(acked) < 100 {
 		t.Fatalf("only %d articles acknowledged: the feed barely ran (see %s)", len(acked), logf.Name())
 	}
-	wants := func(id string, s *nntptest.Server) bool {
-		var i int
-		fmt.Sscanf(id, "<kill.%d@", &i)
-		return s == sinkA || groups(i) != "skip.test"
-	}
-	missing := func() (lost []string) {
-		for _, id := range acked {
-			for _, s := range []*nntptest.Server{sinkA, sinkB} {
-				if wants(id, s) && !s.Has(id) {
-					lost = append(lost, id)
-				}
-			}
-		}
-		return lost
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for len(missing()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	missing := undelivered(acked, sinkA, sinkB, groups)
+	waitDelivered(missing, 60*time.Second)
 	ch.cmd.Process.Signal(syscall.SIGTERM)
 	if err := ch.cmd.Wait(); err != nil {
 		t.Errorf("newsfeed after SIGTERM: %v", err)
