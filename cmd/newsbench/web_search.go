@@ -54,7 +54,7 @@ func benchWebSearch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	t0 := time.Now()
-	vocab, err := searchindex.FillSample(ix, group, *n, time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	vocab, err := searchindex.FillSample(ix, group, *n, sampleStart)
 	if err != nil {
 		return err
 	}
@@ -83,17 +83,7 @@ func benchWebSearch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	day := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	g := []string{group}
-	qs := []searchindex.Query{
-		{Groups: g, Text: vocab[5000]},
-		{Groups: g, Text: vocab[3]},
-		{Groups: g, Text: vocab[40] + " " + vocab[300]},
-		{Groups: g, Text: `"` + vocab[2] + " " + vocab[3] + `"`},
-		{Groups: g, Text: vocab[100], Author: "poster 42"},
-		{Groups: g, Text: "nothingmatches"},
-		{Text: vocab[1000] + " " + vocab[20], Since: day.Add(10 * 24 * time.Hour)},
-	}
+	qs := searchindex.SampleQueries(group, vocab, sampleStart)
 	lat := make([]time.Duration, 0, *queries)
 	for i := range *queries {
 		t := time.Now()
@@ -122,3 +112,6 @@ func benchWebSearch(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "result web_search load_average %q\n", loadAverage())
 	return nil
 }
+
+// sampleStart is the date of the first generated article.
+var sampleStart = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)

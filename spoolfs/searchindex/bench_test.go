@@ -80,16 +80,7 @@ func BenchmarkBodySearch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := []string{"bench.group"}
-	queries := []Query{
-		{Groups: g, Text: vocab[5000]},
-		{Groups: g, Text: vocab[3]},
-		{Groups: g, Text: vocab[40] + " " + vocab[300]},
-		{Groups: g, Text: `"` + vocab[2] + " " + vocab[3] + `"`},
-		{Groups: g, Text: vocab[100], Author: "poster 42"},
-		{Groups: g, Text: "nothingmatches"},
-		{Text: vocab[1000] + " " + vocab[20], Since: day0.Add(10 * 24 * time.Hour)},
-	}
+	queries := SampleQueries("bench.group", vocab, day0)
 	b.Run("mix", func(b *testing.B) {
 		lat := make([]time.Duration, 0, b.N)
 		for i := 0; i < b.N; i++ {

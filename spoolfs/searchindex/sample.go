@@ -59,3 +59,20 @@ func FillSample(ix *Index, group string, n int, start time.Time) ([]string, erro
 	}
 	return vocab, nil
 }
+
+// SampleQueries is the query mix the benchmarks time over a FillSample
+// group: a rare word, a common one, two words, a phrase of common words,
+// a word and an author, a word found nowhere, and two words across all
+// groups since ten days after start.
+func SampleQueries(group string, vocab []string, start time.Time) []Query {
+	g := []string{group}
+	return []Query{
+		{Groups: g, Text: vocab[5000]},
+		{Groups: g, Text: vocab[3]},
+		{Groups: g, Text: vocab[40] + " " + vocab[300]},
+		{Groups: g, Text: `"` + vocab[2] + " " + vocab[3] + `"`},
+		{Groups: g, Text: vocab[100], Author: "poster 42"},
+		{Groups: g, Text: "nothingmatches"},
+		{Text: vocab[1000] + " " + vocab[20], Since: start.Add(10 * 24 * time.Hour)},
+	}
+}
