@@ -2,6 +2,7 @@ package newsweb
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -180,4 +181,25 @@ func commandLines(s *nntptest.Server, skip int) []string {
 		out = append(out, strings.TrimSpace(r.Cmd.Verb+" "+strings.Join(r.Cmd.Args, " ")))
 	}
 	return out
+}
+
+// searchAnswer is what /api/search answers, as the tests read it.
+type searchAnswer struct {
+	Total         int
+	Complete      bool
+	Indexed       int
+	BodiesIndexed *int `json:"bodies_indexed"`
+	Hits          []searchHit
+}
+
+// askSearch asks the server at base's /api/search with query, failing the
+// test unless it answers 200 with JSON.
+func askSearch(t *testing.T, base, query string) searchAnswer {
+	t.Helper()
+	resp, body := get(t, base+"/api/search?"+query)
+	var a searchAnswer
+	if err := json.Unmarshal([]byte(body), &a); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("search %s: %d %v %s", query, resp.StatusCode, err, clip(body))
+	}
+	return a
 }

@@ -412,21 +412,7 @@ func TestINNSearch(t *testing.T) {
 	srv := httptest.NewServer(New(fed, Options{Logger: log, Search: search}))
 	t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
 
-	type answer struct {
-		Total    int
-		Complete bool
-		Indexed  int
-		Hits     []searchHit
-	}
-	ask := func(query string) answer {
-		t.Helper()
-		resp, body := get(t, srv.URL+"/api/search?"+query)
-		var a answer
-		if err := json.Unmarshal([]byte(body), &a); err != nil || resp.StatusCode != 200 {
-			t.Fatalf("search %s: %d %v %s", query, resp.StatusCode, err, clip(body))
-		}
-		return a
-	}
+	ask := func(query string) searchAnswer { t.Helper(); return askSearch(t, srv.URL, query) }
 	if a := ask("group=" + group + "&q=topic"); a.Complete {
 		t.Fatalf("complete before any indexing: %+v", a)
 	}

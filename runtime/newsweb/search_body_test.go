@@ -79,22 +79,7 @@ func TestSearchBodies(t *testing.T) {
 	if resp, body := get(t, srv.URL+"/api/articles/b6@t"); resp.StatusCode != 200 {
 		t.Fatalf("viewing b6: %d %s", resp.StatusCode, clip(body))
 	}
-	type answer struct {
-		Total         int
-		Complete      bool
-		Indexed       int
-		BodiesIndexed *int `json:"bodies_indexed"`
-		Hits          []searchHit
-	}
-	ask := func(query string) answer {
-		t.Helper()
-		resp, body := get(t, srv.URL+"/api/search?"+query)
-		var a answer
-		if err := json.Unmarshal([]byte(body), &a); err != nil || resp.StatusCode != 200 {
-			t.Fatalf("search %s: %d %v %s", query, resp.StatusCode, err, clip(body))
-		}
-		return a
-	}
+	ask := func(query string) searchAnswer { t.Helper(); return askSearch(t, srv.URL, query) }
 	ask("group=comp.test&q=x")
 	ask("group=misc.test&q=x")
 	search.Wait()
