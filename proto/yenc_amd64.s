@@ -121,8 +121,8 @@ done:
 // per 8-byte group with PSHUFB controls from yencShufTab; each group is
 // stored 8 bytes wide at the output pointer, which then advances by the
 // group's count, so the next group overwrites the excess. The last group
-// is merged into the 8 bytes already there, so no byte past the output
-// changes value. A block needs 32 bytes of room. Every block goes the same
+// is merged into the 8 bytes that were there before the block's first
+// store, so no byte past the output changes value. A block needs 32 bytes of room. Every block goes the same
 // way (no branches on escapes or line ends: they mispredict too often).
 //
 // Registers: SI src, DI dst, R8 last block start, R9 room left, R10 escIn,
@@ -211,6 +211,14 @@ loop2:
 	NOTL         BX // keep
 	POPCNTL      BX, R15
 	SUBQ         R15, R9
+
+	// The 8 bytes the last group lands on, read before any store: the
+	// first three groups' excess falls inside them, and the merge below
+	// puts these values back after the last group's bytes.
+	MOVL    BX, CX
+	ANDL    $0xffffff, CX
+	POPCNTL CX, CX
+	MOVQ    (DI)(CX*1), R12
 	LEAQ         ·yencShufTab(SB), R14
 	VEXTRACTI128 $1, Y8, X11
 
@@ -241,8 +249,9 @@ loop2:
 	POPCNTL AX, AX
 	ADDQ    AX, DI
 
-	// Last group: merge its bytes into the 8 bytes at (DI), so those
-	// after them keep their values and nothing past the output changes.
+	// Last group: merge its bytes into the 8 bytes read before the stores
+	// (R12), so those after them keep their values and nothing past the
+	// output changes.
 	VPSRLDQ $8, X11, X9
 	MOVL    BX, AX
 	SHRL    $24, AX
@@ -253,9 +262,8 @@ loop2:
 	SHLL    $3, AX
 	MOVQ    $-1, R15
 	BZHIQ   AX, R15, R15 // the low 8*count bits
-	MOVQ    (DI), R13
 	ANDQ    R15, DX
-	ANDNQ   R13, R15, R13
+	ANDNQ   R12, R15, R13
 	ORQ     R13, DX
 	MOVQ    DX, (DI)
 	SHRL    $3, AX

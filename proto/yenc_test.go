@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -780,6 +781,41 @@ func TestYencPipelined(t *testing.T) {
 		out, n, err = d.Feed(make([]byte, 0, 64), rest[len("222 0 <b@x>\r\n"):])
 		if err != nil || !d.Done() || d.Verify() != nil || string(out) != string(b) || d.Part().Offset() != int64(len(a)) {
 			t.Fatalf("kern %d: second body: %q err=%v verify=%v", kern, out, err, d.Verify())
+		}
+	}
+}
+
+// TestYencNoGarbagePastOutput: a SIMD block whose last two 8-byte groups
+// keep few bytes (escapes, a line end) and is the last data of a part that
+// comes up short leaves every byte of the part's region after the decoded
+// output as it was. The AVX2 kernel stores groups 8 bytes wide; its last
+// store must put back what was there, not the excess of the group before
+// (a fuzz finding in CI).
+func TestYencNoGarbagePastOutput(t *testing.T) {
+	data := "AAAAAAAAAAAAAAAA" + "=A=A=A=A" + "=A=A\r\n\r\n" // 16 + 4 + 2 kept bytes
+	for _, lead := range []string{"", "B", "BBBBBBB", strings.Repeat("B", 31)} {
+		got := len(lead) + 22
+		size := got + 40 // declared: the part is short by 40 bytes
+		body := "=ybegin line=128 size=" + strconv.Itoa(size) + " name=f\r\n" + lead + data +
+			"=yend size=" + strconv.Itoa(size) + "\r\n" + strings.Repeat("x", 70) + "\r\n.\r\n"
+		for _, kern := range yencTestKernels() {
+			const pad = 16
+			guard := bytes.Repeat([]byte{0x5a}, size+2*pad)
+			dst := guard[pad : pad : pad+size]
+			var d YencDecoder
+			d.kern = kern
+			for pos := 0; pos < len(body) && !d.Done(); {
+				out, n, _ := d.Feed(dst, []byte(body[pos:]))
+				dst, pos = out, pos+n
+			}
+			if len(dst) != got {
+				t.Fatalf("lead %d kern %d: decoded %d bytes, want %d", len(lead), kern, len(dst), got)
+			}
+			for i := pad + got; i < len(guard); i++ {
+				if guard[i] != 0x5a {
+					t.Fatalf("lead %d kern %d: byte %d past the output was written (%#x)", len(lead), kern, i-pad, guard[i])
+				}
+			}
 		}
 	}
 }
