@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/bodgit/sevenzip"
 	"github.com/nwaples/rardecode/v2"
@@ -36,7 +38,7 @@ type walkFunc func(e entry, r io.Reader) error
 // archive comes from strangers: a decoder library that panics on a
 // header it did not expect (Fuzz7z found one in sevenzip's header
 // reader) fails this archive with an error instead of the process.
-func walk(format Format, path, password string, fn walkFunc) (err error) {
+func walk(format Format, path, password string, maxEntries int, fn walkFunc) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("%s archive %s is damaged: its decoder failed: %v", format, filepath.Base(path), v)
@@ -46,7 +48,7 @@ func walk(format Format, path, password string, fn walkFunc) (err error) {
 	case RAR:
 		return walkRAR(path, password, fn)
 	case SevenZip:
-		return walk7z(path, password, fn)
+		return walk7z(path, password, defaultLimits7z(maxEntries), fn)
 	case Zip:
 		return walkZip(path, fn)
 	}
@@ -88,7 +90,12 @@ func walkRAR(path, password string, fn walkFunc) error {
 }
 
 // walk7z reads a 7-Zip archive (x.7z, or x.7z.001 and its followers).
-func walk7z(path, password string, fn walkFunc) error {
+// check7z reads its header first, so that a header the library would
+// allocate without bound for is refused before the library opens it.
+func walk7z(path, password string, lim limits7z, fn walkFunc) error {
+	if err := checkVolumes7z(path, password, lim); err != nil {
+		return passwordHint(err, password)
+	}
 	rc, err := sevenzip.OpenReaderWithPassword(path, password)
 	if err != nil {
 		return passwordHint(err, password)
@@ -106,6 +113,65 @@ func walk7z(path, password string, fn walkFunc) error {
 		}
 	}
 	return nil
+}
+
+// checkVolumes7z runs check7z on the archive whose first volume is path,
+// its volumes joined as the library joins them: x.7z alone, or x.7z.001
+// followed by x.7z.002 and on while they exist.
+func checkVolumes7z(path, password string, lim limits7z) error {
+	var parts []io.ReaderAt
+	var sizes []int64
+	var total int64
+	for i := 1; ; i++ {
+		name := path
+		if i > 1 {
+			if filepath.Ext(path) != ".001" {
+				break
+			}
+			name = fmt.Sprintf("%s.%03d", strings.TrimSuffix(path, ".001"), i)
+		}
+		f, err := os.Open(name)
+		if i > 1 && errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		parts, sizes, total = append(parts, f), append(sizes, st.Size()), total+st.Size()
+	}
+	return check7z(joinedVolumes{parts, sizes}, total, password, lim)
+}
+
+// joinedVolumes reads volumes one after the other as one archive.
+type joinedVolumes struct {
+	parts []io.ReaderAt
+	sizes []int64
+}
+
+func (j joinedVolumes) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for i, part := range j.parts {
+		if off >= j.sizes[i] {
+			off -= j.sizes[i]
+			continue
+		}
+		want := min(int64(len(p)-n), j.sizes[i]-off)
+		m, err := part.ReadAt(p[n:n+int(want)], off)
+		n += m
+		if err != nil && !(errors.Is(err, io.EOF) && int64(m) == want) {
+			return n, err
+		}
+		if n == len(p) {
+			return n, nil
+		}
+		off = 0
+	}
+	return n, io.EOF
 }
 
 // walkZip reads a zip archive with the standard library, which checks each

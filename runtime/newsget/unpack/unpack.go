@@ -170,7 +170,7 @@ func unpackSet(ctx context.Context, dir string, s Set, opts Options) Archive {
 	}
 	defer os.RemoveAll(stage)
 	x := &extraction{ctx: ctx, stage: stage, opts: opts, a: &a, seen: map[string]bool{}}
-	if err := walk(s.Format, filepath.Join(dir, a.Name), opts.Password, x.add); err != nil {
+	if err := walk(s.Format, filepath.Join(dir, a.Name), opts.Password, opts.MaxEntries, x.add); err != nil {
 		a.Err = fmt.Errorf("unpack %s: %w", a.Name, err)
 		return a
 	}
