@@ -176,6 +176,8 @@ func TestCheckDecoders(t *testing.T) {
 		{name: "PPMd 4 GiB", f: folder7z{coders: []coder7z{ppmd(1<<32 - 1)}}, wantErr: "4095 MiB"},
 		{name: "three LZMA2 of 512 MiB in one folder", f: folder7z{coders: []coder7z{{id: method7zLZMA2, props: []byte{34}}, {id: method7zLZMA2, props: []byte{34}}, {id: method7zLZMA2, props: []byte{34}}}},
 			wantErr: "1536 MiB"},
+		{name: "one zstd (7-Zip ZS)", f: folder7z{coders: []coder7z{{id: []byte{4, 0xf7, 0x11, 1}}}}},
+		{name: "two zstd in one folder: 512 MiB windows each", f: folder7z{coders: []coder7z{{id: []byte{4, 0xf7, 0x11, 1}}, {id: []byte{4, 0xf7, 0x11, 1}}}}, wantErr: "1024 MiB, more than"},
 		{name: "copy and BCJ need nothing", f: folder7z{coders: []coder7z{{id: method7zCopy}, {id: []byte{3, 3, 1, 3}}}}},
 	}
 	for _, tc := range tests {
@@ -288,4 +290,42 @@ func FuzzHeader7z(f *testing.F) {
 			t.Fatalf("check7z accepted a header that made the library allocate %d bytes, more than %d", n, max)
 		}
 	})
+}
+
+// BenchmarkOpen7z: what the header check costs beside the library's own
+// opening of the same archive (7zz's defaults: an LZMA-encoded header;
+// and an AES-encrypted one), 600 files.
+func BenchmarkOpen7z(b *testing.B) {
+	sz := need7z(b)
+	work := b.TempDir()
+	files := map[string][]byte{}
+	for i := range 600 {
+		files[fmt.Sprintf("d%d/f%04d.txt", i%7, i)] = []byte(fmt.Sprintf("file %d\n", i))
+	}
+	writeFiles(b, work, files)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{{"encoded", nil}, {"encrypted", []string{"-psecret", "-mhe=on"}}} {
+		path := filepath.Join(work, tc.name+".7z")
+		run(b, work, sz, append(append([]string{"a", path}, tc.args...), "d0", "d1", "d2", "d3", "d4", "d5", "d6")...)
+		b.Run(tc.name+"/check", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := checkVolumes7z(path, "secret", defaultLimits7z(DefaultMaxEntries)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tc.name+"/library", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rc, err := sevenzip.OpenReaderWithPassword(path, "secret")
+				if err != nil {
+					b.Fatal(err)
+				}
+				rc.Close()
+			}
+		})
+	}
 }

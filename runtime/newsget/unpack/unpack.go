@@ -19,8 +19,10 @@
 // a crash are removed when Dir starts.
 //
 // Limits: at most MaxEntries entries and MaxBytes bytes per archive, and
-// the RAR decoder's window is bounded (maxRARDictionary); a full disk ends
-// the archive with the write error.
+// the RAR decoder's window is bounded (maxRARDictionary); a 7z header is
+// read by check7z (header7z.go) before the 7z library opens it, and
+// refused if the library would allocate beyond fixed bounds for it; a full
+// disk ends the archive with the write error.
 package unpack
 
 import (

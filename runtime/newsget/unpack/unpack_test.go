@@ -25,7 +25,7 @@ func pattern(n int, seed byte) []byte {
 }
 
 // writeFiles puts name -> contents into dir.
-func writeFiles(t *testing.T, dir string, files map[string][]byte) {
+func writeFiles(t testing.TB, dir string, files map[string][]byte) {
 	t.Helper()
 	for name, data := range files {
 		p := filepath.Join(dir, name)
@@ -314,7 +314,7 @@ func TestLimits(t *testing.T) {
 }
 
 // need7z skips a test when Debian's 7zip is not installed.
-func need7z(t *testing.T) string {
+func need7z(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"7z", "7zz", "7za"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -326,7 +326,7 @@ func need7z(t *testing.T) string {
 }
 
 // run runs a command in dir and fails the test with its output.
-func run(t *testing.T, dir, name string, args ...string) {
+func run(t testing.TB, dir, name string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
