@@ -592,6 +592,11 @@ func (h *headerCheck) unpackInfo(s *streams7z) error {
 	if folders > uint64(len(h.b)-h.off) { // a folder is several bytes
 		return refuse7z("%d folders in the %d bytes left", folders, len(h.b)-h.off)
 	}
+	if folders > uint64(h.lim.entries) {
+		// Each holds a file at least; and the library looks for a
+		// file's folder from the first one, file by file.
+		return refuse7z("%d folders, more than the limit of %d entries", folders, h.lim.entries)
+	}
 	for range folders {
 		if err := h.alloc("folders", 1, sizeFolder7z*grown7z); err != nil {
 			return err

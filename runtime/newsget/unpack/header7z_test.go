@@ -151,6 +151,33 @@ func TestHostile7zHeaders(t *testing.T) {
 	}
 }
 
+// TestHostile7zBesideGood: a hostile 7z fails alone; the other archives
+// of the folder unpack, and the process is there to see it.
+func TestHostile7zBesideGood(t *testing.T) {
+	saved, err := os.ReadFile(filepath.Join("testdata", "header_claims_268M_files.7z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{"hostile.7z": saved, "good.zip": zipWith(t, [][2]string{{"g.txt", "good"}})})
+	res, err := Dir(context.Background(), dir, Options{Cleanup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, a := range res.Archives {
+		got[a.Name] = fmt.Sprint(a.Err)
+	}
+	want := map[string]string{
+		"good.zip":   "<nil>",
+		"hostile.7z": "unpack hostile.7z: 7z header refused: header at 9+74 bytes lies beyond the end of the archive (50 bytes)",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("archives (-want +got):\n%s", diff)
+	}
+	wantFile(t, filepath.Join(dir, "g.txt"), []byte("good"))
+}
+
 // TestCheckDecoders: what the decoders of one folder may need, at most
 // limits7z.decoder (1 GiB) in all.
 func TestCheckDecoders(t *testing.T) {
