@@ -294,7 +294,14 @@ func FuzzHeader7z(f *testing.F) {
 	f.Add([]byte("hello"), cat([]byte{id7zHeader, id7zMainStreamsInfo, id7zPackInfo, 0, 1, id7zSize, 5, id7zEnd, id7zUnpackInfo, id7zFolder, 1, 0},
 		[]byte{1, 0x21, 0x21, 1, 16}, []byte{id7zCodersUnpackSize, 5, id7zEnd, id7zSubStreamsInfo, id7zNumUnpackStream, 2, id7zSize, 2, id7zCRC, 1},
 		make([]byte, 8), []byte{id7zEnd, id7zEnd, id7zEnd}))
-	lim := limits7z{entries: 1000, header: 1 << 20, memory: 4 << 20, decoder: 4 << 20, aesCycles: 10}
+	// 50,000 empty files, each with its name: within the entry limit,
+	// so only the cost model stands between them and the library.
+	f.Add([]byte(nil), cat([]byte{id7zHeader, id7zFilesInfo}, num7z(50000),
+		[]byte{id7zEmptyStream}, num7z(6250), bytes.Repeat([]byte{0xff}, 6250), []byte{id7zName}, num7z(200001), []byte{0},
+		bytes.Repeat([]byte("a\x00\x00\x00"), 50000), []byte{0, 0}))
+	// The entry limit is high so that the cost model, not it, is what the
+	// fuzzer tries.
+	lim := limits7z{entries: 1 << 20, header: 1 << 20, memory: 4 << 20, decoder: 4 << 20, aesCycles: 10}
 	const slack = 2 << 20 // buffers: signature search, bufio, lzma state
 	f.Fuzz(func(t *testing.T, packed, header []byte) {
 		data := archive7zPacked(packed, header)
