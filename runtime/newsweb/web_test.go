@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -94,7 +93,7 @@ func startSiteWith(t testing.TB, news *nntptest.Server, opts Options, addrs ...s
 	}
 	opts.Logger, opts.Registerer, opts.Gatherer = log, reg, reg
 	h := New(fed, opts)
-	srv := httptest.NewServer(h)
+	srv := newFrontServer(t, h)
 	t.Cleanup(func() { srv.Close(); fed.Close() })
 	return &site{url: srv.URL, news: news, fed: fed, reg: reg}
 }
