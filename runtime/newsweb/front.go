@@ -43,11 +43,9 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log"
 	"net"
 	"net/http"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -70,6 +68,10 @@ type Front struct {
 	err     error // why accepting stopped (set before stop closes)
 	lnOnce  sync.Once
 	lnErr   error
+
+	// served counts the requests the front answered, handedOff the
+	// connections it gave to net/http.
+	served, handedOff atomic.Int64
 
 	closing atomic.Bool
 	mu      sync.Mutex
@@ -184,6 +186,7 @@ func (f *Front) closeConns(idleOnly bool) {
 
 // handOff gives c to the http.Server (or closes it when that has stopped).
 func (f *Front) handOff(c net.Conn) {
+	f.handedOff.Add(1)
 	select {
 	case f.handoff <- c:
 	case <-f.stop:
@@ -286,8 +289,7 @@ func (fc *frontConn) serve() {
 		if fc.start == fc.end {
 			fc.start, fc.end = 0, 0
 		}
-		closing := head.close || f.closing.Load()
-		if err := fc.answer(head, closing); err != nil || closing {
+		if closing, err := fc.answer(head); err != nil || closing {
 			return
 		}
 	}
@@ -356,18 +358,17 @@ func (fc *frontConn) setReadDeadline(t time.Time) {
 	fc.c.SetReadDeadline(t)
 }
 
-// answer runs the handler for head and writes its answer.
-func (fc *frontConn) answer(head requestHead, closing bool) error {
-	u, err := url.ParseRequestURI(head.target)
-	if err != nil {
-		// Cannot happen for a plainTarget; net/http would answer 400.
-		return fmt.Errorf("request target %q: %w", head.target, err)
-	}
-	req := &http.Request{Method: head.method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+// answer runs the handler for head and writes its answer. closing says
+// the connection is to close after it: the client asked, or Shutdown
+// began meanwhile.
+func (fc *frontConn) answer(head requestHead) (closing bool, err error) {
+	req := &http.Request{Method: head.method, URL: head.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: head.header, Body: http.NoBody, Host: head.host, RemoteAddr: fc.c.RemoteAddr().String(),
-		RequestURI: head.target, Close: closing}
+		RequestURI: head.target, Close: head.close}
 	fc.w.reset()
 	fc.f.hs.Handler.ServeHTTP(&fc.w, req)
+	fc.f.served.Add(1)
+	closing = head.close || fc.f.closing.Load()
 	now := time.Now()
 	if sec := now.Unix(); sec != fc.dateSec || fc.date == nil {
 		fc.date, fc.dateSec = appendHTTPDate(fc.date[:0], now), sec
@@ -383,7 +384,7 @@ func (fc *frontConn) answer(head requestHead, closing bool) error {
 	if cap(fc.out) > frontKeepOut {
 		fc.out = nil
 	}
-	return err
+	return closing, err
 }
 
 // handOff gives the connection, with the bytes read and not answered, to

@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"strings"
 )
 
@@ -34,6 +35,7 @@ const (
 type requestHead struct {
 	method string // "GET" or "HEAD"
 	target string // origin-form: path and query
+	url    *url.URL
 	host   string // the Host header (removed from header, as net/http does)
 	close  bool   // Connection: close
 	header http.Header
@@ -81,7 +83,11 @@ func parseHead(b []byte, max int) (requestHead, int, headVerdict) {
 	if (method != http.MethodGet && method != http.MethodHead) || proto != "HTTP/1.1" || !plainTarget(target) {
 		return requestHead{}, 0, headHandoff
 	}
-	h.method, h.target = method, target
+	u, err := url.ParseRequestURI(target)
+	if err != nil {
+		return requestHead{}, 0, headHandoff // a bad escape: net/http's 400
+	}
+	h.method, h.target, h.url = method, target, u
 	h.header = make(http.Header, lines-1)
 	values := make([]string, lines-1) // one array for every value, as textproto does
 	hosts := 0

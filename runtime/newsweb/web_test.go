@@ -54,6 +54,9 @@ type site struct {
 	news *nntptest.Server
 	fed  *Federated
 	reg  *prometheus.Registry // the handler's metrics
+	// h is the handler, front what serves it at url.
+	h     *Server
+	front *Front
 }
 
 // startSite runs newsweb's handler over an nntptest server holding
@@ -95,7 +98,7 @@ func startSiteWith(t testing.TB, news *nntptest.Server, opts Options, addrs ...s
 	h := New(fed, opts)
 	srv := newFrontServer(t, h)
 	t.Cleanup(func() { srv.Close(); fed.Close() })
-	return &site{url: srv.URL, news: news, fed: fed, reg: reg}
+	return &site{url: srv.URL, news: news, fed: fed, reg: reg, h: h, front: srv.front}
 }
 
 func get(t testing.TB, url string, hdr ...string) (*http.Response, string) {
