@@ -237,7 +237,8 @@ type frontConn struct {
 	out      []byte // the answer being written
 	w        frontWriter
 	rd, wd   time.Time // the deadlines set on c
-	reqStart time.Time // when the first byte of a partial head came
+	reqStart time.Time // when a partial head was first seen (zero: none)
+	remote   string    // c.RemoteAddr().String(), made once
 	date     []byte    // Date value, for dateSec
 	dateSec  int64
 }
@@ -271,6 +272,7 @@ func (fc *frontConn) serve() {
 	}
 	maxHead += 4096 // net/http's slack for the request line
 	fc.buf = make([]byte, frontReadBuffer)
+	fc.remote = fc.c.RemoteAddr().String()
 	fc.w.header = make(http.Header, 8)
 	for {
 		head, n, verdict := parseHead(fc.buf[fc.start:fc.end], maxHead)
@@ -286,6 +288,7 @@ func (fc *frontConn) serve() {
 			return
 		}
 		fc.start += n
+		fc.reqStart = time.Time{}
 		if fc.start == fc.end {
 			fc.start, fc.end = 0, 0
 		}
@@ -326,7 +329,11 @@ func (fc *frontConn) fill(maxHead int) error {
 			return net.ErrClosed
 		}
 	} else if t := headTimeout(hs); t > 0 {
-		// Within a head: ReadHeaderTimeout from its first byte, exactly.
+		// Within a head: ReadHeaderTimeout from when it was first seen
+		// partial (its first bytes came with the read before), exactly.
+		if fc.reqStart.IsZero() {
+			fc.reqStart = now
+		}
 		if want := fc.reqStart.Add(t); fc.rd.IsZero() || fc.rd.After(want) {
 			fc.setReadDeadline(want)
 		}
@@ -334,9 +341,6 @@ func (fc *frontConn) fill(maxHead int) error {
 	n, err := fc.c.Read(fc.buf[fc.end:])
 	if fc.end == 0 && !fc.state.CompareAndSwap(connIdle, connActive) {
 		return net.ErrClosed // Shutdown closed it meanwhile
-	}
-	if n > 0 && fc.end == 0 {
-		fc.reqStart = time.Now()
 	}
 	fc.end += n
 	if n > 0 {
@@ -363,7 +367,7 @@ func (fc *frontConn) setReadDeadline(t time.Time) {
 // began meanwhile.
 func (fc *frontConn) answer(head requestHead) (closing bool, err error) {
 	req := &http.Request{Method: head.method, URL: head.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: head.header, Body: http.NoBody, Host: head.host, RemoteAddr: fc.c.RemoteAddr().String(),
+		Header: head.header, Body: http.NoBody, Host: head.host, RemoteAddr: fc.remote,
 		RequestURI: head.target, Close: head.close}
 	fc.w.reset()
 	fc.f.hs.Handler.ServeHTTP(&fc.w, req)
