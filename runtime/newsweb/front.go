@@ -26,9 +26,10 @@ package newsweb
 //
 // Limits, as NewHTTPServer's http.Server has them (the front reads them
 // from it):
-//   - a head must be complete within ReadHeaderTimeout of its first byte,
-//     and be at most MaxHeaderBytes (longer ones go to net/http, which
-//     answers 431);
+//   - a head must be complete within ReadHeaderTimeout of its first byte
+//     (of the connection's start for the first head, as net/http has
+//     it), and be at most MaxHeaderBytes (longer ones go to net/http,
+//     which answers 431);
 //   - an idle connection is closed after IdleTimeout (the deadline is
 //     moved at most once a second, so idle means between IdleTimeout-1s
 //     and IdleTimeout);
@@ -237,7 +238,7 @@ type frontConn struct {
 	out      []byte // the answer being written
 	w        frontWriter
 	rd, wd   time.Time // the deadlines set on c
-	reqStart time.Time // when a partial head was first seen (zero: none)
+	reqStart time.Time // the start of the head being read (zero: none yet, idle)
 	remote   string    // c.RemoteAddr().String(), made once
 	date     []byte    // Date value, for dateSec
 	dateSec  int64
@@ -273,6 +274,7 @@ func (fc *frontConn) serve() {
 	maxHead += 4096 // net/http's slack for the request line
 	fc.buf = make([]byte, frontReadBuffer)
 	fc.remote = fc.c.RemoteAddr().String()
+	fc.reqStart = time.Now() // the first head is bounded from here, as net/http does
 	fc.w.header = make(http.Header, 8)
 	for {
 		head, n, verdict := parseHead(fc.buf[fc.start:fc.end], maxHead)
@@ -313,29 +315,34 @@ func (fc *frontConn) fill(maxHead int) error {
 	}
 	now := time.Now()
 	hs := fc.f.hs
-	if fc.end == 0 {
+	if fc.end > 0 && fc.reqStart.IsZero() {
+		fc.reqStart = now // a head came in part (with the read before)
+	}
+	if !fc.reqStart.IsZero() {
+		// A connection's first head, or one that came in part: within
+		// ReadHeaderTimeout of the connection's start or of its first
+		// part, exactly.
+		if t := headTimeout(hs); t > 0 {
+			if want := fc.reqStart.Add(t); fc.rd.IsZero() || fc.rd.After(want) {
+				fc.setReadDeadline(want)
+			}
+		}
+	} else {
 		// Between requests: the idle bound.
 		idle := hs.IdleTimeout
 		if idle <= 0 {
 			idle = hs.ReadTimeout
 		}
 		if idle > 0 {
-			if want := now.Add(idle); fc.rd.Before(want.Add(-deadlineSlack)) {
+			if want := now.Add(idle); fc.rd.Before(want.Add(-deadlineSlack)) || fc.rd.After(want) {
 				fc.setReadDeadline(want)
 			}
 		}
+	}
+	if fc.end == 0 {
 		fc.state.Store(connIdle)
 		if fc.f.closing.Load() {
 			return net.ErrClosed
-		}
-	} else if t := headTimeout(hs); t > 0 {
-		// Within a head: ReadHeaderTimeout from when it was first seen
-		// partial (its first bytes came with the read before), exactly.
-		if fc.reqStart.IsZero() {
-			fc.reqStart = now
-		}
-		if want := fc.reqStart.Add(t); fc.rd.IsZero() || fc.rd.After(want) {
-			fc.setReadDeadline(want)
 		}
 	}
 	n, err := fc.c.Read(fc.buf[fc.end:])

@@ -195,33 +195,38 @@ func TestFrontHandsOff(t *testing.T) {
 	}
 }
 
-// A head that does not complete within ReadHeaderTimeout, and a
-// connection idle for IdleTimeout, are closed.
+// A connection that sends no head, or not all of one, within
+// ReadHeaderTimeout is closed (IdleTimeout notwithstanding), and so is one
+// idle for IdleTimeout after an answer.
 func TestFrontLimits(t *testing.T) {
 	s := startSite(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	front := func(header, idle time.Duration) (*Front, string) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := NewHTTPServer("", s.h)
+		hs.ReadHeaderTimeout, hs.IdleTimeout = header, idle
+		f := NewFront(hs, ln)
+		go f.Serve()
+		t.Cleanup(func() { f.Close() })
+		return f, "http://" + ln.Addr().String()
 	}
-	hs := NewHTTPServer("", s.h)
-	hs.ReadHeaderTimeout, hs.IdleTimeout = 50*time.Millisecond, 50*time.Millisecond
-	f := NewFront(hs, ln)
-	go f.Serve()
-	t.Cleanup(func() { f.Close() })
-	url := "http://" + ln.Addr().String()
-
+	headBound, url := front(50*time.Millisecond, time.Hour)
+	dialRaw(t, url).wantClosed("a connection that sends nothing")
 	slow := dialRaw(t, url)
 	slow.send("GET /articles/m1@t HTTP/1.1\r\nHost: newsweb.test\r\n") // and nothing more
 	slow.wantClosed("a head left unfinished")
 
+	idleBound, url := front(time.Hour, 50*time.Millisecond)
 	idle := dialRaw(t, url)
 	idle.send("GET /articles/m1@t HTTP/1.1\r\nHost: newsweb.test\r\n\r\n")
 	if resp, _ := idle.wantResponse("GET"); resp.StatusCode != 200 {
 		t.Fatalf("article: %d", resp.StatusCode)
 	}
 	idle.wantClosed("an idle connection")
-	if f.handedOff.Load() != 0 {
-		t.Errorf("%d connections handed off; the front's own limits should have closed them", f.handedOff.Load())
+	if n := headBound.handedOff.Load() + idleBound.handedOff.Load(); n != 0 {
+		t.Errorf("%d connections handed off; the front's own limits should have closed them", n)
 	}
 }
 

@@ -77,6 +77,9 @@ func (w *frontWriter) reset() {
 	clear(w.header)
 	w.status = 0
 	w.body = w.body[:0]
+	if cap(w.body) > frontKeepOut {
+		w.body = nil
+	}
 	w.answered = false
 	w.ans = frontAnswer{}
 }
