@@ -116,7 +116,9 @@ func parseHead(b []byte, max int) (requestHead, int, headVerdict) {
 		case "Transfer-Encoding", "Expect", "Upgrade", "Te", "Http2-Settings":
 			return requestHead{}, 0, headHandoff
 		case "Connection":
-			for _, t := range strings.Split(value, ",") {
+			for list := value; list != ""; {
+				var t string
+				t, list, _ = strings.Cut(list, ",")
 				switch t = strings.TrimSpace(t); {
 				case strings.EqualFold(t, "close"):
 					h.close = true
