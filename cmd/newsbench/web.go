@@ -92,11 +92,12 @@ func webNews(s *nntptest.Server, groups, n, size int) (webBench, error) {
 	return b, nil
 }
 
-// webStack is newsweb (service layer and HTTP) serving on loopback.
+// webStack is newsweb (service layer and HTTP) serving on loopback, as
+// cmd/newsweb serves: NewHTTPServer's http.Server behind a Front.
 type webStack struct {
-	url  string
-	fed  *newsweb.Federated
-	http *http.Server
+	url   string
+	fed   *newsweb.Federated
+	front *newsweb.Front
 }
 
 func startWebStack(addr string, cache mreader.CacheConfig, conns int) (*webStack, error) {
@@ -108,13 +109,13 @@ func startWebStack(addr string, cache mreader.CacheConfig, conns int) (*webStack
 		fed.Close()
 		return nil, err
 	}
-	hs := newsweb.NewHTTPServer("", newsweb.New(fed, newsweb.Options{Logger: log}))
-	go hs.Serve(ln)
-	return &webStack{url: "http://" + ln.Addr().String(), fed: fed, http: hs}, nil
+	front := newsweb.NewFront(newsweb.NewHTTPServer("", newsweb.New(fed, newsweb.Options{Logger: log})), ln)
+	go front.Serve()
+	return &webStack{url: "http://" + ln.Addr().String(), fed: fed, front: front}, nil
 }
 
 func (w *webStack) close() {
-	w.http.Close()
+	w.front.Close()
 	w.fed.Close()
 }
 

@@ -255,9 +255,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log.Info("newsweb serving", "addr", "http://"+addr+"/", "servers", strings.Join(names, " "))
 
-	srv := newsweb.NewHTTPServer(cfg.Listen, handler)
+	// The public pages go through newsweb's own HTTP/1.1 path for plain
+	// GETs (newsweb.Front), net/http for the rest.
+	srv := newsweb.NewFront(newsweb.NewHTTPServer(cfg.Listen, handler), ln)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve() }()
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {

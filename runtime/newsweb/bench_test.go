@@ -67,23 +67,40 @@ func BenchmarkCachedPages(b *testing.B) {
 	}
 }
 
-// BenchmarkCachedPagesHTTP serves the same views over loopback TCP through
-// the http.Server newsweb runs (NewHTTPServer), one keep-alive connection,
-// the client a minimal HTTP/1.1 reader on the raw connection: what a view
-// costs with net/http's reading and writing, the syscalls and both ends in
-// this process (allocations are the whole process's; the client makes
-// none of its own).
+// BenchmarkCachedPagesHTTP serves the same views over loopback TCP as
+// cmd/newsweb does (NewHTTPServer's http.Server behind a Front), and, for
+// comparison, through the http.Server alone (net-http), one keep-alive
+// connection, the client a minimal HTTP/1.1 reader on the raw connection:
+// what a view costs with the reading and writing, the syscalls and both
+// ends in this process (allocations are the whole process's; the client
+// makes none of its own).
 func BenchmarkCachedPagesHTTP(b *testing.B) {
 	news := newsServer(b, 500)
 	f := federated(b, nil, NewMetrics(prometheus.NewRegistry()), ServerConfig{Addr: news.HostPort(), Connections: 2})
-	hs := NewHTTPServer("", New(f, Options{Logger: testLogger(b), Registerer: prometheus.NewRegistry()}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
+	h := New(f, Options{Logger: testLogger(b), Registerer: prometheus.NewRegistry()})
+	for _, front := range []bool{true, false} {
+		hs := NewHTTPServer("", h)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := "net-http"
+		if front {
+			name = "front"
+			f := NewFront(hs, ln)
+			go f.Serve()
+			b.Cleanup(func() { f.Close() })
+		} else {
+			go hs.Serve(ln)
+			b.Cleanup(func() { hs.Close() })
+		}
+		b.Run(name, func(b *testing.B) { benchViews(b, ln.Addr().String()) })
 	}
-	go hs.Serve(ln)
-	b.Cleanup(func() { hs.Close() })
-	conn, err := net.Dial("tcp", ln.Addr().String())
+}
+
+// benchViews views each page kind on one connection to addr.
+func benchViews(b *testing.B, addr string) {
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}

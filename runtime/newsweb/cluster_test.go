@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +31,7 @@ func startNATS(t *testing.T) string {
 
 // replica is one newsweb process of a cluster: its own service, caches
 // and HTTP server, sharing through NATS.
-func replica(t *testing.T, natsURL, newsAddr string) (*httptest.Server, *Federated) {
+func replica(t *testing.T, natsURL, newsAddr string) (*frontServer, *Federated) {
 	t.Helper()
 	c, err := NewCluster(context.Background(), ClusterOptions{URLs: []string{natsURL}, Logger: testLogger(t)})
 	if err != nil {
@@ -40,7 +39,7 @@ func replica(t *testing.T, natsURL, newsAddr string) (*httptest.Server, *Federat
 	}
 	svc := NewService(ServerConfig{Addr: newsAddr, Name: "news", Connections: 4}, ServiceOptions{Logger: testLogger(t)})
 	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: testLogger(t), NoBackground: true, Cluster: c})
-	srv := httptest.NewServer(New(fed, Options{Logger: testLogger(t)}))
+	srv := newFrontServer(t, New(fed, Options{Logger: testLogger(t)}))
 	t.Cleanup(func() { srv.Close(); fed.Close(); c.Close() })
 	return srv, fed
 }
@@ -109,7 +108,7 @@ func TestClusterNotFound(t *testing.T) {
 	news := newsServer(t, 1)
 	a, fa := replica(t, natsURL, news.HostPort())
 	b, _ := replica(t, natsURL, news.HostPort())
-	for _, srv := range []*httptest.Server{a, b} {
+	for _, srv := range []*frontServer{a, b} {
 		if resp, _ := get(t, srv.URL+"/api/articles/none@t"); resp.StatusCode != 404 {
 			t.Errorf("missing article: %d", resp.StatusCode)
 		}

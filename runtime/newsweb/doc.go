@@ -65,4 +65,10 @@
 // page's own (by hash), so even a template mistake could not run code.
 // Requests are bounded: GET and HEAD only (the mux answers 405), a 1 KiB
 // body limit, a URL length limit, and http.Server timeouts (NewHTTPServer).
+//
+// Serving: a Front takes the listener's connections and answers plain
+// HTTP/1.1 GET and HEAD requests itself (a cached page's headers appended
+// as strings, one write an answer), under the same http.Server's timeouts
+// and header limit; any other request hands its connection to that
+// http.Server (front.go).
 package newsweb

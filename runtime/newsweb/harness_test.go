@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -203,3 +204,28 @@ func askSearch(t *testing.T, base, query string) searchAnswer {
 	}
 	return a
 }
+
+// frontServer is newsweb's handler served as cmd/newsweb serves it: the
+// http.Server of NewHTTPServer behind a Front, on loopback.
+type frontServer struct {
+	URL   string
+	front *Front
+}
+
+// newFrontServer starts h on a Front (the test's stand-in for
+// httptest.NewServer); Close ends it.
+func newFrontServer(t testing.TB, h http.Handler) *frontServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFront(NewHTTPServer("", h), ln)
+	go f.Serve()
+	s := &frontServer{URL: "http://" + ln.Addr().String(), front: f}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Close closes the listener and every connection.
+func (s *frontServer) Close() { s.front.Close() }

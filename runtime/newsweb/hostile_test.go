@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -25,7 +24,7 @@ func logSite(t *testing.T, news *nntptest.Server) (*site, *syncBuffer) {
 	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	svc := NewService(ServerConfig{Addr: news.HostPort(), Connections: 2}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
 	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
-	srv := httptest.NewServer(New(fed, Options{Logger: log}))
+	srv := newFrontServer(t, New(fed, Options{Logger: log}))
 	t.Cleanup(func() { srv.Close(); fed.Close() })
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -162,7 +161,7 @@ func TestEndlessAnswer(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	svc := NewService(ServerConfig{Addr: addr, Connections: 2}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
 	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
-	srv := httptest.NewServer(New(fed, Options{Logger: log}))
+	srv := newFrontServer(t, New(fed, Options{Logger: log}))
 	t.Cleanup(func() { srv.Close(); fed.Close() })
 	var before, after runtime.MemStats
 	runtime.GC()

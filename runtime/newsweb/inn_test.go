@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -128,7 +127,7 @@ func TestINNGroupRenders(t *testing.T) {
 	svc := NewService(ServerConfig{Addr: inn.ReaderAddr(), Name: "inn", Connections: 2},
 		ServiceOptions{Logger: log})
 	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
-	srv := httptest.NewServer(New(fed, Options{Logger: log, PerPage: 100}))
+	srv := newFrontServer(t, New(fed, Options{Logger: log, PerPage: 100}))
 	t.Cleanup(func() { srv.Close(); fed.Close() })
 
 	_, body := get(t, srv.URL+"/")
@@ -223,7 +222,7 @@ func TestINNPosting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(fed, Options{Logger: log, Posting: p}))
+	srv := newFrontServer(t, New(fed, Options{Logger: log, Posting: p}))
 	t.Cleanup(func() { srv.Close(); fed.Close() })
 
 	get(t, srv.URL+"/groups/"+group) // cache the thread list
@@ -296,7 +295,7 @@ func TestINNArchivePaging(t *testing.T) {
 	metrics := NewMetrics(reg)
 	svc := NewService(ServerConfig{Addr: inn.ReaderAddr(), Name: "inn", Connections: 2}, ServiceOptions{Logger: log, Metrics: metrics})
 	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true, ThreadLimit: 500, Metrics: metrics})
-	srv := httptest.NewServer(New(fed, Options{Logger: log, PerPage: 50}))
+	srv := newFrontServer(t, New(fed, Options{Logger: log, PerPage: 50}))
 	t.Cleanup(func() { srv.Close(); fed.Close() })
 
 	type listing struct {
@@ -409,7 +408,7 @@ func TestINNSearch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(fed, Options{Logger: log, Search: search}))
+	srv := newFrontServer(t, New(fed, Options{Logger: log, Search: search}))
 	t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
 
 	ask := func(query string) searchAnswer { t.Helper(); return askSearch(t, srv.URL, query) }
@@ -492,7 +491,7 @@ func TestINNSearchBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(fed, Options{Logger: log, Search: search}))
+	srv := newFrontServer(t, New(fed, Options{Logger: log, Search: search}))
 	t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
 
 	type answer struct {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -72,7 +71,7 @@ func TestSearchBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(fed, Options{Logger: log, Search: search}))
+	srv := newFrontServer(t, New(fed, Options{Logger: log, Search: search}))
 	t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
 
 	// A reader views one article before the index reads bodies.
@@ -159,7 +158,7 @@ func TestSearchBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv2 := httptest.NewServer(New(fed2, Options{Logger: log, Search: again}))
+	srv2 := newFrontServer(t, New(fed2, Options{Logger: log, Search: again}))
 	t.Cleanup(func() { srv2.Close(); again.Close(); fed2.Close() })
 	srv = srv2
 	ask("group=comp.test&q=okapi")
@@ -223,7 +222,7 @@ func TestSearchBodiesDamaged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(New(fed, Options{Logger: log, Search: search}))
+		srv := newFrontServer(t, New(fed, Options{Logger: log, Search: search}))
 		t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
 		return search, srv.URL
 	}
@@ -295,7 +294,7 @@ func TestBrowserSearchSnippet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(fed, Options{Logger: log, Search: search}))
+	srv := newFrontServer(t, New(fed, Options{Logger: log, Search: search}))
 	t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
 	get(t, srv.URL+"/api/search?group=comp.test&q=x")
 	search.Wait()

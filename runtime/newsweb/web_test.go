@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -55,6 +54,9 @@ type site struct {
 	news *nntptest.Server
 	fed  *Federated
 	reg  *prometheus.Registry // the handler's metrics
+	// h is the handler, front what serves it at url.
+	h     *Server
+	front *Front
 }
 
 // startSite runs newsweb's handler over an nntptest server holding
@@ -94,9 +96,9 @@ func startSiteWith(t testing.TB, news *nntptest.Server, opts Options, addrs ...s
 	}
 	opts.Logger, opts.Registerer, opts.Gatherer = log, reg, reg
 	h := New(fed, opts)
-	srv := httptest.NewServer(h)
+	srv := newFrontServer(t, h)
 	t.Cleanup(func() { srv.Close(); fed.Close() })
-	return &site{url: srv.URL, news: news, fed: fed, reg: reg}
+	return &site{url: srv.URL, news: news, fed: fed, reg: reg, h: h, front: srv.front}
 }
 
 func get(t testing.TB, url string, hdr ...string) (*http.Response, string) {

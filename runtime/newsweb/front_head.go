@@ -1,0 +1,195 @@
+package newsweb
+
+// The request heads the front (front.go) serves itself, and the parser
+// that reads them.
+//
+// The front takes only the plainest HTTP/1.1 requests (RFC 9112): GET or
+// HEAD of an origin-form target, CRLF line ends, one Host, no body (no
+// Transfer-Encoding, a Content-Length of 0 at most), no Expect, no
+// Upgrade, no obsolete line folding, nothing but visible ASCII in the
+// target and no control character in a header value. Whatever else comes
+// (another method, HTTP/1.0, a doubtful byte) is not refused here: the
+// connection, with the bytes already read, goes to net/http, which
+// answers it as it always did (an error page included). So the parser
+// needs to be exact only in what it accepts: FuzzParseHead checks that
+// net/http reads every head it accepts the same way.
+
+import (
+	"bytes"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+)
+
+// headVerdict is what parseHead made of the buffered bytes.
+type headVerdict uint8
+
+const (
+	headIncomplete headVerdict = iota // no blank line yet: read more
+	headOK                            // a head the front serves
+	headHandoff                       // anything else: net/http's to answer
+)
+
+// requestHead is a request head the front serves.
+type requestHead struct {
+	method string // "GET" or "HEAD"
+	target string // origin-form: path and query
+	url    *url.URL
+	host   string // the Host header (removed from header, as net/http does)
+	close  bool   // Connection: close
+	header http.Header
+}
+
+// parseHead reads the request head at the start of b. With headOK it
+// returns the head and its length in bytes (the blank line included).
+// A head longer than max without its blank line is headHandoff (net/http
+// answers 431).
+func parseHead(b []byte, max int) (requestHead, int, headVerdict) {
+	// Find the blank line, every line ending in CRLF (a bare LF is
+	// net/http's to read).
+	end, lines := -1, 0
+	for i := 0; i < len(b) && i <= max; {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			break
+		}
+		j += i
+		if j == i || b[j-1] != '\r' {
+			return requestHead{}, 0, headHandoff
+		}
+		if j == i+1 { // "\r\n": the blank line
+			end = j + 1
+			break
+		}
+		lines++
+		i = j + 1
+	}
+	if end < 0 {
+		if len(b) > max {
+			return requestHead{}, 0, headHandoff
+		}
+		return requestHead{}, 0, headIncomplete
+	}
+	if lines == 0 || end > max {
+		return requestHead{}, 0, headHandoff
+	}
+	// One string for the whole head: every name and value is a slice of it.
+	s := string(b[:end-2])
+	line, rest, _ := strings.Cut(s, "\r\n")
+	var h requestHead
+	method, line, _ := strings.Cut(line, " ")
+	target, proto, _ := strings.Cut(line, " ")
+	if (method != http.MethodGet && method != http.MethodHead) || proto != "HTTP/1.1" || !plainTarget(target) {
+		return requestHead{}, 0, headHandoff
+	}
+	u, err := url.ParseRequestURI(target)
+	if err != nil {
+		return requestHead{}, 0, headHandoff // a bad escape: net/http's 400
+	}
+	h.method, h.target, h.url = method, target, u
+	h.header = make(http.Header, lines-1)
+	values := make([]string, lines-1) // one array for every value, as textproto does
+	hosts := 0
+	for rest != "" {
+		line, rest, _ = strings.Cut(rest, "\r\n")
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || !validFieldName(name) {
+			return requestHead{}, 0, headHandoff // no colon, a space before it, a folded line
+		}
+		value = strings.Trim(value, " \t")
+		if !validFieldValue(value) {
+			return requestHead{}, 0, headHandoff
+		}
+		key := textproto.CanonicalMIMEHeaderKey(name)
+		switch key {
+		case "Host":
+			if hosts++; hosts > 1 || !plainHost(value) {
+				return requestHead{}, 0, headHandoff
+			}
+			h.host = value
+			continue
+		case "Content-Length":
+			if value != "0" || h.header[key] != nil {
+				return requestHead{}, 0, headHandoff
+			}
+		case "Transfer-Encoding", "Expect", "Upgrade", "Te", "Http2-Settings":
+			return requestHead{}, 0, headHandoff
+		case "Connection":
+			for list := value; list != ""; {
+				var t string
+				t, list, _ = strings.Cut(list, ",")
+				switch t = strings.TrimSpace(t); {
+				case strings.EqualFold(t, "close"):
+					h.close = true
+				case strings.EqualFold(t, "upgrade"):
+					return requestHead{}, 0, headHandoff
+				}
+			}
+		}
+		if v := h.header[key]; v != nil {
+			h.header[key] = append(v, value)
+			continue
+		}
+		values[0] = value
+		h.header[key], values = values[:1:1], values[1:]
+	}
+	if hosts == 0 {
+		return requestHead{}, 0, headHandoff // HTTP/1.1 without Host: net/http's 400
+	}
+	return h, end, headOK
+}
+
+// plainTarget reports whether t is an origin-form target of visible ASCII
+// (RFC 9112 §3.2.1), short of what ServeHTTP refuses as too long.
+func plainTarget(t string) bool {
+	if t == "" || t[0] != '/' || len(t) > maxURL {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; c <= ' ' || c >= 0x7f || c == '#' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainHost reports whether v is a host[:port] of the plain kind (names,
+// IPv4, bracketed IPv6): anything else goes to net/http's checks.
+func plainHost(v string) bool {
+	if v == "" {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(".-:[]_", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validFieldName reports whether n is a token (RFC 9110 §5.1).
+func validFieldName(n string) bool {
+	if n == "" {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validFieldValue reports whether v holds no control character but HTAB
+// (RFC 9110 §5.5; obs-text, bytes from 0x80, is allowed as net/http does).
+func validFieldValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
