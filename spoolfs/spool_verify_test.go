@@ -1,9 +1,7 @@
 package spoolfs
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"testing"
 )
@@ -93,95 +91,5 @@ func BenchmarkVerify(b *testing.B) {
 		if scratch, err = s.Verify(tok, scratch); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-// TestReadArticle checks ReadArticle, the large-article send path's read:
-// it returns exactly the stored article in the buffer it was given (grown
-// when short), and damage or a cut anywhere in the article is an error,
-// the one Get gives, with nothing returned to send.
-func TestReadArticle(t *testing.T) {
-	const size = 300_000
-	tests := []struct {
-		name   string
-		damage func(t *testing.T, path string, tok Token)
-		want   error
-	}{
-		{"intact", func(*testing.T, string, Token) {}, nil},
-		{"first byte flipped", flipAt(0), ErrCorrupt},
-		{"byte flipped in the middle", flipAt(size / 2), ErrCorrupt},
-		{"last byte flipped", flipAt(-1), ErrCorrupt},
-		{"cut in the middle", func(t *testing.T, path string, tok Token) {
-			if err := os.Truncate(path, int64(tok.Off)+size/2); err != nil {
-				t.Fatal(err)
-			}
-		}, ErrNotFound},
-	}
-	for _, tc := range tests {
-		for _, bufCap := range []int{0, size - 1, 2 * size} {
-			t.Run(fmt.Sprintf("%s/buffer of %d", tc.name, bufCap), func(t *testing.T) {
-				dir := t.TempDir()
-				s := openT(t, dir, SpoolOptions{})
-				defer s.Close()
-				id := msgID(t.Name(), 0)
-				wire := wireArticle(id, size)
-				tok := putT(t, s, id, wire, t0)
-				flushT(t, s)
-				tc.damage(t, segFile(dir, tok.Seg), tok)
-				buf := make([]byte, 0, bufCap)
-				got, err := s.ReadArticle(tok, buf)
-				if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
-					t.Fatalf("ReadArticle = %v, want %v", err, tc.want)
-				}
-				if _, gerr := s.Get(tok); !errors.Is(gerr, tc.want) || (tc.want == nil && gerr != nil) {
-					t.Errorf("Get = %v, ReadArticle = %v: they disagree", gerr, err)
-				}
-				if err != nil {
-					if len(got) != 0 {
-						t.Errorf("ReadArticle returned %d bytes with an error", len(got))
-					}
-					return
-				}
-				if !bytes.Equal(got, wire) {
-					t.Fatalf("ReadArticle returned %d bytes that differ from the %d stored", len(got), len(wire))
-				}
-				if bufCap >= size && &got[0] != &buf[:1][0] {
-					t.Error("ReadArticle did not read into the buffer it was given, which was large enough")
-				}
-			})
-		}
-	}
-}
-
-// TestReadArticleUnflushed: an article still in Put's append buffer is
-// written to its segment file first, then read and checked like any other.
-func TestReadArticleUnflushed(t *testing.T) {
-	s := openT(t, t.TempDir(), SpoolOptions{})
-	defer s.Close()
-	id := msgID(t.Name(), 0)
-	wire := wireArticle(id, 100_000)
-	tok := putT(t, s, id, wire, t0)
-	got, err := s.ReadArticle(tok, nil)
-	if err != nil || !bytes.Equal(got, wire) {
-		t.Fatalf("ReadArticle = %d bytes, %v; want the %d stored", len(got), err, len(wire))
-	}
-}
-
-// BenchmarkReadArticle is ReadArticle on a 500 KB article in the page
-// cache, into a reused buffer (compare BenchmarkVerify).
-func BenchmarkReadArticle(b *testing.B) {
-	s := openT(b, b.TempDir(), SpoolOptions{})
-	defer s.Close()
-	id := msgID(b.Name(), 0)
-	tok := putT(b, s, id, wireArticle(id, 500_000), t0)
-	flushT(b, s)
-	var buf []byte
-	b.SetBytes(int64(tok.Len))
-	for b.Loop() {
-		body, err := s.ReadArticle(tok, buf)
-		if err != nil {
-			b.Fatal(err)
-		}
-		buf = body[:0]
 	}
 }

@@ -208,31 +208,3 @@ func (s *fileStore) WriteBody(w io.Writer, token string, size int64) (int64, err
 	}
 	return off - r[0], err
 }
-
-// lender is a fileStore that lends large articles in buffers (a
-// BufferBodySource, as runtime/newsfeed's spool source is), counting the
-// buffers lent and given back and the most out at once.
-type lender struct {
-	*fileStore
-	lent, returned, out, maxOut atomic.Int64
-}
-
-func (s *lender) BodyBuffer(token string, size int64) ([]byte, func(), error) {
-	b, err := s.Body(token)
-	if err != nil {
-		return nil, nil, err
-	}
-	s.lent.Add(1)
-	if n := s.out.Add(1); n > s.maxOut.Load() {
-		s.maxOut.Store(n)
-	}
-	var once atomic.Bool
-	return b, func() {
-		if !once.CompareAndSwap(false, true) {
-			panic("release called twice")
-		}
-		clear(b) // the loop must not write from it any more
-		s.out.Add(-1)
-		s.returned.Add(1)
-	}, nil
-}

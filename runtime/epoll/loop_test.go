@@ -452,7 +452,6 @@ func TestSegments(t *testing.T) {
 		{name: "bytes, writev", bodies: func(*testing.T) machine.BodySource { return mem }},
 		{name: "file, sendfile", bodies: func(t *testing.T) machine.BodySource { return fileOnly{newFileStore(t, arts)} }, wantSendfile: true},
 		{name: "file, small ones appended", bodies: func(t *testing.T) machine.BodySource { return newFileStore(t, arts) }, wantSendfile: true},
-		{name: "large ones lent, small ones appended", bodies: func(t *testing.T) machine.BodySource { return &lender{fileStore: newFileStore(t, arts)} }},
 		{name: "no body source: AppendOutgoing", bodies: func(*testing.T) machine.BodySource { return nil }, wantByteCalls: 1},
 		{name: "missing article", bodies: func(*testing.T) machine.BodySource {
 			m := bodyMap{}
@@ -526,13 +525,6 @@ func TestSegments(t *testing.T) {
 			case fileOnly:
 				if fs.s.opened.Load() != int64(len(arts)) || fs.s.released.Load() != fs.s.opened.Load() {
 					t.Errorf("BodyFile %d calls, %d released; want %d", fs.s.opened.Load(), fs.s.released.Load(), len(arts))
-				}
-			case *lender:
-				// 2 large articles lent, one at a time, 40 small ones
-				// appended; none by sendfile.
-				if fs.lent.Load() != 2 || fs.returned.Load() != 2 || fs.maxOut.Load() != 1 || fs.appended.Load() != 40 || fs.opened.Load() != 0 {
-					t.Errorf("BodyBuffer %d calls, %d released, at most %d out; AppendBody %d, BodyFile %d; want 2, 2, 1, 40, 0",
-						fs.lent.Load(), fs.returned.Load(), fs.maxOut.Load(), fs.appended.Load(), fs.opened.Load())
 				}
 			case *fileStore:
 				// 2 large articles by sendfile, 40 small ones appended.

@@ -15,12 +15,9 @@ package epoll
 // loop's scratch space (as runtime/goroutine does: a window of CHECKs or
 // TAKETHISes with their 2 KB articles is one system call, not one per
 // piece), and bodies from BodySource.Body. A larger stored article whose
-// source is a BufferBodySource goes out in the same writev from the buffer
-// the source lends (one such article per writev, so a connection holds at
-// most one lent buffer); one whose source is a FileBodySource goes out
-// with sendfile(2) from its file at an explicit offset. Stored articles
-// are fetched only when the writer reaches them, so a window full of
-// large articles is not held in memory at once.
+// source is a FileBodySource goes out with sendfile(2) from its file at an
+// explicit offset. Stored articles are fetched only when the writer reaches
+// them, so a window full of large articles is not held in memory at once.
 
 import (
 	"bytes"
@@ -57,18 +54,6 @@ type FileBodySource interface {
 	BodyFile(token string) (fd int, off, n int64, release func(), err error)
 }
 
-// BufferBodySource is an optional interface of Options.Bodies, preferred
-// to FileBodySource: a source that lends a stored article in a buffer,
-// read and checked by the source, which the loop writes from. The loop
-// calls release exactly once after a nil error, when the article is
-// written or the connection is closed, and does not touch body after.
-// On loopback a write from a buffer the source just read and checked
-// costs less CPU than sendfile(2) of the article (see
-// spoolfs.Spool.ReadArticle), and the bytes written are the bytes checked.
-type BufferBodySource interface {
-	BodyBuffer(token string, size int64) (body []byte, release func(), err error)
-}
-
 // outItem is one piece of output.
 type outItem struct {
 	b        []byte // bytes still to write (a resolved body's, too)
@@ -78,9 +63,8 @@ type outItem struct {
 	file     bool   // send fd[off:off+n] with sendfile
 	fd       int
 	off, n   int64
-	release  func() // gives back the file, or b's buffer when lent
-	lent     bool   // b is a buffer lent by a BufferBodySource
-	scratch  bool   // b lives in the loop's scratch buffer
+	release  func()
+	scratch  bool // b lives in the loop's scratch buffer
 }
 
 // outQueue is a connection's unwritten output.
@@ -107,7 +91,7 @@ func (q *outQueue) pending() bool { return len(q.items) > 0 }
 // drop forgets the output, releasing open article files.
 func (q *outQueue) drop() {
 	for i := range q.items {
-		if it := &q.items[i]; it.release != nil {
+		if it := &q.items[i]; it.file && it.release != nil {
 			it.release()
 		}
 		q.items[i] = outItem{}
@@ -117,7 +101,7 @@ func (q *outQueue) drop() {
 
 // pop removes the first item, which is written.
 func (q *outQueue) pop() {
-	if it := &q.items[0]; it.release != nil {
+	if it := &q.items[0]; it.file && it.release != nil {
 		it.release()
 	}
 	q.items[0] = outItem{}
@@ -246,9 +230,8 @@ func (c *Conn) appendable(it *outItem) bool {
 }
 
 // resolve fetches the stored article of a token item: copied into the
-// scratch space when it is small and the source a BodyAppender, in a lent
-// buffer when the source is a BufferBodySource, as a file range when it
-// is a FileBodySource, as bytes otherwise.
+// scratch space when it is small and the source a BodyAppender, as a file
+// range when the source is a FileBodySource, as bytes otherwise.
 func (c *Conn) resolve(it *outItem) error {
 	src := c.l.opts.Bodies
 	if c.appendable(it) {
@@ -263,18 +246,6 @@ func (c *Conn) resolve(it *outItem) error {
 		}
 		s.body = b
 		it.b, it.resolved, it.scratch = b[start:len(b):len(b)], true, true
-		return nil
-	}
-	if bs, ok := src.(BufferBodySource); ok {
-		b, release, err := bs.BodyBuffer(it.token, it.size)
-		if err != nil {
-			return fmt.Errorf("epoll: read article %s: %w", it.token, err)
-		}
-		if int64(len(b)) != it.size {
-			release()
-			return fmt.Errorf("epoll: read article %s: %d bytes, want %d", it.token, len(b), it.size)
-		}
-		it.b, it.release, it.lent, it.resolved = b, release, true, true
 		return nil
 	}
 	if fs, ok := src.(FileBodySource); ok {
@@ -342,22 +313,15 @@ func (c *Conn) writev() error {
 	iov := s.iov[:0]
 	total := 0
 	var first []byte // the only piece, when there is one: plain write
-	lent := false    // a lent buffer is among the pieces
 	for i := range q.items {
 		it := &q.items[i]
 		if len(iov) == maxIovecs || total >= maxGather {
 			break
 		}
-		if it.token != "" && !it.resolved && !c.appendable(it) {
-			if _, ok := c.l.opts.Bodies.(BufferBodySource); ok {
-				if lent {
-					break // one lent buffer at a time
-				}
-			} else if _, ok := c.l.opts.Bodies.(FileBodySource); ok {
+		if it.token != "" && !it.resolved {
+			if _, ok := c.l.opts.Bodies.(FileBodySource); ok && !c.appendable(it) {
 				break // sendfile, once the bytes before it are written
 			}
-		}
-		if it.token != "" && !it.resolved {
 			if err := c.resolve(it); err != nil {
 				if len(iov) > 0 {
 					break // write what comes before; fail when it is reached
@@ -371,7 +335,6 @@ func (c *Conn) writev() error {
 		if len(it.b) == 0 {
 			continue
 		}
-		lent = lent || it.lent
 		if len(iov) == 0 {
 			first = it.b
 		}

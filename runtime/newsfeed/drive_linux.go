@@ -14,6 +14,7 @@ import (
 	"github.com/newsflow/newsflow/machine"
 	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/runtime/epoll"
+	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // epollAvailable reports that runtime = "epoll" can be used here.
@@ -89,7 +90,23 @@ func (e *eventLoop) close() error {
 	return errors.Join(errs...)
 }
 
-var _ epoll.BufferBodySource = spoolBodies{}
+// BodyFile gives a stored article as a range of its spool segment file,
+// for the epoll runtime's sendfile (epoll.FileBodySource).
+func (b spoolBodies) BodyFile(token string) (fd int, off, n int64, release func(), err error) {
+	tok, err := spoolfs.ParseToken(token)
+	if err != nil {
+		b.bad.add(token, err)
+		return -1, 0, 0, nil, err
+	}
+	sec, err := b.s.Section(tok)
+	if err != nil {
+		b.bad.add(token, err)
+		return -1, 0, 0, nil, err
+	}
+	return int(sec.File.Fd()), sec.Offset, sec.Length, func() { sec.Close() }, nil
+}
+
+var _ epoll.FileBodySource = spoolBodies{}
 
 // conns returns how many connections were attached to the loop (tests);
 // 0 without a loop.
