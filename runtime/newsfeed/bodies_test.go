@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -95,4 +96,82 @@ func TestVerifiedBodiesBounded(t *testing.T) {
 	if v.has(tok(n-1), "<a@b>") {
 		t.Error("has = true after forget")
 	}
+}
+
+// TestCorruptLargeArticleNotSent is TestCorruptArticleSettledMissing for
+// articles larger than drive.SmallBody, which leave by sendfile(2) after
+// Relay.sendable read and CRC-checked them (Spool.Verify), on both
+// runtimes: a byte flipped in one article's segment file after it was
+// stored keeps that article from the peer (it is settled as missing), and
+// every other article arrives intact. Without the check the damaged
+// article reaches the peer.
+func TestCorruptLargeArticleNotSent(t *testing.T) {
+	forRuntimes(t, func(t *testing.T, rt string) {
+		s := nntptest.Start(t, nntptest.Options{Hostname: "sink", KeepReceived: true})
+		down := s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down", Close: true})
+		dir := t.TempDir()
+		h := startRelay(t, relayConfigRT(t, rt, dir, peerText("p", s, "connections = 2")), nil)
+		const n, bad = 12, "<big5@t>"
+		var arts [][]byte
+		for i := range n {
+			a := testArticle(fmt.Sprintf("<big%d@t>", i), "misc.test", "up!x", 1500) // about 110 KB
+			if len(a) <= drive.SmallBody {
+				t.Fatalf("article of %d bytes: not larger than drive.SmallBody", len(a))
+			}
+			arts = append(arts, a)
+		}
+		if res := h.r.Inject(context.Background(), arts); res.Accepted != n {
+			t.Fatalf("inject: %s", res)
+		}
+		flipInSpool(t, dir, []byte("body line 777 of "+bad))
+		s.RemoveFault(down)
+		h.settle()
+		ps, _ := h.r.PeerStats("p")
+		// Found at pull, before it was offered: no connection failed, so
+		// nothing was offered twice.
+		if ps.Accepted != n-1 || ps.Missing != 1 {
+			t.Errorf("%s; want %d accepted and the damaged one missing", ps.Line(), n-1)
+		}
+		if s.Has(bad) {
+			t.Error("the damaged article reached the peer")
+		}
+		for i := range n {
+			id := fmt.Sprintf("<big%d@t>", i)
+			if id == bad {
+				continue
+			}
+			got, ok := s.ArticleBytes(id)
+			if !ok {
+				t.Errorf("%s did not reach the peer", id)
+			} else if !bytes.Contains(got, []byte("body line 1499 of "+id)) || bytes.Contains(got, []byte("Xody line")) {
+				t.Errorf("%s reached the peer damaged or cut (%d bytes)", id, len(got))
+			}
+		}
+		h.checkStats()
+	})
+}
+
+// flipInSpool overwrites the first byte of the last place mark occurs in
+// the spool's segment files with 'X', as a disk error would.
+func flipInSpool(t *testing.T, dir string, mark []byte) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "spool", "spool", "*"))
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndex(data, mark); i >= 0 {
+			f, err := os.OpenFile(name, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteAt([]byte("X"), int64(i)); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("%q not found in the spool files %v", mark, files)
 }
