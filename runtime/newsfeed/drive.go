@@ -27,13 +27,13 @@ func (r *Relay) outDriver(nc net.Conn, p *peer) (drive.Driver, error) {
 	if r.loop != nil && !p.cfg.TLS && !p.cfg.StartTLS {
 		return r.loop.attach(nc)
 	}
-	return goroutine.New(nc, goroutine.Options{TLSConfig: p.tls, Now: r.now, Bodies: r.sendBodies()}), nil
+	return goroutine.New(nc, goroutine.Options{TLSConfig: p.tls, Now: r.now,
+		Bodies: spoolBodies{s: r.spool, ra: r.spool.NewReadAhead(readAhead), bad: &r.badBodies}}), nil
 }
 
 // startLoop starts the epoll loop when the configuration asks for it, and
 // says which peers stay on the goroutine runtime.
 func (r *Relay) startLoop() error {
-	r.sendRead = r.spool.NewSharedReadAhead(readAhead, sendWindows)
 	if r.cfg.Runtime != "epoll" {
 		return nil
 	}

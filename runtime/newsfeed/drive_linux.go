@@ -34,9 +34,10 @@ type eventLoop struct {
 func newEventLoop(r *Relay) (*eventLoop, error) {
 	e := &eventLoop{}
 	for range max(1, runtime.GOMAXPROCS(0)) {
-		// Every loop's connections read through the relay's one
-		// SharedReadAhead (sendread.go).
-		l, err := epoll.New(epoll.Options{Now: r.now, Bodies: r.sendBodies()})
+		// A loop's connections share one body source, and so one
+		// ReadAhead: it is used only on that loop's goroutine.
+		bodies := spoolBodies{s: r.spool, ra: r.spool.NewReadAhead(readAhead), bad: &r.badBodies}
+		l, err := epoll.New(epoll.Options{Now: r.now, Bodies: bodies})
 		if err != nil {
 			e.close()
 			return nil, fmt.Errorf("relay: epoll runtime: %w", err)
@@ -105,7 +106,7 @@ func (b spoolBodies) BodyFile(token string) (fd int, off, n int64, release func(
 	return int(sec.File.Fd()), sec.Offset, sec.Length, func() { sec.Close() }, nil
 }
 
-var _ epoll.FileBodySource = sharedBodies{}
+var _ epoll.FileBodySource = spoolBodies{}
 
 // conns returns how many connections were attached to the loop (tests);
 // 0 without a loop.

@@ -501,7 +501,6 @@ func (c *outConn) logAnswer(now time.Time, id, verdict string, streamCode, ihave
 	a.add(now, id, "peer="+c.p.cfg.Name, verdict, "code", strconv.Itoa(code))
 }
 
-// readAhead is the size of a window of the relay's SharedReadAhead
-// (sendread.go): about a hundred 2 KB articles, a window's worth of
-// commands.
+// readAhead is the window of each connection's ReadAhead: about a hundred
+// 2 KB articles, a window's worth of commands.
 const readAhead = 256 << 10

@@ -133,9 +133,6 @@ type Relay struct {
 	// loop drives connections when runtime = "epoll" (drive.go); nil
 	// with the goroutine runtime.
 	loop *eventLoop
-	// sendRead reads the small articles every peer connection sends
-	// (sendread.go).
-	sendRead *spoolfs.SharedReadAhead
 }
 
 // Open opens the spool and every peer's queue (recovering what a crash
