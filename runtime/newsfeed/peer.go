@@ -374,13 +374,7 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	err = gc.Run(ctx, c.f, c.step)
 	c.mb.Detach()
 	c.agent.Store(nil)
-	// The answers the agent did not report yet go to the queue before
-	// the connection goes down, which takes back what is left in flight
-	// (the agent's ready entries among it).
-	p.q.doneBatch(r.now(), c.id, append(ag.stop(), c.answers...))
-	c.answers = c.answers[:0]
-	c.hungry.Store(false)
-	p.q.connDown(r.now(), c.id)
+	c.endSession(ag)
 	c.f = nil
 	if c.closed != nil {
 		err = c.closed // the feed knows best why it ended
@@ -389,6 +383,21 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 		err = errors.New("connection closed")
 	}
 	return true, err
+}
+
+// endSession settles the session with the queue once its run ended: it
+// stops the agent, reports the answers the agent had not reported yet, and
+// only then tells the queue the connection is down, which takes back what
+// is left in flight (the agent's ready entries among it). In the other
+// order the answered articles would go back to the queue and be sent
+// again.
+func (c *outConn) endSession(ag *agent) {
+	p := c.p
+	p.q.doneBatch(p.r.now(), c.id, append(ag.stop(), c.answers...))
+	clear(c.answers)
+	c.answers = c.answers[:0]
+	c.hungry.Store(false)
+	p.q.connDown(p.r.now(), c.id)
 }
 
 // step runs after every input of the feed (Run's goroutine): it drains
