@@ -34,7 +34,14 @@ import (
 //
 // The agent also checks that each entry can be sent (Relay.sendable: the
 // spool still holds it and the history names it) and settles as missing
-// those that cannot, as pull did.
+// those that cannot, before step offers them (step did both itself
+// before).
+//
+// Measured (newsbench feed, 2 KB, 8 interleaved rounds against the build
+// before): about 10% more art/s to four peers on epoll; on the goroutine
+// runtime within the noise (-3% to +10% between runs). An inline agent
+// for runtime/goroutine (no goroutine, no ready window) measured the same
+// and was not kept: one mechanism for both runtimes.
 
 // answer is a peer's answer for an article, for the queue.
 type answer struct {
