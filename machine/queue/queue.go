@@ -365,7 +365,17 @@ func (q *Queue) Done(now time.Time, c Conn, id string, o Outcome) error {
 		return illegal(q, fmt.Sprintf("entry %s on conn %d", id, c), Absent, on)
 	}
 	it := cs.items[i]
-	cs.items = slices.Delete(cs.items, i, i+1)
+	if i == 0 {
+		// The usual case: peers answer in the order the entries were
+		// sent (RFC 4644 §2.1), which is the order they were handed
+		// out. Dropping the head is O(1); slices.Delete moved every
+		// entry behind it, a window's worth per answer, which was a
+		// fifth of newsfeed's CPU time on 2 KB articles to four peers.
+		cs.items[0] = item{}
+		cs.items = cs.items[1:]
+	} else {
+		cs.items = slices.Delete(cs.items, i, i+1)
+	}
 	// Entries read from <peer>.P are settled here (or by the append that
 	// moves them to .D): their read batch may now let the checkpoint on.
 	switch {

@@ -19,7 +19,6 @@ import (
 	"github.com/newsflow/newsflow/machine/queue"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/drive"
-	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // peer is one peerfeed: its patterns, its queue and its connections.
@@ -194,14 +193,18 @@ func (p *peer) kick() int {
 	return n
 }
 
-// wake pokes connections that want work (the queue got some).
+// wake pokes the agents of connections that want work (the queue got
+// some).
 func (p *peer) wake() {
 	p.mu.Lock()
 	conns := p.conns
 	p.mu.Unlock()
 	for _, c := range conns {
-		if c.hungry.Load() {
-			c.mb.Wake()
+		if !c.hungry.Load() {
+			continue
+		}
+		if a := c.agent.Load(); a != nil {
+			a.poke()
 		}
 	}
 }
@@ -210,8 +213,9 @@ func (p *peer) wake() {
 type outConn struct {
 	p        *peer
 	id       queue.Conn
-	mb       drive.Mailbox // wakes the feed's step: more work, or stop
-	hungry   atomic.Bool   // up, and the feed has room for more
+	mb       drive.Mailbox         // wakes the feed's step: more work, or stop
+	hungry   atomic.Bool           // the agent found fewer entries than it wanted
+	agent    atomic.Pointer[agent] // the session's queue agent (peeragent.go)
 	stopping atomic.Bool
 	stopped  chan struct{} // closed by stop: ends a backoff wait
 	stopOnce sync.Once
@@ -227,8 +231,9 @@ type outConn struct {
 	f       *feed.Feed
 	credits int
 	closing bool
-	batch   []queue.Entry
-	closed  error // the feed's Closed event, why the session ended
+	answers []answer       // drained, for the agent
+	offers  []feed.Article // taken from the agent, being offered
+	closed  error          // the feed's Closed event, why the session ended
 }
 
 func (c *outConn) setState(state, lastErr string) {
@@ -363,11 +368,13 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	r.log.Info("peer connected", "peer", cfg.Name, "conn", int(c.id), "addr", p.addr, "mode", mode, "tls", cfg.TLS || ready.TLS)
 
 	p.q.connUp(now, c.id)
+	ag := c.startAgent()
+	c.agent.Store(ag)
 	c.mb.Attach(gc)
 	err = gc.Run(ctx, c.f, c.step)
 	c.mb.Detach()
-	c.hungry.Store(false)
-	p.q.connDown(r.now(), c.id)
+	c.agent.Store(nil)
+	c.endSession(ag)
 	c.f = nil
 	if c.closed != nil {
 		err = c.closed // the feed knows best why it ended
@@ -378,23 +385,46 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	return true, err
 }
 
-// step runs after every input of the feed (Run's goroutine): it settles
-// answered articles in the queue and offers more while the feed has room.
+// endSession settles the session with the queue once its run ended: it
+// stops the agent, reports the answers the agent had not reported yet, and
+// only then tells the queue the connection is down, which takes back what
+// is left in flight (the agent's ready entries among it). In the other
+// order the answered articles would go back to the queue and be sent
+// again.
+func (c *outConn) endSession(ag *agent) {
+	p := c.p
+	p.q.doneBatch(p.r.now(), c.id, append(ag.stop(), c.answers...))
+	clear(c.answers)
+	c.answers = c.answers[:0]
+	c.hungry.Store(false)
+	p.q.connDown(p.r.now(), c.id)
+}
+
+// step runs after every input of the feed (Run's goroutine): it drains
+// the feed's events, offers what the agent made ready while the feed has
+// room, and hands the agent the answers and how much more to take.
 func (c *outConn) step(now time.Time) error {
 	if c.stopping.Load() && !c.closing {
 		c.closing = true
 		c.f.Close(now)
 	}
+	ag := c.agent.Load()
 	for {
 		c.drain(now)
 		if c.closing || c.f.Closed() || c.credits <= 0 {
 			break
 		}
-		if c.pull(now) == 0 {
+		if c.offer(now, ag) == 0 {
 			break
 		}
 	}
-	c.hungry.Store(!c.closing && !c.f.Closed() && c.credits > 0)
+	credits, prefetch := c.credits, c.p.cfg.Window
+	if c.closing || c.f.Closed() {
+		credits, prefetch = 0, 0
+	}
+	ag.ask(c.answers, credits, prefetch)
+	clear(c.answers)
+	c.answers = c.answers[:0]
 	return nil
 }
 
@@ -413,10 +443,10 @@ func (c *outConn) drain(now time.Time) {
 			p.acceptedBytes.Add(e.Article.Size)
 			p.rates.add(now, 1)
 			c.logAnswer(now, e.Article.MessageID, "accepted", 239, 235)
-			p.q.done(now, c.id, e.Article.MessageID, queue.OutcomeAccepted)
+			c.answer(e.Article.MessageID, queue.OutcomeAccepted)
 		case feed.Refused:
 			c.logAnswer(now, e.Article.MessageID, "refused", 438, 435)
-			p.q.done(now, c.id, e.Article.MessageID, queue.OutcomeRefused)
+			c.answer(e.Article.MessageID, queue.OutcomeRefused)
 		case feed.Rejected:
 			p.r.alog.add(now, e.Article.MessageID, "peer="+p.cfg.Name, "rejected", "code", strconv.Itoa(e.Code), "reason", e.Reason)
 			if e.Code != 0 {
@@ -424,11 +454,11 @@ func (c *outConn) drain(now time.Time) {
 			} else {
 				p.r.log.Warn("article not offerable", "peer", p.cfg.Name, "id", e.Article.MessageID, "reason", e.Reason)
 			}
-			p.q.done(now, c.id, e.Article.MessageID, queue.OutcomeRejected)
+			c.answer(e.Article.MessageID, queue.OutcomeRejected)
 		case feed.Deferred:
 			p.deferrals.Add(1)
 			p.r.alog.add(now, e.Article.MessageID, "peer="+p.cfg.Name, "deferred", "code", strconv.Itoa(e.Code))
-			p.q.done(now, c.id, e.Article.MessageID, queue.OutcomeDeferred)
+			c.answer(e.Article.MessageID, queue.OutcomeDeferred)
 		case feed.Requeue:
 			// The queue takes them back when the connection goes down.
 		case feed.ModeChanged:
@@ -445,29 +475,23 @@ func (c *outConn) drain(now time.Time) {
 	}
 }
 
-// pull takes up to credits entries from the queue and offers them to the
-// feed. Each is checked against the spool first (Relay.sendable): an
-// article expired, cut off or damaged is settled as missing here, instead
-// of breaking the connection when its body cannot be read.
-func (c *outConn) pull(now time.Time) int {
-	p := c.p
-	c.batch = p.q.next(now, c.id, c.credits, c.batch[:0])
-	for _, e := range c.batch {
-		tok, err := spoolfs.ParseToken(e.Token)
-		if err != nil {
-			p.r.log.Warn("bad token in queue", "peer", p.cfg.Name, "id", e.MessageID, "token", e.Token)
-			p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
-			continue
-		}
-		if p.r.badBodies.has(e.Token) || !p.r.sendable(e.MessageID, e.Token, tok) {
-			p.r.alog.add(now, e.MessageID, "peer="+p.cfg.Name, "missing")
-			p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
-			continue
-		}
-		c.f.Offer(now, feed.Article{Token: e.Token, MessageID: e.MessageID, Size: int64(tok.Len)})
+// answer keeps the peer's answer for an article, for the agent to
+// report to the queue.
+func (c *outConn) answer(id string, o queue.Outcome) {
+	c.answers = append(c.answers, answer{id: id, o: o})
+}
+
+// offer offers the feed up to credits articles that the agent made ready
+// (checked against the spool: see agent.sendable), and returns how many.
+func (c *outConn) offer(now time.Time, ag *agent) int {
+	c.offers = ag.take(c.offers[:0], c.credits)
+	for _, a := range c.offers {
+		c.f.Offer(now, a)
 		c.credits--
 	}
-	return len(c.batch)
+	n := len(c.offers)
+	clear(c.offers)
+	return n
 }
 
 // logAnswer writes a peer's answer to the article log, with the code its

@@ -181,6 +181,30 @@ func (p *peerQueue) done(now time.Time, c queue.Conn, id string, o queue.Outcome
 	}
 }
 
+// doneBatch reports the peer's answers for entries handed to c, in
+// order, under one lock.
+func (p *peerQueue) doneBatch(now time.Time, c queue.Conn, as []answer) {
+	if len(as) == 0 {
+		return
+	}
+	p.mu.Lock()
+	if p.shut {
+		p.mu.Unlock()
+		return
+	}
+	deferred := false
+	for _, a := range as {
+		p.failed("done", p.q.Done(now, c, a.id, a.o))
+		deferred = deferred || a.o == queue.OutcomeDeferred
+	}
+	p.armLocked(now)
+	wake := p.wake
+	p.mu.Unlock()
+	if deferred {
+		wake() // other connections may take it once its delay is over
+	}
+}
+
 // setWake sets the callback that pokes the peer's connections (a peer
 // rebuilt by a reload takes over the queue).
 func (p *peerQueue) setWake(fn func()) {
