@@ -125,8 +125,9 @@ func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *arti
 	}
 	_, sinkPort, _ := net.SplitHostPort(sk.Addr())
 	fmt.Fprintf(&b, "[[peer]]\nname = \"sink\"\nhost = \"127.0.0.1\"\nport = %s\nconnections = 4\n", sinkPort)
+	var nats *cluster.Embedded
 	if c.servers > 0 {
-		nats, err := cluster.StartEmbedded(filepath.Join(dir, "nats"), c.servers)
+		nats, err = cluster.StartEmbedded(filepath.Join(dir, "nats"), c.servers)
 		if err != nil {
 			return measure{}, 0, err
 		}
@@ -181,6 +182,11 @@ func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *arti
 		return measure{}, 0, fmt.Errorf("the sink got %d of %d: %w\n%s", sk.Articles(), set.len(), err, tail(logf.Name(), 10))
 	}
 	m := measure{elapsed: time.Since(start), articles: sk.Articles(), bytes: sk.Bytes()}
+	if nats != nil {
+		if n := nats.SlowConsumers(); n > 0 {
+			fmt.Fprintf(os.Stderr, "  %s %s: NATS cut off %d slow consumer(s)\n", c.name, set.label, n)
+		}
+	}
 	self := selfCPU() - before
 	if err := <-pushErr; err != nil {
 		return measure{}, 0, err

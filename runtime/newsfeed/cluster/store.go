@@ -615,6 +615,28 @@ func (s *Store) Queue(ctx context.Context, peer string, lim QueueLimits) (*Queue
 	return q, nil
 }
 
+// Bind gives q's consumers again as handles on nc, a connection of the
+// caller's own, so that what they deliver (and the acks) travel on it.
+func (s *Store) Bind(ctx context.Context, nc *nats.Conn, q *Queue) ([]jetstream.Consumer, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: jetstream: %w", err)
+	}
+	cons := make([]jetstream.Consumer, 0, len(q.Consumers))
+	for i := range q.Consumers {
+		var c jetstream.Consumer
+		err := retry(ctx, func(ctx context.Context) (err error) {
+			c, err = js.Consumer(ctx, s.shardStream(i), "q-"+q.Peer)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: queue of %s on %s: %w", q.Peer, s.shardStream(i), err)
+		}
+		cons = append(cons, c)
+	}
+	return cons, nil
+}
+
 // Pending reports a peer's queue: heads not yet pulled (of every
 // article stored since, whether for this peer or not), and pulled but
 // not answered.
