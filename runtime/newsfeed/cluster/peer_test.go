@@ -211,3 +211,26 @@ func TestFeedNotCutOff(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestPullBytes: a connection's subscriptions together ask for at most
+// feedBudget, each for at least one message of max_payload.
+func TestPullBytes(t *testing.T) {
+	const mb = 1 << 20
+	for _, c := range []struct {
+		shards, maxPayload, want int
+	}{
+		{1, mb, 4 * mb},           // one shard: the per-subscription ceiling
+		{4, mb, 4 * mb},           // 4 x 4 MB = the budget
+		{8, mb, 2 * mb},           // 8 x 2 MB
+		{16, mb, mb + 8<<10},      // the budget's share is below one message: one message
+		{4, 8 * mb, 8*mb + 8<<10}, // a server with a larger max_payload
+		{0, mb, 4 * mb},           // no shards (not configurable): as one
+	} {
+		if got := pullBytes(c.shards, c.maxPayload); got != c.want {
+			t.Errorf("pullBytes(%d shards, max_payload %d) = %d, want %d", c.shards, c.maxPayload, got, c.want)
+		}
+		if c.shards > 0 && c.shards*(c.maxPayload+8<<10) <= feedBudget && c.shards*pullBytes(c.shards, c.maxPayload) > feedBudget {
+			t.Errorf("%d shards ask for %d octets in all, over the budget %d", c.shards, c.shards*pullBytes(c.shards, c.maxPayload), feedBudget)
+		}
+	}
+}
