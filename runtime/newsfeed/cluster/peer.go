@@ -223,8 +223,8 @@ type outConn struct {
 	bodies   bodies
 	// nc carries the connection's pulls, deliveries and acks; cons are
 	// the peer's consumers on it, by shard. Set by run before the first
-	// session.
-	nc   *nats.Conn
+	// session (nc is read by the status page too).
+	nc   atomic.Pointer[nats.Conn]
 	cons []jetstream.Consumer
 
 	// Owned by the session's Run goroutine.
@@ -254,8 +254,9 @@ func (c *outConn) run(ctx context.Context) {
 	}
 	defer func() {
 		// The last acks and naks are publishes: flush them, then close.
-		c.nc.FlushTimeout(5 * time.Second)
-		c.nc.Close()
+		nc := c.nc.Load()
+		nc.FlushTimeout(5 * time.Second)
+		nc.Close()
 	}()
 	for ctx.Err() == nil && !c.stopping.Load() {
 		began := time.Now()
@@ -289,7 +290,7 @@ func (c *outConn) bind(ctx context.Context) bool {
 		if err == nil {
 			c.cons, err = p.n.store.Bind(ctx, nc, p.queue)
 			if err == nil {
-				c.nc = nc
+				c.nc.Store(nc)
 				return true
 			}
 			nc.Close()
@@ -450,7 +451,7 @@ feed:
 // does not answer, until ctx ends.
 func (c *outConn) consume(ctx context.Context, cons jetstream.Consumer, kick chan struct{}) (jetstream.ConsumeContext, error) {
 	p := c.p
-	bytes := pullBytes(len(c.cons), int(c.nc.MaxPayload()))
+	bytes := pullBytes(len(c.cons), int(c.nc.Load().MaxPayload()))
 	for {
 		cc, err := cons.Consume(func(m jetstream.Msg) { c.arrive(ctx, m, kick) },
 			jetstream.PullMaxMessagesWithBytesLimit(pullMsgs, bytes),
