@@ -50,9 +50,10 @@ type publisher struct {
 // ackWait is one message waiting for its acknowledgement: done is closed
 // once err holds the answer.
 type ackWait struct {
-	n    uint64
-	done chan struct{}
-	err  error
+	n        uint64
+	deadline time.Time // pubTimeout after the publish
+	done     chan struct{}
+	err      error
 }
 
 // newPublisher subscribes to nc's acknowledgements.
@@ -69,7 +70,7 @@ func newPublisher(nc *nats.Conn) (*publisher, error) {
 // publish sends m (its Reply is set here) and returns what waits for its
 // acknowledgement. The message is copied out before publish returns.
 func (p *publisher) publish(m *nats.Msg) (*ackWait, error) {
-	w := &ackWait{done: make(chan struct{})}
+	w := &ackWait{done: make(chan struct{}), deadline: time.Now().Add(pubTimeout)}
 	p.mu.Lock()
 	p.next++
 	w.n = p.next
@@ -132,14 +133,18 @@ func parseAck(m *nats.Msg) error {
 }
 
 // wait returns the acknowledgement's answer, or fails when it has not
-// come within pubTimeout of now or ctx ends first.
+// come within pubTimeout of the publish or ctx ends first. The deadline
+// counts from the publish, not from the wait: one goroutine waits for a
+// connection's publishes one after the other, and when a server dies
+// with many unanswered they all fail within pubTimeout, not one after
+// the other.
 func (p *publisher) wait(ctx context.Context, w *ackWait) error {
 	select {
 	case <-w.done:
 		return w.err
 	default:
 	}
-	t := time.NewTimer(pubTimeout)
+	t := time.NewTimer(time.Until(w.deadline))
 	defer t.Stop()
 	select {
 	case <-w.done:
