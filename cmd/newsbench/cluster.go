@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,7 +50,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	shards := fs.Int("shards", 4, "article streams in cluster mode")
 	bin := fs.String("newsfeed", "", "newsfeed `binary` (default: built from this module)")
 	keep := fs.Bool("keep", false, "keep the work directory")
-	profile := fs.String("profile", "", "write a CPU profile of newsfeed per case into `dir`")
+	profile := fs.String("profile", "", "write CPU profiles of newsfeed and of the embedded NATS servers per case into `dir`")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -125,8 +126,9 @@ func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *arti
 	}
 	_, sinkPort, _ := net.SplitHostPort(sk.Addr())
 	fmt.Fprintf(&b, "[[peer]]\nname = \"sink\"\nhost = \"127.0.0.1\"\nport = %s\nconnections = 4\n", sinkPort)
+	var nats *cluster.Embedded
 	if c.servers > 0 {
-		nats, err := cluster.StartEmbedded(filepath.Join(dir, "nats"), c.servers)
+		nats, err = cluster.StartEmbedded(filepath.Join(dir, "nats"), c.servers)
 		if err != nil {
 			return measure{}, 0, err
 		}
@@ -164,6 +166,19 @@ func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *arti
 	if profile != "" {
 		prof = startProfiler(ctx, filepath.Join(dir, "spool"), profile, c.name+"-"+set.label, []measure{{elapsed: 4 * time.Second}})
 	}
+	var natsProf *os.File
+	if profile != "" && c.servers > 0 {
+		// newsbench's own profile: the embedded NATS servers (and the
+		// pusher and sink) for the measured span.
+		natsProf, err = os.Create(filepath.Join(profile, c.name+"-"+set.label+".nats.cpu.pprof"))
+		if err != nil {
+			return measure{}, 0, err
+		}
+		defer natsProf.Close()
+		if err := pprof.StartCPUProfile(natsProf); err != nil {
+			return measure{}, 0, err
+		}
+	}
 	before := selfCPU()
 	start := time.Now()
 	pushErr := make(chan error, 1)
@@ -181,6 +196,14 @@ func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *arti
 		return measure{}, 0, fmt.Errorf("the sink got %d of %d: %w\n%s", sk.Articles(), set.len(), err, tail(logf.Name(), 10))
 	}
 	m := measure{elapsed: time.Since(start), articles: sk.Articles(), bytes: sk.Bytes()}
+	if natsProf != nil {
+		pprof.StopCPUProfile()
+	}
+	if nats != nil {
+		if n := nats.SlowConsumers(); n > 0 {
+			fmt.Fprintf(os.Stderr, "  %s %s: NATS cut off %d slow consumer(s)\n", c.name, set.label, n)
+		}
+	}
 	self := selfCPU() - before
 	if err := <-pushErr; err != nil {
 		return measure{}, 0, err

@@ -42,6 +42,16 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 			}),
 			nats.ReconnectHandler(func(nc *nats.Conn) {
 				log.Info("nats reconnected", "server", nc.ConnectedUrlRedacted())
+			}),
+			// Asynchronous errors: a subscription that dropped messages
+			// (the client's slow consumer), a server's -ERR (among them
+			// the server's slow consumer, which closes the connection).
+			nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+				subj := ""
+				if sub != nil {
+					subj = sub.Subject
+				}
+				log.Warn("nats error", "sub", subj, "err", err)
 			}))
 	}
 	nc, err := nats.Connect(strings.Join(o.URLs, ","), opts...)

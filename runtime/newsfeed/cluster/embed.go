@@ -123,6 +123,21 @@ func (e *Embedded) Shutdown() {
 	}
 }
 
+// SlowConsumers counts the connections the running servers cut off
+// because they did not read their deliveries in time (their pending
+// outbound data passed max_pending, or a write passed write_deadline):
+// what was in flight to such a connection, and what it had written and
+// the server not yet read (acks), is lost.
+func (e *Embedded) SlowConsumers() int64 {
+	var n int64
+	for _, s := range e.servers {
+		if s != nil {
+			n += s.NumSlowConsumers()
+		}
+	}
+	return n
+}
+
 // URLs are the servers' client URLs, for [cluster] nats.
 func (e *Embedded) URLs() []string {
 	var u []string

@@ -47,8 +47,9 @@ type inConn struct {
 	flightMu   sync.Mutex
 	flightCond *sync.Cond
 	flight     int
-	// path is Run's goroutine's buffer for the article with our Path.
-	path []byte
+	// path and wire are Run's goroutine's buffers for the article with
+	// our Path and for its wire form.
+	path, wire []byte
 }
 
 // pendingStore is an article whose head is published, waiting for its
@@ -185,9 +186,9 @@ func (ic *inConn) check(e ingest.Check) {
 }
 
 // storeWindow and storeBytes bound the articles one connection has
-// published and not seen acknowledged (each is held until then: the
-// client may send it again); beyond them the connection stops reading
-// (the machine waits in step) until acknowledgements come.
+// published and not seen acknowledged (their copies wait in the NATS
+// client's buffers and the server's); beyond them the connection stops
+// reading (the machine waits in step) until acknowledgements come.
 const (
 	storeWindow = 1024
 	storeBytes  = 32 << 20
@@ -238,6 +239,7 @@ func (ic *inConn) article(e ingest.Article) {
 	groups, _ := e.Header.Newsgroups()
 	peers := n.route(groups, e.Header.Path(), int64(len(wire)))
 	if len(wire) <= n.store.ChunkSize() {
+		// Publish copies wire out: the buffer is free again after it.
 		ic.takeFlight(len(wire))
 		p, err := n.store.Publish(e.MessageID, wire, peers)
 		if err != nil {
@@ -252,6 +254,8 @@ func (ic *inConn) article(e ingest.Article) {
 		ic.stores <- pendingStore{p: p, seq: e.Seq, r: r, size: len(wire), peers: peers}
 		return
 	}
+	// Put runs on a goroutine of its own: wire leaves the buffer.
+	wire = append([]byte(nil), wire...)
 	ic.takeFlight(len(wire))
 	ic.async(func(ctx context.Context) {
 		defer ic.giveFlight(len(wire))
@@ -362,17 +366,18 @@ func (n *Node) stopIngest() {
 
 // spoolForm is the article as it is stored: the node's Path identity
 // prepended to its Path field (RFC 5537 §3.2.1; none when path_host is
-// empty), in wire form, in a new slice (it lives until its publish is
-// acknowledged); the intermediate copy goes in the connection's buffer.
+// empty), in wire form. Both copies go in the connection's buffers: the
+// result is valid until the next call (Run's goroutine only).
 func (ic *inConn) spoolForm(e ingest.Article) ([]byte, error) {
-	pathHost := ic.n.cfg.PathHost
-	if pathHost == "" {
-		return proto.AppendWire(nil, e.Data), nil
+	data := e.Data
+	if pathHost := ic.n.cfg.PathHost; pathHost != "" {
+		withPath, err := proto.PrependPathIdentity(ic.path[:0], e.Data, e.Header, pathHost)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: wire form of %s: %w", e.MessageID, err)
+		}
+		ic.path, data = withPath[:0], withPath
 	}
-	withPath, err := proto.PrependPathIdentity(ic.path[:0], e.Data, e.Header, pathHost)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: wire form of %s: %w", e.MessageID, err)
-	}
-	ic.path = withPath[:0]
-	return proto.AppendWire(make([]byte, 0, len(withPath)+len(withPath)/64+8), withPath), nil
+	wire := proto.AppendWire(ic.wire[:0], data)
+	ic.wire = wire[:0]
+	return wire, nil
 }

@@ -84,7 +84,7 @@ func Open(ctx context.Context, cfg *newsfeed.Config, opts Options) (*Node, error
 		n.closeNATS()
 		return nil, err
 	}
-	n.pubNC, err = Connect(ConnectOptions{URLs: cc.NATS, Name: "newsfeed " + cc.Node + " publish", CredsFile: cc.CredsFile, CAFile: cc.CAFile, Log: n.log})
+	n.pubNC, err = n.connect("publish")
 	if err == nil {
 		err = n.store.PublishOn(n.pubNC)
 	}
@@ -186,6 +186,13 @@ func (n *Node) Run(ctx context.Context) error {
 	n.nc.FlushTimeout(5 * time.Second)
 	n.closeNATS()
 	return nil
+}
+
+// connect opens another NATS connection of the node's, named for what
+// it carries.
+func (n *Node) connect(what string) (*nats.Conn, error) {
+	cc := n.cc
+	return Connect(ConnectOptions{URLs: cc.NATS, Name: "newsfeed " + cc.Node + " " + what, CredsFile: cc.CredsFile, CAFile: cc.CAFile, Log: n.log})
 }
 
 // closeNATS closes the node's NATS connections.

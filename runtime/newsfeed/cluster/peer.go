@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/newsflow/newsflow/machine/feed"
@@ -33,6 +34,18 @@ import (
 // feed's verdict settles each entry: acknowledged when the peer answered
 // for good, a delayed nak when it deferred, a short nak when the
 // connection gave it back.
+//
+// Each connection pulls over a NATS connection of its own, and what its
+// subscriptions may have asked for and not yet handled is bounded by
+// feedBudget on that connection. A NATS server cuts off a client whose
+// deliveries it has queued and not yet written pass max_pending (64 MB by
+// default), and what was in flight either way is lost with it: the
+// deliveries come back only after ack_wait, and the acks the client had
+// written (articles the peer took) are lost too, so those entries come
+// back and go to the peer a second time. That was the 30 s stall of
+// newsbench cluster (issue #10): its four connections shared one NATS
+// connection and asked for 4 MB on each of four shards, 64 MB in all, so
+// a newsfeed that did not read for a moment under load was cut off.
 
 // peer is one peerfeed on this node.
 type peer struct {
@@ -208,6 +221,11 @@ type outConn struct {
 	inMu     sync.Mutex
 	inbox    []jetstream.Msg // entries the subscriptions handed over, for the puller
 	bodies   bodies
+	// nc carries the connection's pulls, deliveries and acks; cons are
+	// the peer's consumers on it, by shard. Set by run before the first
+	// session (nc is read by the status page too).
+	nc   atomic.Pointer[nats.Conn]
+	cons []jetstream.Consumer
 
 	// Owned by the session's Run goroutine.
 	f       *feed.Feed
@@ -230,6 +248,16 @@ func (c *outConn) run(ctx context.Context) {
 	p := c.p
 	backoff := 250 * time.Millisecond
 	ceiling := p.cfg.ReconnectMax.D()
+	if !c.bind(ctx) {
+		c.state.Store("stopped")
+		return
+	}
+	defer func() {
+		// The last acks and naks are publishes: flush them, then close.
+		nc := c.nc.Load()
+		nc.FlushTimeout(5 * time.Second)
+		nc.Close()
+	}()
 	for ctx.Err() == nil && !c.stopping.Load() {
 		began := time.Now()
 		fed, err := c.session(ctx)
@@ -250,6 +278,30 @@ func (c *outConn) run(ctx context.Context) {
 		backoff = min(2*backoff, ceiling)
 	}
 	c.state.Store("stopped")
+}
+
+// bind connects the connection's own NATS connection and binds the
+// peer's consumers on it, trying again until ctx ends or the node stops
+// (false then).
+func (c *outConn) bind(ctx context.Context) bool {
+	p := c.p
+	for ctx.Err() == nil && !c.stopping.Load() {
+		nc, err := p.n.connect(fmt.Sprintf("feed %s %d", p.cfg.Name, c.id))
+		if err == nil {
+			c.cons, err = p.n.store.Bind(ctx, nc, p.queue)
+			if err == nil {
+				c.nc.Store(nc)
+				return true
+			}
+			nc.Close()
+		}
+		p.n.log.Warn("peer connection cannot reach NATS; retrying", "peer", p.cfg.Name, "conn", c.id, "err", err)
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+	}
+	return false
 }
 
 // session runs one connection: dial, handshake, feed.
@@ -357,7 +409,7 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 func (c *outConn) puller(ctx context.Context, gc *goroutine.Conn) {
 	p := c.p
 	var subs []jetstream.ConsumeContext
-	for i, cons := range p.queue.Consumers {
+	for i, cons := range c.cons {
 		cc, err := c.consume(ctx, cons, c.kicks[i])
 		if err != nil {
 			break // the session ended
@@ -399,9 +451,10 @@ feed:
 // does not answer, until ctx ends.
 func (c *outConn) consume(ctx context.Context, cons jetstream.Consumer, kick chan struct{}) (jetstream.ConsumeContext, error) {
 	p := c.p
+	bytes := pullBytes(len(c.cons), int(c.nc.Load().MaxPayload()))
 	for {
 		cc, err := cons.Consume(func(m jetstream.Msg) { c.arrive(ctx, m, kick) },
-			jetstream.PullMaxMessagesWithBytesLimit(pullMsgs, pullBytes),
+			jetstream.PullMaxMessagesWithBytesLimit(pullMsgs, bytes),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				p.n.log.Debug("queue consume", "peer", p.cfg.Name, "err", err)
 			}))
@@ -418,13 +471,27 @@ func (c *outConn) consume(ctx context.Context, cons jetstream.Consumer, kick cha
 }
 
 // pullMsgs and pullBytes bound the entries a connection's subscription to
-// one shard has asked for and not yet handed over: the entries carry
-// their articles, and a NATS server cuts a client off whose pending
-// deliveries pass its max_pending (64 MB by default).
+// one shard has asked for and not yet handed over. The entries carry their
+// articles, and a NATS server cuts a client off whose deliveries it has
+// queued pass its max_pending (64 MB by default): all the subscriptions
+// of one NATS connection together ask for at most feedBudget, a quarter
+// of that (nats.go may ask again before a pull is used up, when a
+// heartbeat is late), yet each for at least one message of max_payload.
+// So max_pending must be at least 2 x shards x max_payload; the default
+// holds for up to 32 shards at the default max_payload of 1 MB.
 const (
-	pullMsgs  = 128
-	pullBytes = 4 << 20
+	pullMsgs     = 128
+	maxPullBytes = 4 << 20
+	feedBudget   = 16 << 20
 )
+
+// pullBytes is the byte limit of each of a connection's subscriptions to
+// shards shards, for messages of at most maxPayload octets.
+func pullBytes(shards, maxPayload int) int {
+	// A pull's byte count includes the subject and headers.
+	least := maxPayload + 8<<10
+	return max(least, min(maxPullBytes, feedBudget/max(1, shards)))
+}
 
 // arrive is a subscription's handler: it waits for a credit, then leaves
 // m in the inbox for the puller. Once the session ends it gives m back.

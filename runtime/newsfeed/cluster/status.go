@@ -29,10 +29,12 @@ type ClusterStatus struct {
 	Replicas int    `json:"replicas"`
 	// NATS is the connection's state ("CONNECTED", "RECONNECTING") and
 	// Server the server it is connected to.
-	NATS       string   `json:"nats"`
-	Server     string   `json:"server,omitempty"`
-	Servers    []string `json:"servers"` // known servers (the cluster's)
-	Reconnects uint64   `json:"reconnects"`
+	NATS    string   `json:"nats"`
+	Server  string   `json:"server,omitempty"`
+	Servers []string `json:"servers"` // known servers (the cluster's)
+	// Reconnects counts the reconnections of every NATS connection of
+	// the node (its own, its publishes', its peer connections').
+	Reconnects uint64 `json:"reconnects"`
 	// RTT is the round trip to the server, "" when it does not answer.
 	RTT string `json:"rtt,omitempty"`
 	// Peers: the shared queue of each peer.
@@ -67,7 +69,7 @@ func (n *Node) Status(ctx context.Context) Status {
 	cs.NATS = n.nc.Status().String()
 	cs.Server = n.nc.ConnectedUrlRedacted()
 	cs.Servers = n.nc.Servers()
-	cs.Reconnects = n.nc.Stats().Reconnects
+	cs.Reconnects = n.nc.Stats().Reconnects + n.pubNC.Stats().Reconnects
 	if rtt, err := n.nc.RTT(); err == nil {
 		cs.RTT = rtt.Round(time.Microsecond).String()
 	}
@@ -100,6 +102,9 @@ func (n *Node) Status(ctx context.Context) Status {
 		for _, c := range p.conns {
 			s, _ := c.state.Load().(string)
 			ps.Connections = append(ps.Connections, newsfeed.ConnStatus{ID: c.id, State: s})
+			if nc := c.nc.Load(); nc != nil {
+				cs.Reconnects += nc.Stats().Reconnects
+			}
 			if s == "feeding" {
 				ps.ConnsUp++
 			}

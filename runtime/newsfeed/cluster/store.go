@@ -95,7 +95,7 @@ type Store struct {
 	set    Settings
 	nc     *nats.Conn
 	js     jetstream.JetStream
-	pub    jetstream.JetStream // articles' publishes: js, or another connection's
+	pub    *publisher // articles' publishes: on nc, or another connection
 	shards []jetstream.Stream
 	resv   jetstream.KeyValue
 	chunk  int
@@ -140,11 +140,11 @@ const opTimeout = 5 * time.Second
 
 // OpenStore creates (or joins) the streams and bucket of the cluster on nc.
 func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error) {
-	// A publish sent as its server dies may never be acknowledged: its
-	// future fails after this, the article is answered "later" (400 to
-	// TAKETHIS, 436 to IHAVE) and the sender offers it again (TestCluster
-	// saw ingest stall a minute without it).
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(2*opTimeout))
+	// Articles' publishes do not go through js but the publisher (see
+	// publish.go), whose waits for acknowledgements end after pubTimeout:
+	// a publish sent as its server dies may never be acknowledged, and
+	// TestCluster saw ingest stall a minute without a bound.
+	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: jetstream: %w", err)
 	}
@@ -157,8 +157,11 @@ func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error)
 	if set.MaxAckPending == 0 {
 		set.MaxAckPending = 20000
 	}
-	s := &Store{set: set, nc: nc, js: js, pub: js, chunk: set.ChunkSize,
+	s := &Store{set: set, nc: nc, js: js, chunk: set.ChunkSize,
 		seen: newSeen(max(set.History, set.MaxAge))}
+	if s.pub, err = newPublisher(nc); err != nil {
+		return nil, err
+	}
 	if s.chunk <= 0 {
 		// Headers and the subject ride in the same payload limit; keep a
 		// margin.
@@ -228,11 +231,12 @@ func (s *Store) shardConfig(i int) jetstream.StreamConfig {
 // client's and the server's), and with ingest and feeding on one, each
 // waited for the other's traffic.
 func (s *Store) PublishOn(nc *nats.Conn) error {
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(2*opTimeout))
+	p, err := newPublisher(nc)
 	if err != nil {
-		return fmt.Errorf("cluster: jetstream: %w", err)
+		return err
 	}
-	s.pub = js
+	s.pub.close()
+	s.pub = p
 	return nil
 }
 
@@ -373,28 +377,28 @@ func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string)
 	}
 	subj, sh := s.head(id)
 	parts := Parts{Token: newToken(), N: Chunks(len(wire), s.chunk), Size: len(wire)}
-	futs := make([]jetstream.PubAckFuture, 0, parts.N-1)
+	ws := make([]*ackWait, 0, parts.N-1)
 	err := func() error {
 		for i := 1; i < parts.N; i++ {
 			m := &nats.Msg{Subject: subj + "." + parts.Token + "." + strconv.Itoa(i), Data: wire[i*s.chunk : min(len(wire), (i+1)*s.chunk)]}
-			f, err := s.pub.PublishMsgAsync(m)
+			w, err := s.pub.publish(m)
 			if err != nil {
 				return fmt.Errorf("cluster: store %s: %w", id, err)
 			}
-			futs = append(futs, f)
+			ws = append(ws, w)
 		}
 		// The head only once its parts are stored: a node may pull the
 		// head the moment it is stored, and must find them.
-		for _, f := range futs {
-			if err := waitAck(ctx, f); err != nil {
+		for _, w := range ws {
+			if err := s.pub.wait(ctx, w); err != nil {
 				return fmt.Errorf("cluster: store %s: %w", id, err)
 			}
 		}
-		f, err := s.pub.PublishMsgAsync(s.headMsg(subj, id, wire[:s.chunk], peers, parts))
+		w, err := s.pub.publish(s.headMsg(subj, id, wire[:s.chunk], peers, parts))
 		if err != nil {
 			return fmt.Errorf("cluster: store %s: %w", id, err)
 		}
-		return (&Pending{s: s, id: id, f: f}).Wait(ctx)
+		return (&Pending{s: s, id: id, w: w}).Wait(ctx)
 	}()
 	if err != nil {
 		s.dropParts(sh, subj, parts)
@@ -418,14 +422,13 @@ func (s *Store) headMsg(subj, id string, data []byte, peers []string, parts Part
 type Pending struct {
 	s  *Store
 	id string
-	f  jetstream.PubAckFuture
+	w  *ackWait
 }
 
 // Publish sends the head of an article of at most ChunkSize octets
 // without waiting: Put's first half, for a caller that waits for many
-// acknowledgements on one goroutine. wire must not change until Wait
-// returns (the client may send it again). An id this node knows is
-// present is ErrDuplicate at once.
+// acknowledgements on one goroutine. wire is copied out before Publish
+// returns. An id this node knows is present is ErrDuplicate at once.
 func (s *Store) Publish(id string, wire []byte, peers []string) (*Pending, error) {
 	if len(wire) > s.chunk {
 		return nil, fmt.Errorf("cluster: store %s: %d octets is over the chunk size %d: use Put", id, len(wire), s.chunk)
@@ -434,19 +437,18 @@ func (s *Store) Publish(id string, wire []byte, peers []string) (*Pending, error
 		return nil, ErrDuplicate
 	}
 	subj, _ := s.head(id)
-	f, err := s.pub.PublishMsgAsync(s.headMsg(subj, id, wire, peers, Parts{}))
+	w, err := s.pub.publish(s.headMsg(subj, id, wire, peers, Parts{}))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: store %s: %w", id, err)
 	}
-	return &Pending{s: s, id: id, f: f}, nil
+	return &Pending{s: s, id: id, w: w}, nil
 }
 
 // Wait is Put's answer for a published head: nil once it is stored on a
 // quorum, ErrDuplicate when another copy was stored first. A head whose
-// acknowledgement never comes fails after the publish timeout (twice
-// opTimeout).
+// acknowledgement never comes fails after pubTimeout.
 func (p *Pending) Wait(ctx context.Context) error {
-	err := waitAck(ctx, p.f)
+	err := p.s.pub.wait(ctx, p.w)
 	switch {
 	case err == nil:
 		p.s.seen.add(p.id)
@@ -486,18 +488,6 @@ func newToken() string {
 	defer tokens.Unlock()
 	rand.Read(tokens.b[:])
 	return hex.EncodeToString(tokens.b[:])
-}
-
-// waitAck waits for a publish acknowledgement.
-func waitAck(ctx context.Context, f jetstream.PubAckFuture) error {
-	select {
-	case <-f.Ok():
-		return nil
-	case err := <-f.Err():
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Entry is a delivered head: an article queued for a peer.
@@ -613,6 +603,28 @@ func (s *Store) Queue(ctx context.Context, peer string, lim QueueLimits) (*Queue
 		q.Consumers = append(q.Consumers, c)
 	}
 	return q, nil
+}
+
+// Bind gives q's consumers again as handles on nc, a connection of the
+// caller's own, so that what they deliver (and the acks) travel on it.
+func (s *Store) Bind(ctx context.Context, nc *nats.Conn, q *Queue) ([]jetstream.Consumer, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: jetstream: %w", err)
+	}
+	cons := make([]jetstream.Consumer, 0, len(q.Consumers))
+	for i := range q.Consumers {
+		var c jetstream.Consumer
+		err := retry(ctx, func(ctx context.Context) (err error) {
+			c, err = js.Consumer(ctx, s.shardStream(i), "q-"+q.Peer)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: queue of %s on %s: %w", q.Peer, s.shardStream(i), err)
+		}
+		cons = append(cons, c)
+	}
+	return cons, nil
 }
 
 // Pending reports a peer's queue: heads not yet pulled (of every
