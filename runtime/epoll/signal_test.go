@@ -38,6 +38,58 @@ import (
 // test fails at once instead of hanging. It repeats the transfer until a
 // sendfile came back short, so the path is exercised.
 func TestShortSendfileUnderSignals(t *testing.T) {
+	arts, script, want := signalScript()
+	src := fileOnly{newFileStore(t, arts)}
+
+	stopStorm := signalStorm(t)
+	defer stopStorm()
+
+	const maxRounds = 50
+	for round := 1; ; round++ {
+		st := feedUnderSignals(t, src, script, want)
+		if t.Failed() {
+			return
+		}
+		// Every article takes one sendfile call; the others came
+		// back short (and were retried) or met EAGAIN.
+		if short := st.Sendfiles - int64(len(arts)) - st.WouldBlock; short > 0 {
+			t.Logf("round %d: %d sendfile calls came back short and were retried", round, short)
+			return
+		}
+		if round == maxRounds {
+			t.Fatalf("no sendfile came back short in %d rounds under SIGURG: the test did not exercise the path", maxRounds)
+		}
+	}
+}
+
+// TestWritevUnderSignals: the loop keeps epoll(7)'s rule for writev, a
+// short count means a full socket, because TCP's sendmsg stops short only
+// when it ran out of room (and then arms EPOLLOUT), not for a signal. The
+// same articles as TestShortSendfileUnderSignals, from memory, so that
+// they go out in writevs of up to maxGather bytes through a socket that
+// never fills, under the same storm: a writev that came back short for
+// the signal would leave the connection stuck, and the watcher says so.
+func TestWritevUnderSignals(t *testing.T) {
+	arts, script, want := signalScript()
+	src := bodiesOf(arts)
+
+	stopStorm := signalStorm(t)
+	defer stopStorm()
+
+	for range 10 {
+		st := feedUnderSignals(t, src, script, want)
+		if t.Failed() {
+			return
+		}
+		if st.Sendfiles != 0 || st.Writes == 0 {
+			t.Fatalf("stats %+v: want writevs only", st)
+		}
+	}
+}
+
+// signalScript is 24 articles of 256 KB with their TAKETHIS commands, and
+// the bytes a peer should get for them.
+func signalScript() ([]stored, []machine.Segment, []byte) {
 	arts := makeArticles("sig", 24, 256<<10)
 	var script []machine.Segment
 	var want bytes.Buffer
@@ -49,32 +101,13 @@ func TestShortSendfileUnderSignals(t *testing.T) {
 	}
 	script = append(script, machine.Segment{Bytes: []byte("QUIT\r\n")})
 	want.WriteString("QUIT\r\n")
-	src := fileOnly{newFileStore(t, arts)}
-
-	stopStorm := signalStorm(t)
-	defer stopStorm()
-
-	const maxRounds = 50
-	for round := 1; ; round++ {
-		short := feedUnderSignals(t, src, script, want.Bytes(), len(arts))
-		if t.Failed() {
-			return
-		}
-		if short > 0 {
-			t.Logf("round %d: %d sendfile calls came back short and were retried", round, short)
-			return
-		}
-		if round == maxRounds {
-			t.Fatalf("no sendfile came back short in %d rounds under SIGURG: the test did not exercise the path", maxRounds)
-		}
-	}
+	return arts, script, want.Bytes()
 }
 
 // feedUnderSignals writes script on a fresh connection to a peer that
 // reads everything, failing t if the connection gets stuck or the peer
-// gets other bytes than want. It returns at least how many sendfile calls
-// came back short without EAGAIN.
-func feedUnderSignals(t *testing.T, src machine.BodySource, script []machine.Segment, want []byte, articles int) int64 {
+// gets other bytes than want. It returns the loop's Stats.
+func feedUnderSignals(t *testing.T, src machine.BodySource, script []machine.Segment, want []byte) Stats {
 	got := make(chan []byte, 1)
 	addr := peer(t, func(c net.Conn, r *bufio.Reader) {
 		var b bytes.Buffer
@@ -132,10 +165,7 @@ func feedUnderSignals(t *testing.T, src machine.BodySource, script []machine.Seg
 	if !bytes.Equal(written, want) {
 		t.Fatalf("peer got %d bytes, want %d; first difference at %d", len(written), len(want), firstDiff(written, want))
 	}
-	st := l.Stats()
-	// Every article takes one sendfile call; the others came back
-	// short (and were retried) or met EAGAIN.
-	return st.Sendfiles - int64(articles) - st.WouldBlock
+	return l.Stats()
 }
 
 // stuckWriting says, on the loop goroutine, why c can never write again,
