@@ -29,8 +29,13 @@
 // EPOLLIN|EPOLLOUT|EPOLLRDHUP; the loop never calls epoll_ctl again for
 // them. Edge-triggered means the loop keeps each connection's readiness
 // itself: readable and writable are set by events and cleared when a read or
-// write returns EAGAIN, or returns less than asked for (epoll(7): for stream
-// sockets a short read or write means the buffer was exhausted). After the
+// write returns EAGAIN, or when a read or writev returns less than asked for
+// (epoll(7): for stream sockets a short read or write means the buffer was
+// exhausted). sendfile is the exception: it also stops short when a signal
+// is pending (the Go runtime's preemption signal, SIGURG) while the socket
+// has room, and then no EPOLLOUT follows, since the kernel raises it only
+// after a write found the buffer full; so a short sendfile is retried, and
+// only its EAGAIN clears writable (TestShortSendfileUnderSignals). After the
 // peer's FIN or an error (EPOLLRDHUP, EPOLLHUP, EPOLLERR) a short read does
 // not clear readable, so the loop reads on until it sees the EOF. Keeping
 // readiness in the loop lets a connection stop reading (no machine attached,

@@ -167,7 +167,7 @@ type Stats struct {
 	Reads      int64 // read calls that returned bytes or EOF
 	Writes     int64 // write and writev calls
 	Sendfiles  int64 // sendfile calls
-	WouldBlock int64 // writes that the socket did not take in full
+	WouldBlock int64 // writes that found the socket full (EAGAIN, or a short writev)
 }
 
 // Stats returns the loop's counters. It waits for the loop, so do not

@@ -274,6 +274,14 @@ func (c *Conn) resolve(it *outItem) error {
 }
 
 // sendfile sends a file item until it is done or the socket is full.
+//
+// Only EAGAIN says the socket is full. A short count does not: sendfile
+// stops between chunks when a signal is pending (the Go runtime preempts
+// goroutines with SIGURG), however much room the socket has, and the
+// kernel raises EPOLLOUT only after a write found the send buffer full
+// (SOCK_NOSPACE). Waiting for EPOLLOUT after such a short count waited
+// for ever; so a short count is followed by another call, which sends
+// more or meets EAGAIN (and arms EPOLLOUT).
 func (c *Conn) sendfile(it *outItem) error {
 	for it.n > 0 {
 		want := int(min(it.n, maxSendfile))
@@ -293,12 +301,6 @@ func (c *Conn) sendfile(it *outItem) error {
 			return fmt.Errorf("epoll: sendfile article %s: %w", it.token, os.NewSyscallError("sendfile", err))
 		case n == 0:
 			return fmt.Errorf("epoll: sendfile article %s: no progress with %d bytes left", it.token, it.n)
-		case n < want:
-			c.writable = false // the socket is full (epoll(7))
-			c.l.stats.WouldBlock++
-			if it.n > 0 {
-				return nil
-			}
 		}
 	}
 	c.out.pop()
