@@ -30,29 +30,7 @@ func TestCorruptArticleSettledMissing(t *testing.T) {
 		t.Fatalf("inject: %s", res)
 	}
 	// Damage one byte of <c4@t>'s body in its segment file.
-	mark := []byte("body line 5 of <c4@t>")
-	damaged := false
-	files, _ := filepath.Glob(filepath.Join(dir, "spool", "spool", "*"))
-	for _, name := range files {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			continue
-		}
-		if i := bytes.LastIndex(data, mark); i >= 0 {
-			f, err := os.OpenFile(name, os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.WriteAt([]byte("X"), int64(i)); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
-			damaged = true
-		}
-	}
-	if !damaged {
-		t.Fatalf("article <c4@t> not found in the spool files %v", files)
-	}
+	flipInSpool(t, dir, []byte("body line 5 of <c4@t>"))
 	s.RemoveFault(down)
 	h.settle()
 	ps, _ := h.r.PeerStats("p")
