@@ -379,6 +379,27 @@ func (h *headerCheck) want(id byte, where string) error {
 	return nil
 }
 
+// section runs parse when id is want (an optional part of the header
+// that starts with want) and returns the id that follows; any other id is
+// returned as it is.
+func (h *headerCheck) section(id, want byte, parse func() error) (byte, error) {
+	if id != want {
+		return id, nil
+	}
+	if err := parse(); err != nil {
+		return 0, err
+	}
+	return h.byte()
+}
+
+// end7z refuses anything but the end id where a part of the header ends.
+func end7z(id byte, where string) error {
+	if id != id7zEnd {
+		return refuse7z("%s: unexpected id %d", where, id)
+	}
+	return nil
+}
+
 // header is the library's readHeader, after its id.
 func (h *headerCheck) header() error {
 	id, err := h.byte()
@@ -388,26 +409,16 @@ func (h *headerCheck) header() error {
 	if id == id7zArchiveProperties || id == id7zAdditionalStreamsInfo {
 		return refuse7z("archive properties and additional streams are not supported")
 	}
-	if id == id7zMainStreamsInfo {
-		if _, err := h.streamsInfo(); err != nil {
-			return err
-		}
-		if id, err = h.byte(); err != nil {
-			return err
-		}
+	if id, err = h.section(id, id7zMainStreamsInfo, func() error {
+		_, err := h.streamsInfo()
+		return err
+	}); err != nil {
+		return err
 	}
-	if id == id7zFilesInfo {
-		if err := h.filesInfo(); err != nil {
-			return err
-		}
-		if id, err = h.byte(); err != nil {
-			return err
-		}
+	if id, err = h.section(id, id7zFilesInfo, h.filesInfo); err != nil {
+		return err
 	}
-	if id != id7zEnd {
-		return refuse7z("header: unexpected id %d", id)
-	}
-	return nil
+	return end7z(id, "header")
 }
 
 // streamsInfo is the library's readStreamsInfo.
@@ -417,39 +428,20 @@ func (h *headerCheck) streamsInfo() (*streams7z, error) {
 	if err != nil {
 		return nil, err
 	}
-	if id == id7zPackInfo {
-		if err := h.packInfo(s); err != nil {
-			return nil, err
-		}
-		if id, err = h.byte(); err != nil {
-			return nil, err
-		}
+	if id, err = h.section(id, id7zPackInfo, func() error { return h.packInfo(s) }); err != nil {
+		return nil, err
 	}
-	unpack := false
-	if id == id7zUnpackInfo {
-		if err := h.unpackInfo(s); err != nil {
-			return nil, err
-		}
-		unpack = true
-		if id, err = h.byte(); err != nil {
-			return nil, err
-		}
+	unpack := id == id7zUnpackInfo
+	if id, err = h.section(id, id7zUnpackInfo, func() error { return h.unpackInfo(s) }); err != nil {
+		return nil, err
 	}
-	if id == id7zSubStreamsInfo {
-		if !unpack {
-			return nil, refuse7z("substreams without unpack info")
-		}
-		if err := h.subStreamsInfo(s); err != nil {
-			return nil, err
-		}
-		if id, err = h.byte(); err != nil {
-			return nil, err
-		}
+	if id == id7zSubStreamsInfo && !unpack {
+		return nil, refuse7z("substreams without unpack info")
 	}
-	if id != id7zEnd {
-		return nil, refuse7z("streams info: unexpected id %d", id)
+	if id, err = h.section(id, id7zSubStreamsInfo, func() error { return h.subStreamsInfo(s) }); err != nil {
+		return nil, err
 	}
-	return s, nil
+	return s, end7z(id, "streams info")
 }
 
 // packInfo is the library's readPackInfo.
@@ -466,26 +458,19 @@ func (h *headerCheck) packInfo(s *streams7z) error {
 	if err != nil {
 		return err
 	}
-	if id == id7zSize {
-		if s.packSizes, err = h.sizes("pack sizes", streams); err != nil {
-			return err
-		}
-		if id, err = h.byte(); err != nil {
-			return err
-		}
+	if id, err = h.section(id, id7zSize, func() (err error) {
+		s.packSizes, err = h.sizes("pack sizes", streams)
+		return err
+	}); err != nil {
+		return err
 	}
-	if id == id7zCRC {
-		if _, err := h.digests("pack digests", streams); err != nil {
-			return err
-		}
-		if id, err = h.byte(); err != nil {
-			return err
-		}
+	if id, err = h.section(id, id7zCRC, func() error {
+		_, err := h.digests("pack digests", streams)
+		return err
+	}); err != nil {
+		return err
 	}
-	if id != id7zEnd {
-		return refuse7z("pack info: unexpected id %d", id)
-	}
-	return nil
+	return end7z(id, "pack info")
 }
 
 // sizes is the library's readSizes: count numbers, appended one by one.
@@ -628,18 +613,13 @@ func (h *headerCheck) unpackInfo(s *streams7z) error {
 	if err != nil {
 		return err
 	}
-	if id == id7zCRC {
-		if s.digests, err = h.digests("folder digests", folders); err != nil {
-			return err
-		}
-		if id, err = h.byte(); err != nil {
-			return err
-		}
+	if id, err = h.section(id, id7zCRC, func() (err error) {
+		s.digests, err = h.digests("folder digests", folders)
+		return err
+	}); err != nil {
+		return err
 	}
-	if id != id7zEnd {
-		return refuse7z("unpack info: unexpected id %d", id)
-	}
-	return nil
+	return end7z(id, "unpack info")
 }
 
 // folder is the library's readFolder, held to 7-Zip's bounds.
@@ -788,15 +768,15 @@ func (h *headerCheck) subStreamsInfo(s *streams7z) error {
 	for i := range streams {
 		streams[i] = 1
 	}
-	if id == id7zNumUnpackStream {
+	if id, err = h.section(id, id7zNumUnpackStream, func() (err error) {
 		for i := range streams {
 			if streams[i], err = h.number(); err != nil {
 				return err
 			}
 		}
-		if id, err = h.byte(); err != nil {
-			return err
-		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	files := uint64(0)
 	for _, v := range streams {
@@ -805,43 +785,42 @@ func (h *headerCheck) subStreamsInfo(s *streams7z) error {
 	if err := checkCount7z(files, false); err != nil {
 		return err
 	}
-	if id == id7zSize {
-		if err := h.alloc("substream sizes", files, 8); err != nil {
-			return err
+	if id, err = h.section(id, id7zSize, func() error { return h.substreamSizes(streams, files) }); err != nil {
+		return err
+	}
+	if id, err = h.section(id, id7zCRC, func() error {
+		_, err := h.digests("substream digests", files)
+		return err
+	}); err != nil {
+		return err
+	}
+	return end7z(id, "substreams info")
+}
+
+// substreamSizes reads the sizes of every folder's substreams but the
+// last (which is the rest of the folder), files in all.
+func (h *headerCheck) substreamSizes(streams []uint64, files uint64) error {
+	if err := h.alloc("substream sizes", files, 8); err != nil {
+		return err
+	}
+	k := uint64(0)
+	for _, n := range streams {
+		if n == 0 {
+			continue
 		}
-		k := uint64(0)
-		for _, n := range streams {
-			if n == 0 {
-				continue
-			}
-			for j := uint64(1); j < n; j++ {
-				if k >= files {
-					return refuse7z("more substream sizes than substreams")
-				}
-				if _, err := h.number(); err != nil {
-					return err
-				}
-				k++
-			}
+		for j := uint64(1); j < n; j++ {
 			if k >= files {
 				return refuse7z("more substream sizes than substreams")
 			}
+			if _, err := h.number(); err != nil {
+				return err
+			}
 			k++
 		}
-		if id, err = h.byte(); err != nil {
-			return err
+		if k >= files {
+			return refuse7z("more substream sizes than substreams")
 		}
-	}
-	if id == id7zCRC {
-		if _, err := h.digests("substream digests", files); err != nil {
-			return err
-		}
-		if id, err = h.byte(); err != nil {
-			return err
-		}
-	}
-	if id != id7zEnd {
-		return refuse7z("substreams info: unexpected id %d", id)
+		k++
 	}
 	return nil
 }
