@@ -50,7 +50,7 @@ func TestLostReplayFileReported(t *testing.T) {
 // stats, status and metrics, and offered = accepted + refused + rejected +
 // dropped + missing + lost + queued still holds.
 func TestLostBacklogArticlesCounted(t *testing.T) {
-	h2, s, ids := backlogRestart(t, "goroutine", []int{3, 3, 3, 3, 3}, func(spoolDir string, _ []spoolfs.Token) {
+	h2, s, ids := backlogRestart(t, "goroutine", "", []int{3, 3, 3, 3, 3}, func(spoolDir string, _ []spoolfs.Token) {
 		bdir := filepath.Join(filepath.Dir(filepath.Dir(spoolDir)), "backlog")
 		// At the stop the queue wrote the articles to a .B file, or had
 		// already moved that file to p.P to send it again.
@@ -114,15 +114,16 @@ func lostMetric(t *testing.T, r *Relay, peer string) float64 {
 // missing, counted, and forgotten by the history; its neighbours go out.
 func TestDamagedArticleNotSent(t *testing.T) { forRuntimes(t, testDamagedArticleNotSent) }
 
-// backlogRestart stores articles of the given body lines for peer p while
-// p hangs, stops the relay (they go to p's backlog), applies damage to the
-// spool directory, and starts the relay again with p healthy.
-func backlogRestart(t *testing.T, rt string, lines []int, damage func(spoolDir string, toks []spoolfs.Token)) (*relayHarness, *nntptest.Server, []string) {
+// backlogRestart stores articles of the given body lines for peer p (one
+// connection, and the settings in extra) while p hangs, stops the relay
+// (they go to p's backlog), applies damage to the spool directory, and
+// starts the relay again with p healthy.
+func backlogRestart(t *testing.T, rt, extra string, lines []int, damage func(spoolDir string, toks []spoolfs.Token)) (*relayHarness, *nntptest.Server, []string) {
 	t.Helper()
 	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
 	hang := s.AddFault(nntptest.Fault{Cmd: "CHECK", Hang: true})
 	dir := t.TempDir()
-	text := peerText("p", s, "connections = 1")
+	text := peerText("p", s, "connections = 1\n"+extra)
 	h := startRelay(t, relayConfigRT(t, rt, dir, text), nil)
 	var ids []string
 	var arts [][]byte
@@ -160,7 +161,7 @@ func segPath(spoolDir string, tok spoolfs.Token) string {
 }
 
 func testDamagedArticleNotSent(t *testing.T, rt string) {
-	h2, s, ids := backlogRestart(t, rt, []int{600, 600, 600}, func(dir string, toks []spoolfs.Token) {
+	h2, s, ids := backlogRestart(t, rt, "", []int{600, 600, 600}, func(dir string, toks []spoolfs.Token) {
 		tok := toks[1]
 		if tok.Len <= drive.SmallBody {
 			t.Fatalf("article of %d octets: want one over %d, sent by sendfile", tok.Len, drive.SmallBody)
@@ -203,7 +204,7 @@ func testDamagedArticleNotSent(t *testing.T, rt string) {
 func TestTruncatedSegmentFeed(t *testing.T) { forRuntimes(t, testTruncatedSegmentFeed) }
 
 func testTruncatedSegmentFeed(t *testing.T, rt string) {
-	h2, s, ids := backlogRestart(t, rt, []int{3, 3, 3, 3, 3}, func(dir string, toks []spoolfs.Token) {
+	h2, s, ids := backlogRestart(t, rt, "", []int{3, 3, 3, 3, 3}, func(dir string, toks []spoolfs.Token) {
 		if err := os.Truncate(segPath(dir, toks[1]), int64(toks[1].Off)+5); err != nil {
 			t.Fatal(err)
 		}
@@ -228,6 +229,43 @@ func testTruncatedSegmentFeed(t *testing.T, rt string) {
 	c := dialIngest(t, h2.r.Addr().String())
 	if r := c.cmd("CHECK " + ids[3]); !strings.HasPrefix(r, "238") {
 		t.Errorf("CHECK of a lost article: %q, want 238 (offer it again)", r)
+	}
+}
+
+// TestMissingRunLongerThanWindow backlogs more articles than the queue
+// agent takes in one round (window 1: two, the feed's room and a window
+// ready beyond it) and loses every one of them with the spool segment.
+// With nothing in flight, no answer wakes the connection: the agent must
+// go on through the missing ones by itself until the queue is empty, and
+// an article stored afterwards must still reach the peer. (The agent
+// counted the missing entries as taken, stopped after one round and
+// left the rest queued for ever.)
+func TestMissingRunLongerThanWindow(t *testing.T) { forRuntimes(t, testMissingRunLongerThanWindow) }
+
+func testMissingRunLongerThanWindow(t *testing.T, rt string) {
+	h2, s, ids := backlogRestart(t, rt, "window = 1", []int{3, 3, 3, 3, 3}, func(dir string, toks []spoolfs.Token) {
+		if err := os.Truncate(segPath(dir, toks[0]), int64(toks[0].Off)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h2.settle()
+	for _, id := range ids {
+		if s.Has(id) {
+			t.Errorf("peer has the lost %s", id)
+		}
+	}
+	id := "<after@t>"
+	if res := h2.r.Inject(context.Background(), [][]byte{testArticle(id, "misc.test", "up!x", 3)}); res.Accepted != 1 {
+		t.Fatalf("inject: %s", res)
+	}
+	h2.settle()
+	if !s.Has(id) {
+		t.Errorf("peer does not have %s, stored after the lost ones", id)
+	}
+	h2.checkStats()
+	ps, _ := h2.r.PeerStats("p")
+	if ps.Missing != int64(len(ids)) || ps.Accepted != 1 {
+		t.Errorf("want 1 accepted, %d missing: %s", len(ids), ps.Line())
 	}
 }
 

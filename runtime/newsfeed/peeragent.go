@@ -137,14 +137,20 @@ func (a *agent) round() {
 		}
 	}
 	clear(a.batch)
+	n := len(a.arts)
 	a.mu.Lock()
-	a.want = max(0, a.want-got)
+	// Only the sendable entries fill the want: those settled as missing
+	// leave room that nobody else asks for (no answer comes for them).
+	a.want = max(0, a.want-n)
+	more := a.want > 0
 	a.ready = append(a.ready, a.arts...)
 	a.mu.Unlock()
-	n := len(a.arts)
 	clear(a.arts)
 	if got == want {
 		c.hungry.Store(false)
+		if more {
+			a.poke() // the queue did not come up short: go round again
+		}
 	}
 	if n > 0 {
 		c.mb.Wake()
