@@ -167,18 +167,7 @@ func (p *peerQueue) next(now time.Time, c queue.Conn, max int, dst []queue.Entry
 
 // done reports the peer's answer for an entry handed to c.
 func (p *peerQueue) done(now time.Time, c queue.Conn, id string, o queue.Outcome) {
-	p.mu.Lock()
-	if p.shut {
-		p.mu.Unlock()
-		return
-	}
-	p.failed("done", p.q.Done(now, c, id, o))
-	p.armLocked(now)
-	wake := p.wake
-	p.mu.Unlock()
-	if o == queue.OutcomeDeferred {
-		wake()
-	}
+	p.doneBatch(now, c, []answer{{id: id, o: o}})
 }
 
 // doneBatch reports the peer's answers for entries handed to c, in
