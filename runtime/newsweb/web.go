@@ -275,7 +275,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rs *routeStats, r
 	}
 	if fw, ok := w.(*frontWriter); ok && resp.location == "" && resp.cookie == nil && resp.retryAfter == 0 {
 		a := frontAnswer{status: status, ctype: hv.ctype[0], cache: hv.cache[0], gzip: gz, vary: len(resp.body) >= minGzip,
-			clen: clen[0], body: body, withoutBody: r.Method == http.MethodHead}
+			clen: clen[0], body: body}
 		if resp.status == http.StatusOK {
 			a.etag = etag[0]
 		}
