@@ -1,7 +1,6 @@
 package newsweb
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -167,11 +166,15 @@ func indexText(raw []byte) string {
 	return b.String()
 }
 
-// uuBegin reports a uuencode "begin MODE NAME" line (MODE octal).
+// uuBegin reports a uuencode "begin MODE NAME" line (MODE octal). It is
+// asked of every line indexed, so a line without "begin" costs no split.
 func uuBegin(l string) bool {
+	if !strings.Contains(l, "begin") {
+		return false
+	}
 	f := strings.Fields(l)
 	if len(f) < 3 || f[0] != "begin" || len(f[1]) < 3 || len(f[1]) > 4 {
 		return false
 	}
-	return len(bytes.Trim([]byte(f[1]), "01234567")) == 0
+	return strings.Trim(f[1], "01234567") == ""
 }
