@@ -100,16 +100,12 @@ func (s *Search) body(ctx context.Context, id string) ([]byte, error) {
 		s.bodyStats(true)
 		return a.Raw, nil
 	}
-	ev, _, err := s.fed.ask(ctx, "article "+id, mreader.GetArticle{MessageID: id, Background: true})
+	a, err := s.fed.askArticle(ctx, mreader.GetArticle{MessageID: id, Background: true})
 	if err != nil {
 		return nil, err
 	}
-	r, ok := ev.(mreader.ArticleResult)
-	if !ok {
-		return nil, fmt.Errorf("reader: article %s: unexpected answer %T", id, ev)
-	}
 	s.bodyStats(false)
-	return r.Raw, nil
+	return a.Raw, nil
 }
 
 // bodyStats counts a body read from the cache or fetched.
