@@ -377,7 +377,7 @@ func (f *Federated) Article(ctx context.Context, id string) (Article, error) {
 // fetchArticle asks the servers for article id and caches the answer
 // (a definitive not-found too).
 func (f *Federated) fetchArticle(ctx context.Context, id, key string) (Article, error) {
-	ev, s, err := f.ask(ctx, "article "+id, mreader.GetArticle{MessageID: id})
+	a, err := f.askArticle(ctx, mreader.GetArticle{MessageID: id})
 	if err != nil {
 		var nf *errNotFound
 		if errors.As(err, &nf) && nf.definitive {
@@ -385,13 +385,22 @@ func (f *Federated) fetchArticle(ctx context.Context, id, key string) (Article, 
 		}
 		return Article{}, err
 	}
+	f.articles.put(key, a, int64(len(a.Raw))+int64(len(id)))
+	return a, nil
+}
+
+// askArticle asks the servers for the article req names, caching nothing
+// (fetchArticle for readers; the search's body pass in the background).
+func (f *Federated) askArticle(ctx context.Context, req mreader.GetArticle) (Article, error) {
+	ev, s, err := f.ask(ctx, "article "+req.MessageID, req)
+	if err != nil {
+		return Article{}, err
+	}
 	r, ok := ev.(mreader.ArticleResult)
 	if !ok {
-		return Article{}, fmt.Errorf("reader: article %s: unexpected answer %T", id, ev)
+		return Article{}, fmt.Errorf("reader: article %s: unexpected answer %T", req.MessageID, ev)
 	}
-	a := Article{MessageID: id, Raw: r.Raw, Server: s.cfg.Name}
-	f.articles.put(key, a, int64(len(r.Raw))+int64(len(id)))
-	return a, nil
+	return Article{MessageID: req.MessageID, Raw: r.Raw, Server: s.cfg.Name}, nil
 }
 
 // Groups returns the group list merged from every server, by name. A group

@@ -235,7 +235,8 @@ type frontConn struct {
 	buf      []byte // read buffer; buf[start:end] is unread
 	start    int
 	end      int
-	out      []byte // the answer being written
+	scan     headScan // how far the head at buf[start:] was read
+	out      []byte   // the answer being written
 	w        frontWriter
 	rd, wd   time.Time // the deadlines set on c
 	reqStart time.Time // the start of the head being read (zero: none yet, idle)
@@ -277,7 +278,7 @@ func (fc *frontConn) serve() {
 	fc.reqStart = time.Now() // the first head is bounded from here, as net/http does
 	fc.w.header = make(http.Header, 8)
 	for {
-		head, n, verdict := parseHead(fc.buf[fc.start:fc.end], maxHead)
+		head, n, verdict := parseHead(fc.buf[fc.start:fc.end], maxHead, &fc.scan)
 		switch verdict {
 		case headIncomplete:
 			if err := fc.fill(maxHead); err != nil {

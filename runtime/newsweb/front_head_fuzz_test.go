@@ -12,7 +12,8 @@ import (
 // FuzzParseHead: every head the front serves, net/http reads the same
 // way (method, target, Host, header, Connection: close), with nothing
 // left over and no body; and net/http's server would take it (valid
-// field names and values, one Host).
+// field names and values, one Host). Read in two pieces, going on from
+// the first's headScan, a head gets the same answer as read whole.
 func FuzzParseHead(f *testing.F) {
 	for _, s := range []string{
 		"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
@@ -32,7 +33,14 @@ func FuzzParseHead(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, n, verdict := parseHead(b, 1<<12)
+		h, n, verdict := parseHead(b, 1<<12, new(headScan))
+		var sc headScan
+		if _, _, v := parseHead(b[:len(b)/2], 1<<12, &sc); v == headIncomplete {
+			h2, n2, v2 := parseHead(b, 1<<12, &sc)
+			if v2 != verdict || n2 != n || !cmp.Equal(h2, h, cmp.AllowUnexported(requestHead{})) {
+				t.Fatalf("%q in two pieces: verdict %d length %d, whole: verdict %d length %d", b, v2, n2, verdict, n)
+			}
+		}
 		if verdict != headOK {
 			if n != 0 {
 				t.Fatalf("verdict %d with length %d", verdict, n)

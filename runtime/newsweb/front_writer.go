@@ -62,14 +62,13 @@ type frontWriter struct {
 // frontAnswer is an answer of Server.write: the values it would have put
 // in the header map.
 type frontAnswer struct {
-	status      int
-	ctype       string
-	cache       string
-	gzip, vary  bool
-	etag        string // "" for none
-	clen        string
-	body        []byte
-	withoutBody bool // HEAD
+	status     int
+	ctype      string
+	cache      string
+	gzip, vary bool
+	etag       string // "" for none
+	clen       string
+	body       []byte
 }
 
 // reset makes w ready for the next request.
@@ -118,7 +117,7 @@ func (w *frontWriter) answer(a frontAnswer) bool {
 // request was HEAD or the status has none.
 func (w *frontWriter) appendResponse(dst []byte, date []byte, head, closing bool) []byte {
 	if w.answered {
-		return w.ans.appendTo(dst, date, closing)
+		return w.ans.appendTo(dst, date, head, closing)
 	}
 	status := w.status
 	if status == 0 {
@@ -144,7 +143,7 @@ func (w *frontWriter) appendResponse(dst []byte, date []byte, head, closing bool
 }
 
 // appendTo appends a's response; see appendResponse.
-func (a *frontAnswer) appendTo(dst []byte, date []byte, closing bool) []byte {
+func (a *frontAnswer) appendTo(dst []byte, date []byte, head, closing bool) []byte {
 	dst = appendStatusLine(dst, a.status)
 	dst = appendHeader(dst, "Cache-Control", a.cache)
 	if a.gzip {
@@ -165,7 +164,7 @@ func (a *frontAnswer) appendTo(dst []byte, date []byte, closing bool) []byte {
 		dst = appendHeader(dst, "Vary", "Accept-Encoding")
 	}
 	dst = appendTail(dst, date, closing)
-	if !notModified && !a.withoutBody {
+	if !notModified && !head {
 		dst = append(dst, a.body...)
 	}
 	return dst

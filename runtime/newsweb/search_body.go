@@ -1,7 +1,6 @@
 package newsweb
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -101,16 +100,12 @@ func (s *Search) body(ctx context.Context, id string) ([]byte, error) {
 		s.bodyStats(true)
 		return a.Raw, nil
 	}
-	ev, _, err := s.fed.ask(ctx, "article "+id, mreader.GetArticle{MessageID: id, Background: true})
+	a, err := s.fed.askArticle(ctx, mreader.GetArticle{MessageID: id, Background: true})
 	if err != nil {
 		return nil, err
 	}
-	r, ok := ev.(mreader.ArticleResult)
-	if !ok {
-		return nil, fmt.Errorf("reader: article %s: unexpected answer %T", id, ev)
-	}
 	s.bodyStats(false)
-	return r.Raw, nil
+	return a.Raw, nil
 }
 
 // bodyStats counts a body read from the cache or fetched.
@@ -167,11 +162,15 @@ func indexText(raw []byte) string {
 	return b.String()
 }
 
-// uuBegin reports a uuencode "begin MODE NAME" line (MODE octal).
+// uuBegin reports a uuencode "begin MODE NAME" line (MODE octal). It is
+// asked of every line indexed, so a line without "begin" costs no split.
 func uuBegin(l string) bool {
+	if !strings.Contains(l, "begin") {
+		return false
+	}
 	f := strings.Fields(l)
 	if len(f) < 3 || f[0] != "begin" || len(f[1]) < 3 || len(f[1]) > 4 {
 		return false
 	}
-	return len(bytes.Trim([]byte(f[1]), "01234567")) == 0
+	return strings.Trim(f[1], "01234567") == ""
 }

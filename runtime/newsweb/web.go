@@ -273,18 +273,17 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rs *routeStats, r
 	if status == http.StatusOK && etagMatch(r.Header.Get("If-None-Match"), etag[0]) {
 		status = http.StatusNotModified
 	}
+	rs.count(status)
 	if fw, ok := w.(*frontWriter); ok && resp.location == "" && resp.cookie == nil && resp.retryAfter == 0 {
 		a := frontAnswer{status: status, ctype: hv.ctype[0], cache: hv.cache[0], gzip: gz, vary: len(resp.body) >= minGzip,
-			clen: clen[0], body: body, withoutBody: r.Method == http.MethodHead}
+			clen: clen[0], body: body}
 		if resp.status == http.StatusOK {
 			a.etag = etag[0]
 		}
 		if fw.answer(a) {
-			rs.count(status)
 			return
 		}
 	}
-	rs.count(status)
 	h := w.Header()
 	h["Content-Type"] = hv.ctype
 	h["Cache-Control"] = hv.cache
