@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/newsflow/newsflow/proto"
@@ -98,7 +97,7 @@ func decodeGo(body, data []byte, n int) (float64, float64, error) {
 	var d proto.YencDecoder
 	var walls, cpus []float64
 	for rep := 0; rep < 3; rep++ {
-		start, c0 := time.Now(), selfCPUTime()
+		start, c0 := time.Now(), selfCPU()
 		for i := 0; i < n; i++ {
 			d.Reset()
 			out := dst[:0]
@@ -120,7 +119,7 @@ func decodeGo(body, data []byte, n int) (float64, float64, error) {
 		}
 		total := int64(len(body)) * int64(n)
 		walls = append(walls, megabytesPerSec(total, time.Since(start)))
-		cpus = append(cpus, megabytesPerSec(total, selfCPUTime()-c0))
+		cpus = append(cpus, megabytesPerSec(total, selfCPU()-c0))
 	}
 	return Median(walls), Median(cpus), nil
 }
@@ -159,13 +158,6 @@ func decodeSabyenc(python string, body, data []byte, n int) (float64, float64, s
 	w, _ := strconv.ParseFloat(f[0], 64)
 	c, _ := strconv.ParseFloat(f[1], 64)
 	return w, c, strings.Join(f[2:], " "), nil
-}
-
-// selfCPUTime returns this process's CPU time (user + system) so far.
-func selfCPUTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // megabytesPerSec is bytes per second in MB (10^6).
