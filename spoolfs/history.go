@@ -308,8 +308,8 @@ type runWindow struct {
 	used      uint64
 }
 
-// reset forgets the blocks, for a new log file. The History's write lock
-// is held: no lookup is running.
+// reset forgets the blocks, for a new log file or one whose torn tail is
+// cut. The History's write lock is held: no lookup is running.
 func (lr *logRun) reset() {
 	for i := range lr.win {
 		lr.win[i] = runWindow{prev: -runBlock}
@@ -524,7 +524,11 @@ func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int
 			size *= 2
 			continue
 		}
-		h.end, h.tailOff = valid, valid // a torn tail after it is never read
+		// A torn tail after valid is never read: open cuts it and the
+		// next records are written there, so the blocks the replay's
+		// lookups read, which may reach into it, are dropped.
+		h.end, h.tailOff = valid, valid
+		h.run.reset()
 		for id := range h.forgot {
 			if _, pos, ok := h.findLogged(id, maphash.String(h.seed, id)); ok {
 				h.idx.removeAt(pos)
