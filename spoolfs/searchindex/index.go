@@ -470,22 +470,19 @@ func (ix *Index) evict(keep string) error {
 		// The bodies first: a crash between the two leaves an overview
 		// without bodies, which is whole, rather than bodies without an
 		// overview.
-		if b := victim.body; b != nil {
-			if b.file != nil {
+		// Loaded or still to be read, they are the one file.
+		if b := victim.body; b != nil || victim.bodyPath != "" {
+			if b != nil && b.file != nil {
 				b.file.Close()
 			}
 			if err := os.Remove(filepath.Join(ix.dir, victim.name+bodySuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("searchindex: dropping %s: %w", victim.name, err)
 			}
-			ix.size -= b.size
-			victim.body = nil
-		}
-		if victim.bodyPath != "" {
-			if err := os.Remove(victim.bodyPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("searchindex: dropping %s: %w", victim.name, err)
+			if b != nil {
+				ix.size -= b.size
 			}
 			ix.size -= victim.bodyPending
-			victim.bodyPath, victim.bodyPending = "", 0
+			victim.body, victim.bodyPath, victim.bodyPending = nil, "", 0
 		}
 		if err := os.Remove(filepath.Join(ix.dir, victim.name+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("searchindex: dropping %s: %w", victim.name, err)
