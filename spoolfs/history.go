@@ -476,14 +476,16 @@ func (h *History) appendTail(recs []byte, at int64) {
 var errIndexFull = errors.New("history index full")
 
 // replayLocked loads the log of f, from its header to end, into a new
-// index of at least size slots, taking the place of the current one, which
-// is freed first: a history never holds two. Article and reject records
+// index of at least size slots (and never fewer than the spool's
+// HistorySize asks for), taking the place of the current one, which is
+// freed first: a history never holds two. Article and reject records
 // add their id unless it is there, forget records remove it, and the ids
 // forgotten whose forget records are not in the log yet are removed at
 // the end. rec, if not nil, sees every record first; bad sees the corrupt
 // regions. It returns the end of the last valid record. h.mu must be held
 // for writing, or the history not yet shared.
 func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int64, r histRecord), bad func(off, n int64)) (int64, error) {
+	size = max(size, indexSize(h.s.opts.HistorySize))
 	for {
 		h.idx.reset(size)
 		h.log, h.end = f, end
@@ -724,11 +726,11 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 		err = w.flush()
 	}
 	if err == nil {
-		err = h.rebuildLocked(tf, w.n, indexSize(max(h.idx.count-removed, h.s.opts.HistorySize)))
+		err = h.rebuildLocked(tf, w.n, indexSize(h.idx.count-removed))
 	}
 	if err != nil {
 		removed = 0
-		if rerr := h.rebuildLocked(old, oldEnd, indexSize(max(h.idx.count, h.s.opts.HistorySize))); rerr != nil {
+		if rerr := h.rebuildLocked(old, oldEnd, indexSize(h.idx.count)); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}
@@ -749,7 +751,7 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 		if h.log != old {
 			s.mu.Lock()
 			h.mu.Lock()
-			rerr := h.rebuildLocked(old, oldEnd, indexSize(max(h.idx.count, h.s.opts.HistorySize)))
+			rerr := h.rebuildLocked(old, oldEnd, indexSize(h.idx.count))
 			h.mu.Unlock()
 			s.mu.Unlock()
 			if rerr != nil {
