@@ -308,8 +308,8 @@ type runWindow struct {
 	used      uint64
 }
 
-// reset forgets the blocks, for a new log file. The History's write lock
-// is held: no lookup is running.
+// reset forgets the blocks, for a new log file or one whose torn tail is
+// cut. The History's write lock is held: no lookup is running.
 func (lr *logRun) reset() {
 	for i := range lr.win {
 		lr.win[i] = runWindow{prev: -runBlock}
@@ -321,7 +321,6 @@ func (lr *logRun) reset() {
 // kept).
 func (lr *logRun) read(f *os.File, b []byte, off, end int64) error {
 	lr.mu.Lock()
-	defer lr.mu.Unlock()
 	lr.tick++
 	seq, lru := -1, 0
 	for i := range lr.win {
@@ -329,6 +328,7 @@ func (lr *logRun) read(f *os.File, b []byte, off, end int64) error {
 		if t := off - w.off; t >= 0 && t+int64(len(b)) <= int64(w.n) {
 			w.used = lr.tick
 			copy(b, lr.buf[i*runBlock+int(t):])
+			lr.mu.Unlock()
 			return nil
 		}
 		if seq < 0 && off > w.prev && off-w.prev < runBlock {
@@ -338,21 +338,25 @@ func (lr *logRun) read(f *os.File, b []byte, off, end int64) error {
 			lru = i
 		}
 	}
+	lr.reads++
+	want := int64(0)
 	if seq < 0 { // not (yet) a run: the least recently used window watches for one
 		lr.win[lru].prev, lr.win[lru].used = off, lr.tick
-		lr.reads++
-		_, err := f.ReadAt(b, off)
-		return err
+	} else {
+		w := &lr.win[seq]
+		w.prev, w.used = off, lr.tick
+		want = min(int64(runBlock), end-off)
 	}
-	w := &lr.win[seq]
-	w.prev, w.used = off, lr.tick
-	want := min(int64(runBlock), end-off)
-	lr.reads++
 	if want < int64(len(b)) {
+		// Just the record: the pread runs outside the lock, beside other
+		// lookups' (only a block's read fills what they copy from).
+		lr.mu.Unlock()
 		_, err := f.ReadAt(b, off)
 		return err
 	}
+	defer lr.mu.Unlock()
 	block := lr.buf[seq*runBlock : (seq+1)*runBlock]
+	w := &lr.win[seq]
 	w.n = 0
 	n, err := f.ReadAt(block[:want], off)
 	if n < len(b) {
@@ -476,14 +480,16 @@ func (h *History) appendTail(recs []byte, at int64) {
 var errIndexFull = errors.New("history index full")
 
 // replayLocked loads the log of f, from its header to end, into a new
-// index of at least size slots, taking the place of the current one, which
-// is freed first: a history never holds two. Article and reject records
+// index of at least size slots (and never fewer than the spool's
+// HistorySize asks for), taking the place of the current one, which is
+// freed first: a history never holds two. Article and reject records
 // add their id unless it is there, forget records remove it, and the ids
 // forgotten whose forget records are not in the log yet are removed at
 // the end. rec, if not nil, sees every record first; bad sees the corrupt
 // regions. It returns the end of the last valid record. h.mu must be held
 // for writing, or the history not yet shared.
 func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int64, r histRecord), bad func(off, n int64)) (int64, error) {
+	size = max(size, indexSize(h.s.opts.HistorySize))
 	for {
 		h.idx.reset(size)
 		h.log, h.end = f, end
@@ -524,7 +530,11 @@ func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int
 			size *= 2
 			continue
 		}
-		h.end, h.tailOff = valid, valid // a torn tail after it is never read
+		// A torn tail after valid is never read: open cuts it and the
+		// next records are written there, so the blocks the replay's
+		// lookups read, which may reach into it, are dropped.
+		h.end, h.tailOff = valid, valid
+		h.run.reset()
 		for id := range h.forgot {
 			if _, pos, ok := h.findLogged(id, maphash.String(h.seed, id)); ok {
 				h.idx.removeAt(pos)
@@ -720,11 +730,11 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 		err = w.flush()
 	}
 	if err == nil {
-		err = h.rebuildLocked(tf, w.n, indexSize(max(h.idx.count-removed, h.s.opts.HistorySize)))
+		err = h.rebuildLocked(tf, w.n, indexSize(h.idx.count-removed))
 	}
 	if err != nil {
 		removed = 0
-		if rerr := h.rebuildLocked(old, oldEnd, indexSize(max(h.idx.count, h.s.opts.HistorySize))); rerr != nil {
+		if rerr := h.rebuildLocked(old, oldEnd, indexSize(h.idx.count)); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}
@@ -745,7 +755,7 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 		if h.log != old {
 			s.mu.Lock()
 			h.mu.Lock()
-			rerr := h.rebuildLocked(old, oldEnd, indexSize(max(h.idx.count, h.s.opts.HistorySize)))
+			rerr := h.rebuildLocked(old, oldEnd, indexSize(h.idx.count))
 			h.mu.Unlock()
 			s.mu.Unlock()
 			if rerr != nil {

@@ -473,3 +473,53 @@ func TestHistorySizeHint(t *testing.T) {
 		t.Fatalf("without a hint the index stayed at %d slots for %d ids: the hint test proves nothing", before, n)
 	}
 }
+
+// TestHistoryTornTailNotServed opens a history log that ends in a torn
+// tail (unwritten, zero blocks) right after two forget records, whose
+// replay looks up their ids in log order: the block read for that run
+// reaches into the tail, which open then cuts. The first id stored after
+// open is logged where the tail was; once the copy of the log's newest
+// bytes has moved past it, its lookup must read the log, not the cut
+// tail's zeros still held in the block.
+func TestHistoryTornTailNotServed(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, SpoolOptions{})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	log := append([]byte(nil), histMagic[:]...)
+	for _, id := range []string{msgID("gone", 1), msgID("gone", 2)} {
+		// Segment 0: articles expired long ago, as in openWithHistoryLog.
+		log = appendHistRecord(log, kindArticle, id, Token{Seg: 0, Off: 48, Len: 10}, t0.UnixNano())
+	}
+	log = appendCheckpoint(log, Position{Seg: 1, Off: segHeaderSize}, 0)
+	log = appendHistRecord(log, kindForget, msgID("gone", 1), Token{}, 0)
+	log = appendHistRecord(log, kindForget, msgID("gone", 2), Token{}, 0)
+	log = append(log, make([]byte, 4096)...) // the torn tail
+	if err := WriteFileDurable(filepath.Join(dir, histFileName), log); err != nil {
+		t.Fatal(err)
+	}
+	// An index sized for what follows: no rebuild reads the log again.
+	s = openT(t, dir, SpoolOptions{HistorySize: 20000})
+	defer s.Close()
+	h := s.History()
+	first := msgID("after", 0)
+	tok := putT(t, s, first, wireArticle(first, 100), t0)
+	// One group commit of more than half the copy of the newest bytes:
+	// the copy starts after it, so the first id's record is read from
+	// the log.
+	for i := 1; len(s.hwait)+len(s.hpend) <= tailMax/2+histRecordOverhead; i++ {
+		id := msgID("after", i)
+		putT(t, s, id, wireArticle(id, 100), t0)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if h.tailOff <= int64(len(log))-4096 {
+		t.Fatalf("the copy of the newest bytes starts at %d, not past the first record at %d: the test tests less than it says",
+			h.tailOff, len(log)-4096)
+	}
+	if e, ok := h.Lookup(first); !ok || e.Token != tok || e.Status != Stored {
+		t.Fatalf("%s, stored where the torn tail was: %+v %v, want token %v", first, e, ok, tok)
+	}
+}

@@ -238,7 +238,7 @@ func (s *Spool) replayHistory() error {
 	// the scan after the checkpoint may find lost are noted for dropLost.
 	s.suspects = nil
 	last, pruneAt := int64(-1), 4096
-	end, err := h.replayLocked(f, st.Size(), indexSize(max(int(st.Size()/64), s.opts.HistorySize)), func(off int64, r histRecord) {
+	end, err := h.replayLocked(f, st.Size(), indexSize(int(st.Size()/64)), func(off int64, r histRecord) {
 		if off <= last { // the replay started over with a bigger index
 			s.suspects, s.ckpt, s.ckptNewest = s.suspects[:0], Position{}, 0
 		}

@@ -130,16 +130,16 @@ func TestSnippetCut(t *testing.T) {
 func TestParseQuery(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want []Term
+		want []term
 	}{
-		{"Go  Generics", []Term{{"go", []string{"go"}}, {"generics", []string{"generics"}}}},
-		{`"Type  Parameters" compiler`, []Term{{"type parameters", []string{"type", "parameters"}}, {"compiler", []string{"compiler"}}}},
-		{`re: "unclosed phrase`, []Term{{"re:", []string{"re"}}, {"unclosed phrase", []string{"unclosed", "phrase"}}}},
-		{`"" c++ x`, []Term{{"c++", nil}, {"x", nil}}},
-		{"type-checked", []Term{{"type-checked", []string{"type", "checked"}}}},
+		{"Go  Generics", []term{{"go", []string{"go"}}, {"generics", []string{"generics"}}}},
+		{`"Type  Parameters" compiler`, []term{{"type parameters", []string{"type", "parameters"}}, {"compiler", []string{"compiler"}}}},
+		{`re: "unclosed phrase`, []term{{"re:", []string{"re"}}, {"unclosed phrase", []string{"unclosed", "phrase"}}}},
+		{`"" c++ x`, []term{{"c++", nil}, {"x", nil}}},
+		{"type-checked", []term{{"type-checked", []string{"type", "checked"}}}},
 	} {
-		if d := cmp.Diff(tc.want, ParseQuery(tc.in)); d != "" {
-			t.Errorf("ParseQuery(%q) (-want +got):\n%s", tc.in, d)
+		if d := cmp.Diff(tc.want, parseTerms(tc.in), cmp.AllowUnexported(term{})); d != "" {
+			t.Errorf("parseTerms(%q) (-want +got):\n%s", tc.in, d)
 		}
 	}
 }
@@ -393,21 +393,21 @@ func FuzzParseQuery(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		terms := ParseQuery(s)
+		terms := parseTerms(s)
 		var again []string
 		for _, tm := range terms {
-			if tm.Text == "" || tm.Text != strings.Join(strings.Fields(tm.Text), " ") {
-				t.Fatalf("term %q of %q not trimmed", tm.Text, s)
+			if tm.text == "" || tm.text != strings.Join(strings.Fields(tm.text), " ") {
+				t.Fatalf("term %q of %q not trimmed", tm.text, s)
 			}
-			if d := cmp.Diff(wordsOf(tm.Text), tm.Words); d != "" {
-				t.Fatalf("words of %q (-want +got):\n%s", tm.Text, d)
+			if d := cmp.Diff(wordsOf(tm.text), tm.words); d != "" {
+				t.Fatalf("words of %q (-want +got):\n%s", tm.text, d)
 			}
-			if strings.Contains(tm.Text, `"`) {
+			if strings.Contains(tm.text, `"`) {
 				return // a quote inside a word cannot be quoted again
 			}
-			again = append(again, `"`+tm.Text+`"`)
+			again = append(again, `"`+tm.text+`"`)
 		}
-		if d := cmp.Diff(terms, ParseQuery(strings.Join(again, " "))); d != "" {
+		if d := cmp.Diff(terms, parseTerms(strings.Join(again, " ")), cmp.AllowUnexported(term{})); d != "" {
 			t.Fatalf("%q quoted again (-first +again):\n%s", s, d)
 		}
 	})

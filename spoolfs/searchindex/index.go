@@ -470,22 +470,19 @@ func (ix *Index) evict(keep string) error {
 		// The bodies first: a crash between the two leaves an overview
 		// without bodies, which is whole, rather than bodies without an
 		// overview.
-		if b := victim.body; b != nil {
-			if b.file != nil {
+		// Loaded or still to be read, they are the one file.
+		if b := victim.body; b != nil || victim.bodyPath != "" {
+			if b != nil && b.file != nil {
 				b.file.Close()
 			}
 			if err := os.Remove(filepath.Join(ix.dir, victim.name+bodySuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("searchindex: dropping %s: %w", victim.name, err)
 			}
-			ix.size -= b.size
-			victim.body = nil
-		}
-		if victim.bodyPath != "" {
-			if err := os.Remove(victim.bodyPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("searchindex: dropping %s: %w", victim.name, err)
+			if b != nil {
+				ix.size -= b.size
 			}
 			ix.size -= victim.bodyPending
-			victim.bodyPath, victim.bodyPending = "", 0
+			victim.body, victim.bodyPath, victim.bodyPending = nil, "", 0
 		}
 		if err := os.Remove(filepath.Join(ix.dir, victim.name+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("searchindex: dropping %s: %w", victim.name, err)
@@ -556,7 +553,7 @@ func (ix *Index) Search(q Query) Result {
 		s.group(g)
 		taken := 0
 		for i := len(g.nums) - 1; i >= 0; i-- {
-			m := s.match(g, i)
+			m, text := s.match(g, i)
 			if m == noMatch {
 				continue
 			}
@@ -569,7 +566,10 @@ func (ix *Index) Search(q Query) Result {
 				taken++
 				h := Hit{Group: g.name, Entry: g.entry(i)}
 				if m == bodyMatch {
-					if text, ok := g.body.text(i); ok {
+					if text == nil { // not read for a phrase
+						text, _ = g.body.text(i)
+					}
+					if text != nil {
 						h.Snippet = snippet(text, terms)
 					}
 				}
@@ -645,18 +645,19 @@ func (b *bodies) rows(words []string, n int) []uint64 {
 	return set
 }
 
-// match decides row i of g.
-func (s *scan) match(g *group, i int) verdict {
+// match decides row i of g. It returns the row's body text when it read
+// it to check a phrase (the snippet is cut from it), else nil.
+func (s *scan) match(g *group, i int) (verdict, []byte) {
 	d := g.dates[i]
 	if (s.since != 0 && d < s.since) || (s.until != 0 && (d == 0 || d >= s.until)) {
-		return noMatch
+		return noMatch, nil
 	}
 	hay := g.hay[i]
 	if len(s.author) > 0 {
 		from := hay[strings.IndexByte(hay, 0)+1:]
 		for _, w := range s.author {
 			if !strings.Contains(from, w) {
-				return noMatch
+				return noMatch, nil
 			}
 		}
 	}
@@ -667,7 +668,7 @@ func (s *scan) match(g *group, i int) verdict {
 			continue
 		}
 		if k >= len(s.sets) || s.sets[k] == nil || s.sets[k][i/64]&(1<<(i%64)) == 0 {
-			return noMatch
+			return noMatch, nil
 		}
 		v = bodyMatch
 		if len(t.words) < 2 {
@@ -675,19 +676,19 @@ func (s *scan) match(g *group, i int) verdict {
 		}
 		if text == nil {
 			if s.reads <= 0 {
-				return unchecked
+				return unchecked, nil
 			}
 			s.reads--
 			var ok bool
 			if text, ok = g.body.text(i); !ok {
-				return noMatch
+				return noMatch, nil
 			}
 		}
 		if !hasPhrase(text, t) {
-			return noMatch
+			return noMatch, nil
 		}
 	}
-	return v
+	return v, text
 }
 
 func (g *group) entry(i int) Entry {

@@ -15,24 +15,9 @@ type term struct {
 	words []string // its body words (eachWord): all must be in a body, adjacent when more than one
 }
 
-// Term is a parsed query term, for tests and fuzzing: Text is matched as
-// a substring of the subject and author, Words against body words.
-type Term struct {
-	Text  string
-	Words []string
-}
-
-// ParseQuery splits query text into terms: words separated by white
+// parseTerms splits query text into terms: words separated by white
 // space, and phrases in double quotes (an unclosed quote runs to the end).
 // Terms are lower-cased; empty ones are dropped.
-func ParseQuery(s string) []Term {
-	var out []Term
-	for _, t := range parseTerms(s) {
-		out = append(out, Term{Text: t.text, Words: t.words})
-	}
-	return out
-}
-
 func parseTerms(s string) []term {
 	var out []term
 	add := func(text string) {
