@@ -321,6 +321,7 @@ func (lr *logRun) reset() {
 // kept).
 func (lr *logRun) read(f *os.File, b []byte, off, end int64) error {
 	lr.mu.Lock()
+	defer lr.mu.Unlock()
 	lr.tick++
 	seq, lru := -1, 0
 	for i := range lr.win {
@@ -328,7 +329,6 @@ func (lr *logRun) read(f *os.File, b []byte, off, end int64) error {
 		if t := off - w.off; t >= 0 && t+int64(len(b)) <= int64(w.n) {
 			w.used = lr.tick
 			copy(b, lr.buf[i*runBlock+int(t):])
-			lr.mu.Unlock()
 			return nil
 		}
 		if seq < 0 && off > w.prev && off-w.prev < runBlock {
@@ -338,25 +338,21 @@ func (lr *logRun) read(f *os.File, b []byte, off, end int64) error {
 			lru = i
 		}
 	}
-	lr.reads++
-	want := int64(0)
 	if seq < 0 { // not (yet) a run: the least recently used window watches for one
 		lr.win[lru].prev, lr.win[lru].used = off, lr.tick
-	} else {
-		w := &lr.win[seq]
-		w.prev, w.used = off, lr.tick
-		want = min(int64(runBlock), end-off)
-	}
-	if want < int64(len(b)) {
-		// Just the record: the pread runs outside the lock, beside other
-		// lookups' (only a block's read fills what they copy from).
-		lr.mu.Unlock()
+		lr.reads++
 		_, err := f.ReadAt(b, off)
 		return err
 	}
-	defer lr.mu.Unlock()
-	block := lr.buf[seq*runBlock : (seq+1)*runBlock]
 	w := &lr.win[seq]
+	w.prev, w.used = off, lr.tick
+	want := min(int64(runBlock), end-off)
+	lr.reads++
+	if want < int64(len(b)) {
+		_, err := f.ReadAt(b, off)
+		return err
+	}
+	block := lr.buf[seq*runBlock : (seq+1)*runBlock]
 	w.n = 0
 	n, err := f.ReadAt(block[:want], off)
 	if n < len(b) {
