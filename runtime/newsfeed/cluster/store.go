@@ -242,10 +242,11 @@ func (s *Store) PublishOn(nc *nats.Conn) error {
 
 func (s *Store) shardStream(i int) string { return s.set.Name + "-art-" + strconv.Itoa(i) }
 
-// head is the subject of an article's head message.
+// head is the subject of an article's head message: its shard and its
+// Key, from one digest.
 func (s *Store) head(id string) (subject string, shard int) {
 	sum := md5.Sum([]byte(id))
-	shard = int(binary.BigEndian.Uint32(sum[:4]) % uint32(s.set.Shards))
+	shard = shardOf(sum, s.set.Shards)
 	return s.set.Name + ".art." + strconv.Itoa(shard) + "." + hex.EncodeToString(sum[:]), shard
 }
 
@@ -260,8 +261,10 @@ func Key(id string) string {
 
 // Shard is the article stream of a message-id: MD5(message-id) mod n, the
 // first four octets of the digest read big-endian (hashfeed).
-func Shard(id string, n int) int {
-	sum := md5.Sum([]byte(id))
+func Shard(id string, n int) int { return shardOf(md5.Sum([]byte(id)), n) }
+
+// shardOf is Shard of a message-id's digest.
+func shardOf(sum [md5.Size]byte, n int) int {
 	return int(binary.BigEndian.Uint32(sum[:4]) % uint32(n))
 }
 
