@@ -368,15 +368,15 @@ func clip(s string) string {
 // on a quorum of replicas), ErrDuplicate when another copy was stored
 // first (by any node).
 func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string) error {
-	if s.seen.has(id) {
-		return ErrDuplicate
-	}
 	if len(wire) <= s.chunk {
-		p, err := s.Publish(id, wire, peers)
+		p, err := s.Publish(id, wire, peers) // ErrDuplicate when seen
 		if err != nil {
 			return err
 		}
 		return p.Wait(ctx)
+	}
+	if s.seen.has(id) {
+		return ErrDuplicate
 	}
 	subj, sh := s.head(id)
 	parts := Parts{Token: newToken(), N: Chunks(len(wire), s.chunk), Size: len(wire)}
