@@ -386,16 +386,15 @@ func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string)
 			m := &nats.Msg{Subject: subj + "." + parts.Token + "." + strconv.Itoa(i), Data: wire[i*s.chunk : min(len(wire), (i+1)*s.chunk)]}
 			w, err := s.pub.publish(m)
 			if err != nil {
+				s.pub.forget(ws...) // nobody will wait for them
 				return fmt.Errorf("cluster: store %s: %w", id, err)
 			}
 			ws = append(ws, w)
 		}
 		// The head only once its parts are stored: a node may pull the
 		// head the moment it is stored, and must find them.
-		for _, w := range ws {
-			if err := s.pub.wait(ctx, w); err != nil {
-				return fmt.Errorf("cluster: store %s: %w", id, err)
-			}
+		if err := s.pub.waitAll(ctx, ws); err != nil {
+			return fmt.Errorf("cluster: store %s: %w", id, err)
 		}
 		w, err := s.pub.publish(s.headMsg(subj, id, wire[:s.chunk], peers, parts))
 		if err != nil {
