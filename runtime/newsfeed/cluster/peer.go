@@ -434,10 +434,15 @@ feed:
 	for _, cc := range subs {
 		cc.Drain()
 	}
+	// One StopTimeout for all of them, not one each.
+	timeout := time.NewTimer(p.n.opts.StopTimeout)
+	defer timeout.Stop()
+drain:
 	for _, cc := range subs {
 		select {
 		case <-cc.Closed():
-		case <-time.After(p.n.opts.StopTimeout):
+		case <-timeout.C:
+			break drain
 		}
 	}
 	for _, m := range c.takeInbox() {
