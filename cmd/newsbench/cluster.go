@@ -178,6 +178,9 @@ func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *arti
 		if err := pprof.StartCPUProfile(natsProf); err != nil {
 			return measure{}, 0, err
 		}
+		// Stopped below once the sink has everything; this stop (a no-op
+		// then) writes the profile of a run that failed, a stall's too.
+		defer pprof.StopCPUProfile()
 	}
 	before := selfCPU()
 	start := time.Now()

@@ -381,8 +381,7 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	pw.Wait()
 	// What the feed still held goes back to the queue, for any node.
 	for _, h := range c.bodies.all() {
-		p.requeued.Add(1)
-		h.msg.NakWithDelay(time.Second)
+		c.giveBack(h.msg)
 	}
 	c.f = nil
 	if c.closed != nil {
@@ -435,15 +434,19 @@ feed:
 	for _, cc := range subs {
 		cc.Drain()
 	}
+	// One StopTimeout for all of them, not one each.
+	timeout := time.NewTimer(p.n.opts.StopTimeout)
+	defer timeout.Stop()
+drain:
 	for _, cc := range subs {
 		select {
 		case <-cc.Closed():
-		case <-time.After(p.n.opts.StopTimeout):
+		case <-timeout.C:
+			break drain
 		}
 	}
 	for _, m := range c.takeInbox() {
-		p.requeued.Add(1)
-		m.NakWithDelay(requeueDelay)
+		c.giveBack(m)
 	}
 }
 
@@ -496,19 +499,17 @@ func pullBytes(shards, maxPayload int) int {
 // arrive is a subscription's handler: it waits for a credit, then leaves
 // m in the inbox for the puller. Once the session ends it gives m back.
 func (c *outConn) arrive(ctx context.Context, m jetstream.Msg, kick chan struct{}) {
-	for c.takeCredits(1) == 0 {
+	for !c.takeCredit() {
 		select {
 		case <-kick:
 		case <-ctx.Done():
-			c.p.requeued.Add(1)
-			m.NakWithDelay(requeueDelay)
+			c.giveBack(m)
 			return
 		}
 	}
 	if ctx.Err() != nil {
 		c.giveCredits(1)
-		c.p.requeued.Add(1)
-		m.NakWithDelay(requeueDelay)
+		c.giveBack(m)
 		return
 	}
 	c.inMu.Lock()
@@ -529,16 +530,22 @@ func (c *outConn) takeInbox() []jetstream.Msg {
 	return msgs
 }
 
-// takeCredits takes up to most of the feed's credits.
-func (c *outConn) takeCredits(most int) int {
+// giveBack returns an entry the session will not offer to the queue, for
+// any connection, after requeueDelay.
+func (c *outConn) giveBack(m jetstream.Msg) {
+	c.p.requeued.Add(1)
+	m.NakWithDelay(requeueDelay)
+}
+
+// takeCredit takes one of the feed's credits, if it has one.
+func (c *outConn) takeCredit() bool {
 	for {
 		have := c.credits.Load()
 		if have <= 0 {
-			return 0
+			return false
 		}
-		n := min(have, int64(most))
-		if c.credits.CompareAndSwap(have, have-n) {
-			return int(n)
+		if c.credits.CompareAndSwap(have, have-1) {
+			return true
 		}
 	}
 }

@@ -78,15 +78,19 @@ func (p *publisher) publish(m *nats.Msg) (*ackWait, error) {
 	p.mu.Unlock()
 	m.Reply = p.prefix + strconv.FormatUint(w.n, 10)
 	if err := p.nc.PublishMsg(m); err != nil {
-		p.forget(w.n)
+		p.forget(w)
 		return nil, err
 	}
 	return w, nil
 }
 
-func (p *publisher) forget(n uint64) {
+// forget drops messages from waiting (their answers, should they come,
+// are ignored).
+func (p *publisher) forget(ws ...*ackWait) {
 	p.mu.Lock()
-	delete(p.waiting, n)
+	for _, w := range ws {
+		delete(p.waiting, w.n)
+	}
 	p.mu.Unlock()
 }
 
@@ -150,12 +154,26 @@ func (p *publisher) wait(ctx context.Context, w *ackWait) error {
 	case <-w.done:
 		return w.err
 	case <-t.C:
-		p.forget(w.n)
+		p.forget(w)
 		return fmt.Errorf("cluster: no publish acknowledgement within %v", pubTimeout)
 	case <-ctx.Done():
-		p.forget(w.n)
+		p.forget(w)
 		return ctx.Err()
 	}
+}
+
+// waitAll waits for the acknowledgements of ws in order, and returns the
+// first failure. The ones after it are forgotten then: nobody waits for
+// them, and one whose acknowledgement never comes (its server died)
+// would stay in waiting for good.
+func (p *publisher) waitAll(ctx context.Context, ws []*ackWait) error {
+	for i, w := range ws {
+		if err := p.wait(ctx, w); err != nil {
+			p.forget(ws[i+1:]...)
+			return err
+		}
+	}
+	return nil
 }
 
 // close ends the subscription (what still waits times out).

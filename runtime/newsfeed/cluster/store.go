@@ -242,10 +242,11 @@ func (s *Store) PublishOn(nc *nats.Conn) error {
 
 func (s *Store) shardStream(i int) string { return s.set.Name + "-art-" + strconv.Itoa(i) }
 
-// head is the subject of an article's head message.
+// head is the subject of an article's head message: its shard and its
+// Key, from one digest.
 func (s *Store) head(id string) (subject string, shard int) {
 	sum := md5.Sum([]byte(id))
-	shard = int(binary.BigEndian.Uint32(sum[:4]) % uint32(s.set.Shards))
+	shard = shardOf(sum, s.set.Shards)
 	return s.set.Name + ".art." + strconv.Itoa(shard) + "." + hex.EncodeToString(sum[:]), shard
 }
 
@@ -260,8 +261,10 @@ func Key(id string) string {
 
 // Shard is the article stream of a message-id: MD5(message-id) mod n, the
 // first four octets of the digest read big-endian (hashfeed).
-func Shard(id string, n int) int {
-	sum := md5.Sum([]byte(id))
+func Shard(id string, n int) int { return shardOf(md5.Sum([]byte(id)), n) }
+
+// shardOf is Shard of a message-id's digest.
+func shardOf(sum [md5.Size]byte, n int) int {
 	return int(binary.BigEndian.Uint32(sum[:4]) % uint32(n))
 }
 
@@ -365,15 +368,15 @@ func clip(s string) string {
 // on a quorum of replicas), ErrDuplicate when another copy was stored
 // first (by any node).
 func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string) error {
-	if s.seen.has(id) {
-		return ErrDuplicate
-	}
 	if len(wire) <= s.chunk {
-		p, err := s.Publish(id, wire, peers)
+		p, err := s.Publish(id, wire, peers) // ErrDuplicate when seen
 		if err != nil {
 			return err
 		}
 		return p.Wait(ctx)
+	}
+	if s.seen.has(id) {
+		return ErrDuplicate
 	}
 	subj, sh := s.head(id)
 	parts := Parts{Token: newToken(), N: Chunks(len(wire), s.chunk), Size: len(wire)}
@@ -383,16 +386,15 @@ func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string)
 			m := &nats.Msg{Subject: subj + "." + parts.Token + "." + strconv.Itoa(i), Data: wire[i*s.chunk : min(len(wire), (i+1)*s.chunk)]}
 			w, err := s.pub.publish(m)
 			if err != nil {
+				s.pub.forget(ws...) // nobody will wait for them
 				return fmt.Errorf("cluster: store %s: %w", id, err)
 			}
 			ws = append(ws, w)
 		}
 		// The head only once its parts are stored: a node may pull the
 		// head the moment it is stored, and must find them.
-		for _, w := range ws {
-			if err := s.pub.wait(ctx, w); err != nil {
-				return fmt.Errorf("cluster: store %s: %w", id, err)
-			}
+		if err := s.pub.waitAll(ctx, ws); err != nil {
+			return fmt.Errorf("cluster: store %s: %w", id, err)
 		}
 		w, err := s.pub.publish(s.headMsg(subj, id, wire[:s.chunk], peers, parts))
 		if err != nil {
