@@ -75,12 +75,8 @@ func (h *headerCheck) items(what string, count, size, wire uint64) error {
 	if err != nil {
 		return err
 	}
-	external, err := h.byte()
-	if err != nil {
+	if err := h.notExternal(what); err != nil {
 		return err
-	}
-	if external > 0 {
-		return refuse7z("external %s are not supported", what)
 	}
 	if err := h.alloc(what, count, size); err != nil {
 		return err
@@ -95,15 +91,12 @@ func (h *headerCheck) names(count, length uint64) error {
 	if err := checkCount7z(count, true); err != nil {
 		return err
 	}
-	external, err := h.byte()
-	if err != nil {
+	if err := h.notExternal("names"); err != nil {
 		return err
-	}
-	if external > 0 {
-		return refuse7z("external names are not supported")
 	}
 	var b []byte
 	if length > 0 && int64(length-1) > 0 { // the library's io.LimitReader(r, int64(length-1))
+		var err error
 		if b, err = h.take(length - 1); err != nil {
 			return err
 		}

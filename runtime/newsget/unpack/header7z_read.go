@@ -111,6 +111,19 @@ func (h *headerCheck) want(id byte, where string) error {
 	return nil
 }
 
+// notExternal reads the "external" byte before a list: the library
+// refuses lists kept elsewhere in the archive, and so does the check.
+func (h *headerCheck) notExternal(what string) error {
+	external, err := h.byte()
+	if err != nil {
+		return err
+	}
+	if external > 0 {
+		return refuse7z("external %s are not supported", what)
+	}
+	return nil
+}
+
 // section runs parse when id is want (an optional part of the header
 // that starts with want) and returns the id that follows; any other id is
 // returned as it is.

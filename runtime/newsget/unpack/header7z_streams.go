@@ -111,12 +111,8 @@ func (h *headerCheck) unpackInfo(s *streams7z) error {
 	if err != nil {
 		return err
 	}
-	external, err := h.byte()
-	if err != nil {
+	if err := h.notExternal("folders"); err != nil {
 		return err
-	}
-	if external > 0 {
-		return refuse7z("external folders are not supported")
 	}
 	if folders > uint64(len(h.b)-h.off) { // a folder is several bytes
 		return refuse7z("%d folders in the %d bytes left", folders, len(h.b)-h.off)
