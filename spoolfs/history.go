@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/newsflow/newsflow/spoolfs/records"
 )
 
 // Status is what the history knows about a message-id. It maps directly to
@@ -493,7 +495,7 @@ func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int
 		h.tail, h.tailOff = h.tail[:0], end
 		sc, done := newLogScanner(f, end)
 		b := newReplayBatch()
-		valid, err := sc.scan(histHeaderSize, func(off int64, rb []byte) error {
+		valid, err := sc.Scan(histHeaderSize, func(off int64, rb []byte) error {
 			r := decodeHistRecord(rb)
 			if rec != nil {
 				rec(off, r)
@@ -642,11 +644,11 @@ func (h *History) loggedID(hv uint64, off int64) bool {
 // newLogScanner returns a scanner over the log of f up to end whose
 // window is off the Go heap, and the function that frees it: a replay of
 // the whole log then leaves no garbage for the collector.
-func newLogScanner(f *os.File, end int64) (*scanner, func()) {
+func newLogScanner(f *os.File, end int64) (*records.Scanner, func()) {
 	const chunk = 1 << 20 // records are at most 287 octets
 	buf := allocTable(chunk)
-	sc := newScanner(f, end, histRecMagic, parseHistRecord)
-	sc.buf, sc.chunk = buf[:0], chunk
+	sc := records.NewScanner(f, end, histRecMagic, parseHistRecord)
+	sc.UseBuffer(buf[:0:chunk])
 	return sc, func() { freeTable(buf) }
 }
 
@@ -707,7 +709,7 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 	h.mu.Lock()
 	old, oldEnd := h.log, s.hoff
 	sc, done := newLogScanner(old, oldEnd)
-	_, err = sc.scan(histHeaderSize, func(off int64, b []byte) error {
+	_, err = sc.Scan(histHeaderSize, func(off int64, b []byte) error {
 		r := decodeHistRecord(b)
 		if r.kind != kindArticle && r.kind != kindReject || !h.indexedAt(r.msgid, off) {
 			return nil // a checkpoint, a forget, or an entry since forgotten

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/newsflow/newsflow/spoolfs/records"
 )
 
 // OpenSpool opens the spool in dir, creating it if needed, and recovers from
@@ -295,9 +297,9 @@ func (s *Spool) scanAfterCheckpoint() ([]*segment, error) {
 		}
 		seg.f = f
 		s.nopen++
-		sc := newScanner(f, seg.written, recMagic, parseRecord)
+		sc := records.NewScanner(f, seg.written, recMagic, parseRecord)
 		sealed := false
-		end, err := sc.scan(start, func(off int64, b []byte) error {
+		end, err := sc.Scan(start, func(off int64, b []byte) error {
 			r := viewRecord(off, b)
 			seg.newest = max(seg.newest, r.hdr.arrived)
 			switch r.hdr.kind {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/spoolfs/records"
 )
 
 // scanEvent is a record or a corrupt region seen by a scan.
@@ -16,10 +17,10 @@ type scanEvent struct {
 // scanAll runs the windowed scanner over b with the given window size.
 func scanAll(t *testing.T, b []byte, magic []byte, parse func([]byte) (int, int, bool), chunk int) ([]scanEvent, int64) {
 	t.Helper()
-	sc := newScanner(bytes.NewReader(b), int64(len(b)), magic, parse)
-	sc.chunk = chunk
+	sc := records.NewScanner(bytes.NewReader(b), int64(len(b)), magic, parse)
+	sc.UseBuffer(make([]byte, 0, chunk))
 	var ev []scanEvent
-	end, err := sc.scan(0, func(off int64, rec []byte) error {
+	end, err := sc.Scan(0, func(off int64, rec []byte) error {
 		if _, _, ok := parse(rec); !ok {
 			t.Errorf("scanner returned an invalid record at %d", off)
 		}

@@ -49,6 +49,8 @@ import (
 	"slices"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/newsflow/newsflow/spoolfs/records"
 )
 
 const (
@@ -154,29 +156,6 @@ func parseBodyRecord(b []byte) (number int64, text []byte, n int, ok bool) {
 	return number, text, bodyHeader + size + bodyTrailer, true
 }
 
-// reader reads a file through a window of window bytes.
-type reader struct {
-	r     io.ReaderAt
-	size  int64
-	buf   []byte
-	start int64 // file offset of buf[0]
-}
-
-// at returns the file's bytes from off, up to window of them (fewer at
-// the end of the file), reading a new window when off is outside the one
-// held or fewer than need bytes of it are left.
-func (r *reader) at(off int64, need int64) ([]byte, error) {
-	if off < r.start || off+need > r.start+int64(len(r.buf)) {
-		r.buf = r.buf[:cap(r.buf)]
-		n, err := r.r.ReadAt(r.buf[:min(int64(len(r.buf)), r.size-off)], off)
-		if err != nil && err != io.EOF {
-			return nil, err
-		}
-		r.buf, r.start = r.buf[:n], off
-	}
-	return r.buf[off-r.start:], nil
-}
-
 // bodyRecord is one record found in a body file.
 type bodyRecord struct {
 	off    int64
@@ -185,55 +164,39 @@ type bodyRecord struct {
 }
 
 // scanBody reads a body file of size bytes, calling fn for every good
-// record in order (numbers ascending). A bad stretch is skipped to the
-// next good record; it is reported as a damage span [from, to) with the
-// numbers of the good records around it (0 when none). It returns the end
-// of the last good record: what lies past it is a damaged tail.
+// record in order (numbers ascending: a record numbered at or below the
+// one before it is damage). A bad stretch is skipped to the next good
+// record; it is reported as a damage span [from, to) with the numbers of
+// the good records around it (0 when none). It returns the end of the last
+// good record: what lies past it is a damaged tail.
 func scanBody(ra io.ReaderAt, size int64, fn func(bodyRecord), damage func(from, to, before, after int64)) (end int64, err error) {
-	r := &reader{r: ra, size: size, buf: make([]byte, window), start: -1}
-	r.buf = r.buf[:0]
-	var off, last int64
-	for off < size {
-		b, err := r.at(off, min(maxBodyRecord, size-off))
-		if err != nil {
-			return end, err
+	var last int64
+	parse := func(b []byte) (n, need int, ok bool) {
+		if len(b) < bodyHeader {
+			return 0, bodyHeader, false
 		}
-		if number, text, n, ok := parseBodyRecord(b); ok && number > last {
-			fn(bodyRecord{off: off, number: number, text: text})
-			off += int64(n)
-			end, last = off, number
-			continue
+		if !bytes.HasPrefix(b, bodyMagic) || binary.BigEndian.Uint32(b[14:]) != crc32.ChecksumIEEE(b[:14]) {
+			return 0, 0, false
 		}
-		// Damage: look for the next good record.
-		bad := off
-		found := false
-		for off++; off < size && !found; {
-			b, err := r.at(off, min(maxBodyRecord, size-off))
-			if err != nil {
-				return end, err
-			}
-			i := bytes.Index(b, bodyMagic)
-			if i < 0 {
-				off += int64(max(len(b)-1, 1))
-				continue
-			}
-			off += int64(i)
-			b, err = r.at(off, min(maxBodyRecord, size-off))
-			if err != nil {
-				return end, err
-			}
-			if number, _, _, ok := parseBodyRecord(b); ok && number > last {
-				found = true
-				damage(bad, off, last, number)
-				break
-			}
-			off++
+		if size := int(binary.BigEndian.Uint32(b[10:])); size <= MaxBodyText && len(b) < bodyHeader+size+bodyTrailer {
+			return 0, bodyHeader + size + bodyTrailer, false
 		}
-		if !found {
-			return end, nil
-		}
+		number, _, n, ok := parseBodyRecord(b)
+		return n, 0, ok && number > last
 	}
-	return end, nil
+	sc := records.NewScanner(ra, size, bodyMagic, parse)
+	sc.UseBuffer(make([]byte, 0, window))
+	var bad [2]int64 // a damage span waiting for the number of the record after it
+	return sc.Scan(0, func(off int64, b []byte) error {
+		number, text, _, _ := parseBodyRecord(b)
+		if bad[1] > 0 {
+			damage(bad[0], bad[1], last, number)
+			bad = [2]int64{}
+		}
+		fn(bodyRecord{off: off, number: number, text: text})
+		last = number
+		return nil
+	}, func(off, n int64) { bad = [2]int64{off, off + n} })
 }
 
 // loadBodies reads the body file at path of a group whose overview rows
