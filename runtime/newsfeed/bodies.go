@@ -43,10 +43,12 @@ type spoolBodies struct {
 // sending. It only grows; it holds damaged or vanished articles, which are
 // rare.
 //
-// It also remembers which large articles were verified lately (ok), so
-// that an article fed to several peers is read and CRC-checked once, not
-// once per peer: on 500 KB articles to four peers the repeated checks were
-// half of newsfeed's CPU time.
+// It also remembers which articles were found sendable lately (ok), so
+// that an article fed to several peers is looked up in the history once,
+// and a large one read and CRC-checked once, not once per peer: on 500 KB
+// articles to four peers the repeated checks were half of newsfeed's CPU
+// time, and on 2 KB articles to four peers the repeated history lookups
+// about a tenth.
 type badBodies struct {
 	log *slog.Logger
 	n   atomic.Int64
@@ -54,14 +56,22 @@ type badBodies struct {
 	ok  verifiedBodies
 }
 
-// verifiedBodies is a bounded set of the articles whose CRC was checked
-// lately, keyed by token and message-id (a token names the same bytes for
-// the life of the process; the id guards against a spool that reused the
-// offsets of a lost article). Two generations of at most verifiedMax
-// entries each: when the current one is full it becomes the old one, so
-// an article verified within the last verifiedMax checks is still known.
+// verifiedBodies is a bounded set of the articles Relay.sendable found
+// sendable lately (the history named this copy, or its record header
+// matched, and a large one's CRC checked), keyed by token and message-id
+// (a token names the same bytes for the life of the process; the id guards
+// against a spool that reused the offsets of a lost article). Two
+// generations of at most verifiedMax entries each: when the current one is
+// full it becomes the old one, so an article found sendable within the
+// last verifiedMax checks is still known.
+//
+// What could make a known article unsendable is dropped from it: an
+// article found lost (forget), and everything when the relay expires the
+// spool or the history (reset). gen counts the resets, so that a check
+// that began before one does not add its finding after it (add's seen).
 type verifiedBodies struct {
 	mu       sync.Mutex
+	gen      uint64
 	cur, old map[verifiedKey]struct{}
 }
 
@@ -71,7 +81,7 @@ type verifiedKey struct{ token, id string }
 // verifiedMax bounds each generation of verifiedBodies: at two
 // generations of about 100 bytes per entry, under 1 MB in all. It is far
 // more than the articles in flight to all peers at once.
-const verifiedMax = 4096
+const verifiedMax = 8192
 
 // has reports whether the article was verified lately.
 func (v *verifiedBodies) has(token, id string) bool {
@@ -85,10 +95,22 @@ func (v *verifiedBodies) has(token, id string) bool {
 	return ok
 }
 
-// add remembers that the article was verified.
-func (v *verifiedBodies) add(token, id string) {
+// generation returns the count of resets so far, to pass to add.
+func (v *verifiedBodies) generation() uint64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	return v.gen
+}
+
+// add remembers that the article was found sendable by a check that began
+// at generation seen; a reset since then makes it a no-op (the check may
+// have read what the reset was about to drop).
+func (v *verifiedBodies) add(seen uint64, token, id string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.gen != seen {
+		return
+	}
 	if len(v.cur) >= verifiedMax {
 		v.old, v.cur = v.cur, nil
 	}
@@ -104,6 +126,14 @@ func (v *verifiedBodies) forget(token, id string) {
 	defer v.mu.Unlock()
 	delete(v.cur, verifiedKey{token, id})
 	delete(v.old, verifiedKey{token, id})
+}
+
+// reset forgets every article: the spool or the history dropped some.
+func (v *verifiedBodies) reset() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.gen++
+	v.cur, v.old = nil, nil
 }
 
 // add remembers token, logging why the first time.
@@ -139,8 +169,12 @@ var verifyBufs = sync.Pool{New: func() any { return new([]byte) }}
 // sendable reports whether the article id at tok can be offered: the
 // spool holds it, it is this article (the history names this copy, or
 // else the record's header says so) and, for one sent by sendfile, its
-// CRC checks. A damaged one is
-// remembered in badBodies and forgotten by the history.
+// CRC checks. A damaged one is remembered in badBodies and forgotten by
+// the history.
+//
+// All but the first check are done once for an article offered to several
+// peers (badBodies.ok); the spool's own check (Holds, no I/O) is done
+// every time, so an article whose segment expired is never offered.
 func (r *Relay) sendable(id, token string, tok spoolfs.Token) bool {
 	if r.badBodies.has(token) {
 		r.forgetLost(id, token) // found bad by the send path
@@ -149,6 +183,11 @@ func (r *Relay) sendable(id, token string, tok spoolfs.Token) bool {
 	if !r.spool.Holds(tok) {
 		return false // expired or cut off: settled as missing, as ever
 	}
+	ok := &r.badBodies.ok
+	if ok.has(token, id) {
+		return true // checked for another peer a moment ago
+	}
+	gen := ok.generation()
 	if e, ok := r.spool.History().Lookup(id); (!ok || e.Token != tok) && !r.spool.Matches(tok, id) {
 		// The history no longer names this copy (the open found it cut
 		// off and forgot it, or history expiry dropped the id) and the
@@ -156,21 +195,20 @@ func (r *Relay) sendable(id, token string, tok spoolfs.Token) bool {
 		// one by now.
 		return false
 	}
-	if int64(tok.Len) <= drive.SmallBody {
-		return true // the append path checks its CRC as it copies it
+	if int64(tok.Len) > drive.SmallBody {
+		// Sent by sendfile, which never looks at the bytes: check them
+		// now. (The append path checks a small one's CRC as it copies
+		// it.)
+		bp := verifyBufs.Get().(*[]byte)
+		var err error
+		*bp, err = r.spool.Verify(tok, *bp)
+		verifyBufs.Put(bp)
+		if err != nil {
+			r.lostArticle(id, token, err)
+			return false
+		}
 	}
-	if r.badBodies.ok.has(token, id) {
-		return true // checked for another peer a moment ago
-	}
-	bp := verifyBufs.Get().(*[]byte)
-	var err error
-	*bp, err = r.spool.Verify(tok, *bp)
-	verifyBufs.Put(bp)
-	if err != nil {
-		r.lostArticle(id, token, err)
-		return false
-	}
-	r.badBodies.ok.add(token, id)
+	ok.add(gen, token, id)
 	return true
 }
 

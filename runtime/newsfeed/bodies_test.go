@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
@@ -51,7 +52,7 @@ func TestVerifiedBodiesBounded(t *testing.T) {
 	tok := func(i int) string { return fmt.Sprintf("@%032X@", i) }
 	n := 5*verifiedMax + 17
 	for i := range n {
-		v.add(tok(i), "<a@b>")
+		v.add(0, tok(i), "<a@b>")
 	}
 	if got := len(v.cur) + len(v.old); got > 2*verifiedMax {
 		t.Errorf("%d entries after %d adds, want at most %d", got, n, 2*verifiedMax)
@@ -73,6 +74,67 @@ func TestVerifiedBodiesBounded(t *testing.T) {
 	v.forget(tok(n-1), "<a@b>")
 	if v.has(tok(n-1), "<a@b>") {
 		t.Error("has = true after forget")
+	}
+}
+
+// TestVerifiedBodiesReset: a reset forgets every article, and a check
+// that began before the reset (its generation) cannot add what it found
+// after it, since the reset may have been about to drop just that.
+func TestVerifiedBodiesReset(t *testing.T) {
+	var v verifiedBodies
+	before := v.generation()
+	v.add(before, "@A@", "<a@b>")
+	v.reset()
+	if v.has("@A@", "<a@b>") {
+		t.Error("has = true after reset")
+	}
+	v.add(before, "@B@", "<b@b>")
+	if v.has("@B@", "<b@b>") {
+		t.Error("a check begun before the reset added its article after it")
+	}
+	v.add(v.generation(), "@C@", "<c@b>")
+	if !v.has("@C@", "<c@b>") {
+		t.Error("a check begun after the reset did not add its article")
+	}
+}
+
+// TestSendableAfterSpoolExpiry: Relay.sendable remembers an article it
+// found sendable for the next peer, but never past the spool: once the
+// spool expired the article's segment (here the spool alone, without
+// Relay.Expire resetting what sendable remembers), it is not sendable.
+func TestSendableAfterSpoolExpiry(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down", Close: true})
+	cfg := relayConfig(t, t.TempDir(), peerText("p", s, "connections = 1"))
+	h := startRelay(t, cfg, func(o *Options) { o.SegmentSize = 4 << 10 })
+	var arts [][]byte
+	for i := range 40 {
+		arts = append(arts, testArticle(fmt.Sprintf("<x%d@t>", i), "misc.test", "up!x", 10))
+	}
+	if res := h.r.Inject(context.Background(), arts); res.Accepted != 40 {
+		t.Fatalf("inject: %s", res)
+	}
+	const id = "<x0@t>"
+	e, ok := h.r.Spool().History().Lookup(id)
+	if !ok {
+		t.Fatalf("%s not in the history", id)
+	}
+	for _, what := range []string{"first check", "second check (remembered)"} {
+		if !h.r.sendable(id, e.Token.String(), e.Token) {
+			t.Fatalf("%s: %s not sendable", what, id)
+		}
+	}
+	if !h.r.badBodies.ok.has(e.Token.String(), id) {
+		t.Fatalf("%s not remembered as sendable", id)
+	}
+	if _, err := h.r.Spool().Expire(time.Now().Add(48*time.Hour), 24*time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	if h.r.Spool().Holds(e.Token) {
+		t.Fatalf("the spool still holds %s after expiring its segment", id)
+	}
+	if h.r.sendable(id, e.Token.String(), e.Token) {
+		t.Errorf("%s sendable after its segment expired", id)
 	}
 }
 
