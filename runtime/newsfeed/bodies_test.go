@@ -11,6 +11,7 @@ import (
 
 	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // TestCorruptArticleSettledMissing: a stored article whose bytes were
@@ -44,35 +45,60 @@ func TestCorruptArticleSettledMissing(t *testing.T) {
 	h.checkStats()
 }
 
-// TestVerifiedBodiesBounded checks the set of lately verified articles:
-// it knows what was added lately, forgets what is dropped, and keeps at
-// most two generations however many articles go by.
+// TestVerifiedBodiesBounded checks the cache of articles found sendable:
+// it knows what was added lately (most of the last thousand of a long run
+// of 2 KB articles), never an article it was not given (another id under
+// the same token, or another token in the same slot), and forgets what is
+// dropped.
 func TestVerifiedBodiesBounded(t *testing.T) {
 	var v verifiedBodies
-	tok := func(i int) string { return fmt.Sprintf("@%032X@", i) }
-	n := 5*verifiedMax + 17
+	tok := func(i int) spoolfs.Token {
+		return spoolfs.Token{Seg: 1 + uint32(i/100000), Off: 64 + uint64(i%100000)*2100, Len: 2000}
+	}
+	n := 5*verifiedSlots + 17
 	for i := range n {
 		v.add(0, tok(i), "<a@b>")
 	}
-	if got := len(v.cur) + len(v.old); got > 2*verifiedMax {
-		t.Errorf("%d entries after %d adds, want at most %d", got, n, 2*verifiedMax)
-	}
 	for _, tc := range []struct {
-		what      string
-		token, id string
-		want      bool
+		what  string
+		token spoolfs.Token
+		id    string
+		want  bool
 	}{
 		{"the last one added", tok(n - 1), "<a@b>", true},
-		{"one a generation ago", tok(n - verifiedMax - 1), "<a@b>", true},
-		{"the first one, long gone", tok(0), "<a@b>", false},
 		{"the last token under another id (offsets reused)", tok(n - 1), "<c@d>", false},
+		{"a token never added", spoolfs.Token{Seg: 99, Off: 64, Len: 2000}, "<a@b>", false},
 	} {
 		if got := v.has(tc.token, tc.id); got != tc.want {
 			t.Errorf("%s: has = %v, want %v", tc.what, got, tc.want)
 		}
 	}
-	v.forget(tok(n-1), "<a@b>")
-	if v.has(tok(n-1), "<a@b>") {
+	known := 0
+	for i := n - 1000; i < n; i++ {
+		if v.has(tok(i), "<a@b>") {
+			known++
+		}
+	}
+	if known < 900 {
+		t.Errorf("%d of the last 1000 articles added are known, want at least 900", known)
+	}
+	// Two tokens that share a slot: the later one takes it.
+	a := tok(0)
+	sa, ia := v.slot(a)
+	b := a
+	for j := 1; ; j++ {
+		b = spoolfs.Token{Seg: 7, Off: 64 + uint64(j)*2100, Len: 2000}
+		if sb, ib := v.slot(b); sb == sa && ib == ia {
+			break
+		}
+	}
+	v.add(0, a, "<a@b>")
+	v.add(0, b, "<b@b>")
+	if v.has(a, "<a@b>") || !v.has(b, "<b@b>") {
+		t.Errorf("after adding two tokens of one slot: has(first) = %v, has(second) = %v; want false, true", v.has(a, "<a@b>"), v.has(b, "<b@b>"))
+	}
+	v.forget(b, "<b@b>")
+	if v.has(b, "<b@b>") {
 		t.Error("has = true after forget")
 	}
 }
@@ -82,18 +108,19 @@ func TestVerifiedBodiesBounded(t *testing.T) {
 // after it, since the reset may have been about to drop just that.
 func TestVerifiedBodiesReset(t *testing.T) {
 	var v verifiedBodies
+	tA, tB, tC := spoolfs.Token{Seg: 1, Off: 100, Len: 10}, spoolfs.Token{Seg: 1, Off: 200, Len: 10}, spoolfs.Token{Seg: 1, Off: 300, Len: 10}
 	before := v.generation()
-	v.add(before, "@A@", "<a@b>")
+	v.add(before, tA, "<a@b>")
 	v.reset()
-	if v.has("@A@", "<a@b>") {
+	if v.has(tA, "<a@b>") {
 		t.Error("has = true after reset")
 	}
-	v.add(before, "@B@", "<b@b>")
-	if v.has("@B@", "<b@b>") {
+	v.add(before, tB, "<b@b>")
+	if v.has(tB, "<b@b>") {
 		t.Error("a check begun before the reset added its article after it")
 	}
-	v.add(v.generation(), "@C@", "<c@b>")
-	if !v.has("@C@", "<c@b>") {
+	v.add(v.generation(), tC, "<c@b>")
+	if !v.has(tC, "<c@b>") {
 		t.Error("a check begun after the reset did not add its article")
 	}
 }
@@ -124,7 +151,7 @@ func TestSendableAfterSpoolExpiry(t *testing.T) {
 			t.Fatalf("%s: %s not sendable", what, id)
 		}
 	}
-	if !h.r.badBodies.ok.has(e.Token.String(), id) {
+	if !h.r.badBodies.ok.has(e.Token, id) {
 		t.Fatalf("%s not remembered as sendable", id)
 	}
 	if _, err := h.r.Spool().Expire(time.Now().Add(48*time.Hour), 24*time.Hour, 0); err != nil {
