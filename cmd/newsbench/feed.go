@@ -498,7 +498,7 @@ func (b *feedBench) report(loadBefore, loadAfter string) {
 			meds[c.name][f] = md
 			cpuS, rssS := "-", "-"
 			if md.cpu > 0 {
-				cpuS = fmt.Sprintf("%.3f", md.cpu)
+				cpuS = fmt.Sprintf("%.4f", md.cpu)
 			}
 			if md.rss > 0 {
 				rssS = fmt.Sprintf("%.1f", md.rss)
@@ -541,6 +541,11 @@ func (b *feedBench) report(loadBefore, loadAfter string) {
 			if cp, have := m[feederCopy]; have {
 				// newsfeed's MB/s as a fraction of the loopback copy's.
 				Ratio(w, c.name+v.suffix+"-vs-loopback", "mb_per_s", nf.mb, cp.mb)
+			}
+			if cmp, have := m[feederCompare]; have {
+				// This build against the -compare build, same run.
+				Ratio(w, c.name+v.suffix+"-vs-compare", "art_per_s", nf.art, cmp.art)
+				Ratio(w, c.name+v.suffix+"-vs-compare", "cpu_per_1k", nf.cpu, cmp.cpu)
 			}
 		}
 	}

@@ -112,7 +112,58 @@ func AppendLine(dst []byte, e Entry) []byte {
 // with Size 0 and a zero Offered time. Anything else (missing LF, empty or
 // extra fields, octets outside %x21-7E, an attempts field that is not a
 // canonical decimal in 1..MaxAttempts) is an error wrapping ErrBadLine.
+//
+// A replayed backlog is parsed line by line as the peer's connections
+// take it (draining 2 KB articles to four peers, ParseLine was ~11% of
+// newsfeed's CPU), so a well-formed line takes one pass over its octets
+// and one allocation, for the token and the message-id together. Any line
+// that pass does not accept as it stands goes through parseLineFields,
+// which says what is wrong (the errors are the same either way).
 func ParseLine(line []byte) (Entry, error) {
+	n := len(line)
+	if n == 0 || line[n-1] != '\n' {
+		return parseLineFields(line)
+	}
+	body := line[:n-1]
+	sp1, sp2 := -1, -1 // the spaces after the token and after the id
+	for i, c := range body {
+		if c-0x21 <= 0x7e-0x21 { // %x21-7E, in one unsigned compare
+			continue
+		}
+		switch {
+		case c != ' ':
+			return parseLineFields(line) // an octet no field may hold
+		case sp1 < 0:
+			sp1 = i
+		case sp2 < 0:
+			sp2 = i
+		default:
+			return parseLineFields(line) // a fourth field
+		}
+	}
+	end := len(body) // of the message-id
+	if sp2 >= 0 {
+		end = sp2
+	}
+	if sp1 <= 0 || sp1 > MaxTokenLen || end-sp1-1 < 3 || end-sp1-1 > MaxMessageIDLen ||
+		body[sp1+1] != '<' || body[end-1] != '>' {
+		return parseLineFields(line)
+	}
+	s := string(body[:end])
+	e := Entry{Token: s[:sp1], MessageID: s[sp1+1:]}
+	if sp2 >= 0 {
+		a, err := parseAttempts(body[sp2+1:])
+		if err != nil {
+			return Entry{}, err
+		}
+		e.Attempts = a
+	}
+	return e, nil
+}
+
+// parseLineFields is ParseLine field by field, with an error that says
+// which field is wrong and how.
+func parseLineFields(line []byte) (Entry, error) {
 	n := len(line)
 	if n == 0 || line[n-1] != '\n' {
 		return Entry{}, fmt.Errorf("%w: no LF at the end", ErrBadLine)

@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,11 +174,18 @@ func FuzzParseLine(f *testing.F) {
 		innToken + " <i.am.an.article@example.com>\n",
 		"@a@ <a@x> 3\n", "@a@ <a@x>", "@a@ <a@\x00\x00\n", "\n", "@a@ <a@x> 01\n",
 		"@a@ <a@x> 1 2\n", "@a@  <a@x>\n", "@a@ <a@x>\r\n",
+		" <a@x>\n", "@a@ <a@x> \n", "@a@ a@x>\n", "@a@ <a@x\n", "@a@ <>\n", "@a@ <a>\n",
+		"@a@ <a@x> 11\n", "@a@ <a@x> 1\x7f\n", "@a@\n", "@a@ <a@x>\n\n",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		got, err := ParseLine(line)
+		// The one-pass parse and the field-by-field one agree, errors too.
+		slow, serr := parseLineFields(line)
+		if got != slow || fmt.Sprint(err) != fmt.Sprint(serr) {
+			t.Fatalf("ParseLine(%q) = %+v, %v; parseLineFields %+v, %v", line, got, err, slow, serr)
+		}
 		want, ok := referenceParseLine(line)
 		if (err == nil) != ok {
 			t.Fatalf("ParseLine(%q) error %v, reference accepts %v", line, err, ok)

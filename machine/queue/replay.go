@@ -132,7 +132,8 @@ func (q *Queue) checkpoint(now time.Time) {
 // pump takes at most one step with the replay file, so that a failure the
 // owner reports always concerns the step just taken: retry a stuck delete,
 // delete a drained file, promote the oldest ready backlog file, or ask for a
-// refill of the empty memory queue (checkpointing first).
+// refill of the empty memory queue (checkpointing first, unless the last
+// checkpoint is younger than RefillCheckpointGap).
 func (q *Queue) pump(now time.Time) {
 	if q.state != Running {
 		return
@@ -166,7 +167,7 @@ func (q *Queue) pump(now time.Time) {
 		if !want {
 			return
 		}
-		if q.rp.doneOff > q.rp.ckptOff {
+		if q.rp.doneOff > q.rp.ckptOff && now.Sub(q.rp.lastCkpt) >= q.cfg.RefillCheckpointGap {
 			q.checkpoint(now)
 		}
 		q.emit(ReadReplay{Offset: q.rp.readOff, Max: q.half})

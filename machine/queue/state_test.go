@@ -591,7 +591,7 @@ func transitionCases() []transitionCase {
 			wantReplay:  ReplayReading,
 		},
 		{
-			name: "a refill checkpoints the settled batches first",
+			name: "a refill RefillCheckpointGap after the last checkpoint checkpoints the settled batches first",
 			setup: func(h *harness) {
 				offerDown(h, "a", "b", "c", "d", "e", "f", "g")
 				h.up(1)
@@ -603,10 +603,32 @@ func transitionCases() []transitionCase {
 				h.done(1, "a", OutcomeAccepted)
 				h.done(1, "b", OutcomeAccepted)
 				h.done(1, "c", OutcomeAccepted)
+				h.now = h.now.Add(time.Second) // the promote counts as a checkpoint
 			},
 			input:       func(h *harness) []string { return h.next(1, 3) },
 			wantNext:    []string{"d", "e", "f"},
 			wantActions: []Action{Checkpoint{Offset: 30, Left: 4}, ReadReplay{Offset: 60, Max: 3}},
+			wantStats:   Stats{Offered: 7, Accepted: 3, InFlight: 3, Replay: 1, BacklogBytes: 70},
+			wantReplay:  ReplayReading,
+		},
+		{
+			name: "a refill sooner than RefillCheckpointGap after the last checkpoint reads without one",
+			setup: func(h *harness) {
+				offerDown(h, "a", "b", "c", "d", "e", "f", "g")
+				h.up(1)
+				h.q.Next(h.now, 1)
+				h.step("Next")
+				h.read([]Entry{disked(ent("a"), 0), disked(ent("b"), 0), disked(ent("c"), 0)}, 30, false)
+				h.next(1, 3)
+				h.read([]Entry{disked(ent("d"), 0), disked(ent("e"), 0), disked(ent("f"), 0)}, 60, false)
+				h.done(1, "a", OutcomeAccepted)
+				h.done(1, "b", OutcomeAccepted)
+				h.done(1, "c", OutcomeAccepted)
+				h.now = h.now.Add(time.Second - time.Millisecond)
+			},
+			input:       func(h *harness) []string { return h.next(1, 3) },
+			wantNext:    []string{"d", "e", "f"},
+			wantActions: []Action{ReadReplay{Offset: 60, Max: 3}},
 			wantStats:   Stats{Offered: 7, Accepted: 3, InFlight: 3, Replay: 1, BacklogBytes: 70},
 			wantReplay:  ReplayReading,
 		},

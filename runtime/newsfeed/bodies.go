@@ -43,10 +43,12 @@ type spoolBodies struct {
 // sending. It only grows; it holds damaged or vanished articles, which are
 // rare.
 //
-// It also remembers which large articles were verified lately (ok), so
-// that an article fed to several peers is read and CRC-checked once, not
-// once per peer: on 500 KB articles to four peers the repeated checks were
-// half of newsfeed's CPU time.
+// It also remembers which articles were found sendable lately (ok), so
+// that an article fed to several peers is looked up in the history once,
+// and a large one read and CRC-checked once, not once per peer: on 500 KB
+// articles to four peers the repeated checks were half of newsfeed's CPU
+// time, and on 2 KB articles to four peers the repeated history lookups
+// about a tenth.
 type badBodies struct {
 	log *slog.Logger
 	n   atomic.Int64
@@ -54,56 +56,104 @@ type badBodies struct {
 	ok  verifiedBodies
 }
 
-// verifiedBodies is a bounded set of the articles whose CRC was checked
-// lately, keyed by token and message-id (a token names the same bytes for
-// the life of the process; the id guards against a spool that reused the
-// offsets of a lost article). Two generations of at most verifiedMax
-// entries each: when the current one is full it becomes the old one, so
-// an article verified within the last verifiedMax checks is still known.
+// verifiedBodies remembers the articles Relay.sendable found sendable
+// lately (the history named this copy, or its record header matched, and
+// a large one's CRC checked), each by token and message-id (a token names
+// the same bytes for the life of the process; the id guards against a
+// spool that reused the offsets of a lost article).
+//
+// It is a direct-mapped cache: a token's hash picks one slot, and a new
+// article takes the slot from whatever was there, so it holds at most
+// verifiedSlots articles and forgetting one early only costs a check
+// again. It answers yes only for the very token and id added. The slots
+// are split among shards with a lock each: every peer connection's agent
+// asks it for every article, and one lock (with maps of two generations)
+// was ~8% of newsfeed's CPU on 2 KB articles to four peers, most of it
+// waiting and hashing.
+//
+// What could make a known article unsendable is dropped from it: an
+// article found lost (forget), and everything when the relay expires the
+// spool or the history (reset). gen counts the resets, so that a check
+// that began before one does not add its finding after it (add's seen).
 type verifiedBodies struct {
-	mu       sync.Mutex
-	cur, old map[verifiedKey]struct{}
+	gen    atomic.Uint64
+	shards [verifiedShards]verifiedShard
 }
 
-// verifiedKey names one verified article.
-type verifiedKey struct{ token, id string }
-
-// verifiedMax bounds each generation of verifiedBodies: at two
-// generations of about 100 bytes per entry, under 1 MB in all. It is far
-// more than the articles in flight to all peers at once.
-const verifiedMax = 4096
-
-// has reports whether the article was verified lately.
-func (v *verifiedBodies) has(token, id string) bool {
-	k := verifiedKey{token, id}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	_, ok := v.cur[k]
-	if !ok {
-		_, ok = v.old[k]
-	}
-	return ok
+// verifiedShard is one lock's part of verifiedBodies.
+type verifiedShard struct {
+	mu    sync.Mutex
+	slots [verifiedSlots / verifiedShards]verifiedSlot
+	_     [64]byte // keeps the next shard's lock off this cache line
 }
 
-// add remembers that the article was verified.
-func (v *verifiedBodies) add(token, id string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if len(v.cur) >= verifiedMax {
-		v.old, v.cur = v.cur, nil
-	}
-	if v.cur == nil {
-		v.cur = make(map[verifiedKey]struct{}, verifiedMax)
-	}
-	v.cur[verifiedKey{token, id}] = struct{}{}
+// verifiedSlot holds one article found sendable; id "" is an empty slot.
+type verifiedSlot struct {
+	tok spoolfs.Token
+	id  string
 }
 
-// forget drops an article found bad after it was verified.
-func (v *verifiedBodies) forget(token, id string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.cur, verifiedKey{token, id})
-	delete(v.old, verifiedKey{token, id})
+// verifiedSlots bounds verifiedBodies: at about 40 bytes a slot (and the
+// message-id it keeps alive), about 1.5 MB. It is far more than the
+// articles in flight to all peers at once.
+const (
+	verifiedSlots  = 16384
+	verifiedShards = 64
+)
+
+// slot returns the shard and slot of tok.
+func (v *verifiedBodies) slot(tok spoolfs.Token) (*verifiedShard, int) {
+	h := (uint64(tok.Seg)<<40 ^ tok.Off ^ uint64(tok.Len)<<20) * 0x9e3779b97f4a7c15
+	i := int(h >> (64 - 14)) // 14 bits: verifiedSlots
+	return &v.shards[i%verifiedShards], i / verifiedShards
+}
+
+// has reports whether the article was found sendable lately.
+func (v *verifiedBodies) has(tok spoolfs.Token, id string) bool {
+	sh, i := v.slot(tok)
+	sh.mu.Lock()
+	e := sh.slots[i]
+	sh.mu.Unlock()
+	return e.id != "" && e.tok == tok && e.id == id
+}
+
+// generation returns the count of resets so far, to pass to add.
+func (v *verifiedBodies) generation() uint64 { return v.gen.Load() }
+
+// add remembers that the article was found sendable by a check that began
+// at generation seen; a reset since then makes it a no-op (the check may
+// have read what the reset was about to drop).
+func (v *verifiedBodies) add(seen uint64, tok spoolfs.Token, id string) {
+	sh, i := v.slot(tok)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	// Under the shard's lock: a reset bumps gen before it clears the
+	// shards, so either this sees the new gen or the reset clears this.
+	if v.gen.Load() != seen {
+		return
+	}
+	sh.slots[i] = verifiedSlot{tok: tok, id: id}
+}
+
+// forget drops an article found bad after it was found sendable.
+func (v *verifiedBodies) forget(tok spoolfs.Token, id string) {
+	sh, i := v.slot(tok)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.slots[i]; e.tok == tok && e.id == id {
+		sh.slots[i] = verifiedSlot{}
+	}
+}
+
+// reset forgets every article: the spool or the history dropped some.
+func (v *verifiedBodies) reset() {
+	v.gen.Add(1)
+	for i := range v.shards {
+		sh := &v.shards[i]
+		sh.mu.Lock()
+		clear(sh.slots[:])
+		sh.mu.Unlock()
+	}
 }
 
 // add remembers token, logging why the first time.
@@ -139,8 +189,12 @@ var verifyBufs = sync.Pool{New: func() any { return new([]byte) }}
 // sendable reports whether the article id at tok can be offered: the
 // spool holds it, it is this article (the history names this copy, or
 // else the record's header says so) and, for one sent by sendfile, its
-// CRC checks. A damaged one is
-// remembered in badBodies and forgotten by the history.
+// CRC checks. A damaged one is remembered in badBodies and forgotten by
+// the history.
+//
+// All but the first check are done once for an article offered to several
+// peers (badBodies.ok); the spool's own check (Holds, no I/O) is done
+// every time, so an article whose segment expired is never offered.
 func (r *Relay) sendable(id, token string, tok spoolfs.Token) bool {
 	if r.badBodies.has(token) {
 		r.forgetLost(id, token) // found bad by the send path
@@ -149,6 +203,11 @@ func (r *Relay) sendable(id, token string, tok spoolfs.Token) bool {
 	if !r.spool.Holds(tok) {
 		return false // expired or cut off: settled as missing, as ever
 	}
+	ok := &r.badBodies.ok
+	if ok.has(tok, id) {
+		return true // checked for another peer a moment ago
+	}
+	gen := ok.generation()
 	if e, ok := r.spool.History().Lookup(id); (!ok || e.Token != tok) && !r.spool.Matches(tok, id) {
 		// The history no longer names this copy (the open found it cut
 		// off and forgot it, or history expiry dropped the id) and the
@@ -156,29 +215,28 @@ func (r *Relay) sendable(id, token string, tok spoolfs.Token) bool {
 		// one by now.
 		return false
 	}
-	if int64(tok.Len) <= drive.SmallBody {
-		return true // the append path checks its CRC as it copies it
+	if int64(tok.Len) > drive.SmallBody {
+		// Sent by sendfile, which never looks at the bytes: check them
+		// now. (The append path checks a small one's CRC as it copies
+		// it.)
+		bp := verifyBufs.Get().(*[]byte)
+		var err error
+		*bp, err = r.spool.Verify(tok, *bp)
+		verifyBufs.Put(bp)
+		if err != nil {
+			r.lostArticle(id, token, tok, err)
+			return false
+		}
 	}
-	if r.badBodies.ok.has(token, id) {
-		return true // checked for another peer a moment ago
-	}
-	bp := verifyBufs.Get().(*[]byte)
-	var err error
-	*bp, err = r.spool.Verify(tok, *bp)
-	verifyBufs.Put(bp)
-	if err != nil {
-		r.lostArticle(id, token, err)
-		return false
-	}
-	r.badBodies.ok.add(token, id)
+	ok.add(gen, tok, id)
 	return true
 }
 
 // lostArticle settles a stored article that cannot be read: reported
 // once, counted, and forgotten by the history when the history still names
 // this copy, so that upstream may offer it again.
-func (r *Relay) lostArticle(id, token string, err error) {
-	r.badBodies.ok.forget(token, id)
+func (r *Relay) lostArticle(id, token string, tok spoolfs.Token, err error) {
+	r.badBodies.ok.forget(tok, id)
 	r.badBodies.add(token, err)
 	r.forgetLost(id, token)
 }

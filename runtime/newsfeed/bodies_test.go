@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/newsflow/newsflow/runtime/drive"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // TestCorruptArticleSettledMissing: a stored article whose bytes were
@@ -43,36 +45,123 @@ func TestCorruptArticleSettledMissing(t *testing.T) {
 	h.checkStats()
 }
 
-// TestVerifiedBodiesBounded checks the set of lately verified articles:
-// it knows what was added lately, forgets what is dropped, and keeps at
-// most two generations however many articles go by.
+// TestVerifiedBodiesBounded checks the cache of articles found sendable:
+// it knows what was added lately (most of the last thousand of a long run
+// of 2 KB articles), never an article it was not given (another id under
+// the same token, or another token in the same slot), and forgets what is
+// dropped.
 func TestVerifiedBodiesBounded(t *testing.T) {
 	var v verifiedBodies
-	tok := func(i int) string { return fmt.Sprintf("@%032X@", i) }
-	n := 5*verifiedMax + 17
-	for i := range n {
-		v.add(tok(i), "<a@b>")
+	tok := func(i int) spoolfs.Token {
+		return spoolfs.Token{Seg: 1 + uint32(i/100000), Off: 64 + uint64(i%100000)*2100, Len: 2000}
 	}
-	if got := len(v.cur) + len(v.old); got > 2*verifiedMax {
-		t.Errorf("%d entries after %d adds, want at most %d", got, n, 2*verifiedMax)
+	n := 5*verifiedSlots + 17
+	for i := range n {
+		v.add(0, tok(i), "<a@b>")
 	}
 	for _, tc := range []struct {
-		what      string
-		token, id string
-		want      bool
+		what  string
+		token spoolfs.Token
+		id    string
+		want  bool
 	}{
 		{"the last one added", tok(n - 1), "<a@b>", true},
-		{"one a generation ago", tok(n - verifiedMax - 1), "<a@b>", true},
-		{"the first one, long gone", tok(0), "<a@b>", false},
 		{"the last token under another id (offsets reused)", tok(n - 1), "<c@d>", false},
+		{"a token never added", spoolfs.Token{Seg: 99, Off: 64, Len: 2000}, "<a@b>", false},
 	} {
 		if got := v.has(tc.token, tc.id); got != tc.want {
 			t.Errorf("%s: has = %v, want %v", tc.what, got, tc.want)
 		}
 	}
-	v.forget(tok(n-1), "<a@b>")
-	if v.has(tok(n-1), "<a@b>") {
+	known := 0
+	for i := n - 1000; i < n; i++ {
+		if v.has(tok(i), "<a@b>") {
+			known++
+		}
+	}
+	if known < 900 {
+		t.Errorf("%d of the last 1000 articles added are known, want at least 900", known)
+	}
+	// Two tokens that share a slot: the later one takes it.
+	a := tok(0)
+	sa, ia := v.slot(a)
+	b := a
+	for j := 1; ; j++ {
+		b = spoolfs.Token{Seg: 7, Off: 64 + uint64(j)*2100, Len: 2000}
+		if sb, ib := v.slot(b); sb == sa && ib == ia {
+			break
+		}
+	}
+	v.add(0, a, "<a@b>")
+	v.add(0, b, "<b@b>")
+	if v.has(a, "<a@b>") || !v.has(b, "<b@b>") {
+		t.Errorf("after adding two tokens of one slot: has(first) = %v, has(second) = %v; want false, true", v.has(a, "<a@b>"), v.has(b, "<b@b>"))
+	}
+	v.forget(b, "<b@b>")
+	if v.has(b, "<b@b>") {
 		t.Error("has = true after forget")
+	}
+}
+
+// TestVerifiedBodiesReset: a reset forgets every article, and a check
+// that began before the reset (its generation) cannot add what it found
+// after it, since the reset may have been about to drop just that.
+func TestVerifiedBodiesReset(t *testing.T) {
+	var v verifiedBodies
+	tA, tB, tC := spoolfs.Token{Seg: 1, Off: 100, Len: 10}, spoolfs.Token{Seg: 1, Off: 200, Len: 10}, spoolfs.Token{Seg: 1, Off: 300, Len: 10}
+	before := v.generation()
+	v.add(before, tA, "<a@b>")
+	v.reset()
+	if v.has(tA, "<a@b>") {
+		t.Error("has = true after reset")
+	}
+	v.add(before, tB, "<b@b>")
+	if v.has(tB, "<b@b>") {
+		t.Error("a check begun before the reset added its article after it")
+	}
+	v.add(v.generation(), tC, "<c@b>")
+	if !v.has(tC, "<c@b>") {
+		t.Error("a check begun after the reset did not add its article")
+	}
+}
+
+// TestSendableAfterSpoolExpiry: Relay.sendable remembers an article it
+// found sendable for the next peer, but never past the spool: once the
+// spool expired the article's segment (here the spool alone, without
+// Relay.Expire resetting what sendable remembers), it is not sendable.
+func TestSendableAfterSpoolExpiry(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down", Close: true})
+	cfg := relayConfig(t, t.TempDir(), peerText("p", s, "connections = 1"))
+	h := startRelay(t, cfg, func(o *Options) { o.SegmentSize = 4 << 10 })
+	var arts [][]byte
+	for i := range 40 {
+		arts = append(arts, testArticle(fmt.Sprintf("<x%d@t>", i), "misc.test", "up!x", 10))
+	}
+	if res := h.r.Inject(context.Background(), arts); res.Accepted != 40 {
+		t.Fatalf("inject: %s", res)
+	}
+	const id = "<x0@t>"
+	e, ok := h.r.Spool().History().Lookup(id)
+	if !ok {
+		t.Fatalf("%s not in the history", id)
+	}
+	for _, what := range []string{"first check", "second check (remembered)"} {
+		if !h.r.sendable(id, e.Token.String(), e.Token) {
+			t.Fatalf("%s: %s not sendable", what, id)
+		}
+	}
+	if !h.r.badBodies.ok.has(e.Token, id) {
+		t.Fatalf("%s not remembered as sendable", id)
+	}
+	if _, err := h.r.Spool().Expire(time.Now().Add(48*time.Hour), 24*time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	if h.r.Spool().Holds(e.Token) {
+		t.Fatalf("the spool still holds %s after expiring its segment", id)
+	}
+	if h.r.sendable(id, e.Token.String(), e.Token) {
+		t.Errorf("%s sendable after its segment expired", id)
 	}
 }
 

@@ -510,6 +510,8 @@ func (r *Relay) Expire(now time.Time) {
 			r.log.Info("history expired", "entries", n, "left", r.spool.History().Len())
 		}
 	}
+	// Articles found sendable before are checked again (Relay.sendable).
+	r.badBodies.ok.reset()
 }
 
 // isDiskFull reports whether err is the disk (or quota) filling up.
