@@ -39,8 +39,9 @@ type wrkResult struct {
 	bad      int // non-2xx/3xx answers and socket errors
 }
 
-// runWrk loads base with paths for d over conns connections and 2 threads.
-func runWrk(dir, base string, paths []string, conns int, d time.Duration) (wrkResult, error) {
+// runWrk loads base with paths for d over conns connections, wrk
+// running as setup says (web_pin.go).
+func runWrk(setup webSetup, dir, base string, paths []string, conns int, d time.Duration) (wrkResult, error) {
 	bin, err := exec.LookPath("wrk")
 	if err != nil {
 		return wrkResult{}, fmt.Errorf("wrk not found (Debian: apt-get install wrk): %w", err)
@@ -53,8 +54,17 @@ func runWrk(dir, base string, paths []string, conns int, d time.Duration) (wrkRe
 	if err := os.WriteFile(script, []byte(wrkScript), 0o644); err != nil {
 		return wrkResult{}, err
 	}
-	cmd := exec.Command(bin, "-t2", "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(max(1, int(d.Seconds())))+"s",
-		"--latency", "-s", script, base)
+	args := []string{"-t" + strconv.Itoa(setup.wrkThreads()), "-c" + strconv.Itoa(conns), "-d" + strconv.Itoa(max(1, int(d.Seconds()))) + "s",
+		"--latency", "-s", script, base}
+	if setup.wrkCPU != "" {
+		taskset, err := exec.LookPath("taskset")
+		if err != nil {
+			return wrkResult{}, fmt.Errorf("wrk on CPU %s: %w", setup.wrkCPU, err)
+		}
+		args = append([]string{"-c", setup.wrkCPU, bin}, args...)
+		bin = taskset
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "NEWSBENCH_PATHS="+list)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
