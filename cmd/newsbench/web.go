@@ -8,8 +8,9 @@ package main
 //     with C keep-alive connections for a fixed time, -runs times, every
 //     page read once before; requests per second, p50/p99 latency (the
 //     runs' medians, and each run's p99: one 5 s p99 is a coin toss), the
-//     server's CPU time a request, the garbage collections meanwhile, the
-//     NNTP commands the phase cost, and the load average after it (the
+//     server's CPU time a request, the garbage collections meanwhile, how
+//     long the server waited for a CPU (run-queue delay), the NNTP
+//     commands the phase cost, and the load average after it (the
 //     machine is shared). By default the server and wrk run on CPUs of
 //     their own (-pin, web_pin.go);
 //  2. search latency: p50/p95 of reader-like queries over an index of
@@ -176,7 +177,30 @@ type kindResult struct {
 	// time (runtime/metrics: mark assists, workers and pauses).
 	gcs   uint64
 	gcCPU time.Duration
-	load  string // the load average when it ended
+	// waited is the time this process's threads were ready to run but
+	// waited for a CPU (other work on the machine, or wrk when shared),
+	// as a share of the load's length: a p99 with much of it measures
+	// the machine more than newsweb.
+	waited float64
+	load   string // the load average when it ended
+}
+
+// runDelay is the time this process's threads have waited on a run queue
+// (field 2 of /proc/self/task/*/schedstat); 0 when unknown.
+func runDelay() time.Duration {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			sum += time.Duration(n)
+		}
+	}
+	return sum
 }
 
 // gcStats reads the GC cycles so far and the CPU time they took.
@@ -234,6 +258,7 @@ func loadKinds(setup webSetup, st *webStack, news *nntptest.Server, b webBench, 
 		kr := kindResult{kind: k[0].(string)}
 		before, cpu := len(news.Commands()), selfCPU()
 		gcs, gcCPU := gcStats()
+		delay, start := runDelay(), time.Now()
 		requests := 0
 		for range runs {
 			r, err := runWrk(setup, dir, st.url, paths, conns, d)
@@ -248,6 +273,7 @@ func loadKinds(setup webSetup, st *webStack, news *nntptest.Server, b webBench, 
 		}
 		cpu = selfCPU() - cpu
 		gcsAfter, gcCPUAfter := gcStats()
+		kr.waited = float64(runDelay()-delay) / float64(time.Since(start))
 		kr.medianRuns()
 		kr.commands = len(news.Commands()) - before
 		kr.cpu = cpu / time.Duration(max(1, requests))
@@ -485,14 +511,14 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "setup: %s\n", setup.desc)
 	fmt.Fprintf(stdout, "cached pages: wrk -t%d -c%d, %d runs of %v per kind (medians; p99 of each run listed), gzip, every page read once before\n\n",
 		setup.wrkThreads(), *conns, *runs, *dur)
-	kt := Table{Header: []string{"page kind", "req/s", "p50", "p99", "p99 of each run", "server CPU a request", "GCs (CPU)", "NNTP commands", "load average after"}}
+	kt := Table{Header: []string{"page kind", "req/s", "p50", "p99", "p99 of each run", "server CPU a request", "GCs (CPU)", "server waited for a CPU", "NNTP commands", "load average after"}}
 	for _, k := range kinds {
 		var each []string
 		for _, r := range k.runs {
 			each = append(each, r.p99.String())
 		}
 		kt.Add(k.kind, fmt.Sprintf("%.0f", k.rps), k.p50.String(), k.p99.String(), strings.Join(each, " "), k.cpu.Round(100*time.Nanosecond).String(),
-			fmt.Sprintf("%d (%v)", k.gcs, k.gcCPU.Round(time.Millisecond)), strconv.Itoa(k.commands), k.load)
+			fmt.Sprintf("%d (%v)", k.gcs, k.gcCPU.Round(time.Millisecond)), fmt.Sprintf("%.1f%%", 100*k.waited), strconv.Itoa(k.commands), k.load)
 	}
 	kt.Print(stdout)
 	fmt.Fprintln(stdout)
@@ -514,6 +540,7 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "result web %s_p99_max_us %d\n", name, worst.p99.Microseconds())
 		fmt.Fprintf(stdout, "result web %s_server_cpu_ns %d\n", name, k.cpu.Nanoseconds())
 		fmt.Fprintf(stdout, "result web %s_gcs %d\n", name, k.gcs)
+		fmt.Fprintf(stdout, "result web %s_server_waited_pct %.1f\n", name, 100*k.waited)
 	}
 	fmt.Fprintf(stdout, "result web search_p95_us %d\n", sp95.Microseconds())
 	fmt.Fprintf(stdout, "result web load_average %q\n", loadAverage())
