@@ -43,6 +43,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -412,6 +413,7 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 	pin := fs.Bool("pin", true, "run the server on one CPU (GOMAXPROCS=1) and wrk -t1 on another (web_pin.go); false: both share every CPU")
 	wrkCPU := fs.String("wrk-cpu", "", "run wrk -t1 on this CPU (set by -pin when it re-executes newsbench pinned)")
 	memProfile := fs.String("memprofile", "", "write a heap profile after the cached-page load to `file`")
+	traceFile := fs.String("trace", "", "write an execution trace of the cached-page load to `file` (large: use a short -duration)")
 	nViews := fs.Int("views", 1000, "page views per command count")
 	nntpConns := fs.Int("nntp-conns", 4, "NNTP connections of newsweb")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the cached-page load to `file`")
@@ -460,8 +462,19 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+	}
 	kinds, err := loadKinds(setup, cached, news, b, *conns, *runs, *dur)
 	pprof.StopCPUProfile()
+	trace.Stop()
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
