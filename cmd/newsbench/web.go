@@ -180,8 +180,9 @@ type kindResult struct {
 	gcCPU time.Duration
 	// waited is the time this process's threads were ready to run but
 	// waited for a CPU (other work on the machine, or wrk when shared),
-	// as a share of the load's length: a p99 with much of it measures
-	// the machine more than newsweb.
+	// summed over the threads, as a share of the load's length: a p99
+	// with much of it measures the machine more than newsweb. Pinned,
+	// with GOMAXPROCS=1, it is about the one running thread's.
 	waited float64
 	load   string // the load average when it ended
 }
@@ -524,7 +525,7 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "setup: %s\n", setup.desc)
 	fmt.Fprintf(stdout, "cached pages: wrk -t%d -c%d, %d runs of %v per kind (medians; p99 of each run listed), gzip, every page read once before\n\n",
 		setup.wrkThreads(), *conns, *runs, *dur)
-	kt := Table{Header: []string{"page kind", "req/s", "p50", "p99", "p99 of each run", "server CPU a request", "GCs (CPU)", "server waited for a CPU", "NNTP commands", "load average after"}}
+	kt := Table{Header: []string{"page kind", "req/s", "p50", "p99", "p99 of each run", "server CPU a request", "GCs (CPU)", "server threads waited for a CPU", "NNTP commands", "load average after"}}
 	for _, k := range kinds {
 		var each []string
 		for _, r := range k.runs {
