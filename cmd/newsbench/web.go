@@ -9,7 +9,7 @@ package main
 //     page read once before; requests per second, p50/p99 latency (the
 //     runs' medians, and each run's p99: one 5 s p99 is a coin toss), the
 //     server's CPU time a request, the garbage collections meanwhile, how
-//     long the server waited for a CPU (run-queue delay), the NNTP
+//     long the server and wrk waited for a CPU (run-queue delay), the NNTP
 //     commands the phase cost, and the load average after it (the
 //     machine is shared). By default the server and wrk run on CPUs of
 //     their own (-pin, web_pin.go);
@@ -184,16 +184,21 @@ type kindResult struct {
 	// with much of it measures the machine more than newsweb. Pinned,
 	// with GOMAXPROCS=1, it is about the one running thread's.
 	waited float64
-	load   string // the load average when it ended
+	// wrkWaited is the same of wrk's threads (at least: read every
+	// 100 ms while wrk runs): a client that waits for a CPU adds to the
+	// latency it measures.
+	wrkWaited float64
+	load      string // the load average when it ended
 }
 
-// runDelay is the time this process's threads have waited on a run queue
-// (field 2 of /proc/self/task/*/schedstat); 0 when unknown.
-func runDelay() time.Duration {
-	tasks, _ := os.ReadDir("/proc/self/task")
+// runDelay is the time the threads of process pid ("self" for this one)
+// have waited on a run queue (field 2 of /proc/<pid>/task/*/schedstat);
+// 0 when unknown.
+func runDelay(pid string) time.Duration {
+	tasks, _ := os.ReadDir("/proc/" + pid + "/task")
 	var sum time.Duration
 	for _, t := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		b, err := os.ReadFile("/proc/" + pid + "/task/" + t.Name() + "/schedstat")
 		if err != nil {
 			continue
 		}
@@ -260,7 +265,7 @@ func loadKinds(setup webSetup, st *webStack, news *nntptest.Server, b webBench, 
 		kr := kindResult{kind: k[0].(string)}
 		before, cpu := len(news.Commands()), selfCPU()
 		gcs, gcCPU := gcStats()
-		delay, start := runDelay(), time.Now()
+		delay, start := runDelay("self"), time.Now()
 		requests := 0
 		for range runs {
 			r, err := runWrk(setup, dir, st.url, paths, conns, d)
@@ -275,7 +280,13 @@ func loadKinds(setup webSetup, st *webStack, news *nntptest.Server, b webBench, 
 		}
 		cpu = selfCPU() - cpu
 		gcsAfter, gcCPUAfter := gcStats()
-		kr.waited = float64(runDelay()-delay) / float64(time.Since(start))
+		elapsed := time.Since(start)
+		kr.waited = float64(runDelay("self")-delay) / float64(elapsed)
+		var wrkWaited time.Duration
+		for _, r := range kr.runs {
+			wrkWaited += r.waited
+		}
+		kr.wrkWaited = float64(wrkWaited) / float64(elapsed)
 		kr.medianRuns()
 		kr.commands = len(news.Commands()) - before
 		kr.cpu = cpu / time.Duration(max(1, requests))
@@ -525,14 +536,14 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "setup: %s\n", setup.desc)
 	fmt.Fprintf(stdout, "cached pages: wrk -t%d -c%d, %d runs of %v per kind (medians; p99 of each run listed), gzip, every page read once before\n\n",
 		setup.wrkThreads(), *conns, *runs, *dur)
-	kt := Table{Header: []string{"page kind", "req/s", "p50", "p99", "p99 of each run", "server CPU a request", "GCs (CPU)", "server threads waited for a CPU", "NNTP commands", "load average after"}}
+	kt := Table{Header: []string{"page kind", "req/s", "p50", "p99", "p99 of each run", "server CPU a request", "GCs (CPU)", "waited for a CPU: server, wrk", "NNTP commands", "load average after"}}
 	for _, k := range kinds {
 		var each []string
 		for _, r := range k.runs {
 			each = append(each, r.p99.String())
 		}
 		kt.Add(k.kind, fmt.Sprintf("%.0f", k.rps), k.p50.String(), k.p99.String(), strings.Join(each, " "), k.cpu.Round(100*time.Nanosecond).String(),
-			fmt.Sprintf("%d (%v)", k.gcs, k.gcCPU.Round(time.Millisecond)), fmt.Sprintf("%.1f%%", 100*k.waited), strconv.Itoa(k.commands), k.load)
+			fmt.Sprintf("%d (%v)", k.gcs, k.gcCPU.Round(time.Millisecond)), fmt.Sprintf("%.1f%%, %.1f%%", 100*k.waited, 100*k.wrkWaited), strconv.Itoa(k.commands), k.load)
 	}
 	kt.Print(stdout)
 	fmt.Fprintln(stdout)
@@ -555,6 +566,7 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "result web %s_server_cpu_ns %d\n", name, k.cpu.Nanoseconds())
 		fmt.Fprintf(stdout, "result web %s_gcs %d\n", name, k.gcs)
 		fmt.Fprintf(stdout, "result web %s_server_waited_pct %.1f\n", name, 100*k.waited)
+		fmt.Fprintf(stdout, "result web %s_wrk_waited_pct %.1f\n", name, 100*k.wrkWaited)
 	}
 	fmt.Fprintf(stdout, "result web search_p95_us %d\n", sp95.Microseconds())
 	fmt.Fprintf(stdout, "result web load_average %q\n", loadAverage())

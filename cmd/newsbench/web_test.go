@@ -89,6 +89,7 @@ func TestWebSmall(t *testing.T) {
 		`(?m)^result web setup "shared"$`,
 		`(?m)^result web thread_list_API_p99_max_us \d+$`,
 		`(?m)^result web group_server_waited_pct [\d.]+$`,
+		`(?m)^result web article_wrk_waited_pct [\d.]+$`,
 		`(?m)^result web commands_per_1000_views_warm \d+$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out.String()) {

@@ -37,6 +37,9 @@ type wrkResult struct {
 	requests int
 	p50, p99 time.Duration
 	bad      int // non-2xx/3xx answers and socket errors
+	// waited is how long wrk's threads waited for a CPU (runDelay, read
+	// every 100 ms while it ran: the last moments may be missing).
+	waited time.Duration
 }
 
 // runWrk loads base with paths for d over conns connections, wrk
@@ -68,10 +71,33 @@ func runWrk(setup webSetup, dir, base string, paths []string, conns int, d time.
 	cmd.Env = append(os.Environ(), "NEWSBENCH_PATHS="+list)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		return wrkResult{}, fmt.Errorf("wrk: %w", err)
+	}
+	done, waited := make(chan struct{}), make(chan time.Duration, 1)
+	go func() { // taskset execs wrk: the process is wrk's
+		pid, last := strconv.Itoa(cmd.Process.Pid), time.Duration(0)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				waited <- last
+				return
+			case <-tick.C:
+				last = max(last, runDelay(pid))
+			}
+		}
+	}()
+	err = cmd.Wait()
+	close(done)
+	w := <-waited
+	if err != nil {
 		return wrkResult{}, fmt.Errorf("wrk: %w: %s", err, errb.String())
 	}
-	return parseWrk(out.String())
+	r, err := parseWrk(out.String())
+	r.waited = w
+	return r, err
 }
 
 // parseWrk reads the numbers of wrk --latency's report.
