@@ -67,7 +67,7 @@ func requestDeadline(w http.ResponseWriter, parent context.Context, deadline tim
 // (a goroutine of the handler's that outlives it, like groupPage's wait
 // for the stats, whose cancel runs after the answer) may still use c.
 // Until then nothing can have kept c but the handler itself, which may
-// not keep it past its return (TestFrontReuseLeaksNothing).
+// not keep it past its return (TestFrontReuseNewsweb).
 func (c *lazyDeadline) reset(parent context.Context, deadline time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -380,9 +380,11 @@ func (fc *frontConn) setReadDeadline(t time.Time) {
 // each head (requestHead), and so is the ResponseWriter: none may be
 // kept by a handler past its return, net/http's rule for the
 // ResponseWriter and, for the request, what newsweb's handlers keep to
-// (TestFrontReuseLeaksNothing runs them under the race detector on one
-// connection). A view of a cached page then allocates little more than
-// the head's string (BenchmarkCachedPagesHTTP).
+// (TestFrontReuseNewsweb runs every route on one connection, under the
+// race detector with -race; TestFrontReuseLeaksNothing shows that what a
+// handler changes of its request does not reach the next). A view of a
+// cached page then allocates little more than the head's string
+// (BenchmarkCachedPagesHTTP).
 func (fc *frontConn) answer() (closing bool, err error) {
 	head := &fc.head
 	fc.req = http.Request{Method: head.method, URL: &head.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,

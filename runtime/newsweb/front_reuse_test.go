@@ -114,19 +114,77 @@ func manyHeaders(n int) string {
 	return b.String()
 }
 
-// TestFrontReuseDeadline: a request's bound is reused by the next request
-// on the connection only while nothing made its real context. The first
-// group page waits for the group's stats on a goroutine of its own
-// (groupPage), which derives a context from the bound and cancels it
-// after the answer; the next request, an article not cached, must wait
-// for its fetch on a bound of its own, not on the first's, cancelled.
-func TestFrontReuseDeadline(t *testing.T) {
+// TestFrontReuseNewsweb: newsweb's own handlers, every route, one request
+// after another on a single connection, so that each runs on the request,
+// URL, header map and bound the one before used: each answer is net/http's
+// to the same request on a connection of its own (but Date). Run under
+// -race, a handler that used its request after returning would show.
+// The first group page waits for the group's stats on a goroutine of its
+// own (groupPage), which derives a context from the request's bound and
+// cancels it after the answer; the article pages after it, not cached,
+// wait for their fetch on a bound of their own, not on that one,
+// cancelled (reusing an armed bound failed them with 500).
+func TestFrontReuseNewsweb(t *testing.T) {
 	s := startSite(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := NewHTTPServer("", s.h)
+	go plain.Serve(ln)
+	t.Cleanup(func() { plain.Close() })
+
+	const gz = "Accept-Encoding: gzip\r\n"
+	reqs := []struct{ method, target, extra string }{
+		{"GET", "/articles/m1@t", gz + "If-None-Match: \"nothing\"\r\nX-Forwarded-Proto: https\r\n"},
+		{"GET", "/groups/misc.test", gz},
+		{"GET", "/articles/m4@t?group=misc.test", ""},
+		{"GET", "/articles/m5@t", gz},
+		{"HEAD", "/articles/s1@t", ""},
+		{"GET", "/groups/misc.test?page=2", gz},
+		{"GET", "/groups/misc.test/threads/m1@t", ""},
+		{"GET", "/groups/misc.test/feed.atom", "X-Forwarded-Proto: https\r\n"},
+		{"GET", "/groups/misc.test/feed.atom", ""},
+		{"GET", "/api/groups/misc.test/threads", gz},
+		{"GET", "/api/articles/m1@t", ""},
+		{"GET", "/api/threads/m1@t", gz},
+		{"GET", "/api/groups", ""},
+		{"GET", "/?q=misc", gz},
+		{"GET", "/", ""},
+		{"GET", "/nowhere", gz},
+		{"GET", "/articles/nosuch@t", ""},
+		{"GET", "/api/articles/no%20id", ""},
+		{"GET", "/groups/misc.test/../x", ""},
+		{"GET", "/articles/m1@t", ""},
+	}
+	send := func(rc *rawConn, method, target, extra string) answer {
+		rc.send(method + " " + target + " HTTP/1.1\r\nHost: newsweb.test\r\n" + extra + "\r\n")
+		return answerOf(rc.wantResponse(method))
+	}
+	// Cold caches first, on the front: requests fetch, wait and arm.
+	cold := make([]answer, len(reqs))
 	rc := dialRaw(t, s.url)
-	for i, target := range []string{"/articles/m1@t", "/groups/misc.test", "/articles/m4@t", "/groups/misc.test", "/articles/m5@t", "/articles/s1@t"} {
-		rc.send("GET " + target + " HTTP/1.1\r\nHost: newsweb.test\r\n\r\n")
-		if resp, body := rc.wantResponse("GET"); resp.StatusCode != http.StatusOK {
-			t.Errorf("request %d, %s: %d\n%s", i+1, target, resp.StatusCode, clip(string(body)))
+	for i, r := range reqs {
+		cold[i] = send(rc, r.method, r.target, r.extra)
+	}
+	// Then each through net/http on a connection of its own, and again
+	// all on one connection through the front, the caches warm.
+	want := make([]answer, len(reqs))
+	for i, r := range reqs {
+		ref := dialRaw(t, "http://"+ln.Addr().String())
+		send(ref, r.method, r.target, r.extra) // a group page is cached once its stats are
+		want[i] = send(ref, r.method, r.target, r.extra)
+		if cold[i].Status != want[i].Status {
+			t.Errorf("cold, request %d, %s %s: %d, net/http warm %d\n%s", i+1, r.method, r.target, cold[i].Status, want[i].Status, clip(cold[i].Body))
 		}
+	}
+	rc = dialRaw(t, s.url)
+	for i, r := range reqs {
+		if d := cmp.Diff(want[i], send(rc, r.method, r.target, r.extra)); d != "" {
+			t.Errorf("warm, request %d, %s %s %q: net/http (-) and the front (+) differ:\n%s", i+1, r.method, r.target, r.extra, d)
+		}
+	}
+	if n := s.front.handedOff.Load(); n != 0 {
+		t.Errorf("%d connections handed to net/http; want every request on the front", n)
 	}
 }
