@@ -5,10 +5,14 @@ package main
 //
 //  1. cached pages of each kind (article, group, thread, thread-list API,
 //     group list): wrk, a separate process (web_wrk.go), loads each kind
-//     with C keep-alive connections for a fixed time, every page read once
-//     before; requests per second, p50/p99 latency, the server's CPU time
-//     a request, the NNTP commands the phase cost, and the load average
-//     after it (the machine is shared);
+//     with C keep-alive connections for a fixed time, -runs times, every
+//     page read once before; requests per second, p50/p99 latency (the
+//     runs' medians, and each run's p99: one 5 s p99 is a coin toss), the
+//     server's CPU time a request, the garbage collections meanwhile, how
+//     long the server and wrk waited for a CPU (run-queue delay), the NNTP
+//     commands the phase cost, and the load average after it (the
+//     machine is shared). By default the server and wrk run on CPUs of
+//     their own (-pin, web_pin.go);
 //  2. search latency: p50/p95 of reader-like queries over an index of
 //     100,000 articles (spoolfs/searchindex, in this process);
 //  3. NNTP commands per 1,000 page views of a reader-like mix (5% group
@@ -26,6 +30,7 @@ package main
 // included. Lines "result web <metric> <value>" follow the table.
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -35,7 +40,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,21 +161,85 @@ func pageKinds(b webBench) [][2]any {
 	return [][2]any{{"article", arts}, {"group", groups}, {"thread", threads}, {"thread-list API", api}, {"group list", []string{"/"}}}
 }
 
-// kindResult is one page kind's load.
+// kindResult is one page kind's load: runs wrk runs, one after another.
 type kindResult struct {
-	kind     string
-	wrk      wrkResult
+	kind string
+	runs []wrkResult
+	// rps, p50 and p99 are the medians of the runs'.
+	rps      float64
+	p50, p99 time.Duration
 	commands int
 	// cpu is this process's CPU time (user + system) a request during the
 	// load: the server's (nntptest, also here, is idle but for the few
 	// update commands), a figure other work on the machine moves much
 	// less than req/s or latency.
-	cpu  time.Duration
-	load string // the load average when it ended
+	cpu time.Duration
+	// gcs is the garbage collections during the load, gcCPU their CPU
+	// time (runtime/metrics: mark assists, workers and pauses).
+	gcs   uint64
+	gcCPU time.Duration
+	// waited is the time this process's threads were ready to run but
+	// waited for a CPU (other work on the machine, or wrk when shared),
+	// summed over the threads, as a share of the load's length: a p99
+	// with much of it measures the machine more than newsweb. Pinned,
+	// with GOMAXPROCS=1, it is about the one running thread's.
+	waited float64
+	// wrkWaited is the same of wrk's threads (at least: read every
+	// 100 ms while wrk runs): a client that waits for a CPU adds to the
+	// latency it measures.
+	wrkWaited float64
+	load      string // the load average when it ended
 }
 
-// loadKinds warms every page once, then runs wrk over each kind in turn.
-func loadKinds(st *webStack, news *nntptest.Server, b webBench, conns int, d time.Duration) ([]kindResult, error) {
+// runDelay is the time the threads of process pid ("self" for this one)
+// have waited on a run queue (field 2 of /proc/<pid>/task/*/schedstat);
+// 0 when unknown.
+func runDelay(pid string) time.Duration {
+	tasks, _ := os.ReadDir("/proc/" + pid + "/task")
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + pid + "/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			sum += time.Duration(n)
+		}
+	}
+	return sum
+}
+
+// gcStats reads the GC cycles so far and the CPU time they took.
+func gcStats() (cycles uint64, cpu time.Duration) {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		cycles = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindFloat64 {
+		cpu = time.Duration(s[1].Value.Float64() * float64(time.Second))
+	}
+	return cycles, cpu
+}
+
+// medianRuns fills k's medians from its runs.
+func (k *kindResult) medianRuns() {
+	var rps []float64
+	var p50, p99 []time.Duration
+	for _, r := range k.runs {
+		rps = append(rps, r.rps)
+		p50 = append(p50, r.p50)
+		p99 = append(p99, r.p99)
+	}
+	slices.Sort(p50)
+	slices.Sort(p99)
+	k.rps, k.p50, k.p99 = Median(rps), p50[len(p50)/2], p99[len(p99)/2]
+}
+
+// loadKinds warms every page once, then runs wrk over each kind in turn,
+// runs times.
+func loadKinds(setup webSetup, st *webStack, news *nntptest.Server, b webBench, conns, runs int, d time.Duration) ([]kindResult, error) {
 	dir, err := os.MkdirTemp("", "newsbench-web")
 	if err != nil {
 		return nil, err
@@ -190,17 +262,37 @@ func loadKinds(st *webStack, news *nntptest.Server, b webBench, conns int, d tim
 				return nil, fmt.Errorf("GET %s: %s", p, resp.Status)
 			}
 		}
+		kr := kindResult{kind: k[0].(string)}
 		before, cpu := len(news.Commands()), selfCPU()
-		r, err := runWrk(dir, st.url, paths, conns, d)
-		if err != nil {
-			return nil, fmt.Errorf("%s pages: %w", k[0], err)
-		}
-		if r.bad > 0 {
-			return nil, fmt.Errorf("%s pages: %d failed requests under load", k[0], r.bad)
+		gcs, gcCPU := gcStats()
+		delay, start := runDelay("self"), time.Now()
+		requests := 0
+		for range runs {
+			r, err := runWrk(setup, dir, st.url, paths, conns, d)
+			if err != nil {
+				return nil, fmt.Errorf("%s pages: %w", k[0], err)
+			}
+			if r.bad > 0 {
+				return nil, fmt.Errorf("%s pages: %d failed requests under load", k[0], r.bad)
+			}
+			kr.runs = append(kr.runs, r)
+			requests += r.requests
 		}
 		cpu = selfCPU() - cpu
-		out = append(out, kindResult{kind: k[0].(string), wrk: r, commands: len(news.Commands()) - before,
-			cpu: cpu / time.Duration(max(1, r.requests)), load: loadAverage()})
+		gcsAfter, gcCPUAfter := gcStats()
+		elapsed := time.Since(start)
+		kr.waited = float64(runDelay("self")-delay) / float64(elapsed)
+		var wrkWaited time.Duration
+		for _, r := range kr.runs {
+			wrkWaited += r.waited
+		}
+		kr.wrkWaited = float64(wrkWaited) / float64(elapsed)
+		kr.medianRuns()
+		kr.commands = len(news.Commands()) - before
+		kr.cpu = cpu / time.Duration(max(1, requests))
+		kr.gcs, kr.gcCPU = gcsAfter-gcs, gcCPUAfter-gcCPU
+		kr.load = loadAverage()
+		out = append(out, kr)
 	}
 	return out, nil
 }
@@ -307,6 +399,20 @@ func commandsFor(st *webStack, news *nntptest.Server, paths []string) (int, stri
 	return len(cmds), strings.Join(parts, ", "), nil
 }
 
+// writeHeapProfile writes the live heap, after a collection, to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return f.Close()
+}
+
 func benchWeb(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("newsbench web", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -314,13 +420,34 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 	nGroups := fs.Int("groups", 4, "groups they are spread over")
 	size := fs.Int("size", 2048, "article body `bytes`")
 	conns := fs.Int("conns", 32, "concurrent HTTP clients for the cached-page load")
-	dur := fs.Duration("duration", 5*time.Second, "length of the cached-page load")
+	dur := fs.Duration("duration", 5*time.Second, "length of one run of the cached-page load")
+	runs := fs.Int("runs", 3, "runs of the cached-page load per page kind (medians reported)")
+	pin := fs.Bool("pin", true, "run the server on one CPU (GOMAXPROCS=1) and wrk -t1 on another (web_pin.go); false: both share every CPU")
+	wrkCPU := fs.String("wrk-cpu", "", "run wrk -t1 on this CPU (set by -pin when it re-executes newsbench pinned)")
+	memProfile := fs.String("memprofile", "", "write a heap profile after the cached-page load to `file`")
+	traceFile := fs.String("trace", "", "write an execution trace of the cached-page load to `file` (large: use a short -duration)")
 	nViews := fs.Int("views", 1000, "page views per command count")
 	nntpConns := fs.Int("nntp-conns", 4, "NNTP connections of newsweb")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the cached-page load to `file`")
 	searchN := fs.Int("search-articles", 100_000, "articles in the search index timed")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *runs < 1 {
+		return fmt.Errorf("-runs %d: at least 1", *runs)
+	}
+	var setup webSetup
+	switch {
+	case *wrkCPU != "":
+		setup = pinnedSetup(*wrkCPU)
+	case *pin:
+		server, wrk, why := pinCPUs()
+		if why == "" {
+			return runPinned(server, wrk, args, stdout, stderr)
+		}
+		setup = sharedSetup(why)
+	default:
+		setup = sharedSetup("")
 	}
 	news, err := nntptest.New(nntptest.Options{})
 	if err != nil {
@@ -347,10 +474,26 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	kinds, err := loadKinds(cached, news, b, *conns, *dur)
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+	}
+	kinds, err := loadKinds(setup, cached, news, b, *conns, *runs, *dur)
 	pprof.StopCPUProfile()
+	trace.Stop()
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
+	}
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile); err != nil {
+			return err
+		}
 	}
 	sp50, sp95, err := searchLatency(*searchN, 200)
 	if err != nil {
@@ -390,11 +533,17 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 	per := func(n int) float64 { return float64(n) * 1000 / float64(*nViews) }
 	fmt.Fprintf(stdout, "newsweb on loopback: %d articles of %d bytes in %d groups (%d threads) on nntptest; %d NNTP connections\n",
 		len(b.articles), *size, len(b.groups), len(b.roots), *nntpConns)
-	fmt.Fprintf(stdout, "cached pages: wrk -t2 -c%d for %v per kind, gzip, every page read once before\n\n", *conns, *dur)
-	kt := Table{Header: []string{"page kind", "req/s", "p50", "p99", "server CPU a request", "NNTP commands", "load average after"}}
+	fmt.Fprintf(stdout, "setup: %s\n", setup.desc)
+	fmt.Fprintf(stdout, "cached pages: wrk -t%d -c%d, %d runs of %v per kind (medians; p99 of each run listed), gzip, every page read once before\n\n",
+		setup.wrkThreads(), *conns, *runs, *dur)
+	kt := Table{Header: []string{"page kind", "req/s", "p50", "p99", "p99 of each run", "server CPU a request", "GCs (CPU)", "waited for a CPU: server, wrk", "NNTP commands", "load average after"}}
 	for _, k := range kinds {
-		kt.Add(k.kind, fmt.Sprintf("%.0f", k.wrk.rps), k.wrk.p50.String(), k.wrk.p99.String(), k.cpu.Round(100*time.Nanosecond).String(),
-			strconv.Itoa(k.commands), k.load)
+		var each []string
+		for _, r := range k.runs {
+			each = append(each, r.p99.String())
+		}
+		kt.Add(k.kind, fmt.Sprintf("%.0f", k.rps), k.p50.String(), k.p99.String(), strings.Join(each, " "), k.cpu.Round(100*time.Nanosecond).String(),
+			fmt.Sprintf("%d (%v)", k.gcs, k.gcCPU.Round(time.Millisecond)), fmt.Sprintf("%.1f%%, %.1f%%", 100*k.waited, 100*k.wrkWaited), strconv.Itoa(k.commands), k.load)
 	}
 	kt.Print(stdout)
 	fmt.Fprintln(stdout)
@@ -406,12 +555,18 @@ func benchWeb(args []string, stdout, stderr io.Writer) error {
 	t.Add("NNTP commands per 1,000 views, no cache", fmt.Sprintf("%.0f", per(uncached)))
 	t.Print(stdout)
 	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "result web setup %q\n", strings.SplitN(setup.desc, ":", 2)[0])
 	for _, k := range kinds {
 		name := strings.ReplaceAll(strings.ReplaceAll(k.kind, " ", "_"), "-", "_")
-		fmt.Fprintf(stdout, "result web %s_rps %.0f\n", name, k.wrk.rps)
-		fmt.Fprintf(stdout, "result web %s_p50_us %d\n", name, k.wrk.p50.Microseconds())
-		fmt.Fprintf(stdout, "result web %s_p99_us %d\n", name, k.wrk.p99.Microseconds())
+		worst := slices.MaxFunc(k.runs, func(a, b wrkResult) int { return cmp.Compare(a.p99, b.p99) })
+		fmt.Fprintf(stdout, "result web %s_rps %.0f\n", name, k.rps)
+		fmt.Fprintf(stdout, "result web %s_p50_us %d\n", name, k.p50.Microseconds())
+		fmt.Fprintf(stdout, "result web %s_p99_us %d\n", name, k.p99.Microseconds())
+		fmt.Fprintf(stdout, "result web %s_p99_max_us %d\n", name, worst.p99.Microseconds())
 		fmt.Fprintf(stdout, "result web %s_server_cpu_ns %d\n", name, k.cpu.Nanoseconds())
+		fmt.Fprintf(stdout, "result web %s_gcs %d\n", name, k.gcs)
+		fmt.Fprintf(stdout, "result web %s_server_waited_pct %.1f\n", name, 100*k.waited)
+		fmt.Fprintf(stdout, "result web %s_wrk_waited_pct %.1f\n", name, 100*k.wrkWaited)
 	}
 	fmt.Fprintf(stdout, "result web search_p95_us %d\n", sp95.Microseconds())
 	fmt.Fprintf(stdout, "result web load_average %q\n", loadAverage())

@@ -37,10 +37,14 @@ type wrkResult struct {
 	requests int
 	p50, p99 time.Duration
 	bad      int // non-2xx/3xx answers and socket errors
+	// waited is how long wrk's threads waited for a CPU (runDelay, read
+	// every 100 ms while it ran: the last moments may be missing).
+	waited time.Duration
 }
 
-// runWrk loads base with paths for d over conns connections and 2 threads.
-func runWrk(dir, base string, paths []string, conns int, d time.Duration) (wrkResult, error) {
+// runWrk loads base with paths for d over conns connections, wrk
+// running as setup says (web_pin.go).
+func runWrk(setup webSetup, dir, base string, paths []string, conns int, d time.Duration) (wrkResult, error) {
 	bin, err := exec.LookPath("wrk")
 	if err != nil {
 		return wrkResult{}, fmt.Errorf("wrk not found (Debian: apt-get install wrk): %w", err)
@@ -53,15 +57,47 @@ func runWrk(dir, base string, paths []string, conns int, d time.Duration) (wrkRe
 	if err := os.WriteFile(script, []byte(wrkScript), 0o644); err != nil {
 		return wrkResult{}, err
 	}
-	cmd := exec.Command(bin, "-t2", "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(max(1, int(d.Seconds())))+"s",
-		"--latency", "-s", script, base)
+	args := []string{"-t" + strconv.Itoa(setup.wrkThreads()), "-c" + strconv.Itoa(conns), "-d" + strconv.Itoa(max(1, int(d.Seconds()))) + "s",
+		"--latency", "-s", script, base}
+	if setup.wrkCPU != "" {
+		taskset, err := exec.LookPath("taskset")
+		if err != nil {
+			return wrkResult{}, fmt.Errorf("wrk on CPU %s: %w", setup.wrkCPU, err)
+		}
+		args = append([]string{"-c", setup.wrkCPU, bin}, args...)
+		bin = taskset
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "NEWSBENCH_PATHS="+list)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		return wrkResult{}, fmt.Errorf("wrk: %w", err)
+	}
+	done, waited := make(chan struct{}), make(chan time.Duration, 1)
+	go func() { // taskset execs wrk: the process is wrk's
+		pid, last := strconv.Itoa(cmd.Process.Pid), time.Duration(0)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				waited <- last
+				return
+			case <-tick.C:
+				last = max(last, runDelay(pid))
+			}
+		}
+	}()
+	err = cmd.Wait()
+	close(done)
+	w := <-waited
+	if err != nil {
 		return wrkResult{}, fmt.Errorf("wrk: %w: %s", err, errb.String())
 	}
-	return parseWrk(out.String())
+	r, err := parseWrk(out.String())
+	r.waited = w
+	return r, err
 }
 
 // parseWrk reads the numbers of wrk --latency's report.

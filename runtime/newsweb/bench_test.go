@@ -187,7 +187,7 @@ func BenchmarkParseHeadTrickle(b *testing.B) {
 	for b.Loop() {
 		var sc headScan
 		for i := 1; i <= len(head); i++ {
-			if _, _, v := parseHead(head[:i], 36<<10, &sc); v != headIncomplete && i < len(head) {
+			if _, _, v := parsed(head[:i], 36<<10, &sc); v != headIncomplete && i < len(head) {
 				b.Fatalf("verdict %d after %d of %d bytes", v, i, len(head))
 			}
 		}

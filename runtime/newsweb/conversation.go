@@ -58,18 +58,39 @@ func flatten(root *mreader.Node) ([]*mreader.Node, []int) {
 // postAnchor is the HTML id of a message-id's post.
 func postAnchor(id string) string { return "p" + anchor(id)[1:] }
 
-// convPage picks the page: ?page when given, else the page holding the
-// article the URL names.
-func convPage(r *http.Request, nodes []*mreader.Node, current string) (page, pages int, err error) {
-	pages = max(1, (len(nodes)+convPerPage-1)/convPerPage)
+// position is what a view of a cached thread page needs of flatten's list
+// without making it: the thread's length, and the index in it of the
+// first node with id (-1 when none).
+func position(root *mreader.Node, id string) (count, index int) {
+	index = -1
+	countTo(root, id, &count, &index)
+	return count, index
+}
+
+// countTo walks n's subtree in flatten's order (mreader.Walk's: a node,
+// then its children's subtrees in order), counting nodes and noting
+// where id first is.
+func countTo(n *mreader.Node, id string, count, index *int) {
+	if *index < 0 && n.ID == id {
+		*index = *count
+	}
+	*count++
+	for _, c := range n.Children {
+		countTo(c, id, count, index)
+	}
+}
+
+// convPage picks the page of a thread of count posts: ?page when given,
+// else the page holding the post at index, the article the URL names
+// (the first page when it is not there, index -1).
+func convPage(r *http.Request, count, index int) (page, pages int, err error) {
+	pages = max(1, (count+convPerPage-1)/convPerPage)
 	if queryValue(r, "page") != "" {
 		page, err = pageParam(r)
 		return min(page, pages), pages, err
 	}
-	for i, n := range nodes {
-		if n.ID == current {
-			return i/convPerPage + 1, pages, nil
-		}
+	if index >= 0 {
+		return index/convPerPage + 1, pages, nil
 	}
 	return 1, pages, nil
 }

@@ -22,6 +22,7 @@ package newsweb
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -42,6 +43,39 @@ type lazyDeadline struct {
 func withLazyDeadline(parent context.Context, deadline time.Time) (*lazyDeadline, func()) {
 	c := &lazyDeadline{parent: parent, deadline: deadline}
 	return c, c.release
+}
+
+// requestDeadline is the bound of a request served on w: parent bounded
+// by deadline. On the front (front.go) the connection's is reused from
+// one request to the next unless its real context was made (reset);
+// elsewhere it is a new one. Call release when the request ends.
+func requestDeadline(w http.ResponseWriter, parent context.Context, deadline time.Time) *lazyDeadline {
+	fw, ok := w.(*frontWriter)
+	if !ok {
+		c, _ := withLazyDeadline(parent, deadline)
+		return c
+	}
+	if fw.deadline == nil || !fw.deadline.reset(parent, deadline) {
+		fw.deadline, _ = withLazyDeadline(parent, deadline)
+	}
+	return fw.deadline
+}
+
+// reset makes c, released, the bound of another request: parent bounded
+// by deadline. It changes nothing and reports false when c's real
+// context was made: whoever derived a context from c or waited on it
+// (a goroutine of the handler's that outlives it, like groupPage's wait
+// for the stats, whose cancel runs after the answer) may still use c.
+// Until then nothing can have kept c but the handler itself, which may
+// not keep it past its return (TestFrontReuseNewsweb).
+func (c *lazyDeadline) reset(parent context.Context, deadline time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.armed != nil {
+		return false
+	}
+	c.parent, c.deadline = parent, deadline
+	return true
 }
 
 // arm makes the real context on first use and returns it.

@@ -110,3 +110,28 @@ func TestLazyDeadlineValue(t *testing.T) {
 		t.Errorf("Value before %v, after arming %v; want v, v", before, after)
 	}
 }
+
+// A bound nobody armed takes the next request's parent and deadline; an
+// armed one is left as it is (whoever armed it may hold it still).
+func TestLazyDeadlineReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		first, second := time.Now().Add(time.Second), time.Now().Add(time.Hour)
+		ctx, release := withLazyDeadline(context.Background(), first)
+		release()
+		parent := context.WithValue(context.Background(), leakKey{}, "second")
+		if !ctx.reset(parent, second) {
+			t.Fatal("an unarmed bound was not reset")
+		}
+		if d, _ := ctx.Deadline(); !d.Equal(second) || ctx.Value(leakKey{}) != "second" {
+			t.Errorf("after reset: deadline %v, value %v; want %v, the new parent's", d, ctx.Value(leakKey{}), second)
+		}
+		ctx.Done()
+		ctx.release()
+		if ctx.reset(context.Background(), first) {
+			t.Fatal("an armed bound was reset")
+		}
+		if d, _ := ctx.Deadline(); !d.Equal(second) || !errors.Is(ctx.Err(), context.Canceled) {
+			t.Errorf("an armed bound after a refused reset: deadline %v, Err %v; want %v, cancelled", d, ctx.Err(), second)
+		}
+	})
+}

@@ -687,7 +687,6 @@ func (f *Federated) Thread(ctx context.Context, group, id string) (ThreadView, e
 		return ThreadView{}, fmt.Errorf("reader: thread %q: %w: %w", id, ErrBadRequest, err)
 	}
 	f.markActive(group)
-	key := mreader.ThreadKey(group, id)
 	if tl, ok := f.threads.get(mreader.ThreadsKey(group)); ok {
 		tl = f.update(ctx, group, tl)
 		if root := tl.root(id); root != nil {
@@ -695,6 +694,7 @@ func (f *Federated) Thread(ctx context.Context, group, id string) (ThreadView, e
 			return ThreadView{Group: group, Root: root, Server: tl.Server}, nil
 		}
 	}
+	key := mreader.ThreadKey(group, id) // made only here: the usual view is served above
 	if tv, ok := f.thread.get(key); ok {
 		f.metrics.cacheLookup(mreader.CacheThread, true)
 		return tv, nil

@@ -31,15 +31,23 @@ const (
 	headHandoff                       // anything else: net/http's to answer
 )
 
-// requestHead is a request head the front serves.
+// requestHead is a request head the front serves. A connection keeps one
+// and parses each head into it (parseHead): the header map and the
+// values' array are reused, so a handler must not keep the header (or
+// the URL, see frontConn.answer) past its answer.
 type requestHead struct {
 	method string // "GET" or "HEAD"
 	target string // origin-form: path and query
-	url    *url.URL
+	url    url.URL
 	host   string // the Host header (removed from header, as net/http does)
 	close  bool   // Connection: close
 	header http.Header
+	values []string // the array header's values are slices of
 }
+
+// Bounds on what a requestHead keeps for the next head: a map or array
+// grown for a head of many lines is dropped (a map never shrinks).
+const keptHeaderLines = 32
 
 // headScan is how far parseHead read into a head that was incomplete:
 // the lines before next end in CRLF and are not blank, and lines counts
@@ -50,16 +58,20 @@ type requestHead struct {
 // one off.
 type headScan struct{ next, lines int }
 
-// parseHead reads the request head at the start of b, going on from sc
-// (see headScan). With headOK it returns the head and its length in bytes
-// (the blank line included). A head longer than max without its blank
-// line is headHandoff (net/http answers 431).
-func parseHead(b []byte, max int, sc *headScan) (requestHead, int, headVerdict) {
+// parseHead reads the request head at the start of b into h, going on
+// from sc (see headScan). With headOK it returns the head's length in
+// bytes (the blank line included); with any other verdict h holds
+// nothing of use. A head longer than max without its blank line is
+// headHandoff (net/http answers 431).
+func parseHead(h *requestHead, b []byte, max int, sc *headScan) (int, headVerdict) {
 	end, lines, verdict := scanHead(b, max, sc)
 	if verdict != headOK {
-		return requestHead{}, 0, verdict
+		return 0, verdict
 	}
-	return parseLines(b, end, lines)
+	if !parseLines(h, b, end, lines) {
+		return 0, headHandoff
+	}
+	return end, headOK
 }
 
 // scanHead finds the blank line that ends the head at the start of b,
@@ -96,49 +108,55 @@ func scanHead(b []byte, max int, sc *headScan) (end, lines int, verdict headVerd
 }
 
 // parseLines parses the head b[:end] of lines lines (the blank one left
-// out), found by scanHead.
-func parseLines(b []byte, end, lines int) (requestHead, int, headVerdict) {
+// out), found by scanHead, into h; false when it is net/http's to answer.
+func parseLines(h *requestHead, b []byte, end, lines int) bool {
 	// One string for the whole head: every name and value is a slice of it.
 	s := string(b[:end-2])
 	line, rest, _ := strings.Cut(s, "\r\n")
-	var h requestHead
 	method, line, _ := strings.Cut(line, " ")
 	target, proto, _ := strings.Cut(line, " ")
 	if (method != http.MethodGet && method != http.MethodHead) || proto != "HTTP/1.1" || !plainTarget(target) {
-		return requestHead{}, 0, headHandoff
+		return false
 	}
-	u, err := url.ParseRequestURI(target)
-	if err != nil {
-		return requestHead{}, 0, headHandoff // a bad escape: net/http's 400
+	if err := parseTarget(&h.url, target); err != nil {
+		return false // a bad escape: net/http's 400
 	}
-	h.method, h.target, h.url = method, target, u
-	h.header = make(http.Header, lines-1)
-	values := make([]string, lines-1) // one array for every value, as textproto does
+	h.method, h.target, h.host, h.close = method, target, "", false
+	if h.header == nil || len(h.header) > keptHeaderLines {
+		h.header = make(http.Header, min(lines-1, keptHeaderLines))
+	} else {
+		clear(h.header)
+	}
+	// One array for every value, as textproto does.
+	if cap(h.values) < lines-1 || cap(h.values) > keptHeaderLines {
+		h.values = make([]string, lines-1)
+	}
+	values := h.values[:lines-1]
 	hosts := 0
 	for rest != "" {
 		line, rest, _ = strings.Cut(rest, "\r\n")
 		name, value, ok := strings.Cut(line, ":")
 		if !ok || !validFieldName(name) {
-			return requestHead{}, 0, headHandoff // no colon, a space before it, a folded line
+			return false // no colon, a space before it, a folded line
 		}
 		value = strings.Trim(value, " \t")
 		if !validFieldValue(value) {
-			return requestHead{}, 0, headHandoff
+			return false
 		}
 		key := textproto.CanonicalMIMEHeaderKey(name)
 		switch key {
 		case "Host":
 			if hosts++; hosts > 1 || !plainHost(value) {
-				return requestHead{}, 0, headHandoff
+				return false
 			}
 			h.host = value
 			continue
 		case "Content-Length":
 			if value != "0" || h.header[key] != nil {
-				return requestHead{}, 0, headHandoff
+				return false
 			}
 		case "Transfer-Encoding", "Expect", "Upgrade", "Te", "Http2-Settings":
-			return requestHead{}, 0, headHandoff
+			return false
 		case "Connection":
 			for list := value; list != ""; {
 				var t string
@@ -147,7 +165,7 @@ func parseLines(b []byte, end, lines int) (requestHead, int, headVerdict) {
 				case strings.EqualFold(t, "close"):
 					h.close = true
 				case strings.EqualFold(t, "upgrade"):
-					return requestHead{}, 0, headHandoff
+					return false
 				}
 			}
 		}
@@ -158,10 +176,39 @@ func parseLines(b []byte, end, lines int) (requestHead, int, headVerdict) {
 		values[0] = value
 		h.header[key], values = values[:1:1], values[1:]
 	}
-	if hosts == 0 {
-		return requestHead{}, 0, headHandoff // HTTP/1.1 without Host: net/http's 400
+	return hosts == 1 // HTTP/1.1 without Host: net/http's 400
+}
+
+// parseTarget sets u to the URL of target, an origin-form target
+// (plainTarget), exactly as url.ParseRequestURI makes it (FuzzParseTarget
+// checks), without allocating for a target of the usual kind: a path of
+// bytes that need no escape, then perhaps a query. Others are parsed by
+// url.ParseRequestURI.
+func parseTarget(u *url.URL, target string) error {
+	path, query, hasQuery := strings.Cut(target, "?")
+	if plainPath(path) && (!hasQuery || query != "") { // "/a?" is ForceQuery
+		*u = url.URL{Path: path, RawQuery: query}
+		return nil
 	}
-	return h, end, headOK
+	p, err := url.ParseRequestURI(target)
+	if err != nil {
+		return err
+	}
+	*u = *p
+	return nil
+}
+
+// plainPath reports whether p is a path whose bytes url leaves as they
+// are (no escapes, nothing its path encoding would escape), so that its
+// Path is p and its RawPath empty.
+func plainPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.~$&+,/:;=@", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // plainTarget reports whether t is an origin-form target of visible ASCII

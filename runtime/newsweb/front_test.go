@@ -344,14 +344,14 @@ func TestParseHeadHandsOff(t *testing.T) {
 		{"a blank line first", "\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"},
 		{"too long", "GET / HTTP/1.1\r\nHost: a\r\nX: " + strings.Repeat("x", 100) + "\r\n\r\n"},
 	} {
-		if _, _, v := parseHead([]byte(c.head), 64, new(headScan)); v != headHandoff {
+		if _, _, v := parsed([]byte(c.head), 64, new(headScan)); v != headHandoff {
 			t.Errorf("%s: verdict %d, want headHandoff", c.why, v)
 		}
 	}
-	if _, _, v := parseHead([]byte("GET / HTTP/1.1\r\nHost: a\r\n"), 64, new(headScan)); v != headIncomplete {
+	if _, _, v := parsed([]byte("GET / HTTP/1.1\r\nHost: a\r\n"), 64, new(headScan)); v != headIncomplete {
 		t.Errorf("a head without its blank line: verdict %d, want headIncomplete", v)
 	}
-	h, n, v := parseHead([]byte("GET /a?b HTTP/1.1\r\nHost: a\r\n\r\nGET"), 64, new(headScan))
+	h, n, v := parsed([]byte("GET /a?b HTTP/1.1\r\nHost: a\r\n\r\nGET"), 64, new(headScan))
 	if v != headOK || n != len("GET /a?b HTTP/1.1\r\nHost: a\r\n\r\n") || h.url.Path != "/a" || h.url.RawQuery != "b" {
 		t.Errorf("a plain head: verdict %d, length %d, URL %v", v, n, h.url)
 	}
@@ -365,17 +365,24 @@ func TestParseHeadHandsOff(t *testing.T) {
 func TestParseHeadGoesOn(t *testing.T) {
 	full := "GET /a HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n\r\n"
 	var sc headScan
-	if _, _, v := parseHead([]byte(full[:len(full)-5]), 64, &sc); v != headIncomplete {
+	if _, _, v := parsed([]byte(full[:len(full)-5]), 64, &sc); v != headIncomplete {
 		t.Fatalf("a partial head: verdict %d", v)
 	}
 	if want := (headScan{next: len("GET /a HTTP/1.1\r\nHost: a\r\n"), lines: 2}); sc != want {
 		t.Fatalf("scan after a partial head: %+v, want %+v", sc, want)
 	}
-	h, n, v := parseHead([]byte(full), 64, &sc)
+	h, n, v := parsed([]byte(full), 64, &sc)
 	if v != headOK || n != len(full) || h.host != "a" || h.header.Get("X-A") != "1" || len(h.header) != 1 {
 		t.Fatalf("the head in pieces: verdict %d, length %d, host %q, header %v", v, n, h.host, h.header)
 	}
 	if sc != (headScan{}) {
 		t.Fatalf("scan after a whole head: %+v, want it reset", sc)
 	}
+}
+
+// parsed is parseHead into a requestHead of its own.
+func parsed(b []byte, max int, sc *headScan) (requestHead, int, headVerdict) {
+	var h requestHead
+	n, v := parseHead(&h, b, max, sc)
+	return h, n, v
 }

@@ -57,6 +57,10 @@ type frontWriter struct {
 	// map and body are not used.
 	answered bool
 	ans      frontAnswer
+
+	// deadline is the request's bound, kept for the next request while
+	// it is not armed (requestDeadline).
+	deadline *lazyDeadline
 }
 
 // frontAnswer is an answer of Server.write: the values it would have put

@@ -33,8 +33,13 @@ func (s *Server) groupsPage(ctx context.Context, r *http.Request) (*response, er
 	if len(groups) > 0 {
 		list = reflect.ValueOf(&groups[0]).Pointer()
 	}
-	key := "groups " + f.q + "\x00" + f.h + "\x00" + strconv.Itoa(f.page) + " " + strconv.FormatUint(uint64(list), 16) + " " +
-		strconv.Itoa(len(groups)) + " " + strconv.FormatUint(s.fed.statsGen.Load(), 10)
+	var kb [keyBuffer]byte
+	key := append(kb[:0], "groups "...)
+	key = append(append(append(append(key, f.q...), 0), f.h...), 0)
+	key = append(strconv.AppendInt(key, int64(f.page), 10), ' ')
+	key = append(strconv.AppendUint(key, uint64(list), 16), ' ')
+	key = append(strconv.AppendInt(key, int64(len(groups)), 10), ' ')
+	key = strconv.AppendUint(key, s.fed.statsGen.Load(), 10)
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
@@ -43,7 +48,7 @@ func (s *Server) groupsPage(ctx context.Context, r *http.Request) (*response, er
 		return nil, err
 	}
 	resp.pin = groups
-	s.pages.put(key, resp)
+	s.pages.put(string(key), resp)
 	return resp, nil
 }
 
@@ -98,13 +103,15 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	}
 	st, haveStats := s.fed.CachedStats(group)
 	if haveStats {
-		if resp, ok := s.pages.get(groupPageKey(group, before, page, tl, &st)); ok {
+		var kb [keyBuffer]byte
+		if resp, ok := s.pages.get(appendGroupPageKey(kb[:0], group, before, page, tl, &st)); ok {
 			return resp, nil
 		}
 	}
 	statsCh := make(chan *GroupStats, 1)
 	if haveStats {
-		statsCh <- &st
+		cached := st // a copy, so that st stays on the stack for the usual view, served above
+		statsCh <- &cached
 	} else {
 		go func() {
 			sctx, cancel := context.WithTimeout(ctx, statsWait)
@@ -133,7 +140,7 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	}
 	if stats != nil {
 		resp.etag = etagOf(resp.body)
-		s.pages.put(groupPageKey(group, before, page, tl, stats), resp)
+		s.pages.put(string(appendGroupPageKey(nil, group, before, page, tl, stats)), resp)
 	}
 	return resp, nil
 }
@@ -158,10 +165,21 @@ func listVersion(tl *ThreadList) string {
 	return tl.version
 }
 
-func groupPageKey(group string, before int64, page int, tl *ThreadList, st *GroupStats) string {
-	return "group " + group + " " + strconv.FormatInt(before, 10) + " " + strconv.Itoa(page) + " " + listVersion(tl) + " " +
-		strconv.FormatInt(st.Count, 10) + "/" + strconv.FormatInt(st.LastDate.Unix(), 10)
+// appendGroupPageKey appends the page cache key of a group page: the
+// group, the range and page, and the versions of the list and stats.
+func appendGroupPageKey(dst []byte, group string, before int64, page int, tl *ThreadList, st *GroupStats) []byte {
+	dst = append(append(append(dst, "group "...), group...), ' ')
+	dst = append(strconv.AppendInt(dst, before, 10), ' ')
+	dst = append(strconv.AppendInt(dst, int64(page), 10), ' ')
+	dst = append(append(dst, listVersion(tl)...), ' ')
+	dst = append(strconv.AppendInt(dst, st.Count, 10), '/')
+	return strconv.AppendInt(dst, st.LastDate.Unix(), 10)
 }
+
+// keyBuffer is the size of the buffer on the stack a page cache key is
+// built in: a hit then costs no allocation (pageCache.get); longer keys
+// are built on the heap.
+const keyBuffer = 192
 
 func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, error) {
 	group, err := groupParam(r)
@@ -183,8 +201,8 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
-	nodes, depths := flatten(tv.Root)
-	page, pages, err := convPage(r, nodes, id)
+	count, at := position(tv.Root, id)
+	page, pages, err := convPage(r, count, at)
 	if err != nil {
 		return nil, err
 	}
@@ -192,11 +210,17 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	// new whenever the thread is threaded again) and of the group's list
 	// (for the newer and older links); article bodies never change.
 	tl, version := s.listOf(ctx, group)
-	key := "thread " + group + " " + id + " " + strconv.Itoa(page) + " " + strconv.FormatUint(uint64(reflect.ValueOf(tv.Root).Pointer()), 16) + " " +
-		strconv.Itoa(len(nodes)) + " " + strconv.FormatInt(tv.Root.Latest.UnixNano(), 10) + " " + version
+	var kb [keyBuffer]byte
+	key := append(append(append(append(append(kb[:0], "thread "...), group...), ' '), id...), ' ')
+	key = append(strconv.AppendInt(key, int64(page), 10), ' ')
+	key = append(strconv.AppendUint(key, uint64(reflect.ValueOf(tv.Root).Pointer()), 16), ' ')
+	key = append(strconv.AppendInt(key, int64(count), 10), ' ')
+	key = append(strconv.AppendInt(key, tv.Root.Latest.UnixNano(), 10), ' ')
+	key = append(key, version...)
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
+	nodes, depths := flatten(tv.Root)
 	newer, older := neighbours(tl, group, tv.Root)
 	root := tree(group, tv.Root, id)
 	subject := "(no subject)"
@@ -230,7 +254,7 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	}
 	resp.etag = etagOf(resp.body)
 	resp.pin = tv.Root
-	s.pages.put(key, resp)
+	s.pages.put(string(key), resp)
 	return resp, nil
 }
 
@@ -251,7 +275,8 @@ func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, e
 	if err != nil {
 		return nil, err
 	}
-	key := "html " + id + " " + queryValue(r, "group")
+	var kb [keyBuffer]byte
+	key := append(append(append(append(kb[:0], "html "...), id...), ' '), queryValue(r, "group")...)
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
@@ -276,7 +301,7 @@ func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, e
 		return nil, err
 	}
 	resp.etag = etagOf(resp.body)
-	s.pages.put(key, resp)
+	s.pages.put(string(key), resp)
 	return resp, nil
 }
 
@@ -310,7 +335,11 @@ func (s *Server) apiThreads(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
-	key := "api threads " + group + " " + strconv.FormatInt(before, 10) + " " + strconv.Itoa(page) + " " + listVersion(tl)
+	var kb [keyBuffer]byte
+	key := append(append(append(kb[:0], "api threads "...), group...), ' ')
+	key = append(strconv.AppendInt(key, before, 10), ' ')
+	key = append(strconv.AppendInt(key, int64(page), 10), ' ')
+	key = append(key, listVersion(tl)...)
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
@@ -333,7 +362,7 @@ func (s *Server) apiThreads(ctx context.Context, r *http.Request) (*response, er
 		return nil, err
 	}
 	resp.etag = etagOf(resp.body)
-	s.pages.put(key, resp)
+	s.pages.put(string(key), resp)
 	return resp, nil
 }
 
@@ -367,7 +396,8 @@ func (s *Server) apiArticle(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
-	key := "json " + id
+	var kb [keyBuffer]byte
+	key := append(append(kb[:0], "json "...), id...)
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
@@ -388,6 +418,6 @@ func (s *Server) apiArticle(ctx context.Context, r *http.Request) (*response, er
 		return nil, err
 	}
 	resp.etag = etagOf(resp.body)
-	s.pages.put(key, resp)
+	s.pages.put(string(key), resp)
 	return resp, nil
 }

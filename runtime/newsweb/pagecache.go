@@ -28,13 +28,15 @@ func newPageCache(maxBytes int) *pageCache {
 	return &pageCache{max: maxBytes, items: make(map[string]*list.Element)}
 }
 
-func (c *pageCache) get(key string) (*response, bool) {
+// get looks key up; a key in bytes costs no string (the map lookup
+// with string(key) makes none), so that a hit allocates nothing.
+func (c *pageCache) get(key []byte) (*response, bool) {
 	if c == nil {
 		return nil, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.items[key]
+	el, ok := c.items[string(key)]
 	if !ok {
 		return nil, false
 	}

@@ -199,7 +199,8 @@ type response struct {
 }
 
 // route registers fn on pattern with the common wrapper: the request's
-// time bound (a lazyDeadline: no timer unless fn waits), the error page,
+// time bound (a lazyDeadline: no timer unless fn waits; on the front,
+// reused by the connection's next request unless armed), the error page,
 // the metrics.
 //
 // A pattern that ends in a {name...} wildcard is registered a second time
@@ -212,8 +213,8 @@ func (s *Server) route(pattern, name string, api bool, fn func(ctx context.Conte
 	rs := s.statsFor(name)
 	h := func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ctx, release := withLazyDeadline(r.Context(), start.Add(s.opts.Timeout))
-		defer release()
+		ctx := requestDeadline(w, r.Context(), start.Add(s.opts.Timeout))
+		defer ctx.release()
 		resp, err := fn(ctx, r)
 		if err != nil {
 			resp = s.failure(r, api, err)
