@@ -22,7 +22,7 @@ const (
 	CacheThread                           // thread_cache: one thread, "group:message_id"
 	CacheGroups                           // groups_cache: the merged group list, key "groups"
 	CacheGroupStats                       // group_stats_cache: article count and last article date
-	numCacheKinds
+	NumCacheKinds                         // how many kinds there are (not a kind)
 )
 
 var cacheNames = [...]string{"article", "article_not_found", "threads", "thread", "groups", "group_stats"}
@@ -101,7 +101,7 @@ func (c CacheConfig) TTL(k CacheKind) time.Duration {
 
 // Validate refuses negative TTLs.
 func (c CacheConfig) Validate() error {
-	for k := CacheKind(0); k < numCacheKinds; k++ {
+	for k := CacheKind(0); k < NumCacheKinds; k++ {
 		if c.TTL(k) < 0 {
 			return fmt.Errorf("reader: cache %s: negative TTL %v", k, c.TTL(k))
 		}

@@ -19,12 +19,8 @@ type Metrics struct {
 
 	// hits and misses are CacheHits' and CacheMisses' series by cache
 	// kind, looked up once: page views look caches up on every view.
-	hits, misses [cacheSeries]prometheus.Counter
+	hits, misses [mreader.NumCacheKinds]prometheus.Counter
 }
-
-// cacheSeries bounds the cache kinds whose series are looked up once
-// (mreader's six, with room); any other is looked up as it comes.
-const cacheSeries = 8
 
 // NewMetrics creates the collectors and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -51,8 +47,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "newsweb_nntp_connections_total", Help: "NNTP connections established, by server and transport.",
 		}, []string{"server", "transport"}),
 	}
-	for _, k := range []mreader.CacheKind{mreader.CacheArticle, mreader.CacheArticleNotFound, mreader.CacheThreads,
-		mreader.CacheThread, mreader.CacheGroups, mreader.CacheGroupStats} {
+	for k := range mreader.NumCacheKinds {
 		m.hits[k], m.misses[k] = m.CacheHits.WithLabelValues(k.String()), m.CacheMisses.WithLabelValues(k.String())
 	}
 	if reg != nil {
@@ -69,11 +64,11 @@ func (m *Metrics) cacheLookup(kind mreader.CacheKind, hit bool) {
 	if hit {
 		series, vec = &m.hits, m.CacheHits
 	}
-	if int(kind) < cacheSeries && series[kind] != nil {
+	if kind < mreader.NumCacheKinds {
 		series[kind].Inc()
 		return
 	}
-	vec.WithLabelValues(kind.String()).Inc()
+	vec.WithLabelValues(kind.String()).Inc() // not a kind: shows up as cache(N)
 }
 
 func (m *Metrics) queueDepth(server string, p mreader.Priority, n int) {
