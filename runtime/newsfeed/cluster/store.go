@@ -271,6 +271,11 @@ func shardOf(sum [md5.Size]byte, n int) int {
 // Chunks is how many pieces of at most chunk octets hold size octets.
 func Chunks(size, chunk int) int { return max(1, (size+chunk-1)/chunk) }
 
+// Known reports whether this node knows id is in the history (it stored
+// it, was refused it, or found its head): Reserve would answer Present
+// without asking NATS.
+func (s *Store) Known(id string) bool { return s.seen.has(id) }
+
 // Reserve decides about id across all nodes before its article comes
 // (CHECK, IHAVE): Present when its head is stored (or its delete marker
 // remembers it), else the first caller gets Reserved (and the
