@@ -121,9 +121,6 @@ func (ic *inConn) step(now time.Time) error {
 	for {
 		ev, ok := ic.g.NextEvent()
 		if !ok {
-			// The heads published in this step were batched: their
-			// acknowledgements come once the batches end.
-			n.store.Commit()
 			return nil
 		}
 		switch e := ev.(type) {
@@ -211,10 +208,6 @@ const (
 // storeBytes (one article always does), and counts them.
 func (ic *inConn) takeFlight(size int) {
 	ic.flightMu.Lock()
-	if ic.flight > 0 && ic.flight+size > storeBytes {
-		// What it waits for may sit in an open batch.
-		ic.n.store.Commit()
-	}
 	for ic.flight > 0 && ic.flight+size > storeBytes {
 		ic.flightCond.Wait()
 	}
@@ -268,15 +261,7 @@ func (ic *inConn) article(e ingest.Article) {
 			ic.async(func(ctx context.Context) { ic.finish(ctx, e.Seq, r, len(wire), peers, err) })
 			return
 		}
-		ps := pendingStore{p: p, seq: e.Seq, r: r, size: len(wire), peers: peers}
-		select {
-		case ic.stores <- ps:
-		default:
-			// Full: waitStores waits for a head that may sit in an open
-			// batch.
-			n.store.Commit()
-			ic.stores <- ps
-		}
+		ic.stores <- pendingStore{p: p, seq: e.Seq, r: r, size: len(wire), peers: peers}
 		return
 	}
 	// Put runs on a goroutine of its own: wire leaves the buffer.

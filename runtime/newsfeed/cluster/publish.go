@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -43,17 +42,9 @@ type publisher struct {
 	prefix string // "<inbox>."
 	sub    *nats.Subscription
 
-	// batching: the streams take fast batches (see batch.go); turned
-	// off when one says it does not.
-	batching atomic.Bool
-	batchID  string // prefix of this publisher's batch ids
-
 	mu      sync.Mutex
 	next    uint64
-	waiting map[uint64]*ackWait // single publishes by reply number
-	batchN  uint64
-	queued  map[string][]*ackWait // messages for the next batch of each stream
-	batches map[string]*batch     // published batches by id, until answered
+	waiting map[uint64]*ackWait
 }
 
 // ackWait is one message waiting for its acknowledgement: done is closed
@@ -63,22 +54,12 @@ type ackWait struct {
 	deadline time.Time // pubTimeout after the publish
 	done     chan struct{}
 	err      error
-	settled  bool // done is closed (or nobody waits any more)
-
-	// A message published in a batch: its batch and sequence there, its
-	// copy for a publish alone, the "err" the server sent for it.
-	b        *batch
-	bseq     uint64
-	msg      *nats.Msg
-	batchErr error
 }
 
 // newPublisher subscribes to nc's acknowledgements.
 func newPublisher(nc *nats.Conn) (*publisher, error) {
-	p := &publisher{nc: nc, prefix: nc.NewInbox() + ".", waiting: map[uint64]*ackWait{},
-		queued: map[string][]*ackWait{}, batches: map[string]*batch{}, batchID: "b" + newToken() + "x"}
-	// "<inbox>.<n>" for single publishes, longer subjects for batches'.
-	sub, err := nc.Subscribe(p.prefix+">", p.answer)
+	p := &publisher{nc: nc, prefix: nc.NewInbox() + ".", waiting: map[uint64]*ackWait{}}
+	sub, err := nc.Subscribe(p.prefix+"*", p.answer)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: acknowledgement subscription: %w", err)
 	}
@@ -109,31 +90,25 @@ func (p *publisher) forget(ws ...*ackWait) {
 	p.mu.Lock()
 	for _, w := range ws {
 		delete(p.waiting, w.n)
-		w.settled, w.msg = true, nil
 	}
 	p.mu.Unlock()
 }
 
 // answer is the subscription's handler: an acknowledgement.
 func (p *publisher) answer(m *nats.Msg) {
-	rest := m.Subject[min(len(p.prefix), len(m.Subject)):]
-	if id, seq, ok := parseBatchReply(rest); ok {
-		p.answerBatch(id, seq, m)
-		return
-	}
-	n, err := strconv.ParseUint(rest, 10, 64)
+	n, err := strconv.ParseUint(m.Subject[min(len(p.prefix), len(m.Subject)):], 10, 64)
 	if err != nil {
 		return
 	}
-	err = parseAck(m)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	w := p.waiting[n]
 	delete(p.waiting, n)
+	p.mu.Unlock()
 	if w == nil {
 		return // timed out already
 	}
-	p.settle(w, err)
+	w.err = parseAck(m)
+	close(w.done)
 }
 
 // parseAck reads a JetStream publish acknowledgement: nil for success,

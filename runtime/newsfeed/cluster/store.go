@@ -100,8 +100,6 @@ type Store struct {
 	resv   jetstream.KeyValue
 	chunk  int
 	seen   *seen // message-ids known present
-	// batched: every shard stream takes fast batches.
-	batched bool
 }
 
 // Verdict is the history's answer about a message-id.
@@ -183,13 +181,6 @@ func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error)
 		}
 		s.shards = append(s.shards, st)
 	}
-	// A server before 2.14 does not know allow_batched and leaves it out
-	// of the configuration it answers: no batches then.
-	s.batched = true
-	for _, st := range s.shards {
-		s.batched = s.batched && st.CachedInfo().Config.AllowBatchPublish
-	}
-	s.pub.batching.Store(s.batched)
 	// LimitMarkerTTL turns on per-key TTLs (the reservations); the markers
 	// it leaves when a key expires live that long.
 	err = retry(ctx, func(ctx context.Context) (err error) {
@@ -224,9 +215,6 @@ func (s *Store) shardConfig(i int) jetstream.StreamConfig {
 		// was acknowledged by a quorum: a reader that finds nothing
 		// tries again later (see outConn.load).
 		AllowDirect: true,
-		// Heads of small articles go in fast batches (batch.go): one
-		// acknowledgement per batch, not per article.
-		AllowBatchPublish: true,
 	}
 	if s.set.MaxAge > 0 && s.set.History > s.set.MaxAge {
 		// The head expires with spool_max_age; its marker keeps the
@@ -247,7 +235,6 @@ func (s *Store) PublishOn(nc *nats.Conn) error {
 	if err != nil {
 		return err
 	}
-	p.batching.Store(s.batched)
 	s.pub.close()
 	s.pub = p
 	return nil
@@ -391,7 +378,6 @@ func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string)
 		if err != nil {
 			return err
 		}
-		s.Commit()
 		return p.Wait(ctx)
 	}
 	if s.seen.has(id) {
@@ -448,8 +434,7 @@ type Pending struct {
 
 // Publish sends the head of an article of at most ChunkSize octets
 // without waiting: Put's first half, for a caller that waits for many
-// acknowledgements on one goroutine. Small heads go in a batch whose
-// acknowledgement comes once it is committed: see Commit. wire is copied out before Publish
+// acknowledgements on one goroutine. wire is copied out before Publish
 // returns. An id this node knows is present is ErrDuplicate at once.
 func (s *Store) Publish(id string, wire []byte, peers []string) (*Pending, error) {
 	if len(wire) > s.chunk {
@@ -458,18 +443,13 @@ func (s *Store) Publish(id string, wire []byte, peers []string) (*Pending, error
 	if s.seen.has(id) {
 		return nil, ErrDuplicate
 	}
-	subj, sh := s.head(id)
-	w, err := s.pub.publishBatched(s.shardStream(sh), s.headMsg(subj, id, wire, peers, Parts{}))
+	subj, _ := s.head(id)
+	w, err := s.pub.publish(s.headMsg(subj, id, wire, peers, Parts{}))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: store %s: %w", id, err)
 	}
 	return &Pending{s: s, id: id, w: w}, nil
 }
-
-// Commit asks for the acknowledgements of the heads Publish sent in
-// batches: it ends the open batches. A caller about to wait for one of
-// them must Commit first; an ingest connection does after every step.
-func (s *Store) Commit() { s.pub.commit() }
 
 // Wait is Put's answer for a published head: nil once it is stored on a
 // quorum, ErrDuplicate when another copy was stored first. A head whose
