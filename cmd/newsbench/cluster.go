@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,8 +52,21 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	bin := fs.String("newsfeed", "", "newsfeed `binary` (default: built from this module)")
 	keep := fs.Bool("keep", false, "keep the work directory")
 	profile := fs.String("profile", "", "write CPU profiles of newsfeed and of the embedded NATS servers per case into `dir`")
+	only := fs.String("cases", "", "comma-separated `cases` to run (single, cluster-r1, cluster-r3; default all); ratios need single")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	cases := clusterCases
+	if *only != "" {
+		cases = nil
+		for _, c := range clusterCases {
+			if slices.Contains(strings.Split(*only, ","), c.name) {
+				cases = append(cases, c)
+			}
+		}
+		if len(cases) == 0 {
+			return fmt.Errorf("-cases %q: none of single, cluster-r1, cluster-r3", *only)
+		}
 	}
 	work, err := os.MkdirTemp("", "newsbench-cluster-")
 	if err != nil {
@@ -76,7 +90,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	sets := []*articleSet{newArticleSet(*smallN, 2<<10, run+"s", time.Now()), newArticleSet(*largeN, 500<<10, run+"l", time.Now())}
 	results := map[string]measure{}
 	for _, set := range sets {
-		for _, c := range clusterCases {
+		for _, c := range cases {
 			m, self, err := clusterOnce(ctx, work, *bin, c, set, *conns, *shards, *profile)
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", c.name, set.label, err)
@@ -88,9 +102,15 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	for _, set := range sets {
-		single := results["single/"+set.label]
-		for _, c := range clusterCases[1:] {
-			m := results[c.name+"/"+set.label]
+		single, ok := results["single/"+set.label]
+		if !ok {
+			continue
+		}
+		for _, c := range cases {
+			m, ok := results[c.name+"/"+set.label]
+			if !ok || c.servers == 0 {
+				continue
+			}
 			fmt.Fprintf(stdout, "ratio %s-%s art_per_s %.2f\n", c.name, set.label, m.artPerSec()/single.artPerSec())
 		}
 	}

@@ -15,6 +15,7 @@ type ConnectOptions struct {
 	Name      string // client name, seen in the servers' monitoring
 	CredsFile string // NATS credentials (JWT and seed)
 	CAFile    string // roots for the servers' TLS certificates
+	InOrder   bool   // try URLs in their order (the first preferred), not shuffled
 	Log       *slog.Logger
 }
 
@@ -28,6 +29,9 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectBufSize(64 << 20),
 		nats.Timeout(5 * time.Second),
+	}
+	if o.InOrder {
+		opts = append(opts, nats.DontRandomize())
 	}
 	if o.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(o.CredsFile))

@@ -125,7 +125,7 @@ func (ic *inConn) step(now time.Time) error {
 		}
 		switch e := ev.(type) {
 		case ingest.Check:
-			ic.check(e)
+			ic.check(now, e)
 		case ingest.Article:
 			ic.article(e)
 		case ingest.Rejected:
@@ -156,9 +156,19 @@ func (ic *inConn) async(fn func(ctx context.Context)) {
 
 // check answers CHECK or IHAVE from the cluster's history: the node that
 // creates the key wants the article; a key held by a reservation defers
-// the offer (431/436), a present one refuses it (438/435).
-func (ic *inConn) check(e ingest.Check) {
+// the offer (431/436), a present one refuses it (438/435). An id the node
+// knows is present (seen) is refused at once, here on Run's goroutine (step
+// may give the machine inputs, and what they make it say is written):
+// only the others need NATS, and a goroutine of their own to wait for it.
+func (ic *inConn) check(now time.Time, e ingest.Check) {
 	n := ic.n
+	if n.store.Known(e.MessageID) {
+		n.ingest.refused.Add(1)
+		if err := ic.g.Decide(now, e.Seq, ingest.Refuse); err != nil {
+			n.log.Error("ingest decide", "err", err)
+		}
+		return
+	}
 	ic.async(func(ctx context.Context) {
 		v, r, err := n.store.Reserve(ctx, e.MessageID)
 		verdict := ingest.Want

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,7 +34,7 @@ type Node struct {
 	opts  Options
 	log   *slog.Logger
 	nc    *nats.Conn
-	pubNC *nats.Conn // the articles' publishes
+	pubNC []*nats.Conn // the articles' publishes: one per NATS server given
 	store *Store
 	peers []*peer
 
@@ -84,9 +86,21 @@ func Open(ctx context.Context, cfg *newsfeed.Config, opts Options) (*Node, error
 		n.closeNATS()
 		return nil, err
 	}
-	n.pubNC, err = n.connect("publish")
+	// One publishing connection per NATS server given, each preferring
+	// its own: a shard's heads go to the one whose server leads the
+	// shard's stream (Store.PublishOn).
+	for i := range cc.NATS {
+		urls := append([]string{cc.NATS[i]}, slices.Delete(slices.Clone(cc.NATS), i, i+1)...)
+		var nc *nats.Conn
+		nc, err = Connect(ConnectOptions{URLs: urls, InOrder: true, Name: "newsfeed " + cc.Node + " publish " + strconv.Itoa(i+1),
+			CredsFile: cc.CredsFile, CAFile: cc.CAFile, Log: n.log})
+		if err != nil {
+			break
+		}
+		n.pubNC = append(n.pubNC, nc)
+	}
 	if err == nil {
-		err = n.store.PublishOn(n.pubNC)
+		err = n.store.PublishOn(octx, n.pubNC...)
 	}
 	if err != nil {
 		n.closeNATS()
@@ -154,6 +168,8 @@ func (n *Node) Run(ctx context.Context) error {
 			select {
 			case <-stats.C:
 				n.logStats()
+				// Stream leaders move (a server died, stepped down).
+				n.store.Place(ctx)
 			case <-ctx.Done():
 				return
 			}
@@ -198,8 +214,8 @@ func (n *Node) connect(what string) (*nats.Conn, error) {
 // closeNATS closes the node's NATS connections.
 func (n *Node) closeNATS() {
 	n.nc.Close()
-	if n.pubNC != nil {
-		n.pubNC.Close()
+	for _, nc := range n.pubNC {
+		nc.Close()
 	}
 }
 

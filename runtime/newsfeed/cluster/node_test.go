@@ -106,6 +106,43 @@ func takeThis(t *testing.T, addr string, arts map[string][]byte) map[string]int 
 	return got
 }
 
+// check sends CHECK for each id in one stream and returns the codes of
+// the answers, in order.
+func check(t *testing.T, addr string, ids ...string) []int {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	br := bufio.NewReader(c)
+	line := func() string {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading from %s: %v", addr, err)
+		}
+		return strings.TrimRight(l, "\r\n")
+	}
+	line() // greeting
+	io.WriteString(c, "MODE STREAM\r\n")
+	if l := line(); !strings.HasPrefix(l, "203") {
+		t.Fatalf("MODE STREAM: %q", l)
+	}
+	for _, id := range ids {
+		fmt.Fprintf(c, "CHECK %s\r\n", id)
+	}
+	codes := make([]int, len(ids))
+	for i := range ids {
+		l := line()
+		var id string
+		if _, err := fmt.Sscanf(l, "%d %s", &codes[i], &id); err != nil || id != ids[i] {
+			t.Fatalf("answer %q to CHECK %s", l, ids[i])
+		}
+	}
+	return codes
+}
+
 // TestNodeFeeds: one node on one NATS server takes articles in (small and
 // over max_payload) and feeds them to a peer that defers some at first.
 func TestNodeFeeds(t *testing.T) {
@@ -138,6 +175,11 @@ func TestNodeFeeds(t *testing.T) {
 	again := takeThis(t, n.Addr().String(), map[string][]byte{"<c1@cluster.test>": arts["<c1@cluster.test>"]})
 	if again["<c1@cluster.test>"] != 439 {
 		t.Errorf("second TAKETHIS of <c1@cluster.test>: %d, want 439", again["<c1@cluster.test>"])
+	}
+	// CHECK: a stored id refused (answered from the node's memory, on the
+	// connection's goroutine), an unknown one wanted.
+	if got := check(t, n.Addr().String(), "<c2@cluster.test>", "<new@cluster.test>"); got[0] != 438 || got[1] != 238 {
+		t.Errorf("CHECK of a stored and a new id: %v, want [438 238]", got)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -6,14 +6,21 @@ import (
 	"time"
 )
 
-// seen remembers message-ids this node knows are in the history (it
-// stored them, was told they are duplicates, or found their heads), so
-// that CHECK, IHAVE and TAKETHIS of an article offered again — by another
-// upstream, typically — are answered without a round trip to NATS (and
-// without reading the head back, article and all). Only "present" is
-// remembered, never "absent": a present article stays present as long as
-// the history keeps it, and an entry lives at most two generations, half
-// that long at the most.
+// seen remembers the message-ids this node knows are in the history: it
+// stored them, was told they are duplicates, or found their heads. CHECK,
+// IHAVE and TAKETHIS of such an article, offered again (typically by
+// another upstream), are answered from it without a round trip to NATS,
+// and a CHECK without reading the head back, article and all.
+//
+// Only "present" is remembered, never "absent": an article stays present
+// as long as the history keeps its message-id, so a remembered id is
+// right for as long as it is remembered. The ids are kept in two
+// generations; a new one begins after seenMax ids or one generation's age
+// (seenAge, or a quarter of the history's lifetime if that is shorter),
+// and the one before it is dropped then; generations older than twice
+// that age are dropped both. So an id is forgotten at the latest four
+// generations' ages after it was added: never after the history forgot
+// it.
 type seen struct {
 	age       time.Duration // of a generation
 	mu        sync.Mutex
@@ -28,8 +35,9 @@ const (
 	seenAge = 10 * time.Minute
 )
 
-// newSeen remembers for no longer than a quarter of keep, how long the
-// history keeps an id at the least (0: for ever).
+// newSeen makes a generation last at most a quarter of keep, the least
+// time the history keeps an id (0: for ever), so that no id is
+// remembered longer than the history keeps it.
 func newSeen(keep time.Duration) *seen {
 	age := seenAge
 	if keep > 0 {
@@ -44,7 +52,13 @@ func (s *seen) add(id string) {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.cur) >= seenMax || now.Sub(s.began) > s.age {
+	switch {
+	case now.Sub(s.began) > 2*s.age:
+		// Idle for longer than two generations: the current one is
+		// too old to keep as the previous one (has would trust it for
+		// two generations more).
+		s.prev, s.cur, s.began = nil, map[[md5.Size]byte]struct{}{}, now
+	case len(s.cur) >= seenMax || now.Sub(s.began) > s.age:
 		s.prev, s.cur, s.began = s.cur, make(map[[md5.Size]byte]struct{}, len(s.cur)), now
 	}
 	s.cur[sum] = struct{}{}

@@ -69,7 +69,10 @@ func (n *Node) Status(ctx context.Context) Status {
 	cs.NATS = n.nc.Status().String()
 	cs.Server = n.nc.ConnectedUrlRedacted()
 	cs.Servers = n.nc.Servers()
-	cs.Reconnects = n.nc.Stats().Reconnects + n.pubNC.Stats().Reconnects
+	cs.Reconnects = n.nc.Stats().Reconnects
+	for _, nc := range n.pubNC {
+		cs.Reconnects += nc.Stats().Reconnects
+	}
 	if rtt, err := n.nc.RTT(); err == nil {
 		cs.RTT = rtt.Round(time.Microsecond).String()
 	}

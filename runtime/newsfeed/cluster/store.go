@@ -66,6 +66,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -92,14 +93,20 @@ type Settings struct {
 // Store is a node's handle on the cluster's store, history and queues.
 // It is safe for concurrent use.
 type Store struct {
-	set    Settings
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	pub    *publisher // articles' publishes: on nc, or another connection
-	shards []jetstream.Stream
-	resv   jetstream.KeyValue
-	chunk  int
-	seen   *seen // message-ids known present
+	set Settings
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	pub *publisher // articles' publishes: on nc, or another connection
+	// near are the publishers of PublishOn, one per NATS connection
+	// (server), and byShard the one each shard's heads go through: the
+	// connection to the server that leads the shard's stream, if there is
+	// one (see PublishOn).
+	near    []*publisher
+	byShard []atomic.Pointer[publisher]
+	shards  []jetstream.Stream
+	resv    jetstream.KeyValue
+	chunk   int
+	seen    *seen // message-ids known present
 }
 
 // Verdict is the history's answer about a message-id.
@@ -181,6 +188,7 @@ func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error)
 		}
 		s.shards = append(s.shards, st)
 	}
+	s.byShard = make([]atomic.Pointer[publisher], len(s.shards))
 	// LimitMarkerTTL turns on per-key TTLs (the reservations); the markers
 	// it leaves when a key expires live that long.
 	err = retry(ctx, func(ctx context.Context) (err error) {
@@ -226,18 +234,62 @@ func (s *Store) shardConfig(i int) jetstream.StreamConfig {
 	return cfg
 }
 
-// PublishOn sends the articles' publishes over nc, a connection of their
+// PublishOn sends the articles' publishes over ncs, connections of their
 // own: one NATS connection is one reader and one writer on each side (the
 // client's and the server's), and with ingest and feeding on one, each
-// waited for the other's traffic.
-func (s *Store) PublishOn(nc *nats.Conn) error {
-	p, err := newPublisher(nc)
-	if err != nil {
-		return err
+// waited for the other's traffic. Given one connection per NATS server,
+// each shard's heads go to the server that leads its stream (Place), so
+// that neither the publish nor its acknowledgement crosses a route
+// between servers; the first connection carries the rest.
+func (s *Store) PublishOn(ctx context.Context, ncs ...*nats.Conn) error {
+	var near []*publisher
+	for _, nc := range ncs {
+		p, err := newPublisher(nc)
+		if err != nil {
+			for _, p := range near {
+				p.close()
+			}
+			return err
+		}
+		near = append(near, p)
 	}
 	s.pub.close()
-	s.pub = p
+	s.pub, s.near = near[0], near
+	s.Place(ctx)
 	return nil
+}
+
+// Place points each shard at the publisher connected to its stream's
+// leader (asking the streams who leads them now), or the first one. A
+// leader moves when its server dies or steps down: the node calls Place
+// again from time to time; meanwhile the heads take a route, as with one
+// connection.
+func (s *Store) Place(ctx context.Context) {
+	for i, st := range s.shards {
+		leader := ""
+		if len(s.near) > 1 {
+			ictx, cancel := context.WithTimeout(ctx, opTimeout)
+			if info, err := st.Info(ictx); err == nil && info.Cluster != nil {
+				leader = info.Cluster.Leader
+			}
+			cancel()
+		}
+		p := s.pub
+		for _, q := range s.near {
+			if leader != "" && q.nc.ConnectedServerName() == leader {
+				p = q
+			}
+		}
+		s.byShard[i].Store(p)
+	}
+}
+
+// pubFor is the publisher of a shard's heads.
+func (s *Store) pubFor(shard int) *publisher {
+	if p := s.byShard[shard].Load(); p != nil {
+		return p
+	}
+	return s.pub
 }
 
 func (s *Store) shardStream(i int) string { return s.set.Name + "-art-" + strconv.Itoa(i) }
@@ -270,6 +322,11 @@ func shardOf(sum [md5.Size]byte, n int) int {
 
 // Chunks is how many pieces of at most chunk octets hold size octets.
 func Chunks(size, chunk int) int { return max(1, (size+chunk-1)/chunk) }
+
+// Known reports whether this node knows id is in the history (it stored
+// it, was refused it, or found its head): Reserve would answer Present
+// without asking NATS.
+func (s *Store) Known(id string) bool { return s.seen.has(id) }
 
 // Reserve decides about id across all nodes before its article comes
 // (CHECK, IHAVE): Present when its head is stored (or its delete marker
@@ -379,28 +436,29 @@ func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string)
 		return ErrDuplicate
 	}
 	subj, sh := s.head(id)
+	pub := s.pubFor(sh)
 	parts := Parts{Token: newToken(), N: Chunks(len(wire), s.chunk), Size: len(wire)}
 	ws := make([]*ackWait, 0, parts.N-1)
 	err := func() error {
 		for i := 1; i < parts.N; i++ {
 			m := &nats.Msg{Subject: subj + "." + parts.Token + "." + strconv.Itoa(i), Data: wire[i*s.chunk : min(len(wire), (i+1)*s.chunk)]}
-			w, err := s.pub.publish(m)
+			w, err := pub.publish(m)
 			if err != nil {
-				s.pub.forget(ws...) // nobody will wait for them
+				pub.forget(ws...) // nobody will wait for them
 				return fmt.Errorf("cluster: store %s: %w", id, err)
 			}
 			ws = append(ws, w)
 		}
 		// The head only once its parts are stored: a node may pull the
 		// head the moment it is stored, and must find them.
-		if err := s.pub.waitAll(ctx, ws); err != nil {
+		if err := pub.waitAll(ctx, ws); err != nil {
 			return fmt.Errorf("cluster: store %s: %w", id, err)
 		}
-		w, err := s.pub.publish(s.headMsg(subj, id, wire[:s.chunk], peers, parts))
+		w, err := pub.publish(s.headMsg(subj, id, wire[:s.chunk], peers, parts))
 		if err != nil {
 			return fmt.Errorf("cluster: store %s: %w", id, err)
 		}
-		return (&Pending{s: s, id: id, w: w}).Wait(ctx)
+		return (&Pending{s: s, pub: pub, id: id, w: w}).Wait(ctx)
 	}()
 	if err != nil {
 		s.dropParts(sh, subj, parts)
@@ -422,9 +480,10 @@ func (s *Store) headMsg(subj, id string, data []byte, peers []string, parts Part
 
 // Pending is a head published and not yet acknowledged.
 type Pending struct {
-	s  *Store
-	id string
-	w  *ackWait
+	s   *Store
+	pub *publisher
+	id  string
+	w   *ackWait
 }
 
 // Publish sends the head of an article of at most ChunkSize octets
@@ -438,19 +497,20 @@ func (s *Store) Publish(id string, wire []byte, peers []string) (*Pending, error
 	if s.seen.has(id) {
 		return nil, ErrDuplicate
 	}
-	subj, _ := s.head(id)
-	w, err := s.pub.publish(s.headMsg(subj, id, wire, peers, Parts{}))
+	subj, sh := s.head(id)
+	pub := s.pubFor(sh)
+	w, err := pub.publish(s.headMsg(subj, id, wire, peers, Parts{}))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: store %s: %w", id, err)
 	}
-	return &Pending{s: s, id: id, w: w}, nil
+	return &Pending{s: s, pub: pub, id: id, w: w}, nil
 }
 
 // Wait is Put's answer for a published head: nil once it is stored on a
 // quorum, ErrDuplicate when another copy was stored first. A head whose
 // acknowledgement never comes fails after pubTimeout.
 func (p *Pending) Wait(ctx context.Context) error {
-	err := p.s.pub.wait(ctx, p.w)
+	err := p.pub.wait(ctx, p.w)
 	switch {
 	case err == nil:
 		p.s.seen.add(p.id)

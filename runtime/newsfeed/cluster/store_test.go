@@ -489,3 +489,21 @@ func TestSeenGenerations(t *testing.T) {
 		t.Error("an id from generations older than twice their age is still known")
 	}
 }
+
+// TestSeenIdleNotTrusted: after an idle spell longer than two
+// generations, the next add starts afresh: the old generation must not
+// become the previous one and be trusted for two generations more (its
+// ids could outlive the history then, and an article it forgot be
+// refused).
+func TestSeenIdleNotTrusted(t *testing.T) {
+	s := newSeen(time.Hour)
+	s.add("<old@t>")
+	s.began = s.began.Add(-3 * s.age) // idle: no add, no has
+	s.add("<new@t>")
+	if s.has("<old@t>") {
+		t.Error("<old@t> still known after an idle spell of three generations")
+	}
+	if !s.has("<new@t>") {
+		t.Error("<new@t> not known after add")
+	}
+}
