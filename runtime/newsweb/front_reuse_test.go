@@ -3,7 +3,6 @@ package newsweb
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -68,13 +67,7 @@ func leakyHandler() http.Handler {
 // handler's use of its request after it returns would be a race).
 func TestFrontReuseLeaksNothing(t *testing.T) {
 	front := newFrontServer(t, leakyHandler())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain := NewHTTPServer("", leakyHandler())
-	go plain.Serve(ln)
-	t.Cleanup(func() { plain.Close() })
+	plainAddr := plainServer(t, leakyHandler())
 
 	heads := []string{
 		"GET /p/one?a=1&b=2 HTTP/1.1\r\nHost: first.test\r\nAccept-Encoding: gzip\r\nIf-None-Match: \"e1\"\r\nX-A: 1\r\nX-A: 2\r\nCookie: c=1\r\n\r\n",
@@ -91,7 +84,7 @@ func TestFrontReuseLeaksNothing(t *testing.T) {
 		method, _, _ := strings.Cut(head, " ")
 		rc.send(head)
 		got := answerOf(rc.wantResponse(method))
-		ref := dialRaw(t, "http://"+ln.Addr().String())
+		ref := dialRaw(t, "http://"+plainAddr)
 		ref.send(head)
 		want := answerOf(ref.wantResponse(method))
 		if d := cmp.Diff(want, got); d != "" {
@@ -126,13 +119,7 @@ func manyHeaders(n int) string {
 // cancelled (reusing an armed bound failed them with 500).
 func TestFrontReuseNewsweb(t *testing.T) {
 	s := startSite(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain := NewHTTPServer("", s.h)
-	go plain.Serve(ln)
-	t.Cleanup(func() { plain.Close() })
+	plainAddr := plainServer(t, s.h)
 
 	const gz = "Accept-Encoding: gzip\r\n"
 	reqs := []struct{ method, target, extra string }{
@@ -171,7 +158,7 @@ func TestFrontReuseNewsweb(t *testing.T) {
 	// all on one connection through the front, the caches warm.
 	want := make([]answer, len(reqs))
 	for i, r := range reqs {
-		ref := dialRaw(t, "http://"+ln.Addr().String())
+		ref := dialRaw(t, "http://"+plainAddr)
 		send(ref, r.method, r.target, r.extra) // a group page is cached once its stats are
 		want[i] = send(ref, r.method, r.target, r.extra)
 		if cold[i].Status != want[i].Status {

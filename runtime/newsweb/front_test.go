@@ -77,6 +77,20 @@ type answer struct {
 	Body   string
 }
 
+// plainServer serves h with NewHTTPServer's http.Server alone (no front)
+// on loopback and returns its address.
+func plainServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := NewHTTPServer("", h)
+	go plain.Serve(ln)
+	t.Cleanup(func() { plain.Close() })
+	return ln.Addr().String()
+}
+
 func answerOf(resp *http.Response, body []byte) answer {
 	h := resp.Header.Clone()
 	h.Del("Date")
@@ -89,14 +103,7 @@ func answerOf(resp *http.Response, body []byte) answer {
 // redirect, Connection: close.
 func TestFrontMatchesNetHTTP(t *testing.T) {
 	s := startSite(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain := NewHTTPServer("", s.h)
-	go plain.Serve(ln)
-	t.Cleanup(func() { plain.Close() })
-	plainURL := "http://" + ln.Addr().String()
+	plainURL := "http://" + plainServer(t, s.h)
 
 	const gz = "Accept-Encoding: gzip\r\n"
 	reqs := []struct{ method, target, extra string }{

@@ -60,15 +60,15 @@ func testArticle(i, size int) (string, []byte) {
 	return id, []byte(b.String())
 }
 
-// takeThis streams the articles with TAKETHIS and returns each answer's
-// code by message-id.
-func takeThis(t *testing.T, addr string, arts map[string][]byte) map[string]int {
+// streamSession dials addr, reads the greeting and switches to streaming;
+// it returns the connection and a reader of its answer lines.
+func streamSession(t *testing.T, addr string) (net.Conn, func() string) {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(60 * time.Second))
 	br := bufio.NewReader(c)
 	line := func() string {
@@ -85,6 +85,14 @@ func takeThis(t *testing.T, addr string, arts map[string][]byte) map[string]int 
 	if l := line(); !strings.HasPrefix(l, "203") {
 		t.Fatalf("MODE STREAM: %q", l)
 	}
+	return c, line
+}
+
+// takeThis streams the articles with TAKETHIS and returns each answer's
+// code by message-id.
+func takeThis(t *testing.T, addr string, arts map[string][]byte) map[string]int {
+	t.Helper()
+	c, line := streamSession(t, addr)
 	go func() {
 		w := bufio.NewWriter(c)
 		for id, a := range arts {
@@ -110,25 +118,7 @@ func takeThis(t *testing.T, addr string, arts map[string][]byte) map[string]int 
 // the answers, in order.
 func check(t *testing.T, addr string, ids ...string) []int {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(60 * time.Second))
-	br := bufio.NewReader(c)
-	line := func() string {
-		l, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("reading from %s: %v", addr, err)
-		}
-		return strings.TrimRight(l, "\r\n")
-	}
-	line() // greeting
-	io.WriteString(c, "MODE STREAM\r\n")
-	if l := line(); !strings.HasPrefix(l, "203") {
-		t.Fatalf("MODE STREAM: %q", l)
-	}
+	c, line := streamSession(t, addr)
 	for _, id := range ids {
 		fmt.Fprintf(c, "CHECK %s\r\n", id)
 	}
