@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -64,15 +65,9 @@ func pinCPUs() (server, wrk int, why string) {
 	if _, err := exec.LookPath("taskset"); err != nil {
 		return 0, 0, "taskset is not installed (Debian: util-linux)"
 	}
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
+	cpus, err := affinity()
+	if err != nil {
 		return 0, 0, "the CPU affinity is unknown: " + err.Error()
-	}
-	var cpus []int
-	for c := 0; c < len(set)*64 && len(cpus) < 2; c++ {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
-		}
 	}
 	if len(cpus) < 2 {
 		return 0, 0, fmt.Sprintf("this process may use %d CPU", len(cpus))
@@ -80,22 +75,32 @@ func pinCPUs() (server, wrk int, why string) {
 	return cpus[0], cpus[1], ""
 }
 
-// allowedCPUs lists the CPUs this process may run on ("?" when unknown).
-func allowedCPUs() string {
+// affinity is the CPUs this process may run on, in order.
+func affinity() ([]int, error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return "?"
+		return nil, err
 	}
-	s := ""
+	var cpus []int
 	for c := 0; c < len(set)*64; c++ {
 		if set.IsSet(c) {
-			if s != "" {
-				s += ","
-			}
-			s += strconv.Itoa(c)
+			cpus = append(cpus, c)
 		}
 	}
-	return s
+	return cpus, nil
+}
+
+// allowedCPUs lists the CPUs this process may run on ("?" when unknown).
+func allowedCPUs() string {
+	cpus, err := affinity()
+	if err != nil {
+		return "?"
+	}
+	s := make([]string, len(cpus))
+	for i, c := range cpus {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
 }
 
 // pinnedArgs are the arguments that re-execute newsbench web pinned:
