@@ -39,6 +39,14 @@ import (
 // that moment, and a TAKETHIS that cannot be stored closes the upstream
 // connection (RFC 4644 has no "later" for it): issue #10 saw newsbench's
 // replicas-3 run lose its connections at the start so.
+//
+// A publish that meets a stream's server after its leadership has gone
+// gets no answer at all (the server drops what it may no longer
+// propose): one still unanswered resendSilent after it was sent is sent
+// again too, while the wait lasts. A head stored the first time is then
+// refused by its own condition (wrong last subject sequence), and
+// answered ErrDuplicate: it is stored, and the sender told not to send it
+// again; only the count of duplicates is off by it.
 
 // pubTimeout bounds the wait for an acknowledgement.
 const pubTimeout = 2 * opTimeout
@@ -48,6 +56,9 @@ const pubTimeout = 2 * opTimeout
 const (
 	resendFirst = 20 * time.Millisecond
 	resendMax   = 500 * time.Millisecond
+	// resendSilent is how long an unanswered publish waits before it is
+	// sent again: well above an acknowledgement's time under load.
+	resendSilent = 3 * time.Second
 )
 
 // errNoResponders: no stream took the publish (no leader at the moment).
@@ -69,6 +80,7 @@ type publisher struct {
 type ackWait struct {
 	n        uint64
 	deadline time.Time // pubTimeout after the publish
+	sent     time.Time // the last send (publisher.mu)
 	done     chan struct{}
 	err      error
 	// msg is the message as published, sent again on "no responders"
@@ -111,7 +123,8 @@ func (p *publisher) publishCopy(m *nats.Msg) (*ackWait, error) {
 
 // send publishes m as the message waiting for acknowledgement w.n.
 func (p *publisher) send(m *nats.Msg, buf *[]byte) (*ackWait, error) {
-	w := &ackWait{done: make(chan struct{}), deadline: time.Now().Add(pubTimeout), msg: m, buf: buf}
+	now := time.Now()
+	w := &ackWait{done: make(chan struct{}), deadline: now.Add(pubTimeout), sent: now, msg: m, buf: buf}
 	p.mu.Lock()
 	p.next++
 	w.n = p.next
@@ -187,6 +200,7 @@ func (p *publisher) resend(w *ackWait) {
 	if p.waiting[w.n] != w {
 		return
 	}
+	w.sent = time.Now()
 	err := p.nc.PublishMsg(w.msg)
 	if err == nil {
 		return
@@ -234,17 +248,37 @@ func (p *publisher) wait(ctx context.Context, w *ackWait) error {
 		return w.err
 	default:
 	}
-	t := time.NewTimer(time.Until(w.deadline))
+	t := time.NewTimer(0)
 	defer t.Stop()
-	select {
-	case <-w.done:
-		return w.err
-	case <-t.C:
-		p.forget(w)
-		return fmt.Errorf("cluster: no publish acknowledgement within %v", pubTimeout)
-	case <-ctx.Done():
-		p.forget(w)
-		return ctx.Err()
+	for {
+		p.mu.Lock()
+		at := w.sent.Add(resendSilent)
+		p.mu.Unlock()
+		if at.After(w.deadline) {
+			at = w.deadline
+		}
+		t.Reset(time.Until(at))
+		select {
+		case <-w.done:
+			return w.err
+		case <-t.C:
+			if !time.Now().Before(w.deadline) {
+				p.forget(w)
+				return fmt.Errorf("cluster: no publish acknowledgement within %v", pubTimeout)
+			}
+			p.mu.Lock()
+			silent := time.Since(w.sent) >= resendSilent
+			if silent {
+				w.resends++
+			}
+			p.mu.Unlock()
+			if silent {
+				p.resend(w)
+			}
+		case <-ctx.Done():
+			p.forget(w)
+			return ctx.Err()
+		}
 	}
 }
 
