@@ -191,9 +191,9 @@ func (p *publisher) answer(m *nats.Msg) {
 	close(w.done)
 }
 
-// resend publishes w's message again, unless it is no longer waited for
-// (it timed out, or its waiter gave up). A message that cannot be sent
-// fails now.
+// resend publishes w's message again (answered "no responders", or no
+// answer at all), unless it is no longer waited for (answered, timed
+// out, or its waiter gave up). A message that cannot be sent fails now.
 func (p *publisher) resend(w *ackWait) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -207,7 +207,7 @@ func (p *publisher) resend(w *ackWait) {
 	}
 	delete(p.waiting, w.n)
 	w.release()
-	w.err = fmt.Errorf("cluster: publish again after no responders: %w", err)
+	w.err = fmt.Errorf("cluster: publish again: %w", err)
 	close(w.done)
 }
 
