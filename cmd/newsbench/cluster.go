@@ -204,6 +204,11 @@ func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *arti
 	}
 	before := selfCPU()
 	start := time.Now()
+	// A push that fails (newsfeed refused articles or closed a
+	// connection) ends the wait for the sink: those articles never come,
+	// and the run would hang until its timeout (issue #10).
+	wctx, failed := context.WithCancelCause(ctx)
+	defer failed(nil)
 	pushErr := make(chan error, 1)
 	go func() {
 		res, err := pushTakethis(ctx, []string{addr}, set, conns)
@@ -213,9 +218,15 @@ func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *arti
 		if err == nil {
 			fmt.Fprintf(os.Stderr, "  %s %s: every 239 after %v\n", c.name, set.label, res.elapsed.Round(time.Millisecond))
 		}
+		if err != nil {
+			failed(fmt.Errorf("push: %w", err))
+		}
 		pushErr <- err
 	}()
-	if err := sk.Wait(ctx, int64(set.len())); err != nil {
+	if err := sk.Wait(wctx, int64(set.len())); err != nil {
+		if cause := context.Cause(wctx); cause != nil {
+			err = cause
+		}
 		return measure{}, 0, fmt.Errorf("the sink got %d of %d: %w\n%s", sk.Articles(), set.len(), err, tail(logf.Name(), 10))
 	}
 	m := measure{elapsed: time.Since(start), articles: sk.Articles(), bytes: sk.Bytes()}

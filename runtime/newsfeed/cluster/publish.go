@@ -26,12 +26,40 @@ import (
 // "error") is recognised without decoding; an error (a duplicate:
 // wrong last subject sequence) is decoded as JetStream's API error.
 // A message whose acknowledgement does not come (its server died, the
-// reply was lost) fails after pubTimeout, as a publish with no responders
-// (no stream leader yet) fails at once: the caller answers "later" and
+// reply was lost) fails after pubTimeout: the caller answers "later" and
 // the sender offers the article again.
+//
+// A publish answered "no responders" (status 503: no stream listens on
+// the subject at the moment) is sent again, the same message with the
+// same reply subject, after a doubling delay, until pubTimeout of its
+// first publish: a stream has no leader for a moment after it is created
+// and while its leader moves (a server died or stepped down), and its
+// subjects' interest reaches the other servers of the cluster a moment
+// after the leader takes them. Failing at once refused the articles of
+// that moment, and a TAKETHIS that cannot be stored closes the upstream
+// connection (RFC 4644 has no "later" for it): issue #10 saw newsbench's
+// replicas-3 run lose its connections at the start so.
+//
+// A publish that meets a stream's server after its leadership has gone
+// gets no answer at all (the server drops what it may no longer
+// propose): one still unanswered resendSilent after it was sent is sent
+// again too, while the wait lasts. A head stored the first time is then
+// refused by its own condition (wrong last subject sequence), and
+// answered ErrDuplicate: it is stored, and the sender told not to send it
+// again; only the count of duplicates is off by it.
 
 // pubTimeout bounds the wait for an acknowledgement.
 const pubTimeout = 2 * opTimeout
+
+// Delays before a publish answered "no responders" is sent again: the
+// first, doubled each time up to the last.
+const (
+	resendFirst = 20 * time.Millisecond
+	resendMax   = 500 * time.Millisecond
+	// resendSilent is how long an unanswered publish waits before it is
+	// sent again: well above an acknowledgement's time under load.
+	resendSilent = 3 * time.Second
+)
 
 // errNoResponders: no stream took the publish (no leader at the moment).
 var errNoResponders = errors.New("no stream answered (no responders)")
@@ -52,8 +80,16 @@ type publisher struct {
 type ackWait struct {
 	n        uint64
 	deadline time.Time // pubTimeout after the publish
+	sent     time.Time // the last send (publisher.mu)
 	done     chan struct{}
 	err      error
+	// msg is the message as published, sent again on "no responders"
+	// while the message waits (publisher.mu); resends counts that.
+	msg     *nats.Msg
+	resends int
+	// buf, when not nil, holds msg.Data: a copy of the caller's, given
+	// back to copies once nobody can send msg again.
+	buf *[]byte
 }
 
 // newPublisher subscribes to nc's acknowledgements.
@@ -68,9 +104,27 @@ func newPublisher(nc *nats.Conn) (*publisher, error) {
 }
 
 // publish sends m (its Reply is set here) and returns what waits for its
-// acknowledgement. The message is copied out before publish returns.
+// acknowledgement. m (its Data) must stay unchanged until the
+// acknowledgement is waited for or forgotten: it may be sent again (see
+// publishCopy for a caller that reuses its buffer).
 func (p *publisher) publish(m *nats.Msg) (*ackWait, error) {
-	w := &ackWait{done: make(chan struct{}), deadline: time.Now().Add(pubTimeout)}
+	return p.send(m, nil)
+}
+
+// publishCopy is publish of a copy of m's data, taken from copies: the
+// caller may reuse m.Data once it returns.
+func (p *publisher) publishCopy(m *nats.Msg) (*ackWait, error) {
+	buf := copies.Get().(*[]byte)
+	*buf = append((*buf)[:0], m.Data...)
+	c := *m
+	c.Data = *buf
+	return p.send(&c, buf)
+}
+
+// send publishes m as the message waiting for acknowledgement w.n.
+func (p *publisher) send(m *nats.Msg, buf *[]byte) (*ackWait, error) {
+	now := time.Now()
+	w := &ackWait{done: make(chan struct{}), deadline: now.Add(pubTimeout), sent: now, msg: m, buf: buf}
 	p.mu.Lock()
 	p.next++
 	w.n = p.next
@@ -84,12 +138,26 @@ func (p *publisher) publish(m *nats.Msg) (*ackWait, error) {
 	return w, nil
 }
 
+// copies are the buffers of publishCopy.
+var copies = sync.Pool{New: func() any { return new([]byte) }}
+
+// release gives w's copy back; w is out of waiting (no resend can come).
+func (w *ackWait) release() {
+	if w.buf != nil {
+		copies.Put(w.buf)
+		w.buf, w.msg = nil, nil
+	}
+}
+
 // forget drops messages from waiting (their answers, should they come,
-// are ignored).
+// are ignored, and they are not sent again).
 func (p *publisher) forget(ws ...*ackWait) {
 	p.mu.Lock()
 	for _, w := range ws {
-		delete(p.waiting, w.n)
+		if p.waiting[w.n] == w {
+			delete(p.waiting, w.n)
+			w.release()
+		}
 	}
 	p.mu.Unlock()
 }
@@ -100,14 +168,46 @@ func (p *publisher) answer(m *nats.Msg) {
 	if err != nil {
 		return
 	}
+	err = parseAck(m)
 	p.mu.Lock()
 	w := p.waiting[n]
-	delete(p.waiting, n)
-	p.mu.Unlock()
 	if w == nil {
+		p.mu.Unlock()
 		return // timed out already
 	}
-	w.err = parseAck(m)
+	if err == errNoResponders {
+		delay := min(resendMax, resendFirst<<min(w.resends, 10))
+		if time.Now().Add(delay).Before(w.deadline) {
+			w.resends++
+			p.mu.Unlock()
+			time.AfterFunc(delay, func() { p.resend(w) })
+			return
+		}
+	}
+	delete(p.waiting, n)
+	w.release()
+	p.mu.Unlock()
+	w.err = err
+	close(w.done)
+}
+
+// resend publishes w's message again (answered "no responders", or no
+// answer at all), unless it is no longer waited for (answered, timed
+// out, or its waiter gave up). A message that cannot be sent fails now.
+func (p *publisher) resend(w *ackWait) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waiting[w.n] != w {
+		return
+	}
+	w.sent = time.Now()
+	err := p.nc.PublishMsg(w.msg)
+	if err == nil {
+		return
+	}
+	delete(p.waiting, w.n)
+	w.release()
+	w.err = fmt.Errorf("cluster: publish again: %w", err)
 	close(w.done)
 }
 
@@ -148,17 +248,37 @@ func (p *publisher) wait(ctx context.Context, w *ackWait) error {
 		return w.err
 	default:
 	}
-	t := time.NewTimer(time.Until(w.deadline))
+	t := time.NewTimer(0)
 	defer t.Stop()
-	select {
-	case <-w.done:
-		return w.err
-	case <-t.C:
-		p.forget(w)
-		return fmt.Errorf("cluster: no publish acknowledgement within %v", pubTimeout)
-	case <-ctx.Done():
-		p.forget(w)
-		return ctx.Err()
+	for {
+		p.mu.Lock()
+		at := w.sent.Add(resendSilent)
+		p.mu.Unlock()
+		if at.After(w.deadline) {
+			at = w.deadline
+		}
+		t.Reset(time.Until(at))
+		select {
+		case <-w.done:
+			return w.err
+		case <-t.C:
+			if !time.Now().Before(w.deadline) {
+				p.forget(w)
+				return fmt.Errorf("cluster: no publish acknowledgement within %v", pubTimeout)
+			}
+			p.mu.Lock()
+			silent := time.Since(w.sent) >= resendSilent
+			if silent {
+				w.resends++
+			}
+			p.mu.Unlock()
+			if silent {
+				p.resend(w)
+			}
+		case <-ctx.Done():
+			p.forget(w)
+			return ctx.Err()
+		}
 	}
 }
 

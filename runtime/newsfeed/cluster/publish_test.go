@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -45,5 +47,94 @@ func TestWaitAllForgets(t *testing.T) {
 	p.mu.Unlock()
 	if left != 0 {
 		t.Errorf("%d publishes still wait for an acknowledgement after waitAll failed, want 0", left)
+	}
+}
+
+// TestResendNoResponders: a publish answered "no responders" (nobody
+// listens on its subject yet: a stream without a leader) is sent again,
+// the caller's buffer reused meanwhile, and the acknowledgement of the
+// copy that found a listener is the answer.
+func TestResendNoResponders(t *testing.T) {
+	s, _ := testStore(t, Settings{Shards: 1, Replicas: 1})
+	p, err := newPublisher(s.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	data := []byte("the article")
+	w, err := p.publishCopy(&nats.Msg{Subject: "late.head", Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(data, "overwritten")
+	// Wait for the server's 503 to have been seen (a resend scheduled),
+	// then start listening.
+	for {
+		p.mu.Lock()
+		resends := w.resends
+		p.mu.Unlock()
+		if resends > 0 {
+			break
+		}
+		select {
+		case <-w.done:
+			t.Fatalf("answered before anyone listened: %v", w.err)
+		default:
+		}
+		runtime.Gosched()
+	}
+	got := make(chan string, 10)
+	sub, err := s.nc.Subscribe("late.head", func(m *nats.Msg) {
+		got <- string(m.Data)
+		m.Respond([]byte(`{"stream":"t-art-0","seq":1}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(context.Background(), w); err != nil {
+		t.Fatalf("wait = %v, want the listener's acknowledgement", err)
+	}
+	if d := <-got; d != "the article" {
+		t.Errorf("sent again: %q, want the data as first published", d)
+	}
+}
+
+// TestResendSilent: a publish that gets no answer at all (taken by a
+// stream's server that has just lost its leadership) is sent again after
+// resendSilent, and the answer to the second copy is the answer.
+func TestResendSilent(t *testing.T) {
+	s, _ := testStore(t, Settings{Shards: 1, Replicas: 1})
+	p, err := newPublisher(s.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	var copies atomic.Int32
+	sub, err := s.nc.Subscribe("silent.head", func(m *nats.Msg) {
+		if copies.Add(1) == 1 {
+			return // the first copy is dropped
+		}
+		m.Respond([]byte(`{"stream":"t-art-0","seq":1}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := p.publish(&nats.Msg{Subject: "silent.head", Data: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(context.Background(), w); err != nil {
+		t.Fatalf("wait = %v, want the second copy's acknowledgement", err)
+	}
+	if n := copies.Load(); n != 2 {
+		t.Errorf("%d copies sent, want 2", n)
 	}
 }

@@ -203,7 +203,42 @@ func OpenStore(ctx context.Context, nc *nats.Conn, set Settings) (*Store, error)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: reservation bucket: %w", err)
 	}
+	if err := s.waitLeaders(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// errNoLeader: a stream has no leader at the moment.
+var errNoLeader = errors.New("no leader yet")
+
+// waitLeaders waits until every article stream and the reservation
+// bucket have a leader: a stream just created (or whose leader moves)
+// has none for a moment, and answers publishes "no responders" and
+// requests not at all. The node serves once its store can store; the
+// publisher still rides over a later leader change (see publish.go).
+func (s *Store) waitLeaders(ctx context.Context) error {
+	names := make([]string, 0, len(s.shards)+1)
+	for i := range s.shards {
+		names = append(names, s.shardStream(i))
+	}
+	names = append(names, "KV_"+s.set.Name+"-reserve")
+	for _, name := range names {
+		err := retry(ctx, func(ctx context.Context) error {
+			st, err := s.js.Stream(ctx, name)
+			if err != nil {
+				return err
+			}
+			if c := st.CachedInfo().Cluster; c != nil && c.Leader == "" {
+				return errNoLeader
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("cluster: stream %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // shardConfig is article stream i: heads and parts, one message per
@@ -499,7 +534,7 @@ func (s *Store) Publish(id string, wire []byte, peers []string) (*Pending, error
 	}
 	subj, sh := s.head(id)
 	pub := s.pubFor(sh)
-	w, err := pub.publish(s.headMsg(subj, id, wire, peers, Parts{}))
+	w, err := pub.publishCopy(s.headMsg(subj, id, wire, peers, Parts{}))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: store %s: %w", id, err)
 	}
