@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,4 +64,11 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		return nil, fmt.Errorf("cluster: connect to %s: %w", strings.Join(o.URLs, ","), err)
 	}
 	return nc, nil
+}
+
+// preferring returns urls with urls[i] first and the others after it in
+// their order: the list of a connection that prefers server i (with
+// ConnectOptions.InOrder).
+func preferring(urls []string, i int) []string {
+	return append([]string{urls[i]}, slices.Delete(slices.Clone(urls), i, i+1)...)
 }

@@ -19,14 +19,7 @@ func TestClusterFeedsINN(t *testing.T) {
 		t.Skip(err)
 	}
 	inn := inntest.Start(t, inntest.Options{})
-	e, err := StartEmbedded(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown()
-	if err := e.WaitJetStream(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	e := startJetStream(t, 3)
 	_, port, _ := strings.Cut(inn.Addr(), ":")
 	var innPort int
 	fmt.Sscan(port, &innPort)

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -18,25 +17,8 @@ import (
 // acknowledgement was lost (sent to the old leader) may come back
 // ErrDuplicate, refused by its own first copy: it must be stored too.
 func TestPublishOverLeaderMove(t *testing.T) {
-	e, err := StartEmbedded(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	if err := e.WaitJetStream(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	urls := e.URLs()
-	connect := func(i int) *nats.Conn {
-		t.Helper()
-		order := append([]string{urls[i]}, slices.Delete(slices.Clone(urls), i, i+1)...)
-		nc, err := Connect(ConnectOptions{URLs: order, InOrder: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		return nc
-	}
+	e := startJetStream(t, 3)
+	connect := func(i int) *nats.Conn { return connectPreferring(t, e, i) }
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := OpenStore(ctx, connect(0), Settings{Name: "t", Node: "n1", Shards: 1, Replicas: 3,
@@ -91,14 +73,7 @@ func TestPublishOverLeaderMove(t *testing.T) {
 // the connection closed. 439 is allowed for an article that is stored
 // (its first publish's acknowledgement lost, see publish.go).
 func TestNodeTakesOverLeaderMove(t *testing.T) {
-	e, err := StartEmbedded(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	if err := e.WaitJetStream(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	e := startJetStream(t, 3)
 	n := startNode(t, nodeConfig(t, "n1", e.URLs(), 3, nil, ""))
 	arts := map[string][]byte{}
 	for i := range 200 {

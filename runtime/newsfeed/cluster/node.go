@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -90,9 +89,8 @@ func Open(ctx context.Context, cfg *newsfeed.Config, opts Options) (*Node, error
 	// its own: a shard's heads go to the one whose server leads the
 	// shard's stream (Store.PublishOn).
 	for i := range cc.NATS {
-		urls := append([]string{cc.NATS[i]}, slices.Delete(slices.Clone(cc.NATS), i, i+1)...)
 		var nc *nats.Conn
-		nc, err = Connect(ConnectOptions{URLs: urls, InOrder: true, Name: "newsfeed " + cc.Node + " publish " + strconv.Itoa(i+1),
+		nc, err = Connect(ConnectOptions{URLs: preferring(cc.NATS, i), InOrder: true, Name: "newsfeed " + cc.Node + " publish " + strconv.Itoa(i+1),
 			CredsFile: cc.CredsFile, CAFile: cc.CAFile, Log: n.log})
 		if err != nil {
 			break

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -14,25 +13,8 @@ import (
 // the shard's stream, and again after the leader moved (stepped down)
 // and Place asked anew; articles are stored either way.
 func TestPublishNearLeader(t *testing.T) {
-	e, err := StartEmbedded(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	if err := e.WaitJetStream(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	urls := e.URLs()
-	connect := func(i int) *nats.Conn {
-		t.Helper()
-		order := append([]string{urls[i]}, slices.Delete(slices.Clone(urls), i, i+1)...)
-		nc, err := Connect(ConnectOptions{URLs: order, InOrder: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		return nc
-	}
+	e := startJetStream(t, 3)
+	connect := func(i int) *nats.Conn { return connectPreferring(t, e, i) }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := OpenStore(ctx, connect(0), Settings{Name: "t", Node: "n1", Shards: 3, Replicas: 3,

@@ -11,8 +11,36 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
+
+// startJetStream starts n embedded NATS servers with JetStream (a
+// cluster when n > 1), stopped when the test ends.
+func startJetStream(t *testing.T, n int) *Embedded {
+	t.Helper()
+	e, err := StartEmbedded(t.TempDir(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	if err := e.WaitJetStream(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// connectPreferring connects to e preferring its server i, closed when
+// the test ends.
+func connectPreferring(t *testing.T, e *Embedded, i int) *nats.Conn {
+	t.Helper()
+	nc, err := Connect(ConnectOptions{URLs: preferring(e.URLs(), i), InOrder: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
 
 // testStore opens a store on a fresh embedded single NATS server.
 func testStore(t *testing.T, set Settings) (*Store, *Embedded) {
@@ -157,14 +185,7 @@ func TestReserveOnce(t *testing.T) {
 // is stored once: exactly one Put succeeds, the others are told
 // ErrDuplicate, for small articles and for ones cut in parts.
 func TestPutOnce(t *testing.T) {
-	e, err := StartEmbedded(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	if err := e.WaitJetStream(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	e := startJetStream(t, 3)
 	var stores []*Store
 	for i, url := range e.URLs() {
 		nc, err := Connect(ConnectOptions{URLs: []string{url}})
@@ -223,7 +244,10 @@ func TestPutOnce(t *testing.T) {
 func getApplied(ctx context.Context, s *Store, id string) ([]byte, error) {
 	for i := 0; ; i++ {
 		body, err := s.Get(ctx, id)
-		if !errors.Is(err, jetstream.ErrMsgNotFound) || i == 50 {
+		// Not applied yet on the replica that answered, or no server
+		// answering for the stream for a moment (its leader moving).
+		again := errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, nats.ErrNoResponders)
+		if !again || i == 50 {
 			return body, err
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -399,14 +423,7 @@ func TestHistoryOutlivesArticle(t *testing.T) {
 // streams, bucket and consumers on a 3-node NATS cluster; every one gets
 // them.
 func TestOpenTogether(t *testing.T) {
-	e, err := StartEmbedded(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown()
-	if err := e.WaitJetStream(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	e := startJetStream(t, 3)
 	var wg sync.WaitGroup
 	for i := range 3 {
 		wg.Add(1)
