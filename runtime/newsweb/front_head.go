@@ -227,27 +227,20 @@ func plainTarget(t string) bool {
 
 // plainHost reports whether v is a host[:port] of the plain kind (names,
 // IPv4, bracketed IPv6): anything else goes to net/http's checks.
-func plainHost(v string) bool {
-	if v == "" {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(".-:[]_", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
+func plainHost(v string) bool { return alnumOr(v, ".-:[]_") }
 
 // validFieldName reports whether n is a token (RFC 9110 §5.1).
-func validFieldName(n string) bool {
-	if n == "" {
+func validFieldName(n string) bool { return alnumOr(n, "!#$%&'*+-.^_`|~") }
+
+// alnumOr reports whether s is not empty and holds only ASCII letters,
+// digits and bytes of extra.
+func alnumOr(s, extra string) bool {
+	if s == "" {
 		return false
 	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(extra, c) >= 0) {
 			return false
 		}
 	}
