@@ -29,6 +29,23 @@ func deferredEnt(name string, attempts int) Entry {
 
 func offerDown(h *harness, names ...string) { h.offer(names...) }
 
+// settledBatchThenWait replays a backlog of seven to one connection: the
+// first batch of three is taken and accepted while the second is read,
+// then d passes (the refill cases of RefillCheckpointGap).
+func settledBatchThenWait(h *harness, d time.Duration) {
+	offerDown(h, "a", "b", "c", "d", "e", "f", "g")
+	h.up(1)
+	h.q.Next(h.now, 1)
+	h.step("Next")
+	h.read([]Entry{disked(ent("a"), 0), disked(ent("b"), 0), disked(ent("c"), 0)}, 30, false)
+	h.next(1, 3)
+	h.read([]Entry{disked(ent("d"), 0), disked(ent("e"), 0), disked(ent("f"), 0)}, 60, false)
+	h.done(1, "a", OutcomeAccepted)
+	h.done(1, "b", OutcomeAccepted)
+	h.done(1, "c", OutcomeAccepted)
+	h.now = h.now.Add(d)
+}
+
 // transitionCase is one row of TestTransitions: a queue brought into a
 // state by setup, one input, and what must come out.
 type transitionCase struct {
@@ -591,20 +608,8 @@ func transitionCases() []transitionCase {
 			wantReplay:  ReplayReading,
 		},
 		{
-			name: "a refill RefillCheckpointGap after the last checkpoint checkpoints the settled batches first",
-			setup: func(h *harness) {
-				offerDown(h, "a", "b", "c", "d", "e", "f", "g")
-				h.up(1)
-				h.q.Next(h.now, 1)
-				h.step("Next")
-				h.read([]Entry{disked(ent("a"), 0), disked(ent("b"), 0), disked(ent("c"), 0)}, 30, false)
-				h.next(1, 3)
-				h.read([]Entry{disked(ent("d"), 0), disked(ent("e"), 0), disked(ent("f"), 0)}, 60, false)
-				h.done(1, "a", OutcomeAccepted)
-				h.done(1, "b", OutcomeAccepted)
-				h.done(1, "c", OutcomeAccepted)
-				h.now = h.now.Add(time.Second) // the promote counts as a checkpoint
-			},
+			name:        "a refill RefillCheckpointGap after the last checkpoint checkpoints the settled batches first",
+			setup:       func(h *harness) { settledBatchThenWait(h, time.Second) }, // the promote counts as a checkpoint
 			input:       func(h *harness) []string { return h.next(1, 3) },
 			wantNext:    []string{"d", "e", "f"},
 			wantActions: []Action{Checkpoint{Offset: 30, Left: 4}, ReadReplay{Offset: 60, Max: 3}},
@@ -612,20 +617,8 @@ func transitionCases() []transitionCase {
 			wantReplay:  ReplayReading,
 		},
 		{
-			name: "a refill sooner than RefillCheckpointGap after the last checkpoint reads without one",
-			setup: func(h *harness) {
-				offerDown(h, "a", "b", "c", "d", "e", "f", "g")
-				h.up(1)
-				h.q.Next(h.now, 1)
-				h.step("Next")
-				h.read([]Entry{disked(ent("a"), 0), disked(ent("b"), 0), disked(ent("c"), 0)}, 30, false)
-				h.next(1, 3)
-				h.read([]Entry{disked(ent("d"), 0), disked(ent("e"), 0), disked(ent("f"), 0)}, 60, false)
-				h.done(1, "a", OutcomeAccepted)
-				h.done(1, "b", OutcomeAccepted)
-				h.done(1, "c", OutcomeAccepted)
-				h.now = h.now.Add(time.Second - time.Millisecond)
-			},
+			name:        "a refill sooner than RefillCheckpointGap after the last checkpoint reads without one",
+			setup:       func(h *harness) { settledBatchThenWait(h, time.Second-time.Millisecond) },
 			input:       func(h *harness) []string { return h.next(1, 3) },
 			wantNext:    []string{"d", "e", "f"},
 			wantActions: []Action{ReadReplay{Offset: 60, Max: 3}},

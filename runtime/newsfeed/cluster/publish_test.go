@@ -50,17 +50,25 @@ func TestWaitAllForgets(t *testing.T) {
 	}
 }
 
-// TestResendNoResponders: a publish answered "no responders" (nobody
-// listens on its subject yet: a stream without a leader) is sent again,
-// the caller's buffer reused meanwhile, and the acknowledgement of the
-// copy that found a listener is the answer.
-func TestResendNoResponders(t *testing.T) {
+// testPublisher is a publisher on a fresh store's connection, closed
+// when the test ends.
+func testPublisher(t *testing.T) (*Store, *publisher) {
+	t.Helper()
 	s, _ := testStore(t, Settings{Shards: 1, Replicas: 1})
 	p, err := newPublisher(s.nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.close()
+	t.Cleanup(p.close)
+	return s, p
+}
+
+// TestResendNoResponders: a publish answered "no responders" (nobody
+// listens on its subject yet: a stream without a leader) is sent again,
+// the caller's buffer reused meanwhile, and the acknowledgement of the
+// copy that found a listener is the answer.
+func TestResendNoResponders(t *testing.T) {
+	s, p := testPublisher(t)
 	data := []byte("the article")
 	w, err := p.publishCopy(&nats.Msg{Subject: "late.head", Data: data})
 	if err != nil {
@@ -107,12 +115,7 @@ func TestResendNoResponders(t *testing.T) {
 // stream's server that has just lost its leadership) is sent again after
 // resendSilent, and the answer to the second copy is the answer.
 func TestResendSilent(t *testing.T) {
-	s, _ := testStore(t, Settings{Shards: 1, Replicas: 1})
-	p, err := newPublisher(s.nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.close()
+	s, p := testPublisher(t)
 	var copies atomic.Int32
 	sub, err := s.nc.Subscribe("silent.head", func(m *nats.Msg) {
 		if copies.Add(1) == 1 {
