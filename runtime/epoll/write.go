@@ -315,7 +315,6 @@ func (c *Conn) writev() error {
 	iov := s.iov[:0]
 	total := 0
 	var first []byte // the only piece, when there is one: plain write
-	more := false    // a sendfile follows these bytes
 	for i := range q.items {
 		it := &q.items[i]
 		if len(iov) == maxIovecs || total >= maxGather {
@@ -323,7 +322,6 @@ func (c *Conn) writev() error {
 		}
 		if it.token != "" && !it.resolved {
 			if _, ok := c.l.opts.Bodies.(FileBodySource); ok && !c.appendable(it) {
-				more = true
 				break // sendfile, once the bytes before it are written
 			}
 			if err := c.resolve(it); err != nil {
@@ -334,7 +332,6 @@ func (c *Conn) writev() error {
 			}
 		}
 		if it.file {
-			more = true
 			break
 		}
 		if len(it.b) == 0 {
@@ -356,12 +353,7 @@ func (c *Conn) writev() error {
 	var err error
 	for {
 		c.l.stats.Writes++
-		if more {
-			// The command of the article sendfile sends next: MSG_MORE
-			// keeps these few bytes from leaving as a segment of their
-			// own, so that they go out with the article's first pages.
-			n, err = sendmsgMore(c.fd, iov)
-		} else if len(iov) == 1 {
+		if len(iov) == 1 {
 			n, err = unix.Write(c.fd, first)
 		} else {
 			r, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(c.fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
@@ -399,19 +391,4 @@ func (c *Conn) writev() error {
 	}
 	q.popEmpty()
 	return nil
-}
-
-// sendmsgMore writes iov to the socket fd with sendmsg(2) and MSG_MORE: the
-// kernel queues the bytes without pushing a short segment, as TCP_CORK
-// would for one call, since more data (a sendfile) follows at once. The
-// hint lasts for this call only; the sendfile's last chunk, sent without
-// it, pushes everything.
-func sendmsgMore(fd int, iov []unix.Iovec) (int, error) {
-	msg := unix.Msghdr{Iov: &iov[0]}
-	msg.SetIovlen(len(iov))
-	r, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), uintptr(unix.MSG_MORE|unix.MSG_NOSIGNAL))
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
 }

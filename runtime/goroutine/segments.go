@@ -68,27 +68,6 @@ func (g *gather) writeTo(w io.Writer) error {
 	if len(g.bufs) > 0 {
 		_, err = g.bufs.WriteTo(w)
 	}
-	return g.reset(err)
-}
-
-// writeMore is writeTo for bytes that more output follows at once (a body
-// the BodyWriter sends with sendfile): on a TCP socket it writes with
-// MSG_MORE (sendMore), so that an article's command does not leave as a
-// segment of its own.
-func (g *gather) writeMore(nc net.Conn) error {
-	g.seal()
-	if len(g.bufs) == 0 {
-		return g.reset(nil)
-	}
-	sc, ok := nc.(*net.TCPConn)
-	if !ok {
-		return g.writeTo(nc)
-	}
-	return g.reset(sendMore(sc, g.bufs))
-}
-
-// reset empties the gather for reuse after a write that returned err.
-func (g *gather) reset(err error) error {
 	clear(g.bufs[:cap(g.bufs)]) // drop references to bodies
 	g.bufs, g.n, g.mark = g.bufs[:0], 0, 0
 	if cap(g.buf) > 2*maxGather {
@@ -147,9 +126,7 @@ func (c *Conn) flushSegments(m machine.Conn, ss machine.SegmentSender) error {
 			}
 			g.n += int(s.Size)
 		case bw != nil:
-			// The gathered bytes end with this article's command:
-			// written with a hint that the body follows (writeMore).
-			if err := g.writeMore(nc); err != nil {
+			if err := g.writeTo(nc); err != nil {
 				return err
 			}
 			n, err := bw.WriteBody(nc, s.Token, s.Size)
