@@ -49,12 +49,13 @@
 // record that fails any check is not a record. After a crash, open finds the
 // end of each file by reading records until the first that fails; bytes
 // after it with no valid record following are the torn tail of an
-// interrupted append and are cut off (after a copy goes to quarantine/ of
-// its bytes up to the first whole 4 KiB of zeros after the last byte that
-// is not zero; a tail of zeros alone, such as those written ahead, is cut
-// with no copy and no report of damage). Invalid bytes followed by valid records are
-// corruption: they are copied to quarantine/, logged, and skipped, never
-// deleted (STYLE §7.5); the records after them stay readable.
+// interrupted append and are cut off, after a copy goes to quarantine/ (of
+// its bytes up to the first whole 4 KiB of zeros after the last that is
+// not zero). A tail of zeros alone, such as those written ahead, is cut
+// with no copy and no report of damage. Invalid bytes followed by valid
+// records are corruption: they are copied to quarantine/, logged, and
+// skipped, never deleted (STYLE §7.5); the records after them stay
+// readable.
 //
 // Sync fsyncs the segment before the history log ever mentions an article,
 // so a history record never points at spool data that may be missing. A
