@@ -11,7 +11,12 @@
 // Many Puts buffer records in memory; one Sync writes them and fdatasyncs the
 // segment; then the caller acknowledges them all (STYLE §7.6). Concurrent
 // Syncs elect a leader: one fdatasync covers every connection's Puts, and
-// all the callers it covered are woken together. A Token (segment, offset,
+// all the callers it covered are woken together. The fdatasync of a small
+// round costs least when it overwrites blocks already written and durable,
+// with no size or allocation for the file system's journal to commit, so a
+// Sync keeps the active segment written with zeros some way (PreWrite)
+// past its records, and the rounds after it overwrite them
+// (spool_prewrite.go). A Token (segment, offset,
 // length) addresses an article's wire bytes in its segment, so a sender can
 // hand them to sendfile(2) as they are (Spool.Section, Section.SendTo).
 // Spool.Scan walks what arrived after a remembered Position, for a feeder
@@ -44,10 +49,13 @@
 // record that fails any check is not a record. After a crash, open finds the
 // end of each file by reading records until the first that fails; bytes
 // after it with no valid record following are the torn tail of an
-// interrupted append and are cut off (after a copy goes to quarantine/,
-// unless they are zeros). Invalid bytes followed by valid records are
-// corruption: they are copied to quarantine/, logged, and skipped, never
-// deleted (STYLE §7.5); the records after them stay readable.
+// interrupted append and are cut off, after a copy goes to quarantine/ (of
+// its bytes up to the first whole 4 KiB of zeros after the last that is
+// not zero). A tail of zeros alone, such as those written ahead, is cut
+// with no copy and no report of damage. Invalid bytes followed by valid
+// records are corruption: they are copied to quarantine/, logged, and
+// skipped, never deleted (STYLE §7.5); the records after them stay
+// readable.
 //
 // Sync fsyncs the segment before the history log ever mentions an article,
 // so a history record never points at spool data that may be missing. A
@@ -89,6 +97,13 @@
 // A segment is sealed when full: a final 'S' record (36 bytes) records its
 // newest arrival, which age expiry reads without scanning the segment.
 // Appends never go to a sealed segment. Expiry removes whole segments.
+//
+// The active segment's file may go on past its last record with zeros
+// (at most to SegmentSize): written ahead so that group commits overwrite
+// rather than append. They are not records, and nothing reads them: the
+// next record is written over them. They are cut off when the segment is
+// sealed (before the seal is written, so a sealed segment ends with its
+// seal) and on Close; after a crash, open cuts them as a tail of zeros.
 //
 // A token's text form is "@" + segment (8 hex digits) + offset (16) +
 // length (8) + "@", upper case, e.g. "@0000000100000000000000300000089A@".

@@ -65,7 +65,10 @@ func (fx crashFixture) wantPresent(t *testing.T, s *Spool, what string, i int) {
 
 // TestTornSpoolTail cuts the segment at every byte offset of its last
 // record: open must succeed, keep every earlier record, drop the torn one
-// (after copying its bytes to quarantine/), and accept it again.
+// (after copying its bytes to quarantine/), and accept it again. The
+// segment uncut, with the zeros the Sync wrote ahead of its records
+// (preWriteLocked) after the last record, keeps it all and quarantines
+// nothing.
 func TestTornSpoolTail(t *testing.T) {
 	fx := newCrashFixture(t, 5, 4, SpoolOptions{})
 	full, err := os.ReadFile(segFile(fx.dir, 1))
@@ -73,8 +76,16 @@ func TestTornSpoolTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := fx.toks[4]
-	start, end := int64(last.Off)-recHeaderSize, int64(len(full))
+	start := int64(last.Off) - recHeaderSize
+	end := int64(last.Off) + int64(last.Len) + int64(len(fx.ids[4])) + recTrailerSize
+	if int64(len(full)) <= end || len(bytes.Trim(full[end:], "\x00")) != 0 {
+		t.Fatalf("segment of %d octets, records end at %d: want zeros written ahead after them", len(full), end)
+	}
+	cuts := []int64{int64(len(full))}
 	for cut := start; cut <= end; cut++ {
+		cuts = append(cuts, cut)
+	}
+	for _, cut := range cuts {
 		d := fx.restore(t, func(d string) {
 			if err := os.Truncate(segFile(d, 1), cut); err != nil {
 				t.Fatal(err)
@@ -85,7 +96,7 @@ func TestTornSpoolTail(t *testing.T) {
 			fx.wantPresent(t, s, "earlier record", i)
 		}
 		var wantQ []string
-		if cut == end {
+		if cut >= end {
 			fx.wantPresent(t, s, "complete last record, recovered from the spool", 4)
 		} else {
 			if s.History().Seen(fx.ids[4]) {

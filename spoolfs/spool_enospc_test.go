@@ -181,3 +181,15 @@ func mountTmpfs(t *testing.T) string {
 	t.Cleanup(func() { syscall.Unmount(mnt, 0) })
 	return mnt
 }
+
+// TestPreWriteNearlyFullDisk: on a file system with little free space the
+// spool writes no zeros ahead (preWriteFree): they would take the space
+// that records and the files beside the spool need as the disk fills.
+func TestPreWriteNearlyFullDisk(t *testing.T) {
+	mnt := mountTmpfs(t)
+	fx := &preFixture{dir: filepath.Join(mnt, "spool")}
+	fx.s = openT(t, fx.dir, SpoolOptions{PreWrite: 64 << 10})
+	defer fx.s.Close()
+	fx.put(t, 25)
+	wantSize(t, fx.dir, 1, fx.recordsEnd(1), "no zeros on a 1 MiB disk")
+}

@@ -1,7 +1,6 @@
 package spoolfs
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -298,13 +297,12 @@ func (s *Spool) scanAfterCheckpoint() ([]*segment, error) {
 		seg.f = f
 		s.nopen++
 		sc := records.NewScanner(f, seg.written, recMagic, parseRecord)
-		sealed := false
+		sealed := false // the last record read is a seal
 		end, err := sc.Scan(start, func(off int64, b []byte) error {
 			r := viewRecord(off, b)
 			seg.newest = max(seg.newest, r.hdr.arrived)
+			sealed = r.hdr.kind == kindSeal
 			switch r.hdr.kind {
-			case kindSeal:
-				sealed = true
 			case kindArticle:
 				tok := Token{Seg: seg.num, Off: uint64(off) + recHeaderSize, Len: r.hdr.n}
 				if h.addLocked(string(r.msgid), kindArticle, tok, r.hdr.arrived, 0) {
@@ -332,7 +330,10 @@ func (s *Spool) scanAfterCheckpoint() ([]*segment, error) {
 			s.cutAt[seg.num] = end
 			s.bytes.Add(end - seg.written)
 			seg.written = end
-			sealed = false
+			// sealed stays what the last record says: a seal followed by
+			// zeros is a crash between sealing and the fsync that made
+			// the cut of the zeros written ahead durable (rotateLocked),
+			// and the segment is sealed: no second seal, no appends.
 		}
 		seg.sealed = sealed || seg.sealed && end == seg.written
 		if !last && !seg.sealed && s.cutsPending.Load() && s.cutPendingFor(seg.path) {
@@ -402,7 +403,11 @@ func (s *Spool) closeIdle() {
 }
 
 // cutTail removes the torn tail [end, size) of a file, after copying it to
-// quarantine/ unless it is all zeros (unwritten blocks). If the copy fails
+// quarantine/ unless it is all zeros (unwritten blocks, or the zeros a
+// spool segment keeps written ahead of its records: preWriteLocked). The
+// copy ends at the first whole 4 KiB of zeros after the last byte that is
+// not zero: a torn record followed by megabytes of zeros written ahead
+// keeps every byte of the record and its offset, not the zeros. If the copy fails
 // the tail stays: evidence is never destroyed. For lack of space (a kill -9
 // while the disk was full) the cut is put off (pendingCut) and open goes
 // on: the spool serves reads but takes no writes until finishCuts succeeds
@@ -412,9 +417,9 @@ func (s *Spool) cutTail(f *os.File, path string, end, size int64) error {
 	if _, err := f.ReadAt(tail, end); err != nil && err != io.EOF {
 		return fmt.Errorf("read torn tail of %s: %w", path, err)
 	}
-	if len(bytes.Trim(tail, "\x00")) > 0 {
+	if ev := tailEvidence(tail); len(ev) > 0 {
 		q := s.quarantineName(path, end)
-		if err := WriteFileDurable(q, tail); err != nil {
+		if err := WriteFileDurable(q, ev); err != nil {
 			if !noSpace(err) {
 				return fmt.Errorf("quarantine torn tail of %s: %w", path, err)
 			}
@@ -429,12 +434,26 @@ func (s *Spool) cutTail(f *os.File, path string, end, size int64) error {
 		}
 		s.log.Warn("torn tail cut off after a crash", "file", path, "offset", end, "bytes", len(tail), "copy", q)
 	} else {
-		s.log.Info("zero tail cut off after a crash", "file", path, "offset", end, "bytes", len(tail))
+		s.log.Info("zero tail cut off (zeros written ahead, or blocks a crash left unwritten)", "file", path, "offset", end, "bytes", len(tail))
 	}
 	if err := f.Truncate(end); err != nil {
 		return fmt.Errorf("cut torn tail of %s: %w", path, err)
 	}
 	return syncData(f)
+}
+
+// tailEvidence is what of a torn tail goes to quarantine/: up to the first
+// whole 4 KiB of zeros after its last byte that is not zero; nothing if it
+// is all zeros.
+func tailEvidence(tail []byte) []byte {
+	n := len(tail)
+	for n > 0 && tail[n-1] == 0 {
+		n--
+	}
+	if n == 0 {
+		return nil
+	}
+	return tail[:min(len(tail), (n+4095)/4096*4096)]
 }
 
 // quarantineRange copies the corrupt region [off, off+n) of a file to
