@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"sync"
 	"time"
@@ -87,8 +88,9 @@ type ackWait struct {
 	// while the message waits (publisher.mu); resends counts that.
 	msg     *nats.Msg
 	resends int
-	// buf, when not nil, holds msg.Data: a copy of the caller's, given
-	// back to copies once nobody can send msg again.
+	// buf, when not nil, holds msg.Data: a wire buffer given to
+	// publishOwned, given back to wireBufs once nobody can send msg
+	// again.
 	buf *[]byte
 }
 
@@ -106,19 +108,17 @@ func newPublisher(nc *nats.Conn) (*publisher, error) {
 // publish sends m (its Reply is set here) and returns what waits for its
 // acknowledgement. m (its Data) must stay unchanged until the
 // acknowledgement is waited for or forgotten: it may be sent again (see
-// publishCopy for a caller that reuses its buffer).
+// publishOwned for a caller that reuses its buffer).
 func (p *publisher) publish(m *nats.Msg) (*ackWait, error) {
 	return p.send(m, nil)
 }
 
-// publishCopy is publish of a copy of m's data, taken from copies: the
-// caller may reuse m.Data once it returns.
-func (p *publisher) publishCopy(m *nats.Msg) (*ackWait, error) {
-	buf := copies.Get().(*[]byte)
-	*buf = append((*buf)[:0], m.Data...)
-	c := *m
-	c.Data = *buf
-	return p.send(&c, buf)
+// publishOwned is publish of m whose Data is *buf, a wire buffer
+// (wireBuffer) the publisher takes over: it goes back to the buffers once
+// nobody can send m again, and on failure. The caller may build the
+// message in such a buffer, or copy a buffer it reuses into one.
+func (p *publisher) publishOwned(m *nats.Msg, buf *[]byte) (*ackWait, error) {
+	return p.send(m, buf)
 }
 
 // send publishes m as the message waiting for acknowledgement w.n.
@@ -138,13 +138,37 @@ func (p *publisher) send(m *nats.Msg, buf *[]byte) (*ackWait, error) {
 	return w, nil
 }
 
-// copies are the buffers of publishCopy.
-var copies = sync.Pool{New: func() any { return new([]byte) }}
+// wireBufs are the buffers messages are built and published from, by
+// capacity class: class c holds buffers of cap in [1<<c, 1<<(c+1)). One
+// pool for all sizes would give a 2 KB article a buffer that once held a
+// 500 KB one, and a connection holds up to storeWindow of them at once.
+var wireBufs [bits.UintSize]sync.Pool
 
-// release gives w's copy back; w is out of waiting (no resend can come).
+// wireBuffer is an empty buffer of capacity at least n (and below 4n)
+// from wireBufs; give it back with putWire.
+func wireBuffer(n int) *[]byte {
+	c := bits.Len(uint(max(n, 1) - 1)) // 1<<c >= n
+	if b, ok := wireBufs[c].Get().(*[]byte); ok {
+		*b = (*b)[:0]
+		return b
+	}
+	b := make([]byte, 0, 1<<c)
+	return &b
+}
+
+// putWire gives buf back to wireBufs; it must not be used after.
+func putWire(buf *[]byte) {
+	if cap(*buf) == 0 {
+		return
+	}
+	wireBufs[bits.Len(uint(cap(*buf)))-1].Put(buf)
+}
+
+// release gives w's buffer back; w is out of waiting (no resend can
+// come).
 func (w *ackWait) release() {
 	if w.buf != nil {
-		copies.Put(w.buf)
+		putWire(w.buf)
 		w.buf, w.msg = nil, nil
 	}
 }

@@ -70,7 +70,9 @@ func testPublisher(t *testing.T) (*Store, *publisher) {
 func TestResendNoResponders(t *testing.T) {
 	s, p := testPublisher(t)
 	data := []byte("the article")
-	w, err := p.publishCopy(&nats.Msg{Subject: "late.head", Data: data})
+	buf := wireBuffer(len(data))
+	*buf = append(*buf, data...)
+	w, err := p.publishOwned(&nats.Msg{Subject: "late.head", Data: *buf}, buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,5 +141,29 @@ func TestResendSilent(t *testing.T) {
 	}
 	if n := copies.Load(); n != 2 {
 		t.Errorf("%d copies sent, want 2", n)
+	}
+}
+
+// TestWireBuffer: a wire buffer has room for what was asked and less than
+// four times that, also when it comes back from the pool: a 2 KB article
+// never holds a buffer a 500 KB one grew.
+func TestWireBuffer(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 2 << 10, 2<<10 + 1, 500 << 10, 1<<20 - 8<<10} {
+		for round := range 2 {
+			b := wireBuffer(n)
+			if len(*b) != 0 || cap(*b) < n || cap(*b) >= 4*max(n, 1) {
+				t.Fatalf("wireBuffer(%d), round %d: len %d cap %d", n, round, len(*b), cap(*b))
+			}
+			*b = append(*b, make([]byte, n)...)
+			putWire(b)
+		}
+	}
+	big := wireBuffer(500 << 10)
+	*big = append(*big, make([]byte, 600<<10)...) // grown past its class
+	putWire(big)
+	for range 4 {
+		if b := wireBuffer(2 << 10); cap(*b) >= 8<<10 {
+			t.Fatalf("wireBuffer(2048) gave a buffer of cap %d", cap(*b))
+		}
 	}
 }

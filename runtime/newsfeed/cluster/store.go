@@ -526,15 +526,27 @@ type Pending struct {
 // acknowledgements on one goroutine. wire is copied out before Publish
 // returns. An id this node knows is present is ErrDuplicate at once.
 func (s *Store) Publish(id string, wire []byte, peers []string) (*Pending, error) {
+	buf := wireBuffer(len(wire))
+	*buf = append(*buf, wire...)
+	return s.publishBuffer(id, buf, peers)
+}
+
+// publishBuffer is Publish of *buf, a buffer from wireBuffer, without
+// the copy: the store takes buf over (whatever the outcome) and gives it
+// back once the head can no longer be sent again.
+func (s *Store) publishBuffer(id string, buf *[]byte, peers []string) (*Pending, error) {
+	wire := *buf
 	if len(wire) > s.chunk {
+		putWire(buf)
 		return nil, fmt.Errorf("cluster: store %s: %d octets is over the chunk size %d: use Put", id, len(wire), s.chunk)
 	}
 	if s.seen.has(id) {
+		putWire(buf)
 		return nil, ErrDuplicate
 	}
 	subj, sh := s.head(id)
 	pub := s.pubFor(sh)
-	w, err := pub.publishCopy(s.headMsg(subj, id, wire, peers, Parts{}))
+	w, err := pub.publishOwned(s.headMsg(subj, id, wire, peers, Parts{}), buf)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: store %s: %w", id, err)
 	}
