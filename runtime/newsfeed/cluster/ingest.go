@@ -441,9 +441,17 @@ func appendSpoolForm(dst, scratch, data []byte, h proto.Header, body int, pathHo
 }
 
 // crlfOnly: every LF in b ends a CRLF (proto.AppendWire's test for its
-// one-pass way).
+// one-pass way, which counts LFs, then CRLFs with one bytes.Index call a
+// line: 13% of newsfeed's CPU at 500 KB; one IndexByte a line here).
 func crlfOnly(b []byte) bool {
-	return bytes.Count(b, lf) == bytes.Count(b, crlf)
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return true
+		}
+		i += j
+		if i == 0 || b[i-1] != '\r' {
+			return false
+		}
+	}
 }
-
-var lf, crlf = []byte("\n"), []byte("\r\n")
