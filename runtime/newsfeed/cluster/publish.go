@@ -142,6 +142,10 @@ func (p *publisher) send(m *nats.Msg, buf *[]byte) (*ackWait, error) {
 // capacity class: class c holds buffers of cap in [1<<c, 1<<(c+1)). One
 // pool for all sizes would give a 2 KB article a buffer that once held a
 // 500 KB one, and a connection holds up to storeWindow of them at once.
+// A buffer has less than twice the room its article needs when new (the
+// next power of two) and less than four times when taken from its class,
+// so the storeBytes a connection may have in flight hold less than four
+// times that in buffers (about twice for articles of one size).
 var wireBufs [bits.UintSize]sync.Pool
 
 // wireBuffer is an empty buffer of capacity at least n (and below 4n)
