@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -141,6 +143,56 @@ func TestResendSilent(t *testing.T) {
 	}
 	if n := copies.Load(); n != 2 {
 		t.Errorf("%d copies sent, want 2", n)
+	}
+}
+
+// TestNoResendWhileAnswered: a stream that keeps answering earlier
+// publishes is busy, not gone: a publish queued behind them longer than
+// the silence is not sent again (a head sent twice is answered as a
+// duplicate, 439, though offered once).
+func TestNoResendWhileAnswered(t *testing.T) {
+	s, p := testPublisher(t)
+	p.silent = time.Second
+	const n = 40
+	seen := make(chan *nats.Msg, 2*n)
+	sub, err := s.nc.Subscribe("busy.art.0.*", func(m *nats.Msg) { seen <- m })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The stream answers in order, one publish every 50 ms: the last
+	// waits 2 s, twice the silence, with answers coming all along.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case m := <-seen:
+				time.Sleep(50 * time.Millisecond)
+				m.Respond([]byte(`{"stream":"t-art-0","seq":1}`))
+			case <-stop:
+				return
+			}
+		}
+	}()
+	var ws []*ackWait
+	for i := range n {
+		w, err := p.publish(&nats.Msg{Subject: "busy.art.0." + strconv.Itoa(i), Data: []byte("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	if err := p.waitAll(context.Background(), ws); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if w.resends > 0 {
+			t.Errorf("publish %d sent again %d times while its stream answered the ones before it", w.n, w.resends)
+		}
 	}
 }
 
