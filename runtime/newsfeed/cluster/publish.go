@@ -44,14 +44,15 @@ import (
 // A publish that meets a stream's server after its leadership has gone
 // gets no answer at all (the server drops what it may no longer
 // propose): one still unanswered resendSilent after it was sent is sent
-// again too, while the wait lasts, if its stream (the subject's first
-// three tokens, "<name>.art.<shard>") has answered nothing for as long,
-// or has answered a publish sent after it. A stream that still answers
-// earlier publishes is busy, not gone: its answers come in the order of
-// the publishes, and with 64 articles of 500 KB in flight per connection
-// a loaded replicas-3 run saw heads wait more than resendSilent behind
-// them, sent again, and the copies refused as duplicates (439 for
-// articles offered once). A head stored the first time is then
+// again too, while the wait lasts, unless its stream (the subject's
+// first three tokens, "<name>.art.<shard>") is busy: it answered since,
+// and only copies sent before this one. A stream answers in the order it
+// takes publishes, so one that answers a copy sent later (another
+// publish, or an earlier one sent again) has dropped this one, and one
+// still answering earlier copies has it queued: with 64 articles of
+// 500 KB in flight per connection a loaded replicas-3 run saw heads wait
+// more than resendSilent behind them, sent again, and the copies refused
+// as duplicates (439 for articles offered once). A head stored the first time is then
 // refused by its own condition (wrong last subject sequence), and
 // answered ErrDuplicate: it is stored, and the sender told not to send it
 // again; only the count of duplicates is off by it.
@@ -89,8 +90,8 @@ type publisher struct {
 
 // heard is what a publisher last heard from one stream.
 type heard struct {
-	at time.Time // its last acknowledgement (not "no responders")
-	n  uint64    // the latest publish it acknowledged
+	at   time.Time // its last acknowledgement (not "no responders")
+	sent time.Time // the latest send of a copy it acknowledged
 }
 
 // streamKey is the part of a subject that names its stream in the store:
@@ -243,7 +244,10 @@ func (p *publisher) answer(m *nats.Msg) {
 			h = &heard{}
 			p.heard[w.key] = h
 		}
-		h.at, h.n = time.Now(), max(h.n, n)
+		h.at = time.Now()
+		if w.sent.After(h.sent) {
+			h.sent = w.sent
+		}
 	}
 	if err == errNoResponders {
 		delay := min(resendMax, resendFirst<<min(w.resends, 10))
@@ -353,11 +357,12 @@ func (p *publisher) wait(ctx context.Context, w *ackWait) error {
 }
 
 // silentAt is when w, unanswered, is sent again: silent after its last
-// send, unless its stream answered since (an earlier publish: it is busy)
-// and has not answered a later one (w was dropped) (publisher.mu).
+// send, or after its stream's last answer while the stream is busy (it
+// answered since w was sent, and only copies sent before w)
+// (publisher.mu).
 func (p *publisher) silentAt(w *ackWait) time.Time {
 	at := w.sent
-	if h := p.heard[w.key]; h != nil && h.n < w.n && h.at.After(at) {
+	if h := p.heard[w.key]; h != nil && h.at.After(at) && h.sent.Before(w.sent) {
 		at = h.at
 	}
 	return at.Add(p.silent)
