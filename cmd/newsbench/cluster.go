@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -53,6 +54,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	keep := fs.Bool("keep", false, "keep the work directory")
 	profile := fs.String("profile", "", "write CPU profiles of newsfeed and of the embedded NATS servers per case into `dir`")
 	only := fs.String("cases", "", "comma-separated `cases` to run (single, cluster-r1, cluster-r3; default all); ratios need single")
+	binary := fs.Bool("binary", false, "500 KB articles with bodies of random octets in lines of 128, as yEnc binaries are, instead of repeated text (which NATS compresses in its RAFT log at replicas 3)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -88,6 +90,9 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 		*conns, cpuModel(), loadAvg())
 	fmt.Fprintf(stdout, "%-11s %-6s %9s %10s %8s %19s %22s\n", "case", "size", "articles", "art/s", "MB/s", "newsfeed CPU ms/art", "nats+bench CPU ms/art")
 	sets := []*articleSet{newArticleSet(*smallN, 2<<10, run+"s", time.Now()), newArticleSet(*largeN, 500<<10, run+"l", time.Now())}
+	if *binary {
+		sets[1].body = binaryBody(len(sets[1].body))
+	}
 	results := map[string]measure{}
 	for _, set := range sets {
 		for _, c := range cases {
@@ -274,4 +279,23 @@ func selfCPU() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// binaryBody is a wire-form body of about n octets that compresses no
+// better than a yEnc-encoded binary: lines of 128 random octets (any but
+// NUL, CR and LF; no '.' first, so nothing needs stuffing) and CRLF.
+func binaryBody(n int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	body := make([]byte, 0, n+130)
+	for len(body) < n {
+		for i := range 128 {
+			c := byte(r.IntN(256))
+			for c == 0 || c == '\r' || c == '\n' || (i == 0 && c == '.') {
+				c = byte(r.IntN(256))
+			}
+			body = append(body, c)
+		}
+		body = append(body, '\r', '\n')
+	}
+	return body
 }

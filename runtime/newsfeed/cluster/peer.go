@@ -149,10 +149,12 @@ func (p *peer) stop() {
 	}
 }
 
-// held is a queue entry pulled and offered, with its article.
+// held is a queue entry pulled and offered, with its article and how
+// many times it was delivered (its metadata, parsed once when pulled).
 type held struct {
-	msg  jetstream.Msg
-	body []byte
+	msg       jetstream.Msg
+	body      []byte
+	delivered uint64
 }
 
 // bodies are a connection's pulled articles by token (the queue entry's
@@ -620,7 +622,7 @@ func (c *outConn) load(ctx context.Context, msgs []jetstream.Msg) []feed.Article
 		}
 		tok := md.Stream + "/" + strconv.FormatUint(md.Sequence.Stream, 10)
 		put := func(body []byte) {
-			c.bodies.put(tok, &held{msg: m, body: body})
+			c.bodies.put(tok, &held{msg: m, body: body, delivered: md.NumDelivered})
 			arts[i] = feed.Article{Token: tok, MessageID: e.MessageID, Size: int64(len(body))}
 		}
 		if e.Parts.N == 0 {
@@ -714,10 +716,7 @@ func (c *outConn) settle(a feed.Article, o outcome) {
 		return
 	}
 	cfg := c.p.cfg
-	delivered := uint64(1)
-	if md, err := h.msg.Metadata(); err == nil {
-		delivered = md.NumDelivered
-	}
+	delivered := h.delivered
 	act := settleAction(o, delivered, cfg.MaxDefers, cfg.DeferDelay.D(), cfg.DeferMaxDelay.D())
 	switch act.Kind {
 	case actAck:

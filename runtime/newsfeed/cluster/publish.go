@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"sync"
 	"time"
@@ -43,7 +44,15 @@ import (
 // A publish that meets a stream's server after its leadership has gone
 // gets no answer at all (the server drops what it may no longer
 // propose): one still unanswered resendSilent after it was sent is sent
-// again too, while the wait lasts. A head stored the first time is then
+// again too, while the wait lasts, unless its stream (the subject's
+// first three tokens, "<name>.art.<shard>") is busy: it answered since,
+// and only copies sent before this one. A stream answers in the order it
+// takes publishes, so one that answers a copy sent later (another
+// publish, or an earlier one sent again) has dropped this one, and one
+// still answering earlier copies has it queued: with 64 articles of
+// 500 KB in flight per connection a loaded replicas-3 run saw heads wait
+// more than resendSilent behind them, sent again, and the copies refused
+// as duplicates (439 for articles offered once). A head stored the first time is then
 // refused by its own condition (wrong last subject sequence), and
 // answered ErrDuplicate: it is stored, and the sender told not to send it
 // again; only the count of duplicates is off by it.
@@ -70,15 +79,41 @@ type publisher struct {
 	prefix string // "<inbox>."
 	sub    *nats.Subscription
 
+	// silent is resendSilent (shorter in tests).
+	silent time.Duration
+
 	mu      sync.Mutex
 	next    uint64
 	waiting map[uint64]*ackWait
+	heard   map[string]*heard // by stream key (streamKey)
+}
+
+// heard is what a publisher last heard from one stream.
+type heard struct {
+	at   time.Time // its last acknowledgement (not "no responders")
+	sent time.Time // the latest send of a copy it acknowledged
+}
+
+// streamKey is the part of a subject that names its stream in the store:
+// the first three tokens ("<name>.art.<shard>"; the name has no dots),
+// or the whole subject.
+func streamKey(subject string) string {
+	dots := 0
+	for i := range len(subject) {
+		if subject[i] == '.' {
+			if dots++; dots == 3 {
+				return subject[:i]
+			}
+		}
+	}
+	return subject
 }
 
 // ackWait is one message waiting for its acknowledgement: done is closed
 // once err holds the answer.
 type ackWait struct {
 	n        uint64
+	key      string    // streamKey of the subject
 	deadline time.Time // pubTimeout after the publish
 	sent     time.Time // the last send (publisher.mu)
 	done     chan struct{}
@@ -87,14 +122,16 @@ type ackWait struct {
 	// while the message waits (publisher.mu); resends counts that.
 	msg     *nats.Msg
 	resends int
-	// buf, when not nil, holds msg.Data: a copy of the caller's, given
-	// back to copies once nobody can send msg again.
+	// buf, when not nil, holds msg.Data: a wire buffer given to
+	// publishOwned, given back to wireBufs once nobody can send msg
+	// again.
 	buf *[]byte
 }
 
 // newPublisher subscribes to nc's acknowledgements.
 func newPublisher(nc *nats.Conn) (*publisher, error) {
-	p := &publisher{nc: nc, prefix: nc.NewInbox() + ".", waiting: map[uint64]*ackWait{}}
+	p := &publisher{nc: nc, prefix: nc.NewInbox() + ".", silent: resendSilent,
+		waiting: map[uint64]*ackWait{}, heard: map[string]*heard{}}
 	sub, err := nc.Subscribe(p.prefix+"*", p.answer)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: acknowledgement subscription: %w", err)
@@ -106,25 +143,23 @@ func newPublisher(nc *nats.Conn) (*publisher, error) {
 // publish sends m (its Reply is set here) and returns what waits for its
 // acknowledgement. m (its Data) must stay unchanged until the
 // acknowledgement is waited for or forgotten: it may be sent again (see
-// publishCopy for a caller that reuses its buffer).
+// publishOwned for a caller that reuses its buffer).
 func (p *publisher) publish(m *nats.Msg) (*ackWait, error) {
 	return p.send(m, nil)
 }
 
-// publishCopy is publish of a copy of m's data, taken from copies: the
-// caller may reuse m.Data once it returns.
-func (p *publisher) publishCopy(m *nats.Msg) (*ackWait, error) {
-	buf := copies.Get().(*[]byte)
-	*buf = append((*buf)[:0], m.Data...)
-	c := *m
-	c.Data = *buf
-	return p.send(&c, buf)
+// publishOwned is publish of m whose Data is *buf, a wire buffer
+// (wireBuffer) the publisher takes over: it goes back to the buffers once
+// nobody can send m again, and on failure. The caller may build the
+// message in such a buffer, or copy a buffer it reuses into one.
+func (p *publisher) publishOwned(m *nats.Msg, buf *[]byte) (*ackWait, error) {
+	return p.send(m, buf)
 }
 
 // send publishes m as the message waiting for acknowledgement w.n.
 func (p *publisher) send(m *nats.Msg, buf *[]byte) (*ackWait, error) {
 	now := time.Now()
-	w := &ackWait{done: make(chan struct{}), deadline: now.Add(pubTimeout), sent: now, msg: m, buf: buf}
+	w := &ackWait{done: make(chan struct{}), key: streamKey(m.Subject), deadline: now.Add(pubTimeout), sent: now, msg: m, buf: buf}
 	p.mu.Lock()
 	p.next++
 	w.n = p.next
@@ -138,13 +173,41 @@ func (p *publisher) send(m *nats.Msg, buf *[]byte) (*ackWait, error) {
 	return w, nil
 }
 
-// copies are the buffers of publishCopy.
-var copies = sync.Pool{New: func() any { return new([]byte) }}
+// wireBufs are the buffers messages are built and published from, by
+// capacity class: class c holds buffers of cap in [1<<c, 1<<(c+1)). One
+// pool for all sizes would give a 2 KB article a buffer that once held a
+// 500 KB one, and a connection holds up to storeWindow of them at once.
+// A buffer has less than twice the room its article needs when new (the
+// next power of two) and less than four times when taken from its class,
+// so the storeBytes a connection may have in flight hold less than four
+// times that in buffers (about twice for articles of one size).
+var wireBufs [bits.UintSize]sync.Pool
 
-// release gives w's copy back; w is out of waiting (no resend can come).
+// wireBuffer is an empty buffer of capacity at least n (and below 4n)
+// from wireBufs; give it back with putWire.
+func wireBuffer(n int) *[]byte {
+	c := bits.Len(uint(max(n, 1) - 1)) // 1<<c >= n
+	if b, ok := wireBufs[c].Get().(*[]byte); ok {
+		*b = (*b)[:0]
+		return b
+	}
+	b := make([]byte, 0, 1<<c)
+	return &b
+}
+
+// putWire gives buf back to wireBufs; it must not be used after.
+func putWire(buf *[]byte) {
+	if cap(*buf) == 0 {
+		return
+	}
+	wireBufs[bits.Len(uint(cap(*buf)))-1].Put(buf)
+}
+
+// release gives w's buffer back; w is out of waiting (no resend can
+// come).
 func (w *ackWait) release() {
 	if w.buf != nil {
-		copies.Put(w.buf)
+		putWire(w.buf)
 		w.buf, w.msg = nil, nil
 	}
 }
@@ -174,6 +237,17 @@ func (p *publisher) answer(m *nats.Msg) {
 	if w == nil {
 		p.mu.Unlock()
 		return // timed out already
+	}
+	if err != errNoResponders {
+		h := p.heard[w.key]
+		if h == nil {
+			h = &heard{}
+			p.heard[w.key] = h
+		}
+		h.at = time.Now()
+		if w.sent.After(h.sent) {
+			h.sent = w.sent
+		}
 	}
 	if err == errNoResponders {
 		delay := min(resendMax, resendFirst<<min(w.resends, 10))
@@ -252,7 +326,7 @@ func (p *publisher) wait(ctx context.Context, w *ackWait) error {
 	defer t.Stop()
 	for {
 		p.mu.Lock()
-		at := w.sent.Add(resendSilent)
+		at := p.silentAt(w)
 		p.mu.Unlock()
 		if at.After(w.deadline) {
 			at = w.deadline
@@ -267,7 +341,7 @@ func (p *publisher) wait(ctx context.Context, w *ackWait) error {
 				return fmt.Errorf("cluster: no publish acknowledgement within %v", pubTimeout)
 			}
 			p.mu.Lock()
-			silent := time.Since(w.sent) >= resendSilent
+			silent := !time.Now().Before(p.silentAt(w))
 			if silent {
 				w.resends++
 			}
@@ -280,6 +354,18 @@ func (p *publisher) wait(ctx context.Context, w *ackWait) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// silentAt is when w, unanswered, is sent again: silent after its last
+// send, or after its stream's last answer while the stream is busy (it
+// answered since w was sent, and only copies sent before w)
+// (publisher.mu).
+func (p *publisher) silentAt(w *ackWait) time.Time {
+	at := w.sent
+	if h := p.heard[w.key]; h != nil && h.at.After(at) && h.sent.Before(w.sent) {
+		at = h.at
+	}
+	return at.Add(p.silent)
 }
 
 // waitAll waits for the acknowledgements of ws in order, and returns the

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -70,7 +72,9 @@ func testPublisher(t *testing.T) (*Store, *publisher) {
 func TestResendNoResponders(t *testing.T) {
 	s, p := testPublisher(t)
 	data := []byte("the article")
-	w, err := p.publishCopy(&nats.Msg{Subject: "late.head", Data: data})
+	buf := wireBuffer(len(data))
+	*buf = append(*buf, data...)
+	w, err := p.publishOwned(&nats.Msg{Subject: "late.head", Data: *buf}, buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,5 +143,79 @@ func TestResendSilent(t *testing.T) {
 	}
 	if n := copies.Load(); n != 2 {
 		t.Errorf("%d copies sent, want 2", n)
+	}
+}
+
+// TestNoResendWhileAnswered: a stream that keeps answering earlier
+// publishes is busy, not gone: a publish queued behind them longer than
+// the silence is not sent again (a head sent twice is answered as a
+// duplicate, 439, though offered once).
+func TestNoResendWhileAnswered(t *testing.T) {
+	s, p := testPublisher(t)
+	p.silent = time.Second
+	const n = 40
+	seen := make(chan *nats.Msg, 2*n)
+	sub, err := s.nc.Subscribe("busy.art.0.*", func(m *nats.Msg) { seen <- m })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The stream answers in order, one publish every 50 ms: the last
+	// waits 2 s, twice the silence, with answers coming all along.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case m := <-seen:
+				time.Sleep(50 * time.Millisecond)
+				m.Respond([]byte(`{"stream":"t-art-0","seq":1}`))
+			case <-stop:
+				return
+			}
+		}
+	}()
+	var ws []*ackWait
+	for i := range n {
+		w, err := p.publish(&nats.Msg{Subject: "busy.art.0." + strconv.Itoa(i), Data: []byte("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	if err := p.waitAll(context.Background(), ws); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if w.resends > 0 {
+			t.Errorf("publish %d sent again %d times while its stream answered the ones before it", w.n, w.resends)
+		}
+	}
+}
+
+// TestWireBuffer: a wire buffer has room for what was asked and less than
+// four times that, also when it comes back from the pool: a 2 KB article
+// never holds a buffer a 500 KB one grew.
+func TestWireBuffer(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 2 << 10, 2<<10 + 1, 500 << 10, 1<<20 - 8<<10} {
+		for round := range 2 {
+			b := wireBuffer(n)
+			if len(*b) != 0 || cap(*b) < n || cap(*b) >= 4*max(n, 1) {
+				t.Fatalf("wireBuffer(%d), round %d: len %d cap %d", n, round, len(*b), cap(*b))
+			}
+			*b = append(*b, make([]byte, n)...)
+			putWire(b)
+		}
+	}
+	big := wireBuffer(500 << 10)
+	*big = append(*big, make([]byte, 600<<10)...) // grown past its class
+	putWire(big)
+	for range 4 {
+		if b := wireBuffer(2 << 10); cap(*b) >= 8<<10 {
+			t.Fatalf("wireBuffer(2048) gave a buffer of cap %d", cap(*b))
+		}
 	}
 }

@@ -47,8 +47,11 @@ func newSeen(keep time.Duration) *seen {
 }
 
 // add remembers id as present.
-func (s *seen) add(id string) {
-	sum := md5.Sum([]byte(id))
+func (s *seen) add(id string) { s.addSum(md5.Sum([]byte(id))) }
+
+// addSum is add of the id whose MD5 is sum (the store's key: one digest
+// per article serves the history, the subject and this).
+func (s *seen) addSum(sum [md5.Size]byte) {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -65,8 +68,10 @@ func (s *seen) add(id string) {
 }
 
 // has reports whether id is remembered as present.
-func (s *seen) has(id string) bool {
-	sum := md5.Sum([]byte(id))
+func (s *seen) has(id string) bool { return s.hasSum(md5.Sum([]byte(id))) }
+
+// hasSum is has of the id whose MD5 is sum.
+func (s *seen) hasSum(sum [md5.Size]byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if time.Since(s.began) > 2*s.age {

@@ -332,7 +332,11 @@ func (s *Store) shardStream(i int) string { return s.set.Name + "-art-" + strcon
 // head is the subject of an article's head message: its shard and its
 // Key, from one digest.
 func (s *Store) head(id string) (subject string, shard int) {
-	sum := md5.Sum([]byte(id))
+	return s.headOf(md5.Sum([]byte(id)))
+}
+
+// headOf is head of the message-id whose MD5 is sum.
+func (s *Store) headOf(sum [md5.Size]byte) (subject string, shard int) {
 	shard = shardOf(sum, s.set.Shards)
 	return s.set.Name + ".art." + strconv.Itoa(shard) + "." + hex.EncodeToString(sum[:]), shard
 }
@@ -467,10 +471,11 @@ func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string)
 		}
 		return p.Wait(ctx)
 	}
-	if s.seen.has(id) {
+	sum := md5.Sum([]byte(id))
+	if s.seen.hasSum(sum) {
 		return ErrDuplicate
 	}
-	subj, sh := s.head(id)
+	subj, sh := s.headOf(sum)
 	pub := s.pubFor(sh)
 	parts := Parts{Token: newToken(), N: Chunks(len(wire), s.chunk), Size: len(wire)}
 	ws := make([]*ackWait, 0, parts.N-1)
@@ -493,7 +498,7 @@ func (s *Store) Put(ctx context.Context, id string, wire []byte, peers []string)
 		if err != nil {
 			return fmt.Errorf("cluster: store %s: %w", id, err)
 		}
-		return (&Pending{s: s, pub: pub, id: id, w: w}).Wait(ctx)
+		return (&Pending{s: s, pub: pub, id: id, sum: sum, w: w}).Wait(ctx)
 	}()
 	if err != nil {
 		s.dropParts(sh, subj, parts)
@@ -518,6 +523,7 @@ type Pending struct {
 	s   *Store
 	pub *publisher
 	id  string
+	sum [md5.Size]byte // of id
 	w   *ackWait
 }
 
@@ -526,19 +532,32 @@ type Pending struct {
 // acknowledgements on one goroutine. wire is copied out before Publish
 // returns. An id this node knows is present is ErrDuplicate at once.
 func (s *Store) Publish(id string, wire []byte, peers []string) (*Pending, error) {
+	buf := wireBuffer(len(wire))
+	*buf = append(*buf, wire...)
+	return s.publishBuffer(id, buf, peers)
+}
+
+// publishBuffer is Publish of *buf, a buffer from wireBuffer, without
+// the copy: the store takes buf over (whatever the outcome) and gives it
+// back once the head can no longer be sent again.
+func (s *Store) publishBuffer(id string, buf *[]byte, peers []string) (*Pending, error) {
+	wire := *buf
 	if len(wire) > s.chunk {
+		putWire(buf)
 		return nil, fmt.Errorf("cluster: store %s: %d octets is over the chunk size %d: use Put", id, len(wire), s.chunk)
 	}
-	if s.seen.has(id) {
+	sum := md5.Sum([]byte(id))
+	if s.seen.hasSum(sum) {
+		putWire(buf)
 		return nil, ErrDuplicate
 	}
-	subj, sh := s.head(id)
+	subj, sh := s.headOf(sum)
 	pub := s.pubFor(sh)
-	w, err := pub.publishCopy(s.headMsg(subj, id, wire, peers, Parts{}))
+	w, err := pub.publishOwned(s.headMsg(subj, id, wire, peers, Parts{}), buf)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: store %s: %w", id, err)
 	}
-	return &Pending{s: s, pub: pub, id: id, w: w}, nil
+	return &Pending{s: s, pub: pub, id: id, sum: sum, w: w}, nil
 }
 
 // Wait is Put's answer for a published head: nil once it is stored on a
@@ -548,10 +567,10 @@ func (p *Pending) Wait(ctx context.Context) error {
 	err := p.pub.wait(ctx, p.w)
 	switch {
 	case err == nil:
-		p.s.seen.add(p.id)
+		p.s.seen.addSum(p.sum)
 		return nil
 	case isWrongLastSeq(err):
-		p.s.seen.add(p.id)
+		p.s.seen.addSum(p.sum)
 		return ErrDuplicate
 	}
 	return fmt.Errorf("cluster: store %s: %w", p.id, err)

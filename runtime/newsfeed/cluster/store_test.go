@@ -473,7 +473,17 @@ func TestKnownPresent(t *testing.T) {
 	if err := s.Put(ctx, "<mine@t>", []byte("x\r\n.\r\n"), nil); err != nil {
 		t.Fatal(err)
 	}
+	// One cut in parts too (its head is published apart from Publish).
+	large := append(bytes.Repeat([]byte("y"), s.ChunkSize()+10), "\r\n.\r\n"...)
+	if err := s.Put(ctx, "<large@t>", large, nil); err != nil {
+		t.Fatal(err)
+	}
 	e.Shutdown()
+	for _, id := range []string{"<mine@t>", "<large@t>"} {
+		if !s.Known(id) {
+			t.Errorf("%s stored, not known", id)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if v, _, err := s.Reserve(ctx, "<mine@t>"); err != nil || v != Present {
