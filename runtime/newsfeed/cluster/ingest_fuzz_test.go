@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"testing"
 )
 
@@ -16,19 +15,5 @@ func FuzzAppendSpoolForm(f *testing.F) {
 	f.Add([]byte("Path: a\r\n\r\n"), "")
 	f.Fuzz(func(t *testing.T, article []byte, pathHost string) {
 		checkSpoolForm(t, article, pathHost)
-	})
-}
-
-// FuzzCRLFOnly: crlfOnly agrees with proto.AppendWire's test (as many
-// CRLFs as LFs) on any bytes.
-func FuzzCRLFOnly(f *testing.F) {
-	for _, s := range []string{"", "\n", "\r\n", "a\r\nb\nc", "\n\r\n", "\r\r\n"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		want := bytes.Count(b, []byte("\n")) == bytes.Count(b, []byte("\r\n"))
-		if got := crlfOnly(b); got != want {
-			t.Fatalf("crlfOnly(%q) = %v, want %v", b, got, want)
-		}
 	})
 }

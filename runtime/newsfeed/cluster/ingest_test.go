@@ -75,14 +75,3 @@ func TestAppendSpoolForm(t *testing.T) {
 		}
 	}
 }
-
-// TestCRLFOnly: crlfOnly agrees with proto.AppendWire's own test (as many
-// CRLFs as LFs), at the edges of the buffer too.
-func TestCRLFOnly(t *testing.T) {
-	for _, s := range []string{"", "x", "\n", "\r", "\r\n", "\n\r", "a\r\nb\nc", "a\r\nb\r\n", "\r\r\n", "\n\r\n", "ab\r\ncd\r\n\n", "a\rb\r\n"} {
-		want := bytes.Count([]byte(s), []byte("\n")) == bytes.Count([]byte(s), []byte("\r\n"))
-		if got := crlfOnly([]byte(s)); got != want {
-			t.Errorf("crlfOnly(%q) = %v, want %v", s, got, want)
-		}
-	}
-}
