@@ -291,6 +291,30 @@ func (b spoolBodies) AppendBody(dst []byte, token string, size int64) ([]byte, e
 	return out, err
 }
 
+// PlanBodies bounds the connection's read-ahead to the articles the
+// runtime is about to append (drive.BodyPlanner): a window filled for the
+// first of them reads no further than the last of them stored in the same
+// segment within a window's reach. The tokens are parsed here once more
+// (about 20 ns each); the bytes no longer read ahead for nothing cost more.
+func (b spoolBodies) PlanBodies(tokens []string) {
+	if b.ra == nil {
+		return
+	}
+	first, err := spoolfs.ParseToken(tokens[0])
+	if err != nil {
+		return // AppendBody says what is wrong
+	}
+	end := first.Off + uint64(first.Len)
+	for _, t := range tokens[1:] {
+		tok, err := spoolfs.ParseToken(t)
+		if err != nil || tok.Seg != first.Seg || tok.Off < first.Off || tok.Off+uint64(tok.Len)-first.Off > readAhead {
+			continue
+		}
+		end = max(end, tok.Off+uint64(tok.Len))
+	}
+	b.ra.Bound(first.Seg, int64(end))
+}
+
 // WriteBody writes the wire article named by token, size bytes, to w.
 func (b spoolBodies) WriteBody(w io.Writer, token string, size int64) (int64, error) {
 	tok, err := spoolfs.ParseToken(token)
