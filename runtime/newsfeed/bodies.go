@@ -18,7 +18,8 @@ import (
 // buffer (drive.BodyAppender, CRC checked), so they leave with the
 // commands around them in one write; they are read through the
 // connection's ReadAhead, one pread for a run of articles stored together
-// (a replayed backlog is in that order). Large ones it writes itself
+// (a replayed backlog is in that order), bounded to the articles of the
+// write under way (PlanBodies). Large ones it writes itself
 // (drive.BodyWriter): with sendfile(2) straight from the segment file
 // when the connection is a plain TCP socket, by copying otherwise (TLS).
 //
@@ -318,8 +319,8 @@ func (b spoolBodies) AppendBody(dst []byte, token string, size int64) ([]byte, e
 // PlanBodies bounds the connection's read-ahead to the articles the
 // runtime is about to append (drive.BodyPlanner): a window filled for the
 // first of them reads no further than the last of them stored in the same
-// segment within a window's reach. The tokens are parsed here once more
-// once, here, for AppendBody too (a third parse of each was 2% of the CPU).
+// segment within a window's reach. The tokens are parsed once, here, for
+// AppendBody too (parsing them a third time showed as ~2% of the CPU).
 func (b spoolBodies) PlanBodies(tokens []string) {
 	r := b.ra
 	if r == nil {
