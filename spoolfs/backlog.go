@@ -84,6 +84,7 @@ type Backlog struct {
 
 	open  map[string]*backlogFile // .B/.D files taking appends
 	rp    *os.File                // <peer>.P, open for reading
+	rpr   *bufio.Reader           // ReadReplay's reader, reused from one refill to the next
 	bad   *os.File                // <peer>.bad, opened on the first corrupt line
 	buf   []byte
 	lost  []LostFile      // files the queue's state named that Recover found gone
@@ -432,6 +433,10 @@ func (b *Backlog) Promote(file string) error {
 	return nil
 }
 
+// replayPrealloc bounds the entries ReadReplay makes room for up front (a
+// refill is half a queue, 2048 entries by default).
+const replayPrealloc = 8192
+
 // ReadReplay reads up to max entries from <peer>.P starting at offset.
 // Complete lines that do not parse are copied to <peer>.bad and skipped; a
 // last line without LF (torn by a crash) is not consumed and ends the file.
@@ -450,8 +455,18 @@ func (b *Backlog) ReadReplay(offset int64, max int) (ReplayBatch, error) {
 	if offset < 0 || offset > st.Size() {
 		return ReplayBatch{}, fmt.Errorf("backlog %s: read replay at %d of %d octets", b.peer, offset, st.Size())
 	}
-	batch := ReplayBatch{Offset: offset}
-	r := bufio.NewReaderSize(io.NewSectionReader(b.rp, offset, st.Size()-offset), 64<<10)
+	// The entries' array is sized for the refill at once, and the reader
+	// and its 64 KiB buffer are reused: draining 2 KB articles to four
+	// peers, growing the array and a new reader per refill were two
+	// thirds of newsfeed's allocated bytes.
+	batch := ReplayBatch{Offset: offset, Entries: make([]queue.Entry, 0, min(max, replayPrealloc))}
+	if b.rpr == nil {
+		b.rpr = bufio.NewReaderSize(nil, 64<<10)
+	}
+	r := b.rpr
+	r.Reset(io.NewSectionReader(b.rp, offset, st.Size()-offset))
+	defer r.Reset(nil) // keeps no reference to the file between refills
+
 	var long []byte // a line longer than the buffer, being gathered
 	for len(batch.Entries) < max {
 		line, err := r.ReadSlice('\n')

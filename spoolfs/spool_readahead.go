@@ -25,6 +25,9 @@ type ReadAhead struct {
 	off  int64  // file offset of buf[0]
 	buf  []byte
 	path string
+
+	bseg uint32 // Bound's segment; 0 when there is no bound
+	bend int64  // Bound's end offset
 }
 
 // NewReadAhead returns a ReadAhead with a window of size bytes (256 KiB
@@ -34,6 +37,16 @@ func (s *Spool) NewReadAhead(size int) *ReadAhead {
 		size = 256 << 10
 	}
 	return &ReadAhead{s: s, size: size}
+}
+
+// Bound says that the articles asked for next lie in segment seg and end
+// at or before file offset end: a window filled in seg for an article
+// ending there or before reads no further than end (a window of fixed size
+// reads the articles stored after them too, which a sender whose next
+// articles lie elsewhere never asks for). It holds until the next Bound;
+// it changes what is read ahead, never what AppendArticle returns.
+func (r *ReadAhead) Bound(seg uint32, end int64) {
+	r.bseg, r.bend = seg, end
 }
 
 // AppendArticle is Spool.AppendArticle through the window.
@@ -70,6 +83,9 @@ func (r *ReadAhead) AppendArticle(dst []byte, tok Token) ([]byte, error) {
 		return dst, fmt.Errorf("spool: get %s: %w", tok, err)
 	}
 	n := r.size
+	if r.bseg == tok.Seg && recOff+int64(need) <= r.bend {
+		n = int(min(int64(n), r.bend-recOff))
+	}
 	if limit >= 0 {
 		n = int(min(int64(n), limit-recOff))
 	}

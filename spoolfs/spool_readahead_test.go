@@ -154,3 +154,84 @@ func BenchmarkReadAhead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadAheadRuns reads 2 KB articles as one of four connections
+// sharing a peer's queue does: runs of 80 stored together, each the next
+// quarter's first, with and without Bound to the run (ns per article).
+func BenchmarkReadAheadRuns(b *testing.B) {
+	s := openT(b, b.TempDir(), SpoolOptions{})
+	defer s.Close()
+	var toks []Token
+	for i := range 8000 {
+		id := msgID("runs", i)
+		toks = append(toks, putT(b, s, id, wireArticle(id, 2000), t0))
+	}
+	if err := s.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	const run, stride = 80, 320
+	for _, bound := range []bool{false, true} {
+		b.Run(map[bool]string{false: "window", true: "bound"}[bound], func(b *testing.B) {
+			ra := s.NewReadAhead(0)
+			buf := make([]byte, 0, 4096)
+			i := 0
+			for b.Loop() {
+				if bound && i%run == 0 {
+					last := toks[(i/run*stride+run-1)%len(toks)]
+					ra.Bound(last.Seg, int64(last.Off)+int64(last.Len))
+				}
+				var err error
+				buf, err = ra.AppendArticle(buf[:0], toks[(i/run*stride+i%run)%len(toks)])
+				if err != nil {
+					b.Fatal(err)
+				}
+				i = (i + 1) % (run * len(toks) / stride)
+			}
+		})
+	}
+}
+
+// TestReadAheadBound: after Bound, a window filled for an article before
+// the bound's end holds no octet past it (what a connection whose next
+// articles lie elsewhere would never ask for), and articles past the bound,
+// in its segment or out of order, still read exactly as stored.
+func TestReadAheadBound(t *testing.T) {
+	s := openT(t, t.TempDir(), SpoolOptions{})
+	defer s.Close()
+	const n = 40
+	toks := make([]Token, n)
+	wires := make([][]byte, n)
+	for i := range n {
+		id := msgID("bound", i)
+		wires[i] = wireArticle(id, 2000)
+		toks[i] = putT(t, s, id, wires[i], t0.Add(time.Duration(i)*time.Second))
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	ra := s.NewReadAhead(64 << 10) // room for all 40 articles
+	end := int64(toks[9].Off) + int64(toks[9].Len)
+	ra.Bound(toks[0].Seg, end)
+	want := func(i int) {
+		t.Helper()
+		got, err := ra.AppendArticle(nil, toks[i])
+		if err != nil {
+			t.Fatalf("article %d: %v", i, err)
+		}
+		if !bytes.Equal(got, wires[i]) {
+			t.Fatalf("article %d: %d bytes that differ from the %d stored", i, len(got), len(wires[i]))
+		}
+	}
+	want(0)
+	if got := ra.off + int64(len(ra.buf)); got != end {
+		t.Fatalf("window filled for article 0 ends at offset %d, want the bound's %d", got, end)
+	}
+	for _, i := range []int{1, 9, 10, 39, 5, 20} {
+		want(i)
+	}
+	// Article 10 lies past the bound: its window was not cut to it.
+	want(10)
+	if got, min := ra.off+int64(len(ra.buf)), int64(toks[11].Off); got < min {
+		t.Fatalf("window for article 10, past the bound, ends at %d, before article 11 (%d)", got, min)
+	}
+}

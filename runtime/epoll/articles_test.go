@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -84,7 +85,8 @@ func bodiesOf(arts []stored) bodyMap {
 // fileStore keeps articles in one file, like a spool segment: it is a
 // machine.BodySource, a FileBodySource (for this runtime's sendfile), a
 // drive.BodyWriter (sendfile through the net.Conn's descriptor) and a
-// drive.BodyAppender (one pread), as runtime/newsfeed's spool source is.
+// drive.BodyAppender (one pread) told first which articles a write will
+// append (drive.BodyPlanner), as runtime/newsfeed's spool source is.
 type fileStore struct {
 	f        *os.File
 	fd       int
@@ -93,11 +95,32 @@ type fileStore struct {
 	released atomic.Int64        // release calls
 	written  atomic.Int64        // WriteBody calls
 	appended atomic.Int64        // AppendBody calls
+
+	mu        sync.Mutex
+	planned   map[string]bool // tokens named by PlanBodies
+	unplanned int             // AppendBody calls for a token PlanBodies did not name
+}
+
+// PlanBodies notes the tokens, for AppendBody to check.
+func (s *fileStore) PlanBodies(tokens []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.planned == nil {
+		s.planned = map[string]bool{}
+	}
+	for _, t := range tokens {
+		s.planned[t] = true
+	}
 }
 
 // AppendBody appends the article with one pread.
 func (s *fileStore) AppendBody(dst []byte, token string, size int64) ([]byte, error) {
 	s.appended.Add(1)
+	s.mu.Lock()
+	if !s.planned[token] {
+		s.unplanned++
+	}
+	s.mu.Unlock()
 	r, ok := s.at[token]
 	if !ok {
 		return dst, fmt.Errorf("no article %s", token)

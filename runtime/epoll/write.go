@@ -84,6 +84,7 @@ type scratch struct {
 	buf   []byte // AppendOutgoing's bytes
 	body  []byte // small articles from a BodyAppender, for one flush
 	iov   []unix.Iovec
+	plan  []string // tokens for drive.BodyPlanner
 }
 
 func (q *outQueue) pending() bool { return len(q.items) > 0 }
@@ -202,6 +203,7 @@ func (c *Conn) flush() error {
 	}
 	s.body = s.body[:0]
 	defer q.detach()
+	c.plan()
 	for len(q.items) > 0 && c.writable {
 		it := &q.items[0]
 		if it.token != "" && !it.resolved {
@@ -220,6 +222,27 @@ func (c *Conn) flush() error {
 		}
 	}
 	return nil
+}
+
+// plan names the small articles the flush will append to a
+// drive.BodyPlanner, so that it reads what they span.
+func (c *Conn) plan() {
+	bp, ok := c.l.opts.Bodies.(drive.BodyPlanner)
+	if !ok {
+		return
+	}
+	s := &c.l.scratch
+	plan := s.plan[:0]
+	for i := range c.out.items {
+		if it := &c.out.items[i]; it.token != "" && !it.resolved && c.appendable(it) {
+			plan = append(plan, it.token)
+		}
+	}
+	if len(plan) > 0 {
+		bp.PlanBodies(plan)
+	}
+	clear(plan)
+	s.plan = plan[:0]
 }
 
 // appendable reports whether a token item's article is copied in by a

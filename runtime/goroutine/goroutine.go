@@ -115,6 +115,7 @@ type Conn struct {
 	// Owned by Run's goroutine: reused by every flush (segments.go).
 	segs   []machine.Segment
 	gather gather
+	plan   []string // tokens for drive.BodyPlanner
 }
 
 type readResult struct {

@@ -104,6 +104,18 @@ func (c *Conn) flushSegments(m machine.Conn, ss machine.SegmentSender) error {
 	}
 	bw, _ := c.opts.Bodies.(drive.BodyWriter)
 	ba, _ := c.opts.Bodies.(drive.BodyAppender)
+	if bp, ok := c.opts.Bodies.(drive.BodyPlanner); ok && ba != nil {
+		c.plan = c.plan[:0]
+		for _, s := range c.segs {
+			if s.Token != "" && s.Size <= drive.SmallBody {
+				c.plan = append(c.plan, s.Token)
+			}
+		}
+		if len(c.plan) > 0 {
+			bp.PlanBodies(c.plan)
+		}
+		clear(c.plan)
+	}
 	g := &c.gather
 	for i, s := range c.segs {
 		c.segs[i] = machine.Segment{} // drop the reference once handled

@@ -87,6 +87,17 @@ func (a *appenderSource) AppendBody(dst []byte, token string, size int64) ([]byt
 	return append(dst, body...), nil
 }
 
+// plannerSource is an appenderSource that is told the small articles of
+// each write first (drive.BodyPlanner).
+type plannerSource struct {
+	appenderSource
+	plans [][]string
+}
+
+func (p *plannerSource) PlanBodies(tokens []string) {
+	p.plans = append(p.plans, append([]string(nil), tokens...))
+}
+
 func TestRunSegments(t *testing.T) {
 	big := strings.Repeat("x", 5<<20) // more than one gather batch
 	bodies := bodyMap{
@@ -111,7 +122,8 @@ func TestRunSegments(t *testing.T) {
 		wantErr     string // part of Run's error; "" for success
 		wantWrites  []string
 		wantAppends []string
-		byteOutput  bool // the runtime should have used AppendOutgoing
+		wantPlans   [][]string // PlanBodies calls, each with its tokens
+		byteOutput  bool       // the runtime should have used AppendOutgoing
 		wantWritten string
 	}{
 		{name: "gathered bodies", source: func() machine.BodySource { return bodies }, wantWritten: want},
@@ -120,6 +132,9 @@ func TestRunSegments(t *testing.T) {
 		{name: "small bodies appended, large written", source: func() machine.BodySource {
 			return &appenderSource{writerSource: writerSource{bodyMap: bodies}}
 		}, wantAppends: []string{"@a@", "@b@"}, wantWrites: []string{"@big@"}, wantWritten: want},
+		{name: "small bodies planned, then appended", source: func() machine.BodySource {
+			return &plannerSource{appenderSource: appenderSource{writerSource: writerSource{bodyMap: bodies}}}
+		}, wantPlans: [][]string{{"@a@", "@b@"}}, wantAppends: []string{"@a@", "@b@"}, wantWrites: []string{"@big@"}, wantWritten: want},
 		{name: "appender fails", source: func() machine.BodySource {
 			return &appenderSource{writerSource: writerSource{bodyMap: bodyMap{"@big@": bodies["@big@"]}}}
 		}, wantErr: "read article @a@: no article @a@"},
@@ -170,6 +185,12 @@ func TestRunSegments(t *testing.T) {
 				if d := cmp.Diff(tc.wantWrites, ws.writes); d != "" {
 					t.Errorf("WriteBody calls (-want +got):\n%s", d)
 				}
+			}
+			if ps, ok := src.(*plannerSource); ok {
+				if d := cmp.Diff(tc.wantPlans, ps.plans); d != "" {
+					t.Errorf("PlanBodies calls (-want +got):\n%s", d)
+				}
+				src = &ps.appenderSource
 			}
 			if as, ok := src.(*appenderSource); ok {
 				if d := cmp.Diff(tc.wantWrites, as.writes); d != "" {

@@ -18,7 +18,8 @@ import (
 // buffer (drive.BodyAppender, CRC checked), so they leave with the
 // commands around them in one write; they are read through the
 // connection's ReadAhead, one pread for a run of articles stored together
-// (a replayed backlog is in that order). Large ones it writes itself
+// (a replayed backlog is in that order), bounded to the articles of the
+// write under way (PlanBodies). Large ones it writes itself
 // (drive.BodyWriter): with sendfile(2) straight from the segment file
 // when the connection is a plain TCP socket, by copying otherwise (TLS).
 //
@@ -35,8 +36,32 @@ import (
 // the connection comes back at once rather than after a longer backoff.
 type spoolBodies struct {
 	s   *spoolfs.Spool
-	ra  *spoolfs.ReadAhead // the connection's own; nil reads each article alone
+	ra  *bodyReader // the connection's own (epoll: the loop's); nil reads each article alone
 	bad *badBodies
+}
+
+// bodyReader is a spoolfs.ReadAhead with the small articles of the write
+// under way (PlanBodies), their tokens parsed once for both PlanBodies and
+// AppendBody.
+type bodyReader struct {
+	*spoolfs.ReadAhead
+	toks   []string        // as PlanBodies was given them
+	parsed []spoolfs.Token // toks[i] parsed, for as many as parse
+	next   int             // the index AppendBody expects next
+}
+
+// newBodyReader returns a bodyReader of s with a window of readAhead.
+func newBodyReader(s *spoolfs.Spool) *bodyReader {
+	return &bodyReader{ReadAhead: s.NewReadAhead(readAhead)}
+}
+
+// token returns token parsed: from the plan when it is the one expected.
+func (r *bodyReader) token(token string) (spoolfs.Token, error) {
+	if r != nil && r.next < len(r.parsed) && r.toks[r.next] == token {
+		r.next++
+		return r.parsed[r.next-1], nil
+	}
+	return spoolfs.ParseToken(token)
 }
 
 // badBodies is the set of tokens whose article could not be read for
@@ -268,7 +293,7 @@ func (b spoolBodies) Body(token string) ([]byte, error) {
 
 // AppendBody appends the wire article named by token, size bytes, to dst.
 func (b spoolBodies) AppendBody(dst []byte, token string, size int64) ([]byte, error) {
-	tok, err := spoolfs.ParseToken(token)
+	tok, err := b.ra.token(token)
 	if err != nil {
 		b.bad.add(token, err)
 		return dst, err
@@ -289,6 +314,37 @@ func (b spoolBodies) AppendBody(dst []byte, token string, size int64) ([]byte, e
 		err = fmt.Errorf("%w: %w", errUnreadableBody, err)
 	}
 	return out, err
+}
+
+// PlanBodies bounds the connection's read-ahead to the articles the
+// runtime is about to append (drive.BodyPlanner): a window filled for the
+// first of them reads no further than the last of them stored in the same
+// segment within a window's reach. The tokens are parsed once, here, for
+// AppendBody too (parsing them a third time showed as ~2% of the CPU).
+func (b spoolBodies) PlanBodies(tokens []string) {
+	r := b.ra
+	if r == nil {
+		return
+	}
+	r.toks, r.parsed, r.next = append(r.toks[:0], tokens...), r.parsed[:0], 0
+	var first spoolfs.Token
+	var end uint64
+	for i, t := range tokens {
+		tok, err := spoolfs.ParseToken(t)
+		if err != nil {
+			break // AppendBody parses it again and says what is wrong
+		}
+		r.parsed = append(r.parsed, tok)
+		switch {
+		case i == 0:
+			first, end = tok, tok.Off+uint64(tok.Len)
+		case tok.Seg == first.Seg && tok.Off > first.Off && tok.Off+uint64(tok.Len)-first.Off <= readAhead:
+			end = max(end, tok.Off+uint64(tok.Len))
+		}
+	}
+	if len(r.parsed) > 0 {
+		r.Bound(first.Seg, int64(end))
+	}
 }
 
 // WriteBody writes the wire article named by token, size bytes, to w.

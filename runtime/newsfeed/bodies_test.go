@@ -242,3 +242,72 @@ func flipInSpool(t *testing.T, dir string, mark []byte) {
 	}
 	t.Fatalf("%q not found in the spool files %v", mark, files)
 }
+
+// TestPlanBodies: the small articles of a write, named first
+// (drive.BodyPlanner) and then appended one by one, are exactly the stored
+// ones, in the planned order, out of it, and when not planned at all; a
+// token that does not parse, planned among good ones, fails only its own
+// AppendBody.
+func TestPlanBodies(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down", Close: true})
+	h := startRelay(t, relayConfig(t, t.TempDir(), peerText("p", s, "connections = 1")), nil)
+	var arts [][]byte
+	for i := range 30 {
+		arts = append(arts, testArticle(fmt.Sprintf("<pl%d@t>", i), "misc.test", "up!x", 20))
+	}
+	if res := h.r.Inject(context.Background(), arts); res.Accepted != 30 {
+		t.Fatalf("inject: %s", res)
+	}
+	sp := h.r.Spool()
+	var toks []string
+	want := map[string][]byte{}
+	for i := range 30 {
+		e, ok := sp.History().Lookup(fmt.Sprintf("<pl%d@t>", i))
+		if !ok {
+			t.Fatalf("<pl%d@t> not in the history", i)
+		}
+		body, err := sp.Get(e.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks = append(toks, e.Token.String())
+		want[e.Token.String()] = body
+	}
+	b := spoolBodies{s: sp, ra: newBodyReader(sp), bad: &h.r.badBodies}
+	var _ drive.BodyPlanner = b
+	check := func(what string, tok string, wantErr bool) {
+		t.Helper()
+		size := int64(len(want[tok]))
+		if wantErr {
+			size = 10
+		}
+		got, err := b.AppendBody([]byte("x"), tok, size)
+		switch {
+		case wantErr && err == nil:
+			t.Fatalf("%s: AppendBody(%q) took it", what, tok)
+		case wantErr:
+		case err != nil:
+			t.Fatalf("%s: AppendBody(%s): %v", what, tok, err)
+		case !bytes.Equal(got, append([]byte("x"), want[tok]...)):
+			t.Fatalf("%s: AppendBody(%s): %d bytes that differ from the %d stored", what, tok, len(got)-1, len(want[tok]))
+		}
+	}
+	plan := append([]string(nil), toks[5:15]...)
+	b.PlanBodies(plan)
+	clear(plan) // the runtime reuses its slice
+	for _, tok := range toks[5:15] {
+		check("planned, in order", tok, false)
+	}
+	b.PlanBodies(toks[20:30])
+	for _, i := range []int{29, 20, 25, 0, 21} {
+		check("planned, out of order", toks[i], false)
+	}
+	for _, tok := range toks[:5] {
+		check("not planned", tok, false)
+	}
+	b.PlanBodies([]string{toks[1], "not-a-token", toks[2]})
+	check("planned before a bad token", toks[1], false)
+	check("a bad token in the plan", "not-a-token", true)
+	check("planned after a bad token", toks[2], false)
+}

@@ -28,7 +28,7 @@ func (r *Relay) outDriver(nc net.Conn, p *peer) (drive.Driver, error) {
 		return r.loop.attach(nc)
 	}
 	return goroutine.New(nc, goroutine.Options{TLSConfig: p.tls, Now: r.now,
-		Bodies: spoolBodies{s: r.spool, ra: r.spool.NewReadAhead(readAhead), bad: &r.badBodies}}), nil
+		Bodies: spoolBodies{s: r.spool, ra: newBodyReader(r.spool), bad: &r.badBodies}}), nil
 }
 
 // startLoop starts the epoll loop when the configuration asks for it, and

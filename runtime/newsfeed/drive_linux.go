@@ -36,7 +36,7 @@ func newEventLoop(r *Relay) (*eventLoop, error) {
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		// A loop's connections share one body source, and so one
 		// ReadAhead: it is used only on that loop's goroutine.
-		bodies := spoolBodies{s: r.spool, ra: r.spool.NewReadAhead(readAhead), bad: &r.badBodies}
+		bodies := spoolBodies{s: r.spool, ra: newBodyReader(r.spool), bad: &r.badBodies}
 		l, err := epoll.New(epoll.Options{Now: r.now, Bodies: bodies})
 		if err != nil {
 			e.close()
