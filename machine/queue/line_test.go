@@ -70,6 +70,41 @@ func TestParseLine(t *testing.T) {
 	}
 }
 
+// TestParseLineString checks that the string form gives the same entries
+// and errors as ParseLine, that its entries' fields are parts of the line
+// (the point of it: no allocation per line), and that CheckLine agrees.
+func TestParseLineString(t *testing.T) {
+	for _, line := range []string{"@a@ <a@x>\n", "@a@ <a@x> 2\n", "@a@ <a@x>", "@a@ <a@x> 0\n", "@a@\t<a@x>\n"} {
+		want, werr := ParseLine([]byte(line))
+		got, err := ParseLineString(line)
+		if got != want || fmt.Sprint(err) != fmt.Sprint(werr) {
+			t.Errorf("ParseLineString(%q) = %+v, %v; ParseLine %+v, %v", line, got, err, want, werr)
+		}
+		if a, cerr := CheckLine([]byte(line)); a != want.Attempts || fmt.Sprint(cerr) != fmt.Sprint(werr) {
+			t.Errorf("CheckLine(%q) = %d, %v; ParseLine %+v, %v", line, a, cerr, want, werr)
+		}
+	}
+	run := "@a@ <a@x>\n@b@ <b@x> 3\n"
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := ParseLineString(run[:10]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseLineString(run[10:]); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("ParseLineString allocates %v times for two good lines, want 0", n)
+	}
+	good := []byte("@a@ <a@x> 3\n")
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := CheckLine(good); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("CheckLine allocates %v times for a good line, want 0", n)
+	}
+}
+
 func TestFileNames(t *testing.T) {
 	if got := FileName("peer", KindBacklog, 0x5db93971); got != "peer.B.5db93971" {
 		t.Errorf("FileName = %q, want the seed's peer.B.5db93971", got)
@@ -185,6 +220,14 @@ func FuzzParseLine(f *testing.F) {
 		slow, serr := parseLineFields(line)
 		if got != slow || fmt.Sprint(err) != fmt.Sprint(serr) {
 			t.Fatalf("ParseLine(%q) = %+v, %v; parseLineFields %+v, %v", line, got, err, slow, serr)
+		}
+		// The string form and the checker agree with it, errors too.
+		str, strErr := ParseLineString(string(line))
+		if str != got || fmt.Sprint(strErr) != fmt.Sprint(err) {
+			t.Fatalf("ParseLineString(%q) = %+v, %v; ParseLine %+v, %v", line, str, strErr, got, err)
+		}
+		if a, cerr := CheckLine(line); a != got.Attempts || fmt.Sprint(cerr) != fmt.Sprint(err) {
+			t.Fatalf("CheckLine(%q) = %d, %v; ParseLine %+v, %v", line, a, cerr, got, err)
 		}
 		want, ok := referenceParseLine(line)
 		if (err == nil) != ok {
