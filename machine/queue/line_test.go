@@ -289,3 +289,39 @@ func FuzzParseFileName(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPrintable8 checks the word-at-a-time range test against the octets
+// one at a time (the seeds hold each edge: 0x20/0x21, 0x7E/0x7F, 0x80, 0xFF).
+func FuzzPrintable8(f *testing.F) {
+	for _, w := range []uint64{0x2121212121212121, 0x7e7e7e7e7e7e7e7e, 0x2021212121212121, 0x217f212121212121,
+		0x8021212121212121, 0xffffffffffffffff, 0, 0x4141414141414120, 0x7f7e7e7e7e7e7e7e} {
+		f.Add(w)
+	}
+	f.Fuzz(func(t *testing.T, w uint64) {
+		want := true
+		for i := 0; i < 8; i++ {
+			if c := byte(w >> (8 * i)); c < 0x21 || c > 0x7e {
+				want = false
+			}
+		}
+		if got := printable8(w); got != want {
+			t.Fatalf("printable8(%#016x) = %v, want %v", w, got, want)
+		}
+	})
+}
+
+// TestPrintable8 puts every octet value at every position of a word of
+// 'A's (and of '~'s, the top of the range): the word is printable exactly
+// when that octet is.
+func TestPrintable8(t *testing.T) {
+	for _, fill := range []uint64{0x4141414141414141, 0x7e7e7e7e7e7e7e7e, 0x2121212121212121} {
+		for pos := 0; pos < 8; pos++ {
+			for c := 0; c < 256; c++ {
+				w := fill&^(0xff<<(8*pos)) | uint64(c)<<(8*pos)
+				if got, want := printable8(w), c >= 0x21 && c <= 0x7e; got != want {
+					t.Errorf("printable8(%#016x) = %v, want %v", w, got, want)
+				}
+			}
+		}
+	}
+}
