@@ -68,7 +68,11 @@ func checkField(name, s string, max int) error {
 	if len(s) > max {
 		return fmt.Errorf("%w: %s of %d octets (limit %d)", ErrBadLine, name, len(s), max)
 	}
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for i+8 <= len(s) && printable8(load8(s, i)) { // most of a field
+		i += 8
+	}
+	for ; i < len(s); i++ {
 		if c := s[i]; c < 0x21 || c > 0x7e {
 			return fmt.Errorf("%w: %s holds octet %#02x at %d", ErrBadLine, name, c, i)
 		}
