@@ -225,9 +225,9 @@ func backlogScan(path string, from int64) (backlogScanResult, error) {
 			line = append(long, line...)
 			long = nil
 		}
-		if e, err := queue.ParseLine(line); err == nil {
+		if a, err := queue.CheckLine(line); err == nil {
 			res.entries++
-			res.maxAttempts = max(res.maxAttempts, e.Attempts)
+			res.maxAttempts = max(res.maxAttempts, a)
 		}
 	}
 }

@@ -108,3 +108,55 @@ func BenchmarkFeed(b *testing.B) {
 		})
 	}
 }
+
+// TestAcceptedAllocs checks that the Accepted event of an article sent is
+// not an allocation of its own: 256 articles through a Feed in no-CHECK
+// mode (articles, replies and events all reused) may allocate the four
+// blocks of Accepted events' Articles and little else, not one per article.
+func TestAcceptedAllocs(t *testing.T) {
+	const n = 256
+	pool := make([]Article, n)
+	for i := range pool {
+		id := fmt.Sprintf("<allocs-%d@newsflow.invalid>", i)
+		pool[i] = Article{Token: "@" + id + "@", MessageID: id, Size: 2000}
+	}
+	f := New(t0, Config{Streaming: true, NoCheckHigh: 1, NoCheckLow: 1, NoCheckFilter: 1})
+	r := &responder{}
+	var segs []machine.Segment
+	credit := 0
+	run := func() {
+		done, offered := 0, 0
+		for done < n {
+			for {
+				e, ok := f.NextEvent()
+				if !ok {
+					break
+				}
+				switch e := e.(type) {
+				case WantMore:
+					credit += e.N
+				case Accepted:
+					done++
+				case Closed:
+					t.Fatalf("closed: %v", e)
+				}
+			}
+			for ; credit > 0 && offered < n; credit-- {
+				f.Offer(t0, pool[offered])
+				offered++
+			}
+			segs = f.AppendSegments(segs[:0])
+			r.take(segs)
+			if len(r.replies) > 0 {
+				if err := f.Receive(t0, r.replies); err != nil {
+					t.Fatal(err)
+				}
+				r.replies = r.replies[:0]
+			}
+		}
+	}
+	run() // grows the Feed's queues and buffers to their working size
+	if a := testing.AllocsPerRun(5, run); a > n/acceptedBlock+2 {
+		t.Errorf("%v allocations for %d articles accepted, want at most %d", a, n, n/acceptedBlock+2)
+	}
+}

@@ -77,7 +77,24 @@ func (r Reason) String() string {
 type Event interface{ isEvent() }
 
 // Accepted: the peer took the article (239 to TAKETHIS, 235 to IHAVE).
-type Accepted struct{ Article Article }
+//
+// Article is a pointer, unlike the other events' articles, because
+// Accepted is the event of nearly every article sent: a struct holding
+// only a pointer goes into an Event without an allocation, where the
+// Article itself (40 bytes) took one per article (1.09M allocations for
+// 1.2M 2 KB articles sent to four peers). The Feed allocates the
+// Articles a block at a time and never writes one again once handed
+// out; the owner must not change it either.
+type Accepted struct{ Article *Article }
+
+// GoString shows the Article, not its address, so that %#v of an event
+// (as runtime transcripts compare them) depends only on what happened.
+func (a Accepted) GoString() string {
+	if a.Article == nil {
+		return "feed.Accepted{Article:(*feed.Article)(nil)}"
+	}
+	return fmt.Sprintf("feed.Accepted{Article:&%#v}", *a.Article)
+}
 
 // Refused: the peer does not want the article (438 to CHECK, 435 to IHAVE);
 // it usually has it already. Done.

@@ -163,6 +163,7 @@ type Feed struct {
 
 	events []Event
 	evHead int
+	taken  []Article // the current block of Accepted events' Articles (see accepted)
 
 	credit    int       // articles asked for by WantMore and not yet offered
 	rate      float64   // filtered percentage of wanted articles
@@ -346,7 +347,7 @@ func (f *Feed) reply(now time.Time, line []byte) error {
 			f.sample(now, true)
 		}
 		f.stats.Accepted++
-		f.emit(Accepted{Article: e.art})
+		f.emit(f.accepted(e.art))
 	case actRefused:
 		if c == cmdCheck {
 			f.sample(now, false)
@@ -748,6 +749,21 @@ func (f *Feed) after(now time.Time) {
 }
 
 func (f *Feed) emit(e Event) { f.events = append(f.events, e) }
+
+// acceptedBlock is how many Accepted events' Articles are allocated at once.
+const acceptedBlock = 64
+
+// accepted returns the Accepted event of a: its Article is the next slot
+// of a block allocated acceptedBlock at a time. A slot is written once
+// and never reused (the owner may keep the event), so a full block is
+// left to the garbage collector and a new one taken.
+func (f *Feed) accepted(a Article) Accepted {
+	if len(f.taken) == cap(f.taken) {
+		f.taken = make([]Article, 0, acceptedBlock)
+	}
+	f.taken = append(f.taken, a)
+	return Accepted{Article: &f.taken[len(f.taken)-1]}
+}
 
 // reclaim reuses the output buffer once its bytes were handed out, at the
 // start of an input (AppendSegments' bytes are valid until then).

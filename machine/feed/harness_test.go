@@ -208,3 +208,6 @@ func sortedKeys(m map[string]int) []string {
 var _ machine.Conn = (*Feed)(nil)
 var _ machine.SegmentSender = (*Feed)(nil)
 var _ machine.EOFReceiver = (*Feed)(nil)
+
+// acc is the Accepted event of a, as the tests expect it.
+func acc(a Article) Accepted { return Accepted{Article: &a} }

@@ -85,7 +85,7 @@ func TestReplies(t *testing.T) {
 			Closed{ReasonProtocol, `nntp: malformed response "hello": status code is not three digits`}}, true},
 
 		// RFC 4644 §2.5: TAKETHIS.
-		{"TAKETHIS", "239 <a@x>", "CHECK <b@x>\r\n", []Event{Accepted{A}}, false}, // holds <b>: window full
+		{"TAKETHIS", "239 <a@x>", "CHECK <b@x>\r\n", []Event{acc(A)}, false}, // holds <b>: window full
 		{"TAKETHIS", "439 <a@x> bad", "CHECK <b@x>\r\n", []Event{Rejected{A, 439, "<a@x> bad"}}, false},
 		{"TAKETHIS", "431 <a@x>", "CHECK <b@x>\r\n", []Event{
 			Warning{A, "431 <a@x>", "431 to TAKETHIS is not allowed by RFC 4644 §2.5; treated as a reject"},
@@ -104,7 +104,7 @@ func TestReplies(t *testing.T) {
 			Closed{ReasonProtocol, `nntp: malformed response "2": shorter than a status code`}}, true},
 		// Without CHECK, answers feed the filter: 439 with a filter of one
 		// article drops it to 0% < 40%.
-		{"TAKETHIS no-CHECK", "239 <b@x>", "", []Event{Accepted{B}, WantMore{1}}, false},
+		{"TAKETHIS no-CHECK", "239 <b@x>", "", []Event{acc(B), WantMore{1}}, false},
 		{"TAKETHIS no-CHECK", "439 <b@x>", "", []Event{
 			ModeChanged{ModeTakeThis, ModeCheck, 0, "wanted 0.0% < no-check-low 40.0%"},
 			Rejected{B, 439, "<b@x>"}, WantMore{1}}, false},
@@ -120,7 +120,7 @@ func TestReplies(t *testing.T) {
 		{"IHAVE", "502 no", "", []Event{Requeue{[]Article{A, B}}, Closed{ReasonDenied, "502 no"}}, false},
 		{"IHAVE", "235 ok", "", []Event{Requeue{[]Article{A, B}}, Closed{ReasonProtocol, `response "235 ok" to IHAVE`}}, true},
 		{"IHAVE", "238 <a@x>", "", []Event{Requeue{[]Article{A, B}}, Closed{ReasonProtocol, `response "238 <a@x>" to IHAVE`}}, true},
-		{"IHAVE article", "235 ok", "IHAVE <b@x>\r\n", []Event{Accepted{A}, WantMore{1}}, false},
+		{"IHAVE article", "235 ok", "IHAVE <b@x>\r\n", []Event{acc(A), WantMore{1}}, false},
 		{"IHAVE article", "436 failed", "IHAVE <b@x>\r\n", []Event{Deferred{A, 436}, WantMore{1}}, false},
 		{"IHAVE article", "437 no", "IHAVE <b@x>\r\n", []Event{Rejected{A, 437, "no"}, WantMore{1}}, false},
 		{"IHAVE article", "400 bye", "", []Event{Requeue{[]Article{A, B}}, Closed{ReasonUnavailable, "400 bye"}}, false},

@@ -23,7 +23,7 @@ func TestWindow(t *testing.T) {
 	h.wantSend("a reply frees a slot: CHECK <c>", "CHECK <c@x>\r\n")
 	h.wantEvents("refused, and no room yet (three held in a window of two)", Refused{art(b)})
 	h.mustRecv("239 <a@x>")
-	h.wantEvents("accepted; room for one", Accepted{art(a)}, WantMore{1})
+	h.wantEvents("accepted; room for one", acc(art(a)), WantMore{1})
 	h.mustRecv("438 <c@x>")
 	h.wantEvents("refused; room for one more", Refused{art("<c@x>")}, WantMore{1})
 	if s := h.f.Stats(); s.InFlight != 0 || s.Checks != 3 || s.TakeThis != 1 || s.Offered != 3 {
@@ -59,7 +59,7 @@ func TestAuthMidSession(t *testing.T) {
 		takethis(b)+"CHECK <a@x>\r\nCHECK <c@x>\r\n")
 	h.mustRecv("239 <b@x>", "438 <a@x>", "480 again")
 	h.wantEvents("a second 480 after authenticating is final",
-		Accepted{art(b)}, WantMore{1}, Refused{art(a)}, WantMore{1},
+		acc(art(b)), WantMore{1}, Refused{art(a)}, WantMore{1},
 		Requeue{arts("<c@x>")}, Closed{ReasonAuth, "480 again to CHECK <c@x>: again after authenticating"})
 }
 
@@ -105,7 +105,7 @@ func TestFallbackToIHave(t *testing.T) {
 	h.mustRecv("335 go", "235 ok", "335 go", "235 ok", "435 dup")
 	h.wantSend("then the others, one at a time, the retries first",
 		body(a)+"IHAVE <c@x>\r\n"+body("<c@x>")+"IHAVE <b@x>\r\n")
-	h.wantEvents("accepted, refused", Accepted{art(a)}, WantMore{1}, Accepted{art("<c@x>")}, WantMore{1},
+	h.wantEvents("accepted, refused", acc(art(a)), WantMore{1}, acc(art("<c@x>")), WantMore{1},
 		Refused{art(b)}, WantMore{1})
 	if h.f.Mode() != ModeIHave {
 		t.Errorf("mode %s", h.f.Mode())
@@ -305,7 +305,7 @@ func TestGracefulClose(t *testing.T) {
 	h.wantSend("a wanted article is still sent", takethis(a))
 	h.mustRecv("438 <b@x>", "239 <a@x>")
 	h.wantSend("drained: QUIT (RFC 3977 §5.4)", "QUIT\r\n")
-	h.wantEvents("outcomes, no WantMore", Refused{art(b)}, Accepted{art(a)})
+	h.wantEvents("outcomes, no WantMore", Refused{art(b)}, acc(art(a)))
 	if h.f.Closed() {
 		t.Fatal("closed before 205")
 	}

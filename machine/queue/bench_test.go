@@ -85,15 +85,23 @@ func BenchmarkSpill(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
 
+// lineString is BenchmarkParseLine's line, held in a string as ReadReplay
+// holds a refill's lines.
+var lineString = "@0301000000000000002A0000000000000D2C@ <part17of42.Xc8fG2kLm@news.example.com>\n"
+
 // BenchmarkParseLine parses a typical backlog line (an INN-style token and
-// a message-id) one pass at a time (ParseLine) and field by field
-// (parseLineFields).
+// a message-id) one pass at a time (ParseLine, and ParseLineString on a
+// string) and field by field (parseLineFields).
 func BenchmarkParseLine(b *testing.B) {
 	line := []byte("@0301000000000000002A0000000000000D2C@ <part17of42.Xc8fG2kLm@news.example.com>\n")
 	for _, bc := range []struct {
 		name  string
 		parse func([]byte) (Entry, error)
-	}{{"ParseLine", ParseLine}, {"parseLineFields", parseLineFields}} {
+	}{
+		{"ParseLine", ParseLine},
+		{"ParseLineString", func(l []byte) (Entry, error) { return ParseLineString(lineString) }},
+		{"parseLineFields", parseLineFields},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

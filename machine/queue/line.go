@@ -68,7 +68,11 @@ func checkField(name, s string, max int) error {
 	if len(s) > max {
 		return fmt.Errorf("%w: %s of %d octets (limit %d)", ErrBadLine, name, len(s), max)
 	}
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for i+8 <= len(s) && printable8(load8(s, i)) { // most of a field
+		i += 8
+	}
+	for ; i < len(s); i++ {
 		if c := s[i]; c < 0x21 || c > 0x7e {
 			return fmt.Errorf("%w: %s holds octet %#02x at %d", ErrBadLine, name, c, i)
 		}
@@ -120,44 +124,117 @@ func AppendLine(dst []byte, e Entry) []byte {
 // that pass does not accept as it stands goes through parseLineFields,
 // which says what is wrong (the errors are the same either way).
 func ParseLine(line []byte) (Entry, error) {
-	n := len(line)
-	if n == 0 || line[n-1] != '\n' {
+	sp1, end, sp2, ok := scanLine(line)
+	if !ok {
 		return parseLineFields(line)
 	}
+	s := string(line[:end])
+	return withAttempts(Entry{Token: s[:sp1], MessageID: s[sp1+1:]}, line, sp2)
+}
+
+// ParseLineString is ParseLine for a line held in a string: the entry's
+// token and message-id are substrings of line, so a well-formed line
+// costs no allocation. A reader that turns a whole run of lines into one
+// string parses them all for that string's one allocation (ParseLine's
+// one per line was 60% of the objects newsfeed allocated draining 2 KB
+// articles to four peers). The entries keep line's memory alive.
+func ParseLineString(line string) (Entry, error) {
+	sp1, end, sp2, ok := scanLine(line)
+	if !ok {
+		return parseLineFields([]byte(line))
+	}
+	return withAttempts(Entry{Token: line[:sp1], MessageID: line[sp1+1 : end]}, line, sp2)
+}
+
+// CheckLine reports whether line is a backlog line ParseLine accepts,
+// and the attempts it carries, without keeping (or allocating) its
+// fields: for counting the entries of a file.
+func CheckLine(line []byte) (attempts int, err error) {
+	_, _, sp2, ok := scanLine(line)
+	if !ok {
+		e, err := parseLineFields(line)
+		return e.Attempts, err
+	}
+	e, err := withAttempts(Entry{}, line, sp2)
+	return e.Attempts, err
+}
+
+// scanLine is the one pass of ParseLine over a well-formed line: the
+// offsets of the space after the token (sp1), of the end of the
+// message-id (end) and of the space before the attempts (sp2, -1 when
+// there are none). ok is false for any line it does not accept as it
+// stands, which parseLineFields then examines.
+func scanLine[T string | []byte](line T) (sp1, end, sp2 int, ok bool) {
+	n := len(line)
+	if n == 0 || line[n-1] != '\n' {
+		return 0, 0, 0, false
+	}
 	body := line[:n-1]
-	sp1, sp2 := -1, -1 // the spaces after the token and after the id
-	for i, c := range body {
+	sp1, sp2 = -1, -1 // the spaces after the token and after the id
+	for i := 0; i < len(body); i++ {
+		// Eight octets at a time while none is a space or out of range
+		// (most of a line): a third of the time of one at a time.
+		for i+8 <= len(body) && printable8(load8(body, i)) {
+			i += 8
+		}
+		if i == len(body) {
+			break
+		}
+		c := body[i]
 		if c-0x21 <= 0x7e-0x21 { // %x21-7E, in one unsigned compare
 			continue
 		}
 		switch {
 		case c != ' ':
-			return parseLineFields(line) // an octet no field may hold
+			return 0, 0, 0, false // an octet no field may hold
 		case sp1 < 0:
 			sp1 = i
 		case sp2 < 0:
 			sp2 = i
 		default:
-			return parseLineFields(line) // a fourth field
+			return 0, 0, 0, false // a fourth field
 		}
 	}
-	end := len(body) // of the message-id
+	end = len(body) // of the message-id
 	if sp2 >= 0 {
 		end = sp2
 	}
 	if sp1 <= 0 || sp1 > MaxTokenLen || end-sp1-1 < 3 || end-sp1-1 > MaxMessageIDLen ||
 		body[sp1+1] != '<' || body[end-1] != '>' {
-		return parseLineFields(line)
+		return 0, 0, 0, false
 	}
-	s := string(body[:end])
-	e := Entry{Token: s[:sp1], MessageID: s[sp1+1:]}
-	if sp2 >= 0 {
-		a, err := parseAttempts(body[sp2+1:])
-		if err != nil {
-			return Entry{}, err
-		}
-		e.Attempts = a
+	return sp1, end, sp2, true
+}
+
+// load8 returns the eight octets of b from i on, the first in the low
+// byte (the compiler makes the shifts one load).
+func load8[T string | []byte](b T, i int) uint64 {
+	b = b[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// printable8 reports whether every octet of w is in %x21-7E, by the
+// word-at-a-time tests of "Bit Twiddling Hacks" (hasless(w, 0x21): some
+// octet is below 0x21; hasmore(w, 0x7e), with w's own high bits: some
+// octet is above 0x7E). Each test is exact for the word as a whole,
+// which is all that is asked.
+func printable8(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return ((w-ones*0x21)&^w|(w+ones)|w)&highs == 0
+}
+
+// withAttempts sets e.Attempts from the field after sp2 of a line
+// scanLine accepted (none when sp2 is -1).
+func withAttempts[T string | []byte](e Entry, line T, sp2 int) (Entry, error) {
+	if sp2 < 0 {
+		return e, nil
 	}
+	a, err := parseAttempts(line[sp2+1 : len(line)-1])
+	if err != nil {
+		return Entry{}, err
+	}
+	e.Attempts = a
 	return e, nil
 }
 
@@ -202,16 +279,16 @@ func parseLineFields(line []byte) (Entry, error) {
 
 // parseAttempts accepts the canonical decimal form of 1..MaxAttempts, so that
 // a parsed line re-encodes to the same bytes.
-func parseAttempts(b []byte) (int, error) {
+func parseAttempts[T string | []byte](b T) (int, error) {
 	if len(b) == 0 || len(b) > 10 || b[0] == '0' {
 		return 0, fmt.Errorf("%w: attempts %q is not a decimal in 1..%d", ErrBadLine, b, MaxAttempts)
 	}
 	v := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; c < '0' || c > '9' {
 			return 0, fmt.Errorf("%w: attempts %q is not a decimal", ErrBadLine, b)
 		}
-		v = v*10 + int(c-'0')
+		v = v*10 + int(b[i]-'0')
 	}
 	if v > MaxAttempts {
 		return 0, fmt.Errorf("%w: attempts %q out of range", ErrBadLine, b)

@@ -70,6 +70,41 @@ func TestParseLine(t *testing.T) {
 	}
 }
 
+// TestParseLineString checks that the string form gives the same entries
+// and errors as ParseLine, that its entries' fields are parts of the line
+// (the point of it: no allocation per line), and that CheckLine agrees.
+func TestParseLineString(t *testing.T) {
+	for _, line := range []string{"@a@ <a@x>\n", "@a@ <a@x> 2\n", "@a@ <a@x>", "@a@ <a@x> 0\n", "@a@\t<a@x>\n"} {
+		want, werr := ParseLine([]byte(line))
+		got, err := ParseLineString(line)
+		if got != want || fmt.Sprint(err) != fmt.Sprint(werr) {
+			t.Errorf("ParseLineString(%q) = %+v, %v; ParseLine %+v, %v", line, got, err, want, werr)
+		}
+		if a, cerr := CheckLine([]byte(line)); a != want.Attempts || fmt.Sprint(cerr) != fmt.Sprint(werr) {
+			t.Errorf("CheckLine(%q) = %d, %v; ParseLine %+v, %v", line, a, cerr, want, werr)
+		}
+	}
+	run := "@a@ <a@x>\n@b@ <b@x> 3\n"
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := ParseLineString(run[:10]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseLineString(run[10:]); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("ParseLineString allocates %v times for two good lines, want 0", n)
+	}
+	good := []byte("@a@ <a@x> 3\n")
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := CheckLine(good); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("CheckLine allocates %v times for a good line, want 0", n)
+	}
+}
+
 func TestFileNames(t *testing.T) {
 	if got := FileName("peer", KindBacklog, 0x5db93971); got != "peer.B.5db93971" {
 		t.Errorf("FileName = %q, want the seed's peer.B.5db93971", got)
@@ -186,6 +221,14 @@ func FuzzParseLine(f *testing.F) {
 		if got != slow || fmt.Sprint(err) != fmt.Sprint(serr) {
 			t.Fatalf("ParseLine(%q) = %+v, %v; parseLineFields %+v, %v", line, got, err, slow, serr)
 		}
+		// The string form and the checker agree with it, errors too.
+		str, strErr := ParseLineString(string(line))
+		if str != got || fmt.Sprint(strErr) != fmt.Sprint(err) {
+			t.Fatalf("ParseLineString(%q) = %+v, %v; ParseLine %+v, %v", line, str, strErr, got, err)
+		}
+		if a, cerr := CheckLine(line); a != got.Attempts || fmt.Sprint(cerr) != fmt.Sprint(err) {
+			t.Fatalf("CheckLine(%q) = %d, %v; ParseLine %+v, %v", line, a, cerr, got, err)
+		}
 		want, ok := referenceParseLine(line)
 		if (err == nil) != ok {
 			t.Fatalf("ParseLine(%q) error %v, reference accepts %v", line, err, ok)
@@ -245,4 +288,40 @@ func FuzzParseFileName(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzPrintable8 checks the word-at-a-time range test against the octets
+// one at a time (the seeds hold each edge: 0x20/0x21, 0x7E/0x7F, 0x80, 0xFF).
+func FuzzPrintable8(f *testing.F) {
+	for _, w := range []uint64{0x2121212121212121, 0x7e7e7e7e7e7e7e7e, 0x2021212121212121, 0x217f212121212121,
+		0x8021212121212121, 0xffffffffffffffff, 0, 0x4141414141414120, 0x7f7e7e7e7e7e7e7e} {
+		f.Add(w)
+	}
+	f.Fuzz(func(t *testing.T, w uint64) {
+		want := true
+		for i := 0; i < 8; i++ {
+			if c := byte(w >> (8 * i)); c < 0x21 || c > 0x7e {
+				want = false
+			}
+		}
+		if got := printable8(w); got != want {
+			t.Fatalf("printable8(%#016x) = %v, want %v", w, got, want)
+		}
+	})
+}
+
+// TestPrintable8 puts every octet value at every position of a word of
+// 'A's (and of '~'s, the top of the range): the word is printable exactly
+// when that octet is.
+func TestPrintable8(t *testing.T) {
+	for _, fill := range []uint64{0x4141414141414141, 0x7e7e7e7e7e7e7e7e, 0x2121212121212121} {
+		for pos := 0; pos < 8; pos++ {
+			for c := 0; c < 256; c++ {
+				w := fill&^(0xff<<(8*pos)) | uint64(c)<<(8*pos)
+				if got, want := printable8(w), c >= 0x21 && c <= 0x7e; got != want {
+					t.Errorf("printable8(%#016x) = %v, want %v", w, got, want)
+				}
+			}
+		}
+	}
 }

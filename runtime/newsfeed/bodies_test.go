@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -310,4 +311,21 @@ func TestPlanBodies(t *testing.T) {
 	check("planned before a bad token", toks[1], false)
 	check("a bad token in the plan", "not-a-token", true)
 	check("planned after a bad token", toks[2], false)
+}
+
+// TestVerifiedSlotKeepsNoMemory checks that a verified slot holds no
+// pointer: a message-id kept there would keep its backlog refill's whole
+// string alive (spoolfs.Backlog.ReadReplay parses a refill from one).
+func TestVerifiedSlotKeepsNoMemory(t *testing.T) {
+	typ := reflect.TypeFor[verifiedSlot]()
+	for i := range typ.NumField() {
+		switch f := typ.Field(i); f.Type.Kind() {
+		case reflect.Struct, reflect.Uint32, reflect.Uint64:
+			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[spoolfs.Token]() {
+				t.Errorf("verifiedSlot.%s is a %s, which may hold pointers", f.Name, f.Type)
+			}
+		default:
+			t.Errorf("verifiedSlot.%s is a %s, which may hold memory", f.Name, f.Type)
+		}
+	}
 }

@@ -684,7 +684,7 @@ func (c *outConn) step(now time.Time) error {
 		case feed.Accepted:
 			p.accepted.Add(1)
 			p.acceptedBytes.Add(e.Article.Size)
-			c.settle(e.Article, ack)
+			c.settle(*e.Article, ack)
 		case feed.Refused:
 			p.refused.Add(1)
 			c.settle(e.Article, ack)
