@@ -66,43 +66,10 @@ func BenchmarkFeed(b *testing.B) {
 		{"ihave", Config{}},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			f := New(t0, mode.cfg)
-			r := &responder{}
-			var segs []machine.Segment
-			credit, offered, done := 0, 0, 0
+			d := newDriver(New(t0, mode.cfg))
 			b.ReportAllocs()
 			b.ResetTimer()
-			for done < b.N {
-				for {
-					e, ok := f.NextEvent()
-					if !ok {
-						break
-					}
-					switch e := e.(type) {
-					case WantMore:
-						credit += e.N
-					case Accepted:
-						done++
-					case Closed:
-						b.Fatalf("closed: %v", e)
-					}
-				}
-				for ; credit > 0 && offered < b.N; credit-- {
-					f.Offer(t0, pool[offered%len(pool)])
-					offered++
-				}
-				segs = f.AppendSegments(segs[:0])
-				r.take(segs)
-				if len(r.replies) > 0 {
-					if err := f.Receive(t0, r.replies); err != nil {
-						b.Fatal(err)
-					}
-					r.replies = r.replies[:0]
-				} else if done < b.N && credit == 0 && offered == b.N {
-					// nothing left to answer: drain events
-					continue
-				}
-			}
+			d.run(b, pool, b.N)
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "articles/s")
 		})
@@ -120,43 +87,57 @@ func TestAcceptedAllocs(t *testing.T) {
 		id := fmt.Sprintf("<allocs-%d@newsflow.invalid>", i)
 		pool[i] = Article{Token: "@" + id + "@", MessageID: id, Size: 2000}
 	}
-	f := New(t0, Config{Streaming: true, NoCheckHigh: 1, NoCheckLow: 1, NoCheckFilter: 1})
-	r := &responder{}
-	var segs []machine.Segment
-	credit := 0
-	run := func() {
-		done, offered := 0, 0
-		for done < n {
-			for {
-				e, ok := f.NextEvent()
-				if !ok {
-					break
-				}
-				switch e := e.(type) {
-				case WantMore:
-					credit += e.N
-				case Accepted:
-					done++
-				case Closed:
-					t.Fatalf("closed: %v", e)
-				}
-			}
-			for ; credit > 0 && offered < n; credit-- {
-				f.Offer(t0, pool[offered])
-				offered++
-			}
-			segs = f.AppendSegments(segs[:0])
-			r.take(segs)
-			if len(r.replies) > 0 {
-				if err := f.Receive(t0, r.replies); err != nil {
-					t.Fatal(err)
-				}
-				r.replies = r.replies[:0]
-			}
-		}
-	}
+	d := newDriver(New(t0, Config{Streaming: true, NoCheckHigh: 1, NoCheckLow: 1, NoCheckFilter: 1}))
+	run := func() { d.run(t, pool, n) }
 	run() // grows the Feed's queues and buffers to their working size
 	if a := testing.AllocsPerRun(5, run); a > n/acceptedBlock+2 {
 		t.Errorf("%v allocations for %d articles accepted, want at most %d", a, n, n/acceptedBlock+2)
+	}
+}
+
+// driver runs a Feed against a responder: it offers what the Feed asks
+// for, hands its segments to the responder and the replies back, in
+// batches as reads would bring them. Its buffers are reused from run to
+// run.
+type driver struct {
+	f      *Feed
+	r      *responder
+	segs   []machine.Segment
+	credit int
+}
+
+func newDriver(f *Feed) *driver { return &driver{f: f, r: &responder{}} }
+
+// run feeds n articles, taken from pool in turn, until n are accepted.
+func (d *driver) run(tb testing.TB, pool []Article, n int) {
+	f, r := d.f, d.r
+	done, offered := 0, 0
+	for done < n {
+		for {
+			e, ok := f.NextEvent()
+			if !ok {
+				break
+			}
+			switch e := e.(type) {
+			case WantMore:
+				d.credit += e.N
+			case Accepted:
+				done++
+			case Closed:
+				tb.Fatalf("closed: %v", e)
+			}
+		}
+		for ; d.credit > 0 && offered < n; d.credit-- {
+			f.Offer(t0, pool[offered%len(pool)])
+			offered++
+		}
+		d.segs = f.AppendSegments(d.segs[:0])
+		r.take(d.segs)
+		if len(r.replies) > 0 {
+			if err := f.Receive(t0, r.replies); err != nil {
+				tb.Fatal(err)
+			}
+			r.replies = r.replies[:0]
+		}
 	}
 }
