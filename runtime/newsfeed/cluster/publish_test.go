@@ -65,6 +65,20 @@ func testPublisher(t *testing.T) (*Store, *publisher) {
 	return s, p
 }
 
+// listen subscribes fn to subject on s's connection for the rest of the
+// test, and returns once the server has the subscription.
+func listen(t *testing.T, s *Store, subject string, fn nats.MsgHandler) {
+	t.Helper()
+	sub, err := s.nc.Subscribe(subject, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestResendNoResponders: a publish answered "no responders" (nobody
 // listens on its subject yet: a stream without a leader) is sent again,
 // the caller's buffer reused meanwhile, and the acknowledgement of the
@@ -96,17 +110,10 @@ func TestResendNoResponders(t *testing.T) {
 		runtime.Gosched()
 	}
 	got := make(chan string, 10)
-	sub, err := s.nc.Subscribe("late.head", func(m *nats.Msg) {
+	listen(t, s, "late.head", func(m *nats.Msg) {
 		got <- string(m.Data)
 		m.Respond([]byte(`{"stream":"t-art-0","seq":1}`))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := s.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
 	if err := p.wait(context.Background(), w); err != nil {
 		t.Fatalf("wait = %v, want the listener's acknowledgement", err)
 	}
@@ -121,19 +128,12 @@ func TestResendNoResponders(t *testing.T) {
 func TestResendSilent(t *testing.T) {
 	s, p := testPublisher(t)
 	var copies atomic.Int32
-	sub, err := s.nc.Subscribe("silent.head", func(m *nats.Msg) {
+	listen(t, s, "silent.head", func(m *nats.Msg) {
 		if copies.Add(1) == 1 {
 			return // the first copy is dropped
 		}
 		m.Respond([]byte(`{"stream":"t-art-0","seq":1}`))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := s.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
 	w, err := p.publish(&nats.Msg{Subject: "silent.head", Data: []byte("x")})
 	if err != nil {
 		t.Fatal(err)
@@ -155,14 +155,7 @@ func TestNoResendWhileAnswered(t *testing.T) {
 	p.silent = time.Second
 	const n = 40
 	seen := make(chan *nats.Msg, 2*n)
-	sub, err := s.nc.Subscribe("busy.art.0.*", func(m *nats.Msg) { seen <- m })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := s.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	listen(t, s, "busy.art.0.*", func(m *nats.Msg) { seen <- m })
 	// The stream answers in order, one publish every 50 ms: the last
 	// waits 2 s, twice the silence, with answers coming all along.
 	stop := make(chan struct{})
