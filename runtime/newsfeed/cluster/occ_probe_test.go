@@ -41,6 +41,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -900,8 +901,13 @@ func TestOCCExactlyOnce(t *testing.T) {
 // appending batches), "occ2" (two nodes offered the same ids, racing).
 // Run it with -benchtime=50000x: a run's setup (starting NATS) is not
 // in its figures. cpu-ms/art is the process's (client and servers).
+// NEWSFLOW_OCC_WORKERS sets the goroutines (the ingest window; with more,
+// batches are larger).
 func BenchmarkOCC(b *testing.B) {
-	const workers = 256
+	workers := 256
+	if v, err := strconv.Atoi(os.Getenv("NEWSFLOW_OCC_WORKERS")); err == nil && v > 0 {
+		workers = v
+	}
 	for _, replicas := range []int{1, 3} {
 		for _, shape := range []string{"today", "occ1", "occ2"} {
 			b.Run("r"+strconv.Itoa(replicas)+"/"+shape, func(b *testing.B) {
@@ -930,4 +936,108 @@ func BenchmarkOCC(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkOCCReplay measures a node's restart: b.N ids stored in batches
+// of occMaxArticles 2 KB articles on 4 shards (one server), then a new
+// node's views read from the start, headers only, until they hold the
+// streams' last sequences. It reports the time and CPU per million ids
+// (client and server: the server reads the whole blocks back from disk).
+func BenchmarkOCCReplay(b *testing.B) {
+	set := occSettings{Name: "r", Shards: 4, Replicas: 1}
+	c := startOCCCluster(b, 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := createOCCStreams(ctx, c.conns[0][0], set); err != nil {
+		b.Fatal(err)
+	}
+	js, err := jetstream.New(c.conns[0][0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fill: per shard, batches of ids of that shard.
+	perShard := make([][]occArticle, set.Shards)
+	last := make([]uint64, set.Shards)
+	flush := func(sh int) {
+		arts := perShard[sh]
+		sums := make([][md5.Size]byte, len(arts))
+		for i, a := range arts {
+			sums[i] = md5.Sum([]byte(a.ID))
+		}
+		m := &nats.Msg{Subject: occSubject(set.Name, sh), Header: nats.Header{hdrIDs: {occIDsHeader(sums)}},
+			Data: appendOCCBatch(nil, arts)}
+		ack, err := js.PublishMsg(ctx, m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		last[sh] = ack.Sequence
+		perShard[sh] = arts[:0]
+	}
+	for i := range b.N {
+		id := occID(i)
+		sh := Shard(id, set.Shards)
+		perShard[sh] = append(perShard[sh], occArticle{ID: id, Wire: occWire})
+		if len(perShard[sh]) == occMaxArticles {
+			flush(sh)
+		}
+	}
+	for sh := range perShard {
+		if len(perShard[sh]) > 0 {
+			flush(sh)
+		}
+	}
+	var stats occStats
+	cpu0, t0 := cpuTime(), time.Now()
+	n, err := openOCCNode(ctx, set, c.conns[0], &stats)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.close()
+	if err := n.follow(ctx, c.peer); err != nil {
+		b.Fatal(err)
+	}
+	held := 0
+	for i, sh := range n.shards {
+		sh.mu.Lock()
+		for sh.last < last[i] && sh.err == nil {
+			sh.cond.Wait()
+		}
+		held += len(sh.ids)
+		err := sh.err
+		sh.mu.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed, cpu := time.Since(t0), cpuTime()-cpu0
+	for _, cc := range n.views {
+		cc.Stop()
+	}
+	if held != b.N {
+		b.Fatalf("views hold %d ids, want %d", held, b.N)
+	}
+	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(elapsed.Seconds()*1e6/float64(b.N), "s/Mid")
+	b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "cpu-s/Mid")
+}
+
+// BenchmarkOCCViewMemory measures the heap of a view holding b.N ids on 4
+// shards, as openOCCNode's maps hold them, without servers in the
+// process (their caches would blur the figure).
+func BenchmarkOCCViewMemory(b *testing.B) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	views := make([]map[[md5.Size]byte]struct{}, 4)
+	for i := range views {
+		views[i] = map[[md5.Size]byte]struct{}{}
+	}
+	for i := range b.N {
+		sum := md5.Sum([]byte(occID(i)))
+		views[shardOf(sum, len(views))][sum] = struct{}{}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "view-B/id")
+	runtime.KeepAlive(views)
 }
