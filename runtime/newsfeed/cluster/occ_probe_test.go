@@ -197,6 +197,7 @@ type occShard struct {
 	subject string
 	stats   *occStats
 	in      chan *occItem
+	body    []byte // the batch being published (run's goroutine)
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -344,7 +345,6 @@ func (sh *occShard) run(ctx context.Context) {
 // commit appends batch, catching the view up and dropping what it learns
 // is stored until an append succeeds or nothing is left.
 func (sh *occShard) commit(ctx context.Context, batch []*occItem) {
-	var body []byte
 	for {
 		sh.mu.Lock()
 		last, verr := sh.last, sh.err
@@ -374,8 +374,10 @@ func (sh *occShard) commit(ctx context.Context, batch []*occItem) {
 		for i, it := range batch {
 			arts[i], sums[i] = occArticle{ID: it.id, Wire: it.wire}, it.sum
 		}
-		body = appendOCCBatch(body[:0], arts)
-		m := &nats.Msg{Subject: sh.subject, Header: nats.Header{hdrIDs: {occIDsHeader(sums)}}, Data: body}
+		// PublishMsg has copied the body out when it returns: one buffer
+		// does for every append.
+		sh.body = appendOCCBatch(sh.body[:0], arts)
+		m := &nats.Msg{Subject: sh.subject, Header: nats.Header{hdrIDs: {occIDsHeader(sums)}}, Data: sh.body}
 		var opts []jetstream.PublishOpt
 		if !sh.node.set.unconditional {
 			opts = append(opts, jetstream.WithExpectLastSequence(last))
@@ -559,12 +561,15 @@ type occRun struct {
 }
 
 func (r occRun) String() string {
-	s := fmt.Sprintf("%-14s r%d %7d art %8.0f art/s %7.4f ms CPU/art", r.shape, r.replicas, r.articles,
+	s := fmt.Sprintf("%-12s r%d %7d art %8.0f art/s %7.4f ms CPU/art", r.shape, r.replicas, r.articles,
 		float64(r.articles)/r.elapsed.Seconds(), float64(r.cpu)/float64(time.Millisecond)/float64(r.articles))
 	if r.appends > 0 {
-		s += fmt.Sprintf("  batch %5.1f  conflicts %5.1f%% of %d appends+conflicts  439 %d",
+		s += fmt.Sprintf("  batch %5.1f  conflicts %5.1f%% of %d appends+conflicts",
 			float64(r.articles)/float64(r.appends), 100*float64(r.conflicts)/float64(r.appends+r.conflicts),
-			r.appends+r.conflicts, r.dropped)
+			r.appends+r.conflicts)
+	}
+	if r.dropped > 0 {
+		s += fmt.Sprintf("  439 %d", r.dropped)
 	}
 	return s
 }
@@ -634,81 +639,157 @@ func waitCount(count func() int64, want int64) error {
 	}
 }
 
-// runToday measures today's shape: Put from workers goroutines, one peer
-// pulling and acking every head.
-func runToday(t testing.TB, replicas, articles, workers int) occRun {
-	servers := max(1, replicas)
-	if replicas > 1 {
-		servers = 3
+// raceOrders are the orders nodes are offered ids in. One node takes
+// them in order. Two are each offered every id, in blocks of 2*workers:
+// for each pair of blocks node 0 takes the first one first and node 1 the
+// second, so each is first for half the ids and they race on the rest.
+func raceOrders(nodes, articles, workers int) [][]int {
+	orders := make([][]int, nodes)
+	block := 2 * workers
+	for i := range articles {
+		orders[0] = append(orders[0], i)
 	}
-	c := startOCCCluster(t, servers, 1)
+	if nodes > 1 {
+		for b := 0; b < articles; b += 2 * block {
+			mid, end := min(b+block, articles), min(b+2*block, articles)
+			for i := mid; i < end; i++ {
+				orders[1] = append(orders[1], i)
+			}
+			for i := b; i < mid; i++ {
+				orders[1] = append(orders[1], i)
+			}
+		}
+	}
+	return orders
+}
+
+// offerNodes runs offerAll for every node at once, put(k, id) offering id
+// to node k, and returns how many times each id was answered 239.
+func offerNodes(t testing.TB, orders [][]int, workers int, put func(k int, id string) (int, error)) map[string]int {
+	results := make([]map[string]int, len(orders))
+	errs := make([]error, len(orders))
+	var wg sync.WaitGroup
+	for k := range orders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[k], errs[k] = offerAll(workers, orders[k], func(id string) (int, error) { return put(k, id) })
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	acks := map[string]int{}
+	for _, codes := range results {
+		for id, n := range codes {
+			acks[id] += n
+		}
+	}
+	return acks
+}
+
+// checkOnce fails t unless every id was answered 239 once and delivered
+// once.
+func checkOnce(t testing.TB, articles int, acks, delivered map[string]int) {
+	bad := 0
+	for i := range articles {
+		id := occID(i)
+		if acks[id] != 1 || delivered[id] != 1 {
+			if bad++; bad <= 5 {
+				t.Errorf("%s: answered 239 %d times, delivered %d times; want once", id, acks[id], delivered[id])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d ids not acknowledged and delivered exactly once", bad, articles)
+	}
+}
+
+// servers is how many NATS servers a replication needs.
+func servers(replicas int) int {
+	if replicas > 1 {
+		return 3
+	}
+	return 1
+}
+
+// runToday measures today's shape: nodes Stores (one or two, offered ids
+// as raceOrders says) Put from workers goroutines each, one peer pulling
+// and acking every head.
+func runToday(t testing.TB, replicas, nodes, articles, workers int) occRun {
+	c := startOCCCluster(t, servers(replicas), nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	s, err := OpenStore(ctx, c.conns[0][0], Settings{Name: "p", Node: "n", Shards: 4, Replicas: replicas,
-		ReserveTTL: time.Minute, AckWait: time.Minute})
+	var stores []*Store
+	for k := range nodes {
+		s, err := OpenStore(ctx, c.conns[k][0], Settings{Name: "p", Node: "n" + strconv.Itoa(k), Shards: 4,
+			Replicas: replicas, ReserveTTL: time.Minute, AckWait: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PublishOn(ctx, c.conns[k]...); err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	q, err := stores[0].Queue(ctx, "p1", QueueLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PublishOn(ctx, c.conns[0]...); err != nil {
-		t.Fatal(err)
-	}
-	q, err := s.Queue(ctx, "p1", QueueLimits{})
+	cons, err := stores[0].Bind(ctx, c.peer, q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := s.Bind(ctx, c.peer, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var mu sync.Mutex
+	delivered := map[string]int{}
 	var acked atomic.Int64
 	for _, cn := range cons {
 		cc, err := cn.Consume(func(m jetstream.Msg) {
-			if _, err := ParseEntry(m.Headers()); err == nil && m.Ack() == nil {
-				acked.Add(1)
+			e, err := ParseEntry(m.Headers())
+			if err != nil || m.Ack() != nil {
+				return
 			}
+			mu.Lock()
+			delivered[e.MessageID]++
+			mu.Unlock()
+			acked.Add(1)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer cc.Stop()
 	}
-	order := make([]int, articles)
-	for i := range order {
-		order[i] = i
-	}
+	var dups atomic.Int64
 	cpu0, t0 := cpuTime(), time.Now()
-	codes, err := offerAll(workers, order, func(id string) (int, error) {
-		if err := s.Put(ctx, id, occWire, []string{"p1"}); err != nil {
+	acks := offerNodes(t, raceOrders(nodes, articles, workers), workers, func(k int, id string) (int, error) {
+		switch err := stores[k].Put(ctx, id, occWire, []string{"p1"}); {
+		case errors.Is(err, ErrDuplicate):
+			dups.Add(1)
+			return 439, nil
+		case err != nil:
 			return 0, err
 		}
 		return 239, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := waitCount(func() int64 { return acked.Load() }, int64(articles)); err != nil {
 		t.Fatalf("peer: %v", err)
 	}
-	r := occRun{shape: "today", replicas: replicas, articles: len(codes), offers: articles,
-		elapsed: time.Since(t0), cpu: cpuTime() - cpu0}
-	if len(codes) != articles {
-		t.Fatalf("%d of %d stored", len(codes), articles)
-	}
+	r := occRun{shape: fmt.Sprintf("today %d node", nodes), replicas: replicas, articles: len(acks),
+		offers: nodes * articles, elapsed: time.Since(t0), cpu: cpuTime() - cpu0, dropped: dups.Load()}
+	mu.Lock()
+	defer mu.Unlock()
+	checkOnce(t, articles, acks, delivered)
 	return r
 }
 
-// runOCC measures the OCC batch shape with nodes publishing nodes. With
-// two, each is offered every id, in blocks of 2*workers: for each pair of
-// blocks node 0 takes the first one first and node 1 the second, so each
-// is first for half the ids and they race on the rest. It checks that
-// every id is answered 239 exactly once and delivered to the peer exactly
-// once.
+// runOCC measures the OCC batch shape with nodes publishing nodes,
+// offered ids as raceOrders says. It checks that every id is answered 239
+// exactly once and delivered to the peer exactly once.
 func runOCC(t testing.TB, set occSettings, nodes, articles, workers int) occRun {
-	servers := 1
-	if set.Replicas > 1 {
-		servers = 3
-	}
-	c := startOCCCluster(t, servers, nodes)
+	c := startOCCCluster(t, servers(set.Replicas), nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if err := createOCCStreams(ctx, c.conns[0][0], set); err != nil {
@@ -732,73 +813,23 @@ func runOCC(t testing.TB, set occSettings, nodes, articles, workers int) occRun 
 		}
 		ns = append(ns, n)
 	}
-	orders := make([][]int, nodes)
-	block := 2 * workers
-	for i := range articles {
-		orders[0] = append(orders[0], i)
-	}
-	if nodes > 1 {
-		for b := 0; b < articles; b += 2 * block {
-			mid, end := min(b+block, articles), min(b+2*block, articles)
-			for i := mid; i < end; i++ {
-				orders[1] = append(orders[1], i)
-			}
-			for i := b; i < mid; i++ {
-				orders[1] = append(orders[1], i)
-			}
-		}
-	}
 	cpu0, t0 := cpuTime(), time.Now()
-	results := make([]map[string]int, nodes)
-	errs := make([]error, nodes)
-	var wg sync.WaitGroup
-	for k, n := range ns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[k], errs[k] = offerAll(workers, orders[k], func(id string) (int, error) {
-				r := <-n.put(id, occWire)
-				return r.code, r.err
-			})
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	acks := offerNodes(t, raceOrders(nodes, articles, workers), workers, func(k int, id string) (int, error) {
+		r := <-ns[k].put(id, occWire)
+		return r.code, r.err
+	})
 	if err := waitCount(func() int64 { return peer.articles.Load() }, stats.stored.Load()); err != nil {
 		t.Fatalf("peer: %v", err)
 	}
-	r := occRun{shape: fmt.Sprintf("occ %d node", nodes), replicas: set.Replicas, offers: nodes * articles,
-		elapsed: time.Since(t0), cpu: cpuTime() - cpu0,
+	r := occRun{shape: fmt.Sprintf("occ %d node", nodes), replicas: set.Replicas, articles: len(acks),
+		offers: nodes * articles, elapsed: time.Since(t0), cpu: cpuTime() - cpu0,
 		appends: stats.appends.Load(), conflicts: stats.conflicts.Load(), dropped: stats.dropped.Load()}
 	if err := peer.failed(); err != nil {
 		t.Fatalf("peer: %v", err)
 	}
-	// Exactly one 239 per id over all nodes, one delivery per id.
-	acks := map[string]int{}
-	for _, codes := range results {
-		for id, n := range codes {
-			acks[id] += n
-		}
-	}
 	peer.mu.Lock()
 	defer peer.mu.Unlock()
-	bad := 0
-	for i := range articles {
-		id := occID(i)
-		if acks[id] != 1 || peer.got[id] != 1 {
-			if bad++; bad <= 5 {
-				t.Errorf("%s: answered 239 %d times, delivered %d times; want once", id, acks[id], peer.got[id])
-			}
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d ids not acknowledged and delivered exactly once", bad, articles)
-	}
-	r.articles = len(acks)
+	checkOnce(t, articles, acks, peer.got)
 	return r
 }
 
@@ -897,8 +928,9 @@ func TestOCCExactlyOnce(t *testing.T) {
 
 // BenchmarkOCC measures the probe's shapes, b.N articles of 2 KB on 4
 // shards from 256 goroutines per node, each until the peer has acked all:
-// "today" (Store.Put, a peer acking each head), "occ1" (one node
-// appending batches), "occ2" (two nodes offered the same ids, racing).
+// "today1" (Store.Put, a peer acking each head), "today2" (two nodes'
+// Stores offered the same ids, racing as raceOrders says), "occ1" (one
+// node appending batches), "occ2" (two nodes, the same race).
 // Run it with -benchtime=50000x: a run's setup (starting NATS) is not
 // in its figures. cpu-ms/art is the process's (client and servers).
 // NEWSFLOW_OCC_WORKERS sets the goroutines (the ingest window; with more,
@@ -909,14 +941,16 @@ func BenchmarkOCC(b *testing.B) {
 		workers = v
 	}
 	for _, replicas := range []int{1, 3} {
-		for _, shape := range []string{"today", "occ1", "occ2"} {
+		for _, shape := range []string{"today1", "today2", "occ1", "occ2"} {
 			b.Run("r"+strconv.Itoa(replicas)+"/"+shape, func(b *testing.B) {
 				runtime.GC()
 				var r occRun
 				set := occSettings{Name: "o", Shards: 4, Replicas: replicas}
 				switch shape {
-				case "today":
-					r = runToday(b, replicas, b.N, workers)
+				case "today1":
+					r = runToday(b, replicas, 1, b.N, workers)
+				case "today2":
+					r = runToday(b, replicas, 2, b.N, workers)
 				case "occ1":
 					r = runOCC(b, set, 1, b.N, workers)
 				case "occ2":
@@ -928,8 +962,8 @@ func BenchmarkOCC(b *testing.B) {
 				if r.appends > 0 {
 					b.ReportMetric(float64(r.articles)/float64(r.appends), "art/batch")
 					b.ReportMetric(100*float64(r.conflicts)/float64(r.appends+r.conflicts), "conflict-%")
-					b.ReportMetric(float64(r.dropped), "439s")
 				}
+				b.ReportMetric(float64(r.dropped), "439s")
 				if b.N >= 1000 {
 					b.Log(r)
 				}
