@@ -41,6 +41,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
@@ -574,8 +575,8 @@ func (r occRun) String() string {
 	return s
 }
 
-// occWire is a 2 KB article's wire form (its content does not matter to
-// the servers).
+// occWire is a 2 KB article's wire form, for tests whose content does
+// not matter.
 var occWire = func() []byte {
 	b := make([]byte, 2048)
 	for i := range b {
@@ -584,11 +585,38 @@ var occWire = func() []byte {
 	return b
 }()
 
+// occBodies are the benchmark's 2 KB articles, article i being
+// occBodies[i%len]: one line of text repeated (compressible, as
+// newsbench's), or with NEWSFLOW_OCC_BODY=random random octets, distinct
+// per article within any batch. At replicas 3 nats-server S2-compresses
+// RAFT entries over 8 KB, batches among them (heads of 2 KB are not), so
+// the content changes what a batch costs there.
+var occBodies = func() [][]byte {
+	random := os.Getenv("NEWSFLOW_OCC_BODY") == "random"
+	line := []byte("The quick brown fox jumps over the lazy dog; .dots at a line start are stuffed.\r\n")
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	bodies := make([][]byte, 1024)
+	for i := range bodies {
+		b := make([]byte, 2048)
+		for j := range b {
+			if random {
+				b[j] = byte(rng.Uint32())
+			} else {
+				b[j] = line[j%len(line)]
+			}
+		}
+		bodies[i] = b
+	}
+	return bodies
+}()
+
+func occBody(i int) []byte { return occBodies[i%len(occBodies)] }
+
 func occID(i int) string { return "<o" + strconv.Itoa(i) + "@probe>" }
 
 // offerAll runs workers goroutines taking ids from order, each waiting
 // for its answer before the next (an ingest window of workers).
-func offerAll(workers int, order []int, put func(id string) (int, error)) (map[string]int, error) {
+func offerAll(workers int, order []int, put func(i int, id string) (int, error)) (map[string]int, error) {
 	var next atomic.Int64
 	var mu sync.Mutex
 	codes := map[string]int{}
@@ -604,7 +632,7 @@ func offerAll(workers int, order []int, put func(id string) (int, error)) (map[s
 					return
 				}
 				id := occID(order[k])
-				code, err := put(id)
+				code, err := put(order[k], id)
 				mu.Lock()
 				if err != nil && first == nil {
 					first = err
@@ -663,9 +691,9 @@ func raceOrders(nodes, articles, workers int) [][]int {
 	return orders
 }
 
-// offerNodes runs offerAll for every node at once, put(k, id) offering id
-// to node k, and returns how many times each id was answered 239.
-func offerNodes(t testing.TB, orders [][]int, workers int, put func(k int, id string) (int, error)) map[string]int {
+// offerNodes runs offerAll for every node at once, put(k, i, id)
+// offering article i to node k, and returns how many times each id was answered 239.
+func offerNodes(t testing.TB, orders [][]int, workers int, put func(k, i int, id string) (int, error)) map[string]int {
 	results := make([]map[string]int, len(orders))
 	errs := make([]error, len(orders))
 	var wg sync.WaitGroup
@@ -673,7 +701,7 @@ func offerNodes(t testing.TB, orders [][]int, workers int, put func(k int, id st
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[k], errs[k] = offerAll(workers, orders[k], func(id string) (int, error) { return put(k, id) })
+			results[k], errs[k] = offerAll(workers, orders[k], func(i int, id string) (int, error) { return put(k, i, id) })
 		}()
 	}
 	wg.Wait()
@@ -764,8 +792,8 @@ func runToday(t testing.TB, replicas, nodes, articles, workers int) occRun {
 	}
 	var dups atomic.Int64
 	cpu0, t0 := cpuTime(), time.Now()
-	acks := offerNodes(t, raceOrders(nodes, articles, workers), workers, func(k int, id string) (int, error) {
-		switch err := stores[k].Put(ctx, id, occWire, []string{"p1"}); {
+	acks := offerNodes(t, raceOrders(nodes, articles, workers), workers, func(k, i int, id string) (int, error) {
+		switch err := stores[k].Put(ctx, id, occBody(i), []string{"p1"}); {
 		case errors.Is(err, ErrDuplicate):
 			dups.Add(1)
 			return 439, nil
@@ -814,8 +842,8 @@ func runOCC(t testing.TB, set occSettings, nodes, articles, workers int) occRun 
 		ns = append(ns, n)
 	}
 	cpu0, t0 := cpuTime(), time.Now()
-	acks := offerNodes(t, raceOrders(nodes, articles, workers), workers, func(k int, id string) (int, error) {
-		r := <-ns[k].put(id, occWire)
+	acks := offerNodes(t, raceOrders(nodes, articles, workers), workers, func(k, i int, id string) (int, error) {
+		r := <-ns[k].put(id, occBody(i))
 		return r.code, r.err
 	})
 	if err := waitCount(func() int64 { return peer.articles.Load() }, stats.stored.Load()); err != nil {
@@ -1010,7 +1038,7 @@ func BenchmarkOCCReplay(b *testing.B) {
 	for i := range b.N {
 		id := occID(i)
 		sh := Shard(id, set.Shards)
-		perShard[sh] = append(perShard[sh], occArticle{ID: id, Wire: occWire})
+		perShard[sh] = append(perShard[sh], occArticle{ID: id, Wire: occBody(i)})
 		if len(perShard[sh]) == occMaxArticles {
 			flush(sh)
 		}
