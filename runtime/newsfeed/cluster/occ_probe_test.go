@@ -554,31 +554,16 @@ type occCluster struct {
 
 func startOCCCluster(t testing.TB, servers, nodes int) *occCluster {
 	t.Helper()
-	e, err := StartEmbedded(t.TempDir(), servers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	if err := e.WaitJetStream(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	e := startJetStream(t, servers)
 	c := &occCluster{e: e}
-	dial := func(i int) *nats.Conn {
-		nc, err := Connect(ConnectOptions{URLs: preferring(e.URLs(), i), InOrder: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		return nc
-	}
 	for range nodes {
 		var ncs []*nats.Conn
 		for i := range servers {
-			ncs = append(ncs, dial(i))
+			ncs = append(ncs, connectPreferring(t, e, i))
 		}
 		c.conns = append(c.conns, ncs)
 	}
-	c.peer = dial(servers - 1)
+	c.peer = connectPreferring(t, e, servers-1)
 	return c
 }
 

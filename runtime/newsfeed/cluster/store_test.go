@@ -17,7 +17,7 @@ import (
 
 // startJetStream starts n embedded NATS servers with JetStream (a
 // cluster when n > 1), stopped when the test ends.
-func startJetStream(t *testing.T, n int) *Embedded {
+func startJetStream(t testing.TB, n int) *Embedded {
 	t.Helper()
 	e, err := StartEmbedded(t.TempDir(), n)
 	if err != nil {
@@ -32,7 +32,7 @@ func startJetStream(t *testing.T, n int) *Embedded {
 
 // connectPreferring connects to e preferring its server i, closed when
 // the test ends.
-func connectPreferring(t *testing.T, e *Embedded, i int) *nats.Conn {
+func connectPreferring(t testing.TB, e *Embedded, i int) *nats.Conn {
 	t.Helper()
 	nc, err := Connect(ConnectOptions{URLs: preferring(e.URLs(), i), InOrder: true})
 	if err != nil {
