@@ -76,15 +76,15 @@ func startProcCluster(t *testing.T, n int) *procCluster {
 		t.Fatal(err)
 	}
 	pc := &procCluster{e: &Embedded{dir: t.TempDir(), client: ports[:n], route: ports[n:]}, procs: make([]*exec.Cmd, n)}
-	for i := range n {
-		pc.start(t, i)
-	}
-	pc.wait(t)
 	t.Cleanup(func() {
 		for i := range pc.procs {
 			pc.kill(i)
 		}
 	})
+	for i := range n {
+		pc.start(t, i)
+	}
+	pc.wait(t)
 	return pc
 }
 
