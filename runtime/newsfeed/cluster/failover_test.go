@@ -52,6 +52,14 @@ func runNATSChild(v string) int {
 	return 0
 }
 
+func itoas(n []int) string {
+	s := make([]string, len(n))
+	for k, v := range n {
+		s[k] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
 func atois(s string) []int {
 	var n []int
 	for _, f := range strings.Split(s, ",") {
@@ -61,8 +69,7 @@ func atois(s string) []int {
 	return n
 }
 
-// procCluster is a NATS cluster whose servers are child
-// processes.
+// procCluster is a NATS cluster whose servers are child processes.
 type procCluster struct {
 	e     *Embedded // ports and directory; its servers run in children
 	procs []*exec.Cmd
@@ -90,15 +97,8 @@ func startProcCluster(t *testing.T, n int) *procCluster {
 
 func (pc *procCluster) start(t *testing.T, i int) {
 	t.Helper()
-	join := func(p []int) string {
-		s := make([]string, len(p))
-		for k, v := range p {
-			s[k] = strconv.Itoa(v)
-		}
-		return strings.Join(s, ",")
-	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s;%d;%s;%s", envNATSChild, pc.e.dir, i, join(pc.e.client), join(pc.e.route)))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s;%d;%s;%s", envNATSChild, pc.e.dir, i, itoas(pc.e.client), itoas(pc.e.route)))
 	cmd.Stderr = os.Stderr
 	if _, err := cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -225,13 +225,7 @@ func TestFeedOverConsumerLeaderDeath(t *testing.T) {
 	}
 	// At least once: an entry whose ack died with the leader may come
 	// twice (a real peer refuses the second copy, 439).
-	seen := map[string]int{}
-	var twice []string
-	for _, id := range sk.IDs() {
-		if seen[id]++; seen[id] == 2 {
-			twice = append(twice, id)
-		}
-	}
+	_, twice := distinct(sk.IDs())
 	t.Logf("%d deliveries of 200 articles; twice: %v", len(sk.IDs()), twice)
 }
 
@@ -240,17 +234,26 @@ func waitDistinct(ctx context.Context, sk *sink.Sink, n int, d time.Duration) er
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	for {
-		got := map[string]bool{}
-		for _, id := range sk.IDs() {
-			got[id] = true
-		}
-		if len(got) >= n {
+		got, _ := distinct(sk.IDs())
+		if got >= n {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the sink has %d of %d articles after %v", len(got), n, d)
+			return fmt.Errorf("the sink has %d of %d articles after %v", got, n, d)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// distinct counts the different ids and lists those that came more than
+// once.
+func distinct(ids []string) (n int, twice []string) {
+	seen := map[string]int{}
+	for _, id := range ids {
+		if seen[id]++; seen[id] == 2 {
+			twice = append(twice, id)
+		}
+	}
+	return len(seen), twice
 }
