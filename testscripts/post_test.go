@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -19,7 +19,7 @@ func init() {
 }
 
 // cmdPost posts every file of a directory (in name order) to a running
-// server as yEnc articles, as a poster would (runtime/testpeer/posting),
+// server as yEnc articles, as a poster would (runtime/testpeer/poster),
 // and writes their NZB:
 //
 //	nntppost [-server NAME] [-part BYTES] [-skip FILE:PART]... -nzb OUT DIR
@@ -52,14 +52,14 @@ func cmdPost(ts *testscript.TestScript, neg bool, args []string) {
 	s.AddGroup(nntptest.Group{Name: group})
 	des, err := os.ReadDir(ts.MkAbs(fs.Arg(0)))
 	ts.Check(err)
-	var posts []posting.Posting
+	var posts []poster.Posting
 	for _, de := range des {
 		if !de.Type().IsRegular() {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(ts.MkAbs(fs.Arg(0)), de.Name()))
 		ts.Check(err)
-		p := posting.Posting{Name: de.Name(), Data: data, PartSize: *part, Group: group, IDPrefix: de.Name()}
+		p := poster.Posting{Name: de.Name(), Data: data, PartSize: *part, Group: group, IDPrefix: de.Name()}
 		posts = append(posts, p)
 		for n := 1; n <= p.Parts(); n++ {
 			if skip[fmt.Sprintf("%s:%d", de.Name(), n)] {
@@ -68,7 +68,7 @@ func cmdPost(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Check(s.AddArticle(nntptest.Article{MessageID: p.MessageID(n), Raw: p.Article(n)}))
 		}
 	}
-	ts.Check(os.WriteFile(ts.MkAbs(*out), posting.NZB(posts...), 0o644))
+	ts.Check(os.WriteFile(ts.MkAbs(*out), poster.NZB(posts...), 0o644))
 }
 
 // cmdBodies checks how many BODY commands a server received for the

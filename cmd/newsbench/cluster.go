@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/newsfeed/cluster"
-	"github.com/newsflow/newsflow/runtime/testpeer/sink"
+	"github.com/newsflow/newsflow/runtime/testpeer/nullpeer"
 )
 
 func init() {
@@ -124,7 +124,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 
 // clusterOnce measures one case: the set pushed into a fresh newsfeed
 // (and fresh NATS servers), timed from the first TAKETHIS to the last
-// article at the sink.
+// article at the nullpeer.
 func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *articleSet, conns, shards int, profile string) (measure, time.Duration, error) {
 	dir, err := os.MkdirTemp(work, c.name+"-"+set.label+"-")
 	if err != nil {
@@ -133,7 +133,7 @@ func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *arti
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	sk, err := sink.Listen("127.0.0.1:0", sink.Options{})
+	sk, err := nullpeer.Listen("127.0.0.1:0", nullpeer.Options{})
 	if err != nil {
 		return measure{}, 0, err
 	}

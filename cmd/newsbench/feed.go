@@ -15,7 +15,7 @@ package main
 //     spool), once per set; each round runs `innfeed -x` (batch mode) with a
 //     batch of "@token@ <msgid>" lines per peer as its backlog files.
 //
-// Each peer is a sink (runtime/testpeer/sink) that holds its greeting until every
+// Each peer is a sink (runtime/testpeer/nullpeer) that holds its greeting until every
 // connection the feeder opens has arrived: the clock starts when the sinks
 // greet and stops when every sink has taken every article. CPU time is the
 // child process's, from wait4, and peak RSS its VmHWM (so both include

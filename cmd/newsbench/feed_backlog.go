@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/newsfeed"
-	"github.com/newsflow/newsflow/runtime/testpeer/sink"
+	"github.com/newsflow/newsflow/runtime/testpeer/nullpeer"
 )
 
 // backlogResult is one runtime's -backlog figures.
@@ -111,7 +111,7 @@ func (b *feedBench) backlogOnce(ctx context.Context, bin, rt string, n int) (bac
 	if err := os.MkdirAll(spool, 0o755); err != nil {
 		return res, err
 	}
-	up, err := sink.Listen("127.0.0.1:0", sink.Options{})
+	up, err := nullpeer.Listen("127.0.0.1:0", nullpeer.Options{})
 	if err != nil {
 		return res, err
 	}
@@ -196,7 +196,7 @@ func (b *feedBench) backlogOnce(ctx context.Context, bin, rt string, n int) (bac
 		float64(res.peakRSS)/1e6, float64(res.peakAnon)/1e6, float64(res.peakFile)/1e6, float64(res.backlogBytes)/1e6)
 
 	// 3. return.
-	back, err := sink.Listen("127.0.0.1:"+strconv.Itoa(port), sink.Options{})
+	back, err := nullpeer.Listen("127.0.0.1:"+strconv.Itoa(port), nullpeer.Options{})
 	if err != nil {
 		return res, fmt.Errorf("the peer's port again: %w", err)
 	}

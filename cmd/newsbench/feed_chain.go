@@ -30,7 +30,7 @@ import (
 
 	"github.com/newsflow/newsflow/runtime/newsfeed"
 	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
-	"github.com/newsflow/newsflow/runtime/testpeer/sink"
+	"github.com/newsflow/newsflow/runtime/testpeer/nullpeer"
 )
 
 // Feeders of the chain table.
@@ -116,7 +116,7 @@ func (b *feedBench) runChain(ctx context.Context, n int) error {
 func (b *feedBench) chainOnce(ctx context.Context, set *articleSet, bin, rt string, round int) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.o.timeout)
 	defer cancel()
-	end, err := sink.Listen("127.0.0.1:0", sink.Options{})
+	end, err := nullpeer.Listen("127.0.0.1:0", nullpeer.Options{})
 	if err != nil {
 		return 0, err
 	}
@@ -159,7 +159,7 @@ func (b *feedBench) chainOnce(ctx context.Context, set *articleSet, bin, rt stri
 // startChainRelay starts newsfeed (binary bin, runtime rt) on an empty spool with the
 // sink as its one peer, waits until its peer connections are open, and
 // returns its ingest address and a stop function.
-func (b *feedBench) startChainRelay(ctx context.Context, bin, rt string, end *sink.Sink, round int) (string, func(), error) {
+func (b *feedBench) startChainRelay(ctx context.Context, bin, rt string, end *nullpeer.Sink, round int) (string, func(), error) {
 	dir := filepath.Join(b.work, fmt.Sprintf("chain-%s-%s-%d", filepath.Base(bin), rt, round))
 	spool := filepath.Join(dir, "spool")
 	if err := os.MkdirAll(spool, 0o755); err != nil {

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/newsfeed"
-	"github.com/newsflow/newsflow/runtime/testpeer/sink"
+	"github.com/newsflow/newsflow/runtime/testpeer/nullpeer"
 )
 
 // buildNewsfeed returns the newsfeed binary: -newsfeed, or one built from
@@ -143,10 +143,10 @@ func restoreBacklog(spool string) error {
 }
 
 // startSinks starts n holding sinks.
-func startSinks(n int) ([]*sink.Sink, error) {
-	var sinks []*sink.Sink
+func startSinks(n int) ([]*nullpeer.Sink, error) {
+	var sinks []*nullpeer.Sink
 	for range n {
-		s, err := sink.Listen("127.0.0.1:0", sink.Options{Hold: true})
+		s, err := nullpeer.Listen("127.0.0.1:0", nullpeer.Options{Hold: true})
 		if err != nil {
 			closeSinks(sinks)
 			return nil, err
@@ -156,7 +156,7 @@ func startSinks(n int) ([]*sink.Sink, error) {
 	return sinks, nil
 }
 
-func closeSinks(sinks []*sink.Sink) {
+func closeSinks(sinks []*nullpeer.Sink) {
 	for _, s := range sinks {
 		s.Close()
 	}
@@ -166,7 +166,7 @@ func closeSinks(sinks []*sink.Sink) {
 // sink (or exited, or the context ended), releases the greetings, and
 // waits until every sink has taken n articles. It returns the time from
 // the release to the last article, and the totals.
-func timeSinks(ctx context.Context, sinks []*sink.Sink, conns int, n int64, exited <-chan struct{}, what string) (measure, error) {
+func timeSinks(ctx context.Context, sinks []*nullpeer.Sink, conns int, n int64, exited <-chan struct{}, what string) (measure, error) {
 	ready := make(chan error, 1)
 	go func() {
 		for _, s := range sinks {
@@ -221,11 +221,11 @@ func timeSinks(ctx context.Context, sinks []*sink.Sink, conns int, n int64, exit
 // runSender measures the sink's ceiling: the in-memory TAKETHIS stream
 // into as many sinks, over as many connections, as the feeders use.
 func (b *feedBench) runSender(ctx context.Context, c feedCase) (measure, error) {
-	sinks := make([]*sink.Sink, 0, c.peers)
+	sinks := make([]*nullpeer.Sink, 0, c.peers)
 	defer func() { closeSinks(sinks) }()
 	var addrs []string
 	for range c.peers {
-		s, err := sink.Listen("127.0.0.1:0", sink.Options{})
+		s, err := nullpeer.Listen("127.0.0.1:0", nullpeer.Options{})
 		if err != nil {
 			return measure{}, err
 		}

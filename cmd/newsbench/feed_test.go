@@ -16,7 +16,7 @@ import (
 
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
-	"github.com/newsflow/newsflow/runtime/testpeer/sink"
+	"github.com/newsflow/newsflow/runtime/testpeer/nullpeer"
 )
 
 func TestSizeLabel(t *testing.T) {
@@ -87,10 +87,10 @@ func TestPushAndCopy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	set := newArticleSet(101, 3000, "p", time.Now())
-	var sinks []*sink.Sink
+	var sinks []*nullpeer.Sink
 	var addrs []string
 	for range 2 {
-		s, err := sink.Listen("127.0.0.1:0", sink.Options{RecordIDs: true})
+		s, err := nullpeer.Listen("127.0.0.1:0", nullpeer.Options{RecordIDs: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,7 +34,7 @@ import (
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // newsgetChildEnv, when set, makes this binary play newsget (the child
@@ -84,14 +84,14 @@ func benchGet(args []string, stdout, stderr io.Writer) error {
 	} else {
 		defer os.RemoveAll(work)
 	}
-	var ps []posting.Posting
+	var ps []poster.Posting
 	per := o.sizeMiB << 20 / o.files
 	for i := 0; i < o.files; i++ {
-		ps = append(ps, posting.Posting{Name: fmt.Sprintf("bench%02d.bin", i+1), Data: posting.RandomData(uint64(1000+i), per),
+		ps = append(ps, poster.Posting{Name: fmt.Sprintf("bench%02d.bin", i+1), Data: poster.RandomData(uint64(1000+i), per),
 			PartSize: o.partKiB << 10, Group: "alt.binaries.newsbench", IDPrefix: fmt.Sprintf("nb%d-%d", time.Now().UnixNano(), i)})
 	}
 	nzb := filepath.Join(work, "bench.nzb")
-	if err := os.WriteFile(nzb, posting.NZB(ps...), 0o644); err != nil {
+	if err := os.WriteFile(nzb, poster.NZB(ps...), 0o644); err != nil {
 		return err
 	}
 
@@ -142,7 +142,7 @@ func benchGet(args []string, stdout, stderr io.Writer) error {
 }
 
 // postINN feeds the postings to innd with IHAVE (RFC 3977 §6.3.2).
-func postINN(addr string, ps []posting.Posting) error {
+func postINN(addr string, ps []poster.Posting) error {
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		return err
@@ -192,7 +192,7 @@ type getRun struct {
 }
 
 // runGet runs the rounds and prints the report.
-func runGet(o getOptions, server, addr string, ps []posting.Posting, nzb, work string, stdout, stderr io.Writer) error {
+func runGet(o getOptions, server, addr string, ps []poster.Posting, nzb, work string, stdout, stderr io.Writer) error {
 	var total int64
 	for _, p := range ps {
 		total += int64(len(p.Data))
@@ -278,7 +278,7 @@ func timed(cmd *exec.Cmd) (getRun, error) {
 }
 
 // checkFiles verifies that dir holds every posting's data.
-func checkFiles(dir string, ps []posting.Posting) error {
+func checkFiles(dir string, ps []poster.Posting) error {
 	for _, p := range ps {
 		b, err := os.ReadFile(filepath.Join(dir, p.Name))
 		if err != nil {
@@ -294,7 +294,7 @@ func checkFiles(dir string, ps []posting.Posting) error {
 // runNZBGet downloads the NZB with NZBGet in standalone mode (it exits when
 // the queue is done) with a configuration that leaves out everything but
 // downloading and CRC checks: no par, no unpack, no web server.
-func runNZBGet(o getOptions, addr, nzb, dir string, ps []posting.Posting) (getRun, error) {
+func runNZBGet(o getOptions, addr, nzb, dir string, ps []poster.Posting) (getRun, error) {
 	host, port, _ := net.SplitHostPort(addr)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return getRun{}, err

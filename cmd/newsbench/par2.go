@@ -33,7 +33,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/proto/par2"
-	rpar2 "github.com/newsflow/newsflow/runtime/newsget/par2"
+	"github.com/newsflow/newsflow/runtime/newsget/parity"
 )
 
 func init() {
@@ -81,13 +81,13 @@ func benchPar2(args []string, stdout, stderr io.Writer) error {
 	// newsget's timings include reading the set (packet MD5s, recovery
 	// data included), as par2's do.
 	index := filepath.Join(work, "set.par2")
-	set, err := rpar2.Open(ctx, index)
+	set, err := parity.Open(ctx, index)
 	if err != nil {
 		return err
 	}
 	open := func() error {
 		var err error
-		set, err = rpar2.Open(ctx, index)
+		set, err = parity.Open(ctx, index)
 		return err
 	}
 	t := Table{Header: []string{"case", "tool", "wall s", "cpu s", "MB/s", "MB/s/core", "note"}}
@@ -102,13 +102,13 @@ func benchPar2(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	row("par2 verify", pv, "reads every file")
-	var rep *rpar2.Report
+	var rep *parity.Report
 	qv, err := timeSelf(func() error {
 		if err := open(); err != nil {
 			return err
 		}
 		var err error
-		rep, err = set.Verify(ctx, rpar2.Options{Known: known})
+		rep, err = set.Verify(ctx, parity.Options{Known: known})
 		return err
 	})
 	if err != nil {
@@ -123,7 +123,7 @@ func benchPar2(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		var err error
-		rep, err = set.Verify(ctx, rpar2.Options{})
+		rep, err = set.Verify(ctx, parity.Options{})
 		return err
 	})
 	if err != nil {
@@ -155,14 +155,14 @@ func benchPar2(args []string, stdout, stderr io.Writer) error {
 		if err := open(); err != nil {
 			return err
 		}
-		rep, err := set.Verify(ctx, rpar2.Options{})
+		rep, err := set.Verify(ctx, parity.Options{})
 		if err != nil {
 			return err
 		}
 		if len(rep.Missing) != damaged {
 			return fmt.Errorf("newsget verify found %d damaged slices, want %d", len(rep.Missing), damaged)
 		}
-		_, err = set.Repair(ctx, rep, rpar2.Options{})
+		_, err = set.Repair(ctx, rep, parity.Options{})
 		return err
 	})
 	if err != nil {
@@ -227,7 +227,7 @@ func writePar2Data(dir string, total int64, nfiles int) (map[string][]par2.Range
 
 // damagePar2 overwrites 64 bytes in the middle of pct percent of the
 // slices (chosen at random, fixed seed) and returns how many.
-func damagePar2(dir string, set *rpar2.Set, pct float64) (int, error) {
+func damagePar2(dir string, set *parity.Set, pct float64) (int, error) {
 	n := max(1, int(float64(set.Slices)*pct/100))
 	n = min(n, len(set.Recovery))
 	pick := rand.New(rand.NewPCG(5, 5)).Perm(set.Slices)[:n]

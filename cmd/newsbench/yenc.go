@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 func init() {
@@ -57,7 +57,7 @@ func benchYenc(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	data := posting.RandomData(42, *sizeKiB<<10)
+	data := poster.RandomData(42, *sizeKiB<<10)
 	body := proto.YencEncode(nil, data, proto.YencOptions{Name: "bench.bin", Part: 1, Total: 10, Begin: 1,
 		Size: int64(len(data)) * 10, Wire: true})
 	n := *rounds

@@ -9,18 +9,18 @@ import (
 	"testing"
 
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // Friction a new user met (issue 12): each case failed before its fix.
 func TestFriction(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{Auth: &nntptest.Auth{User: "u", Pass: "p", Required: true}})
 	s.AddGroup(nntptest.Group{Name: "alt.binaries.newsflow"})
-	p := posting.Posting{Name: "f.bin", Data: posting.RandomData(9, 3000), PartSize: 3000, Group: "alt.binaries.newsflow", IDPrefix: "friction"}
+	p := poster.Posting{Name: "f.bin", Data: poster.RandomData(9, 3000), PartSize: 3000, Group: "alt.binaries.newsflow", IDPrefix: "friction"}
 	s.AddArticle(nntptest.Article{MessageID: p.MessageID(1), Raw: p.Article(1)})
 	dir := t.TempDir()
 	nzb := filepath.Join(dir, "f.nzb")
-	os.WriteFile(nzb, posting.NZB(p), 0o644)
+	os.WriteFile(nzb, poster.NZB(p), 0o644)
 	notDir := filepath.Join(dir, "file")
 	os.WriteFile(notDir, nil, 0o644)
 

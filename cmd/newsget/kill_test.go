@@ -16,7 +16,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/jobs"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
@@ -93,9 +93,9 @@ func doneSegments(t *testing.T, dir string) map[string]bool {
 // it (the server counts BODY commands per message-id).
 func TestKill9Resume(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
-	var ps []posting.Posting
+	var ps []poster.Posting
 	for i, size := range []int{120_000, 64_000} {
-		p := posting.Posting{Name: fmt.Sprintf("k%d.bin", i), Data: posting.RandomData(uint64(90+i), size),
+		p := poster.Posting{Name: fmt.Sprintf("k%d.bin", i), Data: poster.RandomData(uint64(90+i), size),
 			PartSize: 4000, Group: "alt.binaries.newsflow", IDPrefix: fmt.Sprintf("kill%d", i)}
 		ps = append(ps, p)
 	}
@@ -113,7 +113,7 @@ func TestKill9Resume(t *testing.T) {
 	s.AddFault(nntptest.Fault{Cmd: "BODY", Delay: 8 * time.Millisecond})
 	dir := t.TempDir()
 	nzb := filepath.Join(dir, "k.nzb")
-	if err := os.WriteFile(nzb, posting.NZB(ps...), 0o644); err != nil {
+	if err := os.WriteFile(nzb, poster.NZB(ps...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // TestExitStatus: 0 when every file is complete, 1 when one is not, 2 for
@@ -23,13 +23,13 @@ import (
 func TestExitStatus(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	s.AddGroup(nntptest.Group{Name: "alt.binaries.newsflow"})
-	p := posting.Posting{Name: "e.bin", Data: posting.RandomData(5, 9000), PartSize: 3000, Group: "alt.binaries.newsflow", IDPrefix: "exit"}
+	p := poster.Posting{Name: "e.bin", Data: poster.RandomData(5, 9000), PartSize: 3000, Group: "alt.binaries.newsflow", IDPrefix: "exit"}
 	for n := 1; n <= 2; n++ { // part 3 is missing
 		if err := s.AddArticle(nntptest.Article{MessageID: p.MessageID(n), Raw: p.Article(n)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	whole := posting.Posting{Name: "w.bin", Data: p.Data[:6000], PartSize: 3000, Group: p.Group, IDPrefix: "exitw"}
+	whole := poster.Posting{Name: "w.bin", Data: p.Data[:6000], PartSize: 3000, Group: p.Group, IDPrefix: "exitw"}
 	for n := 1; n <= 2; n++ {
 		s.AddArticle(nntptest.Article{MessageID: whole.MessageID(n), Raw: whole.Article(n)})
 	}
@@ -49,16 +49,16 @@ func TestExitStatus(t *testing.T) {
 		out  string // regexp on stdout
 		err  string // regexp on stderr
 	}{
-		{[]string{"-server", url, "-progress", "1ms", write("w.nzb", posting.NZB(whole))}, 0,
+		{[]string{"-server", url, "-progress", "1ms", write("w.nzb", poster.NZB(whole))}, 0,
 			`(?m)^complete: w.bin \(6000 bytes\)\nsummary: files 1 complete, 0 incomplete; \d+ bytes received, 6000 written; segments 2 done, 0 missing; requests 2; retries: none; [\d.]+ MB/s in`,
 			`(?m)^newsget: files \d/1 segments \d/2`},
-		{[]string{"-q", "-server", url, write("p.nzb", posting.NZB(p))}, 1,
+		{[]string{"-q", "-server", url, write("p.nzb", poster.NZB(p))}, 1,
 			`(?m)^incomplete: e.bin.part: 1 of 3 segments missing on every server\n  missing segment 3 bytes 6000-8999 \(3000 bytes\)$`, `^$|segment missing`},
 		{[]string{"-q", "-server", "nntp://127.0.0.1:1?connections=x", "a.nzb"}, 2, ``, `connections="x" is not a number`},
 		{[]string{"-q", "-server", url, write("bad.nzb", []byte("<nzb><file"))}, 2, `(?m)^refused: .*bad.nzb: nzb: `, ``},
 		{[]string{"-q", "-server", url}, 2, ``, `usage: newsget`},
 		{[]string{"-q", "-server", url, "-rate", "fast", "a.nzb"}, 2, ``, `(?m)^newsget: -rate: bad size "fast"`},
-		{[]string{"-q", "-config", quota, "-o", filepath.Join(dir, "q"), write("w2.nzb", posting.NZB(whole))}, 3,
+		{[]string{"-q", "-config", quota, "-o", filepath.Join(dir, "q"), write("w2.nzb", poster.NZB(whole))}, 3,
 			`(?m)^stopped: daily quota of 100 B reached`, ``},
 	} {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {

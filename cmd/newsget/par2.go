@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/newsflow/newsflow/runtime/newsget/par2"
+	"github.com/newsflow/newsflow/runtime/newsget/parity"
 )
 
 // par2Main runs "newsget par2 verify|repair FILE.par2". Exit status: 0
@@ -33,7 +33,7 @@ func par2Main(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	set, err := par2.Open(ctx, fs.Arg(0))
+	set, err := parity.Open(ctx, fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(stderr, "newsget: %v\n", err)
 		return 2
@@ -44,7 +44,7 @@ func par2Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, " (%d damaged packets skipped)", set.BadPackets)
 	}
 	fmt.Fprintln(stdout)
-	o := par2.Options{Workers: *workers}
+	o := parity.Options{Workers: *workers}
 	rep, err := set.Verify(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "newsget: %v\n", err)
@@ -73,7 +73,7 @@ func par2Main(args []string, stdout, stderr io.Writer) int {
 
 // printPar2Report prints one line per file that is not simply whole, then
 // a total.
-func printPar2Report(w io.Writer, set *par2.Set, rep *par2.Report) {
+func printPar2Report(w io.Writer, set *parity.Set, rep *parity.Report) {
 	for i, f := range rep.Files {
 		if f.RenamedFrom != "" {
 			fmt.Fprintf(w, "  %s: found as %s, renamed\n", f.Name, f.RenamedFrom)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsflow/newsflow/runtime/newsget/par2"
+	"github.com/newsflow/newsflow/runtime/newsget/parity"
 )
 
 // TestPar2Command: verify says damaged (1), repair rebuilds (0), verify
@@ -19,7 +19,7 @@ func TestPar2Command(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "f.bin"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := par2.Create(context.Background(), dir, "f", []string{"f.bin"}, 4096, 4, par2.Options{}); err != nil {
+	if _, err := parity.Create(context.Background(), dir, "f", []string{"f.bin"}, 4096, 4, parity.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "f.bin"), data[:len(data)-5000], 0o644); err != nil {

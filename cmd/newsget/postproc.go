@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	mpostproc "github.com/newsflow/newsflow/machine/postproc"
+	"github.com/newsflow/newsflow/machine/volumes"
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/newsget/postproc"
 )
@@ -39,7 +39,7 @@ func postprocessJobs(ctx context.Context, cfg *newsget.Config, engOpts newsget.O
 			}
 			files = append(files, f)
 			whole = whole && (f.Complete || f.Held)
-			if p, isPar2 := mpostproc.ParsePar2Name(f.Name); isPar2 && p.Index && f.Complete {
+			if p, isPar2 := volumes.ParsePar2Name(f.Name); isPar2 && p.Index && f.Complete {
 				sets = true
 			}
 		}

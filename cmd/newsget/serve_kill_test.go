@@ -23,7 +23,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 const serveKey = "kill9-0123456789"
@@ -136,14 +136,14 @@ func (sc *serveChild) slots(t *testing.T, which string) []string {
 func TestServeKill9(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	s.AddGroup(nntptest.Group{Name: "alt.binaries.newsflow"})
-	mk := func(name string, seed uint64, size int) posting.Posting {
-		return posting.Posting{Name: name, Data: posting.RandomData(seed, size), PartSize: 4000,
+	mk := func(name string, seed uint64, size int) poster.Posting {
+		return poster.Posting{Name: name, Data: poster.RandomData(seed, size), PartSize: 4000,
 			Group: "alt.binaries.newsflow", IDPrefix: fmt.Sprintf("serve-kill-%d", seed)}
 	}
 	early := mk("early.bin", 100, 8000)
-	ps := []posting.Posting{mk("s0.bin", 101, 200_000), mk("s1.bin", 102, 120_000)}
+	ps := []poster.Posting{mk("s0.bin", 101, 200_000), mk("s1.bin", 102, 120_000)}
 	idOf := map[string]string{} // message-id -> "file/segment"
-	for fi, p := range append([]posting.Posting{early}, ps...) {
+	for fi, p := range append([]poster.Posting{early}, ps...) {
 		for n := 1; n <= p.Parts(); n++ {
 			if err := s.AddArticle(nntptest.Article{MessageID: p.MessageID(n), Raw: p.Article(n)}); err != nil {
 				t.Fatal(err)
@@ -163,7 +163,7 @@ func TestServeKill9(t *testing.T) {
 
 	// A job that finishes before the kills: the history to keep.
 	sc := startServe(t, args...)
-	first := sc.addFile(t, posting.NZB(early), "Early.nzb", "tv")
+	first := sc.addFile(t, poster.NZB(early), "Early.nzb", "tv")
 	for deadline := time.Now().Add(30 * time.Second); len(sc.slots(t, "history")) == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			sc.kill()
@@ -173,7 +173,7 @@ func TestServeKill9(t *testing.T) {
 	wantHistory := []string{first + " Early tv"}
 	// Slow enough that the kills land mid-download.
 	s.AddFault(nntptest.Fault{Cmd: "BODY", Delay: 8 * time.Millisecond})
-	id := sc.addFile(t, posting.NZB(ps...), "Show.S02E03.nzb", "tv")
+	id := sc.addFile(t, poster.NZB(ps...), "Show.S02E03.nzb", "tv")
 	wantQueue := []string{id + " Show.S02E03 tv"}
 
 	rng := rand.New(rand.NewPCG(9, 9))

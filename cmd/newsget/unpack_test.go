@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // TestDownloadUnpack: a complete download whose files are a zip and a
@@ -22,9 +22,9 @@ import (
 func TestDownloadUnpack(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	s.AddGroup(nntptest.Group{Name: "alt.binaries.newsflow"})
-	content := posting.RandomData(7, 7000)
-	post := func(prefix, name string, data []byte) posting.Posting {
-		p := posting.Posting{Name: name, Data: data, PartSize: 3000, Group: "alt.binaries.newsflow", IDPrefix: prefix}
+	content := poster.RandomData(7, 7000)
+	post := func(prefix, name string, data []byte) poster.Posting {
+		p := poster.Posting{Name: name, Data: data, PartSize: 3000, Group: "alt.binaries.newsflow", IDPrefix: prefix}
 		for n := 1; n <= p.Parts(); n++ {
 			if err := s.AddArticle(nntptest.Article{MessageID: p.MessageID(n), Raw: p.Article(n)}); err != nil {
 				t.Fatal(err)
@@ -40,8 +40,8 @@ func TestDownloadUnpack(t *testing.T) {
 		zw.Close()
 		return b.Bytes()
 	}
-	good := posting.NZB(post("good", "show.zip", zipOf("show/episode.bin")), post("goodpar", "show.par2", []byte("PAR2 index stand-in")))
-	evil := posting.NZB(post("evil", "evil.zip", zipOf("../escape.bin")), post("evilpar", "evil.par2", []byte("PAR2 index stand-in")))
+	good := poster.NZB(post("good", "show.zip", zipOf("show/episode.bin")), post("goodpar", "show.par2", []byte("PAR2 index stand-in")))
+	evil := poster.NZB(post("evil", "evil.zip", zipOf("../escape.bin")), post("evilpar", "evil.par2", []byte("PAR2 index stand-in")))
 	dir := t.TempDir()
 	nzb := func(name string, data []byte) string {
 		f := filepath.Join(dir, name)

@@ -3,7 +3,7 @@ package dlqueue
 import (
 	"fmt"
 
-	"github.com/newsflow/newsflow/machine/postproc"
+	"github.com/newsflow/newsflow/machine/volumes"
 )
 
 // FileDamage is one NZB file as the fail-fast rule sees it.
@@ -50,7 +50,7 @@ func Assess(files []FileDamage) Verdict {
 	}
 	var vols []vol
 	for _, f := range files {
-		p, ok := postproc.ParsePar2Name(f.Name)
+		p, ok := volumes.ParsePar2Name(f.Name)
 		switch {
 		case ok && !p.Index:
 			vols = append(vols, vol{p.Blocks, f.Bytes, f.Missing})

@@ -18,7 +18,7 @@ import (
 	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/goroutine"
-	"github.com/newsflow/newsflow/runtime/record"
+	"github.com/newsflow/newsflow/runtime/recorder"
 	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
 )
 
@@ -120,7 +120,7 @@ func TestINNFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := record.NewRecorder(nc, transcript.Client)
+	rec := recorder.NewRecorder(nc, transcript.Client)
 	gc := goroutine.New(rec, goroutine.Options{})
 	defer gc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

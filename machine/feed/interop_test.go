@@ -14,7 +14,7 @@ import (
 	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/goroutine"
-	"github.com/newsflow/newsflow/runtime/record"
+	"github.com/newsflow/newsflow/runtime/recorder"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -25,7 +25,7 @@ type feedRun struct {
 	ready  handshake.Ready
 	events []Event
 	runErr error
-	rec    *record.Recorder
+	rec    *recorder.Recorder
 }
 
 func runFeed(t testing.TB, addr string, hcfg handshake.Config, cfg Config, articles []innArticle, recording bool) feedRun {
@@ -37,7 +37,7 @@ func runFeed(t testing.TB, addr string, hcfg handshake.Config, cfg Config, artic
 	var r feedRun
 	conn := net.Conn(nc)
 	if recording {
-		r.rec = record.NewRecorder(nc, transcript.Client)
+		r.rec = recorder.NewRecorder(nc, transcript.Client)
 		conn = r.rec
 	}
 	bodies := bodyMap{}

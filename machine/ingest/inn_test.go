@@ -17,7 +17,7 @@ import (
 	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/goroutine"
-	"github.com/newsflow/newsflow/runtime/record"
+	"github.com/newsflow/newsflow/runtime/recorder"
 	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
 )
 
@@ -79,7 +79,7 @@ func postToINN(t *testing.T, srv *inntest.Server, ids []string) {
 // served is what one accepted connection left: its recording, the owner
 // and how the runtime's Run ended.
 type served struct {
-	rec *record.Recorder
+	rec *recorder.Recorder
 	o   *owner
 	err error
 }
@@ -100,7 +100,7 @@ func serveIngest(t *testing.T, ctx context.Context, cfg Config) (net.Listener, <
 				return
 			}
 			go func() {
-				rec := record.NewRecorder(nc, transcript.Server)
+				rec := recorder.NewRecorder(nc, transcript.Server)
 				conn := goroutine.New(rec, goroutine.Options{})
 				o, _ := parseOwner("want new, store ok")
 				m := &ownedConn{Ingest: New(time.Now(), cfg), o: o}

@@ -17,7 +17,7 @@ import (
 	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/goroutine"
-	"github.com/newsflow/newsflow/runtime/record"
+	"github.com/newsflow/newsflow/runtime/recorder"
 	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
 )
 
@@ -279,7 +279,7 @@ func TestINN(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := record.NewRecorder(nc, transcript.Client)
+			rec := recorder.NewRecorder(nc, transcript.Client)
 			conn := goroutine.New(rec, goroutine.Options{})
 			defer conn.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

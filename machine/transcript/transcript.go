@@ -1,7 +1,7 @@
 // Package transcript reads, writes and replays NNTP sessions as
 // human-readable, diffable text, one wire line per transcript line, and
 // runs a machine package's transcript files as tests (Run). It is pure:
-// recording a live connection is runtime/record's job.
+// recording a live connection is runtime/recorder's job.
 //
 // # Format
 //

@@ -25,7 +25,7 @@ import (
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/machine/ingest"
 	"github.com/newsflow/newsflow/runtime/goroutine"
-	"github.com/newsflow/newsflow/runtime/testpeer/sink"
+	"github.com/newsflow/newsflow/runtime/testpeer/nullpeer"
 )
 
 // feedRound sends n articles (cycling through arts) over conns new
@@ -131,7 +131,7 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkFeed measures Feed connections (one, or four at once: on this
-// runtime on one Loop, or two) into runtime/testpeer/sink over loopback on each
+// runtime on one Loop, or two) into runtime/testpeer/nullpeer over loopback on each
 // runtime, interleaved: six rounds, each runtime in turn (alternating
 // which goes first), b.N articles per runtime in all. The
 // articles come from a file as from the spool: 2 KB ones copied in with
@@ -156,7 +156,7 @@ func BenchmarkFeed(b *testing.B) {
 				total += a.Size
 			}
 			avg := float64(total) / float64(len(arts))
-			s, err := sink.Listen("127.0.0.1:0", sink.Options{})
+			s, err := nullpeer.Listen("127.0.0.1:0", nullpeer.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

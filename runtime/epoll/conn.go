@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/newsflow/newsflow/machine"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 )
 
 // maxInputs is how many inputs one connection takes in a row before the
@@ -109,7 +109,7 @@ func (c *Conn) RemoteAddr() net.Addr { return c.remote }
 //     STARTTLS was refused (ErrTLSUnsupported), the connection was closed
 //     (ErrClosed), or ctx ended; the connection is then closed.
 //
-// As on runtime/goroutine (drive.Settle decides for both), an EOFReceiver
+// As on runtime/goroutine (driver.Settle decides for both), an EOFReceiver
 // that is not Closed after the peer's EOF keeps running on its other
 // inputs (Do, Post, Timeout) until it closes: machine/ingest sends the
 // answers it still owes.
@@ -309,7 +309,7 @@ func (c *Conn) advance() {
 		case phStep:
 			r.phase = phCheck
 			if r.step != nil {
-				if stop, err := drive.Step(r.step, r.now); stop {
+				if stop, err := driver.Step(r.step, r.now); stop {
 					c.finish(r, nil, false)
 					return
 				} else if err != nil {
@@ -324,11 +324,11 @@ func (c *Conn) advance() {
 				c.collect(r)
 			}
 		case phCheck:
-			switch next, err := drive.Settle(r.m, c.readErr); next {
-			case drive.Close:
+			switch next, err := driver.Settle(r.m, c.readErr); next {
+			case driver.Close:
 				c.finish(r, nil, true)
 				return
-			case drive.StartTLS:
+			case driver.StartTLS:
 				// crypto/tls needs a net.Conn: refuse (see the package
 				// comment).
 				r.tlsDone = true
@@ -340,7 +340,7 @@ func (c *Conn) advance() {
 				c.collect(r)
 				r.phase = phStep
 				continue
-			case drive.End:
+			case driver.End:
 				c.finish(r, fmt.Errorf("epoll: %w", err), true)
 				return
 			}
@@ -368,7 +368,7 @@ func (c *Conn) advance() {
 				r.phase = phStep
 				continue
 			}
-			if c.readable && drive.MayRead(r.m, c.readErr) && c.read(r) {
+			if c.readable && driver.MayRead(r.m, c.readErr) && c.read(r) {
 				continue
 			}
 			if d, ok := r.m.Deadline(); ok {
@@ -421,7 +421,7 @@ func (c *Conn) read(r *run) bool {
 		// then the loop reads on until it sees it.
 		c.readable = false
 	}
-	readErr, recvErr := drive.Input(r.now, r.m, l.buf[:n], rerr)
+	readErr, recvErr := driver.Input(r.now, r.m, l.buf[:n], rerr)
 	if recvErr != nil {
 		r.err = fmt.Errorf("epoll: %w", recvErr)
 		r.phase = phFail

@@ -44,7 +44,7 @@
 //
 // Each connection runs at most one machine at a time (Conn.Start, or Run,
 // which waits). The loop drives it like runtime/goroutine does, through the
-// driving sequence of runtime/drive (drive.Settle decides steps 3 to 5 for
+// driving sequence of runtime/driver (driver.Settle decides steps 3 to 5 for
 // both, drive.Input gives a read's result to the machine):
 //
 //  1. collect the machine's output (AppendSegments when it is a

@@ -183,7 +183,7 @@ func TestFeedFromFile(t *testing.T) {
 		t.Errorf("epoll: BodyFile %d calls, %d released, AppendBody %d; want 5, 5, 19", e.opened.Load(), e.released.Load(), e.appended.Load())
 	}
 	// Both runtimes name the small articles of a write before they append
-	// them (drive.BodyPlanner), so that a read-ahead reads only those.
+	// them (driver.BodyPlanner), so that a read-ahead reads only those.
 	for i, st := range stores {
 		if st.unplanned != 0 || len(st.planned) != 19 {
 			t.Errorf("%s: %d small articles planned, %d appended unplanned; want 19, 0", []string{"goroutine", "epoll"}[i], len(st.planned), st.unplanned)

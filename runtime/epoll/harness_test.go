@@ -34,12 +34,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine"
 	"github.com/newsflow/newsflow/machine/transcript"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/goroutine"
 )
 
 // conn is what both runtimes' connections offer an owner.
-type conn = drive.Driver
+type conn = driver.Driver
 
 var (
 	_ conn = (*goroutine.Conn)(nil)

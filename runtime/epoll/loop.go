@@ -14,14 +14,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/newsflow/newsflow/machine"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 )
 
 // ErrStop, returned by a step callback, ends the run without closing the
 // connection, so that the owner can start the next machine on it. It is
-// drive.ErrStop, which runtime/goroutine uses too, so one step callback
+// driver.ErrStop, which runtime/goroutine uses too, so one step callback
 // serves both runtimes.
-var ErrStop = drive.ErrStop
+var ErrStop = driver.ErrStop
 
 // ErrClosed is returned for a connection or Loop that was closed.
 var ErrClosed = errors.New("epoll: connection closed")
@@ -41,8 +41,8 @@ type Options struct {
 	ReadBuffer int
 	// Bodies, when set, makes the loop write the output of machines that
 	// are machine.SegmentSenders segment by segment, reading stored
-	// articles from it: articles of at most drive.SmallBody octets
-	// through drive.BodyAppender when it implements that (copied into
+	// articles from it: articles of at most driver.SmallBody octets
+	// through driver.BodyAppender when it implements that (copied into
 	// the write with the commands around them), others with sendfile(2)
 	// when it implements FileBodySource, the rest through Body. Without it
 	// the loop uses AppendOutgoing.

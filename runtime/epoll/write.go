@@ -11,7 +11,7 @@ package epoll
 //
 // Consecutive byte pieces go out in one writev, at most maxIovecs pieces
 // or about maxGather bytes at a time: commands, articles of at most
-// drive.SmallBody octets that a drive.BodyAppender copies into the
+// driver.SmallBody octets that a driver.BodyAppender copies into the
 // loop's scratch space (as runtime/goroutine does: a window of CHECKs or
 // TAKETHISes with their 2 KB articles is one system call, not one per
 // piece), and bodies from BodySource.Body. A larger stored article whose
@@ -29,7 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/newsflow/newsflow/machine"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 )
 
 const (
@@ -84,7 +84,7 @@ type scratch struct {
 	buf   []byte // AppendOutgoing's bytes
 	body  []byte // small articles from a BodyAppender, for one flush
 	iov   []unix.Iovec
-	plan  []string // tokens for drive.BodyPlanner
+	plan  []string // tokens for driver.BodyPlanner
 }
 
 func (q *outQueue) pending() bool { return len(q.items) > 0 }
@@ -225,9 +225,9 @@ func (c *Conn) flush() error {
 }
 
 // plan names the small articles the flush will append to a
-// drive.BodyPlanner, so that it reads what they span.
+// driver.BodyPlanner, so that it reads what they span.
 func (c *Conn) plan() {
-	bp, ok := c.l.opts.Bodies.(drive.BodyPlanner)
+	bp, ok := c.l.opts.Bodies.(driver.BodyPlanner)
 	if !ok {
 		return
 	}
@@ -248,8 +248,8 @@ func (c *Conn) plan() {
 // appendable reports whether a token item's article is copied in by a
 // BodyAppender.
 func (c *Conn) appendable(it *outItem) bool {
-	_, ok := c.l.opts.Bodies.(drive.BodyAppender)
-	return ok && it.size <= drive.SmallBody
+	_, ok := c.l.opts.Bodies.(driver.BodyAppender)
+	return ok && it.size <= driver.SmallBody
 }
 
 // resolve fetches the stored article of a token item: copied into the
@@ -260,7 +260,7 @@ func (c *Conn) resolve(it *outItem) error {
 	if c.appendable(it) {
 		s := &c.l.scratch
 		start := len(s.body)
-		b, err := src.(drive.BodyAppender).AppendBody(s.body, it.token, it.size)
+		b, err := src.(driver.BodyAppender).AppendBody(s.body, it.token, it.size)
 		if err != nil {
 			return fmt.Errorf("epoll: read article %s: %w", it.token, err)
 		}

@@ -5,13 +5,13 @@
 //
 // Machines are not safe for concurrent use, so exactly one goroutine, the
 // one running Conn.Run (the loop), ever calls them. The loop follows the
-// driving sequence of runtime/drive (drive.Settle decides its middle steps,
+// driving sequence of runtime/driver (driver.Settle decides its middle steps,
 // as it does for runtime/epoll):
 //
 //  1. drains AppendOutgoing and writes the bytes (the write blocks the loop;
 //     it is bounded by the machine's deadline and by ctx);
 //  2. calls the owner's step callback, which drains the machine's events
-//     and may stop the run (drive.ErrStop) to hand the connection to the
+//     and may stop the run (driver.ErrStop) to hand the connection to the
 //     next machine;
 //  3. closes the connection if the machine is Closed;
 //  4. performs the STARTTLS handshake if the machine asks (TLSStarter), then
@@ -21,7 +21,7 @@
 //     read or an EOF the machine cannot hear of;
 //  6. asks the reader goroutine for one read, unless one is in flight, the
 //     machine is Paused (machine.Pauser) or the read side ended, and waits
-//     for whichever comes first: the read's result (drive.Input: Receive,
+//     for whichever comes first: the read's result (driver.Input: Receive,
 //     and ReceiveEOF at the EOF), the machine's deadline (Timeout), an
 //     owner's function sent with Do or Post, or ctx's end.
 //
@@ -47,13 +47,13 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 )
 
 // ErrStop, returned by a step callback, ends Run without closing the
 // connection, so that the owner can hand it to the next machine. It is
-// drive.ErrStop, which runtime/epoll uses too.
-var ErrStop = drive.ErrStop
+// driver.ErrStop, which runtime/epoll uses too.
+var ErrStop = driver.ErrStop
 
 // ErrClosed is returned by Run and Do on a Conn that was closed.
 var ErrClosed = errors.New("goroutine: connection closed")
@@ -115,7 +115,7 @@ type Conn struct {
 	// Owned by Run's goroutine: reused by every flush (segments.go).
 	segs   []machine.Segment
 	gather gather
-	plan   []string // tokens for drive.BodyPlanner
+	plan   []string // tokens for driver.BodyPlanner
 }
 
 type readResult struct {
@@ -147,7 +147,7 @@ func New(nc net.Conn, opts Options) *Conn {
 	}
 }
 
-var _ drive.Driver = (*Conn)(nil)
+var _ driver.Driver = (*Conn)(nil)
 
 // NetConn returns the current connection: after STARTTLS, the TLS
 // connection (or the TLSUpgrader given to New). Do not read from it while
@@ -217,7 +217,7 @@ func (c *Conn) Run(ctx context.Context, m machine.Conn, step func(now time.Time)
 			return err
 		}
 		if step != nil {
-			if stop, err := drive.Step(step, now); stop {
+			if stop, err := driver.Step(step, now); stop {
 				return nil
 			} else if err != nil {
 				return fmt.Errorf("goroutine: %w", err)
@@ -228,20 +228,20 @@ func (c *Conn) Run(ctx context.Context, m machine.Conn, step func(now time.Time)
 				return err
 			}
 		}
-		switch next, err := drive.Settle(m, c.readErr); next {
-		case drive.Close:
+		switch next, err := driver.Settle(m, c.readErr); next {
+		case driver.Close:
 			return c.Close()
-		case drive.StartTLS:
+		case driver.StartTLS:
 			herr := c.startTLS(ctx, m)
 			now = c.opts.Now()
 			if err := m.(machine.TLSStarter).TLSDone(now, herr); err != nil {
 				return fmt.Errorf("goroutine: %w", err)
 			}
 			continue
-		case drive.End:
+		case driver.End:
 			return fmt.Errorf("goroutine: %w", err)
 		}
-		if !c.pending && drive.MayRead(m, c.readErr) {
+		if !c.pending && driver.MayRead(m, c.readErr) {
 			c.read()
 		}
 
@@ -254,7 +254,7 @@ func (c *Conn) Run(ctx context.Context, m machine.Conn, step func(now time.Time)
 		case r := <-c.results:
 			c.pending = false
 			now = c.opts.Now()
-			readErr, err := drive.Input(now, m, c.buf[:r.n], r.err)
+			readErr, err := driver.Input(now, m, c.buf[:r.n], r.err)
 			if err != nil {
 				if er, ok := c.NetConn().(ErrorRecorder); ok {
 					er.RecordError(err)

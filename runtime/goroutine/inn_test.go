@@ -14,7 +14,7 @@ import (
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/record"
+	"github.com/newsflow/newsflow/runtime/recorder"
 	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
 )
 
@@ -118,7 +118,7 @@ func TestINN(t *testing.T) {
 	host, _ := os.Hostname()
 	for _, tc := range innCases {
 		t.Run(tc.golden, func(t *testing.T) {
-			rec := record.NewRecorder(dial(t, srv.Addr()), transcript.Client)
+			rec := recorder.NewRecorder(dial(t, srv.Addr()), transcript.Client)
 			conn := New(rec, Options{})
 			defer conn.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -11,7 +11,7 @@ import (
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/record"
+	"github.com/newsflow/newsflow/runtime/recorder"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -27,15 +27,15 @@ type recorded struct {
 // markers when timed), and runs a handshake with cfg to its end.
 func runRecorded(t *testing.T, addr string, cfg handshake.Config, tlsCfg *tls.Config, timed bool) recorded {
 	t.Helper()
-	var ropts []record.RecorderOption
+	var ropts []recorder.RecorderOption
 	if timed {
-		ropts = append(ropts, record.WithTimes(time.Millisecond, nil))
+		ropts = append(ropts, recorder.WithTimes(time.Millisecond, nil))
 	}
-	rec := record.NewRecorder(dial(t, addr), transcript.Client, ropts...)
+	rec := recorder.NewRecorder(dial(t, addr), transcript.Client, ropts...)
 	conn := New(rec, Options{TLSConfig: tlsCfg})
 	defer conn.Close()
 	// Made after the Recorder, so a replay's deadlines are never later
-	// than the recording's (see record.WithTimes).
+	// than the recording's (see recorder.WithTimes).
 	h := handshake.New(time.Now(), cfg)
 	ev := &events{next: h.NextEvent}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -192,7 +192,7 @@ func TestSessionAgainstNNTPTest(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{Transit: true, Auth: &nntptest.Auth{User: "alice", Pass: "pw", Required: true}})
 	s.AddGroup(nntptest.Group{Name: "misc.test"})
 	s.AddArticle(nntptest.NewArticle("<a@example>", "misc.test", "hello", []byte("body\n")))
-	rec := record.NewRecorder(dial(t, s.HostPort()), transcript.Client)
+	rec := recorder.NewRecorder(dial(t, s.HostPort()), transcript.Client)
 	conn := New(rec, Options{})
 	defer conn.Close()
 	ctx := context.Background()

@@ -5,13 +5,13 @@ package goroutine
 // and stored articles in order without the machine copying article bodies.
 //
 // Small pieces are gathered into one buffer per Conn and go out together:
-// command bytes, and articles up to drive.SmallBody octets when the source
-// is a drive.BodyAppender (it appends the article to the buffer, e.g. with
+// command bytes, and articles up to driver.SmallBody octets when the source
+// is a driver.BodyAppender (it appends the article to the buffer, e.g. with
 // one pread).
 // A window of CHECKs or TAKETHISes with their 2 KB articles is then one
 // write(2), not a write per command and a sendfile per article: profiling
 // newsbench feed showed those syscalls as nearly two thirds of newsfeed's
-// CPU time on small articles. Larger articles leave by the drive.BodyWriter
+// CPU time on small articles. Larger articles leave by the driver.BodyWriter
 // (sendfile from the spool) after the gathered bytes are written, or, from
 // a plain BodySource, as their own buffer in the same writev.
 
@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 )
 
 // maxGather is how many bytes flushSegments gathers before it writes, so
@@ -102,12 +102,12 @@ func (c *Conn) flushSegments(m machine.Conn, ss machine.SegmentSender) error {
 	} else {
 		nc.SetWriteDeadline(time.Time{})
 	}
-	bw, _ := c.opts.Bodies.(drive.BodyWriter)
-	ba, _ := c.opts.Bodies.(drive.BodyAppender)
-	if bp, ok := c.opts.Bodies.(drive.BodyPlanner); ok && ba != nil {
+	bw, _ := c.opts.Bodies.(driver.BodyWriter)
+	ba, _ := c.opts.Bodies.(driver.BodyAppender)
+	if bp, ok := c.opts.Bodies.(driver.BodyPlanner); ok && ba != nil {
 		c.plan = c.plan[:0]
 		for _, s := range c.segs {
-			if s.Token != "" && s.Size <= drive.SmallBody {
+			if s.Token != "" && s.Size <= driver.SmallBody {
 				c.plan = append(c.plan, s.Token)
 			}
 		}
@@ -120,11 +120,11 @@ func (c *Conn) flushSegments(m machine.Conn, ss machine.SegmentSender) error {
 	for i, s := range c.segs {
 		c.segs[i] = machine.Segment{} // drop the reference once handled
 		switch {
-		case s.Token == "" && len(s.Bytes) <= drive.SmallBody:
+		case s.Token == "" && len(s.Bytes) <= driver.SmallBody:
 			g.copyIn(s.Bytes)
 		case s.Token == "":
 			g.ref(s.Bytes)
-		case ba != nil && s.Size <= drive.SmallBody:
+		case ba != nil && s.Size <= driver.SmallBody:
 			before := len(g.buf)
 			var err error
 			g.buf, err = ba.AppendBody(g.buf, s.Token, s.Size)

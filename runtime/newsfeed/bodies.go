@@ -10,18 +10,18 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // spoolBodies gives the feed runtime the stored articles it sends
 // (machine.BodySource). Small articles it appends to the runtime's gather
-// buffer (drive.BodyAppender, CRC checked), so they leave with the
+// buffer (driver.BodyAppender, CRC checked), so they leave with the
 // commands around them in one write; they are read through the
 // connection's ReadAhead, one pread for a run of articles stored together
 // (a replayed backlog is in that order), bounded to the articles of the
 // write under way (PlanBodies). Large ones it writes itself
-// (drive.BodyWriter): with sendfile(2) straight from the segment file
+// (driver.BodyWriter): with sendfile(2) straight from the segment file
 // when the connection is a plain TCP socket, by copying otherwise (TLS).
 //
 // Before an article is offered, pull asks sendable: the spool must still
@@ -252,7 +252,7 @@ func (r *Relay) sendable(id, token string, tok spoolfs.Token) bool {
 		// one by now.
 		return false
 	}
-	if int64(tok.Len) > drive.SmallBody {
+	if int64(tok.Len) > driver.SmallBody {
 		// Sent by sendfile, which never looks at the bytes: check them
 		// now. (The append path checks a small one's CRC as it copies
 		// it.)
@@ -329,7 +329,7 @@ func (b spoolBodies) AppendBody(dst []byte, token string, size int64) ([]byte, e
 }
 
 // PlanBodies bounds the connection's read-ahead to the articles the
-// runtime is about to append (drive.BodyPlanner): a window filled for the
+// runtime is about to append (driver.BodyPlanner): a window filled for the
 // first of them reads no further than the last of them stored in the same
 // segment within a window's reach. The tokens are parsed once, here, for
 // AppendBody too (parsing them a third time showed as ~2% of the CPU).

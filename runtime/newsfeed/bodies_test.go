@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/spoolfs"
 )
@@ -167,7 +167,7 @@ func TestSendableAfterSpoolExpiry(t *testing.T) {
 }
 
 // TestCorruptLargeArticleNotSent is TestCorruptArticleSettledMissing for
-// articles larger than drive.SmallBody, which leave by sendfile(2) after
+// articles larger than driver.SmallBody, which leave by sendfile(2) after
 // Relay.sendable read and CRC-checked them (Spool.Verify), on both
 // runtimes: a byte flipped in one article's segment file after it was
 // stored keeps that article from the peer (it is settled as missing), and
@@ -183,8 +183,8 @@ func TestCorruptLargeArticleNotSent(t *testing.T) {
 		var arts [][]byte
 		for i := range n {
 			a := testArticle(fmt.Sprintf("<big%d@t>", i), "misc.test", "up!x", 1500) // about 110 KB
-			if len(a) <= drive.SmallBody {
-				t.Fatalf("article of %d bytes: not larger than drive.SmallBody", len(a))
+			if len(a) <= driver.SmallBody {
+				t.Fatalf("article of %d bytes: not larger than driver.SmallBody", len(a))
 			}
 			arts = append(arts, a)
 		}
@@ -245,7 +245,7 @@ func flipInSpool(t *testing.T, dir string, mark []byte) {
 }
 
 // TestPlanBodies: the small articles of a write, named first
-// (drive.BodyPlanner) and then appended one by one, are exactly the stored
+// (driver.BodyPlanner) and then appended one by one, are exactly the stored
 // ones, in the planned order, out of it, and when not planned at all; a
 // token that does not parse, planned among good ones, fails only its own
 // AppendBody.
@@ -276,7 +276,7 @@ func TestPlanBodies(t *testing.T) {
 		want[e.Token.String()] = body
 	}
 	b := spoolBodies{s: sp, ra: newBodyReader(sp), bad: &h.r.badBodies}
-	var _ drive.BodyPlanner = b
+	var _ driver.BodyPlanner = b
 	check := func(what string, tok string, wantErr bool) {
 		t.Helper()
 		size := int64(len(want[tok]))

@@ -4,10 +4,10 @@ package newsfeed
 // goroutine and a read buffer per connection) or, with runtime = "epoll",
 // by one runtime/epoll Loop that drives every ingest connection and every
 // plain-TCP peer connection from one goroutine. The owner logic is the same
-// for both, written against drive.Driver: a step callback drains the
+// for both, written against driver.Driver: a step callback drains the
 // machine's events after every input, and owner inputs (Stored,
 // SetAccepting, Shutdown, "more offers") reach the machine between inputs
-// through a drive.Mailbox.
+// through a driver.Mailbox.
 //
 // TLS peers (tls or starttls) stay on runtime/goroutine even with epoll:
 // crypto/tls needs a net.Conn. The relay says so once per such peer at
@@ -16,14 +16,14 @@ package newsfeed
 import (
 	"net"
 
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/goroutine"
 )
 
 // outDriver returns the driver for a peer connection nc: on the epoll loop
 // when the relay runs one and the peer does not use TLS, else on
 // runtime/goroutine with its own body source.
-func (r *Relay) outDriver(nc net.Conn, p *peer) (drive.Driver, error) {
+func (r *Relay) outDriver(nc net.Conn, p *peer) (driver.Driver, error) {
 	if r.loop != nil && !p.cfg.TLS && !p.cfg.StartTLS {
 		return r.loop.attach(nc)
 	}

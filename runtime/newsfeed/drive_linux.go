@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/epoll"
 	"github.com/newsflow/newsflow/spoolfs"
 )
@@ -53,7 +53,7 @@ func (e *eventLoop) pick() *epoll.Loop {
 }
 
 // attach moves nc onto a loop (nc must not be used afterwards).
-func (e *eventLoop) attach(nc net.Conn) (drive.Driver, error) {
+func (e *eventLoop) attach(nc net.Conn) (driver.Driver, error) {
 	e.attached.Add(1)
 	c, err := e.pick().Attach(nc)
 	if err != nil {
@@ -65,9 +65,9 @@ func (e *eventLoop) attach(nc net.Conn) (drive.Driver, error) {
 
 // start runs m on nc from a loop without a goroutine of its own: step
 // after every input, done at the end (both on the loop goroutine). It
-// returns the connection's driver, for Post (a drive.Mailbox) and Close.
+// returns the connection's driver, for Post (a driver.Mailbox) and Close.
 func (e *eventLoop) start(ctx context.Context, nc net.Conn, m machine.Conn, step func(now time.Time) error,
-	done func(err error)) (drive.Driver, error) {
+	done func(err error)) (driver.Driver, error) {
 	e.attached.Add(1)
 	c, err := e.pick().Attach(nc)
 	if err != nil {

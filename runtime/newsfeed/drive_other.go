@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 )
 
 // epollAvailable reports that runtime = "epoll" can be used here: it needs
@@ -24,9 +24,9 @@ var errNoEpoll = errors.New(`relay: runtime "epoll" needs Linux`)
 
 func newEventLoop(*Relay) (*eventLoop, error) { return nil, errNoEpoll }
 
-func (*eventLoop) attach(net.Conn) (drive.Driver, error) { return nil, errNoEpoll }
+func (*eventLoop) attach(net.Conn) (driver.Driver, error) { return nil, errNoEpoll }
 
-func (*eventLoop) start(context.Context, net.Conn, machine.Conn, func(time.Time) error, func(error)) (drive.Driver, error) {
+func (*eventLoop) start(context.Context, net.Conn, machine.Conn, func(time.Time) error, func(error)) (driver.Driver, error) {
 	return nil, errNoEpoll
 }
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/ingest"
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/goroutine"
 	"github.com/newsflow/newsflow/spoolfs"
 )
@@ -111,7 +111,7 @@ type inConn struct {
 	r      *Relay
 	remote string
 	g      *ingest.Ingest
-	mb     drive.Mailbox // owner inputs: verdicts, accepting, shutdown
+	mb     driver.Mailbox // owner inputs: verdicts, accepting, shutdown
 
 	// Owned by the driver's goroutine.
 	reserved map[string]struct{}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/newsflow/newsflow/spoolfs"
 
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -163,8 +163,8 @@ func segPath(spoolDir string, tok spoolfs.Token) string {
 func testDamagedArticleNotSent(t *testing.T, rt string) {
 	h2, s, ids := backlogRestart(t, rt, "", []int{600, 600, 600}, func(dir string, toks []spoolfs.Token) {
 		tok := toks[1]
-		if tok.Len <= drive.SmallBody {
-			t.Fatalf("article of %d octets: want one over %d, sent by sendfile", tok.Len, drive.SmallBody)
+		if tok.Len <= driver.SmallBody {
+			t.Fatalf("article of %d octets: want one over %d, sent by sendfile", tok.Len, driver.SmallBody)
 		}
 		f, err := os.OpenFile(segPath(dir, tok), os.O_RDWR, 0)
 		if err != nil {

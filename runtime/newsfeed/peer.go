@@ -18,7 +18,7 @@ import (
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/machine/queue"
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 )
 
 // peer is one peerfeed: its patterns, its queue and its connections.
@@ -213,7 +213,7 @@ func (p *peer) wake() {
 type outConn struct {
 	p        *peer
 	id       queue.Conn
-	mb       drive.Mailbox         // wakes the feed's step: more work, or stop
+	mb       driver.Mailbox        // wakes the feed's step: more work, or stop
 	hungry   atomic.Bool           // the agent found fewer entries than it wanted
 	agent    atomic.Pointer[agent] // the session's queue agent (peeragent.go)
 	stopping atomic.Bool
@@ -320,7 +320,7 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	// One deadline for the dial, TLS and the NNTP handshake.
 	dctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout.D())
 	defer cancel()
-	nc, err := drive.Dial(dctx, p.addr, cfg.ConnectTimeout.D(), implicit)
+	nc, err := driver.Dial(dctx, p.addr, cfg.ConnectTimeout.D(), implicit)
 	if err != nil {
 		return false, err
 	}
@@ -335,7 +335,7 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	if cfg.StartTLS {
 		hcfg.TLS = handshake.TLSRequired
 	}
-	ready, left, err := drive.Handshake(dctx, gc, r.now(), hcfg)
+	ready, left, err := driver.Handshake(dctx, gc, r.now(), hcfg)
 	if err != nil {
 		return false, err
 	}

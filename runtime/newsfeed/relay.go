@@ -1,7 +1,7 @@
 // Package newsfeed is newsfeed's core: it wires the ingest machine, the
 // spool and history, the masterfeed, the per-peer queues and the feed
 // machine into a running transit relay. Connections are driven through
-// runtime/drive's seam by runtime/goroutine, or, with runtime = "epoll", by
+// runtime/driver's seam by runtime/goroutine, or, with runtime = "epoll", by
 // one runtime/epoll loop (TLS peers stay on goroutines; see drive.go).
 //
 // # Theory of operation

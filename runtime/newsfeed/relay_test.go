@@ -40,7 +40,7 @@ func testFanOut(t *testing.T, rt string) {
 		"<bin@t>":    testArticle("<bin@t>", "alt.binaries.x,misc.test", "up.example!not-for-mail", 5),
 		"<loop@t>":   testArticle("<loop@t>", "comp.lang.go", "up.example!loop.example!not-for-mail", 5),
 		"<big@t>":    testArticle("<big@t>", "comp.lang.c", "up.example!not-for-mail", 100),
-		// Larger than drive.SmallBody: sent with sendfile from the
+		// Larger than driver.SmallBody: sent with sendfile from the
 		// spool by both runtimes.
 		"<huge@t>": testArticle("<huge@t>", "misc.test", "up.example!not-for-mail", 400),
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // TestAuthRequiredWithoutCredentials: a server that answers 480 when no
@@ -17,7 +17,7 @@ func TestAuthRequiredWithoutCredentials(t *testing.T) {
 	a := newPosting("a.bin", 4, 6000, 3000)
 	serve(t, s, nil, a)
 	r := newRun(t, server(s, "s1"))
-	sum := r.run(t, posting.NZB(a))
+	sum := r.run(t, poster.NZB(a))
 	if sum.Complete() {
 		t.Fatal("complete without credentials")
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // TestBackoffFromClock checks that the engine waits for the Scheduler's
@@ -22,7 +22,7 @@ func TestBackoffFromClock(t *testing.T) {
 	one(&sc)
 	r := newRun(t, sc)
 	r.opts.Now = func() time.Time { return time.Now().Add(time.Hour) }
-	sum := r.run(t, posting.NZB(p))
+	sum := r.run(t, poster.NZB(p))
 	if got, want := results(sum), []string{"c.bin complete"}; !slices.Equal(got, want) {
 		t.Errorf("results = %q, want %q", got, want)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // TestPartSymlink is issue 16 finding 9: a NAME.part symlink placed in
@@ -36,7 +36,7 @@ func TestPartSymlink(t *testing.T) {
 	if err := os.WriteFile(minePart, []byte("my own partial file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sum := r.run(t, posting.NZB(link, mine))
+	sum := r.run(t, poster.NZB(link, mine))
 	if sum.Complete() {
 		t.Fatalf("complete through a planted link / over a user's .part: %v", results(sum))
 	}
@@ -60,7 +60,7 @@ func TestPartSymlink(t *testing.T) {
 	r2 := newRun(t, server(s, "s1"))
 	r2.cfg.DownloadDir, r2.cfg.QueueDir = r.cfg.DownloadDir, r.cfg.QueueDir
 	r2.opts.Overwrite = true
-	if sum := r2.run(t, posting.NZB(link, mine)); !sum.Complete() {
+	if sum := r2.run(t, poster.NZB(link, mine)); !sum.Complete() {
 		t.Fatalf("with Overwrite: %v", results(sum))
 	}
 	want := map[string]string{"link.bin": digest(link.Data), "mine.bin": digest(mine.Data)}
@@ -83,7 +83,7 @@ func TestNameCollisions(t *testing.T) {
 	ap := newPosting("a.bin.part", 52, 3000, 1500)
 	serve(t, s, nil, a1, a2, ap)
 	r := newRun(t, server(s, "s1"))
-	sum := r.run(t, posting.NZB(a1, a2, ap))
+	sum := r.run(t, poster.NZB(a1, a2, ap))
 	if !sum.Complete() {
 		t.Fatalf("not complete: %v", results(sum))
 	}

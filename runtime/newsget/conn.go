@@ -13,7 +13,7 @@ package newsget
 //	         mend by waiting (certificate refused, credentials rejected,
 //	         reading not permitted) give the server up at once.
 //	in use   Connected: a Fetch runs on it with requests from its mailbox
-//	         (connRun.mailbox, under Engine.mu; a drive.Mailbox wakes its
+//	         (connRun.mailbox, under Engine.mu; a driver.Mailbox wakes its
 //	         step when requests arrive).
 //	idle     no request for idle_timeout: QUIT, and the Scheduler forgets
 //	         it (Closed); it dials again when work needs a connection.
@@ -40,7 +40,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/download"
 	"github.com/newsflow/newsflow/machine/handshake"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/goroutine"
 )
 
@@ -48,7 +48,7 @@ import (
 type connRun struct {
 	id  download.ConnID
 	srv *serverRun
-	mb  drive.Mailbox // wakes the Fetch's step: requests in the mailbox
+	mb  driver.Mailbox // wakes the Fetch's step: requests in the mailbox
 
 	// Under Engine.mu:
 	mailbox  []download.Request
@@ -214,7 +214,7 @@ func (e *Engine) dial(c *connRun) {
 	if sc.Encryption == EncryptStartTLS {
 		hcfg.TLS = handshake.TLSRequired
 	}
-	_, lo, err := drive.Handshake(ctx, gc, e.opts.Now(), hcfg)
+	_, lo, err := driver.Handshake(ctx, gc, e.opts.Now(), hcfg)
 	if err != nil {
 		cause, msg, permanent := download.DialConnect, err.Error(), false
 		var failed handshake.Failed

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
@@ -44,7 +44,7 @@ func TestTLS(t *testing.T) {
 					c.CAFile = ca
 				}
 				r := newRun(t, c)
-				sum := r.run(t, posting.NZB(p))
+				sum := r.run(t, poster.NZB(p))
 				if sum.Complete() != v.complete {
 					t.Fatalf("complete = %v, want %v: %v %s", sum.Complete(), v.complete, results(sum), sum.Fatal)
 				}
@@ -76,7 +76,7 @@ func TestModeReaderAndJoinGroup(t *testing.T) {
 	c.JoinGroup = true
 	c.Connections = 1
 	r := newRun(t, c)
-	sum := r.run(t, posting.NZB(p))
+	sum := r.run(t, poster.NZB(p))
 	if !sum.Complete() {
 		t.Fatalf("not complete: %v %s", results(sum), r.log.String())
 	}
@@ -108,7 +108,7 @@ func TestIdleClose(t *testing.T) {
 	c.Connections, c.Pipeline = 2, 1
 	r := newRun(t, c)
 	r.cfg.IdleTimeout = tomlconf.Duration(50 * time.Millisecond)
-	sum := r.run(t, posting.NZB(a, b))
+	sum := r.run(t, poster.NZB(a, b))
 	if !sum.Complete() {
 		t.Fatalf("not complete: %v", results(sum))
 	}
@@ -141,7 +141,7 @@ func TestRateLimit(t *testing.T) {
 	for _, rate := range []tomlconf.Size{0, 40000} {
 		r := newRun(t, server(s, "s1"))
 		r.cfg.Rate = rate
-		sum := r.run(t, posting.NZB(p))
+		sum := r.run(t, poster.NZB(p))
 		if !sum.Complete() {
 			t.Fatalf("rate %d: %v", rate, results(sum))
 		}
@@ -159,11 +159,11 @@ func TestIPVersion(t *testing.T) {
 	serve(t, s, nil, p)
 	c := server(s, "s1")
 	c.IPVersion = "ipv4"
-	if sum := newRun(t, c).run(t, posting.NZB(p)); !sum.Complete() {
+	if sum := newRun(t, c).run(t, poster.NZB(p)); !sum.Complete() {
 		t.Fatalf("ipv4: %v %s", results(sum), sum.Fatal)
 	}
 	c.IPVersion = "ipv6"
-	sum := newRun(t, c).run(t, posting.NZB(p))
+	sum := newRun(t, c).run(t, poster.NZB(p))
 	if sum.Complete() || !strings.Contains(sum.Fatal, "no usable server left; s1:") || !strings.Contains(sum.Fatal, "connect") {
 		t.Errorf("ipv6 to 127.0.0.1: fatal %q", sum.Fatal)
 	}

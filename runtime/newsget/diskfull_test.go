@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // mountTmpfs mounts a tmpfs of the given size ("4m") on a fresh directory
@@ -49,14 +49,14 @@ func TestDiskFullResume(t *testing.T) {
 		r := newRun(t, sc)
 		r.cfg.DownloadDir = out
 		r.opts.ReadBuffer = 2 << 20
-		sum := r.run(t, posting.NZB(p))
+		sum := r.run(t, poster.NZB(p))
 		if sum.Complete() {
 			t.Fatalf("round %d: 12 MiB into a 4 MiB tmpfs reported complete", round)
 		}
 		if err := syscall.Mount("tmpfs", out, "tmpfs", syscall.MS_REMOUNT, "size=64m"); err != nil {
 			t.Fatal(err)
 		}
-		sum = r.run(t, posting.NZB(p))
+		sum = r.run(t, poster.NZB(p))
 		if !sum.Complete() {
 			t.Fatalf("round %d: rerun with space: %v (fatal %q)", round, results(sum), sum.Fatal)
 		}

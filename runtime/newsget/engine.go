@@ -49,7 +49,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/download"
 	"github.com/newsflow/newsflow/machine/jobs"
-	"github.com/newsflow/newsflow/machine/postproc"
+	"github.com/newsflow/newsflow/machine/volumes"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/spoolfs"
 )
@@ -82,7 +82,7 @@ type Job struct {
 	NZB  []byte
 	// HoldRecovery holds back the NZB's PAR2 recovery volumes (files
 	// named NAME.volNN+MM.par2 of a set whose index NAME.par2 the NZB
-	// lists, machine/postproc.Hold): their results are Held, with the NZB
+	// lists, machine/volumes.Hold): their results are Held, with the NZB
 	// entry to fetch them by, so that post-processing fetches only the
 	// volumes a repair needs.
 	HoldRecovery bool
@@ -420,7 +420,7 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 		for i := range nzb.Files {
 			names[i] = SanitizeName(nzb.Files[i].Filename(), fmt.Sprintf("file-%d", i+1))
 		}
-		hold = postproc.Hold(names)
+		hold = volumes.Hold(names)
 	}
 	for i := range nzb.Files {
 		nf := &nzb.Files[i]

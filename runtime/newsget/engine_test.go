@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
@@ -21,7 +21,7 @@ func TestDownloadBasic(t *testing.T) {
 	b := newPosting("b.dat", 2, 4096, 4096)  // one part
 	serve(t, s, nil, a, b)
 	r := newRun(t, server(s, "s1"))
-	sum := r.run(t, posting.NZB(a, b))
+	sum := r.run(t, poster.NZB(a, b))
 	if !sum.Complete() {
 		t.Fatalf("not complete: %v %+v", results(sum), sum)
 	}
@@ -48,9 +48,9 @@ func TestDownloadBasic(t *testing.T) {
 func TestDownloadMissingSegment(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	a := newPosting("a.bin", 3, 10000, 3000)
-	serve(t, s, func(p posting.Posting, n int) bool { return n == 2 }, a)
+	serve(t, s, func(p poster.Posting, n int) bool { return n == 2 }, a)
 	r := newRun(t, server(s, "s1"))
-	sum := r.run(t, posting.NZB(a))
+	sum := r.run(t, poster.NZB(a))
 	if sum.Complete() {
 		t.Fatal("complete with a part missing")
 	}
@@ -86,7 +86,7 @@ func TestQuota(t *testing.T) {
 	c.Connections, c.Pipeline = 1, 1
 	r := newRun(t, c)
 	r.cfg.DailyQuota = 5000 // two parts of about 3.1 KB on the wire
-	sum := r.run(t, posting.NZB(p))
+	sum := r.run(t, poster.NZB(p))
 	if sum.Complete() || !strings.Contains(sum.Quota, "daily quota of 4.9 KiB reached") {
 		t.Fatalf("quota: %q, results %v", sum.Quota, results(sum))
 	}
@@ -101,7 +101,7 @@ func TestQuota(t *testing.T) {
 	again := func(quota tomlconf.Size) *Summary {
 		r2 := newRun(t, c)
 		r2.cfg.DownloadDir, r2.cfg.QueueDir, r2.cfg.DailyQuota = r.cfg.DownloadDir, r.cfg.QueueDir, quota
-		return r2.run(t, posting.NZB(p))
+		return r2.run(t, poster.NZB(p))
 	}
 	if sum := again(5000); sum.Quota == "" || s.Count("BODY") != 2 {
 		t.Fatalf("rerun with the quota used up: quota %q, BODY %d", sum.Quota, s.Count("BODY"))
@@ -128,9 +128,9 @@ func TestRerunIncompleteJob(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	a := newPosting("done.bin", 70, 6000, 3000)
 	b := newPosting("hole.bin", 71, 9000, 3000)
-	serve(t, s, func(p posting.Posting, n int) bool { return p.Name == "hole.bin" && n == 2 }, a, b)
+	serve(t, s, func(p poster.Posting, n int) bool { return p.Name == "hole.bin" && n == 2 }, a, b)
 	r := newRun(t, server(s, "s1"))
-	if sum := r.run(t, posting.NZB(a, b)); sum.Complete() {
+	if sum := r.run(t, poster.NZB(a, b)); sum.Complete() {
 		t.Fatal("complete with a part missing")
 	}
 	if err := s.AddArticle(nntptest.Article{MessageID: b.MessageID(2), Raw: b.Article(2)}); err != nil {
@@ -139,7 +139,7 @@ func TestRerunIncompleteJob(t *testing.T) {
 	before := len(s.Commands())
 	r2 := newRun(t, server(s, "s1"))
 	r2.cfg.DownloadDir, r2.cfg.QueueDir = r.cfg.DownloadDir, r.cfg.QueueDir
-	sum := r2.run(t, posting.NZB(a, b))
+	sum := r2.run(t, poster.NZB(a, b))
 	if diff := cmp.Diff([]string{"done.bin complete", "hole.bin complete"}, results(sum)); diff != "" {
 		t.Fatalf("results (-want +got):\n%s", diff)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
@@ -22,13 +22,13 @@ import (
 const testGroup = "alt.binaries.newsflow"
 
 // posting returns a posting of size bytes in parts of partSize.
-func newPosting(name string, seed uint64, size, partSize int) posting.Posting {
-	return posting.Posting{Name: name, Data: posting.RandomData(seed, size), PartSize: partSize, Group: testGroup,
+func newPosting(name string, seed uint64, size, partSize int) poster.Posting {
+	return poster.Posting{Name: name, Data: poster.RandomData(seed, size), PartSize: partSize, Group: testGroup,
 		IDPrefix: fmt.Sprintf("%s-%d", strings.ReplaceAll(name, ".", "-"), seed)}
 }
 
 // serve puts the postings' parts on s, except those skip names.
-func serve(t *testing.T, s *nntptest.Server, skip func(p posting.Posting, n int) bool, ps ...posting.Posting) {
+func serve(t *testing.T, s *nntptest.Server, skip func(p poster.Posting, n int) bool, ps ...poster.Posting) {
 	t.Helper()
 	s.AddGroup(nntptest.Group{Name: testGroup})
 	for _, p := range ps {

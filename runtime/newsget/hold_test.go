@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // TestHoldRecovery: with Job.HoldRecovery the NZB's recovery volumes are
@@ -22,7 +22,7 @@ func TestHoldRecovery(t *testing.T) {
 	vol := newPosting("data.vol0+2.par2", 3, 2500, 1000)
 	serve(t, s, nil, data, index, vol)
 	r := newRun(t, server(s, "a"))
-	sum := downloadHeld(t, r, posting.NZB(data, index, vol))
+	sum := downloadHeld(t, r, poster.NZB(data, index, vol))
 	if !sum.Complete() {
 		t.Fatalf("not complete: %v", results(sum))
 	}
@@ -71,7 +71,7 @@ func TestHoldNeedsIndex(t *testing.T) {
 	vol := newPosting("data.vol0+1.par2", 3, 1500, 1000)
 	serve(t, s, nil, data, vol)
 	r := newRun(t, server(s, "a"))
-	sum := downloadHeld(t, r, posting.NZB(data, vol))
+	sum := downloadHeld(t, r, poster.NZB(data, vol))
 	if d := cmp.Diff([]string{"data.bin complete", "data.vol0+1.par2 complete"}, results(sum)); d != "" {
 		t.Errorf("results (-want +got):\n%s", d)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 func TestSanitizeName(t *testing.T) {
@@ -95,7 +95,7 @@ func hostileNZB(files string) []byte {
 func TestHostileNZB(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	names := []string{"../../escape.bin", "/etc/passwd", "ctl\x1b[2Jname.bin", strings.Repeat("L", 400) + ".bin"}
-	var ps []posting.Posting
+	var ps []poster.Posting
 	for i, n := range names {
 		p := newPosting(fmt.Sprintf("f%d", i), uint64(20+i), 2000, 1500)
 		p.Name = n // yEnc name= and subject both carry it
@@ -114,7 +114,7 @@ func TestHostileNZB(t *testing.T) {
 <!DOCTYPE nzb [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>
 <nzb><file subject="&c;"><segments><segment number="1">x@y</segment></segments></file></nzb>`)
 	nul := hostileNZB(`<file subject="nul&#0;name"><segments><segment number="1">x@y</segment></segments></file>`)
-	sum := r.run(t, posting.NZB(ps...), laughs, nul, hostileNZB(many.String()))
+	sum := r.run(t, poster.NZB(ps...), laughs, nul, hostileNZB(many.String()))
 
 	// The three hostile documents are refused, each with its reason.
 	wantErrs := []string{"job2.nzb: nzb:", "job3.nzb: nzb:", "job4.nzb: nzb: more than 50 segments"}
@@ -170,7 +170,7 @@ func TestNoOverwrite(t *testing.T) {
 	if err := os.WriteFile(mine, []byte("my own file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sum := r.run(t, posting.NZB(p))
+	sum := r.run(t, poster.NZB(p))
 	if sum.Complete() || len(sum.Files) != 1 || !strings.Contains(sum.Files[0].Err, "not overwritten (use -overwrite)") {
 		t.Fatalf("want a refusal: %+v", sum.Files)
 	}
@@ -183,7 +183,7 @@ func TestNoOverwrite(t *testing.T) {
 	r2 := newRun(t, server(s, "s1"))
 	r2.cfg.DownloadDir, r2.cfg.QueueDir = r.cfg.DownloadDir, r.cfg.QueueDir
 	r2.opts.Overwrite = true
-	if sum := r2.run(t, posting.NZB(p)); !sum.Complete() {
+	if sum := r2.run(t, poster.NZB(p)); !sum.Complete() {
 		t.Fatalf("with Overwrite: %v", results(sum))
 	}
 	if b, _ := os.ReadFile(mine); digest(b) != digest(p.Data) {

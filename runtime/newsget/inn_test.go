@@ -14,12 +14,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // ihave posts the postings' parts to innd with IHAVE (RFC 3977 §6.3.2),
 // except those skip names.
-func ihave(t *testing.T, addr string, skip func(p posting.Posting, n int) bool, ps ...posting.Posting) {
+func ihave(t *testing.T, addr string, skip func(p poster.Posting, n int) bool, ps ...poster.Posting) {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -76,14 +76,14 @@ func TestINN(t *testing.T) {
 	srv := inntest.Start(t, inntest.Options{Reader: true, Groups: []inntest.Group{{Name: testGroup}}}) // skips without INN
 	whole := newPosting("whole.bin", 50, 5*4000+123, 4000)
 	holed := newPosting("holed.bin", 51, 4*4000, 4000)
-	ihave(t, srv.Addr(), func(p posting.Posting, n int) bool { return p.Name == "holed.bin" && n == 3 }, whole, holed)
+	ihave(t, srv.Addr(), func(p poster.Posting, n int) bool { return p.Name == "holed.bin" && n == 3 }, whole, holed)
 
 	for _, via := range []struct{ name, addr string }{{"nnrpd", srv.ReaderAddr()}, {"innd", srv.Addr()}} {
 		t.Run(via.name, func(t *testing.T) {
 			host, port, _ := net.SplitHostPort(via.addr)
 			pn, _ := strconv.Atoi(port)
 			r := newRun(t, ServerConfig{Name: via.name, Host: host, Port: pn, Connections: 2, JoinGroup: true})
-			sum := r.run(t, posting.NZB(whole, holed))
+			sum := r.run(t, poster.NZB(whole, holed))
 			want := []string{"holed.bin.part incomplete: missing segment 3 bytes 8000-11999 (4000 bytes)", "whole.bin complete"}
 			if diff := cmp.Diff(want, results(sum)); diff != "" {
 				t.Fatalf("results (-want +got):\n%s\n%s", diff, r.log.String())

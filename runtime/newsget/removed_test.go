@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // TestRemovedStaysRemoved: a file cleanup removed (MarkRemoved) counts as
@@ -18,7 +18,7 @@ func TestRemovedStaysRemoved(t *testing.T) {
 	a := newPosting("a.rar", 1, 3000, 1000)
 	serve(t, s, nil, a)
 	r := newRun(t, server(s, "a"))
-	nzb := posting.NZB(a)
+	nzb := poster.NZB(a)
 	if sum := r.run(t, nzb); !sum.Complete() {
 		t.Fatalf("first run: %v", results(sum))
 	}

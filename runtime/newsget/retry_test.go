@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
@@ -50,7 +50,7 @@ func level(l int) func(*ServerConfig) {
 }
 
 // badCRC is part n's body with a wrong pcrc32.
-func badCRC(p posting.Posting, n int) []byte {
+func badCRC(p poster.Posting, n int) []byte {
 	b := p.WireBody(n)
 	i := bytes.Index(b, []byte("pcrc32="))
 	out := append([]byte(nil), b...)
@@ -209,7 +209,7 @@ func TestRetryTable(t *testing.T) {
 				for _, n := range sp.lacks {
 					lacks[n] = true
 				}
-				serve(t, s, func(_ posting.Posting, n int) bool { return lacks[n] }, p)
+				serve(t, s, func(_ poster.Posting, n int) bool { return lacks[n] }, p)
 				if sp.body != nil {
 					s.SetHandler("BODY", bodyHandler(p, lacks, sp.body))
 				}
@@ -228,7 +228,7 @@ func TestRetryTable(t *testing.T) {
 			if tc.timeout > 0 {
 				r.cfg.ArticleTimeout = tomlconf.Duration(tc.timeout)
 			}
-			sum := r.run(t, posting.NZB(p))
+			sum := r.run(t, poster.NZB(p))
 			got := results(sum)
 			for i := range got {
 				if len(tc.want) == len(got) && strings.HasSuffix(tc.want[i], ": ") {
@@ -271,7 +271,7 @@ func TestRetryTable(t *testing.T) {
 // bodyHandler answers BODY for the posting's parts: 430 for lacking ones,
 // custom(n, attempt) when it returns bytes (the whole response after the
 // status line), the real body otherwise.
-func bodyHandler(p posting.Posting, lacks map[int]bool, custom func(n, attempt int) []byte) nntptest.Handler {
+func bodyHandler(p poster.Posting, lacks map[int]bool, custom func(n, attempt int) []byte) nntptest.Handler {
 	var mu sync.Mutex
 	attempts := map[int]int{}
 	return func(conn int, cmd proto.Command) []byte {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/handshake"
 	mreader "github.com/newsflow/newsflow/machine/reader"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/goroutine"
 )
 
@@ -131,7 +131,7 @@ func (s *Service) dial(ctx context.Context, useTLS bool) (net.Conn, error) {
 func (s *Service) setUp(ctx context.Context, nc net.Conn, mode handshake.TLSMode, transport string, log *slog.Logger) (*serverConn, error) {
 	gc := goroutine.New(nc, goroutine.Options{TLSConfig: s.cfg.tlsConfig(), Now: s.now})
 	hctx, cancel := context.WithTimeout(ctx, 4*s.opts.DialTimeout)
-	ready, left, err := drive.Handshake(hctx, gc, s.now(), handshake.Config{
+	ready, left, err := driver.Handshake(hctx, gc, s.now(), handshake.Config{
 		Reader: true, User: s.cfg.User, Pass: s.cfg.Pass, TLS: mode, StepTimeout: s.opts.DialTimeout,
 	})
 	cancel()

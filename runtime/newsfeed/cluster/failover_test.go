@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/newsflow/newsflow/runtime/testpeer/sink"
+	"github.com/newsflow/newsflow/runtime/testpeer/nullpeer"
 )
 
 // envNATSChild makes the test binary one NATS server of an Embedded
@@ -157,7 +157,7 @@ func (pc *procCluster) kill(i int) {
 // heartbeats (issue #10: "the cluster goes on").
 func TestFeedOverConsumerLeaderDeath(t *testing.T) {
 	pc := startProcCluster(t, 3)
-	sk, err := sink.Listen("127.0.0.1:0", sink.Options{RecordIDs: true})
+	sk, err := nullpeer.Listen("127.0.0.1:0", nullpeer.Options{RecordIDs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestFeedOverConsumerLeaderDeath(t *testing.T) {
 }
 
 // waitDistinct waits up to d until the sink has n different message-ids.
-func waitDistinct(ctx context.Context, sk *sink.Sink, n int, d time.Duration) error {
+func waitDistinct(ctx context.Context, sk *nullpeer.Sink, n int, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	for {

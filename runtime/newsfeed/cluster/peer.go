@@ -20,7 +20,7 @@ import (
 	"github.com/newsflow/newsflow/machine/feed"
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/proto"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/goroutine"
 	"github.com/newsflow/newsflow/runtime/newsfeed"
 )
@@ -318,7 +318,7 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 	// One deadline for the dial, TLS and the NNTP handshake.
 	dctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout.D())
 	defer cancel()
-	nc, err := drive.Dial(dctx, p.addr, cfg.ConnectTimeout.D(), implicit)
+	nc, err := driver.Dial(dctx, p.addr, cfg.ConnectTimeout.D(), implicit)
 	if err != nil {
 		return false, err
 	}

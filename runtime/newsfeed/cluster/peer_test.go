@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/newsflow/newsflow/runtime/newsfeed"
-	"github.com/newsflow/newsflow/runtime/testpeer/sink"
+	"github.com/newsflow/newsflow/runtime/testpeer/nullpeer"
 )
 
 // holdProxy forwards TCP connections to a NATS server on loopback. While
@@ -128,7 +128,7 @@ func TestFeedNotCutOff(t *testing.T) {
 	}
 	defer e.Shutdown()
 	px := startHoldProxy(t, strings.TrimPrefix(e.URLs()[0], "nats://"))
-	sk, err := sink.Listen("127.0.0.1:0", sink.Options{RecordIDs: true})
+	sk, err := nullpeer.Listen("127.0.0.1:0", nullpeer.Options{RecordIDs: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,12 @@
 //  1. An incomplete file (NAME.part, its missing ranges zero) is moved to
 //     NAME for the time of the repair, so that verify counts only its
 //     damaged slices; the move is undone if the job fails.
-//  2. Verify (runtime/newsget/par2) with the yEnc part CRCs of the
+//  2. Verify (runtime/newsget/parity) with the yEnc part CRCs of the
 //     download (FileResult.Parts) as Options.Known: a clean file is
 //     confirmed by CRC-32 combine without being read. Files found under
 //     other names (obfuscated posts) are renamed to the set's names.
 //  3. When slices are missing and the set's recovery blocks on disk are
-//     too few, machine/postproc.Choose picks the held volumes of the set
+//     too few, machine/volumes.Choose picks the held volumes of the set
 //     that bring the blocks short for the fewest bytes; Fetch downloads
 //     them with the same servers, as a job of their own. A volume that
 //     arrives incomplete brings nothing; another round chooses among the
@@ -45,11 +45,11 @@ import (
 	"slices"
 	"strings"
 
-	mpostproc "github.com/newsflow/newsflow/machine/postproc"
+	"github.com/newsflow/newsflow/machine/volumes"
 	"github.com/newsflow/newsflow/proto"
 	pproto "github.com/newsflow/newsflow/proto/par2"
 	"github.com/newsflow/newsflow/runtime/newsget"
-	"github.com/newsflow/newsflow/runtime/newsget/par2"
+	"github.com/newsflow/newsflow/runtime/newsget/parity"
 	"github.com/newsflow/newsflow/runtime/newsget/unpack"
 )
 
@@ -199,7 +199,7 @@ func (r *run) run(ctx context.Context) error {
 		for _, p := range f.Parts {
 			known[name] = append(known[name], pproto.RangeCRC{Offset: p.Offset, Length: p.Size, CRC32: p.CRC32})
 		}
-		if p, ok := mpostproc.ParsePar2Name(name); ok && p.Index && f.Complete {
+		if p, ok := volumes.ParsePar2Name(name); ok && p.Index && f.Complete {
 			sets = append(sets, name)
 		}
 	}
@@ -280,11 +280,11 @@ func (r *run) run(ctx context.Context) error {
 // found under when verify renamed them.
 func (r *run) set(ctx context.Context, idx string, known map[string][]pproto.RangeCRC) ([]string, error) {
 	path := filepath.Join(r.job.Dir, idx)
-	s, err := par2.Open(ctx, path)
+	s, err := parity.Open(ctx, path)
 	if err != nil {
 		return nil, &unreadableError{err}
 	}
-	po := par2.Options{Known: known, Workers: r.o.Workers}
+	po := parity.Options{Known: known, Workers: r.o.Workers}
 	rep, err := s.Verify(ctx, po)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", idx, err)
@@ -320,27 +320,27 @@ func (r *run) set(ctx context.Context, idx string, known map[string][]pproto.Ran
 	if rep.Whole() {
 		return names, nil
 	}
-	base, _ := mpostproc.ParsePar2Name(idx)
+	base, _ := volumes.ParsePar2Name(idx)
 	tried := map[string]bool{}
 	for round := 0; len(rep.Missing) > len(s.Recovery); round++ {
 		short := len(rep.Missing) - len(s.Recovery)
-		var cands []mpostproc.Volume
+		var cands []volumes.Volume
 		byName := map[string]*newsget.FileResult{}
 		for _, h := range r.held {
-			p, ok := mpostproc.ParsePar2Name(h.Name)
+			p, ok := volumes.ParsePar2Name(h.Name)
 			if !ok || p.Index || !strings.EqualFold(p.Base, base.Base) || tried[h.Name] || h.Source == nil {
 				continue
 			}
 			if _, err := os.Lstat(filepath.Join(r.job.Dir, h.Name)); err == nil {
 				continue // on disk already, so read by Open: its blocks are counted
 			}
-			cands = append(cands, mpostproc.Volume{Name: h.Name, Blocks: p.Blocks, Size: h.Source.Bytes()})
+			cands = append(cands, volumes.Volume{Name: h.Name, Blocks: p.Blocks, Size: h.Source.Bytes()})
 			byName[h.Name] = h
 		}
 		if r.o.Fetch == nil || round >= maxRounds {
 			cands = nil
 		}
-		choice, err := mpostproc.Choose(short, cands)
+		choice, err := volumes.Choose(short, cands)
 		if err != nil {
 			return nil, fmt.Errorf("repair of %s impossible: %d slices to rebuild, %d recovery blocks on disk, %d more in the held volumes: %d short",
 				idx, len(rep.Missing), len(s.Recovery), blocksOf(cands), short-blocksOf(cands))
@@ -348,7 +348,7 @@ func (r *run) set(ctx context.Context, idx string, known map[string][]pproto.Ran
 		if err := r.fetch(ctx, choice, byName, tried); err != nil {
 			return nil, err
 		}
-		if s, err = par2.Open(ctx, path); err != nil {
+		if s, err = parity.Open(ctx, path); err != nil {
 			return nil, fmt.Errorf("verify: %w", err)
 		}
 	}
@@ -374,7 +374,7 @@ func (r *run) set(ctx context.Context, idx string, known map[string][]pproto.Ran
 
 // fetch downloads the chosen volumes as one job of their own (a new NZB
 // of their entries) and records what arrived.
-func (r *run) fetch(ctx context.Context, choice []mpostproc.Volume, byName map[string]*newsget.FileResult, tried map[string]bool) error {
+func (r *run) fetch(ctx context.Context, choice []volumes.Volume, byName map[string]*newsget.FileResult, tried map[string]bool) error {
 	n := &proto.NZB{}
 	for _, v := range choice {
 		tried[v.Name] = true
@@ -441,7 +441,7 @@ func (r *run) undo() {
 	r.moved = map[string]string{}
 }
 
-func blocksOf(vs []mpostproc.Volume) int {
+func blocksOf(vs []volumes.Volume) int {
 	n := 0
 	for _, v := range vs {
 		n += v.Blocks

@@ -15,10 +15,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/newsget"
-	"github.com/newsflow/newsflow/runtime/newsget/par2"
+	"github.com/newsflow/newsflow/runtime/newsget/parity"
 	"github.com/newsflow/newsflow/runtime/newsget/serve"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
@@ -37,7 +37,7 @@ type fixture struct {
 	srv      *nntptest.Server
 	src      string            // where the originals are
 	orig     map[string][]byte // data file name -> contents
-	posts    []posting.Posting
+	posts    []poster.Posting
 	cfg      newsget.Config
 	log      bytes.Buffer
 	fetchLog []string // names of the jobs Fetch ran
@@ -57,7 +57,7 @@ func newFixture(t *testing.T, data map[string][]byte, recovery int, postName fun
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	set, err := par2.Create(context.Background(), f.src, "set", names, sliceSize, recovery, par2.Options{})
+	set, err := parity.Create(context.Background(), f.src, "set", names, sliceSize, recovery, parity.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func newFixture(t *testing.T, data map[string][]byte, recovery int, postName fun
 		if postName != nil {
 			pn = postName(n)
 		}
-		p := posting.Posting{Name: pn, Data: b, PartSize: partSize, Group: testGroup, IDPrefix: fmt.Sprintf("f%d", i)}
+		p := poster.Posting{Name: pn, Data: b, PartSize: partSize, Group: testGroup, IDPrefix: fmt.Sprintf("f%d", i)}
 		f.posts = append(f.posts, p)
 		for k := 1; k <= p.Parts(); k++ {
 			if skip != nil && skip(n, k) {
@@ -124,7 +124,7 @@ func (f *fixture) run(unpack bool) (*newsget.Summary, *Result) {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sum, err := f.download(ctx, f.cfg.DownloadDir, newsget.Job{Name: "job.nzb", NZB: posting.NZB(f.posts...), HoldRecovery: true})
+	sum, err := f.download(ctx, f.cfg.DownloadDir, newsget.Job{Name: "job.nzb", NZB: poster.NZB(f.posts...), HoldRecovery: true})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func (f *fixture) wantOriginals() {
 }
 
 func twoFiles() map[string][]byte {
-	return map[string][]byte{"a.bin": posting.RandomData(1, 9000), "b.bin": posting.RandomData(2, 6500)}
+	return map[string][]byte{"a.bin": poster.RandomData(1, 9000), "b.bin": poster.RandomData(2, 6500)}
 }
 
 // TestCleanDownload: a clean download fetches no recovery volume (no BODY
@@ -316,7 +316,7 @@ func TestObfuscatedRepaired(t *testing.T) {
 		}
 		return map[string]string{"a.bin": "x83f1c0", "b.bin": "q07ab2e"}[n]
 	}
-	data := map[string][]byte{"a.bin": posting.RandomData(1, 20000), "b.bin": posting.RandomData(2, 6500)}
+	data := map[string][]byte{"a.bin": poster.RandomData(1, 20000), "b.bin": poster.RandomData(2, 6500)}
 	// Part 10 of a.bin: bytes 18000-19999, past its first 16 KiB.
 	f := newFixture(t, data, 4, obf, func(name string, part int) bool { return name == "a.bin" && part == 10 })
 	_, res := f.run(false)
@@ -347,7 +347,7 @@ func TestRepairThenUnpack(t *testing.T) {
 		t.Skip("7zz, 7z or 7za (Debian package 7zip) not installed: apt-get install 7zip")
 	}
 	work := t.TempDir()
-	content := posting.RandomData(7, 20000)
+	content := poster.RandomData(7, 20000)
 	if err := os.WriteFile(filepath.Join(work, "movie.mkv"), content, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func TestProcessor(t *testing.T) {
 			f := newFixture(t, twoFiles(), 4, nil, func(name string, part int) bool { return name == "a.bin" && part <= tc.lost })
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			sum, err := f.download(ctx, f.cfg.DownloadDir, newsget.Job{Name: "job.nzb", NZB: posting.NZB(f.posts...), HoldRecovery: true})
+			sum, err := f.download(ctx, f.cfg.DownloadDir, newsget.Job{Name: "job.nzb", NZB: poster.NZB(f.posts...), HoldRecovery: true})
 			if err != nil {
 				t.Fatal(err)
 			}

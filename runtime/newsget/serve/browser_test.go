@@ -14,7 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // headless starts Debian's chromium with a fresh profile, or skips.
@@ -101,7 +101,7 @@ func TestBrowserPage(t *testing.T) {
 	for _, p := range []struct {
 		name string
 		data []byte
-	}{{"Alpha.nzb", posting.NZB(a)}, {"Beta.nzb", posting.NZB(b)}} {
+	}{{"Alpha.nzb", poster.NZB(a)}, {"Beta.nzb", poster.NZB(b)}} {
 		os.WriteFile(filepath.Join(dir, p.name), p.data, 0o644)
 	}
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // TestCompleteDirOtherFS: complete_dir on another file system than the
@@ -31,7 +31,7 @@ func TestCompleteDirOtherFS(t *testing.T) {
 	serveArticles(t, s, nil, p)
 	td := startDaemon(t, dir, s, func(c *newsget.Config) { c.Serve.CompleteDir = other })
 	defer td.stop()
-	id := td.addFile(t, posting.NZB(p), "Far.nzb", "tv", "")["nzo_ids"].([]any)[0].(string)
+	id := td.addFile(t, poster.NZB(p), "Far.nzb", "tv", "")["nzo_ids"].([]any)[0].(string)
 	h := td.waitHistory(t, id)
 	if h["status"] != "Completed" || h["storage"] != filepath.Join(other, "tv", "Far") {
 		t.Fatalf("history = %v", h)

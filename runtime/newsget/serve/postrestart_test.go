@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // ppFunc is a PostProcessor made of a function.
@@ -47,7 +47,7 @@ func TestStopDuringPostProcess(t *testing.T) {
 			return PostResult{Status: Failed, Reason: "stopped"}
 		})
 	})
-	id := td.addFile(t, posting.NZB(p), "Film.nzb", "movies", "")["nzo_ids"].([]any)[0].(string)
+	id := td.addFile(t, poster.NZB(p), "Film.nzb", "movies", "")["nzo_ids"].([]any)[0].(string)
 	first := <-entered
 	q := td.api(t, "mode", "queue")["queue"].(map[string]any)["slots"].([]any)
 	if len(q) != 1 || q[0].(map[string]any)["status"] != "Verifying" || q[0].(map[string]any)["mbleft"] != "0.00" {
@@ -106,7 +106,7 @@ func TestDeleteDuringPostProcess(t *testing.T) {
 			return PostResult{Status: Failed, Reason: "cancelled"}
 		})
 	})
-	id := td.addFile(t, posting.NZB(p), "Gone.nzb", "", "")["nzo_ids"].([]any)[0].(string)
+	id := td.addFile(t, poster.NZB(p), "Gone.nzb", "", "")["nzo_ids"].([]any)[0].(string)
 	jobDir := <-entered
 	if got := td.api(t, "mode", "queue", "name", "delete", "value", id); got["status"] != true {
 		t.Fatalf("delete = %v", got)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // TestRetry: a job fails because an article is missing; once the server
@@ -22,10 +22,10 @@ func TestRetry(t *testing.T) {
 	// job downloads everything else before it fails (no fail-fast).
 	p := newPosting("Late.part01.rar", 31, 100_000, 10_000)
 	vol := newPosting("Late.vol00+04.par2", 32, 40_000, 10_000)
-	serveArticles(t, s, func(q posting.Posting, n int) bool { return q.Name == p.Name && n == 4 }, p, vol)
+	serveArticles(t, s, func(q poster.Posting, n int) bool { return q.Name == p.Name && n == 4 }, p, vol)
 	td := startDaemon(t, t.TempDir(), s, nil)
 	defer td.stop()
-	id := td.addFile(t, posting.NZB(vol, p), "Late.nzb", "tv", "")["nzo_ids"].([]any)[0].(string)
+	id := td.addFile(t, poster.NZB(vol, p), "Late.nzb", "tv", "")["nzo_ids"].([]any)[0].(string)
 	if h := td.waitHistory(t, id); h["status"] != "Failed" {
 		t.Fatalf("history = %v, want Failed", h)
 	}

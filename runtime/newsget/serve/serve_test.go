@@ -22,7 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
@@ -30,13 +30,13 @@ const testGroup = "alt.binaries.newsflow"
 
 const testKey = "0123456789abcdef"
 
-func newPosting(name string, seed uint64, size, partSize int) posting.Posting {
-	return posting.Posting{Name: name, Data: posting.RandomData(seed, size), PartSize: partSize, Group: testGroup,
+func newPosting(name string, seed uint64, size, partSize int) poster.Posting {
+	return poster.Posting{Name: name, Data: poster.RandomData(seed, size), PartSize: partSize, Group: testGroup,
 		IDPrefix: fmt.Sprintf("%s-%d", strings.ReplaceAll(name, ".", "-"), seed)}
 }
 
 // serveArticles puts the postings' parts on s, except those skip names.
-func serveArticles(t *testing.T, s *nntptest.Server, skip func(p posting.Posting, n int) bool, ps ...posting.Posting) {
+func serveArticles(t *testing.T, s *nntptest.Server, skip func(p poster.Posting, n int) bool, ps ...poster.Posting) {
 	t.Helper()
 	s.AddGroup(nntptest.Group{Name: testGroup})
 	for _, p := range ps {
@@ -214,7 +214,7 @@ func TestSonarrSequence(t *testing.T) {
 		t.Errorf("fullstatus without completedir: %v", st)
 	}
 
-	add := td.addFile(t, posting.NZB(p), "Show.S01E01.nzb", "tv", "-100")
+	add := td.addFile(t, poster.NZB(p), "Show.S01E01.nzb", "tv", "-100")
 	if add["status"] != true || len(add["nzo_ids"].([]any)) != 1 {
 		t.Fatalf("addfile = %v", add)
 	}
@@ -305,7 +305,7 @@ func TestAddURL(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	p := newPosting("movie.mkv", 2, 100_000, 20_000)
 	serveArticles(t, s, nil, p)
-	nzb := posting.NZB(p)
+	nzb := poster.NZB(p)
 	release := make(chan struct{})
 	var slowHits atomic.Int32
 	indexer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -405,7 +405,7 @@ func TestWatchDir(t *testing.T) {
 	os.MkdirAll(filepath.Join(watch, "tv"), 0o755)
 	td := startDaemon(t, dir, s, func(c *newsget.Config) { c.Serve.WatchDir = watch })
 	defer td.stop()
-	if err := os.WriteFile(filepath.Join(watch, "tv", "Ep.nzb"), posting.NZB(p), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(watch, "tv", "Ep.nzb"), poster.NZB(p), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(watch, "bad.nzb"), []byte("<nzb"), 0o644)
@@ -433,10 +433,10 @@ func TestFailFast(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	data := newPosting("x.part01.rar", 4, 400_000, 10_000)
 	vol := newPosting("x.vol00+01.par2", 5, 10_000, 10_000)
-	serveArticles(t, s, func(p posting.Posting, n int) bool { return p.Name == data.Name && n%2 == 0 }, data, vol)
+	serveArticles(t, s, func(p poster.Posting, n int) bool { return p.Name == data.Name && n%2 == 0 }, data, vol)
 	td := startDaemon(t, t.TempDir(), s, nil)
 	defer td.stop()
-	add := td.addFile(t, posting.NZB(vol, data), "x.nzb", "", "")
+	add := td.addFile(t, poster.NZB(vol, data), "x.nzb", "", "")
 	h := td.waitHistory(t, add["nzo_ids"].([]any)[0].(string))
 	if h["status"] != "Failed" || !strings.HasPrefix(h["fail_message"].(string), "too many articles missing: repair needs at least 2 PAR2 blocks, at most 1 are available") {
 		t.Errorf("history = %v", h)
@@ -451,10 +451,10 @@ func TestDuplicateAndRestart(t *testing.T) {
 	serveArticles(t, s, nil, p)
 	dir := t.TempDir()
 	td := startDaemon(t, dir, s, nil)
-	first := td.addFile(t, posting.NZB(p), "Dup.nzb", "tv", "")["nzo_ids"].([]any)[0].(string)
+	first := td.addFile(t, poster.NZB(p), "Dup.nzb", "tv", "")["nzo_ids"].([]any)[0].(string)
 	td.waitHistory(t, first)
 	td.api(t, "mode", "pause")
-	second := td.addFile(t, posting.NZB(p), "Other.Name.nzb", "tv", "")["nzo_ids"].([]any)[0].(string)
+	second := td.addFile(t, poster.NZB(p), "Other.Name.nzb", "tv", "")["nzo_ids"].([]any)[0].(string)
 	slots := func(td *testDaemon) []string {
 		var out []string
 		for _, s := range td.api(t, "mode", "queue")["queue"].(map[string]any)["slots"].([]any) {

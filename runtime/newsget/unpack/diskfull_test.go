@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/newsflow/newsflow/runtime/testpeer/posting"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // TestDiskFull unpacks into a 1 MiB tmpfs that holds the archive but not
@@ -30,7 +30,7 @@ func TestDiskFull(t *testing.T) {
 	zw := zip.NewWriter(&b)
 	for _, name := range []string{"one.bin", "two.bin"} {
 		w, _ := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
-		w.Write(posting.RandomData(uint64(len(name)), 300<<10))
+		w.Write(poster.RandomData(uint64(len(name)), 300<<10))
 	}
 	zw.Close()
 	writeFiles(t, dir, map[string][]byte{"x.zip": b.Bytes(), "x.par2": []byte("p")})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/newsflow/newsflow/runtime/testpeer/sink"
+	"github.com/newsflow/newsflow/runtime/testpeer/nullpeer"
 )
 
 // TestStartInstanceInnfeed: an instance started outside a test's
@@ -38,9 +38,9 @@ func TestStartInstanceInnfeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var peers []InnfeedPeer
-	var sinks []*sink.Sink
+	var sinks []*nullpeer.Sink
 	for _, name := range []string{"one", "two"} {
-		s, err := sink.Listen("127.0.0.1:0", sink.Options{RecordIDs: true})
+		s, err := nullpeer.Listen("127.0.0.1:0", nullpeer.Options{RecordIDs: true})
 		if err != nil {
 			t.Fatal(err)
 		}

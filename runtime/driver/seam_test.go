@@ -1,6 +1,6 @@
 //go:build linux
 
-package drive_test
+package driver_test
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/newsflow/newsflow/machine/handshake"
-	"github.com/newsflow/newsflow/runtime/drive"
+	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/epoll"
 	"github.com/newsflow/newsflow/runtime/goroutine"
 )
@@ -25,9 +25,9 @@ import (
 // drivers dial addr with each driver.
 var drivers = []struct {
 	name string
-	dial func(t *testing.T, addr string) drive.Driver
+	dial func(t *testing.T, addr string) driver.Driver
 }{
-	{"goroutine", func(t *testing.T, addr string) drive.Driver {
+	{"goroutine", func(t *testing.T, addr string) driver.Driver {
 		nc, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -36,7 +36,7 @@ var drivers = []struct {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}},
-	{"epoll", func(t *testing.T, addr string) drive.Driver {
+	{"epoll", func(t *testing.T, addr string) driver.Driver {
 		l, err := epoll.New(epoll.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -83,7 +83,7 @@ func TestHandshake(t *testing.T) {
 					r.ReadString('\n') // wait for the close
 				})
 				dr := d.dial(t, addr)
-				ready, left, err := drive.Handshake(context.Background(), dr, time.Now(), handshake.Config{})
+				ready, left, err := driver.Handshake(context.Background(), dr, time.Now(), handshake.Config{})
 				if err != nil {
 					t.Fatalf("Handshake: %v", err)
 				}
@@ -99,7 +99,7 @@ func TestHandshake(t *testing.T) {
 					c.Write([]byte("502 go away\r\n"))
 					r.ReadString('\n')
 				})
-				_, _, err := drive.Handshake(context.Background(), d.dial(t, addr), time.Now(), handshake.Config{})
+				_, _, err := driver.Handshake(context.Background(), d.dial(t, addr), time.Now(), handshake.Config{})
 				var f handshake.Failed
 				if !errors.As(err, &f) || f.Reason != handshake.ReasonUnavailable {
 					t.Errorf("Handshake = %v, want a handshake.Failed with reason %v", err, handshake.ReasonUnavailable)
@@ -109,7 +109,7 @@ func TestHandshake(t *testing.T) {
 				addr := peer(t, func(c net.Conn, r *bufio.Reader) { r.ReadString('\n') })
 				ctx, cancel := context.WithCancel(context.Background())
 				cancel()
-				_, _, err := drive.Handshake(ctx, d.dial(t, addr), time.Now(), handshake.Config{})
+				_, _, err := driver.Handshake(ctx, d.dial(t, addr), time.Now(), handshake.Config{})
 				if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "handshake: ") {
 					t.Errorf("Handshake = %v, want \"handshake: ...\" wrapping context.Canceled", err)
 				}
@@ -158,7 +158,7 @@ func TestMailbox(t *testing.T) {
 			})
 			dr := d.dial(t, addr)
 			m := &liner{}
-			var mb drive.Mailbox
+			var mb driver.Mailbox
 			mb.Put(m.Say("before attach"))
 			mb.Attach(dr)
 			woken := make(chan struct{}, 1)

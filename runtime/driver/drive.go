@@ -1,4 +1,4 @@
-// Package drive is the seam between newsflow's two drivers (runtime/goroutine
+// Package driver is the seam between newsflow's two drivers (runtime/goroutine
 // and runtime/epoll) and the program cores that use them (runtime/newsfeed,
 // runtime/newsget, runtime/newsweb). It holds what they share: the Driver
 // contract, ErrStop, the optional interfaces of a body source, the driving
@@ -47,7 +47,7 @@
 //  6. next input: an owner's function, else one read (unless m is
 //     machine.Pauser and Paused, or the read side ended; see MayRead), else
 //     Timeout at m's deadline; give it to m (Input for reads) and go to 1.
-package drive
+package driver
 
 import (
 	"context"

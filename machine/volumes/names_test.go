@@ -1,4 +1,4 @@
-package postproc
+package volumes
 
 import (
 	"strings"

@@ -1,7 +1,7 @@
-// Package posting cuts files into yEnc articles and an NZB, as a poster
+// Package poster cuts files into yEnc articles and an NZB, as a poster
 // would post them, so tests and newsbench can put files on a server
 // (nntptest, INN) and download them back.
-package posting
+package poster
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-// Package postproc holds the pure decisions newsget makes after a
+// Package volumes holds the pure decisions newsget makes after a
 // download: which PAR2 recovery volumes to fetch, and what a PAR2 file's
 // name says (names.go).
 //
@@ -10,7 +10,7 @@
 // block count (capped at need), since the volumes of a set are few and
 // need is at most 32768. Ties go to fewer volumes, then to the earlier
 // volumes in the order given. Nothing here reads a file or a clock.
-package postproc
+package volumes
 
 import (
 	"fmt"

@@ -1,9 +1,9 @@
-// Package par2 verifies and repairs downloaded files with their PAR 2.0
+// Package parity verifies and repairs downloaded files with their PAR 2.0
 // recovery set: it reads the volumes, hashes files on every core, rebuilds
 // missing slices with the Reed–Solomon code of proto/par2 and writes them
 // back. The formats and the maths are in proto/par2 and proto/gf16; this
 // package owns the files and the goroutines.
-package par2
+package parity
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-// Package sink is a fast NNTP peer that takes every article and keeps none:
+// Package nullpeer is a fast NNTP peer that takes every article and keeps none:
 // the receiving end of throughput measurements (newsbench feed), written so
 // that it is not the bottleneck of what it measures.
 //
@@ -27,7 +27,7 @@
 // and counted, but nothing is said until Release, so a measurement can let
 // a feeder connect and set itself up first and start the clock when every
 // connection is there.
-package sink
+package nullpeer
 
 import (
 	"bytes"

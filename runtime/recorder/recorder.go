@@ -1,8 +1,8 @@
-// Package record records live NNTP sessions as transcripts: a Recorder
+// Package recorder records live NNTP sessions as transcripts: a Recorder
 // wraps a net.Conn and writes what passes both ways in machine/transcript's
 // format, so a session with real INN can be kept in testdata and replayed
 // against a machine.
-package record
+package recorder
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package sink
+package nullpeer
 
 import (
 	"bufio"
@@ -277,7 +277,7 @@ func FuzzSink(f *testing.F) {
 // BenchmarkSink measures the connection loop alone (no socket): how fast
 // the sink takes a TAKETHIS stream of 2 KB and of 500 KB articles.
 //
-//	go test ./runtime/testpeer/sink/ -run '^$' -bench Sink
+//	go test ./runtime/testpeer/nullpeer/ -run '^$' -bench Sink
 func BenchmarkSink(b *testing.B) {
 	for _, tc := range []struct {
 		size int
