@@ -10,6 +10,8 @@
 //	newsfeed innd-channel [-config FILE]      innd's channel feed (newsfeeds Tc,Wnm*), in innfeed's place
 //	newsfeed ctl [-config FILE] VERB [PEER]   pause, resume, kick, flush a peer; reload
 //	newsfeed trace [-config FILE] MESSAGE-ID  where did an article go
+//	newsfeed config [-config FILE | -check FILE]
+//	                                          print the effective configuration, or check a file
 //
 // With no -config, newsfeed runs an embedded default: ingest on
 // 127.0.0.1:1119, the spool under $XDG_STATE_HOME/newsflow (or
@@ -61,6 +63,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return ctl(args[1:], stdout, stderr)
 		case "trace":
 			return trace(args[1:], stdout, stderr)
+		case "config":
+			return config(args[1:], stdout, stderr)
 		case "help", "-h", "-help", "--help":
 			usage(stderr)
 			return 0
@@ -80,6 +84,8 @@ func usage(w io.Writer) {
                                             innd's channel feed in innfeed's place (newsfeeds Tc,Wnm*)
   newsfeed ctl [-config FILE] pause PEER | resume PEER | kick PEER | flush PEER | reload
   newsfeed trace [-config FILE] [-json] MESSAGE-ID
+  newsfeed config [-config FILE]            print the effective configuration, every default filled in
+  newsfeed config -check FILE               report every mistake in FILE (FILE:LINE: KEY: ...)
 `)
 }
 

@@ -176,21 +176,85 @@ func LoadConfig(file string) (*Config, error) {
 }
 
 // ParseConfig parses TOML text, applies the defaults and checks every
-// value. Errors are *ConfigError values naming name, the line and the key.
+// value. Errors are *ConfigError values naming name, the line and the key,
+// one for every mistake in the text (joined): a value of the wrong type is
+// reported and left out, and the rest is still decoded and checked. Only a
+// syntax error stops at the first.
 func ParseConfig(name string, text []byte) (*Config, error) {
-	c := &Config{Source: name}
-	keys, err := tomlconf.Decode(name, text, c)
-	if err != nil {
-		return nil, err
+	var c *Config
+	var keys tomlconf.Keys
+	var decodeErrs []error
+	reported := map[string]bool{}
+	for tries := 0; ; tries++ {
+		c = &Config{Source: name}
+		k, err := tomlconf.Decode(name, text, c)
+		if err == nil {
+			keys = k
+			break
+		}
+		if k == nil {
+			if tries == 0 {
+				return nil, err
+			}
+			// Leaving out a wrong value broke the syntax (a value over
+			// several lines): report what was found.
+			return nil, errors.Join(decodeErrs...)
+		}
+		k.Number(err)
+		es := tomlconf.Errors(err)
+		for _, e := range es {
+			decodeErrs = append(decodeErrs, e)
+			reported[e.Key] = true
+		}
+		keys = k
+		if len(es) != 1 || es[0].Msg == "unknown key" || es[0].Line < 1 || tries >= 100 {
+			// Unknown keys are reported once the rest is decoded.
+			break
+		}
+		text = blankLine(text, es[0].Line)
 	}
 	c.keys = keys
+	errs := decodeErrs
 	if err := c.applyDefaults(); err != nil {
-		return nil, err
+		errs = append(errs, err)
+		reported["spool"] = true
 	}
-	if err := c.check(); err != nil {
-		return nil, err
+	for _, e := range tomlconf.Errors(c.check()) {
+		if !reported[e.Key] {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
+		sortByLine(errs)
+		return nil, errors.Join(errs...)
 	}
 	return c, nil
+}
+
+// blankLine returns text with its 1-based line emptied.
+func blankLine(text []byte, line int) []byte {
+	lines := strings.SplitAfter(string(text), "\n")
+	if line <= len(lines) {
+		nl := strings.HasSuffix(lines[line-1], "\n")
+		lines[line-1] = ""
+		if nl {
+			lines[line-1] = "\n"
+		}
+	}
+	return []byte(strings.Join(lines, ""))
+}
+
+// sortByLine orders mistakes as they appear in the file.
+func sortByLine(errs []error) {
+	slices.SortStableFunc(errs, func(a, b error) int {
+		var ea, eb *ConfigError
+		errors.As(a, &ea)
+		errors.As(b, &eb)
+		if ea == nil || eb == nil {
+			return 0
+		}
+		return ea.Line - eb.Line
+	})
 }
 
 // errAt returns a ConfigError for key, at its line when the file has it.
@@ -237,7 +301,9 @@ const (
 	DefaultWriteTimeout     = 2 * time.Minute
 )
 
-func (c *Config) applyDefaults() error {
+// applyDefaults fills in every key the text leaves out. It returns the
+// mistake of a missing spool after filling in the rest.
+func (c *Config) applyDefaults() (spoolErr error) {
 	if c.Listen == "" && !c.Has("listen") {
 		c.Listen = DefaultListen
 	}
@@ -245,11 +311,17 @@ func (c *Config) applyDefaults() error {
 		c.Allow = slices.Clone(DefaultAllow)
 	}
 	if c.Spool == "" && !c.Has("spool") {
-		d, err := StateDir()
-		if err != nil {
-			return err
+		// Only the embedded default picks a place; a file names its
+		// spool, so that a mistyped or forgotten key never starts a relay
+		// on an empty spool elsewhere.
+		if c.Source != EmbeddedSource {
+			spoolErr = &ConfigError{File: c.Source, Line: 1, Key: "spool",
+				Msg: `missing: set spool to the spool directory (e.g. spool = "/var/spool/newsflow"; its parent must exist)`}
+		} else if d, err := StateDir(); err != nil {
+			spoolErr = err
+		} else {
+			c.Spool = d
 		}
-		c.Spool = d
 	}
 	if c.PathHost == "" && !c.Has("pathhost") {
 		c.PathHost = defaultPathHost()
@@ -297,7 +369,7 @@ func (c *Config) applyDefaults() error {
 	if c.Cluster != nil {
 		c.Cluster.applyDefaults(c)
 	}
-	return nil
+	return spoolErr
 }
 
 // defaultPathHost is the host name when it is a valid path identity.
@@ -445,13 +517,7 @@ func (c *Config) check() error {
 	if c.Cluster != nil {
 		errs = append(errs, c.Cluster.check(c)...)
 	}
-	// Report mistakes in the order of the file.
-	slices.SortStableFunc(errs, func(a, b error) int {
-		var ea, eb *ConfigError
-		errors.As(a, &ea)
-		errors.As(b, &eb)
-		return ea.Line - eb.Line
-	})
+	sortByLine(errs)
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/newsflow/newsflow/runtime/newsfeed"
+)
+
+// fullConfig sets a key of every kind and every table.
+const fullConfig = `listen = "127.0.0.1:1119"
+spool = "/var/spool/newsflow"
+pathhost = "relay.example"
+admin = "127.0.0.1:1190"
+allow = ["127.0.0.0/8", "192.0.2.0/24"]
+max_article_size = "1000000"
+spool_max_bytes = "20G"
+article_log = "news"
+
+[[incoming]]
+name = "up"
+hosts = ["192.0.2.7"]
+
+[[peer]]
+name = "inn1"
+host = "inn1.example"
+groups = ["*", "!control.*"]
+max_size = 1048577
+tls = true
+tls_verify = false
+password = "a \"quoted\" \\ secret"
+username = "me"
+
+[[peer]]
+name = "sink"
+host = "127.0.0.1"
+port = 1120
+
+[cluster]
+nats = ["nats://10.0.0.1:4222"]
+node = "n1"
+`
+
+// TestConfigRoundTrip: what `newsfeed config` prints reads back to the
+// same configuration, for the embedded default and for a file that sets
+// every kind of key.
+func TestConfigRoundTrip(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	dir := t.TempDir()
+	file := filepath.Join(dir, "newsfeed.toml")
+	if err := os.WriteFile(file, []byte(fullConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"config"}, {"config", "-config", file}} {
+		var out, errb bytes.Buffer
+		if rc := Main(args, &out, &errb); rc != 0 {
+			t.Fatalf("%v: exit %d: %s", args, rc, errb.String())
+		}
+		name := ""
+		if len(args) > 1 {
+			name = args[2]
+		}
+		want, err := newsfeed.LoadConfig(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := newsfeed.ParseConfig("printed", out.Bytes())
+		if err != nil {
+			t.Fatalf("%v: the printed configuration does not read back: %v\n%s", args, err, out.String())
+		}
+		opts := cmp.Options{cmpopts.IgnoreUnexported(newsfeed.Config{}, newsfeed.IncomingConfig{}), cmpopts.IgnoreFields(newsfeed.Config{}, "Source")}
+		if d := cmp.Diff(want, got, opts); d != "" {
+			t.Errorf("%v: printed and read back differs (-file +printed):\n%s", args, d)
+		}
+	}
+}
+
+// TestConfigCheck: -check reports every mistake of a file, each at its
+// FILE:LINE and key, and exits 2; a good file exits 0.
+func TestConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("listen = 3\nspool = \"/s\"\nwindw = 3\n[[peer]]\nname = \"a\"\nhost = \"h\"\nwindow = \"x\"\nqueue_size = 1\nconnections = 0\n[[peer]]\nname = \"b\"\n"), 0o644)
+	var out, errb bytes.Buffer
+	if rc := Main([]string{"config", "-check", bad}, &out, &errb); rc != 2 {
+		t.Errorf("exit %d, want 2", rc)
+	}
+	want := []string{
+		bad + ":1: listen: wrong type of value",
+		bad + ":3: windw: unknown key",
+		bad + ":7: peer[1].window: wrong type of value",
+		bad + ":8: peer[1].queue_size: must be 16..1048576 (got 1)",
+		bad + ":9: peer[1].connections: must be 1..64 (got 0)",
+		bad + ":10: peer[2].host: missing: every peer needs a host",
+	}
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+	if len(lines) != len(want)+1 {
+		t.Fatalf("got %d lines, want %d mistakes and a summary:\n%s", len(lines), len(want), errb.String())
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d = %q, want it to start %q", i+1, lines[i], w)
+		}
+	}
+
+	nospool := filepath.Join(dir, "nospool.toml")
+	os.WriteFile(nospool, []byte("listen = \"127.0.0.1:1119\"\n"), 0o644)
+	errb.Reset()
+	if rc := Main([]string{"config", "-check", nospool}, &out, &errb); rc != 2 || !strings.HasPrefix(errb.String(), nospool+":1: spool: missing") {
+		t.Errorf("a file without spool: exit %d, %q", rc, errb.String())
+	}
+
+	good := filepath.Join(dir, "good.toml")
+	os.WriteFile(good, []byte(fullConfig), 0o644)
+	out.Reset()
+	errb.Reset()
+	if rc := Main([]string{"config", "-check", good}, &out, &errb); rc != 0 || errb.Len() != 0 {
+		t.Errorf("a good file: exit %d, stderr %q", rc, errb.String())
+	}
+}
