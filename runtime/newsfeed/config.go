@@ -283,7 +283,7 @@ func StateDir() (string, error) {
 // loopback only.
 var DefaultAllow = []string{"127.0.0.0/8", "::1"}
 
-// Defaults of the relay (see DefaultPeer for peers).
+// Defaults of the relay (PeerConfig.applyDefaults holds the peers').
 const (
 	DefaultListen         = "127.0.0.1:1119"
 	DefaultStatsInterval  = 60 * time.Second

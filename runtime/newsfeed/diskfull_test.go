@@ -138,8 +138,8 @@ func code(line string) string {
 
 // TestKill9WhileDiskFull: newsfeed killed while the disk was full leaves a
 // torn tail in its spool segment, and no space to copy it to quarantine
-// (issue 16, finding 7: "cannot start", exit 1, a supervisor would
-// crash-loop). It must start, feed its peers what it holds, refuse new
+// (refusing to start there would make a supervisor crash-loop). It must
+// start, feed its peers what it holds, refuse new
 // articles (431), and accept again, with the tail quarantined and cut,
 // once space returns.
 func TestKill9WhileDiskFull(t *testing.T) {

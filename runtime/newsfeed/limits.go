@@ -1,7 +1,6 @@
 package newsfeed
 
-// Ingest limits: what upstream connections may make the relay spend
-// (issue 16, finding 5).
+// Ingest limits: what upstream connections may make the relay spend.
 //
 //   - Connections: at most max_connections open, and at most
 //     max_connections_per_host from one address. A connection beyond them

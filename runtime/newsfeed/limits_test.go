@@ -11,10 +11,10 @@ import (
 	"github.com/newsflow/newsflow/proto"
 )
 
-// Tests of the ingest limits (issue 16, finding 5), each under both
-// runtimes. Each failed before the limits: every connection was greeted
-// 200, a feeder that stopped reading held its ids for ever, a drip never
-// ended, and buffered bytes grew with the number of connections.
+// Tests of the ingest limits, each under both runtimes. Without the
+// limits every connection is greeted 200, a feeder that stops reading
+// holds its ids for ever, a drip never
+// ends, and buffered bytes grow with the number of connections.
 
 // rawDial connects to the ingest listener and returns the connection and
 // its greeting.
