@@ -123,3 +123,37 @@ func TestConfigCheck(t *testing.T) {
 		t.Errorf("a good file: exit %d, stderr %q", rc, errb.String())
 	}
 }
+
+// TestWalkthroughConfigs: every ```toml block of the walkthrough
+// (README.md) passes `newsfeed config -check`.
+func TestWalkthroughConfigs(t *testing.T) {
+	text, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := 0
+	rest := string(text)
+	for {
+		_, after, ok := strings.Cut(rest, "\n```toml\n")
+		if !ok {
+			break
+		}
+		block, tail, ok := strings.Cut(after, "\n```\n")
+		if !ok {
+			t.Fatal("README.md: a ```toml block is not closed")
+		}
+		rest = tail
+		blocks++
+		file := filepath.Join(t.TempDir(), "walkthrough.toml")
+		if err := os.WriteFile(file, []byte(block+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		if rc := Main([]string{"config", "-check", file}, &out, &errb); rc != 0 {
+			t.Errorf("README.md toml block %d: exit %d:\n%s\n%s", blocks, rc, errb.String(), block)
+		}
+	}
+	if blocks < 3 {
+		t.Errorf("README.md has %d ```toml blocks; the walkthrough has at least 3", blocks)
+	}
+}
