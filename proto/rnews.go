@@ -71,7 +71,10 @@ func (r *RnewsReader) Offset() int64 { return r.off }
 func (r *RnewsReader) HeaderBytes() int64 { return r.headers }
 
 // Next returns the next article (a new slice the caller owns), or io.EOF
-// after the last. Errors: a line other than "#! rnews N" where an article
+// after the last. An article is returned only when the next "#! rnews N"
+// line, or the end of the batch, follows its N octets exactly. Errors: an
+// article whose N octets end anywhere else (a wrong N: the article is not
+// returned), a line other than "#! rnews N" where an article
 // must start (the octets there are quoted), N above the limit (wrapping
 // ErrRnewsTooLarge), and a batch that ends inside an article; in the last
 // case the partial article is returned with the error so it can be kept
@@ -120,6 +123,19 @@ func (r *RnewsReader) next() ([]byte, error) {
 		if err != nil {
 			return art, fmt.Errorf("rnews: offset %d: reading article: %w", start, err)
 		}
+	}
+	// A wrong N is caught here: the article must end exactly where the
+	// next "#! rnews" line (or the batch) begins. Otherwise its octets are
+	// a cut-off article or one with the next entry inside, and neither it
+	// nor anything after it can be trusted.
+	next, err := r.r.Peek(len(rnewsMagic))
+	switch {
+	case len(next) == 0 && err == io.EOF:
+	case bytes.Equal(next, rnewsMagic):
+	case len(next) < len(rnewsMagic) && err != io.EOF:
+		return nil, fmt.Errorf("rnews: offset %d: after article %d: %w", r.off, r.articles+1, err)
+	default:
+		return nil, fmt.Errorf("rnews: offset %d: article %d announced as %d octets does not end where the next \"#! rnews N\" line or the batch does (found %q at offset %d): the batch is refused from this article on", start, r.articles+1, n, clip(next), r.off)
 	}
 	r.articles++
 	return art, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -45,8 +46,13 @@ func TestRnewsReader(t *testing.T) {
 		{"empty article", "#! rnews 0\n#! rnews 1\nx", 0, []string{"", "x"}, ""},
 		{"CRLF and extra blanks in the header line", "#! rnews  3 \r\nabc", 0, []string{"abc"}, ""},
 		{"not a batch", "Path: x\n\nbody\n", 0, nil, `offset 0: not an rnews batch where "#! rnews N" should start article 1: "Path: x\n\nbody\n"`},
-		{"garbage between articles", "#! rnews 3\nabc\n#! rnews 1\nx", 0, []string{"abc"}, `offset 14: garbage where "#! rnews N" should start article 2: "\n#! rnews 1\nx"`},
-		{"trailing newline is garbage too", "#! rnews 3\nabc\n", 0, []string{"abc"}, "offset 14: garbage"},
+		{"garbage between articles", "#! rnews 3\nabc\n#! rnews 1\nx", 0, nil, `offset 0: article 1 announced as 3 octets does not end where the next "#! rnews N" line or the batch does (found "\n#! rnews" at offset 14)`},
+		{"trailing newline is garbage too", "#! rnews 3\nabc\n", 0, nil, `offset 0: article 1 announced as 3 octets does not end where`},
+		{"length too large takes in the next entry", string(AppendRnews(nil, []byte(rnewsArt1))) + "#! rnews 10\n" + rnewsArt1 + "#! rnews 5\nabcde",
+			0, []string{rnewsArt1}, "article 2 announced as 10 octets does not end where"},
+		{"length too large runs past the next header", "#! rnews 3\nabc#! rnews 20\n" + rnewsArt2 + "#! rnews 1\nx", 0, []string{"abc"}, "article 2 announced as 20 octets"},
+		{"length too small cuts the article", "#! rnews 3\nabc#! rnews 8\n" + rnewsArt1 + "#! rnews 1\nx", 0, []string{"abc"}, "article 2 announced as 8 octets"},
+		{"length too large for the last article", "#! rnews 3\nabc#! rnews 20\nshort", 0, []string{"abc", "PARTIAL:short"}, "article 2 truncated"},
 		{"truncated article", "#! rnews 10\nabc", 0, []string{"PARTIAL:abc"}, "offset 0: article 1 truncated: 3 of 10 octets"},
 		{"too large", "#! rnews 3\nabc#! rnews 100\n" + strings.Repeat("x", 100), 50, []string{"abc"}, "offset 14: article of 100 octets, limit 50"},
 		{"bad size", "#! rnews 12x\nabc", 0, nil, `bad rnews line "#! rnews 12x": size is not a number`},
@@ -54,7 +60,7 @@ func TestRnewsReader(t *testing.T) {
 		{"missing size", "#! rnews \n", 0, nil, `want "#! rnews N"`},
 		{"two sizes", "#! rnews 1 2\nab", 0, nil, `want "#! rnews N"`},
 		{"header line never ends", "#! rnews " + strings.Repeat("1", 200), 0, nil, "line not ended by LF within 128 octets"},
-		{"header cut short at EOF", "#! rnews 1\nx#! rne", 0, []string{"x"}, "offset 12: garbage"},
+		{"header cut short at EOF", "#! rnews 1\nx#! rne", 0, nil, `article 1 announced as 1 octets does not end where the next "#! rnews N" line or the batch does (found "#! rne" at offset 12)`},
 		{"compressed", "#! cunbatch\n\x1f\x9d", 0, nil, "compressed batch (decompress it first)"},
 	}
 	for _, tc := range tests {
@@ -172,6 +178,29 @@ func FuzzRnews(f *testing.F) {
 			}
 		} else if total+r.HeaderBytes() > int64(len(in)) {
 			t.Fatalf("returned more than the input")
+		}
+		// Every article returned is followed, in the input, by the next
+		// "#! rnews " line or by the end: a wrong length never yields an
+		// article.
+		r = NewRnewsReader(bytes.NewReader(in), 1<<16)
+		for {
+			a, err := r.Next()
+			if err != nil {
+				break
+			}
+			if rest := in[r.Offset():]; len(rest) > 0 && !bytes.HasPrefix(rest, []byte("#! rnews ")) {
+				t.Fatalf("article %q returned, followed by %q", a, rest[:min(len(rest), 16)])
+			}
+		}
+		// One entry whose N is off by d (too small or too large) is never
+		// returned; when no '#' in the articles can fake the next header
+		// line, it is an error.
+		if d := int(reps%5) - 2; d != 0 && len(a1)+d >= 0 && !bytes.ContainsRune(a1, '#') && !bytes.ContainsRune(a2, '#') {
+			bad := append([]byte("#! rnews "+strconv.Itoa(len(a1)+d)+"\n"), a1...)
+			bad = AppendRnews(bad, a2)
+			if got, err := NewRnewsReader(bytes.NewReader(bad), 0).Next(); err == nil {
+				t.Fatalf("entry with N off by %d returned %q", d, got)
+			}
 		}
 		// Write then read returns the same articles.
 		var arts [][]byte

@@ -79,7 +79,9 @@ func ParseChannelLine(line []byte) (ChannelLine, error) {
 // Fetcher gets articles from INN's storage by token.
 type Fetcher interface {
 	// Fetch returns the articles (native form) it could retrieve, by
-	// Message-ID. An error means none could be fetched (sm would not run).
+	// Message-ID; an article INN no longer holds is simply absent. An
+	// error means the fetch itself failed (sm would not run, or ended
+	// without accounting for every token).
 	Fetch(ctx context.Context, tokens []string) (map[string][]byte, error)
 }
 
@@ -128,12 +130,27 @@ func (s SM) Fetch(ctx context.Context, tokens []string) (map[string][]byte, erro
 	switch {
 	case rerr != nil:
 		return arts, fmt.Errorf("sm -S output: %w (stderr: %s)", rerr, strings.TrimSpace(stderr.String()))
-	case len(arts) == 0 && werr != nil:
-		// sm exits 1 when any token fails; only with nothing at all is
-		// it an error of the run.
-		return nil, fmt.Errorf("sm: %w (stderr: %s)", werr, strings.TrimSpace(stderr.String()))
+	case werr != nil && len(arts)+smGone(stderr.Bytes()) < len(tokens):
+		// sm exits 1 when any token fails, saying so on standard error
+		// for each. Tokens neither returned nor reported gone mean sm
+		// itself failed (storage not opened, killed): an error of the
+		// run, and nothing is counted missing on its word.
+		return arts, fmt.Errorf("sm: %w (stderr: %s)", werr, strings.TrimSpace(stderr.String()))
 	}
 	return arts, nil
+}
+
+// smGone counts the tokens sm reports on standard error as gone
+// ("could not retrieve @...@": cancelled, expired or never stored) or as
+// no storage token at all.
+func smGone(stderr []byte) int {
+	n := 0
+	for _, l := range bytes.Split(stderr, []byte("\n")) {
+		if bytes.Contains(l, []byte("could not retrieve @")) || bytes.Contains(l, []byte("is not a storage token")) {
+			n++
+		}
+	}
+	return n
 }
 
 // ChannelResult counts what RunChannel did.
