@@ -18,6 +18,9 @@ package proto
 // never expands custom entities: encoding/xml in strict mode knows only the
 // five predefined ones and character references, and refuses any other
 // "&name;" (so "billion laughs" documents fail at the first reference).
+// It refuses elements nested deeper than MaxDepth at the first one, so a
+// document of millions of nested elements costs no more than its first
+// few (the decoder keeps a record of every open element).
 
 import (
 	"bytes"
@@ -39,6 +42,13 @@ type NZBLimits struct {
 	MaxBytes    int64 // size of the document; default 64 MiB
 	MaxFiles    int   // <file> elements; default 100,000
 	MaxSegments int   // <segment> elements over all files; default 1,000,000
+	// MaxDepth bounds how deeply elements nest; default 32 (an NZB's
+	// segments are at depth 4).
+	MaxDepth int
+	// MaxSegmentBytes bounds a segment's bytes=; default 256 MiB, more
+	// than any news server keeps in one article. A larger value refuses
+	// the document: summed, such sizes would wrap a job's size.
+	MaxSegmentBytes int64
 }
 
 // Defaults of NZBLimits.
@@ -46,6 +56,8 @@ const (
 	DefaultNZBMaxBytes    = 64 << 20
 	DefaultNZBMaxFiles    = 100_000
 	DefaultNZBMaxSegments = 1_000_000
+	DefaultNZBMaxDepth    = 32
+	DefaultNZBMaxSegBytes = 256 << 20
 )
 
 // maxNZBNotes bounds NZB.Notes.
@@ -247,6 +259,12 @@ func ParseNZB(r io.Reader, limits NZBLimits) (*NZB, error) {
 	if limits.MaxSegments <= 0 {
 		limits.MaxSegments = DefaultNZBMaxSegments
 	}
+	if limits.MaxDepth <= 0 {
+		limits.MaxDepth = DefaultNZBMaxDepth
+	}
+	if limits.MaxSegmentBytes <= 0 {
+		limits.MaxSegmentBytes = DefaultNZBMaxSegBytes
+	}
 	p := &nzbParser{limits: limits}
 	dec := xml.NewDecoder(&nzbLimitReader{r: r, left: limits.MaxBytes})
 	dec.Strict = true
@@ -274,6 +292,9 @@ func ParseNZB(r io.Reader, limits NZBLimits) (*NZB, error) {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			name := t.Name.Local
+			if len(path) >= limits.MaxDepth {
+				return nil, fmt.Errorf("nzb: elements nested deeper than %d (an NZB nests 4 deep): %w", limits.MaxDepth, ErrNZBLimit)
+			}
 			path = append(path, name)
 			text = text[:0]
 			switch {
@@ -351,7 +372,10 @@ func (p *nzbParser) startSegment(t xml.StartElement, file *NZBFile, seg *NZBSegm
 	}
 	*seg = NZBSegment{Number: n}
 	b := strings.TrimSpace(nzbAttr(t, "bytes"))
-	if v, err := strconv.ParseInt(b, 10, 64); err == nil && v >= 0 {
+	if v, err := strconv.ParseInt(b, 10, 64); (err == nil || errors.Is(err, strconv.ErrRange)) && v > p.limits.MaxSegmentBytes {
+		return fmt.Errorf("nzb: file %d (%q): segment %d of bytes=%s, larger than any article (%d): %w",
+			len(p.nzb.Files), file.Subject, n, b, p.limits.MaxSegmentBytes, ErrNZBLimit)
+	} else if err == nil && v >= 0 {
 		seg.Bytes = v
 	} else if b == "" {
 		p.note("file %d: segment %d has no bytes=", len(p.nzb.Files), n)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -104,6 +105,14 @@ func TestParseNZBShapes(t *testing.T) {
 			wantErr: `nzb: file 1 ("s"): segment 1: empty message-id`},
 		{name: "segment without number", doc: `<nzb>` + file(`<segment bytes="1">a@b</segment>`) + `</nzb>`,
 			wantErr: `nzb: file 1 ("s"): segment with bad number=""`},
+		{name: "nested 32 deep: accepted", doc: `<nzb>` + file(seg) + `<x>` + strings.Repeat("<a>", 30) + strings.Repeat("</a>", 30) + `</x></nzb>`},
+		{name: "nested 33 deep: refused", doc: `<nzb>` + file(seg) + strings.Repeat("<a>", 32) + strings.Repeat("</a>", 32) + `</nzb>`,
+			wantErr: "nzb: elements nested deeper than 32 (an NZB nests 4 deep): nzb: limit exceeded", limit: true},
+		{name: "segment of 256 MiB: accepted", doc: `<nzb>` + file(`<segment bytes="268435456" number="1">a@b</segment>`) + `</nzb>`},
+		{name: "segment larger than any article", doc: `<nzb>` + file(`<segment bytes="9223372036854775807" number="1">a@b</segment>`) + `</nzb>`,
+			wantErr: `nzb: file 1 ("s"): segment 1 of bytes=9223372036854775807, larger than any article (268435456): nzb: limit exceeded`, limit: true},
+		{name: "segment bytes beyond int64", doc: `<nzb>` + file(`<segment bytes="99999999999999999999" number="1">a@b</segment>`) + `</nzb>`,
+			wantErr: `nzb: file 1 ("s"): segment 1 of bytes=99999999999999999999, larger than any article (268435456): nzb: limit exceeded`, limit: true},
 		{name: "wrong root", doc: `<html><nzb/></html>`, wantErr: "nzb: root element is <html>, not <nzb>"},
 		{name: "empty document", doc: ``, wantErr: "nzb: no <nzb> element"},
 		{name: "unclosed element", doc: `<nzb><file>`, wantErr: "nzb: XML syntax error on line 1: unexpected EOF"},
@@ -171,18 +180,46 @@ func TestNZBRoundTrip(t *testing.T) {
 	nzbRoundTrip(t, &NZB{Meta: []NZBMeta{{"t\tab", "a\r\nb & <c> \"d\" 'e'"}}, Files: []NZBFile{{Subject: "x\ty", Segments: []NZBSegment{{Number: 1, MessageID: "<a&b@c>"}}}}})
 }
 
+// TestParseNZBDeepMemory: a document of a million nested elements is
+// refused at the first one too deep, allocating a small part of its own
+// size (the decoder keeps a record of every open element, so without the
+// depth limit it allocates many times the document).
+func TestParseNZBDeepMemory(t *testing.T) {
+	const depth = 1 << 20
+	doc := []byte("<nzb>" + strings.Repeat("<a>", depth) + strings.Repeat("</a>", depth) + "</nzb>")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := ParseNZB(bytes.NewReader(doc), NZBLimits{})
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrNZBLimit) || !strings.Contains(err.Error(), "nested deeper") {
+		t.Fatalf("error %v, want the depth limit", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(doc)) {
+		t.Errorf("parsing a %d-byte document allocated %d bytes; want at most its size", len(doc), alloc)
+	}
+}
+
 // FuzzNZB: ParseNZB never panics on any input, and for every document it
-// accepts, parse(AppendNZB(parse(doc))) == parse(doc).
+// accepts, no file's size is negative and
+// parse(AppendNZB(parse(doc))) == parse(doc).
 func FuzzNZB(f *testing.F) {
 	if doc, err := os.ReadFile(filepath.Join("testdata", "nzb", "real.nzb")); err == nil {
 		f.Add(doc)
 	}
 	f.Add([]byte(`<nzb><file subject="&quot;a.b&quot; yEnc (1/1)"><groups><group> g </group></groups><segments><segment number="2">x@y</segment><segment number="1" bytes="5">&lt;z@y&gt;</segment></segments></file></nzb>`))
 	f.Add([]byte(`<!DOCTYPE nzb [<!ENTITY lol "lol">]><nzb>&lol;</nzb>`))
+	f.Add([]byte(`<nzb><x><a><a><a><a><a><a><a><a></a></a></a></a></a></a></a></a></x></nzb>`))
+	f.Add([]byte(`<nzb><file subject="s"><segments><segment bytes="9223372036854775807" number="1">a@b</segment></segments></file></nzb>`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		n, err := ParseNZB(bytes.NewReader(doc), NZBLimits{MaxBytes: 1 << 16, MaxFiles: 50, MaxSegments: 500})
+		n, err := ParseNZB(bytes.NewReader(doc), NZBLimits{MaxBytes: 1 << 16, MaxFiles: 50, MaxSegments: 500, MaxDepth: 8, MaxSegmentBytes: 1 << 20})
 		if err != nil {
 			return
+		}
+		for _, f := range n.Files {
+			if f.Bytes() < 0 {
+				t.Fatalf("file %q of %d bytes", f.Subject, f.Bytes())
+			}
 		}
 		nzbRoundTrip(t, n)
 	})

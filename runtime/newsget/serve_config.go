@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
@@ -20,15 +21,36 @@ import (
 //	htpasswd     = "/etc/newsget.htpasswd"  # optional: basic auth on the page (bcrypt-free: {SHA} lines)
 //	max_nzb_size = "64M"                # largest NZB accepted (upload, addurl, watch_dir)
 //	history_size = 1000                 # history entries kept
+//	hostnames    = ["nas.example"]      # names the page and API answer to, besides IP addresses and localhost
+//	read_header_timeout = "10s"         # a request's headers must arrive within this
+//	read_timeout = "5m"                 # a whole request, body included
+//	idle_timeout = "2m"                 # a kept-alive connection with no request is closed
+//	addurl_fetches = 2                  # addurl fetches at once; more wait their turn
+//	addurl_allow_private = false        # addurl may fetch from loopback, private and link-local addresses
 type ServeConfig struct {
-	Listen      string        `toml:"listen"`
-	APIKey      string        `toml:"api_key"`
-	WatchDir    string        `toml:"watch_dir"`
-	CompleteDir string        `toml:"complete_dir"`
-	Htpasswd    string        `toml:"htpasswd"`
-	MaxNZBSize  tomlconf.Size `toml:"max_nzb_size"`
-	HistorySize int           `toml:"history_size"`
+	Listen             string            `toml:"listen"`
+	APIKey             string            `toml:"api_key"`
+	WatchDir           string            `toml:"watch_dir"`
+	CompleteDir        string            `toml:"complete_dir"`
+	Htpasswd           string            `toml:"htpasswd"`
+	MaxNZBSize         tomlconf.Size     `toml:"max_nzb_size"`
+	HistorySize        int               `toml:"history_size"`
+	Hostnames          []string          `toml:"hostnames"`
+	ReadHeaderTimeout  tomlconf.Duration `toml:"read_header_timeout"`
+	ReadTimeout        tomlconf.Duration `toml:"read_timeout"`
+	IdleTimeout        tomlconf.Duration `toml:"idle_timeout"`
+	AddURLFetches      int               `toml:"addurl_fetches"`
+	AddURLAllowPrivate bool              `toml:"addurl_allow_private"`
 }
+
+// Defaults of [serve].
+const (
+	DefaultServeListen            = "127.0.0.1:8085"
+	DefaultServeReadHeaderTimeout = 10 * time.Second
+	DefaultServeReadTimeout       = 5 * time.Minute
+	DefaultServeIdleTimeout       = 2 * time.Minute
+	DefaultAddURLFetches          = 2
+)
 
 // Category is one [[category]]: where a category's jobs land and their
 // default priority. The category "*" is the default one.
@@ -43,7 +65,32 @@ func (c *Config) CheckServe() error {
 	var errs []error
 	s := &c.Serve
 	if s.Listen == "" {
-		s.Listen = "127.0.0.1:8085"
+		s.Listen = DefaultServeListen
+	}
+	for _, d := range []struct {
+		key string
+		v   *tomlconf.Duration
+		def time.Duration
+	}{{"serve.read_header_timeout", &s.ReadHeaderTimeout, DefaultServeReadHeaderTimeout},
+		{"serve.read_timeout", &s.ReadTimeout, DefaultServeReadTimeout},
+		{"serve.idle_timeout", &s.IdleTimeout, DefaultServeIdleTimeout}} {
+		if *d.v == 0 {
+			*d.v = tomlconf.Duration(d.def)
+		}
+		if *d.v < 0 {
+			errs = append(errs, c.errAt(d.key, "negative"))
+		}
+	}
+	if s.AddURLFetches == 0 {
+		s.AddURLFetches = DefaultAddURLFetches
+	}
+	if s.AddURLFetches < 0 || s.AddURLFetches > 64 {
+		errs = append(errs, c.errAt("serve.addurl_fetches", "%d not in 1..64", s.AddURLFetches))
+	}
+	for i, h := range s.Hostnames {
+		if h == "" || strings.ContainsAny(h, " /:@\t\r\n") {
+			errs = append(errs, c.errAt("serve.hostnames", "entry %d, %q: a host name without port or scheme (nas.example)", i+1, h))
+		}
 	}
 	if s.MaxNZBSize == 0 {
 		s.MaxNZBSize = 64 << 20

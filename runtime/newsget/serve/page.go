@@ -5,8 +5,6 @@ import (
 	"html/template"
 	"io"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -25,7 +23,7 @@ func (d *Daemon) Handler() http.Handler {
 	page.HandleFunc("POST /action/{what}", d.serveAction)
 	page.Handle("GET /metrics", promhttp.HandlerFor(d.registry(), promhttp.HandlerOpts{}))
 	mux.Handle("/", d.guard(page))
-	return mux
+	return d.hostGate(mux)
 }
 
 // csp allows nothing but our own stylesheet and forms posting to us.
@@ -37,7 +35,7 @@ func (d *Daemon) guard(h http.Handler) http.Handler {
 		w.Header().Set("Content-Security-Policy", csp)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		// Not no-referrer: under it a browser sends "Origin: null" with
-		// every form post, which sameOrigin must refuse.
+		// every form post, which originAllowed refuses.
 		w.Header().Set("Referrer-Policy", "same-origin")
 		if !d.checkUser(r) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="newsget", charset="UTF-8"`)
@@ -94,16 +92,21 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serveAction carries out a form: the CSRF token must match the one in
-// the page (it is secret to pages this daemon served) and a browser's
-// Origin, when sent, must be this host.
+// serveAction carries out a form: a browser's Origin, when sent, must be
+// one of the daemon's names (checked before the body is read) and the
+// CSRF token must match the one in the page (it is secret to pages this
+// daemon served).
 func (d *Daemon) serveAction(w http.ResponseWriter, r *http.Request) {
+	if !d.originAllowed(r) {
+		http.Error(w, "forbidden: a form from another site", http.StatusForbidden)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, int64(d.cfg.Serve.MaxNZBSize)+1<<20)
 	if err := r.ParseMultipartForm(1 << 20); err != nil && err != http.ErrNotMultipart {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if subtle.ConstantTimeCompare([]byte(r.FormValue("csrf")), []byte(d.csrf)) != 1 || !sameOrigin(r) {
+	if subtle.ConstantTimeCompare([]byte(r.FormValue("csrf")), []byte(d.csrf)) != 1 {
 		http.Error(w, "forbidden: stale or foreign form (reload the page)", http.StatusForbidden)
 		return
 	}
@@ -133,15 +136,6 @@ func (d *Daemon) serveAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)
-}
-
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" || o == "null" {
-		return o == ""
-	}
-	u, err := url.Parse(o)
-	return err == nil && strings.EqualFold(u.Host, r.Host)
 }
 
 func (d *Daemon) pageUpload(r *http.Request) error {
