@@ -31,7 +31,7 @@ var securityHeaders = [...]struct {
 	value []string
 }{
 	{"Content-Security-Policy", cspValue},
-	{"Referrer-Policy", noReferrer},
+	{"Referrer-Policy", referrerPolicy},
 	{"X-Content-Type-Options", nosniff},
 	{"X-Frame-Options", denyFrames},
 }

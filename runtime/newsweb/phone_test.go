@@ -63,8 +63,8 @@ func TestBrowserWidths(t *testing.T) {
 
 // A reader on a phone logs in, opens a thread, replies through the form
 // and lands on the thread with the reply in it; the page still fits.
-// (Regression: chromium sends "Origin: null" for the site's own forms
-// under Referrer-Policy no-referrer, which the Origin check refused.)
+// The site's pages ask for Referrer-Policy same-origin, so chromium sends
+// the site's Origin with its forms (never "null", which is refused).
 func TestBrowserReply(t *testing.T) {
 	ctx := browser(t)
 	s := postingSite(t, 0, map[string]string{"dora": "secret"})

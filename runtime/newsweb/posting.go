@@ -43,6 +43,10 @@ type PostingOptions struct {
 	// reverse proxy in front (e.g. "X-Forwarded-User"). Only use it when
 	// every request comes through that proxy.
 	TrustedHeader string
+	// ProxyHeaders trusts the X-Forwarded-For header for the client's
+	// address (login limits, logs): set it only when every request comes
+	// through a reverse proxy that sets the header.
+	ProxyHeaders bool
 	// Users is an htpasswd file of bcrypt hashes ("name:$2y$..." lines);
 	// its users log in on /login.
 	Users string
@@ -75,6 +79,7 @@ type Posting struct {
 	opts  PostingOptions
 	users map[string][]byte // name -> bcrypt hash
 	rate  rateLimit
+	guard *loginGuard
 }
 
 // NewPosting checks o and reads the users file.
@@ -106,6 +111,7 @@ func NewPosting(o PostingOptions) (*Posting, error) {
 		}
 		p.users = users
 	}
+	p.guard = newLoginGuard(p.users)
 	return p, nil
 }
 
@@ -205,13 +211,16 @@ func (p *Posting) user(r *http.Request) (string, bool) {
 	return "", false
 }
 
-// sameOrigin refuses a request whose Origin names another site. "null"
-// is what browsers send for our own forms under Referrer-Policy
-// no-referrer, so it names no site: the CSRF token (forms) and the JSON
-// content type (API) are the checks that hold then.
+// sameOrigin refuses a request whose Origin names another site, and
+// "null", which is what a browser sends for a form posted from a page with
+// Referrer-Policy no-referrer or from a sandboxed frame: the site's own
+// pages are served with Referrer-Policy same-origin, so their forms carry
+// the site's origin. A request without Origin (not from a browser's form)
+// passes; the CSRF token (forms) and the JSON content type (API) hold
+// then.
 func sameOrigin(r *http.Request) bool {
 	o := r.Header.Get("Origin")
-	if o == "" || o == "null" {
+	if o == "" {
 		return true
 	}
 	u, err := url.Parse(o)

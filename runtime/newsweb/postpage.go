@@ -3,12 +3,11 @@ package newsweb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-
-	"golang.org/x/crypto/bcrypt"
+	"time"
 
 	"github.com/newsflow/newsflow/proto"
 )
@@ -43,10 +42,28 @@ func replyURL(group, id string) string {
 // newThreadURL is the form for a new thread in group.
 func newThreadURL(group string) string { return "/post?group=" + url.QueryEscape(group) }
 
-// localPath keeps next a path on this site (no open redirect).
+// localPath keeps next a path on this site (no open redirect), read as a
+// browser reads a Location: leading and trailing controls and spaces are
+// stripped and tabs and newlines anywhere removed (so "/\t/evil" is
+// "//evil", another host). What is left must be a path: it starts with one
+// "/" not followed by another or by a backslash (which browsers read as a
+// slash), and holds no space, control, backslash or non-ASCII byte; else
+// next is "/".
 func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || len(next) > maxURL {
+	next = strings.TrimFunc(next, func(r rune) bool { return r <= ' ' })
+	next = strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, next)
+	if len(next) > maxURL || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
 		return "/"
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			return "/"
+		}
 	}
 	return next
 }
@@ -139,28 +156,44 @@ func (s *Server) loginPage(ctx context.Context, r *http.Request) (*response, err
 	return s.render("login", loginView{base: s.base("Log in", ""), Next: localPath(r.URL.Query().Get("next"))}, cacheError)
 }
 
-// login is POST /login: a bcrypt check, then the session cookie.
+// login is POST /login: the login limits, a bcrypt check, then the
+// session cookie.
 func (s *Server) login(ctx context.Context, r *http.Request) (*response, error) {
 	if err := r.ParseForm(); err != nil {
 		return nil, errBad
 	}
 	next := localPath(r.PostForm.Get("next"))
-	user, pass := r.PostForm.Get("user"), r.PostForm.Get("password")
-	hash, known := s.posting.users[user]
-	if !known {
-		hash = dummyHash() // the same work for unknown users
-	}
-	if !sameOrigin(r) || bcrypt.CompareHashAndPassword(hash, []byte(pass)) != nil || !known {
-		resp, err := s.render("login", loginView{base: s.base("Log in", ""), Next: next, Error: "Wrong name or password."}, cacheError)
+	refuse := func(status int, msg string, retry time.Duration) (*response, error) {
+		resp, err := s.render("login", loginView{base: s.base("Log in", ""), Next: next, Error: msg}, cacheError)
 		if err != nil {
 			return nil, err
 		}
-		resp.status = http.StatusUnauthorized
+		resp.status, resp.retryAfter = status, retry
 		return resp, nil
 	}
-	exp := s.posting.opts.Now().Add(sessionLife)
+	if !sameOrigin(r) {
+		return refuse(http.StatusForbidden, "Log in from this site's login page.", 0)
+	}
+	p := s.posting
+	user, pass := r.PostForm.Get("user"), r.PostForm.Get("password")
+	hash, known := p.users[user]
+	addr := p.clientAddr(r)
+	if wait := p.guard.blocked(addr, user, known, p.opts.Now()); wait > 0 {
+		s.log.Warn("login refused: too many failures", "remote", addr, "user", user)
+		return refuse(http.StatusTooManyRequests, fmt.Sprintf("Too many failed logins; please wait %v.", wait.Round(time.Second)), wait)
+	}
+	match, ok := p.guard.check(r, hash, pass)
+	if !ok {
+		return refuse(http.StatusServiceUnavailable, "The site is busy checking passwords; please try again in a moment.", time.Second)
+	}
+	if !match || !known {
+		p.guard.fail(addr, user, known, p.opts.Now())
+		s.log.Info("login failed", "remote", addr, "user", user)
+		return refuse(http.StatusUnauthorized, "Wrong name or password.", 0)
+	}
+	exp := p.opts.Now().Add(sessionLife)
 	return &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError, location: next,
-		cookie: &http.Cookie{Name: sessionCookie, Value: s.posting.session(user, exp), Path: "/", Expires: exp,
+		cookie: &http.Cookie{Name: sessionCookie, Value: p.session(user, exp), Path: "/", Expires: exp,
 			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(siteURL(r), "https:")}}, nil
 }
 
@@ -171,9 +204,3 @@ func (s *Server) logout(ctx context.Context, r *http.Request) (*response, error)
 	return &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError, location: "/",
 		cookie: &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode}}, nil
 }
-
-// dummyHash is compared against for unknown users (cost 10, like htpasswd -B).
-var dummyHash = sync.OnceValue(func() []byte {
-	h, _ := bcrypt.GenerateFromPassword([]byte("no such user"), bcrypt.DefaultCost)
-	return h
-})

@@ -101,7 +101,7 @@ const pageTemplates = `
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>{{.Title}} · {{.Site}}</title>
 <style>{{.CSS}}</style>
 </head>

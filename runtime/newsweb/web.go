@@ -320,12 +320,12 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rs *routeStats, r
 
 // Header values shared by every response (net/http never changes them).
 var (
-	gzipValue  = []string{"gzip"}
-	varyValue  = []string{"Accept-Encoding"}
-	cspValue   = []string{contentSecurityPolicy}
-	nosniff    = []string{"nosniff"}
-	noReferrer = []string{"no-referrer"}
-	denyFrames = []string{"DENY"}
+	gzipValue      = []string{"gzip"}
+	varyValue      = []string{"Accept-Encoding"}
+	cspValue       = []string{contentSecurityPolicy}
+	nosniff        = []string{"nosniff"}
+	referrerPolicy = []string{"same-origin"}
+	denyFrames     = []string{"DENY"}
 )
 
 // headers are a response's header values, made once.
