@@ -1,7 +1,6 @@
 package newsfeed
 
 import (
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/newsflow/newsflow/runtime/driver"
+	"github.com/newsflow/newsflow/runtime/newsfeed/peerconn"
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
@@ -217,8 +217,9 @@ func (b *badBodies) has(token string) bool {
 }
 
 // errUnreadableBody marks a session that ended because an article could
-// not be read: the article, not the peer, was at fault.
-var errUnreadableBody = errors.New("stored article cannot be read")
+// not be read: the article, not the peer, was at fault (the connection's
+// backoff stays at its base: see peerconn).
+var errUnreadableBody = peerconn.ErrUnreadableBody
 
 // verifyBufs are the buffers sendable reads large articles into.
 var verifyBufs = sync.Pool{New: func() any { return new([]byte) }}

@@ -157,6 +157,24 @@ type PeerConfig struct {
 	ConnectTimeout  tomlconf.Duration `toml:"connect_timeout"`  // dial and handshake
 	ResponseTimeout tomlconf.Duration `toml:"response_timeout"` // silence before a connection is dropped
 	ReconnectMax    tomlconf.Duration `toml:"reconnect_max"`    // cap of the reconnect backoff
+
+	// BindAddress is the source address of the connections to the peer
+	// (innfeed's bindaddress, bindaddress6); "" lets the system pick.
+	BindAddress string `toml:"bind_address"`
+	// NoCheck lets a connection switch to TAKETHIS without CHECK while the
+	// peer wants nearly everything offered (innfeed's no-CHECK mode): above
+	// NoCheckHigh percent wanted, back to CHECK below NoCheckLow, the share
+	// filtered over about NoCheckFilter articles.
+	NoCheck       bool    `toml:"no_check"`
+	NoCheckHigh   float64 `toml:"no_check_high"`
+	NoCheckLow    float64 `toml:"no_check_low"`
+	NoCheckFilter float64 `toml:"no_check_filter"`
+	// MaxConnections is the most connections to the peer: beyond
+	// Connections, another opens while the peer's backlog keeps growing,
+	// and one opened so is closed after ExtraIdle with nothing to send
+	// (innfeed's max-connections, dynamic-method).
+	MaxConnections int               `toml:"max_connections"`
+	ExtraIdle      tomlconf.Duration `toml:"extra_idle"`
 }
 
 // ConfigError is a configuration mistake, located in its file
@@ -432,6 +450,24 @@ func (p *PeerConfig) applyDefaults(c *Config, pre string) {
 	if !has("reconnect_max") {
 		p.ReconnectMax = tomlconf.Duration(5 * time.Minute)
 	}
+	if !has("no_check") {
+		p.NoCheck = true
+	}
+	if !has("no_check_high") {
+		p.NoCheckHigh = 95
+	}
+	if !has("no_check_low") {
+		p.NoCheckLow = 90
+	}
+	if !has("no_check_filter") {
+		p.NoCheckFilter = 50
+	}
+	if !has("max_connections") {
+		p.MaxConnections = p.Connections
+	}
+	if !has("extra_idle") {
+		p.ExtraIdle = tomlconf.Duration(time.Minute)
+	}
 }
 
 // check verifies every value, reporting the first mistake per key (all of
@@ -657,6 +693,26 @@ func (p *PeerConfig) check(c *Config, pre string) []error {
 	}
 	if p.ReconnectMax.D() < 100*time.Millisecond {
 		bad("reconnect_max", "must be at least 100ms")
+	}
+	if p.BindAddress != "" {
+		if _, err := netip.ParseAddr(p.BindAddress); err != nil {
+			bad("bind_address", "%q is not an IP address (\"192.0.2.7\", \"2001:db8::7\")", p.BindAddress)
+		}
+	}
+	if p.NoCheckHigh <= 0 || p.NoCheckHigh > 100 {
+		bad("no_check_high", "must be a percentage above 0, at most 100 (got %g)", p.NoCheckHigh)
+	}
+	if p.NoCheckLow <= 0 || p.NoCheckLow > p.NoCheckHigh {
+		bad("no_check_low", "must be above 0, at most no_check_high (%g) (got %g)", p.NoCheckHigh, p.NoCheckLow)
+	}
+	if p.NoCheckFilter < 1 || p.NoCheckFilter > 100000 {
+		bad("no_check_filter", "must be 1..100000 articles (got %g)", p.NoCheckFilter)
+	}
+	if p.MaxConnections < p.Connections || p.MaxConnections > 64 {
+		bad("max_connections", "must be connections (%d)..64 (got %d)", p.Connections, p.MaxConnections)
+	}
+	if p.ExtraIdle.D() < time.Second {
+		bad("extra_idle", "must be at least 1s")
 	}
 	return errs
 }

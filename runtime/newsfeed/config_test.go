@@ -39,6 +39,8 @@ max_size    = 1048576
 		DeferDelay: tomlconf.Duration(time.Minute), DeferMaxDelay: tomlconf.Duration(time.Hour), MaxDefers: 10,
 		ConnectTimeout: tomlconf.Duration(30 * time.Second), ResponseTimeout: tomlconf.Duration(5 * time.Minute),
 		ReconnectMax: tomlconf.Duration(5 * time.Minute),
+		NoCheck:      true, NoCheckHigh: 95, NoCheckLow: 90, NoCheckFilter: 50,
+		MaxConnections: 2, ExtraIdle: tomlconf.Duration(time.Minute),
 	}
 	if diff := cmp.Diff([]PeerConfig{want}, c.Peers); diff != "" {
 		t.Errorf("peers (-want +got):\n%s", diff)

@@ -153,7 +153,7 @@ func (a *agent) round() {
 		}
 	}
 	if n > 0 {
-		c.mb.Wake()
+		c.pc.Wake()
 	}
 }
 

@@ -223,10 +223,9 @@ func (p *peer) stats(now time.Time) PeerStats {
 	s.Rate = p.rates.perSecond(now)
 	p.mu.Lock()
 	for _, c := range p.conns {
-		c.mu.Lock()
-		s.Connections = append(s.Connections, ConnStatus{ID: int(c.id), State: c.state, Mode: c.mode,
-			LastErr: c.lastErr, Since: c.since.UTC().Format(time.RFC3339)})
-		c.mu.Unlock()
+		cs := c.pc.Status()
+		s.Connections = append(s.Connections, ConnStatus{ID: cs.ID, State: cs.State, Mode: cs.Mode,
+			LastErr: cs.LastErr, Since: cs.Since.UTC().Format(time.RFC3339)})
 	}
 	p.mu.Unlock()
 	return s
