@@ -283,9 +283,9 @@ var blockDecodeTests = []struct {
 	{"unterminated long line", "123456789", 8, blockResult{Out: "12345678", N: 8, TooLong: true}},
 	{"terminator over a tiny limit", ".\r\n", 2, blockResult{N: 2, TooLong: true}},
 	{"limit of one", ".\n", 1, blockResult{N: 1, TooLong: true}},
-	// Found by FuzzBlockDecode: ".\r0" with a limit of 2 emitted the held-back
-	// CR before failing on the '0'; over the limit, ".\r" is still a partial
-	// line that may be the terminator, so nothing is output.
+	// ".\r0" with a limit of 2 must not emit the held-back CR before
+	// failing on the '0': over the limit, ".\r" is still a partial line
+	// that may be the terminator, so nothing is output.
 	{"fuzz: dot CR then a byte over the limit", ".\r0", 2, blockResult{N: 2, TooLong: true}},
 	{"article body", "Hi,\r\n\r\n..signature follows\r\n-- \r\n.\r\nsig\r\n.\r\n", 0,
 		blockResult{Out: "Hi,\r\n\r\n.signature follows\r\n-- \r\n", N: 36, Done: true}},

@@ -20,7 +20,7 @@ func TestValidMessageID(t *testing.T) {
 		{"<x@[IPv6:2001:db8::1]>", ""},
 		{max, ""},
 		// Dots only between atext runs (RFC 5322 §3.2.3 dot-atom-text);
-		// INN 2.7 refuses the rest too (issue 16, finding 10).
+		// INN 2.7 refuses the rest too.
 		{"<a.b.c@d.e>", ""},
 		{"<.x@y>", "id-left has a dot first"},
 		{"<..abc@example.com>", "id-left has a dot first"},

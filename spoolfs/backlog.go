@@ -4,13 +4,13 @@ package spoolfs
 //
 // machine/queue decides what happens to a peer's queue; Backlog carries out
 // the file operations it asks for (queue.Action), in one directory shared by
-// all peers, with these files per peer (seed 000):
+// all peers, with these files per peer:
 //
 //	<peer>.B.<ts>      backlog: articles that could not be sent (write-only)
 //	<peer>.D.<ts>      deferred: articles the peer said to retry (write-only)
 //	<peer>.J.<ts>      journal: a line for every article offered while the
 //	                   peer was up (write-only; deleted once all are settled)
-//	<peer>.P           the one file being sent again ("replay"; the seed's .R)
+//	<peer>.P           the one file being sent again ("replay")
 //	<peer>.P.ckpt      how far <peer>.P has been dealt with: "<offset>\n"
 //	<peer>.P.ckpt.tmp  a checkpoint being written (removed at recovery)
 //	<peer>.Q.<ts>      a replay file that could not be read (kept for a human)
@@ -22,9 +22,9 @@ package spoolfs
 // <ts> is the Unix time the file was opened, in lowercase hex. A line is
 // "<token> <message-id>[ <attempts>]\n" (queue.AppendLine); it counts only
 // if it ends in LF and parses, so the torn last line of a crashed append is
-// absent, not garbage (STYLE §7.2).
+// absent, not garbage (self-validating records).
 //
-// Durability, step by step (STYLE §7):
+// Durability, step by step (the package doc's durability rules):
 //
 //   - Creating a file (Rotate) syncs the directory before any line goes in.
 //   - Appends (to .B, .D and .J files) are write(2)s; Sync fsyncs every file
@@ -519,7 +519,8 @@ func (b *Backlog) ReadReplay(offset int64, max int) (ReplayBatch, error) {
 	return batch, nil
 }
 
-// quarantineLine appends a corrupt line to <peer>.bad (STYLE §7.5).
+// quarantineLine appends a corrupt line to <peer>.bad: a corrupt line is
+// kept for a person, never dropped silently.
 func (b *Backlog) quarantineLine(line []byte, off int64, why error) error {
 	if b.bad == nil {
 		f, err := os.OpenFile(filepath.Join(b.dir, b.peer+".bad"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)

@@ -21,10 +21,10 @@ import (
 
 var backlogUpdate = flag.Bool("backlog-update", false, "rewrite the outputs of spoolfs/testdata/backlog/*.txtar")
 
-// TestBacklogGolden runs the filesystem goldens in testdata/backlog (STYLE
-// §4): each archive holds a before/ tree, a "cmd" section of operations on
-// peer "peer" (the last one may stop at a crash point set by "crash"), and
-// what must follow:
+// TestBacklogGolden runs the filesystem goldens in testdata/backlog: each
+// archive holds a before/ tree, a "cmd" section of operations on peer "peer"
+// (the last one may stop at a crash point set by "crash"), and what must
+// follow:
 //
 //	output          each command and its result (after "trace", also the
 //	                durable steps it took: creates, fsyncs, renames, removes)

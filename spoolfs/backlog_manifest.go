@@ -7,7 +7,7 @@ package spoolfs
 // writes the list as <peer>.M so that Recover can tell a file deleted under
 // the relay (reported, counted as lost) from one it never listed (adopted,
 // as files of an older version are). One line per file, then an end marker
-// (STYLE §7.2: a manifest without it is torn and ignored):
+// (a manifest without it is torn and ignored):
 //
 //	<name> <entries> <octets> open|sealed
 //	end
@@ -15,7 +15,7 @@ package spoolfs
 // "open" marks the file still taking lines: its counts are a lower bound.
 // A manifest that would list nothing is removed instead.
 //
-// Durability (STYLE §7.1): write <peer>.M.tmp, fsync it, rename it over
+// Durability (durable replace): write <peer>.M.tmp, fsync it, rename it over
 // <peer>.M, fsync the directory. Recover removes a leftover temp. Backlog
 // lists only names it knows to be on disk by its own doing (found by
 // Recover, created by Rotate, renamed by Promote, not removed since), so

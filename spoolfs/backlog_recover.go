@@ -15,18 +15,19 @@ import (
 )
 
 // Recover readies the peer's files after a start or a crash and lists them
-// for queue.New (STYLE §7.4): it reports every file the manifest <peer>.M
-// lists that is gone (Recovered.Lost, logged at error; the manifest is
-// rewritten without them) and a checkpoint whose <peer>.P is gone (deleted
+// for queue.New (recovery at open): it reports every file the manifest
+// <peer>.M lists that is gone (Recovered.Lost, logged at error; the manifest
+// is rewritten without them) and a checkpoint whose <peer>.P is gone (deleted
 // under us: DeleteReplay removes the checkpoint first); removes temps
-// (<peer>.P.ckpt.tmp, <peer>.M.tmp) and that checkpoint; renames every journal <peer>.J.<ts>
-// to <peer>.B.<ts> (a clean Shutdown leaves none, so each is a crash's: its
-// entries were in memory, in flight or answered, and are all sent again,
-// marked FileInfo.Journal so the queue counts them as Resent); syncs the
-// directory if it did any of this; counts the valid lines of each .B and .D
-// file; and finds where <peer>.P resumes. A checkpoint that does not parse, lies beyond the file or not at
-// a line start is ignored (logged): the file resumes from the start, which
-// sends duplicates rather than losing entries.
+// (<peer>.P.ckpt.tmp, <peer>.M.tmp) and that checkpoint; renames every
+// journal <peer>.J.<ts> to <peer>.B.<ts> (a clean Shutdown leaves none, so
+// each is a crash's: its entries were in memory, in flight or answered, and
+// are all sent again, marked FileInfo.Journal so the queue counts them as
+// Resent); syncs the directory if it did any of this; counts the valid lines
+// of each .B and .D file; and finds where <peer>.P resumes. A checkpoint that
+// does not parse, lies beyond the file or not at a line start is ignored
+// (logged): the file resumes from the start, which sends duplicates rather
+// than losing entries.
 func (b *Backlog) Recover() (queue.Recovered, error) {
 	var r queue.Recovered
 	des, err := os.ReadDir(b.dir)

@@ -2,6 +2,25 @@
 // and its message-id history (this file's subject), per-peer backlog files
 // and the durable job queue.
 //
+// # Durability rules
+//
+// Every file this package writes follows the same steps, each named after
+// the guarantee it gives and taken in this order:
+//
+//  1. Durable replace: write a temp file, fsync it, rename it over the
+//     name, fsync the parent directory; only then acknowledge.
+//  2. Self-validating records: each record carries its checks and an end
+//     marker, so an incomplete record is absent, not garbage.
+//  3. One state, one place: a state is a directory or a file suffix, and a
+//     state change is one rename.
+//  4. Recovery at open: sweep temps, move in-flight work back to queued,
+//     finish half-done removals.
+//  5. Quarantine: what is corrupt is copied aside and reported, never
+//     deleted silently.
+//  6. Group commit: many records, one fsync, then acknowledge them all.
+//
+// The files below refer to these rules by name.
+//
 // # Theory of operation: spool and history
 //
 // Articles arrive by the thousand per second and each must be acknowledged
@@ -9,7 +28,7 @@
 // article cannot keep up, so the spool is a log: articles are appended, in
 // wire format, to large segment files, and durability is a group commit.
 // Many Puts buffer records in memory; one Sync writes them and fdatasyncs the
-// segment; then the caller acknowledges them all (STYLE §7.6). Concurrent
+// segment; then the caller acknowledges them all (group commit). Concurrent
 // Syncs elect a leader: one fdatasync covers every connection's Puts, and
 // all the callers it covered are woken together. The fdatasync of a small
 // round costs least when it overwrites blocks already written and durable,
@@ -25,12 +44,13 @@
 // The History maps message-ids to tokens through an index of the history log
 // in memory, after INN's dbz (an open-addressing table of 8-byte slots, a
 // fragment of the id's hash and the offset of its log record: 9 to 11 bytes
-// an entry, off the Go heap; a candidate is confirmed by reading its
-// record, which the page cache holds) plus the entries not yet in the log,
-// and answers CHECK/IHAVE: Unknown (want it), Reserved (another connection is sending
-// it), Pending (stored, not yet synced), Stored, Rejected. Put checks and
-// inserts under one lock, so of two connections storing the same id exactly
-// one succeeds; Reserve does the same for ids offered but not yet received.
+// an entry, off the Go heap; a candidate is confirmed by reading its record,
+// which the page cache holds) plus the entries not yet in the log, and
+// answers CHECK/IHAVE: Unknown (want it), Reserved (another connection is
+// sending it), Pending (stored, not yet synced), Stored, Rejected. Put checks
+// and inserts under one lock, so of two connections storing the same id
+// exactly one succeeds; Reserve does the same for ids offered but not yet
+// received.
 //
 // The history needs no fsync of its own. Every spool record carries its
 // message-id, so the spool is the history's write-ahead log: Sync fsyncs the
@@ -44,7 +64,7 @@
 //
 // # Crash safety
 //
-// Every record is self-validating (STYLE §7.2): magic, a CRC-32C over its
+// Every record is self-validating: magic, a CRC-32C over its
 // header, CRC-32Cs over its payload and message-id, and an end marker. A
 // record that fails any check is not a record. After a crash, open finds the
 // end of each file by reading records until the first that fails; bytes
@@ -54,7 +74,7 @@
 // not zero). A tail of zeros alone, such as those written ahead, is cut
 // with no copy and no report of damage. Invalid bytes followed by valid
 // records are corruption: they are copied to quarantine/, logged, and
-// skipped, never deleted (STYLE §7.5); the records after them stay
+// skipped, never deleted (quarantine); the records after them stay
 // readable.
 //
 // Sync fsyncs the segment before the history log ever mentions an article,

@@ -7,7 +7,7 @@ import (
 )
 
 // syncDir makes the directory entries of dir durable (created, renamed or
-// removed names): STYLE §7.1, the step after every create, rename and remove.
+// removed names): the step after every create, rename and remove.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -23,7 +23,7 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// WriteFileDurable replaces path with data in the order STYLE §7.1 names:
+// WriteFileDurable replaces path with data by the durable-replace steps:
 // write temp, fsync temp, rename over path, fsync the parent directory. A crash
 // at any step leaves either the old file or the new one, never a mix.
 func WriteFileDurable(path string, data []byte) error {

@@ -16,9 +16,9 @@ import (
 // in 16 million.
 //
 // At 2 million ids that is 8 bytes a slot in a table 72% to 88% full,
-// where the table of issue 15's previous round held each entry in a
-// 32-byte slot plus the id itself (about 270 MB of RSS with a peer down
-// and 1,000,000 articles queued for it). The page cache holds the log;
+// where a table holding each entry in a 32-byte slot plus the id itself
+// would cost about 270 MB of RSS with a peer down and 1,000,000 articles
+// queued for it. The page cache holds the log;
 // that does not count in the process's RSS.
 //
 // Slots live outside the Go heap (allocTable), so they neither count

@@ -12,7 +12,7 @@ import (
 // private mapping), for the history's slot array and arena chunks. Being
 // outside the heap, they do not count toward the garbage collector's heap
 // goal, so a history of millions of ids does not also cost a heap's worth
-// of collector headroom (issue 15: RSS with a peer down), and a grown
+// of collector headroom (the RSS that matters with a peer down), and a grown
 // table's old slot array goes back to the kernel at once.
 func allocTable(n int) []byte {
 	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)

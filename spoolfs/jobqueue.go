@@ -2,9 +2,8 @@ package spoolfs
 
 // # Theory of operation: the job queue
 //
-// newsget's jobs (an NZB to download, seed 002's "mail") live in a queue
-// directory laid out as seed 002's filesystem queue, with the fsyncs the
-// seed's original leaves out (STYLE §7):
+// newsget's jobs (an NZB to download) live in a queue directory, one
+// directory per state, written by the package doc's durability rules:
 //
 //	LOCK                          flock(2)ed by the process that has the queue open
 //	data/<job>/contents           the NZB, as given to Enqueue
@@ -19,8 +18,8 @@ package spoolfs
 // data/ is the only directory that holds anything but symbolic links; the
 // links are relative, so the queue directory can be moved. An entry's state
 // (jobs.State) is the directory its link is in, so a state change is one
-// rename(2) of a link (STYLE §7.3), and every operation takes its durable
-// steps in the order STYLE §7.1 names, fsyncing what it wrote and the
+// rename(2) of a link, and every operation takes its durable steps in the
+// order of the durable replace, fsyncing what it wrote and the
 // directories whose names it changed before it returns:
 //
 //	Enqueue      mkdir data/<job>; per dest: mkdir, write+fsync schedule and
@@ -45,7 +44,7 @@ package spoolfs
 // Enqueue back (no symlink yet: it never returned) or forward (some symlink
 // made: every file was already durable), and moves what is damaged (a
 // dangling link, unreadable metadata or schedule, a missing NZB, anything
-// that does not belong) to quarantine/, never deleting it (STYLE §7.5).
+// that does not belong) to quarantine/, never deleting it.
 //
 // The queue holds the state of every entry in a jobs.Ledger and checks each
 // call against the lifecycle table before touching a file, so a call in the
@@ -57,7 +56,7 @@ package spoolfs
 // Progress: while an entry is in flight, Record appends its per-file segment
 // progress (jobs.Record) to an in-memory buffer, Sync writes every buffer to
 // its entry's log and fdatasyncs each log written (one fsync per entry for
-// any number of records: group commit, STYLE §7.6), and Compact folds a log
+// any number of records: group commit), and Compact folds a log
 // into the metadata (temp, fsync, rename) and empties it. Sync compacts a
 // log by itself when it has grown past JobQueueOptions.CompactRecords.
 // ReadInflight returns the metadata with the log applied, so a rerun after
@@ -84,25 +83,23 @@ import (
 type JobQueueOptions struct {
 	// NewID returns a fresh id for a job or destination; it must satisfy
 	// jobs.CheckID. Default: 16 random hexadecimal digits. Tests inject a
-	// counter so goldens are stable (STYLE §3).
+	// counter so goldens are stable (randomness is an input).
 	NewID func() string
 	// CompactRecords: Sync compacts a progress log that holds more records
 	// than this. Default 8192 (320 KiB of log).
 	CompactRecords int
 }
 
-// QueuedJob is an entry waiting in queue/ (the seed's QueuedMail).
+// QueuedJob is an entry waiting in queue/.
 type QueuedJob struct {
 	ID       jobs.ID
 	Schedule jobs.Schedule
 }
 
-// InflightJob is an entry being downloaded, in inflight/ (the seed's
-// InflightMail).
+// InflightJob is an entry being downloaded, in inflight/.
 type InflightJob struct{ ID jobs.ID }
 
-// CleanupJob is an entry being removed, in cleanup/ (the seed's
-// CleanupMail).
+// CleanupJob is an entry being removed, in cleanup/.
 type CleanupJob struct{ ID jobs.ID }
 
 // JobQueue is newsget's durable job queue on a local filesystem. Its
@@ -250,7 +247,7 @@ func (q *JobQueue) Close() error {
 }
 
 // ListQueue returns the entries waiting in queue/, soonest next attempt
-// first, then by id (the seed's list_queue). Use Schedule.Due to pick.
+// first, then by id. Use Schedule.Due to pick.
 func (q *JobQueue) ListQueue() ([]QueuedJob, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -265,7 +262,7 @@ func (q *JobQueue) ListQueue() ([]QueuedJob, error) {
 	return out, nil
 }
 
-// FindInflight returns the entries in inflight/ (the seed's find_inflight).
+// FindInflight returns the entries in inflight/.
 // After Recover there are none but those this process started.
 func (q *JobQueue) FindInflight() ([]InflightJob, error) {
 	q.mu.Lock()
@@ -280,9 +277,8 @@ func (q *JobQueue) FindInflight() ([]InflightJob, error) {
 	return out, nil
 }
 
-// FindPendingCleanup returns the entries in cleanup/ (the seed's
-// find_pending_cleanup): SendDone'd or dropped, whose Cleanup has not
-// finished.
+// FindPendingCleanup returns the entries in cleanup/: SendDone'd or dropped,
+// whose Cleanup has not finished.
 func (q *JobQueue) FindPendingCleanup() ([]CleanupJob, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -298,7 +294,7 @@ func (q *JobQueue) FindPendingCleanup() ([]CleanupJob, error) {
 
 // Enqueue stores a job: its NZB, read from contents, and one entry per
 // element of dests, each with its metadata and a zero schedule (due at
-// once); then it queues every entry (the seed's enqueue and commit). An
+// once); then it queues every entry. An
 // empty job gets an id from NewID; a job id already present is an error
 // wrapping ErrJobExists, so a caller that derives ids from its input can
 // enqueue idempotently. It returns once the job is durable.
@@ -417,7 +413,7 @@ func linkTarget(id jobs.ID) string {
 
 // ReadInflight returns the metadata of an entry in flight, with every
 // durable progress record applied, and its job's NZB, open for reading
-// (the caller closes it) (the seed's read_inflight).
+// (the caller closes it).
 func (q *JobQueue) ReadInflight(j InflightJob) (jobs.Metadata, *os.File, error) {
 	q.syncMu.Lock()
 	defer q.syncMu.Unlock()
@@ -438,8 +434,7 @@ func (q *JobQueue) ReadInflight(j InflightJob) (jobs.Metadata, *os.File, error) 
 	return m, f, nil
 }
 
-// Reschedule replaces the schedule of a queued entry (the seed's
-// reschedule) and updates j.
+// Reschedule replaces the schedule of a queued entry and updates j.
 func (q *JobQueue) Reschedule(j *QueuedJob, s jobs.Schedule) error {
 	q.syncMu.Lock()
 	defer q.syncMu.Unlock()
@@ -461,7 +456,7 @@ func (q *JobQueue) Reschedule(j *QueuedJob, s jobs.Schedule) error {
 	return nil
 }
 
-// SendStart moves a queued entry in flight (the seed's send_start).
+// SendStart moves a queued entry in flight.
 func (q *JobQueue) SendStart(j QueuedJob) (InflightJob, error) {
 	q.syncMu.Lock()
 	defer q.syncMu.Unlock()
@@ -475,7 +470,7 @@ func (q *JobQueue) SendStart(j QueuedJob) (InflightJob, error) {
 }
 
 // SendCancel moves an entry in flight back to the queue, keeping its
-// progress (the seed's send_cancel): records given to Record before the
+// progress: records given to Record before the
 // call are made durable first.
 func (q *JobQueue) SendCancel(j InflightJob) (QueuedJob, error) {
 	q.syncMu.Lock()
@@ -505,7 +500,7 @@ func (q *JobQueue) SendCancel(j InflightJob) (QueuedJob, error) {
 	return QueuedJob{ID: j.ID, Schedule: sched}, nil
 }
 
-// SendDone moves a downloaded entry to cleanup/ (the seed's send_done);
+// SendDone moves a downloaded entry to cleanup/;
 // Cleanup then removes it. Progress not yet synced is dropped: the entry
 // is finished.
 func (q *JobQueue) SendDone(j InflightJob) (CleanupJob, error) {
@@ -518,7 +513,7 @@ func (q *JobQueue) SendDone(j InflightJob) (CleanupJob, error) {
 	return CleanupJob{ID: j.ID}, nil
 }
 
-// Drop removes a queued entry without downloading it (the seed's drop): it
+// Drop removes a queued entry without downloading it: it
 // moves to cleanup/ and is cleaned up at once. If the cleanup fails, the
 // entry stays in cleanup/ for FindPendingCleanup (or Recover).
 func (q *JobQueue) Drop(j QueuedJob) error {
@@ -534,7 +529,7 @@ func (q *JobQueue) Drop(j QueuedJob) error {
 }
 
 // Cleanup removes an entry in cleanup/, and its job's NZB when no other
-// entry of the job is left (the seed's cleanup).
+// entry of the job is left.
 func (q *JobQueue) Cleanup(j CleanupJob) error {
 	q.syncMu.Lock()
 	defer q.syncMu.Unlock()
@@ -788,9 +783,9 @@ func (q *JobQueue) writeNew(rel string, r io.Reader, label string) error {
 	return q.hit(label)
 }
 
-// replace puts data in rel by STYLE §7.1: write rel.tmp, fsync it, rename
-// it over rel, fsync the directory. Crash points: label+":write-temp" and
-// label+":rename".
+// replace puts data in rel by the durable replace: write rel.tmp, fsync it,
+// rename it over rel, fsync the directory. Crash points: label+":write-temp"
+// and label+":rename".
 func (q *JobQueue) replace(rel string, data []byte, label string) error {
 	tmp := rel + jqTmp
 	f, err := os.OpenFile(q.path(tmp), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)

@@ -26,8 +26,8 @@ import (
 
 var jobQueueUpdate = flag.Bool("jobqueue-update", false, "rewrite the outputs of spoolfs/testdata/jobqueue/*.txtar")
 
-// TestJobQueueGolden runs the filesystem goldens in testdata/jobqueue
-// (STYLE §4). Each archive holds a before/ tree (the queue directory), a
+// TestJobQueueGolden runs the filesystem goldens in testdata/jobqueue.
+// Each archive holds a before/ tree (the queue directory), a
 // "cmd" section of operations (the last usually stopped at a crash point
 // set by "crash"), and what must follow:
 //

@@ -5,7 +5,7 @@ package spoolfs
 // A download finishes a segment every few milliseconds; rewriting the
 // metadata each time would cost a file, two fsyncs and a rename per
 // segment. Instead each jobs.Record is appended to the entry's log as one
-// fixed-size, self-validating record (STYLE §7.2), many records are made
+// fixed-size, self-validating record, many records are made
 // durable by one fdatasync (Sync), and the log is folded into the metadata
 // now and then (Compact), after which it starts again empty.
 //
@@ -257,7 +257,7 @@ func (q *JobQueue) Record(j InflightJob, recs ...jobs.Record) error {
 
 // Sync makes every record given to Record before the call durable: it
 // writes each entry's buffered records to its log and fdatasyncs each log
-// it wrote, one fsync per entry however many records (STYLE §7.6). Then it
+// it wrote, one fsync per entry however many records (group commit). Then it
 // compacts logs longer than CompactRecords.
 func (q *JobQueue) Sync() error {
 	q.syncMu.Lock()

@@ -309,12 +309,12 @@ func TestJobQueueCrashPointsCovered(t *testing.T) {
 }
 
 // jqCheckDiscipline checks the durable steps of one completed operation
-// against STYLE §7.1: a written file is fsynced before it is renamed or
-// the operation returns; a name created, renamed or removed is made
-// durable by an fsync of its directory (or of the directory that held a
-// removed directory) before the operation returns. A log truncated by
-// Compact and appended records that Compact folded into the metadata are
-// exempt: replaying them is harmless.
+// against the durable-replace rule: a written file is fsynced before it is
+// renamed or the operation returns; a name created, renamed or removed is
+// made durable by an fsync of its directory (or of the directory that held a
+// removed directory) before the operation returns. A log truncated by Compact
+// and appended records that Compact folded into the metadata are exempt:
+// replaying them is harmless.
 func jqCheckDiscipline(ops []string) []string {
 	var problems []string
 	type need struct {

@@ -9,7 +9,7 @@ package spoolfs
 // (queue.ReplayRead) once the input's actions are done, and repeats until
 // the machine asks for nothing more. Events are logged.
 //
-// Durability is a group commit (STYLE §7.6) that spans peers. For each
+// Durability is a group commit that spans peers. For each
 // batch of articles received from upstream, the runtime stores them in the
 // spool, calls Offer on the PeerQueue of every peer that wants each one,
 // then calls Sync on every PeerQueue it offered to (and the spool's Sync),

@@ -15,11 +15,11 @@ import (
 	"github.com/newsflow/newsflow/machine/queue"
 )
 
-// TestLostBacklogFileReported deletes one backlog file between two runs of
-// a peer's queue (issue 16, finding 6: 55,270 acknowledged articles went
-// silently) and checks that the next start logs it at error with its
-// article count, that the queue counts those articles Lost (the counters
-// still add up), and that the next start reports nothing more.
+// TestLostBacklogFileReported deletes one backlog file between two runs of a
+// peer's queue (acknowledged articles must not go silently) and checks that
+// the next start logs it at error with its article count, that the queue
+// counts those articles Lost (the counters still add up), and that the next
+// start reports nothing more.
 func TestLostBacklogFileReported(t *testing.T) {
 	cases := []struct {
 		name  string

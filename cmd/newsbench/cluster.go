@@ -211,7 +211,7 @@ func clusterOnce(ctx context.Context, work, bin string, c clusterCase, set *arti
 	start := time.Now()
 	// A push that fails (newsfeed refused articles or closed a
 	// connection) ends the wait for the sink: those articles never come,
-	// and the run would hang until its timeout (issue #10).
+	// and the run would hang until its timeout.
 	wctx, failed := context.WithCancelCause(ctx)
 	defer failed(nil)
 	pushErr := make(chan error, 1)

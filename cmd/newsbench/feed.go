@@ -1,7 +1,7 @@
 package main
 
 // newsbench feed: newsfeed against INN's innfeed, pushing the same stored
-// articles to the same fast sink over loopback (issue 4).
+// articles to the same fast sink over loopback.
 //
 // What is measured, for each feeder, is a transit feeder's job: articles
 // already stored, and queued for the peers, go out to the peers. Both
@@ -15,10 +15,10 @@ package main
 //     spool), once per set; each round runs `innfeed -x` (batch mode) with a
 //     batch of "@token@ <msgid>" lines per peer as its backlog files.
 //
-// Each peer is a sink (runtime/testpeer/nullpeer) that holds its greeting until every
-// connection the feeder opens has arrived: the clock starts when the sinks
-// greet and stops when every sink has taken every article. CPU time is the
-// child process's, from wait4, and peak RSS its VmHWM (so both include
+// Each peer is a sink (runtime/testpeer/nullpeer) that holds its greeting
+// until every connection the feeder opens has arrived: the clock starts when
+// the sinks greet and stops when every sink has taken every article. CPU time
+// is the child process's, from wait4, and peak RSS its VmHWM (so both include
 // start-up and shutdown, the same way for both). Rounds interleave the
 // feeders and the table shows the median of the rounds.
 

@@ -2,7 +2,7 @@ package main
 
 // newsbench feed -backlog N: newsfeed's memory while N articles are queued
 // for a peer that is down, and how fast that backlog drains when the peer
-// returns (issue 15). For each runtime newsfeed runs as a child with one
+// returns. For each runtime newsfeed runs as a child with one
 // peer, a sink, and three phases follow, each pushing its own N articles
 // of -small-size octets into newsfeed's ingest with TAKETHIS:
 //

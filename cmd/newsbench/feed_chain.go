@@ -1,6 +1,6 @@
 package main
 
-// newsbench feed -chain N: the relay chain of issue 15. INN's innfeed feeds
+// newsbench feed -chain N: a relay chain. INN's innfeed feeds
 // N articles of -small-size octets (stored in a private INN) either to a
 // sink directly, or to newsfeed's ingest, which stores them and feeds the
 // same kind of sink:
@@ -111,8 +111,8 @@ func (b *feedBench) runChain(ctx context.Context, n int) error {
 }
 
 // chainOnce runs innfeed against a sink, through newsfeed (binary bin,
-// runtime rt) unless bin is empty, and returns the time from innfeed's start to the
-// sink's last article.
+// runtime rt) unless bin is empty, and returns the time from innfeed's start
+// to the sink's last article.
 func (b *feedBench) chainOnce(ctx context.Context, set *articleSet, bin, rt string, round int) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.o.timeout)
 	defer cancel()
@@ -156,9 +156,9 @@ func (b *feedBench) chainOnce(ctx context.Context, set *articleSet, bin, rt stri
 	return d, nil
 }
 
-// startChainRelay starts newsfeed (binary bin, runtime rt) on an empty spool with the
-// sink as its one peer, waits until its peer connections are open, and
-// returns its ingest address and a stop function.
+// startChainRelay starts newsfeed (binary bin, runtime rt) on an empty spool
+// with the sink as its one peer, waits until its peer connections are open,
+// and returns its ingest address and a stop function.
 func (b *feedBench) startChainRelay(ctx context.Context, bin, rt string, end *nullpeer.Sink, round int) (string, func(), error) {
 	dir := filepath.Join(b.work, fmt.Sprintf("chain-%s-%s-%d", filepath.Base(bin), rt, round))
 	spool := filepath.Join(dir, "spool")

@@ -254,7 +254,7 @@ func TestFeedIdle(t *testing.T) {
 // TestFeedBacklogSpills runs newsbench feed -backlog at a small N with a
 // small memory queue: while the peer is down, newsfeed (a child process)
 // must spill what its memory queue cannot hold to backlog files and keep
-// its resident set within the issue's 64 MB, and the backlog must reach
+// its resident set within 64 MB, and the backlog must reach
 // the peer in full when it returns (backlogOnce fails otherwise).
 func TestFeedBacklogSpills(t *testing.T) {
 	var out, log bytes.Buffer
@@ -283,7 +283,7 @@ func TestFeedBacklogSpills(t *testing.T) {
 
 // TestFeedChain runs newsbench feed -chain at a small N: innfeed must get
 // every article to the sink both directly and through newsfeed (each
-// runtime), and the ratio line the issue asks for must be there.
+// runtime), and the ratio line must be there.
 func TestFeedChain(t *testing.T) {
 	if err := inntest.Available(); err != nil {
 		t.Skipf("INN's innfeed is needed for the relay chain: %v", err)

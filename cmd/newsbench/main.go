@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	newsbench feed [flags]   newsfeed vs innfeed (issue 4)
+//	newsbench feed [flags]   newsfeed vs innfeed
 //	newsbench get [flags]    newsget vs NZBGet
 //	newsbench yenc [flags]   newsflow's yEnc decoder vs sabyenc
 //

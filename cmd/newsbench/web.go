@@ -1,6 +1,6 @@
 package main
 
-// newsbench web: newsweb on loopback, for the figures. It has no
+// newsbench web: newsweb on loopback. It has no
 // competitor to compare with; it measures
 //
 //  1. cached pages of each kind (article, group, thread, thread-list API,

@@ -8,7 +8,7 @@ package download
 // Pipeline unanswered at a time), and it sends, for each:
 //
 //	GROUP <group>      when the request names a group that is not the
-//	                   current one (seed 003: join_group, "if group changed")
+//	                   current one
 //	BODY <message-id>  RFC 3977 §6.2.3
 //
 // without waiting for earlier answers: commands are pipelined (RFC 3977
@@ -36,12 +36,12 @@ package download
 // connection (ReasonUnavailable). Every request gets exactly one Result or
 // appears in ConnClosed.Pending.
 //
-// 480 (RFC 4643 §2.1, "authentication required") to GROUP or BODY stops
-// new commands; the requests that drew it are kept. When every command
-// sent has been answered, the Fetch runs AUTHINFO USER/PASS
-// (handshake.Reauth, the step every client machine shares) and, on 281, sends those requests again, then the ones that
-// waited. A 480 without credentials, a refused AUTHINFO, or a 480 after
-// authenticating closes with ReasonAuth.
+// 480 (RFC 4643 §2.1, "authentication required") to GROUP or BODY stops new
+// commands; the requests that drew it are kept. When every command sent has
+// been answered, the Fetch runs AUTHINFO USER/PASS (handshake.Reauth, the
+// step every client machine shares) and, on 281, sends those requests again,
+// then the ones that waited. A 480 without credentials, a refused AUTHINFO,
+// or a 480 after authenticating closes with ReasonAuth.
 //
 // Time is an input: while a response is due, the deadline is Timeout after
 // the last bytes received (or after the first command sent into silence).
@@ -84,7 +84,7 @@ const (
 // counts as endless: twice what the NZB (bytes=) or, when that is absent,
 // the yEnc header (=ypart, capped at MaxBody) declares, plus 1 MiB; MaxBody
 // when neither does. A server that never ends a body is cut there instead
-// of being read for ever (issue 16: 103 GB in 40 s).
+// of being read for ever (a fast one would fill a disk in minutes).
 func (f *Fetch) bodyLimit() int64 {
 	declared := f.cur.Bytes
 	if p := f.yenc.Part(); declared <= 0 && p.HasHeader && p.End >= p.Begin {

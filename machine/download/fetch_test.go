@@ -310,10 +310,10 @@ func TestResultOutcomes(t *testing.T) {
 	}
 }
 
-// TestFetchEndlessBody is issue 16 finding 8: a server that never ends a
+// TestFetchEndlessBody: a server that never ends a
 // body is cut once the body is well past its declared size (the NZB's
 // bytes=, else the yEnc header's part size, else MaxBody) instead of being
-// read for ever. Before the fix the Fetch read on with the connection open.
+// read for ever, and the connection is closed.
 func TestFetchEndlessBody(t *testing.T) {
 	header := "222 0 <a@t>\r\n=ybegin part=1 total=9 line=128 size=9000 name=f.bin\r\n=ypart begin=1 end=1000\r\n"
 	line := []byte(strings.Repeat("x", 126) + "\r\n")

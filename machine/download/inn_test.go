@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -109,9 +108,7 @@ func ihave(t *testing.T, addr string, parts []innPart) {
 // Fetch and compares it with testdata/inn_nnrpd.txt (which
 // TestFetchTranscripts replays without INN).
 func TestINNFetch(t *testing.T) {
-	if err := inntest.Available(); err != nil && *updateINN {
-		t.Fatalf("-update-inn needs INN: %v", err)
-	}
+	inntest.MustRecord(t, *updateINN, "-update-inn")
 	srv := inntest.Start(t, inntest.Options{Reader: true, Groups: []inntest.Group{{Name: innGroup}}}) // skips without INN
 	posted, all := innParts()
 	ihave(t, srv.Addr(), posted)
@@ -207,33 +204,17 @@ func TestINNFetch(t *testing.T) {
 			t.Fatalf("replaying the live session (%s) (-live +replay):\n%s", name, diff)
 		}
 	}
-	if *updateINN {
-		if err := os.WriteFile(innGolden, text, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", innGolden)
-		return
-	}
-	gt, err := transcript.ReadFile(os.DirFS("."), innGolden)
-	if err != nil {
-		t.Fatalf("%v (run with -update-inn to record it)", err)
-	}
-	if d := cmp.Diff(dataLines(gt), dataLines(parsed)); d != "" {
-		t.Errorf("the session differs from %s (-golden +live); rerun with -update-inn if INN changed:\n%s", innGolden, d)
-	}
+	inntest.Golden{Path: innGolden, Update: *updateINN, Flag: "-update-inn", Skeleton: inntest.BySide(dataLines)}.Check(t, text)
 }
 
-// dataLines lists a transcript's data lines with their side, ignoring how
-// the directions interleave (that depends on how reads were split).
-func dataLines(tr transcript.Transcript) (lines struct{ Client, Server []string }) {
+// dataLines lists a transcript's data lines, exactly, each after its side
+// ("C " or "S "); the golden comparison takes them side by side, ignoring
+// how the directions interleave (that depends on how reads were split).
+func dataLines(tr transcript.Transcript) []string {
+	var lines []string
 	for _, e := range tr {
-		if e.Kind != transcript.Data {
-			continue
-		}
-		if e.Side == transcript.Client {
-			lines.Client = append(lines.Client, string(e.Data))
-		} else {
-			lines.Server = append(lines.Server, string(e.Data))
+		if e.Kind == transcript.Data {
+			lines = append(lines, e.Side.String()+" "+string(e.Data))
 		}
 	}
 	return lines

@@ -2,16 +2,15 @@ package download
 
 // Theory of operation
 //
-// Limiter is the speed limit over all connections (seed 003 "Speed
-// limiting", DownloadRate): a token bucket holding up to Burst bytes,
-// refilled at Rate bytes per second. The owner calls Take after each read
-// with the bytes read; Take removes them from the bucket, which may go into
-// debt, and returns how long to wait before reading again: the time the
-// refill needs to pay the debt. Taking after the read, not before, means no
-// read is ever split or delayed to guess its size, and over any interval
-// the bytes read exceed Rate*interval by at most Burst plus one read. The
-// bucket starts empty, so from the start the excess is at most one read;
-// only time spent idle later saves up a burst.
+// Limiter is the speed limit over all connections: a token bucket holding up
+// to Burst bytes, refilled at Rate bytes per second. The owner calls Take
+// after each read with the bytes read; Take removes them from the bucket,
+// which may go into debt, and returns how long to wait before reading again:
+// the time the refill needs to pay the debt. Taking after the read, not
+// before, means no read is ever split or delayed to guess its size, and over
+// any interval the bytes read exceed Rate*interval by at most Burst plus one
+// read. The bucket starts empty, so from the start the excess is at most one
+// read; only time spent idle later saves up a burst.
 //
 // Arithmetic is in integers: the bucket counts nano-bytes (bytes x 1e9),
 // so that refilling for d nanoseconds adds exactly d*Rate of them and
@@ -48,9 +47,9 @@ func (l *Limiter) burst() int64 {
 func (l *Limiter) refill(now time.Time) {
 	if !l.started {
 		l.started, l.last = true, now
-		// The bucket starts empty: a full one let a short download run
-		// a whole second's worth over the rate (-rate 10M measured 12.9
-		// MB/s). Idle time fills it, up to Burst, as before.
+		// The bucket starts empty: a full one would let a short download
+		// run a whole second's worth over the rate. Idle time fills it,
+		// up to Burst.
 		l.credit = 0
 		return
 	}

@@ -7,11 +7,9 @@ import (
 	"time"
 )
 
-// TestMemoryPerSegment is issue 16 finding 13: a 1,000,000-segment NZB
-// cost 1.7 GB RSS, most of it the Scheduler's state per segment (about 230
-// bytes and a map entry, kept after the segment finished). The Scheduler's
-// live heap per segment stays under a generous bound (100 bytes; about 52
-// now) while the segments wait, and after they were all fetched or all
+// TestMemoryPerSegment: an NZB may hold a million segments, so the
+// Scheduler's live heap per segment stays under a generous bound (100
+// bytes) while the segments wait, and after they were all fetched or all
 // failed. The segments' own data (message-ids, groups) belong to the caller
 // and are not counted. No timing: the bound is on bytes.
 func TestMemoryPerSegment(t *testing.T) {

@@ -2,11 +2,10 @@ package download
 
 // Theory of operation
 //
-// Quota keeps the daily and monthly download quotas (seed 003 "Quota
-// management"): bytes counted per local calendar day and per monthly
-// period, the period starting on QuotaDay of each month. Days and months
-// are those of the wall clock in Loc, so a day is 23 or 25 hours long
-// across a DST change, and midnight is midnight.
+// Quota keeps the daily and monthly download quotas: bytes counted per local
+// calendar day and per monthly period, the period starting on QuotaDay of
+// each month. Days and months are those of the wall clock in Loc, so a day is
+// 23 or 25 hours long across a DST change, and midnight is midnight.
 //
 // The state is two counters, each labelled with the local date it belongs
 // to ("2025-03-14" for the day, the period's first day for the month).

@@ -3,7 +3,7 @@ package download
 import "fmt"
 
 // The retry table: what one failed request means for its segment and its
-// server (seed 003 "Retry strategy", made quota-safe). Every rule is a row
+// server. Every rule is a row
 // of retryTable below; the Scheduler looks rows up and never decides a
 // failure any other way. Which server is tried next is the selection
 // algorithm's business (scheduler.go); this table only says whether the
@@ -22,8 +22,7 @@ import "fmt"
 //	AuthError  Closed after 480 without success, 481;      no (server blocked)     not counted against the segment: it waits
 //	           RequestFailed 502                                                   for another server or the block's end
 //
-// Server blocks (seed 003: "Block server for backoff period; try other
-// servers"): an AuthError outcome or a failed dial (connect error, TLS
+// Server blocks: an AuthError outcome or a failed dial (connect error, TLS
 // failure, 400/502 greeting, authentication refused) blocks the server for
 // Config.BackoffBase, doubling with each consecutive failure up to
 // Config.BackoffMax. A block already running is not extended by more
@@ -140,8 +139,8 @@ func (c Config) limitOf(r retryRow) int {
 }
 
 // DialCause says why a connection the Scheduler asked for did not come up.
-// Every cause blocks the server (seed 003: "temporarily blocked (recent
-// auth/connect failure)"); the cause is kept for the owner's messages.
+// Every cause blocks the server for a while; the cause is kept for the
+// owner's messages.
 type DialCause uint8
 
 // Causes of a failed dial.

@@ -3,13 +3,11 @@ package download
 // Theory of operation
 //
 // The Scheduler decides, for every segment of a download, which server and
-// which connection fetch it, following seed 003's connection selection
-// algorithm with two changes that make it quota-safe (a fill server is
+// which connection fetch it. Two rules keep it quota-safe (a fill server is
 // often a metered block account):
 //
 //   - a higher level is tried for a segment only after every server of the
-//     lower levels that could have it has failed it (the seed's loop falls
-//     through to the next level when the lower level is merely busy);
+//     lower levels that could have it has failed it;
 //   - a segment is requested from one server at a time: it is either
 //     waiting or in flight on exactly one connection.
 //
@@ -21,15 +19,14 @@ package download
 //     short-retention server), and not failed for this segment (see the
 //     retry table in retry.go; a 430 from one server of a load-balancing
 //     group fails the whole group on its level).
-//  2. Optional servers that are blocked count as failed (seed 003:
-//     "failure on this server does not count"), unless nothing else
+//  2. Optional servers that are blocked count as failed, unless nothing else
 //     remains: then the segment waits for them rather than fail.
 //  3. The level is the lowest level holding a remaining server. Only
 //     servers of that level are candidates, minus blocked ones (the segment
 //     waits for a blocked non-optional server of its level: it might have
 //     the article, and asking the next level would spend its quota).
 //  4. A retry after a connection error or a corrupt body wants the same
-//     server (seed 003 want_server): only it is a candidate, while it is a
+//     server: only it is a candidate, while it is a
 //     candidate at all (not blocked, not deactivated).
 //  5. Servers in configuration order within the level; the first with a
 //     free request slot takes it. A server in a group (group != 0) stands

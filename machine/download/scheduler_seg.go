@@ -1,7 +1,7 @@
 package download
 
 // The Scheduler's segments, stored for a bounded cost per segment (an NZB
-// may hold a million; issue 16 finding 13).
+// may hold a million).
 //
 // A segment is an index (its seq: the order it was added) into parallel
 // arrays holding only what every segment needs (segTable); the fields of

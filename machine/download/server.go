@@ -7,9 +7,9 @@
 // in as now, outcomes come in as method calls, and decisions, deadlines and
 // decoded bytes come out. The runtime (the engine) dials connections, runs
 // the handshake, drives one Fetch per connection and tells the Scheduler
-// what happened. The design follows seed 003 ("NNTP download engine"):
-// server levels, load-balancing groups, optional servers, retention, the
-// connection selection algorithm and the retry strategy, made quota-safe.
+// what happened. It holds server levels, load-balancing groups, optional
+// servers, retention, the connection selection and the retry strategy, all
+// quota-safe: a segment is asked of one server at a time.
 package download
 
 import (
@@ -20,7 +20,7 @@ import (
 // Defaults for zero fields of Server and Config.
 const (
 	DefaultPipeline       = 2                // BODY requests in flight per connection
-	DefaultArticleRetries = 3                // connection-error retries on one server (seed 003 ArticleRetries)
+	DefaultArticleRetries = 3                // connection-error retries on one server
 	DefaultBackoffBase    = 10 * time.Second // first block of a server after an auth or connect failure
 	DefaultBackoffMax     = 5 * time.Minute  // the longest block; the doubling stops here
 	// MaxServers is how many servers a Scheduler handles: per-segment
@@ -28,9 +28,9 @@ const (
 	MaxServers = 64
 )
 
-// A Server is one news server as configured (seed 003 "NewsServer
-// configuration"). Only what the scheduling decisions need is here; host,
-// port, TLS and credentials belong to the runtime.
+// A Server is one news server as configured. Only what the scheduling
+// decisions need is here; host, port, TLS and credentials belong to the
+// runtime.
 type Server struct {
 	ID          int    // the owner's identifier, unique; events name servers by it
 	Name        string // for messages

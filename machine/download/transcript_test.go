@@ -170,32 +170,6 @@ func summarize(evs []FetchEvent) []string {
 	return out
 }
 
-// parts cuts tr at "# do:" comments, with the clock at each part's start.
-type fetchPart struct {
-	tr    transcript.Transcript
-	start time.Time
-	then  string
-}
-
-func fetchParts(tr transcript.Transcript) []fetchPart {
-	var ps []fetchPart
-	cur := fetchPart{start: transcript.Epoch}
-	now := transcript.Epoch
-	for _, e := range tr {
-		if e.Kind == transcript.Comment && strings.HasPrefix(e.Text, "do: ") {
-			cur.then = strings.TrimPrefix(e.Text, "do: ")
-			ps = append(ps, cur)
-			cur = fetchPart{start: now}
-			continue
-		}
-		if e.Kind == transcript.Advance {
-			now = now.Add(e.D)
-		}
-		cur.tr = append(cur.tr, e)
-	}
-	return append(ps, cur)
-}
-
 // replayFetch replays a transcript against a fresh Fetch.
 func replayFetch(tr transcript.Transcript, s fetchScript, split func([]byte) [][]byte) (*logged, error) {
 	l := newLogged(NewFetch(transcript.Epoch, s.cfg))
@@ -204,17 +178,12 @@ func replayFetch(tr transcript.Transcript, s fetchScript, split func([]byte) [][
 			return nil, err
 		}
 	}
-	for _, p := range fetchParts(tr) {
-		if err := transcript.Replay(l, p.tr, transcript.Options{Start: p.start, Split: split}); err != nil {
+	for _, p := range transcript.SplitActions(tr, transcript.Epoch) {
+		if err := transcript.Replay(l, p.Transcript, transcript.Options{Start: p.Start, Split: split}); err != nil {
 			return nil, err
 		}
-		now := p.start
-		for _, e := range p.tr {
-			if e.Kind == transcript.Advance {
-				now = now.Add(e.D)
-			}
-		}
-		switch w := strings.Fields(p.then); {
+		now := p.End
+		switch w := strings.Fields(p.Then); {
 		case len(w) == 0:
 		case w[0] == "close":
 			l.Close(now)
@@ -229,7 +198,7 @@ func replayFetch(tr transcript.Transcript, s fetchScript, split func([]byte) [][
 				return nil, err
 			}
 		default:
-			return nil, fmt.Errorf("unknown action %q", p.then)
+			return nil, fmt.Errorf("unknown action %q", p.Then)
 		}
 		l.drain()
 	}

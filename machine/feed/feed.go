@@ -8,15 +8,12 @@ package feed
 // A Feed starts on a connection that machine/handshake has set up (greeting,
 // CAPABILITIES, MODE STREAM, AUTHINFO, STARTTLS): Config.Streaming is the
 // handshake's Ready.Streaming, and the handshake's Leftover bytes, if any,
-// go to Receive first. It follows the seed's queueing design (seed 000,
-// "Outfeed queueing mechanism"), with one connection's queues inside the
-// machine:
+// go to Receive first. One connection's queues are inside the machine:
 //
-//	offer-queue  articles from Offer, not yet sent (the seed's peer-queue
-//	             share of this connection); sent as CHECK, or as TAKETHIS in
-//	             ModeTakeThis, or as IHAVE in ModeIHave
-//	take-queue   articles a 238 asked for, waiting for their TAKETHIS (the
-//	             seed's send-queue); served before the offer-queue
+//	offer-queue  articles from Offer, not yet sent; sent as CHECK, or as
+//	             TAKETHIS in ModeTakeThis, or as IHAVE in ModeIHave
+//	take-queue   articles a 238 asked for, waiting for their TAKETHIS;
+//	             served before the offer-queue
 //	recv-queue   commands sent and not yet answered, in order (RFC 4644
 //	             §2.1: replies come in command order); at most Window of them
 //	retry        commands that drew 480 or 500 while the recv-queue drained
@@ -42,8 +39,8 @@ package feed
 //
 // A 480 stops new commands; when the outstanding replies are in, the Feed
 // runs AUTHINFO USER/PASS (handshake.Reauth, the step every client machine
-// shares) and sends the commands that drew 480 again. A second 480 after authenticating, or a 480 without
-// credentials, closes the Feed.
+// shares) and sends the commands that drew 480 again. A second 480 after
+// authenticating, or a 480 without credentials, closes the Feed.
 //
 // Nothing offered is lost: every article comes back in exactly one
 // Accepted, Refused, Rejected, Deferred or Requeue event. Whenever the Feed
@@ -368,7 +365,8 @@ func (f *Feed) reply(now time.Time, line []byte) error {
 		f.emit(Deferred{Article: e.art, Code: code})
 	case actOddReject:
 		// RFC 4644 §2.5: TAKETHIS is answered 239 or 439 only. The
-		// article was sent; count it as rejected, as the seed says.
+		// article was sent, so it counts as rejected: a peer that answers
+		// out of protocol has still seen it.
 		if e.noCheck {
 			f.sample(now, false)
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/machine/transcript"
-	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
 )
 
@@ -43,38 +42,12 @@ func normalize(tr transcript.Transcript, names ...string) transcript.Transcript 
 	return out
 }
 
-// skeleton is what the golden comparison checks, apart from how the two
-// directions interleave (that depends on how reads were split): every
-// client line in order, and every server status code in order.
-func skeleton(tr transcript.Transcript) (client, server []string) {
-	for _, e := range tr {
-		if e.Kind != transcript.Data {
-			continue
-		}
-		line := strings.TrimRight(string(e.Data), "\r\n")
-		if e.Side == transcript.Client {
-			client = append(client, line)
-			continue
-		}
-		if r, err := proto.ParseResponse([]byte(line)); err == nil && line[0] >= '2' {
-			line = fmt.Sprint(r.Code)
-		}
-		if strings.HasPrefix(line, "IMPLEMENTATION ") {
-			line = "IMPLEMENTATION"
-		}
-		server = append(server, line)
-	}
-	return client, server
-}
-
 // TestINNStream streams 200 articles into a private innd through the
 // handshake and the Feed on runtime/goroutine, checks that INN stores each,
 // replays the recorded session against fresh machines and compares it with
 // testdata/inn_stream.txt (which TestTranscripts replays without INN).
 func TestINNStream(t *testing.T) {
-	if err := inntest.Available(); err != nil && *update {
-		t.Fatalf("-update needs INN: %v", err)
-	}
+	inntest.MustRecord(t, *update, "-update")
 	srv := inntest.Start(t, inntest.Options{}) // skips when INN is missing
 	arts := innArticles(innCount)
 	r := runFeed(t, srv.Addr(), handshake.Config{Stream: true}, Config{}, arts, true)
@@ -141,25 +114,9 @@ func TestINNStream(t *testing.T) {
 			t.Fatalf("replaying the live session (%s): events differ:\n%s\nwant\n%s", name, got, s.tally)
 		}
 	}
-	if *update {
-		if err := os.WriteFile(innGolden, text, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", innGolden)
-		return
-	}
-	gt, err := transcript.ReadFile(os.DirFS("."), innGolden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to record it)", err)
-	}
-	gc, gs := skeleton(gt)
-	lc, ls := skeleton(live)
-	if d := cmp.Diff(gc, lc); d != "" {
-		t.Errorf("the Feed's side differs from %s (-golden +live):\n%s", innGolden, d)
-	}
-	if d := cmp.Diff(gs, ls); d != "" {
-		t.Errorf("INN's side differs from %s (-golden +live); rerun with -update if INN changed:\n%s", innGolden, d)
-	}
+	// How the two directions interleave depends on how reads were split:
+	// each side is compared in its own order.
+	inntest.Golden{Path: innGolden, Update: *update, Flag: "-update", Skeleton: inntest.BySide(inntest.Skeleton)}.Check(t, text)
 }
 
 // BenchmarkINN streams b.N articles into a fresh private innd (skipped

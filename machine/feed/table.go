@@ -17,8 +17,8 @@ import (
 //	TAKETHIS (RFC 4644 §2.5)
 //	  239 <id>  Accepted
 //	  439 <id>  Rejected
-//	  431 <id>  not allowed here (a CHECK answer; the seed: "log it and
-//	  438 <id>  handle it as a reject"): Warning, then Rejected
+//	  431 <id>  not allowed here (a CHECK answer: log it and
+//	  438 <id>  count it as a reject): Warning, then Rejected
 //	IHAVE (RFC 3977 §6.3.2), first response
 //	  335       send the article (the same command waits for its second response)
 //	  435       not wanted: Refused

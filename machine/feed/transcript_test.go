@@ -117,33 +117,6 @@ func readHeader(tr transcript.Transcript) (scripted, error) {
 	return s, nil
 }
 
-// part is a piece of a transcript between owner actions.
-type part struct {
-	tr    transcript.Transcript
-	start time.Time // the clock at its first line
-	then  string    // the action after it, "" for none
-}
-
-// parts cuts tr at "# do:" comments.
-func parts(tr transcript.Transcript, start time.Time) []part {
-	var ps []part
-	cur := part{start: start}
-	now := start
-	for _, e := range tr {
-		if e.Kind == transcript.Comment && strings.HasPrefix(e.Text, "do: ") {
-			cur.then = strings.TrimPrefix(e.Text, "do: ")
-			ps = append(ps, cur)
-			cur = part{start: now}
-			continue
-		}
-		if e.Kind == transcript.Advance {
-			now = now.Add(e.D)
-		}
-		cur.tr = append(cur.tr, e)
-	}
-	return append(ps, cur)
-}
-
 // replayFeed replays tr (with its header s) against a fresh Feed and
 // returns the events' summary, or their tally when s has one.
 func replayFeed(tr transcript.Transcript, s scripted, split func([]byte) [][]byte) (string, error) {
@@ -168,17 +141,12 @@ func replayFeed(tr transcript.Transcript, s scripted, split func([]byte) [][]byt
 	for _, a := range s.offer {
 		f.Offer(transcript.Epoch, a)
 	}
-	for _, p := range parts(tr, transcript.Epoch) {
-		if err := transcript.Replay(f, p.tr, transcript.Options{Start: p.start, Split: split}); err != nil {
+	for _, p := range transcript.SplitActions(tr, transcript.Epoch) {
+		if err := transcript.Replay(f, p.Transcript, transcript.Options{Start: p.Start, Split: split}); err != nil {
 			return "", err
 		}
-		now := p.start
-		for _, e := range p.tr {
-			if e.Kind == transcript.Advance {
-				now = now.Add(e.D)
-			}
-		}
-		switch w := strings.Fields(p.then); {
+		now := p.End
+		switch w := strings.Fields(p.Then); {
 		case len(w) == 0:
 		case w[0] == "close":
 			f.Close(now)
@@ -187,7 +155,7 @@ func replayFeed(tr transcript.Transcript, s scripted, split func([]byte) [][]byt
 		case w[0] == "offer" && len(w) == 2:
 			f.Offer(now, art(w[1]))
 		default:
-			return "", fmt.Errorf("unknown action %q", p.then)
+			return "", fmt.Errorf("unknown action %q", p.Then)
 		}
 	}
 	var evs []Event

@@ -587,9 +587,8 @@ func TestDeadlines(t *testing.T) {
 // TestWriteTimeout: output handed to the runtime must be written within
 // WriteTimeout (the runtimes use Deadline as their write deadline and fail
 // a write that outlasts it); a Timeout call at that deadline means it was
-// written, and the peer's own deadlines apply again (issue 16, finding 5:
-// a feeder that stopped reading held its connection and its reserved ids
-// for 11 minutes and counting).
+// written, and the peer's own deadlines apply again, so a feeder that stops
+// reading cannot hold its connection and its reserved ids for ever.
 func TestWriteTimeout(t *testing.T) {
 	g := New(t0, testCfg)
 	g.AppendOutgoing(nil)
@@ -613,8 +612,8 @@ func TestWriteTimeout(t *testing.T) {
 
 // TestArticleTimeout: an article must arrive whole within ArticleTimeout
 // plus a second per MinRate octets from its first octet, however often
-// bytes trickle in (issue 16, finding 5: a 1-byte-per-100-ms drip kept a
-// connection and its buffer for ever).
+// bytes trickle in, so a 1-byte-per-100-ms drip cannot keep a connection
+// and its buffer for ever.
 func TestArticleTimeout(t *testing.T) {
 	cfg := Config{PathHost: "relay.example", ArticleTimeout: time.Minute, MinRate: 100, WriteTimeout: time.Hour}
 	g := New(t0, cfg)

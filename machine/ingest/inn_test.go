@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -129,11 +128,10 @@ func normalize(tr transcript.Transcript, pathHost string) transcript.Transcript 
 // feed articles to an Ingest over loopback, checks that every article
 // arrived intact, and replays the recorded session against a fresh
 // machine. With -update it stores the recordings as testdata transcripts,
-// which TestTranscripts replays without INN.
+// which TestTranscripts replays without INN; without, it holds each side of
+// the recording to its golden.
 func TestInnfeedRecording(t *testing.T) {
-	if err := inntest.Available(); err != nil && *update {
-		t.Fatalf("-update needs INN: %v", err)
-	}
+	inntest.MustRecord(t, *update, "-update")
 	srv := inntest.Start(t, inntest.Options{}) // skips when INN is missing
 	cases := []struct {
 		golden, about string
@@ -211,19 +209,11 @@ func TestInnfeedRecording(t *testing.T) {
 			if _, err := replay(tr, transcript.Whole); err != nil {
 				t.Fatalf("the recording does not replay: %v\n%s", err, tr)
 			}
-			path := filepath.Join("testdata", tc.golden)
-			if *update {
-				text, err := transcript.Format(tr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, text, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("wrote %s (%d entries)", path, len(tr))
-			} else if _, err := os.Stat(path); err != nil {
-				t.Errorf("no golden %s: run with -update", path)
+			text, err := transcript.Format(tr)
+			if err != nil {
+				t.Fatal(err)
 			}
+			inntest.Golden{Path: filepath.Join("testdata", tc.golden), Update: *update, Flag: "-update", Skeleton: inntest.BySide(inntest.Skeleton)}.Check(t, text)
 			t.Logf("innfeed: %d articles in %v; counters: %v", innArticles, res.Elapsed, s.o.log[len(s.o.log)-1])
 		})
 	}

@@ -7,7 +7,7 @@
 // # Theory of operation
 //
 // Nothing here touches a disk or a clock. spoolfs.JobQueue owns the files
-// (seed 002's data/, queue/, inflight/, cleanup/) and asks this package,
+// and asks this package,
 // before every storage primitive, whether the entry's state allows it
 // (Ledger.Apply); an illegal call comes back as a *TransitionError before
 // any file changes. At start, spoolfs describes each entry it finds (which

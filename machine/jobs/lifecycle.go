@@ -6,17 +6,16 @@ import (
 	"github.com/newsflow/newsflow/machine/table"
 )
 
-// The lifecycle of a newsget job entry, in one table (STYLE §2, after h11's
-// _state.py). Every change of an entry's state goes through Next, which looks
-// it up here: what is not in the table is an illegal transition and comes
-// back as a *TransitionError naming the entry, its state and the event.
+// The lifecycle of a newsget job entry, in one table. Every change of an
+// entry's state goes through Next, which looks it up here: what is not in the
+// table is an illegal transition and comes back as a *TransitionError naming
+// the entry, its state and the event.
 //
 // A JOB is one NZB to download; it has one or more ENTRIES, one per
-// destination (seed 002's <mail>/<dest>): each entry is queued, downloaded
-// and removed on its own, and has its own metadata (target, per-file segment
-// progress) and schedule. The states below are an entry's, and each is one
-// place on disk (spoolfs/jobqueue.go), so a state change is one rename or
-// one link (STYLE §7.3):
+// destination: each entry is queued, downloaded and removed on its own, and
+// has its own metadata (target, per-file segment progress) and schedule. The
+// states below are an entry's, and each is one place on disk
+// (spoolfs/jobqueue.go), so a state change is one rename or one link:
 //
 //	Absent      not written yet
 //	Writing     data/<job>/<dest> being written by Enqueue; no link yet
@@ -38,7 +37,7 @@ import (
 //     keeping its progress (a download stopped, to be resumed later).
 //   - Reschedule rewrites the schedule (attempts, next-attempt time) of a
 //     queued entry: it stays Queued. To retry later, the owner cancels then
-//     reschedules, as in the seed.
+//     reschedules.
 //   - Read (ReadInflight: the NZB and the metadata), Progress and Compact
 //     concern an entry in flight: only a download reads its job or produces
 //     progress.
@@ -59,7 +58,7 @@ import (
 //     Enqueue that never returned: it is rolled back (Removed), and reported.
 //   - RecoverCorrupt (dangling link, metadata, schedule or the job's NZB
 //     missing or unreadable): Queued, InFlight and committed Writing entries
-//     are Quarantined, never deleted (STYLE §7.5); a Cleanup entry was being
+//     are Quarantined, never deleted; a Cleanup entry was being
 //     removed anyway, so its removal is finished.
 var lifecycle = table.Must("jobs", []rule{
 	// Enqueue.

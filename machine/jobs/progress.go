@@ -50,7 +50,7 @@ func (r Record) Check() error {
 	return nil
 }
 
-// Metadata is an entry's durable description (the seed's MailMetadata):
+// Metadata is an entry's durable description:
 // what to download where, and how far the download got. spoolfs stores it
 // as JSON in data/<job>/<dest>/metadata.
 type Metadata struct {

@@ -5,7 +5,7 @@ import "fmt"
 // Places is a set of the directories that hold links to entries.
 type Places uint8
 
-// The link directories of the queue (seed 002): queue/, inflight/, cleanup/.
+// The link directories of the queue: queue/, inflight/, cleanup/.
 const (
 	InQueue Places = 1 << iota
 	InInflight

@@ -2,9 +2,9 @@ package jobs
 
 import "time"
 
-// Schedule is an entry's retry bookkeeping, kept beside its metadata (the
-// seed's ScheduleInfo): how many attempts failed, when the next one may start
-// and why the last one failed.
+// Schedule is an entry's retry bookkeeping, kept beside its metadata: how
+// many attempts failed, when the next one may start and why the last one
+// failed.
 type Schedule struct {
 	Attempts  int       `json:"attempts"`
 	Next      time.Time `json:"next,omitzero"`        // not before; zero: at once

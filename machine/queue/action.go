@@ -101,7 +101,7 @@ type DeleteReplay struct{}
 // QuarantineReplay syncs every appended line (as DeleteReplay does), then
 // renames <peer>.P to To (a <peer>.Q.<ts> name) and removes its checkpoint:
 // the file could not be read, and what it still holds was
-// counted as dropped, but it is kept for a human (STYLE §7.5).
+// counted as dropped, but it is kept for a human: quarantined, never deleted.
 type QuarantineReplay struct {
 	To string
 }
@@ -316,7 +316,7 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: a 4096-entry queue, files rotated at
-// 10 MB but at most every 5 minutes (seed 000), deferrals retried after 1
+// 10 MB but at most every 5 minutes, deferrals retried after 1
 // minute doubling up to 1 hour and dropped after 10, no backlog limits, a
 // replay checkpoint at least every 10 seconds of progress (and at a refill
 // a second or more after the last one), journal files

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// t0 makes the first file names look like the seed's "peer.B.5db93971".
+// t0 makes the first file names look like "peer.B.5db93971".
 var t0 = time.Unix(0x5db93971, 0)
 
 const peer = "peer"

@@ -18,7 +18,7 @@ import (
 // article, written only when it is not zero, so a deferred article keeps its
 // retry count across .D files and restarts.
 //
-// A line is self-validating (STYLE §7.2): it counts only if it ends in LF and
+// A line is self-validating: it counts only if it ends in LF and
 // every field parses. A torn last line after a crash has no LF, or ends in the
 // NUL bytes some filesystems leave behind, and is therefore absent, not
 // garbage.
@@ -299,7 +299,7 @@ func parseAttempts[T string | []byte](b T) (int, error) {
 // Kind says which of a peer's backlog files an entry is written to.
 type Kind byte
 
-// The two kinds of write-only backlog file (seed 000).
+// The two kinds of write-only backlog file.
 const (
 	// KindBacklog files, <peer>.B.<ts>, hold articles that could not be
 	// sent: the memory queue overflowed or no connection was up.
@@ -313,22 +313,20 @@ const (
 func (k Kind) String() string { return string(rune(k)) }
 
 // FileName is the name of a backlog file: <peer>.<B|D>.<ts> with ts the
-// lowercase hexadecimal Unix time the file was opened (seed 000:
-// "peer.B.5db93971").
+// lowercase hexadecimal Unix time the file was opened.
 func FileName(peer string, k Kind, ts int64) string {
 	return peer + "." + string(rune(k)) + "." + strconv.FormatInt(ts, 16)
 }
 
 // ReplayName is the name of a peer's replay file, <peer>.P: the one backlog
-// file currently being sent again. (The seed also calls it .R; newsflow uses
-// .P only.)
+// file currently being sent again.
 func ReplayName(peer string) string { return peer + ".P" }
 
 // CheckpointName is the file holding how far <peer>.P has been dealt with.
 func CheckpointName(peer string) string { return peer + ".P.ckpt" }
 
 // QuarantineName is where a replay file that could not be read is moved
-// (STYLE §7.5: quarantine, never delete): <peer>.Q.<ts>.
+// (quarantined, never deleted): <peer>.Q.<ts>.
 func QuarantineName(peer string, ts int64) string {
 	return peer + ".Q." + strconv.FormatInt(ts, 16)
 }

@@ -107,7 +107,7 @@ func TestParseLineString(t *testing.T) {
 
 func TestFileNames(t *testing.T) {
 	if got := FileName("peer", KindBacklog, 0x5db93971); got != "peer.B.5db93971" {
-		t.Errorf("FileName = %q, want the seed's peer.B.5db93971", got)
+		t.Errorf("FileName = %q, want peer.B.5db93971", got)
 	}
 	cases := []struct {
 		peer, name string

@@ -4,10 +4,11 @@ import "fmt"
 
 // The manifest <peer>.M: the queue's durable list of the peer's .B, .D and
 // .P files with the entries each holds, so that a file deleted under the
-// relay is reported at the next start (issue 16, finding 6: a deleted
-// backlog file had lost 55,270 acknowledged articles without a word).
+// relay is reported at the next start: a backlog file deleted by a person
+// or a cleaning script holds acknowledged articles, and losing them without
+// a word is the worst thing a relay can do.
 //
-// Rules, in the order spoolfs carries them out (STYLE §7):
+// Rules, in the order spoolfs carries them out (its durability rules):
 //
 //   - A name is listed only once its file is on disk: the manifest is asked
 //     for AFTER RotateBacklog and PromoteToReplay. A crash before it leaves a

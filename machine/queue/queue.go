@@ -1,7 +1,6 @@
 // Package queue is the sans-I/O lifecycle of one peer's outgoing article
 // queue in newsfeed: the memory queue, the articles in flight on each
-// connection, and the peer's backlog files (seed 000: <peer>.B.<ts>,
-// <peer>.D.<ts>, <peer>.P).
+// connection, and the peer's backlog files.
 //
 // # Theory of operation
 //
@@ -49,7 +48,7 @@
 // synced by itself: THE OWNER MUST SYNC (spoolfs.Backlog.Sync, one fsync per
 // written file for all the offers since the last one) after carrying out the
 // actions of its offers and BEFORE it acknowledges them upstream (239/235).
-// That is the group commit of STYLE §7.6; the machine need not know when it
+// That is a group commit; the machine need not know when it
 // happens, because nothing it decides depends on it.
 //
 // Each entry in memory or in flight remembers its journal file. It is settled
@@ -76,11 +75,12 @@
 //
 // # Driving it
 //
-// spoolfs.PeerQueue does all of this for a runtime. After every input, drain NextAction and carry each action out, reporting
-// failures with Failed; drain NextEvent; then offer work to idle connections
-// with Next, and repeat while Next hands out entries or actions appear (a
-// Next with an empty memory queue asks for a replay file to be promoted or
-// read). Call Tick when Deadline says.
+// spoolfs.PeerQueue does all of this for a runtime. After every input, drain
+// NextAction and carry each action out, reporting failures with Failed; drain
+// NextEvent; then offer work to idle connections with Next, and repeat while
+// Next hands out entries or actions appear (a Next with an empty memory queue
+// asks for a replay file to be promoted or read). Call Tick when Deadline
+// says.
 package queue
 
 import (

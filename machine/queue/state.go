@@ -6,7 +6,7 @@ import (
 	"github.com/newsflow/newsflow/machine/table"
 )
 
-// The lifecycles of a peer's queue (STYLE §2, after h11's _state.py). Five
+// The lifecycles of a peer's queue, each a table of rows. Five
 // things have a state, and each has its own state type and its own table,
 // with the rules that justify its rows written above it:
 //

@@ -19,10 +19,9 @@ import "github.com/newsflow/newsflow/machine/table"
 //   - A connection that goes down puts its entries back at the HEAD of the
 //     memory queue (ConnLost): nothing in flight is lost.
 //   - When the memory queue is full, its OLDEST THIRD is appended to the
-//     current .B file (Spill). The seed says "half" in its overview and "1/3
-//     of head" in its implementation notes; newsflow takes the third, so the
-//     queue keeps two thirds of its fresh articles and a refill (half a
-//     queue) after a drain cannot immediately overflow it again.
+//     current .B file (Spill): a third, not a half, so the queue keeps two
+//     thirds of its fresh articles and a refill (half a queue) after a drain
+//     cannot immediately overflow it again.
 //   - With the memory queue empty and a connection up, the oldest backlog
 //     file (a .B, or a .D whose delay has passed) is renamed to <peer>.P
 //     (Promote: Backlog/Deferred -> Replay) and read back half a queue at a

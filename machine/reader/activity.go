@@ -1,33 +1,32 @@
 package reader
 
-// Theory of operation: activity-proportional background refresh (seed 004).
+// Theory of operation: activity-proportional background refresh.
 //
-// Every user request that touches a group's threads calls Refresher.MarkActive
-// (the seed's mark_group_active). The group's GroupActivity counts requests
-// in a circular buffer of ActivityBuckets buckets covering ActivityWindow,
-// so ActivityWindow/ActivityBuckets = 2 s per bucket. Moving to a later
-// bucket clears the buckets that fell out of the window and subtracts their
-// counts from a running total, so the request rate (total / window) costs
-// O(1) to read; advancing costs one step per elapsed bucket, at most
-// ActivityBuckets, after which the buffer is simply cleared.
+// Every user request that touches a group's threads calls
+// Refresher.MarkActive. The group's GroupActivity counts requests in a
+// circular buffer of ActivityBuckets buckets covering ActivityWindow, so
+// ActivityWindow/ActivityBuckets = 2 s per bucket. Moving to a later bucket
+// clears the buckets that fell out of the window and subtracts their counts
+// from a running total, so the request rate (total / window) costs O(1) to
+// read; advancing costs one step per elapsed bucket, at most ActivityBuckets,
+// after which the buffer is simply cleared.
 //
 // The refresh period maps the rate to a duration on a log scale
-// (RefreshPeriod, the seed's calculate_refresh_period):
+// (RefreshPeriod):
 //
 //	log_min = log10(1/300)   one request in the 5-minute window
 //	log_max = log10(10000)   ActivityHighRPS
 //	ratio   = (clamp(log10(rps), log_min, log_max) - log_min) / (log_max - log_min)
 //	period  = 30s - ratio * (30s - 1s)
 //
-// Each active group has one refresh task. The seed runs it as a loop in its
-// own task; here it is a schedule the runtime drives: the task is spawned by
-// the first MarkActive of a group that has none, computes its period from the
-// rate, and is due one period later. When due (Refresher.Due), a group that
-// has had no request within the window stops (the task is removed, the
-// seed's "Group inactive, stopping refresh task"); an active one triggers an
-// incremental update and is rescheduled with a period computed from the
-// rate at that moment. Time is an input everywhere: the tracker measures it
-// from an epoch given at construction.
+// Each active group has one refresh task, a schedule the runtime drives: the
+// task is spawned by the first MarkActive of a group that has none, computes
+// its period from the rate, and is due one period later. When due
+// (Refresher.Due), a group that has had no request within the window stops
+// (the task is removed); an active one triggers an incremental update and is
+// rescheduled with a period computed from the rate at that moment. Time is an
+// input everywhere: the tracker measures it from an epoch given at
+// construction.
 
 import (
 	"container/heap"
@@ -36,7 +35,8 @@ import (
 	"time"
 )
 
-// Constants of seed 004 ("Configuration constants").
+// The activity window and the refresh periods it maps to. The names in
+// capitals are the log fields and setting names of the same figures.
 const (
 	ActivityWindow   = 300 * time.Second                // ACTIVITY_WINDOW_SECS: the moving-average window
 	ActivityBuckets  = 150                              // ACTIVITY_BUCKET_COUNT: buckets in the circular buffer
@@ -49,7 +49,7 @@ const (
 // activityWindowS is the window in seconds, the divisor of the rate.
 const activityWindowS = float64(ActivityWindow / time.Second)
 
-// RefreshRatio is the seed's interpolation ratio for a request rate: 0 at
+// RefreshRatio is the interpolation ratio for a request rate: 0 at
 // one request per ActivityWindow or less, 1 at ActivityHighRPS or more,
 // linear in log10(rps) in between.
 func RefreshRatio(rps float64) float64 {
@@ -63,16 +63,16 @@ func RefreshRatio(rps float64) float64 {
 	return (l - logMin) / (logMax - logMin)
 }
 
-// RefreshPeriod is the background refresh period for a request rate (seed
-// 004, calculate_refresh_period): RefreshMaxPeriod minus RefreshRatio(rps)
-// of the span down to RefreshMinPeriod.
+// RefreshPeriod is the background refresh period for a request rate:
+// RefreshMaxPeriod minus RefreshRatio(rps) of the span down to
+// RefreshMinPeriod.
 func RefreshPeriod(rps float64) time.Duration {
 	span := float64(RefreshMaxPeriod - RefreshMinPeriod)
 	return RefreshMaxPeriod - time.Duration(math.Round(RefreshRatio(rps)*span))
 }
 
-// GroupActivity is one group's request counts: the seed's circular buffer
-// of ActivityBuckets buckets with a running total.
+// GroupActivity is one group's request counts: a circular buffer of
+// ActivityBuckets buckets with a running total.
 type GroupActivity struct {
 	buckets [ActivityBuckets]uint32
 	current int   // index of the bucket that holds the current 2 s
@@ -158,7 +158,7 @@ func (t *ActivityTracker) Requests(group string, now time.Time) uint64 {
 }
 
 // Rate is group's request rate at now: requests in the window divided by
-// the window's length (the seed's 5-minute moving average), O(1) after the
+// the window's length, O(1) after the
 // buffer has been advanced.
 func (t *ActivityTracker) Rate(group string, now time.Time) float64 {
 	return float64(t.Requests(group, now)) / activityWindowS
@@ -205,7 +205,7 @@ func (k RefreshKind) String() string {
 }
 
 // A RefreshAction is what a due refresh task asks of the runtime, with the
-// figures the seed logs ("Group refresh scheduled", rps and period_secs).
+// figures a log line reports (rps and period_secs).
 type RefreshAction struct {
 	Group  string
 	Kind   RefreshKind
@@ -246,7 +246,7 @@ func (h *taskHeap) Pop() any {
 	return t
 }
 
-// Refresher is the per-group refresh task lifecycle of seed 004 as a pure
+// Refresher is the per-group refresh task lifecycle as a pure
 // schedule: MarkActive on user requests, Deadline for the runtime's timer,
 // Due when it fires. Not safe for concurrent use.
 type Refresher struct {
@@ -260,10 +260,9 @@ func NewRefresher(epoch time.Time) *Refresher {
 	return &Refresher{Tracker: NewActivityTracker(epoch), tasks: make(map[string]*refreshTask)}
 }
 
-// MarkActive records a request for group at now (the seed's
-// mark_group_active). When the group has no refresh task, one is spawned,
-// due one RefreshPeriod of the current rate later, and MarkActive reports
-// true (the seed logs "Spawning background refresh task").
+// MarkActive records a request for group at now. When the group has no
+// refresh task, one is spawned, due one RefreshPeriod of the current rate
+// later, and MarkActive reports true.
 func (r *Refresher) MarkActive(group string, now time.Time) (spawned bool) {
 	r.Tracker.Record(group, now)
 	if _, ok := r.tasks[group]; ok {

@@ -13,7 +13,7 @@ import (
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// TestRefreshPeriodSeedTable reproduces seed 004's "Example periods" table
+// TestRefreshPeriodExampleTable reproduces a table of example periods
 // row by row. The table shows log10 and the ratio to two decimals and the
 // period to the precision it was written with (whole seconds, 5.4 s in one
 // row): each computed value must round to the table's, and the period must
@@ -22,7 +22,7 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 // where the exact ratio gives 5.477.) exact pins the formula to the
 // millisecond. The last row writes 1/300 as 0.003: its log10 (-2.48) is
 // that of 1/300; 0.003 itself is below the clamp and gives 30 s too.
-func TestRefreshPeriodSeedTable(t *testing.T) {
+func TestRefreshPeriodExampleTable(t *testing.T) {
 	tests := []struct {
 		rps       float64
 		log10     float64 // table column "log10(rps)"
@@ -185,10 +185,10 @@ func TestActiveGroups(t *testing.T) {
 	}
 }
 
-// TestRefresherLifecycle follows one group's task through seed 004's state
-// diagram: spawned by the first request, triggered while active with a
-// period from the current rate, stopped once no request is in the window,
-// spawned again by the next request.
+// TestRefresherLifecycle follows one group's task through its lifecycle:
+// spawned by the first request, triggered while active with a period from the
+// current rate, stopped once no request is in the window, spawned again by
+// the next request.
 func TestRefresherLifecycle(t *testing.T) {
 	const atDeadline = -1
 	type op struct {

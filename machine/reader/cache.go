@@ -1,20 +1,20 @@
 package reader
 
-// Cache policy as data (seed 001, "Caching Strategy"): what is cached, under
+// Cache policy as data: what is cached, under
 // which key, for how long. The caches themselves live in the runtime; this
 // file holds what they must agree on, and the pure decisions around them:
 // the incremental thread-list update from a high-water mark, debounced to at
-// most once a second per group (seed 004, INCREMENTAL_DEBOUNCE_MS).
+// most once a second per group.
 
 import (
 	"fmt"
 	"time"
 )
 
-// CacheKind names one of the seed's caches.
+// CacheKind names one of newsweb's caches.
 type CacheKind uint8
 
-// The caches of seed 001.
+// The caches, each named in comments by its key space's name.
 const (
 	CacheArticle         CacheKind = iota // article_cache: article content by message-id
 	CacheArticleNotFound                  // article_not_found_cache: negative cache of missing articles
@@ -27,7 +27,7 @@ const (
 
 var cacheNames = [...]string{"article", "article_not_found", "threads", "thread", "groups", "group_stats"}
 
-// String returns the seed's cache name without "_cache" ("article_not_found").
+// String returns the cache's name without "_cache" ("article_not_found").
 func (k CacheKind) String() string {
 	if int(k) < len(cacheNames) {
 		return cacheNames[k]
@@ -35,8 +35,8 @@ func (k CacheKind) String() string {
 	return fmt.Sprintf("cache(%d)", uint8(k))
 }
 
-// CacheConfig holds the time to live of each cache, the seed's [cache]
-// section. Every field is configurable; DefaultCacheConfig gives the seed's
+// CacheConfig holds the time to live of each cache, newsweb's [cache]
+// section. Every field is configurable; DefaultCacheConfig gives the
 // defaults.
 type CacheConfig struct {
 	Article         time.Duration // article content
@@ -47,7 +47,7 @@ type CacheConfig struct {
 	GroupStats      time.Duration // a group's count and last article date
 }
 
-// DefaultCacheConfig returns the seed's default TTLs: article 24 h,
+// DefaultCacheConfig returns the default TTLs: article 24 h,
 // article-not-found 60 s, thread lists 5 min, thread 5 min, groups 1 h,
 // group stats 5 min.
 func DefaultCacheConfig() CacheConfig {
@@ -109,11 +109,12 @@ func (c CacheConfig) Validate() error {
 	return nil
 }
 
-// Cache keys in the seed's formats. Each cache is its own keyspace; a store
+// Cache keys. Each cache is its own keyspace; a store
 // shared by all (Redis, memcached) prefixes the key with the kind's name,
 // as StoreKey does.
 
-// ArticleKey is the key of article_cache and article_not_found_cache: the message-id.
+// ArticleKey is the key of article_cache and article_not_found_cache: the
+// message-id.
 func ArticleKey(messageID string) string { return messageID }
 
 // ThreadsKey is the key of threads_cache: the group.
@@ -133,7 +134,7 @@ func StoreKey(k CacheKind, key string) string { return k.String() + "/" + key }
 
 // CachedThreads is what threads_cache holds for a group: the articles'
 // summaries, their threads, and the high-water mark, the highest article
-// number the list covers (seed 001, "Incremental Thread Updates").
+// number the list covers.
 type CachedThreads struct {
 	Group     string
 	HighWater int64
@@ -142,7 +143,7 @@ type CachedThreads struct {
 }
 
 // Update returns the request that brings c up to date: the articles after
-// the high-water mark (the seed's GetNewArticles(group, hwm), Low priority).
+// the high-water mark, at Low priority.
 func (c CachedThreads) Update() GetNewArticles {
 	return GetNewArticles{Group: c.Group, Since: c.HighWater}
 }
@@ -182,8 +183,7 @@ func NewDebouncer(interval time.Duration) *Debouncer {
 
 // Allow reports whether the action for key may run at now: the first time,
 // or at least the interval after the last allowed one. When it returns true
-// it records now; a refused call records nothing (the seed returns an empty
-// result to a debounced caller).
+// it records now; a refused call records nothing.
 func (d *Debouncer) Allow(key string, now time.Time) bool {
 	if t, ok := d.last[key]; ok && now.Sub(t) < d.interval {
 		return false

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestCacheDefaults checks the seed's table: keys and default TTLs.
+// TestCacheDefaults checks the caches' keys and default TTLs.
 func TestCacheDefaults(t *testing.T) {
 	c := DefaultCacheConfig()
 	type row struct {

@@ -655,7 +655,7 @@ func (c *Client) fatal(err error, retry, quit bool) {
 		c.sentCount["QUIT"]++
 	}
 	c.closed, c.deadline, c.batch, c.answers = true, time.Time{}, nil, nil
-	c.reading, c.blk = false, nil // a closed connection holds no answer (issue 16 finding 14)
+	c.reading, c.blk = false, nil // a closed connection holds no answer
 	c.events = append(c.events, Closed{Err: err})
 }
 
@@ -703,7 +703,7 @@ func (c *Client) Close(now time.Time) {
 	c.out, _ = proto.Quit().Append(c.out)
 	c.sentCount["QUIT"]++
 	c.closed, c.deadline, c.batch, c.answers = true, time.Time{}, nil, nil
-	c.reading, c.blk = false, nil // a closed connection holds no answer (issue 16 finding 14)
+	c.reading, c.blk = false, nil // a closed connection holds no answer
 	c.events = append(c.events, Closed{})
 }
 

@@ -188,7 +188,7 @@ func TestClientMaxResponse(t *testing.T) {
 		"closed: reader: protocol error: answer to ARTICLE exceeds 100 bytes: nntp: line too long")
 }
 
-// TestClientMaxArticle is issue 16 finding 14: an article page needs one
+// TestClientMaxArticle: an article page needs one
 // article, so the answer to ARTICLE is held to MaxArticle (4 MiB by
 // default), below MaxResponse, which other answers (a group list) keep;
 // and a connection closed on an oversize answer holds none of it.

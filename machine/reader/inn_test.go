@@ -262,9 +262,7 @@ func checkReaderSession(t *testing.T, evs []Event, c *Client) {
 // replays the recorded sessions, and compares them with the golden
 // testdata/inn_*.txt (which TestTranscripts replays without INN).
 func TestINN(t *testing.T) {
-	if err := inntest.Available(); err != nil && *update {
-		t.Fatalf("-update needs INN: %v", err)
-	}
+	inntest.MustRecord(t, *update, "-update")
 	srv := inntest.Start(t, inntest.Options{Reader: true,
 		Groups: []inntest.Group{{Name: "misc.test", Description: "Testing."}}}) // skips when INN is missing
 	postIHAVE(t, srv.Addr(), innThreads())
@@ -364,21 +362,7 @@ func TestINN(t *testing.T) {
 					t.Fatalf("replaying the annotated session (%s): %v", name, err)
 				}
 			}
-			path := filepath.Join("testdata", tc.golden)
-			if *update {
-				if err := os.WriteFile(path, text, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("wrote %s", path)
-				return
-			}
-			gt, err := transcript.ReadFile(os.DirFS("."), path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to record it)", err)
-			}
-			if d := cmp.Diff(innSkeleton(gt), innSkeleton(parsed)); d != "" {
-				t.Errorf("the session differs from %s (-golden +live); rerun with -update if INN changed:\n%s", path, d)
-			}
+			inntest.Golden{Path: filepath.Join("testdata", tc.golden), Update: *update, Flag: "-update", Skeleton: innSkeleton}.Check(t, text)
 		})
 	}
 }
@@ -433,7 +417,7 @@ func innSkeleton(tr transcript.Transcript) []string {
 // each action and at the end.
 func annotate(tr transcript.Transcript, s script) (transcript.Transcript, error) {
 	now := transcript.Epoch
-	i := firstClientCommandAfterReady(tr)
+	i := transcript.FirstAction(tr)
 	h := handshake.New(now, *s.handshake)
 	if err := transcript.Replay(h, tr[:i], transcript.Options{}); err != nil {
 		return nil, fmt.Errorf("handshake part: %w", err)
@@ -460,13 +444,13 @@ func annotate(tr transcript.Transcript, s script) (transcript.Transcript, error)
 	}
 	for _, e := range tr[i:] {
 		if e.Kind == transcript.Comment {
-			if v, ok := strings.CutPrefix(e.Text, "do:"); ok {
+			if a, ok := transcript.Action(e); ok {
 				if err := flush(); err != nil {
 					return nil, err
 				}
 				out = append(out, e)
 				id++
-				if err := doAction(c, now, id, strings.TrimSpace(v)); err != nil {
+				if err := doAction(c, now, id, a); err != nil {
 					return nil, err
 				}
 				continue

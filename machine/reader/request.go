@@ -11,10 +11,10 @@ import (
 	"strconv"
 )
 
-// A Request is work for a server (the seed's NntpRequest). Its Key is its
-// identity for coalescing: equal keys mean the same answer.
+// A Request is work for a server. Its Key is its identity
+// for coalescing: equal keys mean the same answer.
 type Request interface {
-	// Priority is the queue the request waits in (seed 001, "Request Priority").
+	// Priority is the queue the request waits in.
 	Priority() Priority
 	// Key identifies the request for coalescing.
 	Key() string
@@ -61,7 +61,7 @@ type GetArticle struct {
 }
 
 // GetNewArticles asks for the articles of Group after the high-water mark
-// Since: the incremental update of a cached thread list (seed 004). Until,
+// Since: the incremental update of a cached thread list. Until,
 // when set, bounds the range from above, so that a background job (the
 // search index) can walk a group from its low mark up, one range at a time.
 type GetNewArticles struct {
@@ -109,7 +109,7 @@ func (r GetArticle) Priority() Priority {
 	return High
 }
 
-// Priority is Low: background refresh (seed 004, "Priority").
+// Priority is Low: background refresh.
 func (GetNewArticles) Priority() Priority { return Low }
 
 // Priority is High: a user waits for the post.

@@ -1,26 +1,26 @@
 package reader
 
-// Theory of operation: priority pick with aging, and coalescing (seed 001).
+// Theory of operation: priority pick with aging, and coalescing.
 //
 // A server's requests wait in three bounded FIFO queues, one per Priority:
 // High (GetArticle, GetThread: a user is waiting for the page), Normal
-// (GetThreads, GetGroups: page loads) and Low (GetGroupStats,
-// GetNewArticles: background refresh and prefetch). A worker that is free
-// calls Scheduler.Pick, which takes the oldest High request, else Normal,
-// else Low, except for aging: when a Low request is waiting and none has
-// been picked for Aging (NNTP_PRIORITY_AGING_SECS, default 10 s), the Low
-// request goes first. The aging clock starts when the Scheduler is made and
-// restarts at every Low pick, whichever rule picked it; so under sustained
-// High/Normal load a Low request runs at least once per Aging (plus the time
-// the worker is busy with the request in hand). The seed keeps this clock
-// per worker; a runtime that wants that gives each worker its own clock by
-// calling PickAged with the worker's last Low time instead.
+// (GetThreads, GetGroups: page loads) and Low (GetGroupStats, GetNewArticles:
+// background refresh and prefetch). A worker that is free calls
+// Scheduler.Pick, which takes the oldest High request, else Normal, else Low,
+// except for aging: when a Low request is waiting and none has been picked
+// for Aging (NNTP_PRIORITY_AGING_SECS, default 10 s), the Low request goes
+// first. The aging clock starts when the Scheduler is made and restarts at
+// every Low pick, whichever rule picked it; so under sustained High/Normal
+// load a Low request runs at least once per Aging (plus the time the worker
+// is busy with the request in hand). A runtime that wants a clock per worker
+// gives each worker its own by calling PickAged with the worker's last Low
+// time instead.
 //
 // Queues are bounded: Push on a full queue fails with ErrQueueFull and the
 // caller answers the request at once (a busy server is an error the HTTP
 // side can show, not a reason to grow memory).
 //
-// Coalescer is the seed's pending map: the first Join for a key is the
+// Coalescer is the map of pending requests: the first Join for a key is the
 // leader, which sends the request; later Joins while it is pending are
 // followers, which wait for the leader's result. Finish removes the entry
 // when the result is in. An entry older than the request timeout is expired:
@@ -169,10 +169,9 @@ func (s *Scheduler[T]) Pick(now time.Time) (v T, p Priority, ok bool) {
 	return v, p, ok
 }
 
-// PickAged is Pick with the aging clock kept by the caller (the seed keeps
-// one per worker): lastLow is when the caller last ran a Low request. It does
-// not change the Scheduler's own clock; the caller updates its lastLow when
-// p is Low.
+// PickAged is Pick with the aging clock kept by the caller: lastLow is when
+// the caller last ran a Low request. It does not change the Scheduler's own
+// clock; the caller updates its lastLow when p is Low.
 func (s *Scheduler[T]) PickAged(now, lastLow time.Time) (v T, p Priority, ok bool) {
 	if s.q[Low].size > 0 && now.Sub(lastLow) >= s.aging {
 		v, _ = s.q[Low].pop()
@@ -193,8 +192,8 @@ type pendingEntry struct {
 	followers int
 }
 
-// Coalescer is the table of in-flight requests keyed by request identity
-// (seed 001, "Request Coalescing"). Pure; not safe for concurrent use.
+// Coalescer is the table of in-flight requests keyed by request identity.
+// Pure; not safe for concurrent use.
 type Coalescer[K comparable] struct {
 	timeout time.Duration
 	pending map[K]*pendingEntry

@@ -104,7 +104,7 @@ func TestSchedulerAgingBound(t *testing.T) {
 	}
 }
 
-// TestPickAged: a caller-kept clock (per worker, as the seed does) decides
+// TestPickAged: a caller-kept clock (one per worker, say) decides
 // alone; the Scheduler's own clock is untouched.
 func TestPickAged(t *testing.T) {
 	s := NewScheduler[string](t0, SchedulerConfig{})
@@ -134,7 +134,7 @@ func TestRequestPriority(t *testing.T) {
 		got[fmt.Sprintf("%T", r)] = r.Priority()
 	}
 	got["background GetArticle"] = GetArticle{Background: true}.Priority()
-	// Seed 001, "Request Priority".
+	// User-facing requests first, background work last.
 	want := map[string]Priority{
 		"reader.GetArticle": High, "reader.GetThread": High,
 		"reader.GetThreads": Normal, "reader.GetGroups": Normal,

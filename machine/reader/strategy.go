@@ -6,12 +6,10 @@ import (
 	"github.com/newsflow/newsflow/proto"
 )
 
-// Strategy is how a Client fetches thread data for a range of articles (the
-// seed's ThreadFetchMethod).
+// Strategy is how a Client fetches thread data for a range of articles.
 type Strategy uint8
 
-// Strategies, in order of preference (seed 001, "Server Capability
-// Detection": HDR preferred, then OVER, then HEAD).
+// Strategies, in order of preference.
 const (
 	StrategyHDR   Strategy = iota + 1 // HDR Message-ID, References, Subject, From, Date over the range, merged by number (RFC 3977 §8.5)
 	StrategyOVER                      // OVER over the range (RFC 3977 §8.3)
@@ -85,7 +83,7 @@ func hdrCovers(headers []string) bool {
 }
 
 // ChooseStrategy picks the thread-data strategy from the capabilities and
-// hints, following the seed's order:
+// hints, in this order:
 //
 //  1. HDR when HDR is advertised, LIST HEADERS (if known) covers
 //     Message-ID, References, Subject, From and Date, and it was not refused;

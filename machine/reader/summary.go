@@ -95,8 +95,7 @@ func SummaryFromHeader(n int64, h proto.Header) Summary {
 	return s
 }
 
-// hdrFields are the header fields the HDR strategy asks for, in order
-// (seed 001: HDR fetches each header field separately).
+// hdrFields are the header fields the HDR strategy asks for, in order.
 var hdrFields = [...]string{"Message-ID", "References", "Subject", "From", "Date"}
 
 // setField stores the value of one HDR field in s. XHDR's "(none)" (INN) and

@@ -319,7 +319,7 @@ func Merge(existing []*Node, newer []Summary) []*Node {
 }
 
 // Find returns the root of the thread holding message-id id and the Node of
-// id itself (the seed's GetThread served from cached overview data), or
+// id itself, or
 // nils when no article or placeholder has that id.
 func Find(forest []*Node, id string) (root, n *Node) {
 	var cur *Node

@@ -265,7 +265,7 @@ func replayScript(tr transcript.Transcript, s script, split func([]byte) [][]byt
 	cfg := s.cfg
 	var c *Client
 	if s.handshake != nil {
-		i := firstClientCommandAfterReady(tr)
+		i := transcript.FirstAction(tr)
 		h := handshake.New(now, *s.handshake)
 		if err := transcript.Replay(h, tr[:i], transcript.Options{Split: split}); err != nil {
 			return fmt.Errorf("handshake part: %w", err)
@@ -321,7 +321,7 @@ func replayScript(tr transcript.Transcript, s script, split func([]byte) [][]byt
 				want = append(want, strings.TrimPrefix(v, " "))
 				continue
 			}
-			if v, ok := strings.CutPrefix(e.Text, "do:"); ok {
+			if a, ok := transcript.Action(e); ok {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -329,7 +329,7 @@ func replayScript(tr transcript.Transcript, s script, split func([]byte) [][]byt
 					return err
 				}
 				id++
-				if err := doAction(c, now, id, strings.TrimSpace(v)); err != nil {
+				if err := doAction(c, now, id, a); err != nil {
 					return fmt.Errorf("line %d: %w", e.Line, err)
 				}
 				evs = append(evs, drainEvents(c)...)
@@ -358,17 +358,6 @@ func replayScript(tr transcript.Transcript, s script, split func([]byte) [][]byt
 		}
 	}
 	return nil
-}
-
-// firstClientCommandAfterReady finds where the handshake part of a
-// transcript ends: at the first "# do:" comment.
-func firstClientCommandAfterReady(tr transcript.Transcript) int {
-	for i, e := range tr {
-		if e.Kind == transcript.Comment && strings.HasPrefix(e.Text, "do:") {
-			return i
-		}
-	}
-	return len(tr)
 }
 
 // TestTranscripts replays every testdata/*.txt.

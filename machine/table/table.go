@@ -1,9 +1,8 @@
-// Package table holds what newsflow's lifecycle tables share (STYLE §2,
-// after h11's _state.py): a table of rows "in state From, event On leads to
-// To" over a subject's own state type and event type, built once at start
-// with a check that no (state, event) pair has two rows, looked up in
-// constant time, and the error an input the table does not allow comes back
-// as.
+// Package table holds what newsflow's lifecycle tables share: a table of rows
+// "in state From, event On leads to To" over a subject's own state type and
+// event type, built once at start with a check that no (state, event) pair
+// has two rows, looked up in constant time, and the error an input the table
+// does not allow comes back as.
 //
 // Each subject (a queued article, a connection, a replay file, a journal
 // file, a download job's entry) gets its own state type, so a row that mixes

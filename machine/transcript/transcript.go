@@ -34,6 +34,10 @@
 //
 // Entries are ordered as the bytes were seen by the recording side. Replay
 // starts its clock at Epoch and advances it only at "@" lines.
+//
+// A comment "# do: ACTION" marks an owner's action at that point: Action,
+// SplitActions and FirstAction find them for a test that calls the
+// machine's owner-side methods there.
 package transcript
 
 import (

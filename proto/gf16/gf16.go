@@ -53,7 +53,7 @@
 // server: 48 KiB L1d, 1.25 MiB L2 per core; AVX-512 and GFNI), one core,
 // `go test ./proto/gf16 -run '^$' -bench . -cpu 1`, in GB/s of source
 // bytes. The machine was shared (load 10 to 17 on its 2 cores), so these
-// are the best of 3 sessions of 3 to 7 runs of 200 iterations; single
+// are the best of 3 batches of 3 to 7 runs of 200 iterations; single
 // runs came out up to 3 times lower, most of all where the data fill L2:
 //
 //	kernel    MulAdd 64 KiB  1 MiB   MulAddMulti 8x64 KiB  8x1 MiB  64x16 KiB

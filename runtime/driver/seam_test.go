@@ -17,6 +17,7 @@ import (
 	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/epoll"
 	"github.com/newsflow/newsflow/runtime/goroutine"
+	"github.com/newsflow/newsflow/runtime/testpeer/loopback"
 )
 
 // The seam's helpers run on both drivers over loopback TCP, against a
@@ -50,27 +51,8 @@ var drivers = []struct {
 	}},
 }
 
-// peer serves one connection with script and returns the address.
-func peer(t *testing.T, script func(c net.Conn, r *bufio.Reader)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c, err := ln.Accept()
-		ln.Close()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		script(c, bufio.NewReader(c))
-	}()
-	t.Cleanup(func() { ln.Close(); <-done })
-	return ln.Addr().String()
-}
+// peer serves one connection with a script and returns the address.
+var peer = loopback.ServeOne
 
 func TestHandshake(t *testing.T) {
 	for _, d := range drivers {

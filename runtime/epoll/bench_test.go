@@ -25,6 +25,7 @@ import (
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/machine/ingest"
 	"github.com/newsflow/newsflow/runtime/goroutine"
+	"github.com/newsflow/newsflow/runtime/testpeer/loopback"
 	"github.com/newsflow/newsflow/runtime/testpeer/nullpeer"
 )
 
@@ -223,32 +224,15 @@ func idleServer(tb testing.TB, name string) string {
 		}
 		return ln.Addr().String()
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c := goroutine.New(nc, goroutine.Options{})
-				defer c.Close()
-				g := ingest.New(time.Now(), ingest.Config{PathHost: "relay.example"})
-				c.Run(ctx, g, step(g))
-			}()
-		}
-	}()
-	tb.Cleanup(func() { ln.Close(); cancel(); wg.Wait() })
-	return ln.Addr().String()
+	addr := loopback.Serve(tb, func(nc net.Conn) {
+		c := goroutine.New(nc, goroutine.Options{})
+		defer c.Close()
+		g := ingest.New(time.Now(), ingest.Config{PathHost: "relay.example"})
+		c.Run(ctx, g, step(g))
+	})
+	tb.Cleanup(cancel) // runs before Serve's cleanup waits for the handlers
+	return addr
 }
 
 // idleCost opens n connections to a fresh ingest server on runtime name,

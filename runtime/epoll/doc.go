@@ -18,10 +18,7 @@
 // registered (it is readable while events wait), with a read deadline for
 // the nearest machine deadline. A blocking epoll_wait would hold its thread
 // and its P until the scheduler took the P back, starving other goroutines
-// on a small machine (measured on 2 cores: 4 feeds over two Loops went from
-// 0.74 of runtime/goroutine's rate to about 1.0 when the loops stopped
-// blocking). One Loop uses at most one core (4 feeds on one Loop reach
-// about 0.75 of runtime/goroutine's rate there); a program with many busy
+// on a small machine. One Loop uses at most one core; a program with many busy
 // connections runs one Loop per core and spreads its connections over
 // them.
 //

@@ -36,6 +36,7 @@ import (
 	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/goroutine"
+	"github.com/newsflow/newsflow/runtime/testpeer/loopback"
 )
 
 // conn is what both runtimes' connections offer an owner.
@@ -99,32 +100,15 @@ func epollDial(t testing.TB, addr string, bodies machine.BodySource) conn {
 	return c
 }
 
+// goroutineServe runs handle on runtime/goroutine for every connection
+// accepted until the test ends.
 func goroutineServe(t testing.TB, handle func(c conn)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c := goroutine.New(nc, goroutine.Options{})
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	return ln.Addr().String()
+	return loopback.Serve(t, func(nc net.Conn) {
+		c := goroutine.New(nc, goroutine.Options{})
+		defer c.Close()
+		handle(c)
+	})
 }
 
 // epollServe runs handle on a goroutine per accepted connection only

@@ -27,31 +27,13 @@ import (
 	"github.com/newsflow/newsflow/machine"
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/machine/ingest"
+	"github.com/newsflow/newsflow/runtime/testpeer/loopback"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
 // peer accepts one connection on a loopback listener and runs handler on
 // it; the connection is closed when handler returns.
-func peer(t *testing.T, handler func(c net.Conn, r *bufio.Reader)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c, err := ln.Accept()
-		ln.Close()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		handler(c, bufio.NewReader(c))
-	}()
-	t.Cleanup(func() { ln.Close(); <-done })
-	return ln.Addr().String()
-}
+var peer = loopback.ServeOne
 
 func dialLoop(t *testing.T, l *Loop, addr string) *Conn {
 	t.Helper()

@@ -15,40 +15,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/testpeer/loopback"
 )
 
-// serve runs handler for the first connection to a loopback listener and
-// returns the address to dial. The handler's connection is closed after it
-// returns; the test waits for it at cleanup.
-func serve(t *testing.T, handler func(c net.Conn, r *bufio.Reader)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c, err := ln.Accept()
-		ln.Close()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		handler(c, bufio.NewReader(c))
-	}()
-	t.Cleanup(func() { ln.Close(); <-done })
-	return ln.Addr().String()
-}
-
-func dial(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc
-}
+// serve and dial are the loopback kit's, under the short names the tests
+// here use.
+var (
+	serve = loopback.ServeOne
+	dial  = loopback.Dial
+)
 
 // expect reads one line and fails the test (from the server goroutine,
 // with Error) if it is not want.

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/machine/transcript"
 	"github.com/newsflow/newsflow/proto"
@@ -87,33 +86,8 @@ func normalize(tr transcript.Transcript, names ...string) transcript.Transcript 
 	return out
 }
 
-// skeleton is what a golden comparison checks: every client line, and the
-// status code or list line of every server line with host-specific text
-// dropped (greetings and MODE READER answers keep only their code).
-func skeleton(tr transcript.Transcript) []string {
-	var s []string
-	for _, e := range tr {
-		if e.Kind != transcript.Data {
-			continue
-		}
-		line := strings.TrimRight(string(e.Data), "\r\n")
-		if e.Side == transcript.Server {
-			if r, err := proto.ParseResponse([]byte(line)); err == nil && line[0] >= '2' {
-				line = fmt.Sprintf("%d", r.Code)
-			}
-			if strings.HasPrefix(line, "IMPLEMENTATION ") {
-				line = "IMPLEMENTATION"
-			}
-		}
-		s = append(s, e.Side.String()+" "+line)
-	}
-	return s
-}
-
 func TestINN(t *testing.T) {
-	if err := inntest.Available(); err != nil && *update {
-		t.Fatalf("-update needs INN: %v", err)
-	}
+	inntest.MustRecord(t, *update, "-update")
 	srv := inntest.Start(t, inntest.Options{}) // skips when INN is missing
 	host, _ := os.Hostname()
 	for _, tc := range innCases {
@@ -179,25 +153,7 @@ func TestINN(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join(goldenDir, tc.golden)
-			if *update {
-				if err := os.WriteFile(path, text, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("wrote %s", path)
-				return
-			}
-			golden, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to record it)", err)
-			}
-			gt, err := transcript.Parse(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(skeleton(gt), skeleton(live)); d != "" {
-				t.Errorf("INN's session differs from %s (-golden +live); rerun with -update if INN changed:\n%s", path, d)
-			}
+			inntest.Golden{Path: filepath.Join(goldenDir, tc.golden), Update: *update, Flag: "-update"}.Check(t, text)
 		})
 	}
 }

@@ -19,36 +19,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/newsflow/newsflow/machine/transcript"
+	"github.com/newsflow/newsflow/runtime/testpeer/loopback"
 )
 
 // tcpPair returns both ends of a real loopback TCP connection.
-func tcpPair(t *testing.T) (client, server net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ch := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(ch)
-			return
-		}
-		ch <- c
-	}()
-	client, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server = <-ch
-	if server == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { client.Close(); server.Close() })
-	return client, server
-}
+var tcpPair = loopback.Pair
 
 func TestRecorderSplitsLines(t *testing.T) {
 	client, server := tcpPair(t)

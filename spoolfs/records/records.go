@@ -13,7 +13,8 @@ import (
 // A Scanner walks the self-validating records of one file (a spool segment or
 // the history log) through a sliding window, so memory stays bounded by the
 // largest record, not the file. It is the only code that reads records it
-// does not already trust, so it is where STYLE §7.2 and §7.5 (newsflow's house rules) are kept:
+// does not already trust, so it is where the rules for self-validating records
+// and quarantine (spoolfs's package doc) are kept:
 //
 //   - a record is used only if every check passes (magic, header CRC, payload
 //     CRC, end marker); anything else is not a record;

@@ -4,20 +4,18 @@
 //
 // # Theory of operation
 //
-// Each connection is one goroutine with one large read buffer. It answers
-// the greeting, CAPABILITIES, MODE STREAM, CHECK (238), TAKETHIS (239),
-// IHAVE (335 then 235) and QUIT; anything else draws 500. An article block
-// is scanned for its terminating line by blockScan (memchr from dot to dot,
-// or proto's BlockDecoder where dots are dense), so a 500 KB article costs
-// a few searches, not a pass per line (bytes.Index for "\r\n.\r\n"
-// managed 3.6 GB/s, which took more of a 2-core machine's CPU than the
-// feeders being measured could spare). Whatever was scanned is counted and
-// dropped, so the buffer never grows and large articles are never copied.
-// Line endings are taken as proto's decoder takes them (CRLF, or a
-// tolerated bare LF). Answers are appended to an output buffer that is written only when the input
-// buffer holds no complete command (about to block in read) or the output
-// is large: a pipelined window of CHECKs or TAKETHISes is answered with
-// one write.
+// Each connection is one goroutine with one large read buffer. It answers the
+// greeting, CAPABILITIES, MODE STREAM, CHECK (238), TAKETHIS (239), IHAVE
+// (335 then 235) and QUIT; anything else draws 500. An article block is
+// scanned for its terminating line by blockScan (memchr from dot to dot, or
+// proto's BlockDecoder where dots are dense), so a 500 KB article costs a few
+// searches, not a pass per line: the sink must cost far less CPU than the
+// feeders it measures. Whatever was scanned is counted and dropped, so the
+// buffer never grows and large articles are never copied. Line endings are
+// taken as proto's decoder takes them (CRLF, or a tolerated bare LF). Answers
+// are appended to an output buffer that is written only when the input buffer
+// holds no complete command (about to block in read) or the output is large:
+// a pipelined window of CHECKs or TAKETHISes is answered with one write.
 //
 // Counters are per sink, updated once per read (not per article) with
 // atomic adds; Wait blocks until a target count is reached, woken by the
