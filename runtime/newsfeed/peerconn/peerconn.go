@@ -231,13 +231,10 @@ func (c *Conn) Run(ctx context.Context) {
 		if ctx.Err() != nil || c.stopping.Load() {
 			break
 		}
-		if fed && c.o.Now().Sub(began) > 10*time.Second {
-			backoff = base // it worked for a while: start over
-		}
 		c.o.Fails.Add(1)
 		unreadable := errors.Is(err, ErrUnreadableBody)
-		if unreadable {
-			backoff = base
+		if (fed && c.o.Now().Sub(began) > 10*time.Second) || unreadable {
+			backoff = base // it worked for a while, or the article was at fault
 		}
 		wait := jitter(backoff)
 		c.setState("waiting", err.Error())
@@ -252,15 +249,25 @@ func (c *Conn) Run(ctx context.Context) {
 			kicked = true
 		}
 		t.Stop()
-		switch {
-		case kicked:
+		if kicked {
 			c.log.Info("peer connection kicked: connecting now")
-			backoff = base
-		case !unreadable:
-			backoff = min(2*backoff, cfg.ReconnectMax)
 		}
+		backoff = nextBackoff(backoff, base, cfg.ReconnectMax, kicked, unreadable)
 	}
 	c.setState("stopped", "")
+}
+
+// nextBackoff is the reconnect delay after a wait of backoff: back at
+// base after a kick, unchanged after a session an unreadable article
+// ended, else doubled up to ceiling.
+func nextBackoff(backoff, base, ceiling time.Duration, kicked, unreadable bool) time.Duration {
+	switch {
+	case kicked:
+		return base
+	case unreadable:
+		return backoff
+	}
+	return min(2*backoff, ceiling)
 }
 
 // jitter spreads d by ±25%.
