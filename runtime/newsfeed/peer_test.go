@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/newsflow/newsflow/runtime/testpeer/inntest"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
 // TestPeerBindAddress: the relay's connections to a peer with
@@ -132,5 +136,59 @@ func TestRelayNoCheckINN(t *testing.T) {
 				t.Errorf("connections %+v; want one in mode %q", ps.Connections, tc.mode)
 			}
 		})
+	}
+}
+
+// TestDynamicConnections: with max_connections above connections, a peer
+// that is slow to answer gets another connection each time articles waited
+// beyond what the open ones hold at two looks a second apart (on the
+// relay's clock, which the test moves), never more than max_connections;
+// once the queue is drained, the extra connections close after extra_idle
+// with nothing to send.
+func TestDynamicConnections(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	var tick atomic.Int64 // seconds since t0
+	now := func() time.Time { return t0.Add(time.Duration(tick.Load()) * time.Second) }
+	sink := nntptest.Start(t, nntptest.Options{})
+	sink.AddFault(nntptest.Fault{Cmd: "CHECK", Delay: 20 * time.Millisecond})
+	text := fmt.Sprintf("[[peer]]\nname = \"p\"\nhost = \"127.0.0.1\"\nport = %d\nconnections = 1\nmax_connections = 3\nwindow = 2\nextra_idle = \"1s\"\n", sink.Port())
+	h := startRelay(t, relayConfig(t, t.TempDir(), text), func(o *Options) { o.Now = now })
+	var arts [][]byte
+	for i := range 400 {
+		arts = append(arts, testArticle(fmt.Sprintf("<dyn%d@relay.test>", i), "local.test", "origin.test!not-for-mail", 3))
+	}
+	if res := h.r.Inject(context.Background(), arts); res.Accepted != len(arts) {
+		t.Fatalf("inject: %s", res)
+	}
+	p := h.r.peerList()[0]
+	conns := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.conns)
+	}
+	// Each second a look; another connection at every second look while
+	// work waits, up to three.
+	var got []int
+	for s := int64(1); s <= 7; s++ {
+		tick.Store(s)
+		p.scale(now())
+		got = append(got, conns())
+	}
+	if diff := cmp.Diff([]int{1, 2, 2, 3, 3, 3, 3}, got); diff != "" {
+		t.Errorf("connections after each look (-want +got):\n%s", diff)
+	}
+	h.settle()
+	if n := sink.Conns(); n != 3 {
+		t.Errorf("the peer saw %d connections, want 3", n)
+	}
+	// Idle: the extra connections close after extra_idle on the relay's
+	// clock; the floor stays.
+	tick.Add(2)
+	waitFor(t, time.Minute, "the extra connections to close", func() bool {
+		p.scale(now())
+		return conns() == 1 && sink.OpenConns() == 1
+	}, h.r.StatsLines)
+	if n := sink.Conns(); n != 3 {
+		t.Errorf("the peer saw %d connections in all, want 3", n)
 	}
 }

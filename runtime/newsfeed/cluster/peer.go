@@ -77,6 +77,10 @@ func newPeer(ctx context.Context, n *Node, pc *newsfeed.PeerConfig) (*peer, erro
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	p.conn.BackoffBase = n.opts.BackoffBase
+	if pc.MaxConnections > pc.Connections {
+		n.log.Warn("max_connections is the relay's: a cluster node opens connections per node, and more nodes add more",
+			"peer", pc.Name, "connections", pc.Connections, "max_connections", pc.MaxConnections)
+	}
 	p.queue, err = n.store.Queue(ctx, pc.Name, QueueLimits{MaxAge: pc.BacklogMaxAge.D()})
 	if err != nil {
 		return nil, err

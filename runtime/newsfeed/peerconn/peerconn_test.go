@@ -82,3 +82,38 @@ func TestDialBindAddress(t *testing.T) {
 		t.Error("Dial from a bind address that is no IP address succeeded")
 	}
 }
+
+// TestDynamic: another connection opens only when work waited beyond what
+// the open connections hold at two looks an interval apart, one at a
+// time, never past the ceiling.
+func TestDynamic(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	type look struct {
+		after   time.Duration // since t0
+		conns   int
+		waiting int64
+		want    bool
+	}
+	tests := []struct {
+		name  string
+		looks []look
+	}{
+		{"first look only records", []look{{0, 1, 1000, false}}},
+		{"work waits two looks", []look{{0, 1, 1000, false}, {time.Second, 1, 1000, true}}},
+		{"within the interval nothing", []look{{0, 1, 1000, false}, {500 * time.Millisecond, 1, 1000, false}, {time.Second, 1, 1000, true}}},
+		{"the windows hold it", []look{{0, 2, 20, false}, {time.Second, 2, 20, false}, {2 * time.Second, 2, 21, false}, {3 * time.Second, 2, 21, true}}},
+		{"one at a time", []look{{0, 1, 1000, false}, {time.Second, 1, 1000, true}, {2 * time.Second, 2, 1000, false}, {3 * time.Second, 2, 1000, true}}},
+		{"never past max", []look{{0, 3, 1000, false}, {time.Second, 3, 1000, false}, {2 * time.Second, 3, 1000, false}}},
+		{"drained", []look{{0, 1, 1000, false}, {time.Second, 1, 0, false}, {2 * time.Second, 1, 1000, false}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Dynamic{Max: 3, Window: 10, Interval: time.Second}
+			for i, l := range tc.looks {
+				if got := d.Grow(t0.Add(l.after), l.conns, l.waiting); got != l.want {
+					t.Errorf("look %d (%v, %d conns, %d waiting): grow %v, want %v", i, l.after, l.conns, l.waiting, got, l.want)
+				}
+			}
+		})
+	}
+}
