@@ -450,6 +450,7 @@ func (c *outConn) consume(ctx context.Context, cons jetstream.Consumer, kick cha
 	for {
 		cc, err := cons.Consume(func(m jetstream.Msg) { c.arrive(ctx, m, kick) },
 			jetstream.PullMaxMessagesWithBytesLimit(pullMsgs, bytes),
+			jetstream.PullHeartbeat(pullHeartbeat),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				p.n.log.Debug("queue consume", "peer", p.cfg.Name, "err", err)
 			}))
@@ -464,6 +465,13 @@ func (c *outConn) consume(ctx context.Context, cons jetstream.Consumer, kick cha
 		}
 	}
 }
+
+// pullHeartbeat is how often the server says a pull is alive while it has
+// nothing to deliver. A pull that no server took (sent while its consumer
+// had no leader: "no responders") or that a leader change lost is noticed
+// when two heartbeats are missed, and pulled again: nats.go's default (half
+// the pull's 30 s expiry) left a shard unfed for 30 s.
+const pullHeartbeat = time.Second
 
 // pullMsgs and pullBytes bound the entries a connection's subscription to
 // one shard has asked for and not yet handed over. The entries carry their
