@@ -30,10 +30,14 @@ type peer struct {
 	// The counters outlive a reload that rebuilds the peer.
 	*peerCounters
 
+	dyn peerconn.Dynamic // when to open connections beyond cfg.Connections
+
 	mu     sync.Mutex
 	conns  []*outConn
 	done   chan struct{}
+	ctx    context.Context    // the connections' context (extra ones start in it)
 	cancel context.CancelFunc // ends the connections' context (stop, after the graceful part)
+	halted bool               // stop was called: no more connections open
 }
 
 // peerCounters are a peer's counters besides its queue's.
@@ -42,6 +46,7 @@ type peerCounters struct {
 	offeredBytes, acceptedBytes atomic.Int64
 	deferrals                   atomic.Int64 // 431/436 answers (each retried later)
 	connects, connFails         atomic.Int64
+	extras                      atomic.Int64 // extra connections opened, ever (their ids follow)
 
 	last  statsSnap // the previous stats line, for rates (statsLoop only)
 	rates rateRing  // accepted articles per second, the last minute (rate.go)
@@ -91,6 +96,7 @@ func buildPeer(r *Relay, pc *PeerConfig) (*peer, error) {
 	}
 	p.conn.BackoffBase = r.opts.BackoffBase
 	p.tls = p.conn.TLS
+	p.dyn = peerconn.Dynamic{Max: pc.MaxConnections, Window: pc.Window, Interval: time.Second}
 	return p, nil
 }
 
@@ -104,7 +110,7 @@ func PeerConnConfig(pc *PeerConfig) (peerconn.Config, error) {
 		Feed: feed.Config{Window: pc.Window, ResponseTimeout: pc.ResponseTimeout.D(), NoCheckOff: !pc.NoCheck,
 			NoCheckHigh: pc.NoCheckHigh, NoCheckLow: pc.NoCheckLow, NoCheckFilter: pc.NoCheckFilter},
 		User: pc.Username, Pass: pc.Password,
-		ConnectTimeout: pc.ConnectTimeout.D(), ReconnectMax: pc.ReconnectMax.D(),
+		ConnectTimeout: pc.ConnectTimeout.D(), ReconnectMax: pc.ReconnectMax.D(), ExtraIdle: pc.ExtraIdle.D(),
 	}
 	if pc.TLS || pc.StartTLS {
 		t, err := peerconn.TLSConfig(pc.Host, pc.ServerName, pc.TLSVerify, pc.CAFile)
@@ -122,10 +128,11 @@ func (p *peer) start(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ctx, p.cancel = context.WithCancel(ctx)
+	p.ctx = ctx
 	p.done = make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range p.cfg.Connections {
-		c := p.newConn(queue.Conn(i + 1))
+		c := p.newConn(queue.Conn(i+1), false)
 		p.conns = append(p.conns, c)
 		wg.Add(1)
 		p.r.wg.Add(1)
@@ -138,13 +145,50 @@ func (p *peer) start(ctx context.Context) {
 	go func() { wg.Wait(); close(p.done) }()
 }
 
-// newConn makes connection id of the peer.
-func (p *peer) newConn(id queue.Conn) *outConn {
+// newConn makes connection id of the peer; an extra one is beyond
+// cfg.Connections (peerconn.Dynamic).
+func (p *peer) newConn(id queue.Conn, extra bool) *outConn {
 	c := &outConn{p: p, id: id}
-	c.pc = peerconn.New(peerconn.Options{Config: p.conn, ID: int(id), Queue: c, Now: p.r.now, Log: p.r.log,
+	c.pc = peerconn.New(peerconn.Options{Config: p.conn, ID: int(id), Queue: c, Now: p.r.now, Log: p.r.log, Extra: extra,
 		Connects: &p.connects, Fails: &p.connFails,
 		Driver: func(nc net.Conn) (driver.Driver, error) { return p.r.outDriver(nc, p) }})
 	return c
+}
+
+// scale opens another connection while the articles waiting for the peer
+// are more than its connections hold (peerconn.Dynamic), up to
+// max_connections, and forgets the extra connections that ended.
+func (p *peer) scale(now time.Time) {
+	if p.cfg.MaxConnections <= p.cfg.Connections {
+		return
+	}
+	st := p.q.stats()
+	waiting := st.Queued + st.Backlog + st.Replay // deferred articles wait on purpose
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	live := make([]*outConn, 0, len(p.conns)+1)
+	for _, c := range p.conns {
+		if !c.ended.Load() {
+			live = append(live, c)
+		}
+	}
+	p.conns = live
+	if p.ctx == nil || p.halted || !p.dyn.Grow(now, len(live), waiting) {
+		return
+	}
+	// Extra connections take ids of their own, beyond any the floor
+	// uses, so that one still ending never shares an id with a new one.
+	c := p.newConn(queue.Conn(1000+p.extras.Add(1)), true)
+	p.conns = append(p.conns, c)
+	p.r.log.Info("opening another peer connection: articles wait beyond what the open ones hold",
+		"peer", p.cfg.Name, "conn", int(c.id), "waiting", waiting, "connections", len(p.conns))
+	ctx := p.ctx
+	p.r.wg.Add(1)
+	go func() {
+		defer p.r.wg.Done()
+		c.pc.Run(ctx)
+		c.ended.Store(true)
+	}()
 }
 
 // stop closes the peer's connections gracefully: each sends QUIT after the
@@ -153,6 +197,7 @@ func (p *peer) newConn(id queue.Conn) *outConn {
 // until every connection has ended (a reload restarting the peer).
 func (p *peer) stop(wait bool) {
 	p.mu.Lock()
+	p.halted = true
 	conns := append([]*outConn(nil), p.conns...)
 	done, cancel := p.done, p.cancel
 	p.mu.Unlock()
@@ -212,6 +257,7 @@ type outConn struct {
 	p      *peer
 	id     queue.Conn
 	pc     *peerconn.Conn
+	ended  atomic.Bool           // an extra connection's Run returned
 	hungry atomic.Bool           // the agent found fewer entries than it wanted
 	agent  atomic.Pointer[agent] // the session's queue agent
 
@@ -300,3 +346,25 @@ func (c *outConn) logAnswer(now time.Time, id, verdict string, code int) {
 // readAhead is the window of each connection's ReadAhead: about a hundred
 // 2 KB articles, a window's worth of commands.
 const readAhead = 256 << 10
+
+// scaleLoop looks at the peers with max_connections above connections once
+// a second (peer.scale) until ctx ends.
+func (r *Relay) scaleLoop(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if r.opts.NoConnect {
+				continue
+			}
+			now := r.now()
+			for _, p := range r.peerList() {
+				p.scale(now)
+			}
+		}
+	}
+}

@@ -308,6 +308,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	go r.statsLoop(ctx, statsDone)
 	expireDone := make(chan struct{})
 	go r.expireLoop(ctx, expireDone)
+	scaleDone := make(chan struct{})
+	go r.scaleLoop(ctx, scaleDone)
 
 	acceptDone := make(chan struct{})
 	go func() {
@@ -317,6 +319,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	tlsDone := r.serveTLSListener(runCtx)
 
 	<-ctx.Done()
+	<-scaleDone
 	r.log.Info("shutting down: no more articles accepted, queues go to backlog")
 	ln.Close()
 	r.closeTLSListener()

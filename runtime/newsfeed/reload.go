@@ -142,7 +142,7 @@ func (r *Relay) Reload(cfg *Config) (ReloadResult, error) {
 				// Routing only: the running connections stay (they
 				// hold op, whose connection settings are the same).
 				op.mu.Lock()
-				np.conns, np.done, np.cancel = op.conns, op.done, op.cancel
+				np.conns, np.done, np.cancel, np.ctx = op.conns, op.done, op.cancel, op.ctx
 				op.mu.Unlock()
 				res.Rerouted = append(res.Rerouted, pc.Name)
 			} else {

@@ -23,6 +23,11 @@ type Options struct {
 	Logger *slog.Logger
 	// StopTimeout bounds the graceful end of connections (default 5s).
 	StopTimeout time.Duration
+	// Now is the clock of the peer connections (default time.Now).
+	Now func() time.Time
+	// BackoffBase is the first reconnect delay of a peer connection
+	// (growing to the peer's reconnect_max); 250ms when zero.
+	BackoffBase time.Duration
 }
 
 // Node is one newsfeed node of a cluster: an ingest listener storing into
@@ -67,6 +72,12 @@ func Open(ctx context.Context, cfg *newsfeed.Config, opts Options) (*Node, error
 	}
 	if opts.StopTimeout == 0 {
 		opts.StopTimeout = 5 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.BackoffBase <= 0 {
+		opts.BackoffBase = 250 * time.Millisecond
 	}
 	n := &Node{cfg: cfg, cc: cc, opts: opts, log: opts.Logger.With("node", cc.Node), inConns: map[*inConn]struct{}{}}
 	var err error
@@ -200,6 +211,60 @@ func (n *Node) Run(ctx context.Context) error {
 	n.nc.FlushTimeout(5 * time.Second)
 	n.closeNATS()
 	return nil
+}
+
+// now reads the node's clock.
+func (n *Node) now() time.Time { return n.opts.Now() }
+
+// peer returns the peer named name.
+func (n *Node) peer(name string) (*peer, error) {
+	for _, p := range n.peers {
+		if p.cfg.Name == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("cluster: no peer %q", name)
+}
+
+// Kick ends the reconnect wait of the peer's connections on this node,
+// with their backoff back at its base, as `newsfeed ctl kick` does for a
+// relay's.
+func (n *Node) Kick(name string) (string, error) {
+	p, err := n.peer(name)
+	if err != nil {
+		return "", err
+	}
+	k := p.kick()
+	n.log.Info("peer kicked: connections that wait connect now", "peer", name, "waiting", k)
+	return fmt.Sprintf("peer %s kicked: %d connection(s) were waiting to reconnect", name, k), nil
+}
+
+// Pause stops this node's connections to the peer from pulling new
+// entries (those pulled are still offered); the peer's queue keeps
+// growing, and other nodes go on feeding it.
+func (n *Node) Pause(name string) (string, error) {
+	p, err := n.peer(name)
+	if err != nil {
+		return "", err
+	}
+	if !p.setPaused(true) {
+		return "peer " + name + " was paused already", nil
+	}
+	n.log.Info("peer paused: its entries wait in its queue", "peer", name)
+	return "peer " + name + " paused", nil
+}
+
+// Resume undoes Pause.
+func (n *Node) Resume(name string) (string, error) {
+	p, err := n.peer(name)
+	if err != nil {
+		return "", err
+	}
+	if !p.setPaused(false) {
+		return "peer " + name + " was not paused", nil
+	}
+	n.log.Info("peer resumed", "peer", name)
+	return "peer " + name + " resumed", nil
 }
 
 // connect opens another NATS connection of the node's, named for what

@@ -2,13 +2,9 @@ package cluster
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,19 +14,20 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/newsflow/newsflow/machine/feed"
-	"github.com/newsflow/newsflow/machine/handshake"
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/goroutine"
 	"github.com/newsflow/newsflow/runtime/newsfeed"
+	"github.com/newsflow/newsflow/runtime/newsfeed/peerconn"
 )
 
 // Feeding a peer from a cluster node: per peer one durable consumer shared
 // by every node, and on this node cfg.Connections connections. Each
 // connection runs the feed machine on the goroutine runtime and has a
-// puller goroutine that fetches as many queue entries as the feed asked
-// for (WantMore), reads their articles from the store, keeps them in the
-// connection's bodies (the runtime's BodySource) and offers them. The
+// puller goroutine that fetches as many queue entries as the feed has room
+// for, reads their articles from the store, keeps them in the
+// connection's bodies (the runtime's BodySource) and hands them to the
+// feed. The
 // feed's verdict settles each entry: acknowledged when the peer answered
 // for good, a delayed nak when it deferred, a short nak when the
 // connection gave it back.
@@ -42,10 +39,12 @@ import (
 // default), and what was in flight either way is lost with it: the
 // deliveries come back only after ack_wait, and the acks the client had
 // written (articles the peer took) are lost too, so those entries come
-// back and go to the peer a second time. That was the 30 s stall of
-// newsbench cluster (issue #10): its four connections shared one NATS
-// connection and asked for 4 MB on each of four shards, 64 MB in all, so
-// a newsfeed that did not read for a moment under load was cut off.
+// back and go to the peer a second time: several connections sharing one
+// NATS connection and asking for 4 MB on each of four shards reach those
+// 64 MB, and a node that does not read for a moment under load is cut off.
+//
+// The connection itself (dial, TLS, handshake, the feed, reconnects) is a
+// peerconn.Conn, as the relay's; outConn is its Queue.
 
 // peer is one peerfeed on this node.
 type peer struct {
@@ -53,8 +52,8 @@ type peer struct {
 	cfg      *newsfeed.PeerConfig
 	patterns proto.GroupPatterns
 	queue    *Queue
-	addr     string
-	tls      *tls.Config
+	conn     peerconn.Config // each connection's
+	paused   atomic.Bool     // Node.Pause: no new entries pulled
 
 	skips                               newsfeed.Skips // masterfeed on this node
 	queued                              atomic.Int64
@@ -72,23 +71,15 @@ func newPeer(ctx context.Context, n *Node, pc *newsfeed.PeerConfig) (*peer, erro
 	if err != nil {
 		return nil, fmt.Errorf("cluster: peer %s: groups: %w", pc.Name, err)
 	}
-	p := &peer{n: n, cfg: pc, patterns: pats, addr: net.JoinHostPort(pc.Host, strconv.Itoa(pc.Port))}
-	if pc.TLS || pc.StartTLS {
-		p.tls = &tls.Config{ServerName: pc.ServerName, MinVersion: tls.VersionTLS12}
-		if p.tls.ServerName == "" {
-			p.tls.ServerName = pc.Host
-		}
-		p.tls.InsecureSkipVerify = pc.TLSVerify != nil && !*pc.TLSVerify
-		if pc.CAFile != "" {
-			pem, err := os.ReadFile(pc.CAFile)
-			if err != nil {
-				return nil, fmt.Errorf("cluster: peer %s: ca_file: %w", pc.Name, err)
-			}
-			p.tls.RootCAs = x509.NewCertPool()
-			if !p.tls.RootCAs.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("cluster: peer %s: ca_file %s: no PEM certificates", pc.Name, pc.CAFile)
-			}
-		}
+	p := &peer{n: n, cfg: pc, patterns: pats}
+	p.conn, err = newsfeed.PeerConnConfig(pc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	p.conn.BackoffBase = n.opts.BackoffBase
+	if pc.MaxConnections > pc.Connections {
+		n.log.Warn("max_connections is the relay's: a cluster node opens connections per node, and more nodes add more",
+			"peer", pc.Name, "connections", pc.Connections, "max_connections", pc.MaxConnections)
 	}
 	p.queue, err = n.store.Queue(ctx, pc.Name, QueueLimits{MaxAge: pc.BacklogMaxAge.D()})
 	if err != nil {
@@ -104,12 +95,7 @@ func (p *peer) start(ctx context.Context) {
 	p.done = make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range p.cfg.Connections {
-		c := &outConn{p: p, id: i + 1, bodies: bodies{m: map[string]*held{}}}
-		c.arrived = make(chan struct{}, 1)
-		for range p.queue.Consumers {
-			c.kicks = append(c.kicks, make(chan struct{}, 1))
-		}
-		c.state.Store("starting")
+		c := p.newConn(i + 1)
 		p.conns = append(p.conns, c)
 		wg.Add(1)
 		go func() {
@@ -120,6 +106,50 @@ func (p *peer) start(ctx context.Context) {
 	go func() { wg.Wait(); close(p.done) }()
 }
 
+// newConn makes connection id of the peer on this node.
+func (p *peer) newConn(id int) *outConn {
+	c := &outConn{p: p, id: id, bodies: bodies{m: map[string]*held{}}, arrived: make(chan struct{}, 1)}
+	for range p.queue.Consumers {
+		c.kicks = append(c.kicks, make(chan struct{}, 1))
+	}
+	c.pc = peerconn.New(peerconn.Options{Config: p.conn, ID: id, Queue: c, Now: p.n.now, Log: p.n.log,
+		Connects: &p.connects, Fails: &p.connFails,
+		Driver: func(nc net.Conn) (driver.Driver, error) {
+			return goroutine.New(nc, goroutine.Options{TLSConfig: p.conn.TLS, Now: p.n.now, Bodies: &c.bodies}), nil
+		}})
+	return c
+}
+
+// kick ends the reconnect wait of the connections that wait; it returns
+// how many were waiting.
+func (p *peer) kick() int {
+	p.mu.Lock()
+	conns := p.conns
+	p.mu.Unlock()
+	n := 0
+	for _, c := range conns {
+		if c.pc.Kick() {
+			n++
+		}
+	}
+	return n
+}
+
+// setPaused pauses or resumes pulling new entries for the peer on this
+// node; it reports whether that changed anything.
+func (p *peer) setPaused(on bool) bool {
+	if p.paused.Swap(on) == on {
+		return false
+	}
+	p.mu.Lock()
+	conns := p.conns
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.pc.Wake() // step asks again, with the new room
+	}
+	return true
+}
+
 // stop closes the connections gracefully (QUIT after the answers due;
 // what stays unanswered goes back to the queue), waiting a little.
 func (p *peer) stop() {
@@ -127,17 +157,8 @@ func (p *peer) stop() {
 	conns, done := p.conns, p.done
 	p.mu.Unlock()
 	for _, c := range conns {
-		c.stopping.Store(true)
+		c.pc.Stop()
 		c.poke()
-		// Wake the feed's loop too: step sees stopping and closes the
-		// feed (QUIT after the answers due).
-		if gc := c.gc.Load(); gc != nil {
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), p.n.opts.StopTimeout)
-				defer cancel()
-				gc.Do(ctx, func(time.Time) {})
-			}()
-		}
 	}
 	if done == nil {
 		return
@@ -170,7 +191,7 @@ func (b *bodies) Body(token string) ([]byte, error) {
 	defer b.mu.Unlock()
 	h, ok := b.m[token]
 	if !ok {
-		return nil, fmt.Errorf("cluster: no article pulled for token %s", token)
+		return nil, fmt.Errorf("%w: cluster: no article pulled for token %s", peerconn.ErrUnreadableBody, token)
 	}
 	return h.body, nil
 }
@@ -210,29 +231,34 @@ func (b *bodies) each(fn func(*held)) {
 	}
 }
 
-// outConn is one connection to the peer from this node.
+// outConn is one connection to the peer from this node (peerconn.Conn)
+// and its Queue: the peer's consumers, pulled on the connection's own NATS
+// connection.
 type outConn struct {
-	p        *peer
-	id       int
-	kicks    []chan struct{} // per shard subscription: credits came
-	stopping atomic.Bool
-	gc       atomic.Pointer[goroutine.Conn] // the session's, while it feeds
-	state    atomic.Value                   // string, for the status page
-	credits  atomic.Int64                   // articles the feed asked for and the subscriptions have not taken
-	arrived  chan struct{}                  // entries came into inbox
-	inMu     sync.Mutex
-	inbox    []jetstream.Msg // entries the subscriptions handed over, for the puller
-	bodies   bodies
+	p       *peer
+	id      int
+	pc      *peerconn.Conn
+	kicks   []chan struct{} // per shard subscription: room came
+	arrived chan struct{}   // entries came into inbox
+	inMu    sync.Mutex
+	inbox   []jetstream.Msg // entries the subscriptions handed over, for the puller
+	bodies  bodies
 	// nc carries the connection's pulls, deliveries and acks; cons are
 	// the peer's consumers on it, by shard. Set by run before the first
 	// session (nc is read by the status page too).
 	nc   atomic.Pointer[nats.Conn]
 	cons []jetstream.Consumer
 
-	// Owned by the session's Run goroutine.
-	f       *feed.Feed
-	closing bool
-	closed  error
+	// mu guards the room: want is how many entries the feed has room
+	// for that no subscription has taken, pending how many were taken
+	// and are not yet ready (or dropped), ready the articles loaded and
+	// not yet offered.
+	mu      sync.Mutex
+	want    int
+	pending int
+	ready   []feed.Article
+
+	pulling sync.WaitGroup // the session's puller
 }
 
 func (c *outConn) poke() {
@@ -244,14 +270,12 @@ func (c *outConn) poke() {
 	}
 }
 
-// run connects, feeds and reconnects with growing backoff until ctx ends
-// or the node stops.
+// run binds the connection's NATS connection, then feeds (peerconn.Conn.Run)
+// until ctx ends or the node stops.
 func (c *outConn) run(ctx context.Context) {
-	p := c.p
-	backoff := 250 * time.Millisecond
-	ceiling := p.cfg.ReconnectMax.D()
 	if !c.bind(ctx) {
-		c.state.Store("stopped")
+		c.pc.Stop()
+		c.pc.Run(ctx) // returns at once: the state says stopped
 		return
 	}
 	defer func() {
@@ -260,26 +284,7 @@ func (c *outConn) run(ctx context.Context) {
 		nc.FlushTimeout(5 * time.Second)
 		nc.Close()
 	}()
-	for ctx.Err() == nil && !c.stopping.Load() {
-		began := time.Now()
-		fed, err := c.session(ctx)
-		if ctx.Err() != nil || c.stopping.Load() {
-			break
-		}
-		if fed && time.Since(began) > 10*time.Second {
-			backoff = 250 * time.Millisecond
-		}
-		p.connFails.Add(1)
-		wait := backoff*3/4 + time.Duration(rand.Int64N(int64(backoff)/2+1))
-		c.state.Store("waiting")
-		p.n.log.Warn("peer connection failed; retrying", "peer", p.cfg.Name, "conn", c.id, "err", err, "retry_in", wait.Round(time.Millisecond))
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
-		backoff = min(2*backoff, ceiling)
-	}
-	c.state.Store("stopped")
+	c.pc.Run(ctx)
 }
 
 // bind connects the connection's own NATS connection and binds the
@@ -287,7 +292,7 @@ func (c *outConn) run(ctx context.Context) {
 // (false then).
 func (c *outConn) bind(ctx context.Context) bool {
 	p := c.p
-	for ctx.Err() == nil && !c.stopping.Load() {
+	for ctx.Err() == nil && !c.pc.Stopping() {
 		nc, err := p.n.connect(fmt.Sprintf("feed %s %d", p.cfg.Name, c.id))
 		if err == nil {
 			c.cons, err = p.n.store.Bind(ctx, nc, p.queue)
@@ -306,93 +311,79 @@ func (c *outConn) bind(ctx context.Context) bool {
 	return false
 }
 
-// session runs one connection: dial, handshake, feed.
-func (c *outConn) session(ctx context.Context) (fed bool, err error) {
-	p, n := c.p, c.p.n
-	cfg := p.cfg
-	c.state.Store("connecting")
-	var implicit *tls.Config
-	if cfg.TLS {
-		implicit = p.tls
-	}
-	// One deadline for the dial, TLS and the NNTP handshake.
-	dctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout.D())
-	defer cancel()
-	nc, err := driver.Dial(dctx, p.addr, cfg.ConnectTimeout.D(), implicit)
-	if err != nil {
-		return false, err
-	}
-	gc := goroutine.New(nc, goroutine.Options{TLSConfig: p.tls, Bodies: &c.bodies})
-	defer gc.Close()
-	hcfg := handshake.Config{Stream: cfg.Streaming != "off", User: cfg.Username, Pass: cfg.Password,
-		StepTimeout: cfg.ConnectTimeout.D()}
-	if cfg.StartTLS {
-		hcfg.TLS = handshake.TLSRequired
-	}
-	hs := handshake.New(time.Now(), hcfg)
-	var ready *handshake.Ready
-	var failed error
-	err = gc.Run(dctx, hs, func(time.Time) error {
-		for {
-			ev, ok := hs.NextEvent()
-			if !ok {
-				return nil
-			}
-			switch e := ev.(type) {
-			case handshake.Ready:
-				ready = &e
-				return goroutine.ErrStop
-			case handshake.Failed:
-				failed = e
-			}
-		}
-	})
-	switch {
-	case ready == nil && failed != nil:
-		return false, fmt.Errorf("handshake: %w", failed)
-	case ready == nil && err != nil:
-		return false, fmt.Errorf("handshake: %w", err)
-	case ready == nil:
-		return false, errors.New("handshake: connection closed")
-	}
-	if cfg.Streaming == "on" && !ready.Streaming {
-		return false, errors.New("peer does not stream (MODE STREAM refused) and streaming = \"on\"")
-	}
-	p.connects.Add(1)
-	now := time.Now()
-	c.f = feed.New(now, feed.Config{Streaming: ready.Streaming, Window: cfg.Window,
-		ResponseTimeout: cfg.ResponseTimeout.D(), User: cfg.Username, Pass: cfg.Password})
-	c.closing, c.closed = false, nil
-	c.credits.Store(0)
-	if left := hs.Leftover(); len(left) > 0 {
-		if err := c.f.Receive(now, left); err != nil {
-			return false, fmt.Errorf("feed: %w", err)
-		}
-	}
-	c.state.Store("feeding")
-	n.log.Info("peer connected", "peer", cfg.Name, "conn", c.id, "addr", p.addr, "streaming", ready.Streaming)
+// Begin starts the session's puller (peerconn.Queue).
+func (c *outConn) Begin(ctx context.Context, _ time.Time) {
+	c.mu.Lock()
+	c.want, c.pending, c.ready = 0, 0, nil
+	c.mu.Unlock()
+	c.pulling.Add(1)
+	go func() { defer c.pulling.Done(); c.puller(ctx) }()
+}
 
-	sctx, stop := context.WithCancel(ctx)
-	var pw sync.WaitGroup
-	pw.Add(1)
-	go func() { defer pw.Done(); c.puller(sctx, gc) }()
-	c.gc.Store(gc)
-	err = gc.Run(ctx, c.f, c.step)
-	c.gc.Store(nil)
-	stop()
-	pw.Wait()
-	// What the feed still held goes back to the queue, for any node.
+// End waits for the puller, whose ctx ended with the session, and gives
+// what the feed still held back to the queue, for any node
+// (peerconn.Queue).
+func (c *outConn) End(time.Time) {
+	c.pulling.Wait()
 	for _, h := range c.bodies.all() {
 		c.giveBack(h.msg)
 	}
-	c.f = nil
-	if c.closed != nil {
-		err = c.closed
+	c.mu.Lock()
+	c.want, c.pending, c.ready = 0, 0, nil
+	c.mu.Unlock()
+}
+
+// Take moves up to n loaded articles to dst (peerconn.Queue).
+func (c *outConn) Take(dst []feed.Article, n int) []feed.Article {
+	c.mu.Lock()
+	n = min(n, len(c.ready))
+	dst = append(dst, c.ready[:n]...)
+	rest := copy(c.ready, c.ready[n:])
+	clear(c.ready[rest:])
+	c.ready = c.ready[:rest]
+	c.mu.Unlock()
+	c.p.offered.Add(int64(n))
+	return dst
+}
+
+// Ask sets how many more entries the subscriptions may take: the feed's
+// room less what is ready or on its way; none while the peer is paused
+// (peerconn.Queue). The node pulls no further ahead (prefetch): entries
+// held unoffered would wait on this node while others could send them.
+func (c *outConn) Ask(credits, _ int) {
+	c.mu.Lock()
+	c.want = max(0, credits-len(c.ready)-c.pending)
+	if c.p.paused.Load() {
+		c.want = 0
 	}
-	if err == nil {
-		err = errors.New("connection closed")
+	more := c.want > 0
+	c.mu.Unlock()
+	if more {
+		c.poke()
 	}
-	return true, err
+}
+
+// Answer settles an offered article's queue entry (peerconn.Queue).
+func (c *outConn) Answer(_ time.Time, a peerconn.Answer) {
+	p := c.p
+	switch a.Outcome {
+	case peerconn.Accepted:
+		p.accepted.Add(1)
+		p.acceptedBytes.Add(a.Article.Size)
+		c.settle(a.Article, ack)
+	case peerconn.Refused:
+		p.refused.Add(1)
+		c.settle(a.Article, ack)
+	case peerconn.Rejected:
+		p.rejects.Add(1)
+		c.settle(a.Article, ack)
+	case peerconn.Deferred:
+		p.deferrals.Add(1)
+		c.settle(a.Article, deferral)
+	case peerconn.Requeued:
+		p.requeued.Add(1)
+		c.settle(a.Article, requeue)
+	}
 }
 
 // puller takes queue entries while the feed has room, reads their
@@ -407,7 +398,7 @@ func (c *outConn) session(ctx context.Context) (fed bool, err error) {
 // also keeps the entries it holds alive (InProgress) so that a slow
 // peer's entries are not redelivered to another node while this one still
 // waits for answers.
-func (c *outConn) puller(ctx context.Context, gc *goroutine.Conn) {
+func (c *outConn) puller(ctx context.Context) {
 	p := c.p
 	var subs []jetstream.ConsumeContext
 	for i, cons := range c.cons {
@@ -419,12 +410,11 @@ func (c *outConn) puller(ctx context.Context, gc *goroutine.Conn) {
 	}
 	alive := time.NewTicker(max(time.Second, p.n.store.set.AckWait/3))
 	defer alive.Stop()
-feed:
 	for ctx.Err() == nil {
 		select {
 		case <-c.arrived:
-			if msgs := c.takeInbox(); len(msgs) > 0 && !c.offer(ctx, gc, msgs) {
-				break feed
+			if msgs := c.takeInbox(); len(msgs) > 0 {
+				c.offer(ctx, msgs)
 			}
 		case <-alive.C:
 			c.bodies.each(func(h *held) { h.msg.InProgress() })
@@ -460,6 +450,7 @@ func (c *outConn) consume(ctx context.Context, cons jetstream.Consumer, kick cha
 	for {
 		cc, err := cons.Consume(func(m jetstream.Msg) { c.arrive(ctx, m, kick) },
 			jetstream.PullMaxMessagesWithBytesLimit(pullMsgs, bytes),
+			jetstream.PullHeartbeat(pullHeartbeat),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				p.n.log.Debug("queue consume", "peer", p.cfg.Name, "err", err)
 			}))
@@ -474,6 +465,13 @@ func (c *outConn) consume(ctx context.Context, cons jetstream.Consumer, kick cha
 		}
 	}
 }
+
+// pullHeartbeat is how often the server says a pull is alive while it has
+// nothing to deliver. A pull that no server took (sent while its consumer
+// had no leader: "no responders") or that a leader change lost is noticed
+// when two heartbeats are missed, and pulled again: nats.go's default (half
+// the pull's 30 s expiry) left a shard unfed for 30 s.
+const pullHeartbeat = time.Second
 
 // pullMsgs and pullBytes bound the entries a connection's subscription to
 // one shard has asked for and not yet handed over. The entries carry their
@@ -510,7 +508,9 @@ func (c *outConn) arrive(ctx context.Context, m jetstream.Msg, kick chan struct{
 		}
 	}
 	if ctx.Err() != nil {
-		c.giveCredits(1)
+		c.mu.Lock()
+		c.pending--
+		c.mu.Unlock()
 		c.giveBack(m)
 		return
 	}
@@ -539,43 +539,36 @@ func (c *outConn) giveBack(m jetstream.Msg) {
 	m.NakWithDelay(requeueDelay)
 }
 
-// takeCredit takes one of the feed's credits, if it has one.
+// takeCredit takes room for one entry, if the feed has some.
 func (c *outConn) takeCredit() bool {
-	for {
-		have := c.credits.Load()
-		if have <= 0 {
-			return false
-		}
-		if c.credits.CompareAndSwap(have, have-1) {
-			return true
-		}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.want <= 0 {
+		return false
 	}
+	c.want--
+	c.pending++
+	return true
 }
 
-// giveCredits returns credits a pull did not use, waking the shards.
-func (c *outConn) giveCredits(n int) {
-	if n > 0 {
-		c.credits.Add(int64(n))
+// offer loads the articles of msgs and makes them ready for the feed,
+// waking its step. The room of entries not offered (skipped, dropped,
+// given back) returns to the subscriptions: the feed asks for more only as
+// offers are answered.
+func (c *outConn) offer(ctx context.Context, msgs []jetstream.Msg) {
+	arts := c.load(ctx, msgs)
+	c.mu.Lock()
+	c.pending -= len(msgs)
+	c.ready = append(c.ready, arts...)
+	back := len(msgs) - len(arts)
+	c.want += back
+	c.mu.Unlock()
+	if back > 0 {
 		c.poke()
 	}
-}
-
-// offer loads the articles of msgs and offers them to the feed; false
-// means the session ended (the held entries are naked by it). The credits
-// of entries not offered (skipped, dropped, given back) return to the
-// pullers: the feed asks for more only as offers are answered.
-func (c *outConn) offer(ctx context.Context, gc *goroutine.Conn, msgs []jetstream.Msg) bool {
-	arts := c.load(ctx, msgs)
-	c.giveCredits(len(msgs) - len(arts))
-	if len(arts) == 0 {
-		return true
+	if len(arts) > 0 {
+		c.pc.Wake()
 	}
-	c.p.offered.Add(int64(len(arts)))
-	return gc.Do(ctx, func(now time.Time) {
-		for _, a := range arts {
-			c.f.Offer(now, a)
-		}
-	}) == nil
 }
 
 // readers bounds the part reads one connection has in flight: a read is
@@ -614,8 +607,8 @@ func (c *outConn) load(ctx context.Context, msgs []jetstream.Msg) []feed.Article
 		case e.Marker || !e.For(p.cfg.Name):
 			m.Ack()
 			continue
-		case p.queue.Limits.MaxAge > 0 && time.Since(md.Timestamp) > p.queue.Limits.MaxAge:
-			// The seed's backlog_max_age: too old to be worth sending.
+		case p.queue.Limits.MaxAge > 0 && p.n.now().Sub(md.Timestamp) > p.queue.Limits.MaxAge:
+			// backlog_max_age: too old to be worth sending.
 			p.dropped.Add(1)
 			m.Term()
 			continue
@@ -642,8 +635,8 @@ func (c *outConn) load(ctx context.Context, msgs []jetstream.Msg) []feed.Article
 				// the direct get: again in a moment.
 				m.NakWithDelay(requeueDelay)
 			case errors.Is(err, jetstream.ErrMsgNotFound):
-				// Expired from the store (spool_max_age): the seed
-				// counts it missing.
+				// Expired from the store (spool_max_age): it counts
+				// as missing.
 				p.n.log.Warn("article missing from the store; dropped", "peer", p.cfg.Name, "id", e.MessageID, "err", err)
 				p.dropped.Add(1)
 				m.Term()
@@ -662,51 +655,6 @@ func (c *outConn) load(ctx context.Context, msgs []jetstream.Msg) []feed.Article
 		}
 	}
 	return out
-}
-
-// step runs after every input of the feed (Run's goroutine): it settles
-// answered entries and lets the puller fetch what the feed asked for.
-func (c *outConn) step(now time.Time) error {
-	p := c.p
-	if c.stopping.Load() && !c.closing {
-		c.closing = true
-		c.f.Close(now)
-	}
-	for {
-		ev, ok := c.f.NextEvent()
-		if !ok {
-			break
-		}
-		switch e := ev.(type) {
-		case feed.WantMore:
-			c.credits.Add(int64(e.N))
-			c.poke()
-		case feed.Accepted:
-			p.accepted.Add(1)
-			p.acceptedBytes.Add(e.Article.Size)
-			c.settle(*e.Article, ack)
-		case feed.Refused:
-			p.refused.Add(1)
-			c.settle(e.Article, ack)
-		case feed.Rejected:
-			p.rejects.Add(1)
-			p.n.log.Debug("article rejected by peer", "peer", p.cfg.Name, "id", e.Article.MessageID, "code", e.Code, "reason", e.Reason)
-			c.settle(e.Article, ack)
-		case feed.Deferred:
-			p.deferrals.Add(1)
-			c.settle(e.Article, deferral)
-		case feed.Requeue:
-			for _, a := range e.Articles {
-				p.requeued.Add(1)
-				c.settle(a, requeue)
-			}
-		case feed.Warning:
-			p.n.log.Warn("peer misbehaved", "peer", p.cfg.Name, "id", e.Article.MessageID, "response", e.Response, "text", e.Text)
-		case feed.Closed:
-			c.closed = e
-		}
-	}
-	return nil
 }
 
 // settle answers the queue entry of a: see Action.

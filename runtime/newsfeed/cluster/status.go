@@ -93,7 +93,7 @@ func (n *Node) Status(ctx context.Context) Status {
 		ps := newsfeed.PeerStats{
 			Name: p.cfg.Name, Offered: p.offered.Load(), Accepted: p.accepted.Load(), Refused: p.refused.Load(),
 			Rejected: p.rejects.Load(), Dropped: p.dropped.Load(), Deferred: p.deferrals.Load(), Resent: p.requeued.Load(),
-			Queued: int64(w + u), SkippedGroups: p.skips.Groups.Load(), SkippedPath: p.skips.Path.Load(), SkippedSize: p.skips.Size.Load(), AcceptedBytes: p.acceptedBytes.Load(), Seconds: secs,
+			Queued: int64(w + u), Paused: p.paused.Load(), SkippedGroups: p.skips.Groups.Load(), SkippedPath: p.skips.Path.Load(), SkippedSize: p.skips.Size.Load(), AcceptedBytes: p.acceptedBytes.Load(), Seconds: secs,
 		}
 		if err != nil {
 			ps.Queued = -1 // unknown: never "drained"
@@ -103,8 +103,10 @@ func (n *Node) Status(ctx context.Context) Status {
 		}
 		p.mu.Lock()
 		for _, c := range p.conns {
-			s, _ := c.state.Load().(string)
-			ps.Connections = append(ps.Connections, newsfeed.ConnStatus{ID: c.id, State: s})
+			cst := c.pc.Status()
+			s := cst.State
+			ps.Connections = append(ps.Connections, newsfeed.ConnStatus{ID: c.id, State: s, Mode: cst.Mode,
+				LastErr: cst.LastErr, Since: cst.Since.UTC().Format(time.RFC3339)})
 			if nc := c.nc.Load(); nc != nil {
 				cs.Reconnects += nc.Stats().Reconnects
 			}

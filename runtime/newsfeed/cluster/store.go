@@ -224,7 +224,7 @@ func (s *Store) waitLeaders(ctx context.Context) error {
 	}
 	names = append(names, "KV_"+s.set.Name+"-reserve")
 	for _, name := range names {
-		err := retry(ctx, func(ctx context.Context) error {
+		err := retryInfo(ctx, func(ctx context.Context) error {
 			st, err := s.js.Stream(ctx, name)
 			if err != nil {
 				return err
@@ -716,6 +716,23 @@ func (s *Store) Queue(ctx context.Context, peer string, lim QueueLimits) (*Queue
 		if err != nil {
 			return nil, fmt.Errorf("cluster: queue of %s on %s: %w", peer, st.CachedInfo().Config.Name, err)
 		}
+		// A consumer just created has no leader for a moment, and its
+		// pulls find no responder then (nats.go notices only when the
+		// pull's heartbeats are missed): the queue is ready once each
+		// consumer has its leader.
+		err = retryInfo(ctx, func(ctx context.Context) error {
+			info, err := c.Info(ctx)
+			if err != nil {
+				return err
+			}
+			if info.Cluster != nil && info.Cluster.Leader == "" {
+				return errNoLeader
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: queue of %s on %s: leader: %w", peer, st.CachedInfo().Config.Name, err)
+		}
 		q.Consumers = append(q.Consumers, c)
 	}
 	return q, nil
@@ -731,7 +748,7 @@ func (s *Store) Bind(ctx context.Context, nc *nats.Conn, q *Queue) ([]jetstream.
 	cons := make([]jetstream.Consumer, 0, len(q.Consumers))
 	for i := range q.Consumers {
 		var c jetstream.Consumer
-		err := retry(ctx, func(ctx context.Context) (err error) {
+		err := retryInfo(ctx, func(ctx context.Context) (err error) {
 			c, err = js.Consumer(ctx, s.shardStream(i), "q-"+q.Peer)
 			return err
 		})
@@ -764,8 +781,27 @@ func (q *Queue) Pending(ctx context.Context) (waiting, unacked int, err error) {
 // such concurrent creations of one stream to one requester only (the
 // others wait for ever: TestOpenTogether).
 func retry(ctx context.Context, fn func(ctx context.Context) error) error {
+	return retryEvery(ctx, 3*time.Second, fn)
+}
+
+// retryInfo runs an information request (a stream's or a consumer's)
+// until it succeeds or ctx ends, each attempt bounded to infoTimeout.
+// While a stream or consumer elects its leader, or its new leader has not
+// taken up its part yet, no server answers such a request: a short bound
+// asks again at once rather than waiting out the administration's.
+func retryInfo(ctx context.Context, fn func(ctx context.Context) error) error {
+	return retryEvery(ctx, infoTimeout, fn)
+}
+
+// infoTimeout bounds one attempt of an information request: far above
+// an answer's round trip, even on a loaded machine.
+const infoTimeout = 500 * time.Millisecond
+
+// retryEvery runs fn until it succeeds or ctx ends, each attempt bounded
+// to attempt, with a short random pause between attempts.
+func retryEvery(ctx context.Context, attempt time.Duration, fn func(ctx context.Context) error) error {
 	for {
-		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		actx, cancel := context.WithTimeout(ctx, attempt)
 		err := fn(actx)
 		cancel()
 		if err == nil || ctx.Err() != nil {

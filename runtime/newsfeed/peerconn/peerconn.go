@@ -61,6 +61,9 @@ type Config struct {
 	// failure up to ReconnectMax, and Kick or ten seconds of feeding
 	// bring it back.
 	BackoffBase, ReconnectMax time.Duration
+	// ExtraIdle is how long a connection opened beyond the peer's floor
+	// (Options.Extra) stays with nothing to send before it closes.
+	ExtraIdle time.Duration
 }
 
 // Outcome is the peer's answer for an article, as a Queue settles it.
@@ -117,6 +120,10 @@ type Options struct {
 	Driver func(nc net.Conn) (driver.Driver, error)
 	Now    func() time.Time // the clock (default time.Now)
 	Log    *slog.Logger
+	// Extra marks a connection opened beyond the peer's floor (Dynamic):
+	// it sends QUIT after Config.ExtraIdle with nothing to send, and Run
+	// returns when its one session ends, without reconnecting.
+	Extra bool
 	// Connects and Fails, when set, count the sessions that reached the
 	// feed and the failed or ended sessions that led to a reconnect.
 	Connects, Fails *atomic.Int64
@@ -231,13 +238,14 @@ func (c *Conn) Run(ctx context.Context) {
 		if ctx.Err() != nil || c.stopping.Load() {
 			break
 		}
-		if fed && c.o.Now().Sub(began) > 10*time.Second {
-			backoff = base // it worked for a while: start over
+		if c.o.Extra {
+			c.log.Info("extra peer connection closed", "err", err)
+			break
 		}
 		c.o.Fails.Add(1)
 		unreadable := errors.Is(err, ErrUnreadableBody)
-		if unreadable {
-			backoff = base
+		if (fed && c.o.Now().Sub(began) > 10*time.Second) || unreadable {
+			backoff = base // it worked for a while, or the article was at fault
 		}
 		wait := jitter(backoff)
 		c.setState("waiting", err.Error())
@@ -252,15 +260,25 @@ func (c *Conn) Run(ctx context.Context) {
 			kicked = true
 		}
 		t.Stop()
-		switch {
-		case kicked:
+		if kicked {
 			c.log.Info("peer connection kicked: connecting now")
-			backoff = base
-		case !unreadable:
-			backoff = min(2*backoff, cfg.ReconnectMax)
 		}
+		backoff = nextBackoff(backoff, base, cfg.ReconnectMax, kicked, unreadable)
 	}
 	c.setState("stopped", "")
+}
+
+// nextBackoff is the reconnect delay after a wait of backoff: back at
+// base after a kick, unchanged after a session an unreadable article
+// ended, else doubled up to ceiling.
+func nextBackoff(backoff, base, ceiling time.Duration, kicked, unreadable bool) time.Duration {
+	switch {
+	case kicked:
+		return base
+	case unreadable:
+		return backoff
+	}
+	return min(2*backoff, ceiling)
 }
 
 // jitter spreads d by ±25%.
@@ -335,6 +353,9 @@ func (c *Conn) session(ctx context.Context) (fed bool, err error) {
 	now := c.o.Now()
 	fc := cfg.Feed
 	fc.Streaming, fc.User, fc.Pass = ready.Streaming, cfg.User, cfg.Pass
+	if c.o.Extra {
+		fc.IdleTimeout = cfg.ExtraIdle
+	}
 	c.f = feed.New(now, fc)
 	c.credits, c.closing, c.closed, c.ihave = 0, false, nil, !ready.Streaming
 	if len(left) > 0 {
