@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -313,6 +314,10 @@ func fetchStatus(config, admin string) ([]byte, newsfeed.Status, error) {
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get("http://" + addr + "/status.json")
 	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) || errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err) {
+			return nil, st, errNoRelay(addr)
+		}
 		return nil, st, err
 	}
 	defer resp.Body.Close()
@@ -345,7 +350,7 @@ func adminAddr(config, admin string) (string, *newsfeed.Config, error) {
 		if addr == "" || strings.HasSuffix(addr, ":0") {
 			_, running, err := newsfeed.ReadAddrs(cfg.Spool)
 			if err != nil {
-				return "", cfg, err
+				return "", cfg, fmt.Errorf("no relay answering: none recorded its address in %s", cfg.Spool)
 			}
 			addr = running
 		}
@@ -354,6 +359,11 @@ func adminAddr(config, admin string) (string, *newsfeed.Config, error) {
 		return "", cfg, errors.New("no admin address: set admin in the configuration or pass -admin HOST:PORT")
 	}
 	return addr, cfg, nil
+}
+
+// errNoRelay is the answer when nothing listens at the admin address.
+func errNoRelay(addr string) error {
+	return fmt.Errorf("no relay answering at %s (is newsfeed running, with this admin address?)", addr)
 }
 
 func printStatus(w io.Writer, st newsfeed.Status) {
@@ -373,6 +383,9 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 				conns += ", "
 			}
 			conns += fmt.Sprintf("#%d %s", c.ID, c.State)
+			if c.Error != "" {
+				conns += " (" + c.Error + ")"
+			}
 		}
 		name := p.Name
 		if p.Paused {
@@ -384,5 +397,19 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 	tw.Flush()
 	if len(st.Peers) == 0 {
 		fmt.Fprintln(w, "no peers configured")
+	}
+	// Errors the connections have since recovered from: history, with
+	// their time and age.
+	for _, p := range st.Peers {
+		for _, c := range p.Connections {
+			if c.LastErr == "" || c.Error != "" {
+				continue
+			}
+			age := ""
+			if at, err := time.Parse(time.RFC3339, c.LastErrAt); err == nil {
+				age = fmt.Sprintf(" (%s ago)", time.Since(at).Round(time.Second))
+			}
+			fmt.Fprintf(w, "last error: %s #%d at %s%s: %s\n", p.Name, c.ID, c.LastErrAt, age, c.LastErr)
+		}
 	}
 }

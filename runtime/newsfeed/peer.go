@@ -224,6 +224,7 @@ type outConn struct {
 	mu      sync.Mutex
 	state   string // for the status page
 	lastErr string
+	errAt   time.Time // when lastErr happened
 	mode    string
 	since   time.Time
 
@@ -240,7 +241,7 @@ func (c *outConn) setState(state, lastErr string) {
 	c.mu.Lock()
 	c.state = state
 	if lastErr != "" {
-		c.lastErr = lastErr
+		c.lastErr, c.errAt = lastErr, c.p.r.now()
 	}
 	c.since = c.p.r.now()
 	c.mu.Unlock()

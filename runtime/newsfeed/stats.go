@@ -59,13 +59,32 @@ type PeerStats struct {
 	Connections []ConnStatus `json:"connections"`
 }
 
-// ConnStatus is the state of one of a peer's connections.
+// ConnStatus is the state of one of a peer's connections. Error is set
+// only while the connection is down because of it (waiting to reconnect,
+// or reconnecting); once the connection feeds again the error is history,
+// kept in LastErr with its time.
 type ConnStatus struct {
-	ID      int    `json:"id"`
-	State   string `json:"state"` // starting, connecting, feeding, waiting, stopped
-	Mode    string `json:"mode,omitempty"`
-	LastErr string `json:"last_error,omitempty"`
-	Since   string `json:"since"`
+	ID        int    `json:"id"`
+	State     string `json:"state"` // starting, connecting, feeding, waiting, stopped
+	Mode      string `json:"mode,omitempty"`
+	Error     string `json:"error,omitempty"`
+	LastErr   string `json:"last_error,omitempty"`
+	LastErrAt string `json:"last_error_at,omitempty"` // RFC 3339
+	Since     string `json:"since"`
+}
+
+// status reads the connection's state.
+func (c *outConn) status() ConnStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cs := ConnStatus{ID: int(c.id), State: c.state, Mode: c.mode, LastErr: c.lastErr, Since: c.since.UTC().Format(time.RFC3339)}
+	if c.lastErr != "" {
+		cs.LastErrAt = c.errAt.UTC().Format(time.RFC3339)
+		if c.state == "waiting" || c.state == "connecting" {
+			cs.Error = c.lastErr
+		}
+	}
+	return cs
 }
 
 // Check verifies that the counts add up.
@@ -223,10 +242,7 @@ func (p *peer) stats(now time.Time) PeerStats {
 	s.Rate = p.rates.perSecond(now)
 	p.mu.Lock()
 	for _, c := range p.conns {
-		c.mu.Lock()
-		s.Connections = append(s.Connections, ConnStatus{ID: int(c.id), State: c.state, Mode: c.mode,
-			LastErr: c.lastErr, Since: c.since.UTC().Format(time.RFC3339)})
-		c.mu.Unlock()
+		s.Connections = append(s.Connections, c.status())
 	}
 	p.mu.Unlock()
 	return s
