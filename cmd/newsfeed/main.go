@@ -8,7 +8,7 @@
 //	newsfeed status [-config FILE] [-admin ADDR] [-json]
 //	                                          print per-peer state from the admin listener
 //	newsfeed innd-channel [-config FILE]      innd's channel feed (newsfeeds Tc,Wnm*), in innfeed's place
-//	newsfeed ctl [-config FILE] VERB [PEER]   pause, resume, kick, flush a peer; reload
+//	newsfeed ctl [-config FILE] VERB [PEER]   pause, resume, kick, flush a peer; reload, reopen
 //	newsfeed trace [-config FILE] MESSAGE-ID  where did an article go
 //	newsfeed config [-config FILE | -check FILE]
 //	                                          print the effective configuration, or check a file
@@ -83,7 +83,7 @@ func usage(w io.Writer) {
   newsfeed status [-config FILE] [-admin ADDR] [-json] [-wait DURATION [-drained]]
   newsfeed innd-channel [-config FILE] [-sm PROGRAM] [-backlog FILE] [-log FILE] [-v]
                                             innd's channel feed in innfeed's place (newsfeeds Tc,Wnm*)
-  newsfeed ctl [-config FILE] pause PEER | resume PEER | kick PEER | flush PEER | reload
+  newsfeed ctl [-config FILE] pause PEER | resume PEER | kick PEER | flush PEER | reload | reopen
   newsfeed trace [-config FILE] [-json] MESSAGE-ID
   newsfeed config [-config FILE]            print the effective configuration, every default filled in
   newsfeed config -check FILE               report every mistake in FILE (FILE:LINE: KEY: ...)
@@ -117,18 +117,34 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "newsfeed: %v\n", err)
 		return 2
 	}
-	log := logger(stderr, *verbose)
+	out := stderr
+	opts := newsfeed.Options{}
+	reopen := func() {}
+	if cfg.LogFile != "" {
+		lf, err := newsfeed.OpenLogFile(cfg.LogFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsfeed: %v\n", err)
+			return 1
+		}
+		defer lf.Close()
+		out, opts.ReopenLog = lf, lf.Reopen
+		reopen = func() { lf.Reopen() }
+	}
+	log := logger(out, *verbose)
+	opts.Logger = log
 	if cfg.Cluster != nil {
+		defer onSignal(syscall.SIGUSR1, reopen)()
 		return runCluster(cfg, log)
 	}
-	r, err := newsfeed.Open(cfg, newsfeed.Options{Logger: log})
+	r, err := newsfeed.Open(cfg, opts)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	defer reloadOnHUP(r)()
+	defer onSignal(syscall.SIGHUP, func() { r.ReloadConfig() })()
+	defer onSignal(syscall.SIGUSR1, func() { r.Reopen() })()
 	if err := r.Run(ctx); err != nil {
 		log.Error("stopped with an error", "err", err)
 		return 1

@@ -242,6 +242,32 @@ func (a *articleLog) rotateLocked() error {
 	return nil
 }
 
+// reopen writes what is buffered and opens the file by its name again,
+// for a logrotate that moved it.
+func (a *articleLog) reopen() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.f == nil {
+		return a.err
+	}
+	if err := a.w.Flush(); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("article log: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("article log: %w", err)
+	}
+	a.f.Close()
+	a.f, a.size = f, st.Size()
+	a.w.Reset(f)
+	return nil
+}
+
 func (a *articleLog) flushLoop() {
 	defer close(a.done)
 	t := time.NewTicker(time.Second)

@@ -84,6 +84,11 @@ type Config struct {
 	// it (the feeder stopped reading), releasing the ids it reserved.
 	WriteTimeout tomlconf.Duration `toml:"write_timeout"`
 
+	// LogFile, when set, is the file the log is appended to instead of
+	// standard error; SIGUSR1 and `newsfeed ctl reopen` reopen it by name
+	// (logrotate). It must be an absolute path.
+	LogFile string `toml:"log_file"`
+
 	// Pprof serves Go's profiler (net/http/pprof) under /debug/pprof/ on
 	// the admin listener; off by default (profiles expose internals).
 	Pprof bool `toml:"pprof"`
@@ -453,6 +458,9 @@ func (c *Config) check() error {
 	}
 	errs = append(errs, c.checkAllow()...)
 	add(c.checkArticleLog())
+	if c.LogFile != "" && !filepath.IsAbs(c.LogFile) {
+		add(c.errAt("log_file", "%q: give an absolute path (e.g. \"/var/log/news/newsfeed.log\")", c.LogFile))
+	}
 	if c.Spool == "" {
 		add(c.errAt("spool", "must not be empty"))
 	}

@@ -25,6 +25,7 @@ import (
 //	POST /ctl/kick?peer=P     reset P's reconnect backoff and connect now
 //	POST /ctl/flush?peer=P    write P's memory queue to backlog now
 //	POST /ctl/reload          re-read the configuration (as SIGHUP)
+//	POST /ctl/reopen          reopen log_file and the article log (as SIGUSR1)
 //	GET  /ctl/trace?id=<ID>   where did the article go (TraceResult)
 //
 // Answers are JSON: {"ok":true,"message":"..."} (trace: a TraceResult),
@@ -125,6 +126,10 @@ func (r *Relay) serveCtl(mux *http.ServeMux, token string) {
 	mux.HandleFunc("POST /ctl/reload", auth(func(w http.ResponseWriter, _ *http.Request) {
 		res, err := r.ReloadConfig()
 		answer(w, res.String(), err)
+	}))
+	mux.HandleFunc("POST /ctl/reopen", auth(func(w http.ResponseWriter, _ *http.Request) {
+		msg, err := r.Reopen()
+		answer(w, msg, err)
 	}))
 	mux.HandleFunc("GET /ctl/trace", auth(func(w http.ResponseWriter, req *http.Request) {
 		res, err := r.Trace(req.URL.Query().Get("id"))

@@ -85,6 +85,8 @@ type Options struct {
 	// NoConnect keeps the relay from dialing its peers (inject opens the
 	// relay only to store and queue articles).
 	NoConnect bool
+	// ReopenLog reopens the log's file (log_file); Reopen calls it.
+	ReopenLog func() error
 }
 
 // Relay is a running (or openable) newsfeed instance.
@@ -139,11 +141,10 @@ type Relay struct {
 // must be an existing directory, or its parent must exist and only the
 // last component is made (logged): a mistyped path fails instead of
 // starting on an empty spool somewhere else. The embedded default's place
-// under the user's state directory is made whole, and logged at start.
+// under the user's state directory is made whole (logStart names it).
 func makeSpoolDir(cfg *Config, log *slog.Logger) error {
 	dir := cfg.Spool
 	if cfg.Source == EmbeddedSource {
-		log.Info("spool of the embedded default (set spool in a config file to choose)", "spool", dir)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("relay: spool: %w", err)
 		}
