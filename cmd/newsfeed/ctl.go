@@ -37,10 +37,10 @@ func onSignal(sig os.Signal, do func()) func() {
 }
 
 // ctlVerbs are the control commands, and whether each names a peer.
-var ctlVerbs = map[string]bool{"pause": true, "resume": true, "kick": true, "flush": true, "reload": false, "reopen": false}
+var ctlVerbs = map[string]bool{"pause": true, "resume": true, "kick": true, "flush": true, "drop": true, "reload": false, "reopen": false}
 
 func ctlUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: newsfeed ctl [-config FILE] [-admin ADDR] [-token FILE] pause PEER | resume PEER | kick PEER | flush PEER | reload | reopen")
+	fmt.Fprintln(w, "usage: newsfeed ctl [-config FILE] [-admin ADDR] [-token FILE] pause PEER | resume PEER | kick PEER | flush PEER | drop PEER | reload | reopen")
 }
 
 // ctl sends a control command to the running relay's admin listener.

@@ -83,7 +83,8 @@ func usage(w io.Writer) {
   newsfeed status [-config FILE] [-admin ADDR] [-json] [-wait DURATION [-drained]]
   newsfeed innd-channel [-config FILE] [-sm PROGRAM] [-backlog FILE] [-log FILE] [-v]
                                             innd's channel feed in innfeed's place (newsfeeds Tc,Wnm*)
-  newsfeed ctl [-config FILE] pause PEER | resume PEER | kick PEER | flush PEER | reload | reopen
+  newsfeed ctl [-config FILE] pause PEER | resume PEER | kick PEER | flush PEER | drop PEER
+                                            | reload | reopen
   newsfeed trace [-config FILE] [-json] MESSAGE-ID
   newsfeed config [-config FILE]            print the effective configuration, every default filled in
   newsfeed config -check FILE               report every mistake in FILE (FILE:LINE: KEY: ...)

@@ -218,6 +218,9 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 		}
 		r.peers = append(r.peers, p)
 	}
+	if !opts.NoConnect {
+		r.reportOrphans()
+	}
 	r.com = newCommitter(r)
 	r.started = r.now()
 	if err := r.recoverFanout(); err != nil {
