@@ -109,6 +109,8 @@ var (
 		"Octets in the peer's backlog files.", []string{"peer"}, nil)
 	descPeerAcceptedBytes = prometheus.NewDesc("newsfeed_peer_accepted_bytes_total",
 		"Octets of articles the peer accepted.", []string{"peer"}, nil)
+	descPeerDropped = prometheus.NewDesc("newsfeed_peer_dropped_total",
+		"Articles dropped from the peer's queue since the start, by reason (backlog-bytes, backlog-age, defer-attempts, ...).", []string{"peer", "reason"}, nil)
 	descPeerSkipped = prometheus.NewDesc("newsfeed_peer_skipped_total",
 		"Articles the masterfeed did not offer to the peer, by reason.", []string{"peer", "reason"}, nil)
 	descPeerLostFiles = prometheus.NewDesc("newsfeed_peer_lost_backlog_files",
@@ -143,7 +145,7 @@ var (
 // Describe sends the metric descriptions.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPeerArticles, descPeerQueued, descPeerBacklogBytes, descPeerAcceptedBytes,
-		descPeerSkipped, descPeerLostFiles, descPeerConns, descIngest, descIngestConns, descIngestDenied, descIngestAuth, descIngestGroups,
+		descPeerSkipped, descPeerDropped, descPeerLostFiles, descPeerConns, descIngest, descIngestConns, descIngestDenied, descIngestAuth, descIngestGroups,
 		descIngestLimited, descIngestHeld, descIngestTimedOut, descIngestBuffered, descAccepting, descSpoolBytes, descSpoolLost} {
 		ch <- d
 	}
@@ -166,6 +168,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descPeerArticles, p.Deferred, p.Name, "deferred")
 		counter(descPeerArticles, p.Dropped, p.Name, "dropped")
 		counter(descPeerArticles, p.Missing, p.Name, "missing")
+		counter(descPeerArticles, p.TooOld, p.Name, "too_old")
+		for reason, n := range p.DroppedBy {
+			counter(descPeerDropped, n, p.Name, reason)
+		}
 		counter(descPeerArticles, p.Lost, p.Name, "lost")
 		gauge(descPeerQueued, p.Memory, p.Name, "memory")
 		gauge(descPeerQueued, p.InFlight, p.Name, "in_flight")

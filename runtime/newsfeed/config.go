@@ -133,6 +133,9 @@ type PeerConfig struct {
 	Groups      []string      `toml:"groups"`      // newsfeeds patterns (default ["*"])
 	PathName    string        `toml:"pathname"`    // skip articles whose Path holds this (default: name)
 	MaxSize     tomlconf.Size `toml:"max_size"`    // skip larger articles (0: no limit)
+	// MaxAge: an article that arrived longer ago than this when its turn
+	// comes is not offered to the peer (counted as too old; 0: no limit).
+	MaxAge tomlconf.Duration `toml:"max_age"`
 
 	TLS       bool   `toml:"tls"`        // TLS from the first byte (NNTPS)
 	StartTLS  bool   `toml:"starttls"`   // STARTTLS (RFC 4642) before feeding
@@ -622,6 +625,9 @@ func (p *PeerConfig) check(c *Config, pre string) []error {
 	}
 	if p.MaxSize < 0 {
 		bad("max_size", "must not be negative")
+	}
+	if p.MaxAge > 0 && c.Cluster != nil {
+		bad("max_age", "is not available in cluster mode; remove it or run without [cluster]")
 	}
 	if p.TLS && p.StartTLS {
 		bad("starttls", "choose one of tls (TLS from the start) and starttls")

@@ -44,6 +44,7 @@ type peerCounters struct {
 	skips                       Skips // masterfeed: not offered, and why
 	offeredBytes, acceptedBytes atomic.Int64
 	deferrals                   atomic.Int64 // 431/436 answers (each retried later)
+	tooOldCount                 atomic.Int64 // not offered: older than max_age at its turn (maxage.go)
 	connects, connFails         atomic.Int64
 
 	last  statsSnap // the previous stats line, for rates (statsLoop only)

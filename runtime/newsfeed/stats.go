@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/newsflow/newsflow/machine/queue"
 )
 
 // PeerStats is one peer's counters, the source of its stats line, its
 // metrics and its status entry. The article counts add up:
 //
-//	Offered = Accepted + Refused + Rejected + Dropped + Missing + Lost + Queued
+//	Offered = Accepted + Refused + Rejected + Dropped + Missing + TooOld + Lost + Queued
 //
 // where Offered counts every copy the masterfeed gave the peer plus those
 // found in backlog files at start, and Queued every copy not settled yet
@@ -24,6 +26,13 @@ type PeerStats struct {
 	Dropped  int64  `json:"dropped"`
 	Missing  int64  `json:"missing"`
 	Queued   int64  `json:"queued"`
+	// TooOld counts articles not offered because they arrived longer
+	// than max_age before their turn; settled, apart from Missing.
+	TooOld int64 `json:"too_old"`
+	// DroppedBy splits Dropped since the start by reason: "backlog-bytes"
+	// (over backlog_max_bytes), "backlog-age" (over backlog_max_age),
+	// "defer-attempts" (max_defers), and I/O failures.
+	DroppedBy map[string]int64 `json:"dropped_by,omitempty"`
 
 	// Deferred counts "try later" answers (431/436); each such article is
 	// retried from a .D file, so it is also in Queued until settled.
@@ -89,10 +98,10 @@ func (c *outConn) status() ConnStatus {
 
 // Check verifies that the counts add up.
 func (s PeerStats) Check() error {
-	sum := s.Accepted + s.Refused + s.Rejected + s.Dropped + s.Missing + s.Lost + s.Queued
+	sum := s.Accepted + s.Refused + s.Rejected + s.Dropped + s.Missing + s.TooOld + s.Lost + s.Queued
 	if s.Offered != sum {
-		return fmt.Errorf("peer %s: offered %d != accepted %d + refused %d + rejected %d + dropped %d + missing %d + lost %d + queued %d = %d",
-			s.Name, s.Offered, s.Accepted, s.Refused, s.Rejected, s.Dropped, s.Missing, s.Lost, s.Queued, sum)
+		return fmt.Errorf("peer %s: offered %d != accepted %d + refused %d + rejected %d + dropped %d + missing %d + too old %d + lost %d + queued %d = %d",
+			s.Name, s.Offered, s.Accepted, s.Refused, s.Rejected, s.Dropped, s.Missing, s.TooOld, s.Lost, s.Queued, sum)
 	}
 	return nil
 }
@@ -220,7 +229,8 @@ func (p *peer) stats(now time.Time) PeerStats {
 		Refused:        q.Refused,
 		Rejected:       q.Rejected,
 		Dropped:        q.Dropped,
-		Missing:        q.Missing,
+		Missing:        q.Missing - p.tooOldCount.Load(),
+		TooOld:         p.tooOldCount.Load(),
 		Lost:           q.Lost,
 		Queued:         q.Queued + q.InFlight + q.Backlog + q.Deferred + q.Replay,
 		Deferred:       p.deferrals.Load(),
@@ -240,6 +250,12 @@ func (p *peer) stats(now time.Time) PeerStats {
 		Paused:         p.q.isPaused(),
 	}
 	s.Rate = p.rates.perSecond(now)
+	for reason, n := range p.q.drops() {
+		if s.DroppedBy == nil {
+			s.DroppedBy = map[string]int64{}
+		}
+		s.DroppedBy[string(reason)] = n
+	}
 	p.mu.Lock()
 	for _, c := range p.conns {
 		s.Connections = append(s.Connections, c.status())
@@ -298,7 +314,7 @@ func (r *Relay) logStats(final bool) {
 		}
 		p.last = statsSnap{at: now, accepted: s.Accepted, bytes: s.AcceptedBytes}
 		r.log.Info(what, "peer", s.Name, "offered", s.Offered, "accepted", s.Accepted, "refused", s.Refused,
-			"rejected", s.Rejected, "deferred", s.Deferred, "dropped", s.Dropped, "missing", s.Missing,
+			"rejected", s.Rejected, "deferred", s.Deferred, "dropped", s.Dropped, "missing", s.Missing, "too_old", s.TooOld,
 			"queued", s.Queued, "backlog", s.BacklogArticle, "backlog_bytes", s.BacklogBytes,
 			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs), "lost_files", s.LostFiles, "lost_articles", s.Lost)
 	}
@@ -320,4 +336,11 @@ func (r *Relay) StatsLines() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// drops is the queue's dropped entries by reason since the start.
+func (p *peerQueue) drops() map[queue.Reason]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.q.Drops()
 }
