@@ -235,6 +235,9 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 			sp.Close()
 			return nil, fmt.Errorf("relay: %w", err)
 		}
+		r.alog.mu.Lock()
+		r.alog.now = r.now
+		r.alog.mu.Unlock()
 	}
 	if err := sp.Writable(); isDiskFull(err) {
 		// A kill -9 while the disk was full can leave a torn tail the

@@ -3,6 +3,7 @@ package newsfeed
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -301,6 +302,7 @@ func (r *Relay) logStats(final bool) {
 		"articles_per_round", fmt.Sprintf("%.1f", ratio(float64(in.CommitArticles), float64(in.CommitRounds))),
 		"round_ms", fmt.Sprintf("%.3f", ratio(1000*in.CommitSeconds, float64(in.CommitRounds))),
 		"sync_ms", fmt.Sprintf("%.3f", ratio(1000*in.CommitSyncSeconds, float64(in.CommitRounds))))
+	r.logStatsRecords(now)
 	for _, p := range r.peerList() {
 		s := p.stats(now)
 		rate, mbs := 0.0, 0.0
@@ -343,4 +345,26 @@ func (p *peerQueue) drops() map[queue.Reason]int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.q.Drops()
+}
+
+// logStatsRecords writes the counters since the start to the article log,
+// one stats line per peer and one for the relay, each naming the run (its
+// start), so that `newsfeed report` can add up runs across restarts.
+func (r *Relay) logStatsRecords(now time.Time) {
+	if r.alog == nil {
+		return
+	}
+	run := strconv.FormatInt(r.started.Unix(), 10)
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	st := r.Status()
+	for _, s := range st.Peers {
+		ms, cnt := r.alog.latency(s.Name)
+		r.alog.statsLine(now, "peer", "name", s.Name, "run", run, "offered", n(s.Offered), "accepted", n(s.Accepted),
+			"refused", n(s.Refused), "rejected", n(s.Rejected), "deferred", n(s.Deferred), "dropped", n(s.Dropped),
+			"missing", n(s.Missing), "too_old", n(s.TooOld), "lost", n(s.Lost), "bytes", n(s.AcceptedBytes),
+			"queued", n(s.Queued), "backlog", n(s.BacklogArticle), "lat_ms", n(ms), "lat_n", n(cnt))
+	}
+	in := st.Ingest
+	r.alog.statsLine(now, "relay", "run", run, "lost", n(st.LostArticles), "accepted", n(in.Accepted),
+		"refused", n(in.Refused), "rejected", n(in.Rejected), "deferred", n(in.Deferred))
 }
