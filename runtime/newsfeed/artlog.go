@@ -20,7 +20,7 @@ import (
 //	* 2026-11-24 peers=inn1,inn2,sink
 //	01:06:45.123 <id@host> news1 + 2013 +=.
 //	01:06:45.130 <id2@host> 192.0.2.7 - reason="Bad Path"
-//	01:06:45.131 <id3@host> news1 = 
+//	01:06:45.131 <id3@host> news1 =
 //	01:07:15.200 <id4@host> news1 + 512 +q
 //	02:10:00.002 <id4@host> >inn2 + code=239
 //	01:07:45.000 * stats peer=inn1 run=1764363600 offered=10 accepted=9 ...
@@ -129,7 +129,7 @@ type logRef struct {
 // recorded: a peer may answer before the commit round that stored the
 // article is logged. It waits earlyWait for the arrival.
 type earlyAnswer struct {
-	at                           time.Time
+	at                          time.Time
 	peer, verdict, code, reason string
 }
 
@@ -160,7 +160,7 @@ func openArticleLog(path string, max int64, keep int, log *slog.Logger) (*articl
 	a := &articleLog{path: path, max: max, keep: keep, log: log, now: time.Now, f: f, w: bufio.NewWriterSize(f, 64<<10),
 		size: st.Size(), pos: map[string]int{}, pending: map[string]*logPending{}, lat: map[string]*latency{},
 		early: map[string][]earlyAnswer{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop:  make(chan struct{}), done: make(chan struct{})}
 	go a.flushLoop()
 	return a, nil
 }
