@@ -51,6 +51,7 @@ type PeerQueue struct {
 	peer string
 
 	writeErr error // the first failed write since the last Sync
+	drops    map[queue.Reason]int64
 	closed   bool
 	dead     error // set once a test crash point was reached
 
@@ -225,6 +226,15 @@ func (p *PeerQueue) Tick(now time.Time) error {
 // Deadline is when Tick must next be called; false means no deadline.
 func (p *PeerQueue) Deadline() (time.Time, bool) { return p.q.Deadline() }
 
+// Drops returns the entries dropped since open, by reason (a copy).
+func (p *PeerQueue) Drops() map[queue.Reason]int64 {
+	out := make(map[queue.Reason]int64, len(p.drops))
+	for r, n := range p.drops {
+		out[r] = n
+	}
+	return out
+}
+
 // Stats returns the queue's counters (queue.Stats).
 func (p *PeerQueue) Stats() queue.Stats { return p.q.Stats() }
 
@@ -351,6 +361,10 @@ func (p *PeerQueue) logEvents() {
 		switch ev := ev.(type) {
 		case queue.Drop:
 			p.log.Warn("peer queue: entries dropped", "peer", p.peer, "reason", string(ev.Reason), "count", ev.Count, "file", ev.File)
+			if p.drops == nil {
+				p.drops = map[queue.Reason]int64{}
+			}
+			p.drops[ev.Reason] += int64(ev.Count)
 		case queue.Spilled:
 			p.log.Debug("peer queue: spilled to backlog", "peer", p.peer, "count", ev.Count, "file", ev.File, "down", ev.Down)
 		case queue.ReplayStarted:

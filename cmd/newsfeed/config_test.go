@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,5 +156,20 @@ func TestWalkthroughConfigs(t *testing.T) {
 	}
 	if blocks < 3 {
 		t.Errorf("README.md has %d ```toml blocks; the walkthrough has at least 3", blocks)
+	}
+}
+
+// TestStatusNoRelay: status against an address nobody listens on says so
+// in words and exits 1.
+func TestStatusNoRelay(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var out, errb bytes.Buffer
+	if rc := Main([]string{"status", "-admin", addr}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "no relay answering at "+addr) {
+		t.Errorf("status -admin %s: exit %d, stderr %q; want 1 and \"no relay answering at %s\"", addr, rc, errb.String(), addr)
 	}
 }

@@ -11,36 +11,36 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/newsflow/newsflow/runtime/newsfeed"
 )
 
-// reloadOnHUP makes SIGHUP reload r's configuration (a mistake is logged
-// and changes nothing) until the returned function is called.
-func reloadOnHUP(r *newsfeed.Relay) func() {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+// onSignal calls do on each sig until the returned function is called:
+// SIGHUP reloads the configuration, SIGUSR1 reopens the log files (each
+// logs what it did, or why not).
+func onSignal(sig os.Signal, do func()) func() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sig)
 	done := make(chan struct{})
 	go func() {
 		for {
 			select {
-			case <-hup:
-				r.ReloadConfig() // logs what it did, or why not
+			case <-ch:
+				do()
 			case <-done:
 				return
 			}
 		}
 	}()
-	return func() { signal.Stop(hup); close(done) }
+	return func() { signal.Stop(ch); close(done) }
 }
 
 // ctlVerbs are the control commands, and whether each names a peer.
-var ctlVerbs = map[string]bool{"pause": true, "resume": true, "kick": true, "flush": true, "reload": false}
+var ctlVerbs = map[string]bool{"pause": true, "resume": true, "kick": true, "flush": true, "drop": true, "reload": false, "reopen": false}
 
 func ctlUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: newsfeed ctl [-config FILE] [-admin ADDR] pause PEER | resume PEER | kick PEER | flush PEER | reload")
+	fmt.Fprintln(w, "usage: newsfeed ctl [-config FILE] [-admin ADDR] [-token FILE] pause PEER | resume PEER | kick PEER | flush PEER | drop PEER | reload | reopen")
 }
 
 // ctl sends a control command to the running relay's admin listener.

@@ -8,7 +8,7 @@
 //	newsfeed status [-config FILE] [-admin ADDR] [-json]
 //	                                          print per-peer state from the admin listener
 //	newsfeed innd-channel [-config FILE]      innd's channel feed (newsfeeds Tc,Wnm*), in innfeed's place
-//	newsfeed ctl [-config FILE] VERB [PEER]   pause, resume, kick, flush a peer; reload
+//	newsfeed ctl [-config FILE] VERB [PEER]   pause, resume, kick, flush a peer; reload, reopen
 //	newsfeed trace [-config FILE] MESSAGE-ID  where did an article go
 //	newsfeed config [-config FILE | -check FILE]
 //	                                          print the effective configuration, or check a file
@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -82,7 +83,8 @@ func usage(w io.Writer) {
   newsfeed status [-config FILE] [-admin ADDR] [-json] [-wait DURATION [-drained]]
   newsfeed innd-channel [-config FILE] [-sm PROGRAM] [-backlog FILE] [-log FILE] [-v]
                                             innd's channel feed in innfeed's place (newsfeeds Tc,Wnm*)
-  newsfeed ctl [-config FILE] pause PEER | resume PEER | kick PEER | flush PEER | reload
+  newsfeed ctl [-config FILE] pause PEER | resume PEER | kick PEER | flush PEER | drop PEER
+                                            | reload | reopen
   newsfeed trace [-config FILE] [-json] MESSAGE-ID
   newsfeed config [-config FILE]            print the effective configuration, every default filled in
   newsfeed config -check FILE               report every mistake in FILE (FILE:LINE: KEY: ...)
@@ -116,18 +118,34 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "newsfeed: %v\n", err)
 		return 2
 	}
-	log := logger(stderr, *verbose)
+	out := stderr
+	opts := newsfeed.Options{}
+	reopen := func() {}
+	if cfg.LogFile != "" {
+		lf, err := newsfeed.OpenLogFile(cfg.LogFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsfeed: %v\n", err)
+			return 1
+		}
+		defer lf.Close()
+		out, opts.ReopenLog = lf, lf.Reopen
+		reopen = func() { lf.Reopen() }
+	}
+	log := logger(out, *verbose)
+	opts.Logger = log
 	if cfg.Cluster != nil {
+		defer onSignal(syscall.SIGUSR1, reopen)()
 		return runCluster(cfg, log)
 	}
-	r, err := newsfeed.Open(cfg, newsfeed.Options{Logger: log})
+	r, err := newsfeed.Open(cfg, opts)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	defer reloadOnHUP(r)()
+	defer onSignal(syscall.SIGHUP, func() { r.ReloadConfig() })()
+	defer onSignal(syscall.SIGUSR1, func() { r.Reopen() })()
 	if err := r.Run(ctx); err != nil {
 		log.Error("stopped with an error", "err", err)
 		return 1
@@ -313,6 +331,10 @@ func fetchStatus(config, admin string) ([]byte, newsfeed.Status, error) {
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get("http://" + addr + "/status.json")
 	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) || errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err) {
+			return nil, st, errNoRelay(addr)
+		}
 		return nil, st, err
 	}
 	defer resp.Body.Close()
@@ -345,7 +367,7 @@ func adminAddr(config, admin string) (string, *newsfeed.Config, error) {
 		if addr == "" || strings.HasSuffix(addr, ":0") {
 			_, running, err := newsfeed.ReadAddrs(cfg.Spool)
 			if err != nil {
-				return "", cfg, err
+				return "", cfg, fmt.Errorf("no relay answering: none recorded its address in %s", cfg.Spool)
 			}
 			addr = running
 		}
@@ -354,6 +376,11 @@ func adminAddr(config, admin string) (string, *newsfeed.Config, error) {
 		return "", cfg, errors.New("no admin address: set admin in the configuration or pass -admin HOST:PORT")
 	}
 	return addr, cfg, nil
+}
+
+// errNoRelay is the answer when nothing listens at the admin address.
+func errNoRelay(addr string) error {
+	return fmt.Errorf("no relay answering at %s (is newsfeed running, with this admin address?)", addr)
 }
 
 func printStatus(w io.Writer, st newsfeed.Status) {
@@ -373,6 +400,9 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 				conns += ", "
 			}
 			conns += fmt.Sprintf("#%d %s", c.ID, c.State)
+			if c.Error != "" {
+				conns += " (" + c.Error + ")"
+			}
 		}
 		name := p.Name
 		if p.Paused {
@@ -384,5 +414,19 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 	tw.Flush()
 	if len(st.Peers) == 0 {
 		fmt.Fprintln(w, "no peers configured")
+	}
+	// Errors the connections have since recovered from: history, with
+	// their time and age.
+	for _, p := range st.Peers {
+		for _, c := range p.Connections {
+			if c.LastErr == "" || c.Error != "" {
+				continue
+			}
+			age := ""
+			if at, err := time.Parse(time.RFC3339, c.LastErrAt); err == nil {
+				age = fmt.Sprintf(" (%s ago)", time.Since(at).Round(time.Second))
+			}
+			fmt.Fprintf(w, "last error: %s #%d at %s%s: %s\n", p.Name, c.ID, c.LastErrAt, age, c.LastErr)
+		}
 	}
 }

@@ -72,7 +72,7 @@ func (a *adminServer) close() {
 
 var statusTmpl = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>newsfeed {{.PathHost}}</title>
-<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right;vertical-align:top}td.c{text-align:left;min-width:30em}th{background:#eee}td.l{text-align:left}.bad{color:#b00}</style>
+<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right;vertical-align:top}td.c{text-align:left;min-width:30em}th{background:#eee}td.l{text-align:left}.bad{color:#b00}.old{color:#777}</style>
 </head><body>
 <h1>newsfeed {{.PathHost}}</h1>
 <p>Listening on {{.Listen}} since {{.Started.Format "2006-01-02 15:04:05 MST"}}.
@@ -85,7 +85,7 @@ Spool {{.SpoolBytes}} bytes, history {{.History}} entries.</p>
 <h2>Peers</h2>
 <table><tr><th>peer</th><th>offered</th><th>accepted</th><th>refused</th><th>rejected</th><th>deferred</th><th>dropped</th><th>missing</th><th>queued</th><th>backlog</th><th>backlog bytes</th><th>rate/s (last minute)</th><th>connections</th></tr>
 {{range .Peers}}<tr><td class="l">{{.Name}}{{if .Paused}} <strong class="bad">(paused)</strong>{{end}}</td><td>{{.Offered}}</td><td>{{.Accepted}}</td><td>{{.Refused}}</td><td>{{.Rejected}}</td><td>{{.Deferred}}</td><td>{{.Dropped}}</td><td>{{.Missing}}</td><td>{{.Queued}}</td><td>{{.BacklogArticle}}</td><td>{{.BacklogBytes}}</td><td>{{printf "%.1f" .Rate}}</td>
-<td class="c">{{range .Connections}}#{{.ID}} {{.State}}{{if .Mode}} ({{.Mode}}){{end}}{{if .LastErr}} <span class="bad">{{.LastErr}}</span>{{end}}<br>{{end}}</td></tr>
+<td class="c">{{range .Connections}}#{{.ID}} {{.State}}{{if .Mode}} ({{.Mode}}){{end}}{{if .Error}} <span class="bad">{{.Error}}</span>{{else if .LastErr}} <span class="old">last error at {{.LastErrAt}}: {{.LastErr}}</span>{{end}}<br>{{end}}</td></tr>
 {{end}}</table>
 </body></html>
 `))
@@ -109,6 +109,8 @@ var (
 		"Octets in the peer's backlog files.", []string{"peer"}, nil)
 	descPeerAcceptedBytes = prometheus.NewDesc("newsfeed_peer_accepted_bytes_total",
 		"Octets of articles the peer accepted.", []string{"peer"}, nil)
+	descPeerDropped = prometheus.NewDesc("newsfeed_peer_dropped_total",
+		"Articles dropped from the peer's queue since the start, by reason (backlog-bytes, backlog-age, defer-attempts, ...).", []string{"peer", "reason"}, nil)
 	descPeerSkipped = prometheus.NewDesc("newsfeed_peer_skipped_total",
 		"Articles the masterfeed did not offer to the peer, by reason.", []string{"peer", "reason"}, nil)
 	descPeerLostFiles = prometheus.NewDesc("newsfeed_peer_lost_backlog_files",
@@ -143,7 +145,7 @@ var (
 // Describe sends the metric descriptions.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPeerArticles, descPeerQueued, descPeerBacklogBytes, descPeerAcceptedBytes,
-		descPeerSkipped, descPeerLostFiles, descPeerConns, descIngest, descIngestConns, descIngestDenied, descIngestAuth, descIngestGroups,
+		descPeerSkipped, descPeerDropped, descPeerLostFiles, descPeerConns, descIngest, descIngestConns, descIngestDenied, descIngestAuth, descIngestGroups,
 		descIngestLimited, descIngestHeld, descIngestTimedOut, descIngestBuffered, descAccepting, descSpoolBytes, descSpoolLost} {
 		ch <- d
 	}
@@ -166,6 +168,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descPeerArticles, p.Deferred, p.Name, "deferred")
 		counter(descPeerArticles, p.Dropped, p.Name, "dropped")
 		counter(descPeerArticles, p.Missing, p.Name, "missing")
+		counter(descPeerArticles, p.TooOld, p.Name, "too_old")
+		for reason, n := range p.DroppedBy {
+			counter(descPeerDropped, n, p.Name, reason)
+		}
 		counter(descPeerArticles, p.Lost, p.Name, "lost")
 		gauge(descPeerQueued, p.Memory, p.Name, "memory")
 		gauge(descPeerQueued, p.InFlight, p.Name, "in_flight")

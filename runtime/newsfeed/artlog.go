@@ -7,30 +7,46 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
 // The article log (article_log = "FILE"), like INN's news log: one line
-// per article as it arrives, with its verdict, where it came from and the
-// peers it is queued for, and one line per peer answer. It is what
-// `newsfeed trace` reads to say when an article came, from whom, and what
-// each peer said.
+// per article, written once every peer it was queued for has answered,
+// with the answers on it. `newsfeed trace` reads it to say where an
+// article went, `newsfeed report` to sum up a day.
 //
-//	2026-11-24T01:06:45.123Z <id@host> ingest accepted from=192.0.2.7:4211 size=2013 peers=inn1,inn2
-//	2026-11-24T01:06:45.125Z <id@host> ingest refused from=192.0.2.7:4211
-//	2026-11-24T01:06:45.201Z <id@host> peer=inn1 accepted code=239
+//	* 2026-11-24 peers=inn1,inn2,sink
+//	01:06:45.123 <id@host> news1 + 2013 +=.
+//	01:06:45.130 <id2@host> 192.0.2.7 - reason="Bad Path"
+//	01:06:45.131 <id3@host> news1 =
+//	01:07:15.200 <id4@host> news1 + 512 +q
+//	02:10:00.002 <id4@host> >inn2 + code=239
+//	01:07:45.000 * stats peer=inn1 run=1764363600 offered=10 accepted=9 ...
 //
-// Fields: the time (RFC 3339, UTC, milliseconds), the message-id, who
-// ("ingest", "inject" or "peer=NAME"), the verdict (accepted, refused,
-// rejected, deferred, missing), then key=value pairs; a value with a space
-// or a quote is quoted (strconv.Quote). Lines go through a buffer flushed
-// every second and at close, never fsynced: the log records, it does not
-// carry, articles, and it stays off the group commit's path. The file is
-// rotated when it passes article_log_max: FILE becomes FILE.1, FILE.1
-// becomes FILE.2, and so on up to article_log_keep old files.
+// A header line ("*", the UTC date, the peer table) starts each file and
+// comes again when the date or the table changes; the other lines start
+// with the time of day (UTC, milliseconds). An article line gives the
+// time the article arrived, its message-id, the feeder (its [[incoming]]
+// name, else its address; "inject" for newsfeed inject), its verdict
+// (+ stored, = refused, - rejected, d deferred), and for a stored article
+// its size and one answer per peer of the table: + accepted, = refused,
+// - rejected, d deferred (still queued), m missing, o too old, q not yet
+// answered, . not queued for it (trailing dots are left out). An article
+// not answered by every peer within a minute is written with q for the
+// rest, and each later answer gets a line of its own (">PEER VERDICT").
+// A peer's rejection also gets such a line, with its code and reason.
+// Stats lines ("* stats") carry every peer's counters since the start
+// of the run (run = its start, Unix seconds) at each stats_interval and
+// at the stop, so that a report spans restarts. Values with a space or a
+// quote are quoted (strconv.Quote).
+//
+// Lines go through a buffer flushed every second and at close, never
+// fsynced: the log records, it does not carry, articles, and it stays off
+// the group commit's path. The file is rotated when it passes
+// article_log_max: FILE becomes FILE.1, FILE.1 becomes FILE.2, and so on
+// up to article_log_keep old files.
 
 // Defaults of the article log.
 const (
@@ -65,98 +81,14 @@ func (c *Config) ArticleLogPath() string {
 	return filepath.Join(c.Spool, c.ArticleLog)
 }
 
-// ArticleLogLine is one parsed line of the article log.
-type ArticleLogLine struct {
-	Time      time.Time
-	MessageID string
-	Who       string // "ingest", "inject" or "peer=NAME"
-	Verdict   string
-	Fields    map[string]string
-}
-
-// Peer is the peer a line is about, "" for an arrival line.
-func (l ArticleLogLine) Peer() string {
-	name, _ := strings.CutPrefix(l.Who, "peer=")
-	if name == l.Who {
-		return ""
-	}
-	return name
-}
-
-// ParseArticleLogLine parses one line (without or with its newline).
-func ParseArticleLogLine(s string) (ArticleLogLine, error) {
-	s = strings.TrimRight(s, "\r\n")
-	var l ArticleLogLine
-	f := strings.SplitN(s, " ", 5)
-	if len(f) < 4 {
-		return l, fmt.Errorf("article log: %d fields, want at least 4: %q", len(f), s)
-	}
-	t, err := time.Parse(time.RFC3339Nano, f[0])
-	if err != nil {
-		return l, fmt.Errorf("article log: time: %w", err)
-	}
-	if len(f[1]) < 3 || f[1][0] != '<' || f[1][len(f[1])-1] != '>' {
-		return l, fmt.Errorf("article log: bad message-id %q", f[1])
-	}
-	l = ArticleLogLine{Time: t, MessageID: f[1], Who: f[2], Verdict: f[3], Fields: map[string]string{}}
-	rest := ""
-	if len(f) == 5 {
-		rest = f[4]
-	}
-	for rest != "" {
-		k, v, ok := strings.Cut(rest, "=")
-		if !ok || k == "" || strings.ContainsAny(k, " \"") {
-			return l, fmt.Errorf("article log: bad field at %q", rest)
-		}
-		rest = v
-		if strings.HasPrefix(rest, `"`) {
-			q, err := strconv.QuotedPrefix(rest)
-			if err != nil {
-				return l, fmt.Errorf("article log: %s: %w", k, err)
-			}
-			v, _ = strconv.Unquote(q)
-			rest = rest[len(q):]
-		} else {
-			v, rest, _ = strings.Cut(rest, " ")
-			rest = " " + rest
-		}
-		l.Fields[k] = v
-		if rest != "" && rest[0] != ' ' {
-			return l, fmt.Errorf("article log: %s: no space after the value", k)
-		}
-		rest = strings.TrimPrefix(rest, " ")
-	}
-	return l, nil
-}
-
-// appendArticleLogLine formats a line; kv are key, value pairs.
-func appendArticleLogLine(b []byte, now time.Time, id, who, verdict string, kv ...string) []byte {
-	b = now.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-	b = append(b, ' ')
-	b = append(b, id...)
-	b = append(b, ' ')
-	b = append(b, who...)
-	b = append(b, ' ')
-	b = append(b, verdict...)
-	for i := 0; i+1 < len(kv); i += 2 {
-		b = append(b, ' ')
-		b = append(b, kv[i]...)
-		b = append(b, '=')
-		if v := kv[i+1]; v == "" || strings.ContainsAny(v, " \"\\\r\n\t") || !strconv.IsPrint(rune(v[0])) {
-			b = strconv.AppendQuote(b, v)
-		} else {
-			b = append(b, v...)
-		}
-	}
-	return append(b, '\n')
-}
-
-// articleLog writes the article log.
+// articleLog writes the article log. Articles wait in pending until every
+// peer they were queued for has answered, or pendingWait has passed.
 type articleLog struct {
 	path string
 	max  int64
 	keep int
 	log  *slog.Logger
+	now  func() time.Time // the relay's clock, for pendingWait
 
 	mu   sync.Mutex
 	f    *os.File
@@ -165,10 +97,53 @@ type articleLog struct {
 	buf  []byte
 	err  error // the first write error, logged once
 
+	day     string         // the date of the last header; "" writes one first
+	peers   []string       // the peer table of the headers
+	pos     map[string]int // a peer's place in peers
+	pending map[string]*logPending
+	fifo    []logRef // pending articles in arrival order
+	early   map[string][]earlyAnswer
+	efifo   []string // ids with early answers, in order
+	lat     map[string]*latency
+
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
 }
+
+// logPending is an article waiting for its peers' answers.
+type logPending struct {
+	arrived time.Time
+	from    string
+	size    string
+	ans     []byte // one answer character per place in the peer table
+	left    int    // answers still to come
+}
+
+type logRef struct {
+	id string
+	p  *logPending
+}
+
+// earlyAnswer is an answer that came before its article's arrival was
+// recorded: a peer may answer before the commit round that stored the
+// article is logged. It waits earlyWait for the arrival.
+type earlyAnswer struct {
+	at                          time.Time
+	peer, verdict, code, reason string
+}
+
+// latency sums the time from arrival to a peer's final answer.
+type latency struct{ ms, n int64 }
+
+// Limits of the pending articles: one is written after pendingWait even
+// when answers are missing, and the oldest are written first beyond
+// maxPending.
+const (
+	pendingWait = time.Minute
+	maxPending  = 200000
+	earlyWait   = 2 * time.Second
+)
 
 // openArticleLog opens (appends to) the log at path and starts its
 // once-a-second flush.
@@ -182,13 +157,18 @@ func openArticleLog(path string, max int64, keep int, log *slog.Logger) (*articl
 		f.Close()
 		return nil, fmt.Errorf("article log: %w", err)
 	}
-	a := &articleLog{path: path, max: max, keep: keep, log: log, f: f, w: bufio.NewWriterSize(f, 64<<10),
-		size: st.Size(), stop: make(chan struct{}), done: make(chan struct{})}
+	a := &articleLog{path: path, max: max, keep: keep, log: log, now: time.Now, f: f, w: bufio.NewWriterSize(f, 64<<10),
+		size: st.Size(), pos: map[string]int{}, pending: map[string]*logPending{}, lat: map[string]*latency{},
+		early: map[string][]earlyAnswer{},
+		stop:  make(chan struct{}), done: make(chan struct{})}
 	go a.flushLoop()
 	return a, nil
 }
 
-// add writes one line (any goroutine).
+// add records an event (any goroutine): an arrival (who "ingest" or
+// "inject", with from, size and peers, the comma-separated peers it is
+// queued for), or a peer's answer (who "peer=NAME", with code and, for a
+// rejection, reason).
 func (a *articleLog) add(now time.Time, id, who, verdict string, kv ...string) {
 	if a == nil {
 		return
@@ -198,8 +178,206 @@ func (a *articleLog) add(now time.Time, id, who, verdict string, kv ...string) {
 	if a.f == nil {
 		return
 	}
-	a.buf = appendArticleLogLine(a.buf[:0], now, id, who, verdict, kv...)
-	n, err := a.w.Write(a.buf)
+	field := func(k string) string {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i] == k {
+				return kv[i+1]
+			}
+		}
+		return ""
+	}
+	if peer, ok := strings.CutPrefix(who, "peer="); ok {
+		a.answerLocked(now, id, peer, verdict, field("code"), field("reason"))
+		return
+	}
+	from := field("from")
+	if who == "inject" || from == "" {
+		from = who
+	}
+	if verdict != "accepted" {
+		a.writeLocked(now, appendEventLine(a.buf[:0], now, id, from, verdictChar(verdict), "reason", field("reason")))
+		return
+	}
+	p := &logPending{arrived: now, from: from, size: field("size")}
+	if peers := field("peers"); peers != "" {
+		for _, name := range strings.Split(peers, ",") {
+			i, ok := a.pos[name]
+			if !ok {
+				i = len(a.peers)
+				a.peers = append(a.peers, name)
+				a.pos[name] = i
+				a.day = "" // a new header with the new table
+			}
+			for len(p.ans) <= i {
+				p.ans = append(p.ans, '.')
+			}
+			if p.ans[i] == '.' {
+				p.ans[i] = 'q'
+				p.left++
+			}
+		}
+	}
+	if p.left == 0 {
+		a.writeArticleLocked(id, p)
+		return
+	}
+	a.pending[id] = p
+	a.fifo = append(a.fifo, logRef{id, p})
+	if ea, ok := a.early[id]; ok {
+		delete(a.early, id)
+		for _, e := range ea {
+			a.answerLocked(e.at, id, e.peer, e.verdict, e.code, e.reason)
+		}
+	}
+	if len(a.pending) > maxPending {
+		a.writePendingLocked(time.Time{}, maxPending)
+	}
+}
+
+// answerLocked puts a peer's answer on its article's line, or writes it
+// on a line of its own when the article's line is written already.
+func (a *articleLog) answerLocked(now time.Time, id, peer, verdict, code, reason string) {
+	a.answerAt(now, id, peer, verdict, code, reason, false)
+}
+
+// answerAt records an answer; early is set when the answer is written out
+// rather than held for its article's arrival.
+func (a *articleLog) answerAt(now time.Time, id, peer, verdict, code, reason string, early bool) {
+	c := verdictChar(verdict)
+	p := a.pending[id]
+	if p == nil && !early && len(a.early) < maxPending {
+		if _, ok := a.early[id]; !ok {
+			a.efifo = append(a.efifo, id)
+		}
+		a.early[id] = append(a.early[id], earlyAnswer{now, peer, verdict, code, reason})
+		return
+	}
+	if verdict == "rejected" {
+		a.writeLocked(now, appendEventLine(a.buf[:0], now, id, ">"+peer, c, "code", code, "reason", reason))
+	}
+	i, known := a.pos[peer]
+	if p == nil || !known || i >= len(p.ans) || (p.ans[i] != 'q' && p.ans[i] != 'd') {
+		if verdict != "rejected" {
+			a.writeLocked(now, appendEventLine(a.buf[:0], now, id, ">"+peer, c, "code", code))
+		}
+		return
+	}
+	p.ans[i] = c
+	if verdict == "deferred" {
+		return
+	}
+	l := a.lat[peer]
+	if l == nil {
+		l = &latency{}
+		a.lat[peer] = l
+	}
+	l.ms += max(0, now.Sub(p.arrived).Milliseconds())
+	l.n++
+	if p.left--; p.left == 0 {
+		delete(a.pending, id)
+		a.writeArticleLocked(id, p)
+	}
+}
+
+// writePendingLocked writes the articles that arrived before cutoff, and
+// the oldest beyond keep, with the answers they have.
+func (a *articleLog) writePendingLocked(cutoff time.Time, keep int) {
+	n := 0
+	for ; n < len(a.fifo); n++ {
+		r := a.fifo[n]
+		if a.pending[r.id] != r.p {
+			continue // written already
+		}
+		if !r.p.arrived.Before(cutoff) && len(a.pending) <= keep {
+			break
+		}
+		delete(a.pending, r.id)
+		a.writeArticleLocked(r.id, r.p)
+	}
+	a.fifo = a.fifo[:copy(a.fifo, a.fifo[n:])]
+}
+
+// writeEarlyLocked writes, each on a line of its own, the answers whose
+// article's arrival has not come within earlyWait of the first (an
+// article of an earlier run, fed from the backlog), or all of them.
+func (a *articleLog) writeEarlyLocked(now time.Time, all bool) {
+	n := 0
+	for ; n < len(a.efifo); n++ {
+		id := a.efifo[n]
+		ea, ok := a.early[id]
+		if !ok {
+			continue // its arrival came
+		}
+		if !all && now.Sub(ea[0].at) < earlyWait {
+			break
+		}
+		delete(a.early, id)
+		for _, e := range ea {
+			a.answerAt(e.at, id, e.peer, e.verdict, e.code, e.reason, true)
+		}
+	}
+	a.efifo = a.efifo[:copy(a.efifo, a.efifo[n:])]
+}
+
+func (a *articleLog) writeArticleLocked(id string, p *logPending) {
+	a.writeLocked(p.arrived, appendArticleLine(a.buf[:0], p.arrived, id, p.from, p.size, p.ans))
+}
+
+// statsLine writes a stats line: kind "peer" or "relay", then counters.
+func (a *articleLog) statsLine(now time.Time, kind string, kv ...string) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.f != nil {
+		a.writeLocked(now, appendEventLine(a.buf[:0], now, "*", "stats", kind, kv...))
+	}
+}
+
+// latency returns the sum of a peer's answer times and their number.
+func (a *articleLog) latency(peer string) (ms, n int64) {
+	if a == nil {
+		return 0, 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if l := a.lat[peer]; l != nil {
+		return l.ms, l.n
+	}
+	return 0, 0
+}
+
+// pendingEvents returns the events of id while its line waits for
+// answers.
+func (a *articleLog) pendingEvents(id string) []ArticleLogLine {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.pending[id]
+	if p == nil {
+		return nil
+	}
+	day := p.arrived.UTC().Truncate(24 * time.Hour)
+	rd := ArticleLogReader{day: day, dayOK: true, peers: a.peers}
+	evs, _ := rd.Line(string(appendArticleLine(nil, p.arrived, id, p.from, p.size, p.ans)))
+	return evs
+}
+
+// writeLocked writes one line, after a header when the line's date or
+// the peer table differs from the last header's, and rotates past max.
+func (a *articleLog) writeLocked(at time.Time, line []byte) {
+	a.buf = line[:0]
+	if d := at.UTC().Format("2006-01-02"); d != a.day {
+		a.day = d
+		hdr := appendHeader(nil, d, a.peers)
+		n, err := a.w.Write(hdr)
+		a.size += int64(n)
+		a.failed(err)
+	}
+	n, err := a.w.Write(line)
 	a.size += int64(n)
 	a.failed(err)
 	if a.max > 0 && a.size >= a.max {
@@ -237,7 +415,33 @@ func (a *articleLog) rotateLocked() error {
 	if err != nil {
 		return fmt.Errorf("article log: rotate: %w", err)
 	}
-	a.f, a.size = f, 0
+	a.f, a.size, a.day = f, 0, ""
+	a.w.Reset(f)
+	return nil
+}
+
+// reopen writes what is buffered and opens the file by its name again,
+// for a logrotate that moved it.
+func (a *articleLog) reopen() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.f == nil {
+		return a.err
+	}
+	if err := a.w.Flush(); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("article log: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("article log: %w", err)
+	}
+	a.f.Close()
+	a.f, a.size, a.day = f, st.Size(), ""
 	a.w.Reset(f)
 	return nil
 }
@@ -251,6 +455,13 @@ func (a *articleLog) flushLoop() {
 		case <-a.stop:
 			return
 		case <-t.C:
+			a.mu.Lock()
+			if a.f != nil {
+				now := a.now()
+				a.writeEarlyLocked(now, false)
+				a.writePendingLocked(now.Add(-pendingWait), maxPending)
+			}
+			a.mu.Unlock()
 			a.flush()
 		}
 	}
@@ -280,6 +491,8 @@ func (a *articleLog) close() error {
 	if a.f == nil {
 		return a.err
 	}
+	a.writeEarlyLocked(time.Time{}, true)
+	a.writePendingLocked(time.Time{}, 0)
 	err := errors.Join(a.w.Flush(), a.f.Close())
 	a.f = nil
 	return err

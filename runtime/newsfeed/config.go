@@ -84,6 +84,11 @@ type Config struct {
 	// it (the feeder stopped reading), releasing the ids it reserved.
 	WriteTimeout tomlconf.Duration `toml:"write_timeout"`
 
+	// LogFile, when set, is the file the log is appended to instead of
+	// standard error; SIGUSR1 and `newsfeed ctl reopen` reopen it by name
+	// (logrotate). It must be an absolute path.
+	LogFile string `toml:"log_file"`
+
 	// Pprof serves Go's profiler (net/http/pprof) under /debug/pprof/ on
 	// the admin listener; off by default (profiles expose internals).
 	Pprof bool `toml:"pprof"`
@@ -128,6 +133,9 @@ type PeerConfig struct {
 	Groups      []string      `toml:"groups"`      // newsfeeds patterns (default ["*"])
 	PathName    string        `toml:"pathname"`    // skip articles whose Path holds this (default: name)
 	MaxSize     tomlconf.Size `toml:"max_size"`    // skip larger articles (0: no limit)
+	// MaxAge: an article that arrived longer ago than this when its turn
+	// comes is not offered to the peer (counted as too old; 0: no limit).
+	MaxAge tomlconf.Duration `toml:"max_age"`
 
 	TLS       bool   `toml:"tls"`        // TLS from the first byte (NNTPS)
 	StartTLS  bool   `toml:"starttls"`   // STARTTLS (RFC 4642) before feeding
@@ -489,6 +497,9 @@ func (c *Config) check() error {
 	}
 	errs = append(errs, c.checkAllow()...)
 	add(c.checkArticleLog())
+	if c.LogFile != "" && !filepath.IsAbs(c.LogFile) {
+		add(c.errAt("log_file", "%q: give an absolute path (e.g. \"/var/log/news/newsfeed.log\")", c.LogFile))
+	}
 	if c.Spool == "" {
 		add(c.errAt("spool", "must not be empty"))
 	}
@@ -650,6 +661,9 @@ func (p *PeerConfig) check(c *Config, pre string) []error {
 	}
 	if p.MaxSize < 0 {
 		bad("max_size", "must not be negative")
+	}
+	if p.MaxAge > 0 && c.Cluster != nil {
+		bad("max_age", "is not available in cluster mode; remove it or run without [cluster]")
 	}
 	if p.TLS && p.StartTLS {
 		bad("starttls", "choose one of tls (TLS from the start) and starttls")

@@ -24,7 +24,9 @@ import (
 //	POST /ctl/resume?peer=P
 //	POST /ctl/kick?peer=P     reset P's reconnect backoff and connect now
 //	POST /ctl/flush?peer=P    write P's memory queue to backlog now
+//	POST /ctl/drop?peer=P     remove the backlog a peer no longer configured left
 //	POST /ctl/reload          re-read the configuration (as SIGHUP)
+//	POST /ctl/reopen          reopen log_file and the article log (as SIGUSR1)
 //	GET  /ctl/trace?id=<ID>   where did the article go (TraceResult)
 //
 // Answers are JSON: {"ok":true,"message":"..."} (trace: a TraceResult),
@@ -103,7 +105,7 @@ func (r *Relay) serveCtl(mux *http.ServeMux, token string) {
 			code := http.StatusInternalServerError
 			if errors.Is(err, errNoPeer) {
 				code = http.StatusNotFound
-			} else if errors.Is(err, errReloadRefused) {
+			} else if errors.Is(err, errReloadRefused) || errors.Is(err, errConfiguredPeer) {
 				code = http.StatusUnprocessableEntity
 			}
 			w.WriteHeader(code)
@@ -122,9 +124,14 @@ func (r *Relay) serveCtl(mux *http.ServeMux, token string) {
 	mux.HandleFunc("POST /ctl/resume", peerVerb(r.Resume))
 	mux.HandleFunc("POST /ctl/kick", peerVerb(r.Kick))
 	mux.HandleFunc("POST /ctl/flush", peerVerb(r.Flush))
+	mux.HandleFunc("POST /ctl/drop", peerVerb(r.Drop))
 	mux.HandleFunc("POST /ctl/reload", auth(func(w http.ResponseWriter, _ *http.Request) {
 		res, err := r.ReloadConfig()
 		answer(w, res.String(), err)
+	}))
+	mux.HandleFunc("POST /ctl/reopen", auth(func(w http.ResponseWriter, _ *http.Request) {
+		msg, err := r.Reopen()
+		answer(w, msg, err)
 	}))
 	mux.HandleFunc("GET /ctl/trace", auth(func(w http.ResponseWriter, req *http.Request) {
 		res, err := r.Trace(req.URL.Query().Get("id"))

@@ -53,13 +53,21 @@ func verdictOf(o ingest.Outcome) string {
 	return "deferred"
 }
 
-// from names the feeder in the article log: its address, with the user it
-// authenticated as (AUTHINFO) in front when it did, "user@address".
+// from names the feeder in the article log and the report: its
+// [[incoming]] name, else its address (without the port), with the user
+// it authenticated as (AUTHINFO) in front when it did, "user@address".
 func (ic *inConn) from() string {
-	if ic.user != "" {
-		return ic.user + "@" + ic.remote
+	if ic.feeder != nil {
+		return ic.feeder.cfg.Name
 	}
-	return ic.remote
+	addr := ic.remote
+	if ic.addr.IsValid() {
+		addr = ic.addr.Unmap().WithZone("").String()
+	}
+	if ic.user != "" {
+		return ic.user + "@" + addr
+	}
+	return addr
 }
 
 func (r *Relay) logConnOpened(ic *inConn) {
@@ -106,6 +114,6 @@ func (r *Relay) logArrivals(now time.Time, batch []pendingArt) {
 			who, from = "ingest", it.ic.from()
 		}
 		r.alog.add(now, it.entry.MessageID, who, "accepted", "from", from,
-			"size", strconv.FormatInt(it.entry.Size, 10), "token", it.entry.Token, "peers", string(names))
+			"size", strconv.FormatInt(it.entry.Size, 10), "peers", string(names))
 	}
 }

@@ -45,6 +45,7 @@ type peerCounters struct {
 	skips                       Skips // masterfeed: not offered, and why
 	offeredBytes, acceptedBytes atomic.Int64
 	deferrals                   atomic.Int64 // 431/436 answers (each retried later)
+	tooOldCount                 atomic.Int64 // not offered: older than max_age at its turn (maxage.go)
 	connects, connFails         atomic.Int64
 	extras                      atomic.Int64 // extra connections opened, ever (their ids follow)
 

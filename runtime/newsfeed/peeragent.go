@@ -202,5 +202,10 @@ func (a *agent) sendable(now time.Time, e queue.Entry) (size int64, ok bool) {
 		p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
 		return 0, false
 	}
+	if p.tooOld(now, e.MessageID) {
+		p.r.alog.add(now, e.MessageID, "peer="+p.cfg.Name, "too_old")
+		p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
+		return 0, false
+	}
 	return int64(tok.Len), true
 }

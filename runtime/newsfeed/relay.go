@@ -85,6 +85,8 @@ type Options struct {
 	// NoConnect keeps the relay from dialing its peers (inject opens the
 	// relay only to store and queue articles).
 	NoConnect bool
+	// ReopenLog reopens the log's file (log_file); Reopen calls it.
+	ReopenLog func() error
 }
 
 // Relay is a running (or openable) newsfeed instance.
@@ -135,6 +137,40 @@ type Relay struct {
 	loop *eventLoop
 }
 
+// makeSpoolDir makes sure the spool directory exists. A configured spool
+// must be an existing directory, or its parent must exist and only the
+// last component is made (logged): a mistyped path fails instead of
+// starting on an empty spool somewhere else. The embedded default's place
+// under the user's state directory is made whole (logStart names it).
+func makeSpoolDir(cfg *Config, log *slog.Logger) error {
+	dir := cfg.Spool
+	if cfg.Source == EmbeddedSource {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("relay: spool: %w", err)
+		}
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("relay: spool %s: not a directory", dir)
+		}
+		return nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("relay: spool: %w", err)
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if pfi, err := os.Stat(parent); err != nil || !pfi.IsDir() {
+		return fmt.Errorf("relay: spool %s: its parent directory %s does not exist; create it, or correct spool in %s", dir, parent, cfg.Source)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("relay: spool: %w", err)
+	}
+	log.Info("spool directory created", "spool", dir)
+	return nil
+}
+
 // Open opens the spool and every peer's queue (recovering what a crash
 // left), without listening or connecting: Run does that.
 func Open(cfg *Config, opts Options) (*Relay, error) {
@@ -159,8 +195,8 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 	if err := r.openAuth(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Spool, 0o755); err != nil {
-		return nil, fmt.Errorf("relay: spool: %w", err)
+	if err := makeSpoolDir(cfg, r.log); err != nil {
+		return nil, err
 	}
 	sp, err := spoolfs.OpenSpool(filepath.Join(cfg.Spool, "spool"), spoolfs.SpoolOptions{
 		MaxArticleSize: int(cfg.MaxArticleSize) + 64<<10, // room for our Path entry and dot-stuffing
@@ -182,6 +218,9 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 		}
 		r.peers = append(r.peers, p)
 	}
+	if !opts.NoConnect {
+		r.reportOrphans()
+	}
 	r.com = newCommitter(r)
 	r.started = r.now()
 	if err := r.recoverFanout(); err != nil {
@@ -196,6 +235,9 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 			sp.Close()
 			return nil, fmt.Errorf("relay: %w", err)
 		}
+		r.alog.mu.Lock()
+		r.alog.now = r.now
+		r.alog.mu.Unlock()
 	}
 	if err := sp.Writable(); isDiskFull(err) {
 		// A kill -9 while the disk was full can leave a torn tail the

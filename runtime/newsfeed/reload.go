@@ -221,7 +221,7 @@ func (r *Relay) revive(pc *PeerConfig) (*peer, error) {
 // connSettings is a peer's configuration without what only routing uses:
 // two peers with equal connSettings can share connections.
 func connSettings(pc PeerConfig) string {
-	pc.Groups, pc.PathName, pc.MaxSize = nil, "", 0
+	pc.Groups, pc.PathName, pc.MaxSize, pc.MaxAge = nil, "", 0, 0
 	tv := "default"
 	if pc.TLSVerify != nil {
 		tv = fmt.Sprint(*pc.TLSVerify)

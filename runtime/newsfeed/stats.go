@@ -3,14 +3,17 @@ package newsfeed
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/newsflow/newsflow/machine/queue"
 )
 
 // PeerStats is one peer's counters, the source of its stats line, its
 // metrics and its status entry. The article counts add up:
 //
-//	Offered = Accepted + Refused + Rejected + Dropped + Missing + Lost + Queued
+//	Offered = Accepted + Refused + Rejected + Dropped + Missing + TooOld + Lost + Queued
 //
 // where Offered counts every copy the masterfeed gave the peer plus those
 // found in backlog files at start, and Queued every copy not settled yet
@@ -24,6 +27,13 @@ type PeerStats struct {
 	Dropped  int64  `json:"dropped"`
 	Missing  int64  `json:"missing"`
 	Queued   int64  `json:"queued"`
+	// TooOld counts articles not offered because they arrived longer
+	// than max_age before their turn; settled, apart from Missing.
+	TooOld int64 `json:"too_old"`
+	// DroppedBy splits Dropped since the start by reason: "backlog-bytes"
+	// (over backlog_max_bytes), "backlog-age" (over backlog_max_age),
+	// "defer-attempts" (max_defers), and I/O failures.
+	DroppedBy map[string]int64 `json:"dropped_by,omitempty"`
 
 	// Deferred counts "try later" answers (431/436); each such article is
 	// retried from a .D file, so it is also in Queued until settled.
@@ -59,21 +69,26 @@ type PeerStats struct {
 	Connections []ConnStatus `json:"connections"`
 }
 
-// ConnStatus is the state of one of a peer's connections.
+// ConnStatus is the state of one of a peer's connections. Error is set
+// only while the connection is down because of it (waiting to reconnect,
+// or reconnecting); once the connection feeds again the error is history,
+// kept in LastErr with its time.
 type ConnStatus struct {
-	ID      int    `json:"id"`
-	State   string `json:"state"` // starting, connecting, feeding, waiting, stopped
-	Mode    string `json:"mode,omitempty"`
-	LastErr string `json:"last_error,omitempty"`
-	Since   string `json:"since"`
+	ID        int    `json:"id"`
+	State     string `json:"state"` // starting, connecting, feeding, waiting, stopped
+	Mode      string `json:"mode,omitempty"`
+	Error     string `json:"error,omitempty"`
+	LastErr   string `json:"last_error,omitempty"`
+	LastErrAt string `json:"last_error_at,omitempty"` // RFC 3339
+	Since     string `json:"since"`
 }
 
 // Check verifies that the counts add up.
 func (s PeerStats) Check() error {
-	sum := s.Accepted + s.Refused + s.Rejected + s.Dropped + s.Missing + s.Lost + s.Queued
+	sum := s.Accepted + s.Refused + s.Rejected + s.Dropped + s.Missing + s.TooOld + s.Lost + s.Queued
 	if s.Offered != sum {
-		return fmt.Errorf("peer %s: offered %d != accepted %d + refused %d + rejected %d + dropped %d + missing %d + lost %d + queued %d = %d",
-			s.Name, s.Offered, s.Accepted, s.Refused, s.Rejected, s.Dropped, s.Missing, s.Lost, s.Queued, sum)
+		return fmt.Errorf("peer %s: offered %d != accepted %d + refused %d + rejected %d + dropped %d + missing %d + too old %d + lost %d + queued %d = %d",
+			s.Name, s.Offered, s.Accepted, s.Refused, s.Rejected, s.Dropped, s.Missing, s.TooOld, s.Lost, s.Queued, sum)
 	}
 	return nil
 }
@@ -201,7 +216,8 @@ func (p *peer) stats(now time.Time) PeerStats {
 		Refused:        q.Refused,
 		Rejected:       q.Rejected,
 		Dropped:        q.Dropped,
-		Missing:        q.Missing,
+		Missing:        q.Missing - p.tooOldCount.Load(),
+		TooOld:         p.tooOldCount.Load(),
 		Lost:           q.Lost,
 		Queued:         q.Queued + q.InFlight + q.Backlog + q.Deferred + q.Replay,
 		Deferred:       p.deferrals.Load(),
@@ -221,11 +237,23 @@ func (p *peer) stats(now time.Time) PeerStats {
 		Paused:         p.q.isPaused(),
 	}
 	s.Rate = p.rates.perSecond(now)
+	for reason, n := range p.q.drops() {
+		if s.DroppedBy == nil {
+			s.DroppedBy = map[string]int64{}
+		}
+		s.DroppedBy[string(reason)] = n
+	}
 	p.mu.Lock()
 	for _, c := range p.conns {
 		cs := c.pc.Status()
-		s.Connections = append(s.Connections, ConnStatus{ID: cs.ID, State: cs.State, Mode: cs.Mode,
-			LastErr: cs.LastErr, Since: cs.Since.UTC().Format(time.RFC3339)})
+		st := ConnStatus{ID: cs.ID, State: cs.State, Mode: cs.Mode, LastErr: cs.LastErr, Since: cs.Since.UTC().Format(time.RFC3339)}
+		if cs.LastErr != "" {
+			st.LastErrAt = cs.LastErrAt.UTC().Format(time.RFC3339)
+			if cs.State == "waiting" || cs.State == "connecting" {
+				st.Error = cs.LastErr
+			}
+		}
+		s.Connections = append(s.Connections, st)
 	}
 	p.mu.Unlock()
 	return s
@@ -268,6 +296,7 @@ func (r *Relay) logStats(final bool) {
 		"articles_per_round", fmt.Sprintf("%.1f", ratio(float64(in.CommitArticles), float64(in.CommitRounds))),
 		"round_ms", fmt.Sprintf("%.3f", ratio(1000*in.CommitSeconds, float64(in.CommitRounds))),
 		"sync_ms", fmt.Sprintf("%.3f", ratio(1000*in.CommitSyncSeconds, float64(in.CommitRounds))))
+	r.logStatsRecords(now)
 	for _, p := range r.peerList() {
 		s := p.stats(now)
 		rate, mbs := 0.0, 0.0
@@ -281,7 +310,7 @@ func (r *Relay) logStats(final bool) {
 		}
 		p.last = statsSnap{at: now, accepted: s.Accepted, bytes: s.AcceptedBytes}
 		r.log.Info(what, "peer", s.Name, "offered", s.Offered, "accepted", s.Accepted, "refused", s.Refused,
-			"rejected", s.Rejected, "deferred", s.Deferred, "dropped", s.Dropped, "missing", s.Missing,
+			"rejected", s.Rejected, "deferred", s.Deferred, "dropped", s.Dropped, "missing", s.Missing, "too_old", s.TooOld,
 			"queued", s.Queued, "backlog", s.BacklogArticle, "backlog_bytes", s.BacklogBytes,
 			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs), "lost_files", s.LostFiles, "lost_articles", s.Lost)
 	}
@@ -303,4 +332,33 @@ func (r *Relay) StatsLines() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// drops is the queue's dropped entries by reason since the start.
+func (p *peerQueue) drops() map[queue.Reason]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.q.Drops()
+}
+
+// logStatsRecords writes the counters since the start to the article log,
+// one stats line per peer and one for the relay, each naming the run (its
+// start), so that `newsfeed report` can add up runs across restarts.
+func (r *Relay) logStatsRecords(now time.Time) {
+	if r.alog == nil {
+		return
+	}
+	run := strconv.FormatInt(r.started.Unix(), 10)
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	st := r.Status()
+	for _, s := range st.Peers {
+		ms, cnt := r.alog.latency(s.Name)
+		r.alog.statsLine(now, "peer", "name", s.Name, "run", run, "offered", n(s.Offered), "accepted", n(s.Accepted),
+			"refused", n(s.Refused), "rejected", n(s.Rejected), "deferred", n(s.Deferred), "dropped", n(s.Dropped),
+			"missing", n(s.Missing), "too_old", n(s.TooOld), "lost", n(s.Lost), "bytes", n(s.AcceptedBytes),
+			"queued", n(s.Queued), "backlog", n(s.BacklogArticle), "lat_ms", n(ms), "lat_n", n(cnt))
+	}
+	in := st.Ingest
+	r.alog.statsLine(now, "relay", "run", run, "lost", n(st.LostArticles), "accepted", n(in.Accepted),
+		"refused", n(in.Refused), "rejected", n(in.Rejected), "deferred", n(in.Deferred))
 }

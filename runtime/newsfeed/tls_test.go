@@ -156,7 +156,7 @@ func TestStatsInterval(t *testing.T) {
 	}, log.String)
 	for _, want := range []string{
 		`msg="stats (ingest)" connections=0 accepted=1`,
-		"msg=stats peer=p offered=1 accepted=1 refused=0 rejected=0 deferred=0 dropped=0 missing=0 queued=0 backlog=0 backlog_bytes=0 rate=",
+		"msg=stats peer=p offered=1 accepted=1 refused=0 rejected=0 deferred=0 dropped=0 missing=0 too_old=0 queued=0 backlog=0 backlog_bytes=0 rate=",
 		"msg=stats peer=q offered=0 accepted=0",
 	} {
 		if !strings.Contains(log.String(), want) {

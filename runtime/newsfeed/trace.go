@@ -60,6 +60,12 @@ type TraceResult struct {
 // TraceFiles traces id from the files alone: the article log and the
 // peers' queue files of cfg. It works whether or not a relay runs.
 func TraceFiles(cfg *Config, id string) (TraceResult, error) {
+	return traceFiles(cfg, id, nil)
+}
+
+// traceFiles is TraceFiles with extra events (a running relay's, not in
+// the file yet).
+func traceFiles(cfg *Config, id string, extra []ArticleLogLine) (TraceResult, error) {
 	res := TraceResult{MessageID: id, History: "not consulted"}
 	byPeer := map[string]*PeerTrace{}
 	for _, pc := range cfg.Peers {
@@ -74,7 +80,7 @@ func TraceFiles(cfg *Config, id string) (TraceResult, error) {
 		if err != nil {
 			return res, err
 		}
-		for _, l := range lines {
+		for _, l := range append(lines, extra...) {
 			ev := TraceEvent{Time: l.Time, Who: l.Who, Verdict: l.Verdict, Fields: l.Fields}
 			name := l.Peer()
 			if name == "" {
@@ -88,6 +94,10 @@ func TraceFiles(cfg *Config, id string) (TraceResult, error) {
 			}
 			ev.Who = name
 			if pt := byPeer[name]; pt != nil {
+				if l.Verdict == "queued" {
+					pt.Queued = true // not answered when the line was written
+					continue
+				}
 				pt.Answers = append(pt.Answers, ev)
 			}
 		}
@@ -114,7 +124,7 @@ func (r *Relay) Trace(id string) (TraceResult, error) {
 	for _, p := range r.peerList() {
 		cfg.Peers = append(cfg.Peers, *p.cfg)
 	}
-	res, err := TraceFiles(&cfg, id)
+	res, err := traceFiles(&cfg, id, r.alog.pendingEvents(id))
 	if err != nil {
 		return res, err
 	}
@@ -146,12 +156,16 @@ func scanArticleLog(path string, keep int, id string) ([]ArticleLogLine, error) 
 		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		var rd ArticleLogReader
 		for sc.Scan() {
-			if !bytes.Contains(sc.Bytes(), key) {
+			if !bytes.HasPrefix(sc.Bytes(), []byte("* ")) && !bytes.Contains(sc.Bytes(), key) {
 				continue
 			}
-			if l, err := ParseArticleLogLine(sc.Text()); err == nil && l.MessageID == id {
-				out = append(out, l)
+			evs, _ := rd.Line(sc.Text())
+			for _, l := range evs {
+				if l.MessageID == id {
+					out = append(out, l)
+				}
 			}
 		}
 		err = sc.Err()

@@ -142,6 +142,7 @@ type Conn struct {
 	mu      sync.Mutex
 	state   string // for the status page
 	lastErr string
+	errAt   time.Time // when lastErr happened
 	mode    string
 	since   time.Time
 
@@ -174,25 +175,26 @@ func New(o Options) *Conn {
 
 // Status is a connection's state for the status page.
 type Status struct {
-	ID      int
-	State   string // starting, connecting, feeding, waiting, stopped
-	Mode    string // check, takethis, ihave, streaming (until the feed says more)
-	LastErr string
-	Since   time.Time // when State began
+	ID        int
+	State     string    // starting, connecting, feeding, waiting, stopped
+	Mode      string    // check, takethis, ihave, streaming (until the feed says more)
+	LastErr   string    // the last error, kept after the connection recovers
+	LastErrAt time.Time // when LastErr happened
+	Since     time.Time // when State began
 }
 
 // Status returns the connection's state now.
 func (c *Conn) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Status{ID: c.o.ID, State: c.state, Mode: c.mode, LastErr: c.lastErr, Since: c.since}
+	return Status{ID: c.o.ID, State: c.state, Mode: c.mode, LastErr: c.lastErr, LastErrAt: c.errAt, Since: c.since}
 }
 
 func (c *Conn) setState(state, lastErr string) {
 	c.mu.Lock()
 	c.state = state
 	if lastErr != "" {
-		c.lastErr = lastErr
+		c.lastErr, c.errAt = lastErr, c.o.Now()
 	}
 	c.since = c.o.Now()
 	c.mu.Unlock()
