@@ -17,7 +17,7 @@ func TestHistKey(t *testing.T) {
 		{"<a@example.org>", "<a@example.org>", true},
 		{"<a@Example.ORG>", "<a@example.org>", true},
 		{"<a@EXAMPLE.ORG>", "<a@eXaMpLe.OrG>", true},
-		{"<A@example.org>", "<a@example.org>", false},          // the local part is exact
+		{"<A@example.org>", "<a@example.org>", false},            // the local part is exact
 		{"<\"x@Y\"@Example.org>", "<\"x@Y\"@example.org>", true}, // the domain follows the last "@"
 		{"<\"x@Y\"@example.org>", "<\"x@y\"@example.org>", false},
 		{"<a@ex\xc3\x84mple>", "<a@ex\xc3\xa4mple>", false}, // only ASCII folds
