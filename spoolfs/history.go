@@ -174,7 +174,7 @@ func (h *History) Reserve(msgid string, now time.Time) (Status, bool) {
 	if len(h.reserved) >= h.sweepAt {
 		h.sweepLocked(at)
 	}
-	h.reserved[msgid] = at
+	h.reserved[histKey(msgid)] = at
 	return Unknown, true
 }
 
@@ -182,7 +182,7 @@ func (h *History) Reserve(msgid string, now time.Time) (Status, bool) {
 // example when the connection that reserved it is lost.
 func (h *History) Release(msgid string) {
 	h.mu.Lock()
-	delete(h.reserved, msgid)
+	delete(h.reserved, histKey(msgid))
 	h.mu.Unlock()
 }
 
@@ -201,7 +201,7 @@ func (h *History) statusLocked(msgid string, now int64) Status {
 	if e, ok := h.getLocked(msgid); ok {
 		return h.entryStatus(e)
 	}
-	if at, ok := h.reserved[msgid]; ok && now-at < h.timeout {
+	if at, ok := h.reserved[histKey(msgid)]; ok && now-at < h.timeout {
 		return Reserved
 	}
 	return Unknown
@@ -223,10 +223,10 @@ func (h *History) entryStatus(e hentry) Status {
 // getLocked returns the entry for msgid: from recent, or through the
 // index from the log.
 func (h *History) getLocked(msgid string) (hentry, bool) {
-	if e, ok := h.recent[msgid]; ok {
+	if e, ok := h.recent[histKey(msgid)]; ok {
 		return e, true
 	}
-	e, _, ok := h.findLogged(msgid, maphash.String(h.seed, msgid))
+	e, _, ok := h.findLogged(msgid, idHash(h.seed, msgid))
 	return e, ok
 }
 
@@ -272,7 +272,7 @@ func (h *History) readEntry(off int64, msgid string) (hentry, bool) {
 		return hentry{}, false
 	}
 	r := decodeHistRecord(b)
-	if r.kind != kindArticle && r.kind != kindReject || string(r.msgid) != msgid {
+	if r.kind != kindArticle && r.kind != kindReject || !idEqual(r.msgid, msgid) {
 		return hentry{}, false
 	}
 	return hentry{tok: r.tok, when: r.when, kind: r.kind}, true
@@ -380,9 +380,10 @@ func (h *History) addLocked(msgid string, kind byte, tok Token, when int64, seq 
 // absent under the Spool's mu (every insert happens under it). h.mu must
 // be held for writing.
 func (h *History) addNewLocked(msgid string, kind byte, tok Token, when int64, seq uint64) {
-	h.recent[msgid] = hentry{tok: tok, when: when, seq: seq, kind: kind}
+	key := histKey(msgid)
+	h.recent[key] = hentry{tok: tok, when: when, seq: seq, kind: kind}
 	if len(h.reserved) > 0 {
-		delete(h.reserved, msgid)
+		delete(h.reserved, key)
 	}
 }
 
@@ -390,14 +391,15 @@ func (h *History) addNewLocked(msgid string, kind byte, tok Token, when int64, s
 // one; the caller queues its forget record. h.mu must be held for
 // writing.
 func (h *History) forgetLocked(msgid string) bool {
-	if _, ok := h.recent[msgid]; ok {
-		delete(h.recent, msgid)
-	} else if _, pos, ok := h.findLogged(msgid, maphash.String(h.seed, msgid)); ok {
+	key := histKey(msgid)
+	if _, ok := h.recent[key]; ok {
+		delete(h.recent, key)
+	} else if _, pos, ok := h.findLogged(msgid, idHash(h.seed, msgid)); ok {
 		h.idx.removeAt(pos)
 	} else {
 		return false
 	}
-	h.forgot[msgid]++
+	h.forgot[key]++
 	return true
 }
 
@@ -437,16 +439,18 @@ func (h *History) logged(recs []byte, at int64) error {
 		r := decodeHistRecord(recs[p : p+size])
 		switch r.kind {
 		case kindArticle, kindReject:
-			e, ok := h.recent[string(r.msgid)]
+			key := histKey(string(r.msgid))
+			e, ok := h.recent[key]
 			if ok && e.kind == r.kind && e.tok == r.tok && e.when == r.when {
-				h.idx.insert(maphash.Bytes(h.seed, r.msgid), at+int64(p))
-				delete(h.recent, string(r.msgid))
+				h.idx.insert(idHash(h.seed, key), at+int64(p))
+				delete(h.recent, key)
 			}
 		case kindForget:
-			if c := h.forgot[string(r.msgid)]; c > 1 {
-				h.forgot[string(r.msgid)] = c - 1
+			key := histKey(string(r.msgid))
+			if c := h.forgot[key]; c > 1 {
+				h.forgot[key] = c - 1
 			} else {
-				delete(h.forgot, string(r.msgid))
+				delete(h.forgot, key)
 			}
 		}
 		p += size
@@ -508,11 +512,11 @@ func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int
 				}
 				// The id as a string without a copy: only compared.
 				id := unsafe.String(unsafe.SliceData(r.msgid), len(r.msgid))
-				if _, pos, ok := h.findLogged(id, maphash.String(h.seed, id)); ok {
+				if _, pos, ok := h.findLogged(id, idHash(h.seed, id)); ok {
 					h.idx.removeAt(pos)
 				}
 			case kindArticle, kindReject:
-				b.add(maphash.Bytes(h.seed, r.msgid), off)
+				b.add(idHash(h.seed, unsafe.String(unsafe.SliceData(r.msgid), len(r.msgid))), off)
 				if b.full() {
 					return h.insertBatch(b)
 				}
@@ -534,7 +538,7 @@ func (h *History) replayLocked(f *os.File, end int64, size int, rec func(off int
 		h.end, h.tailOff = valid, valid
 		h.run.reset()
 		for id := range h.forgot {
-			if _, pos, ok := h.findLogged(id, maphash.String(h.seed, id)); ok {
+			if _, pos, ok := h.findLogged(id, idHash(h.seed, id)); ok {
 				h.idx.removeAt(pos)
 			}
 		}
@@ -776,7 +780,7 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 // indexedAt reports whether the index points at offset off for id, that is
 // whether the record there is id's live entry.
 func (h *History) indexedAt(id []byte, off int64) bool {
-	p := h.idx.probe(maphash.Bytes(h.seed, id))
+	p := h.idx.probe(idHash(h.seed, unsafe.String(unsafe.SliceData(id), len(id))))
 	for {
 		_, o, ok := p.next()
 		if !ok {

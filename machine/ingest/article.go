@@ -28,13 +28,24 @@ const (
 	fieldSlabSize = 512      // header fields per field slab
 )
 
+// ArticleChunk is the size of the chunks an article that outgrows its
+// slab is read into (see Budget in the theory of operation).
+const ArticleChunk = 1 << 20
+
+// A Budget hands out the chunks articles are read into, each charged
+// before it is handed out, and takes them back for reuse. Its methods are
+// called on the machine's goroutine and must not block.
+type Budget interface {
+	// Chunk returns an empty buffer of capacity ArticleChunk, charged to
+	// the budget, or nil when the budget has no room for it.
+	Chunk() []byte
+	// Free gives back a chunk that Chunk returned; the machine no longer
+	// refers to it.
+	Free(c []byte)
+}
+
 // newArt returns an empty buffer for the next article.
 func (g *Ingest) newArt() []byte {
-	if g.last > slabSize/4 {
-		// Large articles in a row: give each its own array, sized to
-		// the last one, instead of growing one by doubling.
-		return make([]byte, 0, g.last+g.last/8)
-	}
 	if cap(g.slab)-len(g.slab) < slabMinFree {
 		g.slab = make([]byte, 0, slabSize)
 	}
@@ -45,7 +56,6 @@ func (g *Ingest) newArt() []byte {
 // its part of the slab used up.
 func (g *Ingest) keepArt(data []byte) []byte {
 	n := len(data)
-	g.last = n
 	if n > 0 && cap(g.slab) > len(g.slab) && &data[0] == &g.slab[:len(g.slab)+1][len(g.slab)] {
 		g.slab = g.slab[:len(g.slab)+n]
 	}
@@ -79,11 +89,11 @@ func (g *Ingest) readArticle(now time.Time) bool {
 		}
 		g.scratch, n, done, err = g.dec.Decode(g.scratch[:0], src)
 	} else {
-		g.art, n, done, err = g.dec.Decode(g.art, src)
-		if int64(len(g.art)) > g.cfg.MaxArticleSize {
+		n, done, err = g.decodeArt(src)
+		if int64(g.sealed+len(g.art)) > g.cfg.MaxArticleSize {
 			// Keep reading to the block's end, keeping nothing.
 			g.cur.tooBig, g.cur.discard = true, true
-			g.art = nil
+			g.dropChunks()
 		}
 	}
 	g.off += n
@@ -94,11 +104,95 @@ func (g *Ingest) readArticle(now time.Time) bool {
 		return false
 	}
 	if !done {
-		return g.held() > 0
+		return g.held() > 0 && !g.starved
 	}
 	g.finishArticle(now)
 	return true
 }
+
+// decodeArt decodes src into the article, never past the capacity of its
+// buffer: when that is full the article moves on to a new chunk, charged
+// first; when the budget refuses it, decoding stops Starved.
+func (g *Ingest) decodeArt(src []byte) (n int, done bool, err error) {
+	for len(src) > 0 && !done && err == nil {
+		// Decode appends at most len(src)+1 octets.
+		room := cap(g.art) - len(g.art) - 1
+		if room <= 0 {
+			if !g.growArt() {
+				g.starved = true
+				return n, false, nil
+			}
+			continue
+		}
+		var m int
+		g.art, m, done, err = g.dec.Decode(g.art, src[:min(len(src), room)])
+		n += m
+		src = src[m:]
+		if m == 0 {
+			break
+		}
+		if int64(g.sealed+len(g.art)) > g.cfg.MaxArticleSize {
+			break
+		}
+	}
+	return n, done, err
+}
+
+// growArt gives the article a new chunk, charged to the budget first, and
+// reports whether it could. The first chunk takes over what the slab held;
+// after it, full chunks are kept as they are, never copied.
+func (g *Ingest) growArt() bool {
+	var next []byte
+	if g.cfg.Budget != nil {
+		if next = g.cfg.Budget.Chunk(); next == nil {
+			return false
+		}
+	} else {
+		next = make([]byte, 0, ArticleChunk)
+	}
+	if g.inChunk {
+		g.chunks = append(g.chunks, g.art)
+		g.sealed += len(g.art)
+	} else {
+		next = append(next, g.art...) // at most a slab
+	}
+	g.art, g.inChunk = next, true
+	return true
+}
+
+// dropChunks gives the article's chunks back to the budget and forgets
+// them (the article is copied out, or dropped).
+func (g *Ingest) dropChunks() {
+	if g.inChunk && g.cfg.Budget != nil {
+		for _, c := range g.chunks {
+			g.cfg.Budget.Free(c)
+		}
+		g.cfg.Budget.Free(g.art)
+	}
+	g.art = nil
+	g.chunks, g.sealed, g.inChunk = nil, 0, false
+}
+
+// Resume retries decoding an article that stopped for want of budget
+// (Starved); the owner calls it when the budget may have room again.
+// Events may follow, as after Receive.
+func (g *Ingest) Resume(now time.Time) {
+	if !g.starved || g.closed {
+		return
+	}
+	g.starved = false
+	g.advance(now)
+	g.keep()
+}
+
+// Drop gives the chunks of an article being read back to the budget and
+// forgets the article; the owner calls it when the connection has ended
+// without the machine's seeing its end (a network error), after which the
+// machine is not used again.
+func (g *Ingest) Drop() { g.dropChunks() }
+
+// Starved reports that decoding waits for the budget (see Resume).
+func (g *Ingest) Starved() bool { return g.starved && !g.closed }
 
 // finishArticle checks the complete article and hands it to the owner or
 // refuses it.
@@ -107,6 +201,17 @@ func (g *Ingest) finishArticle(now time.Time) {
 	g.cur = current{}
 	g.state = stCommand
 	data := g.art
+	if g.inChunk {
+		// The owner gets an array of its own, the chunks copied once,
+		// at the end; they go back to the budget for the next article.
+		data = make([]byte, 0, g.sealed+len(g.art))
+		for _, c := range g.chunks {
+			data = append(data, c...)
+		}
+		data = append(data, g.art...)
+	}
+	g.dropChunks()
+	g.art = nil
 	if cur.syntax {
 		return // 501 was sent with the command
 	}

@@ -77,6 +77,15 @@ package ingest
 // holds connections that would grow its buffered article bytes past a
 // global budget; an article's deadlines keep running while it is held.
 //
+// Budget. An article that outgrows its slab is read into fixed chunks of
+// ArticleChunk octets that Config.Budget hands out, each charged before it
+// is handed out, and takes back when the article is copied out to the
+// owner or dropped; a chunk is never copied or doubled while the article
+// grows, and chunks are reused, so article buffers hold no more than the
+// budget and leave no garbage behind. When the budget refuses a chunk, the machine stops decoding
+// and is Starved (Paused, so the runtime stops reading) until the owner
+// calls Resume.
+//
 // Closing. QUIT (205), MODE READER (502, RFC 3977 §5.3: a transit-only
 // server closes after it), a fatal 400, Shutdown or the peer's EOF stop the
 // parser; queued responses still go out as the owner resolves them, then
@@ -146,6 +155,10 @@ type Config struct {
 	// and closes: the owner is not accepting connections (disk full,
 	// shutting down).
 	Unavailable string
+	// Budget, when not nil, is charged for the chunks articles are read
+	// into before they are allocated (see Budget in the theory of
+	// operation); nil means no limit beyond MaxArticleSize.
+	Budget Budget
 	// MaxArticleSize is the largest article accepted, dot-unstuffed, in
 	// octets; DefaultMaxArticleSize when zero.
 	MaxArticleSize int64
@@ -246,10 +259,13 @@ type Ingest struct {
 
 	arg     [1]string // fastCommand's Args
 	cur     current
-	art     []byte // the article being decoded (becomes Article.Data)
-	slab    []byte // article buffers are carved from its tail (see newArt)
+	art     []byte   // the article being decoded (becomes Article.Data)
+	chunks  [][]byte // the article's filled chunks before art, when it outgrew its slab
+	sealed  int      // octets in chunks
+	inChunk bool     // art is a chunk of its own, not a piece of the slab
+	starved bool     // decoding waits for the budget (Starved)
+	slab    []byte   // article buffers are carved from its tail (see newArt)
 	fields  []proto.HeaderField
-	last    int    // size of the last article handed out
 	scratch []byte // decoder output that is discarded
 	dec     *proto.BlockDecoder
 
@@ -444,7 +460,7 @@ func (g *Ingest) Paused() bool {
 	if g.closed {
 		return false
 	}
-	return g.hold || g.state == stIHaveWait || g.state == stTLSWait || g.state == stAuthWait || g.state == stCommand && g.queued() >= g.cfg.MaxPending
+	return g.hold || g.starved || g.state == stIHaveWait || g.state == stTLSWait || g.state == stAuthWait || g.state == stCommand && g.queued() >= g.cfg.MaxPending
 }
 
 // SetHold holds the machine (Paused reports true, so the runtime stops
@@ -452,9 +468,15 @@ func (g *Ingest) Paused() bool {
 // still arrives while held is parsed as usual.
 func (g *Ingest) SetHold(now time.Time, hold bool) { g.hold = hold }
 
-// Buffered is how many octets the machine holds for the peer now: input
-// not yet parsed and the article being decoded.
-func (g *Ingest) Buffered() int { return g.held() + len(g.art) }
+// Buffered is how many octets the machine holds for the peer now that
+// Config.Budget was not charged for: input not yet parsed, and the
+// article being decoded while it is still in its slab.
+func (g *Ingest) Buffered() int {
+	if g.inChunk {
+		return g.held()
+	}
+	return g.held() + len(g.art)
+}
 
 // Pending is the number of responses queued: commands received and not yet
 // answered on the wire.
@@ -614,8 +636,10 @@ func (g *Ingest) Shutdown(now time.Time, reason string) {
 // stop ends parsing for good and drops held input.
 func (g *Ingest) stop() {
 	g.state = stStopped
+	g.dropChunks()
 	g.in, g.off, g.lent = nil, 0, false
 	g.own, g.art = nil, nil
+	g.starved = false
 }
 
 // abort drops every unanswered command, sends "400 reason" and closes.

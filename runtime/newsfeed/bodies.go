@@ -286,7 +286,7 @@ func (r *Relay) forgetLost(id, token string) {
 		if ferr := r.spool.Forget(id); ferr != nil {
 			r.log.Error("cannot forget a lost article", "id", id, "err", ferr)
 		}
-		r.lostArticles.Add(1)
+		r.countLost(1, "corrupt in the spool", "id", id)
 	}
 }
 

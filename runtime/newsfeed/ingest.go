@@ -143,6 +143,7 @@ func (r *Relay) newInConn(remote string, addr netip.Addr, secure bool) *inConn {
 		MaxFuture:       r.maxFuture(),
 		PathHost:        r.cfg.PathHost,
 		MaxArticleSize:  int64(r.cfg.MaxArticleSize),
+		Budget:          ingestBudget{r},
 		MaxBuffered:     2*int(r.cfg.MaxArticleSize) + 4<<20,
 		TransferTimeout: r.cfg.TransferTimeout.D(),
 		ArticleTimeout:  r.cfg.ArticleTimeout.D(),
@@ -225,7 +226,10 @@ func (ic *inConn) step(now time.Time) error {
 	for {
 		ev, ok := ic.g.NextEvent()
 		if !ok {
-			break
+			if ic.account(now) {
+				continue // resumed: it may have more to say
+			}
+			return nil
 		}
 		switch e := ev.(type) {
 		case ingest.Check:
@@ -256,8 +260,6 @@ func (ic *inConn) step(now time.Time) error {
 			ic.n.reason = e.Reason
 		}
 	}
-	ic.account(now)
-	return nil
 }
 
 // timedOut reports whether a Closed reason is one of the machine's

@@ -10,11 +10,17 @@ package newsfeed
 //     with the count since the last line, so a flood cannot flood the log.
 //   - Buffered article bytes: the ingest machines hold the input they have
 //     not parsed and the article they are decoding. Their sum is kept in
-//     buffered; a connection that grows it past max_buffered_bytes is held
-//     (ingest.Ingest.SetHold: Paused, so neither runtime reads from it)
-//     until the sum falls below the budget again, when every held
-//     connection is woken to look. Its article's deadlines keep running,
-//     so connections that hold the budget and stall are closed in time.
+//     buffered. An article past its slab grows in fixed chunks
+//     (ingest.ArticleChunk) that the machine charges to the budget
+//     (ingestBudget) before it allocates them, so article buffers never
+//     pass max_buffered_bytes: a machine refused a chunk is Starved and
+//     Paused. The rest (unparsed input, the start of an article) is added
+//     after each input, and a connection that grows the sum past the
+//     budget that way is held (ingest.Ingest.SetHold: Paused, so neither
+//     runtime reads from it). Held and starved connections wait until the
+//     sum falls below the budget again, when every one is woken to look.
+//     Their articles' deadlines keep running, so connections that hold
+//     the budget and stall are closed in time.
 //   - Time: the machines' write, stall and whole-article deadlines (see
 //     machine/ingest), configured from the relay's keys.
 
@@ -26,6 +32,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/newsflow/newsflow/machine/ingest"
 )
 
 // limitLogEvery is how often a refusal for the same cause is logged.
@@ -38,6 +46,7 @@ type ingestLimits struct {
 	open   int                // connections admitted and not ended
 	byHost map[netip.Addr]int // the same, per remote address
 	held   map[*inConn]struct{}
+	chunks [][]byte // article chunks given back, for reuse (ingestBudget)
 
 	buffered atomic.Int64 // octets the ingest machines hold
 
@@ -125,10 +134,56 @@ func (r *Relay) leave(ic *inConn) {
 	}
 	delete(l.held, ic)
 	l.mu.Unlock()
+	ic.g.Drop()
 	if ic.counted != 0 {
 		r.release(int64(ic.counted))
 		ic.counted = 0
 	}
+}
+
+// ingestBudget is the ingest machines' ingest.Budget: chunks charged to
+// the relay's buffered sum, bounded by max_buffered_bytes, and kept for
+// reuse when given back, so that article buffers neither pass the budget
+// nor leave garbage for the collector: the chunks in use and those kept
+// together stay within the budget.
+type ingestBudget struct{ r *Relay }
+
+// Chunk charges a chunk to the sum and returns it, or nil when that would
+// pass the budget. The budget is never below what the largest article
+// takes in chunks, so that one can always be read.
+func (b ingestBudget) Chunk() []byte {
+	l := &b.r.limits
+	max := max(int64(b.r.cfg.MaxBufferedBytes), int64(b.r.cfg.MaxArticleSize)+2*ingest.ArticleChunk)
+	for {
+		cur := l.buffered.Load()
+		if cur+ingest.ArticleChunk > max {
+			return nil
+		}
+		if l.buffered.CompareAndSwap(cur, cur+ingest.ArticleChunk) {
+			break
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.chunks); n > 0 {
+		c := l.chunks[n-1]
+		l.chunks[n-1] = nil
+		l.chunks = l.chunks[:n-1]
+		return c[:0]
+	}
+	return make([]byte, 0, ingest.ArticleChunk)
+}
+
+// Free takes a chunk off the sum and keeps it for the next Chunk while the
+// chunks kept and the sum stay within the budget.
+func (b ingestBudget) Free(c []byte) {
+	l := &b.r.limits
+	l.mu.Lock()
+	if int64(len(l.chunks)+1)*ingest.ArticleChunk+l.buffered.Load() <= int64(b.r.cfg.MaxBufferedBytes) {
+		l.chunks = append(l.chunks, c[:0])
+	}
+	l.mu.Unlock()
+	b.r.release(ingest.ArticleChunk)
 }
 
 // release takes n octets off the buffered sum and, once it is under the
@@ -148,8 +203,9 @@ func (r *Relay) release(n int64) {
 
 // account brings the relay's sum up to date with what the connection's
 // machine holds now, and holds or lets go of the connection (on the
-// connection's goroutine, after every input).
-func (ic *inConn) account(now time.Time) {
+// connection's goroutine, after every input). It reports whether it
+// resumed a starved machine, which may then have events.
+func (ic *inConn) account(now time.Time) bool {
 	r, l := ic.r, &ic.r.limits
 	b := ic.g.Buffered()
 	delta := b - ic.counted
@@ -181,8 +237,31 @@ func (ic *inConn) account(now time.Time) {
 	case ic.holding && (total <= budget || ic.g.Closed()):
 		ic.holding = false
 		ic.g.SetHold(now, false)
+		if !ic.g.Starved() {
+			l.mu.Lock()
+			delete(l.held, ic)
+			l.mu.Unlock()
+		}
+	}
+	if !ic.g.Starved() {
+		return false
+	}
+	// Registered before the budget is looked at again, so a release in
+	// between wakes it.
+	l.mu.Lock()
+	if l.held == nil {
+		l.held = map[*inConn]struct{}{}
+	}
+	l.held[ic] = struct{}{}
+	l.mu.Unlock()
+	if l.buffered.Load()+ingest.ArticleChunk > budget {
+		return false
+	}
+	if !ic.holding {
 		l.mu.Lock()
 		delete(l.held, ic)
 		l.mu.Unlock()
 	}
+	ic.g.Resume(now)
+	return true
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +120,12 @@ func TestDamagedArticleNotSent(t *testing.T) { forRuntimes(t, testDamagedArticle
 // (they go to p's backlog), applies damage to the spool directory, and
 // starts the relay again with p healthy.
 func backlogRestart(t *testing.T, rt, extra string, lines []int, damage func(spoolDir string, toks []spoolfs.Token)) (*relayHarness, *nntptest.Server, []string) {
+	return backlogRestartOpts(t, rt, extra, lines, damage, nil)
+}
+
+// backlogRestartOpts is backlogRestart with mod applied to the second
+// relay's options.
+func backlogRestartOpts(t *testing.T, rt, extra string, lines []int, damage func(spoolDir string, toks []spoolfs.Token), mod func(*Options)) (*relayHarness, *nntptest.Server, []string) {
 	t.Helper()
 	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
 	hang := s.AddFault(nntptest.Fault{Cmd: "CHECK", Hang: true})
@@ -151,7 +160,7 @@ func backlogRestart(t *testing.T, rt, extra string, lines []int, damage func(spo
 	damage(filepath.Join(dir, "spool", "spool"), toks)
 	s.RemoveFault(hang)
 	s.DropConns()
-	return startRelay(t, relayConfigRT(t, rt, dir, text), nil), s, ids
+	return startRelay(t, relayConfigRT(t, rt, dir, text), mod), s, ids
 }
 
 func segPath(spoolDir string, tok spoolfs.Token) string {
@@ -265,6 +274,71 @@ func testMissingRunLongerThanWindow(t *testing.T, rt string) {
 	if ps.Missing != int64(len(ids)) || ps.Accepted != 1 {
 		t.Errorf("want 1 accepted, %d missing: %s", len(ids), ps.Line())
 	}
+}
+
+// TestLostIsOneNumber cuts the spool segment inside the fifth of six
+// backlogged articles and corrupts the second while the relay is down:
+// three acknowledged articles are lost, two found at start and one when
+// read to be sent. lost_articles says 3 in the status, the metrics and the
+// stats line, and the log states the running total each time it changes.
+func TestLostIsOneNumber(t *testing.T) {
+	var logBuf syncBuffer
+	h2, _, _ := backlogRestartOpts(t, "goroutine", "", []int{600, 600, 600, 3, 3, 3}, func(dir string, toks []spoolfs.Token) {
+		f, err := os.OpenFile(segPath(dir, toks[1]), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt(bytes.Repeat([]byte("X"), 32), int64(toks[1].Off)+int64(toks[1].Len)/2); err != nil {
+			t.Fatal(err)
+		}
+		if toks[4].Seg != toks[1].Seg {
+			t.Fatalf("articles in segments %d and %d, want one", toks[1].Seg, toks[4].Seg)
+		}
+		if err := f.Truncate(int64(toks[4].Off) + 5); err != nil {
+			t.Fatal(err)
+		}
+	}, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(&logBuf, t.Output()), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	h2.settle()
+	h2.checkStats()
+	if n := h2.r.Status().LostArticles; n != 3 {
+		t.Errorf("status lost_articles = %d, want 3", n)
+	}
+	if got := spoolLostMetric(t, h2.r); got != 3 {
+		t.Errorf("newsfeed_spool_lost_articles_total = %v, want 3", got)
+	}
+	h2.r.logStats(false)
+	log := logBuf.String()
+	for _, want := range []string{"lost_articles=2", "lost_articles=3"} {
+		if !regexp.MustCompile(`acknowledged articles lost.* ` + want).MatchString(log) {
+			t.Errorf("no log line with the running total %s", want)
+		}
+	}
+	if !regexp.MustCompile(`msg="stats \(ingest\)".* lost_articles=3`).MatchString(log) {
+		t.Errorf("stats line without lost_articles=3")
+	}
+	if regexp.MustCompile(`msg=stats .* lost_articles=0`).MatchString(log) {
+		t.Errorf("a stats line says lost_articles=0")
+	}
+}
+
+// spoolLostMetric reads newsfeed_spool_lost_articles_total.
+func spoolLostMetric(t *testing.T, r *Relay) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&collector{r: r})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "newsfeed_spool_lost_articles_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return -1
 }
 
 // statOK reports whether path exists.

@@ -129,7 +129,8 @@ type Relay struct {
 	wg        sync.WaitGroup
 
 	// badBodies are articles that could not be read for sending
-	// (bodies.go); lostArticles counts those found damaged and forgotten.
+	// (bodies.go); lostArticles counts every acknowledged article the
+	// spool lost (lost.go).
 	badBodies    badBodies
 	lostArticles atomic.Int64
 	// loop drives connections when runtime = "epoll" (drive.go); nil
@@ -208,6 +209,9 @@ func Open(cfg *Config, opts Options) (*Relay, error) {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	r.spool = sp
+	if n := sp.LostAtOpen(); n > 0 {
+		r.countLost(int64(n), "spool data cut off or gone at start")
+	}
 	backlogDir := filepath.Join(cfg.Spool, "backlog")
 	for i := range cfg.Peers {
 		p, err := newPeer(r, &cfg.Peers[i], backlogDir)

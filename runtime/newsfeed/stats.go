@@ -48,7 +48,7 @@ type PeerStats struct {
 	// replay file, those not yet sent at its last checkpoint; for a file
 	// still taking lines when last listed, at least that many). They are
 	// in Offered, as found at start, and settled here.
-	Lost int64 `json:"lost_articles"`
+	Lost int64 `json:"lost_backlog_articles"`
 
 	Memory         int64 `json:"memory"`           // in the memory queue
 	InFlight       int64 `json:"in_flight"`        // sent, not answered
@@ -158,10 +158,10 @@ type Status struct {
 	IngestRate float64     `json:"ingest_rate"`
 	Peers      []PeerStats `json:"peers"`
 
-	// LostArticles counts stored articles found damaged or gone: at
-	// start (their data cut off, their segment missing) and when read to
-	// be sent (CRC mismatch). Each was forgotten by the history so that
-	// upstream may offer it again.
+	// LostArticles counts every acknowledged article the spool lost,
+	// whatever the cause: found at start (its data cut off, its segment
+	// missing) or when read to be sent (CRC mismatch). Each was forgotten
+	// by the history so that upstream may offer it again.
 	LostArticles int64 `json:"lost_articles"`
 }
 
@@ -187,7 +187,7 @@ func (r *Relay) Status() Status {
 	st.Ingest.Checks, st.Ingest.TakeThis = r.ingest.checks.Load(), r.ingest.takethis.Load()
 	st.Ingest.CommitRounds, st.Ingest.CommitArticles, st.Ingest.CommitSeconds, st.Ingest.CommitSyncSeconds = r.com.counts()
 	st.IngestRate = r.rates.perSecond(now)
-	st.LostArticles = int64(r.spool.LostAtOpen()) + r.lostArticles.Load()
+	st.LostArticles = r.lostArticles.Load()
 	if a := r.Addr(); a != nil {
 		st.Listen = a.String()
 	}
@@ -291,7 +291,7 @@ func (r *Relay) logStats(final bool) {
 	in := r.Status().Ingest
 	r.log.Info(what+" (ingest)", "connections", in.Connections, "accepted", in.Accepted,
 		"refused", in.Refused, "deferred", in.Deferred, "rejected", in.Rejected, "denied", in.Denied,
-		"limited", in.Limited, "held", in.Held, "timed_out", in.TimedOut,
+		"limited", in.Limited, "held", in.Held, "timed_out", in.TimedOut, "lost_articles", r.lostArticles.Load(),
 		"checks", in.Checks, "takethis", in.TakeThis, "commit_rounds", in.CommitRounds,
 		"articles_per_round", fmt.Sprintf("%.1f", ratio(float64(in.CommitArticles), float64(in.CommitRounds))),
 		"round_ms", fmt.Sprintf("%.3f", ratio(1000*in.CommitSeconds, float64(in.CommitRounds))),
@@ -312,7 +312,7 @@ func (r *Relay) logStats(final bool) {
 		r.log.Info(what, "peer", s.Name, "offered", s.Offered, "accepted", s.Accepted, "refused", s.Refused,
 			"rejected", s.Rejected, "deferred", s.Deferred, "dropped", s.Dropped, "missing", s.Missing, "too_old", s.TooOld,
 			"queued", s.Queued, "backlog", s.BacklogArticle, "backlog_bytes", s.BacklogBytes,
-			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs), "lost_files", s.LostFiles, "lost_articles", s.Lost)
+			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs), "lost_files", s.LostFiles, "lost_backlog_articles", s.Lost)
 	}
 }
 
