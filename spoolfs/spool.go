@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -776,36 +777,62 @@ func (s *Spool) AppendArticle(dst []byte, tok Token) ([]byte, error) {
 		return dst, fmt.Errorf("spool: get %s: %w", tok, err)
 	}
 	start := len(dst)
-	dst = append(dst, make([]byte, need)...)
-	n, err := seg.f.ReadAt(dst[start:], recOff)
+	// The article is read straight into its place in dst and checked
+	// there: no zeroing of the room first, no second copy. Its header goes
+	// to hb, read with it by one pread where dst has recHeaderSize bytes
+	// before start to lend (put back after), by a pread of its own
+	// otherwise.
+	dst = slices.Grow(dst, int(tok.Len))[:start+int(tok.Len)]
+	var hb [recHeaderSize]byte
+	var n int
+	if start >= recHeaderSize {
+		lent := dst[start-recHeaderSize : start]
+		saved := [recHeaderSize]byte(lent)
+		n, err = seg.f.ReadAt(dst[start-recHeaderSize:], recOff)
+		hb = [recHeaderSize]byte(lent)
+		copy(lent, saved[:])
+	} else if n, err = seg.f.ReadAt(hb[:], recOff); n == recHeaderSize {
+		var m int
+		m, err = seg.f.ReadAt(dst[start:], int64(tok.Off))
+		n += m
+	}
 	path := seg.path
 	s.release(seg)
 	if n < need {
-		if err == io.EOF {
+		if err == nil || err == io.EOF {
 			err = ErrNotFound
 		}
 		return dst[:start], fmt.Errorf("spool: get %s: %w", tok, err)
 	}
-	b := dst[start:]
-	out, err := s.checkArticle(dst[:start], b, tok, path)
-	return out, err
+	if err := s.checkRecord(hb[:], dst[start:], tok, path); err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
 }
 
 // checkArticle verifies the record rec (header and article) against tok and
 // appends the article to dst; rec may overlap the tail of dst's array.
 func (s *Spool) checkArticle(dst, rec []byte, tok Token, path string) ([]byte, error) {
-	h, ok := parseRecordHeader(rec)
+	if err := s.checkRecord(rec[:recHeaderSize], rec[recHeaderSize:], tok, path); err != nil {
+		return dst, err
+	}
+	return append(dst, rec[recHeaderSize:]...), nil
+}
+
+// checkRecord verifies a record's header hdr and its article against tok.
+func (s *Spool) checkRecord(hdr, article []byte, tok Token, path string) error {
+	h, ok := parseRecordHeader(hdr)
 	switch {
 	case !ok:
 		s.log.Error("corrupt record header", "segment", path, "token", tok.String())
-		return dst, fmt.Errorf("spool: get %s: %w: bad header", tok, ErrCorrupt)
+		return fmt.Errorf("spool: get %s: %w: bad header", tok, ErrCorrupt)
 	case h.kind != kindArticle || h.n != tok.Len:
-		return dst, fmt.Errorf("spool: get %s: %w: token does not match the record", tok, ErrNotFound)
-	case crc32c(rec[recHeaderSize:]) != h.crcP:
+		return fmt.Errorf("spool: get %s: %w: token does not match the record", tok, ErrNotFound)
+	case crc32c(article) != h.crcP:
 		s.log.Error("corrupt article", "segment", path, "token", tok.String())
-		return dst, fmt.Errorf("spool: get %s: %w: CRC mismatch", tok, ErrCorrupt)
+		return fmt.Errorf("spool: get %s: %w: CRC mismatch", tok, ErrCorrupt)
 	}
-	return append(dst, rec[recHeaderSize:]...), nil
+	return nil
 }
 
 // A Section is an open view of one stored article for zero-copy sending

@@ -1,7 +1,9 @@
 package spoolfs
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 )
@@ -90,6 +92,65 @@ func BenchmarkVerify(b *testing.B) {
 		var err error
 		if scratch, err = s.Verify(tok, scratch); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestAppendArticleInPlace: AppendArticle reads a large article straight
+// into dst after what dst holds, whatever that is (the header is read into
+// the bytes before, lent and put back, when there are enough of them), and
+// finds a flipped byte or a cut segment as Verify does, leaving dst's
+// bytes as they were.
+func TestAppendArticleInPlace(t *testing.T) {
+	size := 500_000
+	damages := []struct {
+		name   string
+		damage func(t *testing.T, path string, tok Token)
+		want   error
+	}{
+		{"intact", func(*testing.T, string, Token) {}, nil},
+		{"byte flipped", flipAt(size / 2), ErrCorrupt},
+		{"last byte flipped", flipAt(-1), ErrCorrupt},
+		{"cut in the article", func(t *testing.T, path string, tok Token) {
+			if err := os.Truncate(path, int64(tok.Off)+99); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrNotFound},
+		{"cut in the header", func(t *testing.T, path string, tok Token) {
+			if err := os.Truncate(path, int64(tok.Off)-5); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrNotFound},
+	}
+	for _, tc := range damages {
+		for _, prefix := range []int{0, 5, recHeaderSize, 100} {
+			t.Run(fmt.Sprintf("%s/prefix=%d", tc.name, prefix), func(t *testing.T) {
+				dir := t.TempDir()
+				s := openT(t, dir, SpoolOptions{})
+				defer s.Close()
+				id := msgID("inplace", 0)
+				wire := wireArticle(id, size)
+				tok := putT(t, s, id, wire, t0)
+				flushT(t, s)
+				tc.damage(t, segFile(dir, tok.Seg), tok)
+				pre := bytes.Repeat([]byte{'p'}, prefix)
+				for _, room := range []int{0, size + 64} { // grown, or read into the capacity
+					dst := append(make([]byte, 0, prefix+room), pre...)
+					got, err := s.AppendArticle(dst, tok)
+					if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+						t.Fatalf("room %d: AppendArticle = %v, want %v", room, err, tc.want)
+					}
+					if !bytes.Equal(got[:prefix], pre) {
+						t.Errorf("room %d: the bytes before the article changed: %q", room, got[:prefix])
+					}
+					switch {
+					case err != nil && len(got) != prefix:
+						t.Errorf("room %d: %d bytes returned with the error, want the %d there were", room, len(got), prefix)
+					case err == nil && !bytes.Equal(got[prefix:], wire):
+						t.Errorf("room %d: the article read differs from the one stored", room)
+					}
+				}
+			})
 		}
 	}
 }

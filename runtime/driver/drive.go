@@ -90,11 +90,22 @@ type BodyWriter interface {
 
 // BodyAppender is an optional interface of a driver's body source: a
 // source that appends the stored article named by token, exactly size
-// bytes, to dst (one read into the caller's buffer). Drivers use it for
-// articles of at most SmallBody octets, so that they are written together
-// with the commands around them.
+// bytes, to dst (one read into the caller's buffer), after checking it.
+// Drivers use it for articles of at most CopyBody octets: those of at most
+// SmallBody are written together with the commands around them, larger
+// ones each with the commands before it.
 type BodyAppender interface {
 	AppendBody(dst []byte, token string, size int64) ([]byte, error)
+}
+
+// BodyCopier is an optional interface of a BodyAppender that can also
+// send an article from its file (a BodyWriter, or a file source of the
+// epoll runtime): drivers ask it whether an article of more than SmallBody
+// and at most CopyBody octets is to be copied (appended) or sent from its
+// file. A source that checks what it sends copies an article the first
+// time and sends it from its file to the peers after, once checked.
+type BodyCopier interface {
+	Copied(token string, size int64) bool
 }
 
 // BodyPlanner is an optional interface of a BodyAppender: before a driver
@@ -112,10 +123,18 @@ type BodyPlanner interface {
 	PlanBodies(tokens []string)
 }
 
-// SmallBody is the largest article a BodyAppender is asked to copy; larger
-// ones are written by the BodyWriter (or sendfile), where copying through
-// the process would cost more than the system call it saves.
+// SmallBody is the largest article that drivers gather with the commands
+// around it into one write.
 const SmallBody = 16 << 10
+
+// CopyBody is the largest article a BodyAppender is asked to copy; larger
+// ones are written by the BodyWriter (or sendfile). A source that checks
+// every article it sends reads each one anyway: read once into the
+// process, checked there and written from there, an article costs less
+// CPU than checked by one read and sent by sendfile from the page cache
+// (see spoolfs.BenchmarkSendArticle), and the bytes that leave are the
+// very bytes checked. Above it, the copy's memory is not worth holding.
+const CopyBody = 1 << 20
 
 // Step calls the owner's step callback (step 2 of the driving sequence),
 // if there is one, and says what its result means: stop when it returned

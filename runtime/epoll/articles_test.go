@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/newsflow/newsflow/machine/feed"
+	"github.com/newsflow/newsflow/runtime/driver"
 )
 
 // stored is an article to feed, in the spool's wire form.
@@ -117,7 +118,7 @@ func (s *fileStore) PlanBodies(tokens []string) {
 func (s *fileStore) AppendBody(dst []byte, token string, size int64) ([]byte, error) {
 	s.appended.Add(1)
 	s.mu.Lock()
-	if !s.planned[token] {
+	if !s.planned[token] && size <= driver.SmallBody {
 		s.unplanned++
 	}
 	s.mu.Unlock()

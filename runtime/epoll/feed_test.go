@@ -11,6 +11,7 @@ import (
 	"github.com/newsflow/newsflow/machine"
 	"github.com/newsflow/newsflow/machine/feed"
 	"github.com/newsflow/newsflow/machine/handshake"
+	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -158,13 +159,15 @@ func TestFeedNNTPTest(t *testing.T) {
 	}
 }
 
-// TestFeedFromFile sends articles from a file, as from the spool: small
-// ones copied in with the commands (drive.BodyAppender on both
-// runtimes), large ones by sendfile (runtime/goroutine's BodyWriter, this
-// runtime's FileBodySource, at an explicit offset, through EAGAIN on a
-// full socket); the peer must see the same.
+// TestFeedFromFile sends articles from a file, as from the spool: those
+// of up to driver.CopyBody octets copied in (driver.BodyAppender on both
+// runtimes; small ones with the commands around them, larger ones each
+// ending a write), larger ones by sendfile (runtime/goroutine's
+// BodyWriter, this runtime's FileBodySource, at an explicit offset,
+// through EAGAIN on a full socket); the peer must see the same.
 func TestFeedFromFile(t *testing.T) {
-	arts := append(makeArticles("small", 20, 2000), makeArticles("large", 5, 700<<10)...)
+	arts := append(makeArticles("small", 20, 2000), makeArticles("medium", 3, 300<<10)...)
+	arts = append(arts, makeArticles("large", 5, driver.CopyBody+100<<10)...)
 	var stores []*fileStore
 	compare(t, func(t *testing.T, r rt) outcome {
 		st := newFileStore(t, arts)
@@ -176,11 +179,11 @@ func TestFeedFromFile(t *testing.T) {
 		return o
 	})
 	g, e := stores[0], stores[1]
-	if g.written.Load() != 5 || g.appended.Load() != 19 {
-		t.Errorf("goroutine: WriteBody %d calls, AppendBody %d; want 5, 19", g.written.Load(), g.appended.Load())
+	if g.written.Load() != 5 || g.appended.Load() != 22 {
+		t.Errorf("goroutine: WriteBody %d calls, AppendBody %d; want 5, 22", g.written.Load(), g.appended.Load())
 	}
-	if e.opened.Load() != 5 || e.released.Load() != 5 || e.appended.Load() != 19 {
-		t.Errorf("epoll: BodyFile %d calls, %d released, AppendBody %d; want 5, 5, 19", e.opened.Load(), e.released.Load(), e.appended.Load())
+	if e.opened.Load() != 5 || e.released.Load() != 5 || e.appended.Load() != 22 {
+		t.Errorf("epoll: BodyFile %d calls, %d released, AppendBody %d; want 5, 5, 22", e.opened.Load(), e.released.Load(), e.appended.Load())
 	}
 	// Both runtimes name the small articles of a write before they append
 	// them (driver.BodyPlanner), so that a read-ahead reads only those.

@@ -11,13 +11,15 @@ package epoll
 //
 // Consecutive byte pieces go out in one writev, at most maxIovecs pieces
 // or about maxGather bytes at a time: commands, articles of at most
-// driver.SmallBody octets that a driver.BodyAppender copies into the
-// loop's scratch space (as runtime/goroutine does: a window of CHECKs or
+// driver.CopyBody octets that a driver.BodyAppender copies into the
+// loop's scratch space (where a driver.BodyCopier agrees) (as runtime/goroutine does: a window of CHECKs or
 // TAKETHISes with their 2 KB articles is one system call, not one per
-// piece), and bodies from BodySource.Body. A larger stored article whose
-// source is a FileBodySource goes out with sendfile(2) from its file at an
-// explicit offset. Stored articles are fetched only when the writer reaches
-// them, so a window full of large articles is not held in memory at once.
+// piece; an article over driver.SmallBody ends its writev), and bodies
+// from BodySource.Body. A larger stored article whose source is a
+// FileBodySource goes out with sendfile(2) from its file at an explicit
+// offset. Stored articles are fetched only when the writer reaches them,
+// so a window full of large articles is not held in memory at once: the
+// scratch space holds the articles of one writev.
 
 import (
 	"bytes"
@@ -40,8 +42,9 @@ const (
 	// maxSendfile is the most one sendfile call is asked to send.
 	maxSendfile = 1 << 30
 	// maxScratch is the largest scratch buffer the loop keeps between
-	// collections.
-	maxScratch = 1 << 20
+	// collections: room for an article of driver.CopyBody octets and the
+	// small ones of a writev before it.
+	maxScratch = driver.CopyBody + 1<<20
 )
 
 // FileBodySource is an optional interface of Options.Bodies: a source that
@@ -121,6 +124,17 @@ func (q *outQueue) popEmpty() {
 		}
 		q.pop()
 	}
+}
+
+// holdsBodies reports whether an item holds an article copied into the
+// loop's scratch space.
+func (q *outQueue) holdsBodies() bool {
+	for i := range q.items {
+		if it := &q.items[i]; it.token != "" && it.resolved && it.scratch {
+			return true
+		}
+	}
+	return false
 }
 
 // detach moves output left in the loop's scratch space to the connection.
@@ -224,8 +238,9 @@ func (c *Conn) flush() error {
 	return nil
 }
 
-// plan names the small articles the flush will append to a
-// driver.BodyPlanner, so that it reads what they span.
+// plan names the small articles (of up to driver.SmallBody octets) the
+// flush will append to a driver.BodyPlanner, so that it reads what they
+// span.
 func (c *Conn) plan() {
 	bp, ok := c.l.opts.Bodies.(driver.BodyPlanner)
 	if !ok {
@@ -234,7 +249,7 @@ func (c *Conn) plan() {
 	s := &c.l.scratch
 	plan := s.plan[:0]
 	for i := range c.out.items {
-		if it := &c.out.items[i]; it.token != "" && !it.resolved && c.appendable(it) {
+		if it := &c.out.items[i]; it.token != "" && !it.resolved && it.size <= driver.SmallBody && c.appendable(it) {
 			plan = append(plan, it.token)
 		}
 	}
@@ -246,10 +261,19 @@ func (c *Conn) plan() {
 }
 
 // appendable reports whether a token item's article is copied in by a
-// BodyAppender.
+// BodyAppender (one over driver.SmallBody when a driver.BodyCopier of a
+// FileBodySource says so).
 func (c *Conn) appendable(it *outItem) bool {
-	_, ok := c.l.opts.Bodies.(driver.BodyAppender)
-	return ok && it.size <= driver.SmallBody
+	src := c.l.opts.Bodies
+	if _, ok := src.(driver.BodyAppender); !ok || it.size > driver.CopyBody {
+		return false
+	}
+	if it.size <= driver.SmallBody {
+		return true
+	}
+	bc, ok := src.(driver.BodyCopier)
+	_, file := src.(FileBodySource)
+	return !ok || !file || bc.Copied(it.token, it.size)
 }
 
 // resolve fetches the stored article of a token item: copied into the
@@ -259,6 +283,10 @@ func (c *Conn) resolve(it *outItem) error {
 	src := c.l.opts.Bodies
 	if c.appendable(it) {
 		s := &c.l.scratch
+		if len(s.body) > 0 && !c.out.holdsBodies() {
+			// What earlier writevs of this flush copied in is written.
+			s.body = s.body[:0]
+		}
 		start := len(s.body)
 		b, err := src.(driver.BodyAppender).AppendBody(s.body, it.token, it.size)
 		if err != nil {
@@ -342,6 +370,9 @@ func (c *Conn) writev() error {
 		it := &q.items[i]
 		if len(iov) == maxIovecs || total >= maxGather {
 			break
+		}
+		if i > 0 && q.items[i-1].token != "" && q.items[i-1].size > driver.SmallBody {
+			break // a large article ends the writev: the scratch holds one
 		}
 		if it.token != "" && !it.resolved {
 			if _, ok := c.l.opts.Bodies.(FileBodySource); ok && !c.appendable(it) {

@@ -11,9 +11,12 @@ package goroutine
 // A window of CHECKs or TAKETHISes with their 2 KB articles is then one
 // write(2), not a write per command and a sendfile per article: profiling
 // newsbench feed showed those syscalls as nearly two thirds of newsfeed's
-// CPU time on small articles. Larger articles leave by the driver.BodyWriter
-// (sendfile from the spool) after the gathered bytes are written, or, from
-// a plain BodySource, as their own buffer in the same writev.
+// CPU time on small articles. An article of up to driver.CopyBody octets
+// is appended the same way (unless a driver.BodyCopier says otherwise) and
+// written with what was gathered before it, at once, so that the buffer
+// holds one such article at a time. Larger articles leave by the driver.BodyWriter (sendfile from the spool) after
+// the gathered bytes are written, or, from a plain BodySource, as their
+// own buffer in the same writev.
 
 import (
 	"fmt"
@@ -104,6 +107,7 @@ func (c *Conn) flushSegments(m machine.Conn, ss machine.SegmentSender) error {
 	}
 	bw, _ := c.opts.Bodies.(driver.BodyWriter)
 	ba, _ := c.opts.Bodies.(driver.BodyAppender)
+	bc, _ := c.opts.Bodies.(driver.BodyCopier)
 	if bp, ok := c.opts.Bodies.(driver.BodyPlanner); ok && ba != nil {
 		c.plan = c.plan[:0]
 		for _, s := range c.segs {
@@ -124,7 +128,7 @@ func (c *Conn) flushSegments(m machine.Conn, ss machine.SegmentSender) error {
 			g.copyIn(s.Bytes)
 		case s.Token == "":
 			g.ref(s.Bytes)
-		case ba != nil && s.Size <= driver.SmallBody:
+		case ba != nil && s.Size <= driver.CopyBody && (s.Size <= driver.SmallBody || bw == nil || bc == nil || bc.Copied(s.Token, s.Size)):
 			before := len(g.buf)
 			var err error
 			g.buf, err = ba.AppendBody(g.buf, s.Token, s.Size)
@@ -137,6 +141,11 @@ func (c *Conn) flushSegments(m machine.Conn, ss machine.SegmentSender) error {
 				return fmt.Errorf("goroutine: read article %s: %d bytes, want %d", s.Token, n, s.Size)
 			}
 			g.n += int(s.Size)
+			if s.Size > driver.SmallBody {
+				if err := g.writeTo(nc); err != nil {
+					return err
+				}
+			}
 		case bw != nil:
 			if err := g.writeTo(nc); err != nil {
 				return err

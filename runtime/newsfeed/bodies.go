@@ -15,26 +15,29 @@ import (
 )
 
 // spoolBodies gives the feed runtime the stored articles it sends
-// (machine.BodySource). Small articles it appends to the runtime's gather
-// buffer (driver.BodyAppender, CRC checked), so they leave with the
-// commands around them in one write; they are read through the
-// connection's ReadAhead, one pread for a run of articles stored together
-// (a replayed backlog is in that order), bounded to the articles of the
-// write under way (PlanBodies). Large ones it writes itself
-// (driver.BodyWriter): with sendfile(2) straight from the segment file
-// when the connection is a plain TCP socket, by copying otherwise (TLS).
+// (machine.BodySource). Articles of up to driver.CopyBody octets it
+// appends to the runtime's write buffer (driver.BodyAppender), read once
+// and CRC-checked there, so the bytes that leave are the bytes checked
+// (one over driver.SmallBody fed to several peers is copied for the first
+// and sent from its file to the others: Copied); small ones leave with the commands around them in one write, read
+// through the connection's ReadAhead, one pread for a run of articles
+// stored together (a replayed backlog is in that order), bounded to the
+// articles of the write under way (PlanBodies). Larger ones it writes
+// itself (driver.BodyWriter): with sendfile(2) straight from the segment
+// file when the connection is a plain TCP socket, by copying otherwise
+// (TLS).
 //
 // Before an article is offered, pull asks sendable: the spool must still
 // hold it (Spool.Holds, no I/O), and an article large enough to leave by
 // sendfile, which never looks at the bytes, is read and its CRC checked
 // first (Spool.Verify), so no damaged byte leaves. An article that fails is
 // settled as missing, reported once, and forgotten by the history (upstream
-// may offer it again). One that still cannot be read when sent (damaged
-// after the check, or a small one whose CRC the append path checks) fails
-// the connection's flush, since the feed machine already counts its
-// command as sent; its token is remembered in bad, pull settles it as
-// missing when it comes again, and the error wraps errUnreadableBody so
-// the connection comes back at once rather than after a longer backoff.
+// may offer it again). One that cannot be read when sent (damaged after
+// the check, or one whose CRC the append path checks) fails the
+// connection's flush, since the feed machine already counts its command
+// as sent; its token is remembered in bad, pull settles it as missing
+// when it comes again, and the error wraps errUnreadableBody so the
+// connection comes back at once rather than after a longer backoff.
 type spoolBodies struct {
 	s   *spoolfs.Spool
 	ra  *bodyReader // the connection's own (epoll: the loop's); nil reads each article alone
@@ -80,6 +83,11 @@ type badBodies struct {
 	n   atomic.Int64
 	m   sync.Map // token -> struct{}
 	ok  verifiedBodies
+	// copied holds the articles over driver.SmallBody that the append
+	// path read and CRC-checked lately (by token, with the id ""): the
+	// other peers' connections send those from the file (Copied), so an
+	// article fed to several peers is read into the process once.
+	copied verifiedBodies
 }
 
 // verifiedBodies remembers the articles Relay.sendable found sendable
@@ -253,10 +261,9 @@ func (r *Relay) sendable(id, token string, tok spoolfs.Token) bool {
 		// one by now.
 		return false
 	}
-	if int64(tok.Len) > driver.SmallBody {
+	if int64(tok.Len) > driver.CopyBody {
 		// Sent by sendfile, which never looks at the bytes: check them
-		// now. (The append path checks a small one's CRC as it copies
-		// it.)
+		// now. (The append path checks the CRC of the bytes it copies.)
 		bp := verifyBufs.Get().(*[]byte)
 		var err error
 		*bp, err = r.spool.Verify(tok, *bp)
@@ -275,6 +282,7 @@ func (r *Relay) sendable(id, token string, tok spoolfs.Token) bool {
 // this copy, so that upstream may offer it again.
 func (r *Relay) lostArticle(id, token string, tok spoolfs.Token, err error) {
 	r.badBodies.ok.forget(tok, id)
+	r.badBodies.copied.forget(tok, "")
 	r.badBodies.add(token, err)
 	r.forgetLost(id, token)
 }
@@ -322,11 +330,35 @@ func (b spoolBodies) AppendBody(dst []byte, token string, size int64) ([]byte, e
 	} else {
 		out, err = b.s.AppendArticle(dst, tok)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		b.bad.add(token, err)
+		b.bad.forgetCopied(tok)
 		err = fmt.Errorf("%w: %w", errUnreadableBody, err)
+	case size > driver.SmallBody && b.bad != nil:
+		c := &b.bad.copied
+		c.add(c.generation(), tok, "")
 	}
 	return out, err
+}
+
+// Copied reports whether the article of size octets named by token is to
+// be read into the process, checked and written from there
+// (driver.BodyCopier): unless the append path checked it lately for
+// another connection, whose peers then get it from the file (sendfile).
+func (b spoolBodies) Copied(token string, size int64) bool {
+	tok, err := spoolfs.ParseToken(token)
+	if err != nil || b.bad == nil {
+		return true // AppendBody says what is wrong
+	}
+	return !b.bad.copied.has(tok, "")
+}
+
+// forgetCopied drops tok from the articles checked by the append path.
+func (b *badBodies) forgetCopied(tok spoolfs.Token) {
+	if b != nil {
+		b.copied.forget(tok, "")
+	}
 }
 
 // PlanBodies bounds the connection's read-ahead to the articles the

@@ -167,56 +167,89 @@ func TestSendableAfterSpoolExpiry(t *testing.T) {
 }
 
 // TestCorruptLargeArticleNotSent is TestCorruptArticleSettledMissing for
-// articles larger than driver.SmallBody, which leave by sendfile(2) after
-// Relay.sendable read and CRC-checked them (Spool.Verify), on both
-// runtimes: a byte flipped in one article's segment file after it was
-// stored keeps that article from the peer (it is settled as missing), and
-// every other article arrives intact. Without the check the damaged
-// article reaches the peer.
+// larger articles, on both runtimes, in both ways they leave: up to
+// driver.CopyBody octets read into the process, CRC-checked there and
+// written from there (the damage is found when the article is sent: the
+// connection's write fails before any byte of it leaves, and articles
+// written before it on that connection are offered again and refused or
+// rejected as already there); larger ones by sendfile(2) after Relay.sendable read and
+// CRC-checked them (Spool.Verify: found at pull, before it is offered, so
+// no connection fails). Either way a byte flipped in one article's
+// segment file after it was stored keeps that article from the peer: it
+// is settled as missing, forgotten by the history (so upstream may offer
+// it again) and counted lost, and every other article arrives intact.
 func TestCorruptLargeArticleNotSent(t *testing.T) {
-	forRuntimes(t, func(t *testing.T, rt string) {
-		s := nntptest.Start(t, nntptest.Options{Hostname: "sink", KeepReceived: true})
-		down := s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down", Close: true})
-		dir := t.TempDir()
-		h := startRelay(t, relayConfigRT(t, rt, dir, peerText("p", s, "connections = 2")), nil)
-		const n, bad = 12, "<big5@t>"
-		var arts [][]byte
-		for i := range n {
-			a := testArticle(fmt.Sprintf("<big%d@t>", i), "misc.test", "up!x", 1500) // about 110 KB
-			if len(a) <= driver.SmallBody {
-				t.Fatalf("article of %d bytes: not larger than driver.SmallBody", len(a))
-			}
-			arts = append(arts, a)
+	for _, tc := range []struct {
+		name   string
+		n      int // articles
+		lines  int // of about 73 octets each
+		copied bool
+	}{
+		{"copied", 12, 1500, true},    // about 110 KB each
+		{"sendfile", 4, 15000, false}, // about 1.1 MB each
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forRuntimes(t, func(t *testing.T, rt string) {
+				testCorruptLargeArticle(t, rt, tc.n, tc.lines, tc.copied)
+			})
+		})
+	}
+}
+
+func testCorruptLargeArticle(t *testing.T, rt string, n, lines int, copied bool) {
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink", KeepReceived: true})
+	down := s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down", Close: true})
+	dir := t.TempDir()
+	h := startRelay(t, relayConfigRT(t, rt, dir, peerText("p", s, "connections = 2")), nil)
+	const bad = "<big2@t>"
+	var arts [][]byte
+	for i := range n {
+		a := testArticle(fmt.Sprintf("<big%d@t>", i), "misc.test", "up!x", lines)
+		if len(a) <= driver.SmallBody || (len(a) <= driver.CopyBody) != copied {
+			t.Fatalf("article of %d bytes: want one over driver.SmallBody, copied = %v (driver.CopyBody %d)", len(a), copied, driver.CopyBody)
 		}
-		if res := h.r.Inject(context.Background(), arts); res.Accepted != n {
-			t.Fatalf("inject: %s", res)
-		}
-		flipInSpool(t, dir, []byte("body line 777 of "+bad))
-		s.RemoveFault(down)
-		h.settle()
-		ps, _ := h.r.PeerStats("p")
+		arts = append(arts, a)
+	}
+	if res := h.r.Inject(context.Background(), arts); res.Accepted != n {
+		t.Fatalf("inject: %s", res)
+	}
+	flipInSpool(t, dir, []byte(fmt.Sprintf("body line %d of %s", lines/2, bad)))
+	s.RemoveFault(down)
+	h.settle()
+	ps, _ := h.r.PeerStats("p")
+	switch {
+	case ps.Missing != 1:
+		t.Errorf("%s; want the damaged one missing", ps.Line())
+	case !copied && ps.Accepted != int64(n-1):
 		// Found at pull, before it was offered: no connection failed, so
 		// nothing was offered twice.
-		if ps.Accepted != n-1 || ps.Missing != 1 {
-			t.Errorf("%s; want %d accepted and the damaged one missing", ps.Line(), n-1)
+		t.Errorf("%s; want %d accepted", ps.Line(), n-1)
+	case ps.Accepted+ps.Refused+ps.Rejected != int64(n-1):
+		t.Errorf("%s; want %d accepted, or refused or rejected as already there", ps.Line(), n-1)
+	}
+	if s.Has(bad) {
+		t.Error("the damaged article reached the peer")
+	}
+	if _, ok := h.r.Spool().History().Lookup(bad); ok {
+		t.Errorf("the damaged %s is still in the history: upstream could never offer it again", bad)
+	}
+	if got := h.r.Status().LostArticles; got != 1 {
+		t.Errorf("status lost_articles = %d, want 1", got)
+	}
+	for i := range n {
+		id := fmt.Sprintf("<big%d@t>", i)
+		if id == bad {
+			continue
 		}
-		if s.Has(bad) {
-			t.Error("the damaged article reached the peer")
+		got, ok := s.ArticleBytes(id)
+		want := fmt.Sprintf("body line %d of %s", lines-1, id)
+		if !ok {
+			t.Errorf("%s did not reach the peer", id)
+		} else if !bytes.Contains(got, []byte(want)) || bytes.Contains(got, []byte("Xody line")) {
+			t.Errorf("%s reached the peer damaged or cut (%d bytes)", id, len(got))
 		}
-		for i := range n {
-			id := fmt.Sprintf("<big%d@t>", i)
-			if id == bad {
-				continue
-			}
-			got, ok := s.ArticleBytes(id)
-			if !ok {
-				t.Errorf("%s did not reach the peer", id)
-			} else if !bytes.Contains(got, []byte("body line 1499 of "+id)) || bytes.Contains(got, []byte("Xody line")) {
-				t.Errorf("%s reached the peer damaged or cut (%d bytes)", id, len(got))
-			}
-		}
-		h.checkStats()
-	})
+	}
+	h.checkStats()
 }
 
 // flipInSpool overwrites the first byte of the last place mark occurs in
@@ -326,6 +359,53 @@ func TestVerifiedSlotKeepsNoMemory(t *testing.T) {
 			}
 		default:
 			t.Errorf("verifiedSlot.%s is a %s, which may hold memory", f.Name, f.Type)
+		}
+	}
+}
+
+// TestCopiedOnce: an article over driver.SmallBody is copied (read,
+// checked and written from the process) until the append path has checked
+// it once; the other connections then send it from its file
+// (driver.BodyCopier). One whose copy failed is copied again, so that it
+// is checked again.
+func TestCopiedOnce(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down", Close: true})
+	h := startRelay(t, relayConfig(t, t.TempDir(), peerText("p", s, "connections = 1")), nil)
+	arts := [][]byte{
+		testArticle("<cp0@t>", "misc.test", "up!x", 1500),
+		testArticle("<cp1@t>", "misc.test", "up!x", 1500),
+	}
+	if res := h.r.Inject(context.Background(), arts); res.Accepted != len(arts) {
+		t.Fatalf("inject: %s", res)
+	}
+	sp := h.r.Spool()
+	b := spoolBodies{s: sp, ra: newBodyReader(sp), bad: &h.r.badBodies}
+	var _ driver.BodyCopier = b
+	for i := range arts {
+		e, _ := sp.History().Lookup(fmt.Sprintf("<cp%d@t>", i))
+		tok, size := e.Token.String(), int64(e.Token.Len)
+		if size <= driver.SmallBody || size > driver.CopyBody {
+			t.Fatalf("article of %d octets: want one over driver.SmallBody, at most driver.CopyBody", size)
+		}
+		if !b.Copied(tok, size) {
+			t.Fatalf("<cp%d@t>: Copied = false before any copy", i)
+		}
+		if i == 1 {
+			// A size that does not match fails the append: still copied.
+			if _, err := b.AppendBody(nil, tok, size-1); err == nil {
+				t.Fatal("AppendBody with the wrong size: no error")
+			}
+			if !b.Copied(tok, size) {
+				t.Fatalf("<cp%d@t>: Copied = false after a failed copy", i)
+			}
+			continue
+		}
+		if _, err := b.AppendBody(nil, tok, size); err != nil {
+			t.Fatal(err)
+		}
+		if b.Copied(tok, size) {
+			t.Errorf("<cp%d@t>: Copied = true after it was copied and checked", i)
 		}
 	}
 }

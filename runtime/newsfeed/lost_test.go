@@ -168,10 +168,10 @@ func segPath(spoolDir string, tok spoolfs.Token) string {
 }
 
 func testDamagedArticleNotSent(t *testing.T, rt string) {
-	h2, s, ids := backlogRestart(t, rt, "", []int{600, 600, 600}, func(dir string, toks []spoolfs.Token) {
+	h2, s, ids := backlogRestart(t, rt, "", []int{15000, 15000, 15000}, func(dir string, toks []spoolfs.Token) {
 		tok := toks[1]
-		if tok.Len <= driver.SmallBody {
-			t.Fatalf("article of %d octets: want one over %d, sent by sendfile", tok.Len, driver.SmallBody)
+		if tok.Len <= driver.CopyBody {
+			t.Fatalf("article of %d octets: want one over %d, sent by sendfile", tok.Len, driver.CopyBody)
 		}
 		f, err := os.OpenFile(segPath(dir, tok), os.O_RDWR, 0)
 		if err != nil {

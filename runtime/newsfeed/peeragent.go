@@ -197,7 +197,7 @@ func (a *agent) sendable(now time.Time, e queue.Entry) (size int64, ok bool) {
 		p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
 		return 0, false
 	}
-	if p.r.badBodies.has(e.Token) || !p.r.sendable(e.MessageID, e.Token, tok) {
+	if !p.r.sendable(e.MessageID, e.Token, tok) { // which forgets one found bad when sent
 		p.r.alog.add(now, e.MessageID, "peer="+p.cfg.Name, "missing")
 		p.q.done(now, c.id, e.MessageID, queue.OutcomeMissing)
 		return 0, false

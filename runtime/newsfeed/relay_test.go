@@ -40,8 +40,8 @@ func testFanOut(t *testing.T, rt string) {
 		"<bin@t>":    testArticle("<bin@t>", "alt.binaries.x,misc.test", "up.example!not-for-mail", 5),
 		"<loop@t>":   testArticle("<loop@t>", "comp.lang.go", "up.example!loop.example!not-for-mail", 5),
 		"<big@t>":    testArticle("<big@t>", "comp.lang.c", "up.example!not-for-mail", 100),
-		// Larger than driver.SmallBody: sent with sendfile from the
-		// spool by both runtimes.
+		// Larger than driver.SmallBody: read, checked and written in a
+		// write of its own by both runtimes.
 		"<huge@t>": testArticle("<huge@t>", "misc.test", "up.example!not-for-mail", 400),
 	}
 	codes := dialIngest(t, h.r.Addr().String()).takethis(arts)
