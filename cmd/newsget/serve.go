@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -97,7 +96,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "newsget serve: http://%s/ (API: /api, key in [serve] api_key or %s)\n", ln.Addr(), filepath.Join(cfg.QueueDir, "api_key"))
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	hs := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	hs := d.Server()
 	go hs.Serve(ln)
 	d.Run(ctx)
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)

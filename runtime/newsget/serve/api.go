@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -43,12 +42,10 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 // serveAPI is /api.
 func (d *Daemon) serveAPI(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPost {
-		r.Body = http.MaxBytesReader(w, r.Body, int64(d.cfg.Serve.MaxNZBSize)+1<<20)
-		if err := r.ParseMultipartForm(1 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) {
-			apiError(w, fmt.Sprintf("bad request: %v", err))
-			return
-		}
+	cleanup, ok := d.apiGate(w, r)
+	defer cleanup()
+	if !ok {
+		return
 	}
 	q := func(k string) string { return r.FormValue(k) }
 	mode := q("mode")
