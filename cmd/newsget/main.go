@@ -172,6 +172,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	printSummary(stdout, sum)
 	pp := postOptions{unpack: !*noUnpack && (cfg.Unpack == nil || *cfg.Unpack)}
 	pp.cleanup = !*noCleanup && (cfg.Cleanup == nil || *cfg.Cleanup)
+	pp.maxRatio = cfg.UnpackMaxRatio
 	done := true
 	if sum.Quota == "" && sum.Fatal == "" {
 		done = postprocessJobs(ctx, cfg, engOpts, fs.Args(), sum, pp, stdout, stderr)

@@ -75,7 +75,8 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	// unpack, clean up (runtime/newsget/postproc); a job is Completed only
 	// then.
 	pp := &postproc.Processor{Options: postproc.Options{Fetch: postproc.EngineFetch(cfg, newsget.Options{Log: logger}),
-		Unpack: cfg.Unpack == nil || *cfg.Unpack, Cleanup: cfg.Cleanup == nil || *cfg.Cleanup, Log: logger}}
+		Unpack: cfg.Unpack == nil || *cfg.Unpack, Cleanup: cfg.Cleanup == nil || *cfg.Cleanup,
+		UnpackMaxRatio: cfg.UnpackMaxRatio, Log: logger}}
 	d, err := serve.New(cfg, serve.Options{Log: logger, PostProcess: pp, HoldRecovery: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "newsget: %v\n", err)
