@@ -74,6 +74,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return unpackMain(args[1:], stdout, stderr)
 		case "par2":
 			return par2Main(args[1:], stdout, stderr)
+		case "config":
+			return configMain(args[1:], stdout, stderr)
 		}
 	}
 	fs := flag.NewFlagSet("newsget", flag.ContinueOnError)
