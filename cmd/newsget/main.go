@@ -74,6 +74,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return unpackMain(args[1:], stdout, stderr)
 		case "par2":
 			return par2Main(args[1:], stdout, stderr)
+		case "config":
+			return configMain(args[1:], stdout, stderr)
 		}
 	}
 	fs := flag.NewFlagSet("newsget", flag.ContinueOnError)
@@ -172,6 +174,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	printSummary(stdout, sum)
 	pp := postOptions{unpack: !*noUnpack && (cfg.Unpack == nil || *cfg.Unpack)}
 	pp.cleanup = !*noCleanup && (cfg.Cleanup == nil || *cfg.Cleanup)
+	pp.maxRatio = cfg.UnpackMaxRatio
 	done := true
 	if sum.Quota == "" && sum.Fatal == "" {
 		done = postprocessJobs(ctx, cfg, engOpts, fs.Args(), sum, pp, stdout, stderr)

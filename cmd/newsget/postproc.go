@@ -16,6 +16,7 @@ import (
 // the config.
 type postOptions struct {
 	unpack, cleanup bool
+	maxRatio        int // unpack_max_ratio
 }
 
 // postprocessJobs runs the post-processing stage on every job of the
@@ -58,7 +59,7 @@ func postprocessJobs(ctx context.Context, cfg *newsget.Config, engOpts newsget.O
 		}
 		j.NZB = data
 		res := postproc.Run(ctx, postproc.Job{Dir: cfg.DownloadDir, Name: j.Name, Password: jobPassword(j), Files: files},
-			postproc.Options{Fetch: fetch, Unpack: pp.unpack, Cleanup: pp.cleanup, Log: engOpts.Log})
+			postproc.Options{Fetch: fetch, Unpack: pp.unpack, Cleanup: pp.cleanup, UnpackMaxRatio: pp.maxRatio, Log: engOpts.Log})
 		printPost(stdout, res)
 		if res.Err == nil && res.Settled {
 			// Repaired whole: a later run of this NZB finds it finished.

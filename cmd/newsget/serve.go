@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -76,7 +75,8 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	// unpack, clean up (runtime/newsget/postproc); a job is Completed only
 	// then.
 	pp := &postproc.Processor{Options: postproc.Options{Fetch: postproc.EngineFetch(cfg, newsget.Options{Log: logger}),
-		Unpack: cfg.Unpack == nil || *cfg.Unpack, Cleanup: cfg.Cleanup == nil || *cfg.Cleanup, Log: logger}}
+		Unpack: cfg.Unpack == nil || *cfg.Unpack, Cleanup: cfg.Cleanup == nil || *cfg.Cleanup,
+		UnpackMaxRatio: cfg.UnpackMaxRatio, Log: logger}}
 	d, err := serve.New(cfg, serve.Options{Log: logger, PostProcess: pp, HoldRecovery: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "newsget: %v\n", err)
@@ -97,7 +97,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "newsget serve: http://%s/ (API: /api, key in [serve] api_key or %s)\n", ln.Addr(), filepath.Join(cfg.QueueDir, "api_key"))
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	hs := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	hs := d.Server()
 	go hs.Serve(ln)
 	d.Run(ctx)
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -16,7 +16,7 @@ import (
 	"github.com/newsflow/newsflow/runtime/newsget/unpack"
 )
 
-// unpackMain is `newsget unpack [-password PW] [-no-cleanup] DIR`: unpack
+// unpackMain is `newsget unpack [-password PW] [-no-cleanup] [-max-ratio N] DIR`: unpack
 // the archives found in DIR as after a download, and remove them and the
 // PAR2 files when every one unpacked and verified.
 func unpackMain(args []string, stdout, stderr io.Writer) int {
@@ -24,8 +24,9 @@ func unpackMain(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	password := fs.String("password", "", "password of encrypted archives")
 	noCleanup := fs.Bool("no-cleanup", false, "keep the archives and PAR2 files after unpacking")
+	maxRatio := fs.Int("max-ratio", unpack.DefaultMaxRatio, "refuse an archive that unpacks to more than `N` times its volumes (at least 64 MiB)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: newsget unpack [-password PW] [-no-cleanup] DIR")
+		fmt.Fprintln(stderr, "usage: newsget unpack [-password PW] [-no-cleanup] [-max-ratio N] DIR")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -40,7 +41,7 @@ func unpackMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	res, err := unpack.Dir(ctx, fs.Arg(0), unpack.Options{Password: *password, Cleanup: !*noCleanup})
+	res, err := unpack.Dir(ctx, fs.Arg(0), unpack.Options{Password: *password, Cleanup: !*noCleanup, MaxRatio: *maxRatio})
 	if res != nil {
 		printUnpack(stdout, res)
 	}

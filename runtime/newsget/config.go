@@ -29,6 +29,7 @@ import (
 //	idle_timeout    = "30s"      an idle connection is closed after this
 //	unpack          = true       unpack RAR/7z/zip archives after a complete download
 //	cleanup         = true       then remove the archives and PAR2 files
+//	unpack_max_ratio = 20        an archive may unpack to this many times its volumes (at least 64 MiB)
 //
 //	[[server]]
 //	name = "primary"  host = "news.example"  port = 563  encryption = "tls"
@@ -49,6 +50,7 @@ type Config struct {
 	IdleTimeout    tomlconf.Duration `toml:"idle_timeout"`
 	Unpack         *bool             `toml:"unpack"`  // true when absent
 	Cleanup        *bool             `toml:"cleanup"` // true when absent
+	UnpackMaxRatio int               `toml:"unpack_max_ratio"`
 	Servers        []ServerConfig    `toml:"server"`
 	Serve          ServeConfig       `toml:"serve"`    // newsget serve (serve_config.go)
 	Categories     []Category        `toml:"category"` // newsget serve's categories
@@ -83,6 +85,7 @@ const (
 	DefaultArticleTimeout = 60 * time.Second
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultIdleTimeout    = 30 * time.Second
+	DefaultUnpackMaxRatio = 20 // unpack.DefaultMaxRatio
 )
 
 // Encryption values.
@@ -182,6 +185,12 @@ func (c *Config) Check() error {
 	}
 	if c.ArticleRetries < 0 || c.ArticleRetries > 100 {
 		errs = append(errs, c.errAt("article_retries", "%d not in 0..100", c.ArticleRetries))
+	}
+	if c.UnpackMaxRatio == 0 {
+		c.UnpackMaxRatio = DefaultUnpackMaxRatio
+	}
+	if c.UnpackMaxRatio < 1 {
+		errs = append(errs, c.errAt("unpack_max_ratio", "%d: want at least 1", c.UnpackMaxRatio))
 	}
 	if c.Rate < 0 || c.DailyQuota < 0 || c.MonthlyQuota < 0 {
 		errs = append(errs, c.errAt("rate", "negative"))

@@ -2,7 +2,6 @@ package newsget
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -127,8 +126,5 @@ func (c *Config) CheckServe() error {
 			errs = append(errs, c.errAt(key("priority"), "%q: want force, high, normal or low", ct.Priority))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w", err)
-	}
-	return nil
+	return errors.Join(errs...)
 }

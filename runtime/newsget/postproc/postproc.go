@@ -69,6 +69,9 @@ type Options struct {
 	// Unpack unpacks the job's archives once every file is whole;
 	// Cleanup then removes the archives and PAR2 files.
 	Unpack, Cleanup bool
+	// UnpackMaxRatio bounds what an archive unpacks to, in times its
+	// volumes (unpack.Options.MaxRatio; its default when zero).
+	UnpackMaxRatio int
 	// Workers is par2's goroutines (default GOMAXPROCS).
 	Workers int
 	Log     *slog.Logger // nil: discard
@@ -255,7 +258,8 @@ func (r *run) run(ctx context.Context) error {
 		files = append(files, n)
 	}
 	slices.Sort(files)
-	res, err := unpack.Dir(ctx, r.job.Dir, unpack.Options{Password: r.job.Password, Cleanup: r.o.Cleanup, Files: files})
+	res, err := unpack.Dir(ctx, r.job.Dir, unpack.Options{Password: r.job.Password, Cleanup: r.o.Cleanup, Files: files,
+		MaxRatio: r.o.UnpackMaxRatio})
 	r.res.Unpack = res
 	if res != nil {
 		for _, n := range res.Removed {

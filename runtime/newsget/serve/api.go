@@ -10,6 +10,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -43,12 +44,10 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 // serveAPI is /api.
 func (d *Daemon) serveAPI(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPost {
-		r.Body = http.MaxBytesReader(w, r.Body, int64(d.cfg.Serve.MaxNZBSize)+1<<20)
-		if err := r.ParseMultipartForm(1 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) {
-			apiError(w, fmt.Sprintf("bad request: %v", err))
-			return
-		}
+	cleanup, ok := d.apiGate(w, r)
+	defer cleanup()
+	if !ok {
+		return
 	}
 	q := func(k string) string { return r.FormValue(k) }
 	mode := q("mode")
@@ -168,35 +167,51 @@ func (d *Daemon) apiAddURL(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"status": true, "nzo_ids": []string{id}})
 }
 
-// fetchNZB gets an NZB from an indexer over HTTP(S), at most
-// max_nzb_size bytes within URLTimeout. The name comes from
+// fetchNZB streams an NZB from an indexer over HTTP(S) into the file
+// tmp, at most max_nzb_size bytes within URLTimeout, and returns tmp
+// (written and synced, or "" when not created) and the NZB's name: from
 // Content-Disposition, else the URL's path.
-func (d *Daemon) fetchNZB(ctx context.Context, raw string) ([]byte, string, error) {
+func (d *Daemon) fetchNZB(ctx context.Context, raw, tmp string) (string, string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, "", fmt.Errorf("addurl: %q is not an http(s) URL", raw)
+		return "", "", fmt.Errorf("addurl: %q is not an http(s) URL", raw)
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.opts.URLTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, "", fmt.Errorf("addurl: %w", err)
+		return "", "", fmt.Errorf("addurl: %w", err)
 	}
 	resp, err := d.opts.HTTPClient.Do(req)
 	if err != nil {
-		return nil, "", fmt.Errorf("addurl: %w", err)
+		return "", "", fetchError(u.Host, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, "", fmt.Errorf("addurl: %s answered %s", u.Host, resp.Status)
+		return "", "", fmt.Errorf("addurl: %s answered %d %s", u.Host, resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
 	limit := int64(d.cfg.Serve.MaxNZBSize)
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, "", fmt.Errorf("addurl: reading %s: %w", u.Host, err)
+	if resp.ContentLength > limit {
+		return "", "", fmt.Errorf("addurl: the NZB is larger than max_nzb_size (%d bytes)", limit)
 	}
-	if int64(len(data)) > limit {
-		return nil, "", fmt.Errorf("addurl: the NZB is larger than max_nzb_size (%d bytes)", limit)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return "", "", fmt.Errorf("addurl: %w", err)
+	}
+	n, err := io.Copy(f, io.LimitReader(resp.Body, limit+1))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil && isLocalWriteErr(err):
+		return tmp, "", fmt.Errorf("addurl: storing the NZB: %w", err)
+	case err != nil:
+		return tmp, "", fetchError(u.Host, err)
+	case n > limit:
+		return tmp, "", fmt.Errorf("addurl: the NZB is larger than max_nzb_size (%d bytes)", limit)
 	}
 	name := path.Base(u.Path)
 	if cd := resp.Header.Get("Content-Disposition"); cd != "" {
@@ -207,7 +222,14 @@ func (d *Daemon) fetchNZB(ctx context.Context, raw string) ([]byte, string, erro
 	if name == "" || name == "/" || name == "." {
 		name = "download.nzb"
 	}
-	return data, name, nil
+	return tmp, name, nil
+}
+
+// isLocalWriteErr reports whether err is the file system's (a full disk),
+// not the connection's.
+func isLocalWriteErr(err error) bool {
+	var pe *os.PathError
+	return errors.As(err, &pe)
 }
 
 // apiCategories is get_config's categories.

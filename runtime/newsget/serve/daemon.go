@@ -33,6 +33,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -64,7 +65,8 @@ type Options struct {
 	// RetryDelay: a job stopped by a quota or by no usable server is
 	// tried again after this. Default 1 minute.
 	RetryDelay time.Duration
-	// HTTPClient fetches addurl NZBs; nil: a client with URLTimeout.
+	// HTTPClient fetches addurl NZBs; nil: a client with URLTimeout that
+	// refuses private addresses unless [serve] addurl_allow_private.
 	HTTPClient *http.Client
 	URLTimeout time.Duration // default 60 s
 }
@@ -90,6 +92,8 @@ type Daemon struct {
 	wake    chan struct{}
 	life    context.Context // Run's: grabs started before Run wait for it
 	grabs   sync.WaitGroup
+	// fetchSlots holds a token per addurl fetch under way.
+	fetchSlots chan struct{}
 }
 
 // active is the job being downloaded.
@@ -134,7 +138,7 @@ func New(cfg *newsget.Config, opts Options) (*Daemon, error) {
 		opts.URLTimeout = 60 * time.Second
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: opts.URLTimeout}
+		opts.HTTPClient = grabClient(opts.URLTimeout, cfg.Serve.AddURLAllowPrivate)
 	}
 	if len(cfg.Servers) == 0 {
 		return nil, errors.New("serve: no server configured (a [[server]] in the config, or -server)")
@@ -143,7 +147,8 @@ func New(cfg *newsget.Config, opts Options) (*Daemon, error) {
 		cfg.Serve.CompleteDir = filepath.Join(cfg.DownloadDir, "complete")
 	}
 	d := &Daemon{cfg: cfg, opts: opts, log: opts.Log, store: store{dir: filepath.Join(cfg.QueueDir, "serve")},
-		csrf: randomHex(), stats: newServerStats(), wake: make(chan struct{}, 1)}
+		csrf: randomHex(), stats: newServerStats(), wake: make(chan struct{}, 1),
+		fetchSlots: make(chan struct{}, max(cfg.Serve.AddURLFetches, 1))}
 	if cfg.Serve.Htpasswd != "" {
 		u, err := readHtpasswd(cfg.Serve.Htpasswd)
 		if err != nil {
@@ -314,7 +319,13 @@ func (d *Daemon) parseJob(data []byte, filename string, ao AddOptions) (*Job, er
 	if int64(len(data)) > int64(d.cfg.Serve.MaxNZBSize) {
 		return nil, fmt.Errorf("NZB of %d bytes: larger than max_nzb_size %d", len(data), d.cfg.Serve.MaxNZBSize)
 	}
-	nzb, err := proto.ParseNZB(bytes.NewReader(data), proto.NZBLimits{MaxBytes: int64(d.cfg.Serve.MaxNZBSize)})
+	return d.parseJobFrom(bytes.NewReader(data), filename, ao)
+}
+
+// parseJobFrom is parseJob of an NZB read from r (hashed as it is read).
+func (d *Daemon) parseJobFrom(r io.Reader, filename string, ao AddOptions) (*Job, error) {
+	h := sha256.New()
+	nzb, err := proto.ParseNZB(io.TeeReader(r, h), proto.NZBLimits{MaxBytes: int64(d.cfg.Serve.MaxNZBSize)})
 	if err != nil {
 		return nil, fmt.Errorf("refused NZB %s: %w", filename, err)
 	}
@@ -329,8 +340,8 @@ func (d *Daemon) parseJob(data []byte, filename string, ao AddOptions) (*Job, er
 		}
 	}
 	name = newsget.SanitizeName(name, "job")
-	sum := sha256.Sum256(data)
-	j := &Job{Name: name, NZBName: filepath.Base(filename), Hash: hex.EncodeToString(sum[:]), Added: d.opts.Now(),
+	io.Copy(h, r) // what follows the document, as the stored NZB has it
+	j := &Job{Name: name, NZBName: filepath.Base(filename), Hash: hex.EncodeToString(h.Sum(nil)), Added: d.opts.Now(),
 		Paused: ao.Paused || ao.Priority == dlqueue.Paused}
 	for _, f := range nzb.Files {
 		j.Files = append(j.Files, JobFile{Name: f.Filename(), Bytes: f.Bytes()})

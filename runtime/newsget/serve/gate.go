@@ -1,6 +1,11 @@
 package serve
 
 import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -61,4 +66,61 @@ func (d *Daemon) originAllowed(r *http.Request) bool {
 	}
 	u, err := url.Parse(o)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && d.hostAllowed(u.Host)
+}
+
+// maxFormBody bounds a urlencoded POST /api body, the only body read
+// before the key is known.
+const maxFormBody = 64 << 10
+
+// apiGate checks the API key before any body is read, and reads the body
+// of a POST the key admits. The key of a POST is in the query string, as
+// the SABnzbd clients send it; a urlencoded body of at most 64 KiB may
+// carry it instead, but a multipart body (an upload) without the key in
+// the query is refused unread. Multipart temp files are removed when the
+// request ends (the returned cleanup). It answers the error itself and
+// returns ok false when the request goes no further.
+func (d *Daemon) apiGate(w http.ResponseWriter, r *http.Request) (cleanup func(), ok bool) {
+	cleanup = func() {}
+	if r.Method != http.MethodPost {
+		return cleanup, true
+	}
+	key := r.URL.Query().Get("apikey")
+	if key != "" && subtle.ConstantTimeCompare([]byte(key), []byte(d.cfg.Serve.APIKey)) != 1 {
+		apiError(w, "API Key Incorrect")
+		return cleanup, false
+	}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if key == "" {
+		if ct == "multipart/form-data" {
+			apiError(w, "API Key Required (in the query string: /api?apikey=...)")
+			return cleanup, false
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBody)
+		if err := r.ParseForm(); err != nil {
+			apiError(w, "bad request: a POST without apikey in the query string has a urlencoded body of at most 64 KiB")
+			return cleanup, false
+		}
+		return cleanup, true
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, int64(d.cfg.Serve.MaxNZBSize)+1<<20)
+	err := r.ParseMultipartForm(1 << 20)
+	if r.MultipartForm != nil {
+		cleanup = func() { r.MultipartForm.RemoveAll() }
+	}
+	if err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		cleanup()
+		apiError(w, fmt.Sprintf("bad request: %v", err))
+		return func() {}, false
+	}
+	return cleanup, true
+}
+
+// Server is the HTTP server of Handler, with [serve]'s timeouts: a
+// client that sends its headers, its body or its next request too slowly
+// is cut off.
+func (d *Daemon) Server() *http.Server {
+	s := &d.cfg.Serve
+	return &http.Server{Handler: d.Handler(), MaxHeaderBytes: 64 << 10,
+		ReadHeaderTimeout: s.ReadHeaderTimeout.D(), ReadTimeout: s.ReadTimeout.D(), IdleTimeout: s.IdleTimeout.D(),
+		ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelDebug)}
 }

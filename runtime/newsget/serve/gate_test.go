@@ -1,14 +1,22 @@
 package serve
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
+	"mime/multipart"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 // TestHostGate is DNS rebinding: a page on evil.example whose name now
@@ -78,5 +86,110 @@ func TestHostGate(t *testing.T) {
 	}
 	if q := td.api(t, "mode", "queue")["queue"].(map[string]any); q["paused"] != true {
 		t.Errorf("a form from the configured name did not pause the queue")
+	}
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestAPIKeyBeforeBody: an upload without the key, or with a wrong one,
+// in the query string is answered before a byte of its body is read; an
+// admitted upload leaves no temp file behind.
+func TestAPIKeyBeforeBody(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	td := startDaemon(t, t.TempDir(), s, nil)
+	defer td.stop()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	upload := func(query string) (map[string]any, int64) {
+		t.Helper()
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		mw.WriteField("apikey", testKey)
+		fw, _ := mw.CreateFormFile("name", "big.nzb")
+		fw.Write(bytes.Repeat([]byte("x"), 3<<20))
+		mw.Close()
+		cr := &countingReader{r: &body}
+		req := httptest.NewRequest("POST", "http://127.0.0.1/api?"+query, cr)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		rec := httptest.NewRecorder()
+		td.d.Handler().ServeHTTP(rec, req)
+		var m map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
+			t.Fatalf("%s: not JSON: %q", query, rec.Body.Bytes())
+		}
+		return m, cr.n
+	}
+	for _, tc := range []struct{ query, wantErr string }{
+		{"mode=addfile&output=json", "API Key Required (in the query string: /api?apikey=...)"},
+		{"mode=addfile&output=json&apikey=wrongwrong", "API Key Incorrect"},
+	} {
+		got, read := upload(tc.query)
+		if got["error"] != tc.wantErr || read != 0 {
+			t.Errorf("%s: %v after reading %d body bytes; want %q before reading any", tc.query, got, read, tc.wantErr)
+		}
+	}
+	got, read := upload("mode=addfile&output=json&apikey=" + testKey)
+	if got["status"] != false || !strings.HasPrefix(got["error"].(string), "refused NZB big.nzb") || read == 0 {
+		t.Errorf("keyed upload of a non-NZB: %v (%d bytes read)", got, read)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("temp files left after the request: %v", left)
+	}
+	// A small urlencoded POST may carry the key in its body.
+	req := httptest.NewRequest("POST", "http://127.0.0.1/api", strings.NewReader(url.Values{"mode": {"queue"}, "apikey": {testKey}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	td.d.Handler().ServeHTTP(rec, req)
+	if !strings.Contains(rec.Body.String(), `"queue"`) {
+		t.Errorf("urlencoded POST with the key in the body: %s", rec.Body.String())
+	}
+}
+
+// TestServerTimeouts: a client that stops sending in the middle of its
+// headers or of its body is cut off after read_header_timeout and
+// read_timeout, and an idle kept-alive connection after idle_timeout.
+func TestServerTimeouts(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	td := startDaemon(t, t.TempDir(), s, func(c *newsget.Config) {
+		c.Serve.ReadHeaderTimeout = tomlconf.Duration(100 * time.Millisecond)
+		c.Serve.ReadTimeout = tomlconf.Duration(200 * time.Millisecond)
+		c.Serve.IdleTimeout = tomlconf.Duration(100 * time.Millisecond)
+	})
+	defer td.stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := td.d.Server()
+	go hs.Serve(ln)
+	defer hs.Close()
+	for _, tc := range []struct{ name, send string }{
+		{"stalled headers", "POST /api?mode=addfile HTTP/1.1\r\nHost: 127.0.0.1\r\n"},
+		{"stalled body", "POST /api?mode=addfile&apikey=" + testKey + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+			"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 60000000\r\n\r\n--b\r\n"},
+		{"idle keep-alive", "GET /api?mode=version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"},
+	} {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, tc.send)
+		// The deadline only turns a hang into a failure.
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_, err = io.Copy(io.Discard, c)
+		c.Close()
+		if err != nil {
+			t.Errorf("%s: the server never closed the connection: %v", tc.name, err)
+		}
 	}
 }

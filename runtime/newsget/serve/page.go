@@ -102,7 +102,11 @@ func (d *Daemon) serveAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, int64(d.cfg.Serve.MaxNZBSize)+1<<20)
-	if err := r.ParseMultipartForm(1 << 20); err != nil && err != http.ErrNotMultipart {
+	err := r.ParseMultipartForm(1 << 20)
+	if r.MultipartForm != nil {
+		defer r.MultipartForm.RemoveAll()
+	}
+	if err != nil && err != http.ErrNotMultipart {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -111,7 +115,6 @@ func (d *Daemon) serveAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.FormValue("id")
-	var err error
 	switch r.PathValue("what") {
 	case "pause":
 		err = d.PauseAll(true)

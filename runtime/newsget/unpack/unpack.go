@@ -18,11 +18,17 @@
 // folder and leaves the archives where they are. Stale staging folders from
 // a crash are removed when Dir starts.
 //
-// Limits: at most MaxEntries entries and MaxBytes bytes per archive, and
-// the RAR decoder's window is bounded (maxRARDictionary); a 7z header is
-// read by check7z (header7z.go) before the 7z library opens it, and
-// refused if the library would allocate beyond fixed bounds for it; a full
-// disk ends the archive with the write error.
+// Limits: at most MaxEntries entries per archive, and at most as many
+// bytes as the least of MaxBytes, MaxRatio times the archive's volumes
+// but at least MinLimit (an archive bomb: a small zip of a gigabyte of
+// zeros) and the free
+// space of the folder's disk less KeepFree; an entry that declares more
+// is refused before a byte of it is written, one that turns out longer is
+// cut at the limit, and either way the staging folder goes. The RAR
+// decoder's window is bounded (maxRARDictionary); a 7z header is read by
+// check7z (header7z.go) before the 7z library opens it, and refused if
+// the library would allocate beyond fixed bounds for it; a full disk ends
+// the archive with the write error.
 package unpack
 
 import (
@@ -32,16 +38,30 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/newsflow/newsflow/runtime/newsget"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultMaxEntries is Options.MaxEntries when zero.
 const DefaultMaxEntries = 100000
+
+// DefaultMaxRatio is Options.MaxRatio when zero: a set of RAR volumes of
+// a film unpacks to about its own size, text compresses some ten times;
+// a thousandfold is an archive bomb.
+const DefaultMaxRatio = 20
+
+// KeepFree is the space an unpack leaves free on the disk.
+const KeepFree = 64 << 20
+
+// MinLimit is the least an archive may unpack to whatever MaxRatio says:
+// a small archive of text may well hold a few megabytes.
+const MinLimit = 64 << 20
 
 // stagePrefix starts the name of an archive's staging folder.
 const stagePrefix = ".newsget-unpack-"
@@ -58,9 +78,12 @@ type Options struct {
 	Files []string
 	// MaxEntries bounds the entries of one archive (DefaultMaxEntries
 	// when zero); MaxBytes bounds the bytes unpacked from one archive
-	// (no bound but the disk when zero).
+	// (no bound of its own when zero); MaxRatio bounds them to that many
+	// times the archive's volumes (DefaultMaxRatio when zero). Free space
+	// bounds them in any case.
 	MaxEntries int
 	MaxBytes   int64
+	MaxRatio   int
 }
 
 // Archive is what became of one archive.
@@ -96,6 +119,9 @@ func (r *Result) OK() bool {
 func Dir(ctx context.Context, dir string, opts Options) (*Result, error) {
 	if opts.MaxEntries <= 0 {
 		opts.MaxEntries = DefaultMaxEntries
+	}
+	if opts.MaxRatio <= 0 {
+		opts.MaxRatio = DefaultMaxRatio
 	}
 	list, err := os.ReadDir(dir)
 	if err != nil {
@@ -172,6 +198,7 @@ func unpackSet(ctx context.Context, dir string, s Set, opts Options) Archive {
 	}
 	defer os.RemoveAll(stage)
 	x := &extraction{ctx: ctx, stage: stage, opts: opts, a: &a, seen: map[string]bool{}}
+	x.limit, x.limitWhy = archiveLimit(dir, s.Volumes, opts)
 	if err := walk(s.Format, filepath.Join(dir, a.Name), opts.Password, opts.MaxEntries, x.add); err != nil {
 		a.Err = fmt.Errorf("unpack %s: %w", a.Name, err)
 		return a
@@ -184,13 +211,42 @@ func unpackSet(ctx context.Context, dir string, s Set, opts Options) Archive {
 
 // extraction is one archive being written into its staging folder.
 type extraction struct {
-	ctx     context.Context
-	stage   string
-	opts    Options
-	a       *Archive
-	dirs    []string // directory entries, relative
-	seen    map[string]bool
-	entries int
+	ctx      context.Context
+	stage    string
+	opts     Options
+	a        *Archive
+	dirs     []string // directory entries, relative
+	seen     map[string]bool
+	entries  int
+	limit    int64  // bytes the archive may unpack to
+	limitWhy string // what sets limit, for the error
+}
+
+// archiveLimit is the most bytes an archive of these volumes in dir may
+// unpack to, and what sets that bound.
+func archiveLimit(dir string, volumes []string, opts Options) (int64, string) {
+	var vol int64
+	for _, v := range volumes {
+		if st, err := os.Stat(filepath.Join(dir, v)); err == nil {
+			vol += st.Size()
+		}
+	}
+	limit, why := int64(math.MaxInt64), ""
+	if vol <= math.MaxInt64/int64(opts.MaxRatio) {
+		limit = max(vol*int64(opts.MaxRatio), MinLimit)
+		why = fmt.Sprintf("%d times its volumes' %d bytes (unpack_max_ratio), at least %d: an archive bomb?", opts.MaxRatio, vol, int64(MinLimit))
+	}
+	if opts.MaxBytes > 0 && opts.MaxBytes < limit {
+		limit, why = opts.MaxBytes, fmt.Sprintf("the limit of %d bytes", opts.MaxBytes)
+	}
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) == nil {
+		free := int64(st.Bavail) * int64(st.Bsize)
+		if room := max(free-KeepFree, 0); room < limit {
+			limit, why = room, fmt.Sprintf("the %d bytes free on the disk (less %d kept free)", free, KeepFree)
+		}
+	}
+	return limit, why
 }
 
 // add writes one entry into the staging folder: the walkFunc of walk.
@@ -216,6 +272,10 @@ func (x *extraction) add(e entry, r io.Reader) error {
 	if x.seen[rel] {
 		return fmt.Errorf("entry %q: a second entry with the same name", e.name)
 	}
+	left := x.limit - x.a.Bytes
+	if e.size > left {
+		return fmt.Errorf("entry %q of %d bytes: %w, %s", e.name, e.size, errTooBig, x.limitWhy)
+	}
 	x.seen[rel] = true
 	path := filepath.Join(x.stage, rel)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -226,12 +286,11 @@ func (x *extraction) add(e entry, r io.Reader) error {
 		return err
 	}
 	h := crc32.NewIEEE()
-	limit := int64(-1)
-	if x.opts.MaxBytes > 0 {
-		limit = x.opts.MaxBytes - x.a.Bytes
-	}
-	n, err := copyLimited(io.MultiWriter(f, h), r, limit)
+	n, err := copyLimited(io.MultiWriter(f, h), r, left)
 	x.a.Bytes += n
+	if errors.Is(err, errTooBig) {
+		err = fmt.Errorf("%w, %s", err, x.limitWhy)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -253,15 +312,11 @@ func (x *extraction) add(e entry, r io.Reader) error {
 // errCRC is a file whose contents do not match the archive's CRC-32.
 var errCRC = errors.New("CRC-32 mismatch")
 
-// errTooBig ends an archive that unpacks to more than Options.MaxBytes.
-var errTooBig = errors.New("more bytes than the limit (max_bytes)")
+// errTooBig ends an archive that unpacks to more than its limit.
+var errTooBig = errors.New("the archive unpacks to more than its limit")
 
-// copyLimited copies r to w, failing with errTooBig after limit bytes
-// (no limit when negative).
+// copyLimited copies r to w, failing with errTooBig after limit bytes.
 func copyLimited(w io.Writer, r io.Reader, limit int64) (int64, error) {
-	if limit < 0 {
-		return io.Copy(w, r)
-	}
 	n, err := io.Copy(w, io.LimitReader(r, limit+1))
 	if err == nil && n > limit {
 		return n, errTooBig

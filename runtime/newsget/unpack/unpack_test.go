@@ -455,3 +455,38 @@ func TestRARHeadersEncrypted(t *testing.T) {
 		t.Fatalf("err = %v, want the password hint", res.Archives[0].Err)
 	}
 }
+
+// TestArchiveBomb: a zip of 128 MiB of zeros (some 128 KiB packed) is
+// refused before it fills the disk: its entry declares more than
+// MaxRatio times the archive (and MinLimit), so not a byte is written,
+// and nothing is left but the archive.
+func TestArchiveBomb(t *testing.T) {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.Create("zeros.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := make([]byte, 1<<20)
+	for range 128 {
+		w.Write(zero)
+	}
+	zw.Close()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{"bomb.zip": buf.Bytes()})
+	res, err := Dir(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`unpack bomb.zip: entry "zeros.bin" of 134217728 bytes: the archive unpacks to more than its limit, `+
+		`20 times its volumes' %d bytes (unpack_max_ratio), at least 67108864: an archive bomb?`, buf.Len())
+	if res.OK() || res.Archives[0].Err.Error() != want {
+		t.Errorf("err = %v\nwant %s", res.Archives[0].Err, want)
+	}
+	if res.Archives[0].Bytes != 0 {
+		t.Errorf("%d bytes written before the refusal", res.Archives[0].Bytes)
+	}
+	if got := tree(t, dir); !cmp.Equal(got, []string{fmt.Sprintf("bomb.zip %d", buf.Len())}) {
+		t.Errorf("left %v, want the archive alone", got)
+	}
+}
