@@ -39,10 +39,6 @@ import (
 	"github.com/newsflow/newsflow/runtime/version"
 )
 
-// defaultListen is where pages are served when neither -listen nor the
-// configuration says.
-const defaultListen = "127.0.0.1:8080"
-
 // noServerHelp is printed when no server is configured.
 const noServerHelp = `newsweb: no news server configured.
 Pass at least one with -server, for example:
@@ -67,6 +63,9 @@ func main() {
 		fmt.Println(version.String("newsweb"))
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "config" {
+		os.Exit(configCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stderr))
@@ -88,7 +87,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	)
 	fs.Var(&servers, "server", "NNTP server `URL` (nntp:// or nntps://, ?priority=N&connections=N); repeatable")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: newsweb [-config FILE] [-listen ADDR] [-server URL]...")
+		fmt.Fprintln(stderr, "usage: newsweb [-config FILE] [-listen ADDR] [-server URL]...\n       newsweb config [-config FILE] | newsweb config -check FILE")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -110,16 +109,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
-	if cfg.Listen == "" {
-		cfg.Listen = defaultListen
-	}
 	if *admin != "" {
 		cfg.Admin = *admin
 	}
-	level := slog.LevelInfo
-	if cfg.LogLevel != "" {
-		_ = level.UnmarshalText([]byte(cfg.LogLevel)) // parseConfig checked it
-	}
+	searchSet := cfg.SearchDir != ""
+	cfg = cfg.withDefaults()
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // parseConfig checked it
 	if *debug {
 		level = slog.LevelDebug
 	}
@@ -203,14 +199,23 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	var search *newsweb.Search
-	if cfg.SearchDir != "" {
+	switch {
+	case !*cfg.Search:
+	case cfg.SearchDir == "":
+		log.Warn("search is off: no state directory is known (set search_dir, or HOME, or STATE_DIRECTORY)")
+	default:
 		search, err = newsweb.NewSearch(fed, newsweb.SearchOptions{Dir: cfg.SearchDir, MaxBytes: int64(cfg.SearchBytes),
 			Bodies: cfg.SearchBodies, Logger: log})
-		if err != nil {
-			fmt.Fprintf(stderr, "newsweb: %v\n", err)
+		switch {
+		case err != nil && searchSet:
+			fmt.Fprintf(stderr, "newsweb: search_dir: %v\n", err)
 			return 1
+		case err != nil:
+			log.Warn("search is off: the default index directory cannot be used; set search_dir", "err", err)
+			search = nil
+		default:
+			defer search.Close()
 		}
-		defer search.Close()
 	}
 	handler := newsweb.New(fed, newsweb.Options{Site: cfg.Site, Timeout: timeout, PerPage: cfg.PerPage, Logger: log,
 		Registerer: reg, Posting: posting, Search: search})

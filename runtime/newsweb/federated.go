@@ -30,7 +30,8 @@ const (
 
 // FederatedOptions tune a Federated service.
 type FederatedOptions struct {
-	// Cache holds the TTL of each cache (seed 001 defaults for zero fields).
+	// Cache holds the TTL of each cache (machine/reader's defaults for
+	// zero fields).
 	Cache mreader.CacheConfig
 	// ArticleCacheBytes bounds the article cache (DefaultArticleCacheBytes
 	// when 0); ListCacheArticles bounds the thread-list and thread caches in
@@ -46,7 +47,7 @@ type FederatedOptions struct {
 	// DefaultIncrementalWait when 0.
 	IncrementalWait time.Duration
 	// Debounce is the least time between two incremental updates of a group
-	// (seed 004's INCREMENTAL_DEBOUNCE_MS; 1 s when 0).
+	// (machine/reader's DefaultIncrementalDebounce when 0).
 	Debounce time.Duration
 	// FetchTimeout bounds a fetch that callers share (they may each stop
 	// waiting earlier); DefaultRequestTimeout when 0.
@@ -75,8 +76,8 @@ type Group struct {
 	Servers     []string `json:"servers"` // the servers that carry it, by priority
 }
 
-// ThreadList is a group's cached thread list: the seed's CachedThreads with
-// the server it came from (article numbers are that server's).
+// ThreadList is a group's cached thread list: machine/reader's
+// CachedThreads with the server it came from (article numbers are that server's).
 type ThreadList struct {
 	mreader.CachedThreads
 	Server  string    // the server whose numbers HighWater counts
@@ -143,8 +144,8 @@ type GroupStats struct {
 	Server   string
 }
 
-// Federated is the reader service over several servers (seed 001's
-// NntpFederatedService): caches, coalescing, failover by priority,
+// Federated is the reader service over several servers: caches,
+// coalescing, failover by priority,
 // incremental thread updates and background refresh.
 type Federated struct {
 	services []*Service // by priority, then configuration order
@@ -587,8 +588,8 @@ func (f *Federated) putThreads(tl *ThreadList) {
 	f.threads.put(mreader.ThreadsKey(tl.Group), tl, int64(len(tl.Articles))+1)
 }
 
-// update brings a cached thread list up to date: the seed's incremental
-// update on a cache hit, waited for at most IncrementalWait. It returns the
+// update brings a cached thread list up to date: the incremental update
+// (OVER from the high-water mark) on a cache hit, waited for at most IncrementalWait. It returns the
 // freshest list it has.
 func (f *Federated) update(ctx context.Context, group string, tl *ThreadList) *ThreadList {
 	ch, ok := f.incremental(group)

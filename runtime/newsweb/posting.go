@@ -1,6 +1,6 @@
 package newsweb
 
-// Posting from the web (issue 14). A reader's identity comes from a
+// Posting from the web. A reader's identity comes from a
 // trusted header set by a reverse proxy (SSO), or from a login against an
 // htpasswd file of bcrypt hashes, kept in a signed session cookie. The
 // JSON API (POST /api/articles) and the HTML forms (GET /post shows one,
@@ -113,6 +113,13 @@ func NewPosting(o PostingOptions) (*Posting, error) {
 	}
 	p.guard = newLoginGuard(p.users)
 	return p, nil
+}
+
+// CheckUsersFile reads an htpasswd users file as NewPosting does and
+// reports its first mistake.
+func CheckUsersFile(path string) error {
+	_, err := loadHtpasswd(path)
+	return err
 }
 
 // loadHtpasswd reads name:bcrypt-hash lines; other hash kinds are refused

@@ -35,7 +35,7 @@ const (
 
 // ServerConfig is one NNTP server of the federation.
 //
-// TLS policy (seed 001, "TLS Connection Handling"): TLS is tried first
+// TLS policy: TLS is tried first
 // (implicit TLS or STARTTLS by TLS). When User is set TLS is required: a
 // server that offers no STARTTLS, or whose TLS handshake fails, is not used
 // (credentials never go over plain text). Without credentials a failed or

@@ -41,7 +41,7 @@ const (
 // ServiceOptions tune a Service.
 type ServiceOptions struct {
 	// RequestTimeout bounds how long Do waits for a result, and is the age
-	// after which a pending request no longer coalesces new asks (seed 001).
+	// after which a pending request no longer coalesces new asks.
 	// DefaultRequestTimeout when 0.
 	RequestTimeout time.Duration
 	// DialTimeout bounds connecting and each handshake step.
@@ -87,7 +87,7 @@ type call struct {
 	err  error
 }
 
-// Service talks to one NNTP server (seed 001's NntpService): Do queues a
+// Service talks to one NNTP server: Do queues a
 // request by priority, coalescing identical requests in flight, and a pool
 // of workers with one persistent connection each runs them.
 type Service struct {
@@ -238,8 +238,8 @@ func (s *Service) finish(c *call, ev mreader.Event, err error) {
 }
 
 // next waits for the worker's next call: the scheduler's pick with the
-// worker's own aging clock (seed 001: each worker tracks when it last
-// processed a low-priority request). nil when the service is closing.
+// worker's own aging clock (each worker tracks when it last processed a
+// low-priority request). nil when the service is closing.
 func (s *Service) next(w *worker) *call {
 	for {
 		s.mu.Lock()
