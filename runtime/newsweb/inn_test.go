@@ -242,6 +242,12 @@ func TestINNPosting(t *testing.T) {
 	if err != nil || !ok || !strings.Contains(string(a.Raw), "References: "+strings.Join(append(g.references(g.ids[2]), g.ids[2]), " ")) {
 		t.Fatalf("INN's copy of %s: %v %T\n%s", id, err, ev, a.Raw)
 	}
+	// INN takes the trace header (it refuses an Injection-Info from a
+	// client) and adds its own Injection-Info.
+	if h, _, err := proto.ParseHeaders(a.Raw); err != nil || !strings.HasPrefix(h.Get(traceHeader), "readers.example; posting-host=") ||
+		h.Get("Injection-Info") == "" || h.Get("From") != `"erin" <erin@readers.example>` {
+		t.Errorf("INN's copy lacks the trace, Injection-Info or the account's From:\n%s", a.Raw)
+	}
 	// The incremental update brings INN's copy; it replaces ours.
 	var list struct{ Articles int }
 	for range 50 {

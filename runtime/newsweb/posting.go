@@ -284,8 +284,19 @@ type postError struct {
 
 func (e *postError) Error() string { return e.msg }
 
+// address is user's From address.
+func (p *Posting) address(user string) string { return localPart(user) + "@" + p.opts.FromDomain }
+
+// trace is the value of traceHeader for a post by user from client:
+// the site, the client's address, and the account as a keyed hash that
+// only this site's key maps back to the account.
+func (p *Posting) trace(user, client string) string {
+	account := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(p.mac("account", user)[:10])
+	return fmt.Sprintf("%s; posting-host=%q; posting-account=%q", p.opts.FromDomain, client, strings.ToLower(account))
+}
+
 // post is the one path of every post: compose, rate limit, POST.
-func (s *Server) post(ctx context.Context, user string, d draft) (string, error) {
+func (s *Server) post(ctx context.Context, r *http.Request, user string, d draft) (string, error) {
 	p := s.posting
 	var par *parent
 	if d.References != "" {
@@ -299,7 +310,7 @@ func (s *Server) post(ctx context.Context, user string, d draft) (string, error)
 		}
 	}
 	now := p.opts.Now()
-	art, err := compose(d, user, p.opts.FromDomain, newMessageID(p.opts.FromDomain), now, par)
+	art, err := compose(d, user, p.opts.FromDomain, newMessageID(p.opts.FromDomain), now, par, p.trace(user, p.clientAddr(r)))
 	if err != nil {
 		return "", &postError{status: http.StatusBadRequest, msg: strings.TrimPrefix(err.Error(), errCompose.Error()+": ")}
 	}
@@ -348,7 +359,7 @@ func (s *Server) apiPost(ctx context.Context, r *http.Request) (*response, error
 	if err := dec.Decode(&d); err != nil {
 		return jsonError(http.StatusBadRequest, "The request is not the JSON of an article: "+err.Error()), nil
 	}
-	id, err := s.post(ctx, user, d)
+	id, err := s.post(ctx, r, user, d)
 	var pe *postError
 	if errors.As(err, &pe) {
 		resp := jsonError(pe.status, pe.msg)

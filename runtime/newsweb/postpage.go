@@ -19,6 +19,8 @@ import (
 type composeView struct {
 	base
 	User       string
+	Name       string // the display name
+	Address    string // the account's From address
 	CSRF       string
 	Newsgroups string
 	Subject    string
@@ -90,7 +92,8 @@ func (s *Server) composePage(ctx context.Context, r *http.Request) (*response, e
 	if group != "" && proto.ValidGroupName(group) != nil {
 		return nil, errBad
 	}
-	v := composeView{base: s.base("New thread", group), User: user, CSRF: s.posting.csrf(user), Newsgroups: group}
+	v := composeView{base: s.base("New thread", group), User: user, Name: user, Address: s.posting.address(user),
+		CSRF: s.posting.csrf(user), Newsgroups: group}
 	if re := q.Get("re"); re != "" {
 		id := bracketID(re)
 		if proto.ValidNNTPMessageID(id) != nil {
@@ -131,11 +134,12 @@ func (s *Server) submitPost(ctx context.Context, r *http.Request) (*response, er
 			groups = append(groups, g)
 		}
 	}
-	d := draft{Newsgroups: groups, Subject: f.Get("subject"), Body: f.Get("body"), References: f.Get("references"), From: f.Get("from")}
-	id, err := s.post(ctx, user, d)
+	d := draft{Newsgroups: groups, Subject: f.Get("subject"), Body: f.Get("body"), References: f.Get("references"), Name: f.Get("name")}
+	id, err := s.post(ctx, r, user, d)
 	var pe *postError
 	if errors.As(err, &pe) {
-		v := composeView{base: s.base("Not posted", ""), User: user, CSRF: s.posting.csrf(user), Newsgroups: f.Get("newsgroups"),
+		v := composeView{base: s.base("Not posted", ""), User: user, Name: d.Name, Address: s.posting.address(user),
+			CSRF: s.posting.csrf(user), Newsgroups: f.Get("newsgroups"),
 			Subject: d.Subject, Body: d.Body, References: d.References, Reply: d.References != "", Error: pe.msg}
 		resp, err := s.render("compose", v, cacheError)
 		if err != nil {

@@ -219,10 +219,11 @@ const pageTemplates = `
 <form class="compose" method="post" action="/post">
 <input type="hidden" name="csrf" value="{{.CSRF}}">
 {{with .References}}<input type="hidden" name="references" value="{{.}}">{{end}}
+<label>Your name <input name="name" value="{{.Name}}" maxlength="100" autocomplete="name"></label>
 <label>Newsgroups <input name="newsgroups" value="{{.Newsgroups}}" required maxlength="1000"></label>
 <label>Subject <input name="subject" value="{{.Subject}}" required maxlength="300"></label>
 <label>Text <textarea name="body" rows="16" required>{{.Body}}</textarea></label>
-<p class="muted">Posting as {{.User}}.</p>
+<p class="muted">Posting as {{.User}}, from {{.Address}}.</p>
 <button type="submit">Post</button>
 </form>
 {{template "foot" .}}{{end}}
