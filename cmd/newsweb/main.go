@@ -145,6 +145,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 			return 2
 		}
 		sc.TLSConfig = extraTLS
+		if sc.Name == "" {
+			sc.Name = fmt.Sprintf("server%d", len(serverCfgs)+1)
+		}
 		serverCfgs = append(serverCfgs, sc)
 	}
 	if len(serverCfgs) == 0 {

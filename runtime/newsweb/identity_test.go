@@ -209,3 +209,26 @@ func getWith(t *testing.T, c *http.Client, u string) (*http.Response, string) {
 	}
 	return resp, b.String()
 }
+
+// The public pages and API name servers by their configured names, or a
+// hash of the address when none is configured: never by the address.
+func TestServerNamesHideAddresses(t *testing.T) {
+	s := startSite(t)
+	host, port, _ := strings.Cut(s.news.HostPort(), ":")
+	for _, path := range []string{"/api/groups", "/api/groups/misc.test/threads", "/api/threads/m1@t?group=misc.test",
+		"/api/articles/m1@t", "/groups/misc.test", "/groups/misc.test/threads/m1@t", "/articles/m1@t"} {
+		resp, body := get(t, s.url+path)
+		if resp.StatusCode != 200 {
+			t.Errorf("%s: %d", path, resp.StatusCode)
+		}
+		if strings.Contains(body, host+":"+port) || strings.Contains(body, ":"+port) {
+			t.Errorf("%s shows the server's address %s", path, s.news.HostPort())
+		}
+	}
+	_, body := get(t, s.url+"/api/articles/m1@t")
+	var a struct{ Server string }
+	json.Unmarshal([]byte(body), &a)
+	if !regexp.MustCompile(`^server-[0-9a-f]{8}$`).MatchString(a.Server) {
+		t.Errorf("an unnamed server is called %q, want server- and a hash", a.Server)
+	}
+}
