@@ -41,7 +41,7 @@ const (
 	maxPostSubject    = 300      // bytes of subject
 	maxPostNewsgroups = 10
 	maxDisplayName    = 100 // bytes of display name
-	maxRefs           = 21 // References kept: the first and the last 20
+	maxRefs           = 21  // References kept: the first and the last 20
 )
 
 // errCompose marks a post that cannot be made as given (a 400 with its text).
