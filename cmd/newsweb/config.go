@@ -36,6 +36,7 @@ type config struct {
 	SearchDir      string            `toml:"search_dir"`      // search index directory; under the state directory when empty
 	SearchBytes    size              `toml:"search_bytes"`    // bound on the search index
 	SearchBodies   string            `toml:"search_bodies"`   // wildmats of the groups whose bodies are indexed; none when empty
+	ProxyHeaders   bool              `toml:"proxy_headers"`   // trust X-Forwarded-For for the client's address
 
 	Servers []serverEntry  `toml:"server,omitempty"`
 	Cache   cacheSection   `toml:"cache"`
@@ -100,6 +101,7 @@ type postingSection struct {
 	RateLimit     int               `toml:"rate_limit"`     // posts per rate_window per user
 	RateWindow    tomlconf.Duration `toml:"rate_window"`
 	KeyFile       string            `toml:"key_file"` // secret for sessions and CSRF (shared by replicas); random when unset
+	SessionLife   tomlconf.Duration `toml:"session_lifetime"`
 }
 
 // Defaults of the keys with a fixed default.
@@ -156,6 +158,7 @@ func (c config) withDefaults() config {
 	setInt(&c.Queue.Capacity, mreader.DefaultQueueCapacity)
 	setInt(&c.Posting.RateLimit, newsweb.DefaultPostRate)
 	setDur(&c.Posting.RateWindow, newsweb.DefaultPostWindow)
+	setDur(&c.Posting.SessionLife, newsweb.DefaultSessionLife)
 	if c.Cluster.NATS == nil {
 		c.Cluster.NATS = []string{}
 	}
@@ -218,7 +221,8 @@ func (c config) posting() (*newsweb.Posting, error) {
 		return nil, nil
 	}
 	o := newsweb.PostingOptions{TrustedHeader: p.TrustedHeader, Users: p.Users, FromDomain: p.FromDomain,
-		RateLimit: p.RateLimit, RateWindow: time.Duration(p.RateWindow)}
+		RateLimit: p.RateLimit, RateWindow: time.Duration(p.RateWindow), SessionLife: time.Duration(p.SessionLife),
+		ProxyHeaders: c.ProxyHeaders}
 	if p.KeyFile != "" {
 		key, err := readKey(p.KeyFile)
 		if err != nil {

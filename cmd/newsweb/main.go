@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -98,19 +99,28 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	var cfg config
-	if *confPath != "" {
-		var err error
-		if cfg, err = loadConfig(*confPath); err != nil {
-			fmt.Fprintf(stderr, "newsweb: %v\n", err)
-			return 2
+	// load reads the configuration file (none: the defaults) with the
+	// flags' overrides, at start and on SIGHUP.
+	load := func() (config, error) {
+		var cfg config
+		if *confPath != "" {
+			var err error
+			if cfg, err = loadConfig(*confPath); err != nil {
+				return config{}, err
+			}
 		}
+		if *listen != "" {
+			cfg.Listen = *listen
+		}
+		if *admin != "" {
+			cfg.Admin = *admin
+		}
+		return cfg, nil
 	}
-	if *listen != "" {
-		cfg.Listen = *listen
-	}
-	if *admin != "" {
-		cfg.Admin = *admin
+	cfg, err := load()
+	if err != nil {
+		fmt.Fprintf(stderr, "newsweb: %v\n", err)
+		return 2
 	}
 	searchSet := cfg.SearchDir != ""
 	cfg = cfg.withDefaults()
@@ -268,17 +278,96 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	srv := newsweb.NewFront(newsweb.NewHTTPServer(cfg.Listen, handler), ln)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve() }()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(stderr, "newsweb: serve: %v\n", err)
-			return 1
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case err := <-errc:
+			if !errors.Is(err, http.ErrServerClosed) {
+				fmt.Fprintf(stderr, "newsweb: serve: %v\n", err)
+				return 1
+			}
+			return 0
+		case <-hup:
+			cfg = reload(cfg, load, posting, log)
+		case <-ctx.Done():
+			log.Info("newsweb shutting down")
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx)
+			return 0
 		}
-	case <-ctx.Done():
-		log.Info("newsweb shutting down")
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
 	}
-	return 0
+}
+
+// reload is what SIGHUP does: it reads the configuration file again and
+// the users file, and logs what it did. A file with a mistake is refused
+// (the log names FILE:LINE) and the running configuration stays. The users
+// file takes effect at once; other changed keys are listed as waiting for
+// a restart. It returns the configuration in effect.
+func reload(running config, load func() (config, error), posting *newsweb.Posting, log *slog.Logger) config {
+	next, err := load()
+	if err == nil {
+		err = next.checkFiles()
+	}
+	if err != nil {
+		log.Error("reload refused: the running configuration stays", "err", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return running
+	}
+	next = next.withDefaults()
+	attrs := []any{"file", running.source}
+	if posting != nil {
+		n, err := posting.Reload()
+		if err != nil {
+			log.Error("reload refused: the users file has a mistake; the running users stay", "err", err)
+			return running
+		}
+		attrs = append(attrs, "users", n)
+	}
+	if changed := changedKeys(running, next); len(changed) > 0 {
+		attrs = append(attrs, "restart_needed_for", strings.Join(changed, ","))
+	}
+	log.Info("reloaded the configuration", attrs...)
+	return running
+}
+
+// changedKeys lists the keys whose values differ between a and b, as
+// "table.key".
+func changedKeys(a, b config) []string {
+	flat := func(c config) map[string]string {
+		out := map[string]string{}
+		text, _ := c.format()
+		table := ""
+		arrays := map[string]int{}
+		for _, line := range strings.Split(string(text), "\n") {
+			line = strings.TrimSpace(line)
+			switch {
+			case strings.HasPrefix(line, "[["):
+				name := strings.Trim(line, "[] ")
+				arrays[name]++
+				table = fmt.Sprintf("%s[%d].", name, arrays[name])
+			case strings.HasPrefix(line, "["):
+				table = strings.Trim(line, "[] ") + "."
+			case strings.Contains(line, " = ") && !strings.HasPrefix(line, "#"):
+				k, v, _ := strings.Cut(line, " = ")
+				out[table+k] = v
+			}
+		}
+		return out
+	}
+	fa, fb := flat(a), flat(b)
+	var keys []string
+	for k, v := range fb {
+		if w, ok := fa[k]; !ok || w != v {
+			keys = append(keys, k)
+		}
+	}
+	for k := range fa {
+		if _, ok := fb[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }

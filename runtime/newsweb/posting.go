@@ -59,6 +59,8 @@ type PostingOptions struct {
 	// Key signs session cookies and CSRF tokens; random when nil (sessions
 	// then end with the process; replicas need one shared key).
 	Key []byte
+	// SessionLife is how long a login lasts (DefaultSessionLife when 0).
+	SessionLife time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -67,19 +69,50 @@ type PostingOptions struct {
 const (
 	DefaultPostRate   = 20
 	DefaultPostWindow = time.Hour
-	sessionCookie     = "newsweb_session"
-	sessionLife       = 30 * 24 * time.Hour
+	// DefaultSessionLife is how long a login lasts.
+	DefaultSessionLife = 30 * 24 * time.Hour
+	sessionCookie      = "newsweb_session"
 	maxPostRequest    = maxPostBody + 16<<10
 	maxRateUsers      = 100_000
 )
 
 // Posting is the posting state of a Server (Options.Posting): the users,
-// the signing key and the rate limit.
+// the signing key and the rate limit. Reload replaces the users.
 type Posting struct {
 	opts  PostingOptions
-	users map[string][]byte // name -> bcrypt hash
 	rate  rateLimit
 	guard *loginGuard
+	mu    sync.Mutex        // guards users
+	users map[string][]byte // name -> bcrypt hash; nil without a users file
+}
+
+// account returns user's bcrypt hash.
+func (p *Posting) account(user string) ([]byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h, ok := p.users[user]
+	return h, ok
+}
+
+// hasUsers reports whether readers log in with the users file.
+func (p *Posting) hasUsers() bool { return p.opts.Users != "" }
+
+// Reload reads the users file again; on a mistake the users in use stay
+// and the error says where (FILE line N). It returns how many users there
+// are now.
+func (p *Posting) Reload() (int, error) {
+	if p.opts.Users == "" {
+		return 0, nil
+	}
+	users, err := loadHtpasswd(p.opts.Users)
+	if err != nil {
+		return 0, err
+	}
+	p.guard.setDummy(users)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.users = users
+	return len(users), nil
 }
 
 // NewPosting checks o and reads the users file.
@@ -95,6 +128,9 @@ func NewPosting(o PostingOptions) (*Posting, error) {
 	}
 	if o.RateWindow <= 0 {
 		o.RateWindow = DefaultPostWindow
+	}
+	if o.SessionLife <= 0 {
+		o.SessionLife = DefaultSessionLife
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -197,10 +233,22 @@ func (p *Posting) sessionUser(v string) (string, bool) {
 	if err != nil || p.opts.Now().Unix() > exp {
 		return "", false
 	}
-	if _, ok := p.users[string(user)]; !ok {
+	if _, ok := p.account(string(user)); !ok {
 		return "", false // removed from the file since
 	}
 	return string(user), true
+}
+
+// sessionOf is the reader logged in by the request's session cookie.
+func (p *Posting) sessionOf(r *http.Request) (string, bool) {
+	if !p.hasUsers() {
+		return "", false
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return "", false
+	}
+	return p.sessionUser(c.Value)
 }
 
 // user is the request's identity: the trusted header, else the session.
@@ -210,12 +258,7 @@ func (p *Posting) user(r *http.Request) (string, bool) {
 			return u, true
 		}
 	}
-	if p.users != nil {
-		if c, err := r.Cookie(sessionCookie); err == nil {
-			return p.sessionUser(c.Value)
-		}
-	}
-	return "", false
+	return p.sessionOf(r)
 }
 
 // sameOrigin refuses a request whose Origin names another site, and

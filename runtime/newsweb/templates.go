@@ -16,6 +16,7 @@ body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif
 header.top{border-bottom:1px solid var(--line);padding:.6rem 1rem;display:flex;gap:1rem;align-items:baseline}
 header.top a.home{font-weight:700;color:var(--fg);text-decoration:none}
 header.top .crumbs{color:var(--muted);font-size:.9rem;overflow-wrap:anywhere}
+header.top a.account{margin-left:auto;font-size:.9rem}
 main{max-width:62rem;margin:0 auto;padding:1rem 1rem 3rem}
 a{color:var(--accent);text-decoration:none}
 a:hover{text-decoration:underline}
@@ -106,7 +107,7 @@ const pageTemplates = `
 <style>{{.CSS}}</style>
 </head>
 <body>
-<header class="top"><a class="home" href="/">{{.Site}}</a>{{with .Group}}<span class="crumbs">› <a href="{{groupURL .}}">{{.}}</a></span>{{end}}</header>
+<header class="top"><a class="home" href="/">{{.Site}}</a>{{with .Group}}<span class="crumbs">› <a href="{{groupURL .}}">{{.}}</a></span>{{end}}{{if .Account}}<a class="account" href="/login">Log in / out</a>{{end}}</header>
 <main>
 {{end}}
 
@@ -229,14 +230,17 @@ const pageTemplates = `
 {{template "foot" .}}{{end}}
 
 {{define "login"}}{{template "head" .}}
-<h1>Log in</h1>
+{{if .User}}<h1>{{.Title}}</h1>
+<p>You are logged in as <b class="user">{{.User}}</b>.</p>
+{{with .Logout}}<p><a class="logout" href="{{.}}">Log out</a></p>{{else}}<form class="compose" method="post" action="/logout"><button type="submit">Log out</button></form>{{end}}
+{{else}}<h1>Log in</h1>
 {{with .Error}}<div class="error"><p>{{.}}</p></div>{{end}}
 <form class="compose" method="post" action="/login">
 <input type="hidden" name="next" value="{{.Next}}">
 <label>Name <input name="user" autocomplete="username" required></label>
 <label>Password <input name="password" type="password" autocomplete="current-password" required></label>
 <button type="submit">Log in</button>
-</form>
+</form>{{end}}
 {{template "foot" .}}{{end}}
 
 {{define "error"}}{{template "head" .}}
