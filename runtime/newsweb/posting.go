@@ -72,8 +72,8 @@ const (
 	// DefaultSessionLife is how long a login lasts.
 	DefaultSessionLife = 30 * 24 * time.Hour
 	sessionCookie      = "newsweb_session"
-	maxPostRequest    = maxPostBody + 16<<10
-	maxRateUsers      = 100_000
+	maxPostRequest     = maxPostBody + 16<<10
+	maxRateUsers       = 100_000
 )
 
 // Posting is the posting state of a Server (Options.Posting): the users,
