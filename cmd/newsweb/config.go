@@ -30,6 +30,7 @@ type config struct {
 	Site           string            `toml:"site"`            // name shown in page titles
 	LogLevel       string            `toml:"log_level"`       // debug, info, warn, error
 	RequestTimeout tomlconf.Duration `toml:"request_timeout"` // per page and per NNTP request
+	ServerTimeout  tomlconf.Duration `toml:"server_timeout"`  // a silent server's hold on a request
 	ThreadLimit    int               `toml:"thread_limit"`    // newest articles a thread list covers
 	PerPage        int               `toml:"per_page"`        // threads per group page
 	Search         *bool             `toml:"search"`          // search on; true when unset
@@ -134,6 +135,7 @@ func (c config) withDefaults() config {
 	setStr(&c.Site, newsweb.DefaultSite)
 	setStr(&c.LogLevel, defaultLogLevel)
 	setDur(&c.RequestTimeout, newsweb.DefaultRequestTimeout)
+	setDur(&c.ServerTimeout, newsweb.DefaultServerTimeout)
 	setInt(&c.ThreadLimit, mreader.DefaultThreadLimit)
 	setInt(&c.PerPage, newsweb.DefaultPerPage)
 	if c.Search == nil {

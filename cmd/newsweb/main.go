@@ -202,6 +202,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		ThreadLimit:       cfg.ThreadLimit,
 		Cluster:           cluster,
 		FetchTimeout:      timeout,
+		ServerTimeout:     time.Duration(cfg.ServerTimeout),
 		Logger:            log,
 		Metrics:           metrics,
 	})

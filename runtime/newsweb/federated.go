@@ -26,6 +26,9 @@ const (
 	DefaultArticleCacheBytes = 256 << 20 // total size of cached articles
 	DefaultListCacheArticles = 2_000_000 // total summaries held by the thread-list and thread caches
 	DefaultIncrementalWait   = 2 * time.Second
+	// DefaultServerTimeout is how long a server may stay silent with a
+	// request of ours before the request moves on to the next server.
+	DefaultServerTimeout = 5 * time.Second
 )
 
 // FederatedOptions tune a Federated service.
@@ -52,6 +55,11 @@ type FederatedOptions struct {
 	// FetchTimeout bounds a fetch that callers share (they may each stop
 	// waiting earlier); DefaultRequestTimeout when 0.
 	FetchTimeout time.Duration
+	// ServerTimeout bounds how long a server that sends nothing at all
+	// (it accepts and never answers) holds a request: past it the request
+	// moves on to the next server, and while the server stays silent with
+	// requests pending it is passed over. DefaultServerTimeout when 0.
+	ServerTimeout time.Duration
 	// Cluster, when set, shares the article and thread-list caches with
 	// the other replicas and coalesces fetches across them (NewCluster).
 	Cluster *Cluster
@@ -197,6 +205,7 @@ func NewFederated(services []*Service, opts FederatedOptions) *Federated {
 	machine.Default(&opts.ThreadLimit, mreader.DefaultThreadLimit)
 	machine.Default(&opts.IncrementalWait, DefaultIncrementalWait)
 	machine.Default(&opts.FetchTimeout, DefaultRequestTimeout)
+	machine.Default(&opts.ServerTimeout, DefaultServerTimeout)
 	opts.Cache = opts.Cache.WithDefaults()
 	ordered := slices.Clone(services)
 	slices.SortStableFunc(ordered, func(a, b *Service) int { return cmp.Compare(a.cfg.Priority, b.cfg.Priority) })
@@ -294,8 +303,12 @@ func (f *Federated) ask(ctx context.Context, what string, req mreader.Request) (
 	}
 	var errs []error
 	notFound := 0
-	for _, s := range f.services {
-		ev, err := s.Do(ctx, req)
+	for i, s := range f.services {
+		if i < len(f.services)-1 && s.silent(time.Now(), f.opts.ServerTimeout) {
+			errs = append(errs, fmt.Errorf("reader: %s: %w: silent for %v with requests pending", s.cfg.Name, ErrUnavailable, f.opts.ServerTimeout))
+			continue
+		}
+		ev, err := f.doBounded(ctx, s, req)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, nil, err
@@ -322,6 +335,44 @@ func (f *Federated) ask(ctx context.Context, what string, req mreader.Request) (
 		f.tooBig.put(req.Key(), err, 1)
 	}
 	return nil, nil, err
+}
+
+// errSilent ends a request to a server that sent nothing for the server
+// timeout.
+var errSilent = errors.New("the server sent nothing")
+
+// doBounded is s.Do, given up when s sends nothing at all for
+// ServerTimeout from the request's start (a server that accepts and never
+// answers); a server that is busy but answering keeps the request.
+func (f *Federated) doBounded(ctx context.Context, s *Service, req mreader.Request) (mreader.Event, error) {
+	limit := f.opts.ServerTimeout
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	start := time.Now()
+	var mu sync.Mutex
+	var t *time.Timer
+	mu.Lock()
+	t = time.AfterFunc(limit, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		heard := s.heardAt()
+		if heard.Before(start) {
+			heard = start
+		}
+		if wait := limit - time.Since(heard); wait > 0 {
+			t.Reset(wait)
+			return
+		}
+		cancel(errSilent)
+	})
+	mu.Unlock()
+	defer t.Stop()
+	ev, err := s.Do(sctx, req)
+	if err != nil && ctx.Err() == nil && context.Cause(sctx) == errSilent {
+		f.log.Warn("server silent, trying the next", "server", s.cfg.Name, "request", req.Key(), "after", limit)
+		return nil, fmt.Errorf("reader: %s: %w: %w for %v", s.cfg.Name, ErrUnavailable, errSilent, limit)
+	}
+	return ev, err
 }
 
 // tooBig reports whether every server's error is an answer that passed
@@ -422,7 +473,7 @@ func (f *Federated) Groups(ctx context.Context) ([]Group, error) {
 		var wg sync.WaitGroup
 		for i, s := range f.services {
 			wg.Go(func() {
-				ev, err := s.Do(ctx, mreader.GetGroups{})
+				ev, err := f.doBounded(ctx, s, mreader.GetGroups{})
 				if err != nil {
 					errs[i] = err
 					return
@@ -632,7 +683,7 @@ func (f *Federated) incremental(group string) (<-chan singleflight.Result, bool)
 		if s == nil {
 			return nil, nil
 		}
-		ev, err := s.Do(ctx, tl.Update())
+		ev, err := f.doBounded(ctx, s, tl.Update())
 		if err != nil {
 			f.log.Debug("incremental update failed", "group", group, "server", tl.Server, "err", err)
 			return nil, err

@@ -110,6 +110,24 @@ type Service struct {
 	closed    bool
 
 	ids atomic.Uint64 // request ids for the Client's events
+	// heard is when a connection last received bytes or a new one came
+	// up (Unix nanoseconds, real time): a server that is busy but
+	// answering is not silent.
+	heard atomic.Int64
+}
+
+// heardAt is when the server last sent anything.
+func (s *Service) heardAt() time.Time { return time.Unix(0, s.heard.Load()) }
+
+// silent reports whether the server has requests pending and sent
+// nothing for limit: it accepts and does not answer.
+func (s *Service) silent(now time.Time, limit time.Duration) bool {
+	if now.Sub(s.heardAt()) < limit {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls) > 0
 }
 
 // NewService starts cfg.Connections workers for the server. Connections are
@@ -128,6 +146,7 @@ func NewService(cfg ServerConfig, opts ServiceOptions) *Service {
 		calls:   make(map[string]*call),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.heard.Store(time.Now().UnixNano())
 	for i := range cfg.Connections {
 		w := &worker{s: s, id: i + 1, lastLow: opts.Now()}
 		s.wg.Add(1)

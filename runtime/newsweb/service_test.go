@@ -56,7 +56,7 @@ func TestServiceCoalesces(t *testing.T) {
 	if got := srv.Count("ARTICLE"); got != 1 {
 		t.Errorf("server received %d ARTICLE commands for 100 identical asks, want 1", got)
 	}
-	if got := testutil.ToFloat64(m.Commands.WithLabelValues(srv.HostPort(), "ARTICLE")); got != 1 {
+	if got := testutil.ToFloat64(m.Commands.WithLabelValues(s.Name(), "ARTICLE")); got != 1 {
 		t.Errorf("newsweb_nntp_commands_total{command=ARTICLE} = %v, want 1", got)
 	}
 }
