@@ -613,8 +613,9 @@ func (f *Federated) fetchThreads(ctx context.Context, group string) (*ThreadList
 			if !ok {
 				return nil, fmt.Errorf("reader: group %s: unexpected answer %T", group, ev)
 			}
-			return &ThreadList{CachedThreads: mreader.CachedThreads{Group: group, HighWater: r.High, Articles: r.Articles,
-				Threads: mreader.Thread(r.Articles)}, Server: s.cfg.Name, Fetched: f.now(), Floor: r.Low, More: r.Truncated}, nil
+			arts := mreader.MergeSummaries(r.Articles, f.othersOf(ctx, s, group, r.Articles))
+			return &ThreadList{CachedThreads: mreader.CachedThreads{Group: group, HighWater: r.High, Articles: arts,
+				Threads: mreader.Thread(arts)}, Server: s.cfg.Name, Fetched: f.now(), Floor: r.Low, More: r.Truncated}, nil
 		}
 		var tl *ThreadList
 		var err error
@@ -633,6 +634,61 @@ func (f *Federated) fetchThreads(ctx context.Context, group string) (*ThreadList
 		return nil, err
 	}
 	return v.(*ThreadList), nil
+}
+
+// othersOf asks the servers other than s for group's newest articles and
+// returns those whose message-ids arts lacks, each once, with number 0
+// (their numbers are another server's): a group's list is the union of
+// what its servers carry. A server that fails or lacks the group adds
+// nothing. The list's incremental updates ask s only; the other servers'
+// new articles come with the next whole fetch (the threads TTL).
+func (f *Federated) othersOf(ctx context.Context, s *Service, group string, arts []mreader.Summary) []mreader.Summary {
+	if len(f.services) < 2 {
+		return nil
+	}
+	results := make([][]mreader.Summary, len(f.services))
+	var wg sync.WaitGroup
+	for i, o := range f.services {
+		if o == s {
+			continue
+		}
+		wg.Go(func() {
+			ev, err := f.doBounded(ctx, o, mreader.GetThreads{Group: group, Limit: f.opts.ThreadLimit})
+			if r, ok := ev.(mreader.ThreadsResult); ok && err == nil {
+				results[i] = r.Articles
+			} else if err != nil {
+				f.log.Debug("group from another server failed", "group", group, "server", o.cfg.Name, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	seen := make(map[string]bool, len(arts))
+	for _, a := range arts {
+		seen[a.MessageID] = true
+	}
+	var extra []mreader.Summary
+	for _, r := range results {
+		for _, a := range r {
+			if !seen[a.MessageID] {
+				seen[a.MessageID] = true
+				a.Number = 0
+				extra = append(extra, a)
+			}
+		}
+	}
+	return extra
+}
+
+// Unnumbered counts the list's articles that its server has not numbered:
+// those only other servers carry, and those just posted.
+func (tl *ThreadList) Unnumbered() int {
+	n := 0
+	for _, a := range tl.Articles {
+		if a.Number == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *Federated) putThreads(tl *ThreadList) {

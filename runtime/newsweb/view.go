@@ -51,6 +51,7 @@ type pager struct {
 type groupView struct {
 	base
 	Articles    int
+	Others      int // articles of the list only other servers carry
 	ThreadCount int
 	Stats       *GroupStats
 	Threads     []threadRow
