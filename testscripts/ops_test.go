@@ -25,7 +25,7 @@ var opsFiles = []struct {
 	{"newsfeed", "newsfeed.8", "newsfeed.service",
 		[][]string{{"-v", "-h"}, {"inject", "-h"}, {"status", "-h"}, {"demo", "-h"}, {"innd-channel", "-h"}, {"ctl", "-h"}, {"trace", "-h"}, {"config", "-h"}}},
 	{"newsget", "newsget.1", "newsget@.service", [][]string{{"-h"}, {"serve", "-h"}, {"config", "-h"}, {"unpack", "-h"}}},
-	{"newsweb", "newsweb.8", "newsweb.service", [][]string{{"-h"}}},
+	{"newsweb", "newsweb.8", "newsweb.service", [][]string{{"-h"}, {"config", "-h"}}},
 }
 
 // flagName matches a flag in flag.PrintDefaults output: "  -name ...".

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/pelletier/go-toml/v2"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/proto"
@@ -15,21 +21,25 @@ import (
 	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
-// config is the TOML configuration file. Every field is optional; the
-// defaults are the seed's.
+// config is the TOML configuration file. Every key is optional;
+// withDefaults fills in what the file leaves out, and `newsweb config`
+// prints the result.
 type config struct {
-	Listen         string            `toml:"listen"`          // HTTP address; 127.0.0.1:8080
+	Listen         string            `toml:"listen"`          // HTTP address
 	Admin          string            `toml:"admin"`           // admin HTTP address (/metrics); none when empty
 	Site           string            `toml:"site"`            // name shown in page titles
 	LogLevel       string            `toml:"log_level"`       // debug, info, warn, error
-	RequestTimeout tomlconf.Duration `toml:"request_timeout"` // per page and per NNTP request; 30s
-	ThreadLimit    int               `toml:"thread_limit"`    // newest articles a thread list covers; 1000
-	PerPage        int               `toml:"per_page"`        // threads per group page; 50
-	SearchDir      string            `toml:"search_dir"`      // search index directory; no search when empty
-	SearchBytes    tomlconf.Size     `toml:"search_bytes"`    // bound on the search index; 1 GiB
+	RequestTimeout tomlconf.Duration `toml:"request_timeout"` // per page and per NNTP request
+	ServerTimeout  tomlconf.Duration `toml:"server_timeout"`  // a silent server's hold on a request
+	ThreadLimit    int               `toml:"thread_limit"`    // newest articles a thread list covers
+	PerPage        int               `toml:"per_page"`        // threads per group page
+	Search         *bool             `toml:"search"`          // search on; true when unset
+	SearchDir      string            `toml:"search_dir"`      // search index directory; under the state directory when empty
+	SearchBytes    size              `toml:"search_bytes"`    // bound on the search index
 	SearchBodies   string            `toml:"search_bodies"`   // wildmats of the groups whose bodies are indexed; none when empty
+	ProxyHeaders   bool              `toml:"proxy_headers"`   // trust X-Forwarded-For for the client's address
 
-	Servers []serverEntry  `toml:"server"`
+	Servers []serverEntry  `toml:"server,omitempty"`
 	Cache   cacheSection   `toml:"cache"`
 	Queue   queueSection   `toml:"queue"`
 	Posting postingSection `toml:"posting"`
@@ -38,6 +48,15 @@ type config struct {
 	source string        // the file's name, for errors
 	keys   tomlconf.Keys // "server[1].url" -> line
 }
+
+// size is a tomlconf.Size that prints in its unit form ("256M").
+type size tomlconf.Size
+
+// UnmarshalText parses a size in the configuration grammar.
+func (s *size) UnmarshalText(b []byte) error { return (*tomlconf.Size)(s).UnmarshalText(b) }
+
+// MarshalText prints the size as tomlconf.Size.String does.
+func (s size) MarshalText() ([]byte, error) { return []byte(tomlconf.Size(s).String()), nil }
 
 // serverEntry is one [[server]]: a URL, with the fields below overriding
 // what it says.
@@ -51,15 +70,16 @@ type serverEntry struct {
 	CAFile      string `toml:"ca_file"` // PEM certificates to trust instead of the system's
 }
 
-// cacheSection is the seed's [cache]: the TTL of each cache.
+// cacheSection is [cache]: the TTL of each cache and the article cache's
+// bound.
 type cacheSection struct {
-	Article         tomlconf.Duration `toml:"article"`           // 24h
-	ArticleNotFound tomlconf.Duration `toml:"article_not_found"` // 60s
-	Threads         tomlconf.Duration `toml:"threads"`           // 5m
-	Thread          tomlconf.Duration `toml:"thread"`            // 5m
-	Groups          tomlconf.Duration `toml:"groups"`            // 1h
-	GroupStats      tomlconf.Duration `toml:"group_stats"`       // 5m
-	ArticleBytes    tomlconf.Size     `toml:"article_bytes"`     // size bound of the article cache; 256 MiB
+	Article         tomlconf.Duration `toml:"article"`
+	ArticleNotFound tomlconf.Duration `toml:"article_not_found"`
+	Threads         tomlconf.Duration `toml:"threads"`
+	Thread          tomlconf.Duration `toml:"thread"`
+	Groups          tomlconf.Duration `toml:"groups"`
+	GroupStats      tomlconf.Duration `toml:"group_stats"`
+	ArticleBytes    size              `toml:"article_bytes"` // size bound of the article cache
 }
 
 // clusterSection makes replicas share their caches through NATS JetStream.
@@ -69,8 +89,8 @@ type clusterSection struct {
 
 // queueSection tunes each server's queues.
 type queueSection struct {
-	PriorityAging tomlconf.Duration `toml:"priority_aging"` // 10s
-	Capacity      int               `toml:"capacity"`       // per priority; 1024
+	PriorityAging tomlconf.Duration `toml:"priority_aging"`
+	Capacity      int               `toml:"capacity"` // per priority
 }
 
 // postingSection is [posting]: posting from the web (off unless enabled).
@@ -79,9 +99,121 @@ type postingSection struct {
 	TrustedHeader string            `toml:"trusted_header"` // identity from a reverse proxy, e.g. X-Forwarded-User
 	Users         string            `toml:"users"`          // htpasswd file of bcrypt hashes, with a login page
 	FromDomain    string            `toml:"from_domain"`    // domain of From addresses and Message-IDs
-	RateLimit     int               `toml:"rate_limit"`     // posts per rate_window per user; 20
-	RateWindow    tomlconf.Duration `toml:"rate_window"`    // 1h
-	KeyFile       string            `toml:"key_file"`       // secret for sessions and CSRF (shared by replicas); random when unset
+	RateLimit     int               `toml:"rate_limit"`     // posts per rate_window per user
+	RateWindow    tomlconf.Duration `toml:"rate_window"`
+	KeyFile       string            `toml:"key_file"` // secret for sessions and CSRF (shared by replicas); random when unset
+	SessionLife   tomlconf.Duration `toml:"session_lifetime"`
+}
+
+// Defaults of the keys with a fixed default.
+const (
+	defaultListen      = "127.0.0.1:8080"
+	defaultLogLevel    = "info"
+	defaultSearchBytes = newsweb.DefaultSearchBytes
+)
+
+// withDefaults fills in every key the file leaves out. A [[server]]'s
+// name, priority and connections come from its URL when it says, else
+// "server" and its position, its position, and newsweb's default.
+func (c config) withDefaults() config {
+	setStr := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	setInt := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	setDur := func(p *tomlconf.Duration, v time.Duration) {
+		if *p == 0 {
+			*p = tomlconf.Duration(v)
+		}
+	}
+	setStr(&c.Listen, defaultListen)
+	setStr(&c.Site, newsweb.DefaultSite)
+	setStr(&c.LogLevel, defaultLogLevel)
+	setDur(&c.RequestTimeout, newsweb.DefaultRequestTimeout)
+	setDur(&c.ServerTimeout, newsweb.DefaultServerTimeout)
+	setInt(&c.ThreadLimit, mreader.DefaultThreadLimit)
+	setInt(&c.PerPage, newsweb.DefaultPerPage)
+	if c.Search == nil {
+		on := true
+		c.Search = &on
+	}
+	if *c.Search && c.SearchDir == "" {
+		c.SearchDir = defaultSearchDir()
+	}
+	if c.SearchBytes == 0 {
+		c.SearchBytes = defaultSearchBytes
+	}
+	cc := mreader.CacheConfig{Article: c.Cache.Article.D(), ArticleNotFound: c.Cache.ArticleNotFound.D(),
+		Threads: c.Cache.Threads.D(), Thread: c.Cache.Thread.D(), Groups: c.Cache.Groups.D(), GroupStats: c.Cache.GroupStats.D()}.WithDefaults()
+	c.Cache.Article, c.Cache.ArticleNotFound = tomlconf.Duration(cc.Article), tomlconf.Duration(cc.ArticleNotFound)
+	c.Cache.Threads, c.Cache.Thread = tomlconf.Duration(cc.Threads), tomlconf.Duration(cc.Thread)
+	c.Cache.Groups, c.Cache.GroupStats = tomlconf.Duration(cc.Groups), tomlconf.Duration(cc.GroupStats)
+	if c.Cache.ArticleBytes == 0 {
+		c.Cache.ArticleBytes = newsweb.DefaultArticleCacheBytes
+	}
+	setDur(&c.Queue.PriorityAging, mreader.DefaultPriorityAging)
+	setInt(&c.Queue.Capacity, mreader.DefaultQueueCapacity)
+	setInt(&c.Posting.RateLimit, newsweb.DefaultPostRate)
+	setDur(&c.Posting.RateWindow, newsweb.DefaultPostWindow)
+	setDur(&c.Posting.SessionLife, newsweb.DefaultSessionLife)
+	if c.Cluster.NATS == nil {
+		c.Cluster.NATS = []string{}
+	}
+	c.Servers = slices.Clone(c.Servers)
+	for i := range c.Servers {
+		e := &c.Servers[i]
+		sc, err := newsweb.ParseServerURL(e.URL)
+		if err != nil {
+			continue // check reports it
+		}
+		setStr(&e.Name, sc.Name)
+		setStr(&e.Name, fmt.Sprintf("server%d", i+1))
+		if e.Priority == nil {
+			p := sc.Priority
+			e.Priority = &p
+		}
+		setInt(&e.Connections, sc.Connections)
+		setInt(&e.Connections, newsweb.DefaultConnections)
+	}
+	return c
+}
+
+// defaultSearchDir is where the search index is kept when search_dir is
+// not set: "search" in the state directory systemd gives the service
+// ($STATE_DIRECTORY, StateDirectory= in the unit), else in
+// $XDG_STATE_HOME/newsflow/newsweb (~/.local/state/newsflow/newsweb);
+// "" when none of them is known.
+func defaultSearchDir() string {
+	if d, _, _ := strings.Cut(os.Getenv("STATE_DIRECTORY"), ":"); d != "" {
+		return filepath.Join(d, "search")
+	}
+	state := os.Getenv("XDG_STATE_HOME")
+	if state == "" {
+		home, err := os.UserHomeDir()
+		if err != nil || home == "" {
+			return ""
+		}
+		state = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(state, "newsflow", "newsweb", "search")
+}
+
+// format prints c as TOML that parseConfig reads back to c.
+func (c config) format() ([]byte, error) {
+	b, err := toml.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	head := "# newsweb configuration, every default filled in\n"
+	if c.source != "" {
+		head = "# newsweb configuration from " + c.source + ", every default filled in\n"
+	}
+	return append([]byte(head), b...), nil
 }
 
 // posting returns the posting state, or nil when posting is off.
@@ -91,11 +223,12 @@ func (c config) posting() (*newsweb.Posting, error) {
 		return nil, nil
 	}
 	o := newsweb.PostingOptions{TrustedHeader: p.TrustedHeader, Users: p.Users, FromDomain: p.FromDomain,
-		RateLimit: p.RateLimit, RateWindow: time.Duration(p.RateWindow)}
+		RateLimit: p.RateLimit, RateWindow: time.Duration(p.RateWindow), SessionLife: time.Duration(p.SessionLife),
+		ProxyHeaders: c.ProxyHeaders}
 	if p.KeyFile != "" {
-		key, err := os.ReadFile(p.KeyFile)
-		if err != nil || len(key) < 16 {
-			return nil, c.errAt("posting.key_file", "want a file of at least 16 secret bytes (%v)", err)
+		key, err := readKey(p.KeyFile)
+		if err != nil {
+			return nil, c.errAt("posting.key_file", "%v", err)
 		}
 		o.Key = key
 	}
@@ -113,19 +246,66 @@ type configError = tomlconf.Error
 // parseConfig parses the text of the configuration file name and checks
 // every value; unknown keys are errors so that a typo does not silently
 // leave a default in place. Errors are *configError values (or several
-// joined) naming the file, line and key.
+// joined) naming the file, line and key: every mistake of the file, not
+// only the first (a value of the wrong kind is reported, its line left
+// out, and the rest decoded again). With errors, the configuration read
+// so far comes back too, for checkFiles.
 func parseConfig(name string, b []byte) (config, error) {
-	c := config{source: name}
-	keys, err := tomlconf.Decode(name, b, &c)
-	if err != nil {
+	var errs []error
+	text := slices.Clone(b)
+	for range maxConfigErrors {
+		c := config{source: name}
+		keys, err := tomlconf.Decode(name, text, &c)
+		if err == nil || keys == nil {
+			if err != nil { // not TOML: nothing more can be read
+				return c, errors.Join(append(errs, err)...)
+			}
+			c.keys = keys
+			if err := c.check(); err != nil {
+				errs = append(errs, err)
+			}
+			return c, errors.Join(errs...)
+		}
 		keys.Number(err) // "server[2].url"
-		return config{}, err
+		errs = append(errs, err)
+		es := tomlconf.Errors(err)
+		if len(es) == 0 || es[0].Line == 0 {
+			return c, errors.Join(errs...)
+		}
+		unknown := true
+		for _, e := range es {
+			unknown = unknown && e.Msg == "unknown key"
+		}
+		if unknown { // the known keys are decoded: check them too
+			c.keys = keys
+			if err := c.check(); err != nil {
+				errs = append(errs, err)
+			}
+			return c, errors.Join(errs...)
+		}
+		text = blankLine(text, es[0].Line)
 	}
-	c.keys = keys
-	if err := c.check(); err != nil {
-		return config{}, err
+	return config{}, errors.Join(errs...)
+}
+
+// maxConfigErrors bounds the values parseConfig reports one by one.
+const maxConfigErrors = 50
+
+// blankLine returns text with its line n (from 1) emptied.
+func blankLine(text []byte, n int) []byte {
+	start := 0
+	for i := 1; i < n; i++ {
+		j := bytes.IndexByte(text[start:], '\n')
+		if j < 0 {
+			return text
+		}
+		start += j + 1
 	}
-	return c, nil
+	end := len(text)
+	if j := bytes.IndexByte(text[start:], '\n'); j >= 0 {
+		end = start + j
+	}
+	return append(text[:start:start], text[end:]...)
 }
 
 // check refuses the values no page could be served with.
@@ -160,8 +340,8 @@ func (c config) check() error {
 	if c.SearchBodies != "" {
 		if _, err := proto.ParseGroupPatterns([]string{c.SearchBodies}); err != nil {
 			errs = append(errs, c.errAt("search_bodies", "%v", err))
-		} else if c.SearchDir == "" {
-			errs = append(errs, c.errAt("search_bodies", "needs search_dir: bodies are indexed with the rest of the search index"))
+		} else if c.Search != nil && !*c.Search {
+			errs = append(errs, c.errAt("search_bodies", "needs search = true: bodies are indexed with the rest of the search index"))
 		}
 	}
 	for i, e := range c.Servers {
@@ -175,9 +355,57 @@ func (c config) check() error {
 	return errors.Join(errs...)
 }
 
-// errAt returns a configError for key, at its line (or its table's).
+// checkFiles reads the files the configuration names (each server's
+// ca_file, the posting users and key files) and reports every one that
+// cannot be used, at its key.
+func (c config) checkFiles() error {
+	var errs []error
+	for i, e := range c.Servers {
+		if e.CAFile != "" {
+			if _, err := trustFile(e.CAFile); err != nil {
+				errs = append(errs, c.errAt(fmt.Sprintf("server[%d].ca_file", i+1), "%v", err))
+			}
+		}
+	}
+	if p := c.Posting; p.Enabled {
+		if p.Users != "" {
+			if err := newsweb.CheckUsersFile(p.Users); err != nil {
+				errs = append(errs, c.errAt("posting.users", "%v", err))
+			}
+		}
+		if p.KeyFile != "" {
+			if _, err := readKey(p.KeyFile); err != nil {
+				errs = append(errs, c.errAt("posting.key_file", "%v", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// readKey reads the secret of key_file.
+func readKey(path string) ([]byte, error) {
+	key, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(key) < 16 {
+		return nil, fmt.Errorf("%s: want a file of at least 16 secret bytes (e.g. head -c 32 /dev/urandom > %s)", path, path)
+	}
+	return key, nil
+}
+
+// errAt returns a configError for key, at its line, or when the file does
+// not set it, at the first line of its table.
 func (c config) errAt(key, format string, args ...any) error {
-	return &configError{File: c.source, Line: c.keys.Line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
+	line := c.keys.Line(key)
+	if table, _, ok := strings.Cut(key, "."); ok && line == 0 {
+		for k, l := range c.keys {
+			if strings.HasPrefix(k, table+".") && (line == 0 || l < line) {
+				line = l
+			}
+		}
+	}
+	return &configError{File: c.source, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
 // loadConfig reads and parses the file at path.
@@ -240,7 +468,7 @@ func trustFile(path string) (*tls.Config, error) {
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
-// cacheConfig is the [cache] section with the seed's defaults filled in.
+// cacheConfig is the [cache] section with the defaults filled in.
 func (c config) cacheConfig() mreader.CacheConfig {
 	return mreader.CacheConfig{
 		Article:         time.Duration(c.Cache.Article),

@@ -102,10 +102,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad server url", "[[server]]\nurl = \"nntp://a\"\n[[server]]\nurl = \"http://b\"\n",
 			`f.toml:4: server[2].url: `}, // then newsweb.ParseServerURL's words
 		{"not toml", "listen = \"x\"\n[[server]\n", "f.toml:2: "},
-		{"posting without domain", "[posting]\nenabled = true\ntrusted_header = \"X-User\"\n", "f.toml: posting.from_domain: missing"},
+		{"posting without domain", "[posting]\nenabled = true\ntrusted_header = \"X-User\"\n", "f.toml:2: posting.from_domain: missing"},
 		{"posting without identity", "[posting]\nenabled = true\nfrom_domain = \"r.example\"\n", "f.toml:2: posting.enabled: set trusted_header or users"},
 		{"bad search_bodies", "search_dir = \"/s\"\nsearch_bodies = \"comp.*,,x\"\n", `f.toml:2: search_bodies: newsgroup patterns "comp.*,,x": empty pattern`},
-		{"search_bodies without search_dir", "search_bodies = \"comp.*\"\n", "f.toml:1: search_bodies: needs search_dir"},
+		{"search_bodies without search", "search = false\nsearch_bodies = \"comp.*\"\n", "f.toml:2: search_bodies: needs search = true"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseConfig("f.toml", []byte(tc.text))

@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -38,10 +39,6 @@ import (
 	"github.com/newsflow/newsflow/runtime/newsweb"
 	"github.com/newsflow/newsflow/runtime/version"
 )
-
-// defaultListen is where pages are served when neither -listen nor the
-// configuration says.
-const defaultListen = "127.0.0.1:8080"
 
 // noServerHelp is printed when no server is configured.
 const noServerHelp = `newsweb: no news server configured.
@@ -67,6 +64,9 @@ func main() {
 		fmt.Println(version.String("newsweb"))
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "config" {
+		os.Exit(configCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stderr))
@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	)
 	fs.Var(&servers, "server", "NNTP server `URL` (nntp:// or nntps://, ?priority=N&connections=N); repeatable")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: newsweb [-config FILE] [-listen ADDR] [-server URL]...")
+		fmt.Fprintln(stderr, "usage: newsweb [-config FILE] [-listen ADDR] [-server URL]...\n       newsweb config [-config FILE] | newsweb config -check FILE")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -99,27 +99,33 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	var cfg config
-	if *confPath != "" {
-		var err error
-		if cfg, err = loadConfig(*confPath); err != nil {
-			fmt.Fprintf(stderr, "newsweb: %v\n", err)
-			return 2
+	// load reads the configuration file (none: the defaults) with the
+	// flags' overrides, at start and on SIGHUP.
+	load := func() (config, error) {
+		var cfg config
+		if *confPath != "" {
+			var err error
+			if cfg, err = loadConfig(*confPath); err != nil {
+				return config{}, err
+			}
 		}
+		if *listen != "" {
+			cfg.Listen = *listen
+		}
+		if *admin != "" {
+			cfg.Admin = *admin
+		}
+		return cfg, nil
 	}
-	if *listen != "" {
-		cfg.Listen = *listen
+	cfg, err := load()
+	if err != nil {
+		fmt.Fprintf(stderr, "newsweb: %v\n", err)
+		return 2
 	}
-	if cfg.Listen == "" {
-		cfg.Listen = defaultListen
-	}
-	if *admin != "" {
-		cfg.Admin = *admin
-	}
-	level := slog.LevelInfo
-	if cfg.LogLevel != "" {
-		_ = level.UnmarshalText([]byte(cfg.LogLevel)) // parseConfig checked it
-	}
+	searchSet := cfg.SearchDir != ""
+	cfg = cfg.withDefaults()
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // parseConfig checked it
 	if *debug {
 		level = slog.LevelDebug
 	}
@@ -149,6 +155,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 			return 2
 		}
 		sc.TLSConfig = extraTLS
+		if sc.Name == "" {
+			sc.Name = fmt.Sprintf("server%d", len(serverCfgs)+1)
+		}
 		serverCfgs = append(serverCfgs, sc)
 	}
 	if len(serverCfgs) == 0 {
@@ -193,6 +202,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		ThreadLimit:       cfg.ThreadLimit,
 		Cluster:           cluster,
 		FetchTimeout:      timeout,
+		ServerTimeout:     time.Duration(cfg.ServerTimeout),
 		Logger:            log,
 		Metrics:           metrics,
 	})
@@ -203,14 +213,23 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	var search *newsweb.Search
-	if cfg.SearchDir != "" {
+	switch {
+	case !*cfg.Search:
+	case cfg.SearchDir == "":
+		log.Warn("search is off: no state directory is known (set search_dir, or HOME, or STATE_DIRECTORY)")
+	default:
 		search, err = newsweb.NewSearch(fed, newsweb.SearchOptions{Dir: cfg.SearchDir, MaxBytes: int64(cfg.SearchBytes),
 			Bodies: cfg.SearchBodies, Logger: log})
-		if err != nil {
-			fmt.Fprintf(stderr, "newsweb: %v\n", err)
+		switch {
+		case err != nil && searchSet:
+			fmt.Fprintf(stderr, "newsweb: search_dir: %v\n", err)
 			return 1
+		case err != nil:
+			log.Warn("search is off: the default index directory cannot be used; set search_dir", "err", err)
+			search = nil
+		default:
+			defer search.Close()
 		}
-		defer search.Close()
 	}
 	handler := newsweb.New(fed, newsweb.Options{Site: cfg.Site, Timeout: timeout, PerPage: cfg.PerPage, Logger: log,
 		Registerer: reg, Posting: posting, Search: search})
@@ -260,17 +279,96 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	srv := newsweb.NewFront(newsweb.NewHTTPServer(cfg.Listen, handler), ln)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve() }()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(stderr, "newsweb: serve: %v\n", err)
-			return 1
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case err := <-errc:
+			if !errors.Is(err, http.ErrServerClosed) {
+				fmt.Fprintf(stderr, "newsweb: serve: %v\n", err)
+				return 1
+			}
+			return 0
+		case <-hup:
+			cfg = reload(cfg, load, posting, log)
+		case <-ctx.Done():
+			log.Info("newsweb shutting down")
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx)
+			return 0
 		}
-	case <-ctx.Done():
-		log.Info("newsweb shutting down")
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
 	}
-	return 0
+}
+
+// reload is what SIGHUP does: it reads the configuration file again and
+// the users file, and logs what it did. A file with a mistake is refused
+// (the log names FILE:LINE) and the running configuration stays. The users
+// file takes effect at once; other changed keys are listed as waiting for
+// a restart. It returns the configuration in effect.
+func reload(running config, load func() (config, error), posting *newsweb.Posting, log *slog.Logger) config {
+	next, err := load()
+	if err == nil {
+		err = next.checkFiles()
+	}
+	if err != nil {
+		log.Error("reload refused: the running configuration stays", "err", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return running
+	}
+	next = next.withDefaults()
+	attrs := []any{"file", running.source}
+	if posting != nil {
+		n, err := posting.Reload()
+		if err != nil {
+			log.Error("reload refused: the users file has a mistake; the running users stay", "err", err)
+			return running
+		}
+		attrs = append(attrs, "users", n)
+	}
+	if changed := changedKeys(running, next); len(changed) > 0 {
+		attrs = append(attrs, "restart_needed_for", strings.Join(changed, ","))
+	}
+	log.Info("reloaded the configuration", attrs...)
+	return running
+}
+
+// changedKeys lists the keys whose values differ between a and b, as
+// "table.key".
+func changedKeys(a, b config) []string {
+	flat := func(c config) map[string]string {
+		out := map[string]string{}
+		text, _ := c.format()
+		table := ""
+		arrays := map[string]int{}
+		for _, line := range strings.Split(string(text), "\n") {
+			line = strings.TrimSpace(line)
+			switch {
+			case strings.HasPrefix(line, "[["):
+				name := strings.Trim(line, "[] ")
+				arrays[name]++
+				table = fmt.Sprintf("%s[%d].", name, arrays[name])
+			case strings.HasPrefix(line, "["):
+				table = strings.Trim(line, "[] ") + "."
+			case strings.Contains(line, " = ") && !strings.HasPrefix(line, "#"):
+				k, v, _ := strings.Cut(line, " = ")
+				out[table+k] = v
+			}
+		}
+		return out
+	}
+	fa, fb := flat(a), flat(b)
+	var keys []string
+	for k, v := range fb {
+		if w, ok := fa[k]; !ok || w != v {
+			keys = append(keys, k)
+		}
+	}
+	for k := range fa {
+		if _, ok := fb[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }

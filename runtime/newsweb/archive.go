@@ -53,7 +53,7 @@ func (f *Federated) Archive(ctx context.Context, group, server string, before in
 		if tl, ok := f.archive.get(key); ok {
 			return tl, nil
 		}
-		ev, err := s.Do(ctx, mreader.GetThreads{Group: group, Until: before - 1, Limit: f.opts.ThreadLimit})
+		ev, err := f.doBounded(ctx, s, mreader.GetThreads{Group: group, Until: before - 1, Limit: f.opts.ThreadLimit})
 		if err != nil {
 			return nil, err
 		}

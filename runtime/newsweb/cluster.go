@@ -48,7 +48,7 @@ const (
 type ClusterOptions struct {
 	URLs []string // NATS servers (nats://host:port)
 	// ArticleTTL and ThreadsTTL are the shared caches' lifetimes (the
-	// article and threads cache TTLs; seed defaults when 0).
+	// article and threads cache TTLs; machine/reader's defaults when 0).
 	ArticleTTL, ThreadsTTL time.Duration
 	// LeaseTTL bounds a fetch: a follower waits this long for a leader
 	// (clusterLeaseTTL when 0).

@@ -7,6 +7,19 @@ package newsweb
 // §2.1.1), and the article gets a Message-ID, a Date, and for a reply
 // References (the parent's, then the parent; trimmed to the first and the
 // last maxRefs-1 when long) and In-Reply-To.
+//
+// A reader sets no header field: the header is built here from the
+// draft's five fields, so Sender, Approved, Control, Path, Injection-*,
+// Message-ID, Supersedes and the rest cannot be sent. The From address is
+// the account's (its name at from_domain); the reader chooses only the
+// display name, which may not look like an address. Control messages
+// cannot be posted: the control and junk groups are refused, and so is a
+// subject starting with "cmsg " (an old-style control message). The
+// article carries X-Newsweb-Trace, in Injection-Info's syntax (RFC 5536
+// §3.2.8): the site, the client's address and a keyed hash of the
+// account, so that an abuse desk can have the site name the account.
+// Injection-Info itself is the news server's to add (RFC 5537 §3.4;
+// INN's nnrpd refuses an article that carries one).
 
 import (
 	"errors"
@@ -27,7 +40,8 @@ const (
 	maxPostLine       = 998      // bytes per body line (RFC 5322 §2.1.1)
 	maxPostSubject    = 300      // bytes of subject
 	maxPostNewsgroups = 10
-	maxRefs           = 21 // References kept: the first and the last 20
+	maxDisplayName    = 100 // bytes of display name
+	maxRefs           = 21  // References kept: the first and the last 20
 )
 
 // errCompose marks a post that cannot be made as given (a 400 with its text).
@@ -39,8 +53,11 @@ type draft struct {
 	Subject    string   `json:"subject"`
 	Body       string   `json:"body"`
 	References string   `json:"references,omitempty"` // the parent's message-id
-	From       string   `json:"from,omitempty"`       // "Name <addr>" or a name; default from the user
+	Name       string   `json:"name,omitempty"`       // the display name; the account's name when empty
 }
+
+// traceHeader is the header field that traces a post to its account.
+const traceHeader = "X-Newsweb-Trace"
 
 // parent is what a reply needs of the article it answers.
 type parent struct {
@@ -56,8 +73,8 @@ type composed struct {
 
 // compose builds the article. user is the poster's identity, domain the
 // configured from_domain, id a fresh message-id, par the parent (nil for a
-// new thread).
-func compose(d draft, user, domain, id string, now time.Time, par *parent) (composed, error) {
+// new thread), trace the value of traceHeader ("" for none).
+func compose(d draft, user, domain, id string, now time.Time, par *parent, trace string) (composed, error) {
 	fail := func(format string, a ...any) (composed, error) {
 		return composed{}, fmt.Errorf("%w: "+format, append([]any{errCompose}, a...)...)
 	}
@@ -68,12 +85,18 @@ func compose(d draft, user, domain, id string, now time.Time, par *parent) (comp
 		if err := proto.ValidGroupName(g); err != nil {
 			return fail("newsgroup %q: %v", g, err)
 		}
+		if controlGroup(g) {
+			return fail("newsgroup %q holds control messages, which are not posted from the web", g)
+		}
 	}
 	subject := strings.Join(strings.Fields(d.Subject), " ")
 	if subject == "" || len(subject) > maxPostSubject || !printable(subject) {
 		return fail("the subject must be 1 to %d bytes of text", maxPostSubject)
 	}
-	from, err := fromField(d.From, user, domain)
+	if len(subject) >= 5 && strings.EqualFold(subject[:5], "cmsg ") {
+		return fail("a subject starting with \"cmsg \" is a control message, which is not posted from the web")
+	}
+	from, err := fromField(d.Name, user, domain)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -100,27 +123,37 @@ func compose(d draft, user, domain, id string, now time.Time, par *parent) (comp
 	field("Content-Type", "text/plain; charset=utf-8")
 	field("Content-Transfer-Encoding", "8bit")
 	field("User-Agent", "newsweb")
+	if trace != "" {
+		field(traceHeader, trace)
+	}
 	h.WriteString("\r\n")
 	h.WriteString(body)
 	return composed{ID: id, Raw: []byte(h.String())}, nil
 }
 
-// fromField is the From header: the reader's own when given (an address,
-// or a display name for the user's address), else the user at domain.
-func fromField(given, user, domain string) (string, error) {
-	local := localPart(user)
-	addr := local + "@" + domain
-	given = strings.TrimSpace(given)
-	if given == "" {
-		return (&mail.Address{Name: user, Address: addr}).String(), nil
+// fromField is the From header: the display name the reader gave (the
+// user's name when none) and the account's address, the user at domain.
+// A name that holds an address, or what could pass for one, is refused.
+func fromField(name, user, domain string) (string, error) {
+	addr := localPart(user) + "@" + domain // Posting.address
+	name = strings.Join(strings.Fields(name), " ")
+	if name == "" {
+		name = user
 	}
-	if len(given) > 200 || !printable(given) {
-		return "", fmt.Errorf("the From name is too long or not text")
+	if len(name) > maxDisplayName || !printable(name) {
+		return "", fmt.Errorf("the name must be 1 to %d bytes of text", maxDisplayName)
 	}
-	if a, err := mail.ParseAddress(given); err == nil {
-		return a.String(), nil
+	if strings.ContainsAny(name, "@<>") {
+		return "", fmt.Errorf("the name is shown with your account's address; it may not hold an address (no @, < or >)")
 	}
-	return (&mail.Address{Name: given, Address: addr}).String(), nil
+	return (&mail.Address{Name: name, Address: addr}).String(), nil
+}
+
+// controlGroup reports the groups of control messages and junk, which a
+// reader never posts to.
+func controlGroup(g string) bool {
+	g = strings.ToLower(g)
+	return g == "control" || strings.HasPrefix(g, "control.") || g == "junk"
 }
 
 // localPart makes a user name into an address's local part: letters,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/newsflow/newsflow/machine/handshake"
@@ -129,7 +130,7 @@ func (s *Service) dial(ctx context.Context, useTLS bool) (net.Conn, error) {
 // AUTHINFO) on nc and starts the reader Client on it. transport is "" when
 // the handshake decides (STARTTLS or plain).
 func (s *Service) setUp(ctx context.Context, nc net.Conn, mode handshake.TLSMode, transport string, log *slog.Logger) (*serverConn, error) {
-	gc := goroutine.New(nc, goroutine.Options{TLSConfig: s.cfg.tlsConfig(), Now: s.now})
+	gc := goroutine.New(heardConn{nc, &s.heard}, goroutine.Options{TLSConfig: s.cfg.tlsConfig(), Now: s.now})
 	hctx, cancel := context.WithTimeout(ctx, 4*s.opts.DialTimeout)
 	ready, left, err := driver.Handshake(hctx, gc, s.now(), handshake.Config{
 		Reader: true, User: s.cfg.User, Pass: s.cfg.Pass, TLS: mode, StepTimeout: s.opts.DialTimeout,
@@ -184,7 +185,24 @@ func (s *Service) setUp(ctx context.Context, nc net.Conn, mode handshake.TLSMode
 		})
 		gc.Close()
 	}()
+	s.heard.Store(time.Now().UnixNano())
 	log.Info("nntp connection ready", "transport", transport, "strategy", client.Strategy().String(), "ready", ready.String())
 	s.metrics.connection(s.cfg.Name, transport)
 	return sc, nil
+}
+
+// heardConn records in heard when bytes last came from the server
+// (Service.silent).
+type heardConn struct {
+	net.Conn
+	heard *atomic.Int64
+}
+
+// Read reads from the connection and records the arrival of bytes.
+func (c heardConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.heard.Store(time.Now().UnixNano())
+	}
+	return n, err
 }

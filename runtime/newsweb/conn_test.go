@@ -14,7 +14,7 @@ import (
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
-// The TLS policy of seed 001: TLS first, required with credentials, plain
+// The TLS policy: TLS first, required with credentials, plain
 // TCP as the fallback otherwise; the transport used is counted.
 func TestTLSPolicy(t *testing.T) {
 	for _, tc := range []struct {

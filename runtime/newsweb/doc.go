@@ -1,5 +1,5 @@
-// Package newsweb is newsweb's core: the NNTP service layer (seeds 001 and
-// 004) and the HTTP side over it.
+// Package newsweb is newsweb's core: the NNTP service layer and the HTTP
+// side over it.
 //
 // # The NNTP service layer (service.go, federated.go, conn.go, cache.go, refresh.go)
 //
@@ -25,7 +25,7 @@
 // and Low. A fixed pool of workers, each owning one persistent NNTP
 // connection (handshake, then machine/reader's Client driven by
 // runtime/goroutine), takes the next request with Scheduler.PickAged and the
-// worker's own aging clock (seed 001: a worker that ran no Low request for
+// worker's own aging clock (a worker that ran no Low request for
 // priority_aging runs one first). A connection that fails under a request
 // is dropped and the request tried once more on a fresh one.
 //

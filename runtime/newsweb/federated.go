@@ -26,11 +26,15 @@ const (
 	DefaultArticleCacheBytes = 256 << 20 // total size of cached articles
 	DefaultListCacheArticles = 2_000_000 // total summaries held by the thread-list and thread caches
 	DefaultIncrementalWait   = 2 * time.Second
+	// DefaultServerTimeout is how long a server may stay silent with a
+	// request of ours before the request moves on to the next server.
+	DefaultServerTimeout = 5 * time.Second
 )
 
 // FederatedOptions tune a Federated service.
 type FederatedOptions struct {
-	// Cache holds the TTL of each cache (seed 001 defaults for zero fields).
+	// Cache holds the TTL of each cache (machine/reader's defaults for
+	// zero fields).
 	Cache mreader.CacheConfig
 	// ArticleCacheBytes bounds the article cache (DefaultArticleCacheBytes
 	// when 0); ListCacheArticles bounds the thread-list and thread caches in
@@ -46,11 +50,16 @@ type FederatedOptions struct {
 	// DefaultIncrementalWait when 0.
 	IncrementalWait time.Duration
 	// Debounce is the least time between two incremental updates of a group
-	// (seed 004's INCREMENTAL_DEBOUNCE_MS; 1 s when 0).
+	// (machine/reader's DefaultIncrementalDebounce when 0).
 	Debounce time.Duration
 	// FetchTimeout bounds a fetch that callers share (they may each stop
 	// waiting earlier); DefaultRequestTimeout when 0.
 	FetchTimeout time.Duration
+	// ServerTimeout bounds how long a server that sends nothing at all
+	// (it accepts and never answers) holds a request: past it the request
+	// moves on to the next server, and while the server stays silent with
+	// requests pending it is passed over. DefaultServerTimeout when 0.
+	ServerTimeout time.Duration
 	// Cluster, when set, shares the article and thread-list caches with
 	// the other replicas and coalesces fetches across them (NewCluster).
 	Cluster *Cluster
@@ -75,8 +84,8 @@ type Group struct {
 	Servers     []string `json:"servers"` // the servers that carry it, by priority
 }
 
-// ThreadList is a group's cached thread list: the seed's CachedThreads with
-// the server it came from (article numbers are that server's).
+// ThreadList is a group's cached thread list: machine/reader's
+// CachedThreads with the server it came from (article numbers are that server's).
 type ThreadList struct {
 	mreader.CachedThreads
 	Server  string    // the server whose numbers HighWater counts
@@ -143,8 +152,8 @@ type GroupStats struct {
 	Server   string
 }
 
-// Federated is the reader service over several servers (seed 001's
-// NntpFederatedService): caches, coalescing, failover by priority,
+// Federated is the reader service over several servers: caches,
+// coalescing, failover by priority,
 // incremental thread updates and background refresh.
 type Federated struct {
 	services []*Service // by priority, then configuration order
@@ -196,6 +205,7 @@ func NewFederated(services []*Service, opts FederatedOptions) *Federated {
 	machine.Default(&opts.ThreadLimit, mreader.DefaultThreadLimit)
 	machine.Default(&opts.IncrementalWait, DefaultIncrementalWait)
 	machine.Default(&opts.FetchTimeout, DefaultRequestTimeout)
+	machine.Default(&opts.ServerTimeout, DefaultServerTimeout)
 	opts.Cache = opts.Cache.WithDefaults()
 	ordered := slices.Clone(services)
 	slices.SortStableFunc(ordered, func(a, b *Service) int { return cmp.Compare(a.cfg.Priority, b.cfg.Priority) })
@@ -293,8 +303,12 @@ func (f *Federated) ask(ctx context.Context, what string, req mreader.Request) (
 	}
 	var errs []error
 	notFound := 0
-	for _, s := range f.services {
-		ev, err := s.Do(ctx, req)
+	for i, s := range f.services {
+		if i < len(f.services)-1 && s.silent(time.Now(), f.opts.ServerTimeout) {
+			errs = append(errs, fmt.Errorf("reader: %s: %w: silent for %v with requests pending", s.cfg.Name, ErrUnavailable, f.opts.ServerTimeout))
+			continue
+		}
+		ev, err := f.doBounded(ctx, s, req)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, nil, err
@@ -321,6 +335,44 @@ func (f *Federated) ask(ctx context.Context, what string, req mreader.Request) (
 		f.tooBig.put(req.Key(), err, 1)
 	}
 	return nil, nil, err
+}
+
+// errSilent ends a request to a server that sent nothing for the server
+// timeout.
+var errSilent = errors.New("the server sent nothing")
+
+// doBounded is s.Do, given up when s sends nothing at all for
+// ServerTimeout from the request's start (a server that accepts and never
+// answers); a server that is busy but answering keeps the request.
+func (f *Federated) doBounded(ctx context.Context, s *Service, req mreader.Request) (mreader.Event, error) {
+	limit := f.opts.ServerTimeout
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	start := time.Now()
+	var mu sync.Mutex
+	var t *time.Timer
+	mu.Lock()
+	t = time.AfterFunc(limit, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		heard := s.heardAt()
+		if heard.Before(start) {
+			heard = start
+		}
+		if wait := limit - time.Since(heard); wait > 0 {
+			t.Reset(wait)
+			return
+		}
+		cancel(errSilent)
+	})
+	mu.Unlock()
+	defer t.Stop()
+	ev, err := s.Do(sctx, req)
+	if err != nil && ctx.Err() == nil && context.Cause(sctx) == errSilent {
+		f.log.Warn("server silent, trying the next", "server", s.cfg.Name, "request", req.Key(), "after", limit)
+		return nil, fmt.Errorf("reader: %s: %w: %w for %v", s.cfg.Name, ErrUnavailable, errSilent, limit)
+	}
+	return ev, err
 }
 
 // tooBig reports whether every server's error is an answer that passed
@@ -421,7 +473,7 @@ func (f *Federated) Groups(ctx context.Context) ([]Group, error) {
 		var wg sync.WaitGroup
 		for i, s := range f.services {
 			wg.Go(func() {
-				ev, err := s.Do(ctx, mreader.GetGroups{})
+				ev, err := f.doBounded(ctx, s, mreader.GetGroups{})
 				if err != nil {
 					errs[i] = err
 					return
@@ -561,8 +613,9 @@ func (f *Federated) fetchThreads(ctx context.Context, group string) (*ThreadList
 			if !ok {
 				return nil, fmt.Errorf("reader: group %s: unexpected answer %T", group, ev)
 			}
-			return &ThreadList{CachedThreads: mreader.CachedThreads{Group: group, HighWater: r.High, Articles: r.Articles,
-				Threads: mreader.Thread(r.Articles)}, Server: s.cfg.Name, Fetched: f.now(), Floor: r.Low, More: r.Truncated}, nil
+			arts := mreader.MergeSummaries(r.Articles, f.othersOf(ctx, s, group, r.Articles))
+			return &ThreadList{CachedThreads: mreader.CachedThreads{Group: group, HighWater: r.High, Articles: arts,
+				Threads: mreader.Thread(arts)}, Server: s.cfg.Name, Fetched: f.now(), Floor: r.Low, More: r.Truncated}, nil
 		}
 		var tl *ThreadList
 		var err error
@@ -583,12 +636,67 @@ func (f *Federated) fetchThreads(ctx context.Context, group string) (*ThreadList
 	return v.(*ThreadList), nil
 }
 
+// othersOf asks the servers other than s for group's newest articles and
+// returns those whose message-ids arts lacks, each once, with number 0
+// (their numbers are another server's): a group's list is the union of
+// what its servers carry. A server that fails or lacks the group adds
+// nothing. The list's incremental updates ask s only; the other servers'
+// new articles come with the next whole fetch (the threads TTL).
+func (f *Federated) othersOf(ctx context.Context, s *Service, group string, arts []mreader.Summary) []mreader.Summary {
+	if len(f.services) < 2 {
+		return nil
+	}
+	results := make([][]mreader.Summary, len(f.services))
+	var wg sync.WaitGroup
+	for i, o := range f.services {
+		if o == s {
+			continue
+		}
+		wg.Go(func() {
+			ev, err := f.doBounded(ctx, o, mreader.GetThreads{Group: group, Limit: f.opts.ThreadLimit})
+			if r, ok := ev.(mreader.ThreadsResult); ok && err == nil {
+				results[i] = r.Articles
+			} else if err != nil {
+				f.log.Debug("group from another server failed", "group", group, "server", o.cfg.Name, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	seen := make(map[string]bool, len(arts))
+	for _, a := range arts {
+		seen[a.MessageID] = true
+	}
+	var extra []mreader.Summary
+	for _, r := range results {
+		for _, a := range r {
+			if !seen[a.MessageID] {
+				seen[a.MessageID] = true
+				a.Number = 0
+				extra = append(extra, a)
+			}
+		}
+	}
+	return extra
+}
+
+// Unnumbered counts the list's articles that its server has not numbered:
+// those only other servers carry, and those just posted.
+func (tl *ThreadList) Unnumbered() int {
+	n := 0
+	for _, a := range tl.Articles {
+		if a.Number == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 func (f *Federated) putThreads(tl *ThreadList) {
 	f.threads.put(mreader.ThreadsKey(tl.Group), tl, int64(len(tl.Articles))+1)
 }
 
-// update brings a cached thread list up to date: the seed's incremental
-// update on a cache hit, waited for at most IncrementalWait. It returns the
+// update brings a cached thread list up to date: the incremental update
+// (OVER from the high-water mark) on a cache hit, waited for at most IncrementalWait. It returns the
 // freshest list it has.
 func (f *Federated) update(ctx context.Context, group string, tl *ThreadList) *ThreadList {
 	ch, ok := f.incremental(group)
@@ -631,7 +739,7 @@ func (f *Federated) incremental(group string) (<-chan singleflight.Result, bool)
 		if s == nil {
 			return nil, nil
 		}
-		ev, err := s.Do(ctx, tl.Update())
+		ev, err := f.doBounded(ctx, s, tl.Update())
 		if err != nil {
 			f.log.Debug("incremental update failed", "group", group, "server", tl.Server, "err", err)
 			return nil, err

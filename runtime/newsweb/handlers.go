@@ -126,7 +126,7 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	}
 	tp := s.threadsOf(tl, group, page)
 	stats := <-statsCh
-	v := groupView{base: s.base(group, group), Articles: len(tp.list.Articles), ThreadCount: len(tp.list.Threads),
+	v := groupView{base: s.base(group, group), Articles: len(tp.list.Articles), Others: tp.list.Unnumbered(), ThreadCount: len(tp.list.Threads),
 		Stats: stats, Threads: tp.rows, Pager: pagerOf(group, before, tl, tp.page, tp.pages), Feed: groupFeedURL(group)}
 	if s.posting != nil {
 		v.NewThread = newThreadURL(group)
@@ -349,7 +349,7 @@ func (s *Server) apiThreads(ctx context.Context, r *http.Request) (*response, er
 		rows = []threadRow{}
 	}
 	out := map[string]any{
-		"group": group, "server": tp.list.Server, "high_water": tp.list.HighWater,
+		"group": group, "server": tp.list.Server, "high_water": tp.list.HighWater, "from_other_servers": tp.list.Unnumbered(),
 		"articles": len(tp.list.Articles), "total_threads": len(tp.list.Threads),
 		"page": tp.page, "pages": tp.pages, "per_page": s.opts.PerPage, "threads": rows,
 		"low": tp.list.Floor,

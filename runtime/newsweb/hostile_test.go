@@ -34,14 +34,11 @@ func logSite(t *testing.T, news *nntptest.Server) (*site, *syncBuffer) {
 	return &site{url: srv.URL, news: news, fed: fed}, buf
 }
 
-// TestLongHeaders is issue 16 finding 4: an article with a 100 KB Subject
-// and one with a 200 KB References (300 KB in the report; nntptest
-// stores headers up to 256 KiB) in a group. Before the fix every group
-// page, thread page and thread API of the group answered 502 and each
-// request reconnected (an OVER line over 64 KiB was a protocol error); the
-// long articles themselves could not be read (ARTICLE had the same limit).
-// Now the over-long overview lines are skipped, the rest of the group is
-// shown, the long articles are readable, and the connections stay up.
+// TestLongHeaders: an article with a 100 KB Subject and one with a
+// 200 KB References (nntptest stores headers up to 256 KiB) in a group.
+// The over-long overview lines are skipped (an OVER line over 64 KiB must
+// not fail the group), the rest of the group is shown, the long articles
+// are readable, and the connections stay up.
 func TestLongHeaders(t *testing.T) {
 	news := nntptest.Start(t, nntptest.Options{})
 	news.AddGroup(nntptest.Group{Name: "misc.test"})
@@ -80,9 +77,8 @@ func TestLongHeaders(t *testing.T) {
 	}
 }
 
-// TestArticle501 is issue 16 finding 14 (first part): a message-id the
-// server rejects with 501 is a 404 with one debug line, not a 502 with a
-// WARN line.
+// TestArticle501: a message-id the server rejects with 501 is a 404 with
+// one debug line, not a 502 with a WARN line.
 func TestArticle501(t *testing.T) {
 	news := nntptest.Start(t, nntptest.Options{})
 	news.SetHandler("ARTICLE", func(int, proto.Command) []byte { return []byte("501 Bad message-id\r\n") })
@@ -151,10 +147,9 @@ func endlessServer(t *testing.T, articles *atomic.Int64) string {
 	return ln.Addr().String()
 }
 
-// TestEndlessAnswer is issue 16 finding 14 (second part): an answer from
-// a backend that never ends is cut at the reader's limit. With the limit
-// at 64 MiB two connections cost 301 MB RSS; now the limit is 16 MiB. The
-// bound checked here is generous: what the request allocated in all.
+// TestEndlessAnswer: an answer from a backend that never ends is cut at
+// the reader's limit (16 MiB). The bound checked here is generous: what
+// the request allocated in all.
 func TestEndlessAnswer(t *testing.T) {
 	var articles atomic.Int64
 	addr := endlessServer(t, &articles)
@@ -175,7 +170,7 @@ func TestEndlessAnswer(t *testing.T) {
 	if got := (after.TotalAlloc - before.TotalAlloc) >> 20; got > 160 {
 		t.Errorf("one request for an endless article allocated %d MB", got)
 	}
-	// Issue 16 finding 4, "cache the failure": the same page again within
+	// The failure is cached: the same page again within
 	// the not-found TTL asks no server.
 	asked := articles.Load()
 	if resp, body := get(t, srv.URL+"/articles/e@t"); resp.StatusCode < 500 {

@@ -242,6 +242,12 @@ func TestINNPosting(t *testing.T) {
 	if err != nil || !ok || !strings.Contains(string(a.Raw), "References: "+strings.Join(append(g.references(g.ids[2]), g.ids[2]), " ")) {
 		t.Fatalf("INN's copy of %s: %v %T\n%s", id, err, ev, a.Raw)
 	}
+	// INN takes the trace header (it refuses an Injection-Info from a
+	// client) and adds its own Injection-Info.
+	if h, _, err := proto.ParseHeaders(a.Raw); err != nil || !strings.HasPrefix(h.Get(traceHeader), "readers.example; posting-host=") ||
+		h.Get("Injection-Info") == "" || h.Get("From") != `"erin" <erin@readers.example>` {
+		t.Errorf("INN's copy lacks the trace, Injection-Info or the account's From:\n%s", a.Raw)
+	}
 	// The incremental update brings INN's copy; it replaces ours.
 	var list struct{ Articles int }
 	for range 50 {
@@ -522,5 +528,42 @@ func TestINNSearchBodies(t *testing.T) {
 	}
 	if a := ask("q=article"); a.Total != len(g.ids) || len(a.Hits) != maxSearchHits {
 		t.Errorf("a word of every body: %d found, %d shown", a.Total, len(a.Hits))
+	}
+}
+
+// Two INN instances carrying one group, the second with more articles:
+// the group's list through newsweb is the union, each article once.
+func TestINNFederationUnion(t *testing.T) {
+	const group = "test.union"
+	g := genGroup(12)
+	part := g
+	part.ids = g.ids[:8]
+	first := inntest.Start(t, inntest.Options{Reader: true, Groups: []inntest.Group{{Name: group}}})
+	second := inntest.Start(t, inntest.Options{Reader: true, Groups: []inntest.Group{{Name: group}}})
+	ihave(t, first.Addr(), part, group)
+	ihave(t, second.Addr(), g, group)
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var svcs []*Service
+	for i, addr := range []string{first.ReaderAddr(), second.ReaderAddr()} {
+		svcs = append(svcs, NewService(ServerConfig{Addr: addr, Name: fmt.Sprintf("inn%d", i+1), Priority: i, Connections: 2}, ServiceOptions{Logger: log}))
+	}
+	fed := NewFederated(svcs, FederatedOptions{Logger: log, NoBackground: true})
+	srv := newFrontServer(t, New(fed, Options{Logger: log}))
+	t.Cleanup(func() { srv.Close(); fed.Close() })
+
+	_, body := get(t, srv.URL+"/api/groups/"+group+"/threads")
+	var list struct {
+		Server     string `json:"server"`
+		Articles   int    `json:"articles"`
+		FromOthers int    `json:"from_other_servers"`
+	}
+	json.Unmarshal([]byte(body), &list)
+	if list.Server != "inn1" || list.Articles != len(g.ids) || list.FromOthers != len(g.ids)-len(part.ids) {
+		t.Errorf("the union over two INNs: %+v, want inn1 with %d articles, %d from the other\n%s", list, len(g.ids), len(g.ids)-len(part.ids), body)
+	}
+	last := g.ids[len(g.ids)-1]
+	if _, page := get(t, srv.URL+"/articles/"+stripID(last)); !strings.Contains(page, fmt.Sprintf("Article %d.", len(g.ids)-1)) {
+		t.Errorf("the article only the second INN has does not read")
 	}
 }

@@ -39,13 +39,20 @@ type loginGuard struct {
 	// the first loginWorkers of them.
 	slots chan struct{}
 	work  chan struct{}
-	// dummy is checked for unknown users: a hash of the file's cost.
+	// dummy is checked for unknown users: a hash of the file's cost
+	// (guarded by mu).
 	dummy []byte
 }
 
 func newLoginGuard(users map[string][]byte) *loginGuard {
 	g := &loginGuard{addrs: map[string]*bucket{}, users: map[string]*bucket{},
 		slots: make(chan struct{}, loginWorkers+loginQueue), work: make(chan struct{}, loginWorkers)}
+	g.setDummy(users)
+	return g
+}
+
+// setDummy makes the dummy hash at the cost most of users' hashes have.
+func (g *loginGuard) setDummy(users map[string][]byte) {
 	cost := bcrypt.DefaultCost
 	counts := map[int]int{}
 	for _, h := range users {
@@ -56,8 +63,10 @@ func newLoginGuard(users map[string][]byte) *loginGuard {
 			}
 		}
 	}
-	g.dummy, _ = bcrypt.GenerateFromPassword([]byte("no such user"), cost)
-	return g
+	dummy, _ := bcrypt.GenerateFromPassword([]byte("no such user"), cost)
+	g.mu.Lock()
+	g.dummy = dummy
+	g.mu.Unlock()
 }
 
 // bucket is a token bucket of failed logins.
@@ -150,7 +159,9 @@ func (g *loginGuard) check(r *http.Request, hash []byte, pass string) (match, ok
 	}
 	defer func() { <-g.work }()
 	if hash == nil {
+		g.mu.Lock()
 		hash = g.dummy
+		g.mu.Unlock()
 	}
 	return bcrypt.CompareHashAndPassword(hash, []byte(pass)) == nil, true
 }

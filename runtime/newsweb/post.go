@@ -30,7 +30,7 @@ func (f *Federated) Post(ctx context.Context, id string, raw []byte) (string, er
 	var errs []error
 	denied := 0
 	for _, s := range f.services {
-		ev, err := s.Do(ctx, req)
+		ev, err := f.doBounded(ctx, s, req)
 		switch {
 		case err == nil:
 			if _, ok := ev.(mreader.PostResult); !ok {

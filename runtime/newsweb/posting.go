@@ -1,6 +1,6 @@
 package newsweb
 
-// Posting from the web (issue 14). A reader's identity comes from a
+// Posting from the web. A reader's identity comes from a
 // trusted header set by a reverse proxy (SSO), or from a login against an
 // htpasswd file of bcrypt hashes, kept in a signed session cookie. The
 // JSON API (POST /api/articles) and the HTML forms (GET /post shows one,
@@ -59,6 +59,8 @@ type PostingOptions struct {
 	// Key signs session cookies and CSRF tokens; random when nil (sessions
 	// then end with the process; replicas need one shared key).
 	Key []byte
+	// SessionLife is how long a login lasts (DefaultSessionLife when 0).
+	SessionLife time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -67,19 +69,50 @@ type PostingOptions struct {
 const (
 	DefaultPostRate   = 20
 	DefaultPostWindow = time.Hour
-	sessionCookie     = "newsweb_session"
-	sessionLife       = 30 * 24 * time.Hour
-	maxPostRequest    = maxPostBody + 16<<10
-	maxRateUsers      = 100_000
+	// DefaultSessionLife is how long a login lasts.
+	DefaultSessionLife = 30 * 24 * time.Hour
+	sessionCookie      = "newsweb_session"
+	maxPostRequest     = maxPostBody + 16<<10
+	maxRateUsers       = 100_000
 )
 
 // Posting is the posting state of a Server (Options.Posting): the users,
-// the signing key and the rate limit.
+// the signing key and the rate limit. Reload replaces the users.
 type Posting struct {
 	opts  PostingOptions
-	users map[string][]byte // name -> bcrypt hash
 	rate  rateLimit
 	guard *loginGuard
+	mu    sync.Mutex        // guards users
+	users map[string][]byte // name -> bcrypt hash; nil without a users file
+}
+
+// account returns user's bcrypt hash.
+func (p *Posting) account(user string) ([]byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h, ok := p.users[user]
+	return h, ok
+}
+
+// hasUsers reports whether readers log in with the users file.
+func (p *Posting) hasUsers() bool { return p.opts.Users != "" }
+
+// Reload reads the users file again; on a mistake the users in use stay
+// and the error says where (FILE line N). It returns how many users there
+// are now.
+func (p *Posting) Reload() (int, error) {
+	if p.opts.Users == "" {
+		return 0, nil
+	}
+	users, err := loadHtpasswd(p.opts.Users)
+	if err != nil {
+		return 0, err
+	}
+	p.guard.setDummy(users)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.users = users
+	return len(users), nil
 }
 
 // NewPosting checks o and reads the users file.
@@ -95,6 +128,9 @@ func NewPosting(o PostingOptions) (*Posting, error) {
 	}
 	if o.RateWindow <= 0 {
 		o.RateWindow = DefaultPostWindow
+	}
+	if o.SessionLife <= 0 {
+		o.SessionLife = DefaultSessionLife
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -113,6 +149,13 @@ func NewPosting(o PostingOptions) (*Posting, error) {
 	}
 	p.guard = newLoginGuard(p.users)
 	return p, nil
+}
+
+// CheckUsersFile reads an htpasswd users file as NewPosting does and
+// reports its first mistake.
+func CheckUsersFile(path string) error {
+	_, err := loadHtpasswd(path)
+	return err
 }
 
 // loadHtpasswd reads name:bcrypt-hash lines; other hash kinds are refused
@@ -190,10 +233,22 @@ func (p *Posting) sessionUser(v string) (string, bool) {
 	if err != nil || p.opts.Now().Unix() > exp {
 		return "", false
 	}
-	if _, ok := p.users[string(user)]; !ok {
+	if _, ok := p.account(string(user)); !ok {
 		return "", false // removed from the file since
 	}
 	return string(user), true
+}
+
+// sessionOf is the reader logged in by the request's session cookie.
+func (p *Posting) sessionOf(r *http.Request) (string, bool) {
+	if !p.hasUsers() {
+		return "", false
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return "", false
+	}
+	return p.sessionUser(c.Value)
 }
 
 // user is the request's identity: the trusted header, else the session.
@@ -203,12 +258,7 @@ func (p *Posting) user(r *http.Request) (string, bool) {
 			return u, true
 		}
 	}
-	if p.users != nil {
-		if c, err := r.Cookie(sessionCookie); err == nil {
-			return p.sessionUser(c.Value)
-		}
-	}
-	return "", false
+	return p.sessionOf(r)
 }
 
 // sameOrigin refuses a request whose Origin names another site, and
@@ -277,8 +327,19 @@ type postError struct {
 
 func (e *postError) Error() string { return e.msg }
 
+// address is user's From address.
+func (p *Posting) address(user string) string { return localPart(user) + "@" + p.opts.FromDomain }
+
+// trace is the value of traceHeader for a post by user from client:
+// the site, the client's address, and the account as a keyed hash that
+// only this site's key maps back to the account.
+func (p *Posting) trace(user, client string) string {
+	account := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(p.mac("account", user)[:10])
+	return fmt.Sprintf("%s; posting-host=%q; posting-account=%q", p.opts.FromDomain, client, strings.ToLower(account))
+}
+
 // post is the one path of every post: compose, rate limit, POST.
-func (s *Server) post(ctx context.Context, user string, d draft) (string, error) {
+func (s *Server) post(ctx context.Context, r *http.Request, user string, d draft) (string, error) {
 	p := s.posting
 	var par *parent
 	if d.References != "" {
@@ -292,7 +353,7 @@ func (s *Server) post(ctx context.Context, user string, d draft) (string, error)
 		}
 	}
 	now := p.opts.Now()
-	art, err := compose(d, user, p.opts.FromDomain, newMessageID(p.opts.FromDomain), now, par)
+	art, err := compose(d, user, p.opts.FromDomain, newMessageID(p.opts.FromDomain), now, par, p.trace(user, p.clientAddr(r)))
 	if err != nil {
 		return "", &postError{status: http.StatusBadRequest, msg: strings.TrimPrefix(err.Error(), errCompose.Error()+": ")}
 	}
@@ -341,7 +402,7 @@ func (s *Server) apiPost(ctx context.Context, r *http.Request) (*response, error
 	if err := dec.Decode(&d); err != nil {
 		return jsonError(http.StatusBadRequest, "The request is not the JSON of an article: "+err.Error()), nil
 	}
-	id, err := s.post(ctx, user, d)
+	id, err := s.post(ctx, r, user, d)
 	var pe *postError
 	if errors.As(err, &pe) {
 		resp := jsonError(pe.status, pe.msg)

@@ -218,8 +218,8 @@ func TestCompose(t *testing.T) {
 	for i := range 30 {
 		refs = append(refs, "<r"+string(rune('a'+i%26))+string(rune('0'+i/26))+"@x>")
 	}
-	c, err := compose(draft{Newsgroups: []string{"misc.test", "alt.test"}, Subject: "  Grüße   aus\tBerlin ", Body: "line\r\n.dot\n\n", From: "Ève"},
-		"ève", "readers.example", "<id@readers.example>", now, &parent{ID: "<p@x>", References: refs})
+	c, err := compose(draft{Newsgroups: []string{"misc.test", "alt.test"}, Subject: "  Grüße   aus\tBerlin ", Body: "line\r\n.dot\n\n", Name: "Ève"},
+		"ève", "readers.example", "<id@readers.example>", now, &parent{ID: "<p@x>", References: refs}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestCompose(t *testing.T) {
 		t.Errorf("Date %q", h.Get("Date"))
 	}
 	long := strings.Repeat("x", maxPostLine+1)
-	if _, err := compose(draft{Newsgroups: []string{"misc.test"}, Subject: "s", Body: long}, "u", "d.example", "<i@d>", now, nil); err == nil {
+	if _, err := compose(draft{Newsgroups: []string{"misc.test"}, Subject: "s", Body: long}, "u", "d.example", "<i@d>", now, nil, ""); err == nil {
 		t.Errorf("a %d-byte line was taken", len(long))
 	}
 }

@@ -19,6 +19,8 @@ import (
 type composeView struct {
 	base
 	User       string
+	Name       string // the display name
+	Address    string // the account's From address
 	CSRF       string
 	Newsgroups string
 	Subject    string
@@ -32,6 +34,10 @@ type loginView struct {
 	base
 	Next  string
 	Error string
+	// User is the reader logged in already; Logout the link that logs
+	// them out.
+	User   string
+	Logout string
 }
 
 // replyURL is the reply form for id in group.
@@ -71,7 +77,7 @@ func localPath(next string) string {
 // needLogin answers a form request without identity: the login page when
 // there are users, else 401.
 func (s *Server) needLogin(r *http.Request) *response {
-	if s.posting.users != nil {
+	if s.posting.hasUsers() {
 		return &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError,
 			location: "/login?next=" + url.QueryEscape(r.URL.RequestURI())}
 	}
@@ -90,7 +96,8 @@ func (s *Server) composePage(ctx context.Context, r *http.Request) (*response, e
 	if group != "" && proto.ValidGroupName(group) != nil {
 		return nil, errBad
 	}
-	v := composeView{base: s.base("New thread", group), User: user, CSRF: s.posting.csrf(user), Newsgroups: group}
+	v := composeView{base: s.base("New thread", group), User: user, Name: user, Address: s.posting.address(user),
+		CSRF: s.posting.csrf(user), Newsgroups: group}
 	if re := q.Get("re"); re != "" {
 		id := bracketID(re)
 		if proto.ValidNNTPMessageID(id) != nil {
@@ -131,11 +138,12 @@ func (s *Server) submitPost(ctx context.Context, r *http.Request) (*response, er
 			groups = append(groups, g)
 		}
 	}
-	d := draft{Newsgroups: groups, Subject: f.Get("subject"), Body: f.Get("body"), References: f.Get("references"), From: f.Get("from")}
-	id, err := s.post(ctx, user, d)
+	d := draft{Newsgroups: groups, Subject: f.Get("subject"), Body: f.Get("body"), References: f.Get("references"), Name: f.Get("name")}
+	id, err := s.post(ctx, r, user, d)
 	var pe *postError
 	if errors.As(err, &pe) {
-		v := composeView{base: s.base("Not posted", ""), User: user, CSRF: s.posting.csrf(user), Newsgroups: f.Get("newsgroups"),
+		v := composeView{base: s.base("Not posted", ""), User: user, Name: d.Name, Address: s.posting.address(user),
+			CSRF: s.posting.csrf(user), Newsgroups: f.Get("newsgroups"),
 			Subject: d.Subject, Body: d.Body, References: d.References, Reply: d.References != "", Error: pe.msg}
 		resp, err := s.render("compose", v, cacheError)
 		if err != nil {
@@ -152,8 +160,14 @@ func (s *Server) submitPost(ctx context.Context, r *http.Request) (*response, er
 		location: threadURL(groups[0], id) + "#" + postAnchor(id)}, nil
 }
 
+// loginPage is GET /login: the login form, or for a reader logged in
+// already, who they are and how to log out.
 func (s *Server) loginPage(ctx context.Context, r *http.Request) (*response, error) {
-	return s.render("login", loginView{base: s.base("Log in", ""), Next: localPath(r.URL.Query().Get("next"))}, cacheError)
+	v := loginView{base: s.base("Log in", ""), Next: localPath(r.URL.Query().Get("next"))}
+	if user, ok := s.posting.sessionOf(r); ok {
+		v.Title, v.User, v.Logout = "Logged in", user, "/logout?t="+url.QueryEscape(s.posting.csrf(user))
+	}
+	return s.render("login", v, cacheError)
 }
 
 // login is POST /login: the login limits, a bcrypt check, then the
@@ -176,7 +190,7 @@ func (s *Server) login(ctx context.Context, r *http.Request) (*response, error) 
 	}
 	p := s.posting
 	user, pass := r.PostForm.Get("user"), r.PostForm.Get("password")
-	hash, known := p.users[user]
+	hash, known := p.account(user)
 	addr := p.clientAddr(r)
 	if wait := p.guard.blocked(addr, user, known, p.opts.Now()); wait > 0 {
 		s.log.Warn("login refused: too many failures", "remote", addr, "user", user)
@@ -191,16 +205,37 @@ func (s *Server) login(ctx context.Context, r *http.Request) (*response, error) 
 		s.log.Info("login failed", "remote", addr, "user", user)
 		return refuse(http.StatusUnauthorized, "Wrong name or password.", 0)
 	}
-	exp := p.opts.Now().Add(sessionLife)
+	exp := p.opts.Now().Add(p.opts.SessionLife)
+	s.log.Info("login", "remote", addr, "user", user)
 	return &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError, location: next,
-		cookie: &http.Cookie{Name: sessionCookie, Value: p.session(user, exp), Path: "/", Expires: exp,
-			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(siteURL(r), "https:")}}, nil
+		cookie: sessionCookieFor(r, p.session(user, exp), exp, int(p.opts.SessionLife/time.Second))}, nil
 }
 
+// sessionCookieFor is the session cookie with value until exp (maxAge
+// seconds; negative to delete it): HttpOnly, SameSite=Lax (it goes with
+// a link from another site, never with its forms), and Secure when the
+// site is served over TLS, directly or behind a proxy that says so with
+// X-Forwarded-Proto.
+func sessionCookieFor(r *http.Request, value string, exp time.Time, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: sessionCookie, Value: value, Path: "/", Expires: exp, MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(siteURL(r), "https:")}
+}
+
+// logout is POST /logout, from this site's pages, and GET /logout with
+// the reader's token (the link on the login page); a GET without it
+// asks for the click instead.
 func (s *Server) logout(ctx context.Context, r *http.Request) (*response, error) {
-	if !sameOrigin(r) {
+	if r.Method == http.MethodGet {
+		user, ok := s.posting.sessionOf(r)
+		if !ok {
+			return &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError, location: "/"}, nil
+		}
+		if !s.posting.csrfOK(user, r.URL.Query().Get("t")) {
+			return s.render("login", loginView{base: s.base("Log out", ""), User: user}, cacheError)
+		}
+	} else if !sameOrigin(r) {
 		return s.errorPage(http.StatusForbidden, "Not from this site", "Log out from this site's pages."), nil
 	}
 	return &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError, location: "/",
-		cookie: &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode}}, nil
+		cookie: sessionCookieFor(r, "", time.Unix(1, 0), -1)}, nil
 }

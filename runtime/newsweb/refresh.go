@@ -6,17 +6,16 @@ import (
 	mreader "github.com/newsflow/newsflow/machine/reader"
 )
 
-// Background refresh (seed 004): machine/reader's Refresher holds each
-// active group's activity and task schedule; this file is its runtime. A
-// single loop sleeps until the earliest task is due (the seed runs one task
-// per group; one timer over a schedule is the same behaviour with less
-// machinery), then runs every due task: a quiet group's task stops, an
-// active group's triggers an incremental update at Low priority and is
-// rescheduled by the rate at that moment. The log lines are the seed's
-// Monitoring section, at debug level.
+// Background refresh: machine/reader's Refresher holds each active
+// group's activity and task schedule; this file is its runtime. A single
+// loop sleeps until the earliest task is due (one timer over the schedule
+// rather than a goroutine per group), then runs every due task: a quiet
+// group's task stops, an active group's triggers an incremental update at
+// Low priority and is rescheduled by the rate at that moment. The refresh
+// logs at debug level.
 
-// markActive records a user request for group (the seed's
-// mark_group_active) and spawns its refresh task if it has none.
+// markActive records a user request for group and spawns its refresh task
+// if it has none.
 func (f *Federated) markActive(group string) {
 	now := f.now()
 	f.mu.Lock()

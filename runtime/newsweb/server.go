@@ -1,7 +1,9 @@
 package newsweb
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
@@ -35,7 +37,7 @@ const (
 
 // ServerConfig is one NNTP server of the federation.
 //
-// TLS policy (seed 001, "TLS Connection Handling"): TLS is tried first
+// TLS policy: TLS is tried first
 // (implicit TLS or STARTTLS by TLS). When User is set TLS is required: a
 // server that offers no STARTTLS, or whose TLS handshake fails, is not used
 // (credentials never go over plain text). Without credentials a failed or
@@ -50,10 +52,13 @@ type ServerConfig struct {
 	TLSConfig   *tls.Config // roots and the like; nil means system roots, ServerName from Addr
 }
 
-// withDefaults fills Name and Connections.
+// withDefaults fills Name and Connections. A server without a name is
+// named by a hash of its address: pages, the API and logs show names, and
+// readers never learn the backends' addresses.
 func (c ServerConfig) withDefaults() ServerConfig {
 	if c.Name == "" {
-		c.Name = c.Addr
+		sum := sha256.Sum256([]byte(c.Addr))
+		c.Name = "server-" + hex.EncodeToString(sum[:4])
 	}
 	if c.Connections <= 0 {
 		c.Connections = DefaultConnections

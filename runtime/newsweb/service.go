@@ -41,7 +41,7 @@ const (
 // ServiceOptions tune a Service.
 type ServiceOptions struct {
 	// RequestTimeout bounds how long Do waits for a result, and is the age
-	// after which a pending request no longer coalesces new asks (seed 001).
+	// after which a pending request no longer coalesces new asks.
 	// DefaultRequestTimeout when 0.
 	RequestTimeout time.Duration
 	// DialTimeout bounds connecting and each handshake step.
@@ -87,7 +87,7 @@ type call struct {
 	err  error
 }
 
-// Service talks to one NNTP server (seed 001's NntpService): Do queues a
+// Service talks to one NNTP server: Do queues a
 // request by priority, coalescing identical requests in flight, and a pool
 // of workers with one persistent connection each runs them.
 type Service struct {
@@ -110,6 +110,24 @@ type Service struct {
 	closed    bool
 
 	ids atomic.Uint64 // request ids for the Client's events
+	// heard is when a connection last received bytes or a new one came
+	// up (Unix nanoseconds, real time): a server that is busy but
+	// answering is not silent.
+	heard atomic.Int64
+}
+
+// heardAt is when the server last sent anything.
+func (s *Service) heardAt() time.Time { return time.Unix(0, s.heard.Load()) }
+
+// silent reports whether the server has requests pending and sent
+// nothing for limit: it accepts and does not answer.
+func (s *Service) silent(now time.Time, limit time.Duration) bool {
+	if now.Sub(s.heardAt()) < limit {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls) > 0
 }
 
 // NewService starts cfg.Connections workers for the server. Connections are
@@ -128,6 +146,7 @@ func NewService(cfg ServerConfig, opts ServiceOptions) *Service {
 		calls:   make(map[string]*call),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.heard.Store(time.Now().UnixNano())
 	for i := range cfg.Connections {
 		w := &worker{s: s, id: i + 1, lastLow: opts.Now()}
 		s.wg.Add(1)
@@ -238,8 +257,8 @@ func (s *Service) finish(c *call, ev mreader.Event, err error) {
 }
 
 // next waits for the worker's next call: the scheduler's pick with the
-// worker's own aging clock (seed 001: each worker tracks when it last
-// processed a low-priority request). nil when the service is closing.
+// worker's own aging clock (each worker tracks when it last processed a
+// low-priority request). nil when the service is closing.
 func (s *Service) next(w *worker) *call {
 	for {
 		s.mu.Lock()

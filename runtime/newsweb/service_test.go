@@ -56,7 +56,7 @@ func TestServiceCoalesces(t *testing.T) {
 	if got := srv.Count("ARTICLE"); got != 1 {
 		t.Errorf("server received %d ARTICLE commands for 100 identical asks, want 1", got)
 	}
-	if got := testutil.ToFloat64(m.Commands.WithLabelValues(srv.HostPort(), "ARTICLE")); got != 1 {
+	if got := testutil.ToFloat64(m.Commands.WithLabelValues(s.Name(), "ARTICLE")); got != 1 {
 		t.Errorf("newsweb_nntp_commands_total{command=ARTICLE} = %v, want 1", got)
 	}
 }
@@ -355,7 +355,7 @@ func TestBackgroundRefresh(t *testing.T) {
 	}
 	addArticles(t, srv, 3, 4)
 	seen := len(srv.Commands())
-	// One request in 5 minutes: period 30 s (seed 004's table).
+	// One request in 5 minutes: period 30 s (the refresh period table).
 	clock.Advance(30 * time.Second)
 	n, done := f.RunDueRefreshes()
 	if n != 1 {
@@ -382,7 +382,7 @@ func TestBackgroundRefresh(t *testing.T) {
 	if got := commandLines(srv, seen); len(got) != 0 {
 		t.Errorf("quiet group: sent %q", got)
 	}
-	// The seed's Monitoring section, in order.
+	// The refresh's debug lines, in order.
 	var msgs []string
 	for _, l := range strings.Split(logs.String(), "\n") {
 		if m := regexp.MustCompile(`msg="([^"]*)" group=misc.test`).FindStringSubmatch(l); m != nil {
@@ -396,7 +396,7 @@ func TestBackgroundRefresh(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `msg="Group refresh scheduled" group=misc.test rps=0 period_secs=30`) ||
 		!strings.Contains(logs.String(), `msg="Found new articles" group=misc.test count=2`) {
-		t.Errorf("log lines lack the seed's fields:\n%s", logs.String())
+		t.Errorf("log lines lack their fields:\n%s", logs.String())
 	}
 }
 

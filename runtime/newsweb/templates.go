@@ -16,6 +16,7 @@ body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif
 header.top{border-bottom:1px solid var(--line);padding:.6rem 1rem;display:flex;gap:1rem;align-items:baseline}
 header.top a.home{font-weight:700;color:var(--fg);text-decoration:none}
 header.top .crumbs{color:var(--muted);font-size:.9rem;overflow-wrap:anywhere}
+header.top a.account{margin-left:auto;font-size:.9rem}
 main{max-width:62rem;margin:0 auto;padding:1rem 1rem 3rem}
 a{color:var(--accent);text-decoration:none}
 a:hover{text-decoration:underline}
@@ -106,7 +107,7 @@ const pageTemplates = `
 <style>{{.CSS}}</style>
 </head>
 <body>
-<header class="top"><a class="home" href="/">{{.Site}}</a>{{with .Group}}<span class="crumbs">› <a href="{{groupURL .}}">{{.}}</a></span>{{end}}</header>
+<header class="top"><a class="home" href="/">{{.Site}}</a>{{with .Group}}<span class="crumbs">› <a href="{{groupURL .}}">{{.}}</a></span>{{end}}{{if .Account}}<a class="account" href="/login">Log in / out</a>{{end}}</header>
 <main>
 {{end}}
 
@@ -148,7 +149,7 @@ const pageTemplates = `
 
 {{define "group"}}{{template "head" .}}
 <h1>{{.Group}}</h1>
-<p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
+<p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Others}} ({{.}} of them from other servers){{end}}{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
 <nav class="threadnav">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}{{with .Search}}<a class="search" href="{{.}}">Search this group</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th><th class="num">Articles</th><th class="num">Latest</th></tr></thead>
@@ -219,23 +220,27 @@ const pageTemplates = `
 <form class="compose" method="post" action="/post">
 <input type="hidden" name="csrf" value="{{.CSRF}}">
 {{with .References}}<input type="hidden" name="references" value="{{.}}">{{end}}
+<label>Your name <input name="name" value="{{.Name}}" maxlength="100" autocomplete="name"></label>
 <label>Newsgroups <input name="newsgroups" value="{{.Newsgroups}}" required maxlength="1000"></label>
 <label>Subject <input name="subject" value="{{.Subject}}" required maxlength="300"></label>
 <label>Text <textarea name="body" rows="16" required>{{.Body}}</textarea></label>
-<p class="muted">Posting as {{.User}}.</p>
+<p class="muted">Posting as {{.User}}, from {{.Address}}.</p>
 <button type="submit">Post</button>
 </form>
 {{template "foot" .}}{{end}}
 
 {{define "login"}}{{template "head" .}}
-<h1>Log in</h1>
+{{if .User}}<h1>{{.Title}}</h1>
+<p>You are logged in as <b class="user">{{.User}}</b>.</p>
+{{with .Logout}}<p><a class="logout" href="{{.}}">Log out</a></p>{{else}}<form class="compose" method="post" action="/logout"><button type="submit">Log out</button></form>{{end}}
+{{else}}<h1>Log in</h1>
 {{with .Error}}<div class="error"><p>{{.}}</p></div>{{end}}
 <form class="compose" method="post" action="/login">
 <input type="hidden" name="next" value="{{.Next}}">
 <label>Name <input name="user" autocomplete="username" required></label>
 <label>Password <input name="password" type="password" autocomplete="current-password" required></label>
 <button type="submit">Log in</button>
-</form>
+</form>{{end}}
 {{template "foot" .}}{{end}}
 
 {{define "error"}}{{template "head" .}}

@@ -23,6 +23,9 @@ type base struct {
 	Site  string
 	CSS   template.CSS
 	Group string
+	// Account links every page to /login, where a reader logs in or out
+	// (the pages are the same for everybody, so they do not say which).
+	Account bool
 }
 
 // threadRow is a thread of a group page. Dates are RFC 3339 in JSON and
@@ -48,6 +51,7 @@ type pager struct {
 type groupView struct {
 	base
 	Articles    int
+	Others      int // articles of the list only other servers carry
 	ThreadCount int
 	Stats       *GroupStats
 	Threads     []threadRow

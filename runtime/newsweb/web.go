@@ -127,9 +127,10 @@ func New(fed *Federated, opts Options) *Server {
 		s.route("POST /api/articles", "api_post", true, s.apiPost)
 		s.route("GET /post", "compose", false, s.composePage)
 		s.route("POST /post", "post", false, s.submitPost)
-		if s.posting.users != nil {
+		if s.posting.hasUsers() {
 			s.route("GET /login", "login", false, s.loginPage)
 			s.route("POST /login", "login", false, s.login)
+			s.route("GET /logout", "logout", false, s.logout)
 			s.route("POST /logout", "logout", false, s.logout)
 		}
 	}
@@ -414,7 +415,8 @@ func (s *Server) errorPage(status int, title, msg string) *response {
 }
 
 func (s *Server) base(title, group string) base {
-	return base{Title: title, Site: s.opts.Site, CSS: template.CSS(css), Group: group}
+	return base{Title: title, Site: s.opts.Site, CSS: template.CSS(css), Group: group,
+		Account: s.posting != nil && s.posting.hasUsers()}
 }
 
 // render executes a page template into a response.
