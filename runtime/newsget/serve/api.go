@@ -91,7 +91,7 @@ func (d *Daemon) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, map[string]any{"status": true})
 	case "retry":
-		id, err := d.Retry(q("value"))
+		id, err := d.Retry(q("value"), q("password"))
 		if err != nil {
 			apiError(w, err.Error())
 			return
@@ -104,14 +104,15 @@ func (d *Daemon) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// addOptions reads cat, priority, nzbname and pp (pp is accepted and
-// ignored: post-processing is always repair + unpack + delete).
+// addOptions reads cat, priority, nzbname, password and pp (pp is
+// accepted and ignored: post-processing is always repair + unpack +
+// delete).
 func addOptions(r *http.Request) (AddOptions, error) {
 	p, err := dlqueue.ParsePriority(r.FormValue("priority"))
 	if err != nil {
 		return AddOptions{}, err
 	}
-	return AddOptions{Category: r.FormValue("cat"), Priority: p, Name: r.FormValue("nzbname")}, nil
+	return AddOptions{Category: r.FormValue("cat"), Priority: p, Name: r.FormValue("nzbname"), Password: r.FormValue("password")}, nil
 }
 
 func (d *Daemon) apiAddFile(w http.ResponseWriter, r *http.Request) {
@@ -499,8 +500,16 @@ func (d *Daemon) apiHistory(w http.ResponseWriter, r *http.Request) {
 	}})
 }
 
+// encryptedPrefix marks, as SABnzbd does, a job whose archives no
+// password opened (the *arr apps look for it).
+const encryptedPrefix = "ENCRYPTED / "
+
 func historySlot(h HistoryEntry) HistorySlot {
-	return HistorySlot{ID: h.ID, Name: h.Name, NZBName: h.NZBName, Category: h.Category, Status: h.Status,
+	name := h.Name
+	if h.Encrypted {
+		name = encryptedPrefix + name
+	}
+	return HistorySlot{ID: h.ID, Name: name, NZBName: h.NZBName, Category: h.Category, Status: h.Status,
 		FailMessage: h.FailMessage, Storage: h.Storage, Path: h.Storage, Bytes: h.Bytes, Size: sizeWords(h.Bytes),
 		DownloadTime: h.DownloadTime, Completed: h.Completed.Unix()}
 }

@@ -168,8 +168,8 @@ func (d *Daemon) DeleteHistory(ids []string, delFiles bool) ([]string, error) {
 // Retry puts a failed job of the history back in the queue under its
 // nzo_id (SABnzbd's mode=retry). Its NZB and the engine's record of what
 // it fetched were kept, so only what is missing is fetched again (from
-// servers that may have it by now).
-func (d *Daemon) Retry(id string) (string, error) {
+// servers that may have it by now). A password given replaces the job's.
+func (d *Daemon) Retry(id, password string) (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	i := slices.IndexFunc(d.hist, func(h HistoryEntry) bool { return h.ID == id })
@@ -184,7 +184,10 @@ func (d *Daemon) Retry(id string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("retry %s: its NZB is gone: %w", id, err)
 	}
-	j, err := d.parseJob(data, h.NZBName, AddOptions{Name: h.Name})
+	if password == "" {
+		password = h.Password
+	}
+	j, err := d.parseJob(data, h.NZBName, AddOptions{Name: h.Name, Password: password})
 	if err != nil {
 		return "", fmt.Errorf("retry %s: %w", id, err)
 	}

@@ -240,6 +240,7 @@ type AddOptions struct {
 	Priority dlqueue.Priority // Default: the category's
 	Name     string           // the job's name; "" from the NZB's file name
 	Paused   bool             // added paused (SABnzbd priority -2)
+	Password string           // SABnzbd's password=: ahead of the NZB's own
 }
 
 // Add queues an NZB (its bytes and file name) and returns its nzo_id. The
@@ -321,23 +322,52 @@ func (d *Daemon) parseJob(data []byte, filename string, ao AddOptions) (*Job, er
 	if len(nzb.Files) == 0 {
 		return nil, fmt.Errorf("refused NZB %s: it lists no files", filename)
 	}
-	name := ao.Name
+	base := filepath.Base(filename)
+	if strings.HasSuffix(strings.ToLower(base), ".nzb") {
+		base = base[:len(base)-4]
+	}
+	base, filePW := SplitPassword(base)
+	name, namePW := SplitPassword(ao.Name)
 	if name == "" {
-		name = filepath.Base(filename)
-		if strings.HasSuffix(strings.ToLower(name), ".nzb") {
-			name = name[:len(name)-4]
+		name = base
+	}
+	pw := ao.Password
+	if meta, ok := nzb.MetaValue("password"); ok && pw == "" {
+		pw = meta
+	}
+	for _, p := range []string{namePW, filePW} {
+		if pw == "" {
+			pw = p
 		}
 	}
 	name = newsget.SanitizeName(name, "job")
+	nzbName, _ := SplitPassword(filepath.Base(filename))
 	sum := sha256.Sum256(data)
-	j := &Job{Name: name, NZBName: filepath.Base(filename), Hash: hex.EncodeToString(sum[:]), Added: d.opts.Now(),
-		Paused: ao.Paused || ao.Priority == dlqueue.Paused}
+	j := &Job{Name: name, NZBName: nzbName, Hash: hex.EncodeToString(sum[:]), Added: d.opts.Now(),
+		Paused: ao.Paused || ao.Priority == dlqueue.Paused, Password: pw}
 	for _, f := range nzb.Files {
 		j.Files = append(j.Files, JobFile{Name: f.Filename(), Bytes: f.Bytes()})
 		j.Bytes += f.Bytes()
 	}
 	j.Left = j.Bytes
 	return j, nil
+}
+
+// SplitPassword takes a password written into a job's name as
+// "Name{{password}}" (SABnzbd's and NZBGet's convention) out of it: it
+// returns the name without the braces and what they held, and the name
+// as it is when it has none.
+func SplitPassword(name string) (string, string) {
+	i := strings.Index(name, "{{")
+	if i < 0 {
+		return name, ""
+	}
+	j := strings.LastIndex(name, "}}")
+	if j < i+2 {
+		return name, ""
+	}
+	rest := strings.TrimRight(name[:i], " .") + name[j+2:]
+	return strings.TrimSpace(rest), name[i+2 : j]
 }
 
 // known lists the queue (but the job except) and the history for

@@ -25,14 +25,15 @@ func (d *Daemon) AddURL(raw string, ao AddOptions) (string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("addurl: %q is not an http(s) URL", raw)
 	}
-	name := ao.Name
+	name, _ := SplitPassword(ao.Name)
 	if name == "" {
-		name = strings.TrimSuffix(path.Base(u.Path), ".nzb")
+		name, _ = SplitPassword(strings.TrimSuffix(path.Base(u.Path), ".nzb"))
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	j := &Job{Name: newsget.SanitizeName(name, "download"), URL: u.String(), Grabbing: true, Added: d.opts.Now(),
-		Paused: ao.Paused || ao.Priority == dlqueue.Paused, GivenName: ao.Name}
+		Paused: ao.Paused || ao.Priority == dlqueue.Paused, GivenName: ao.Name,
+		Password: ao.Password}
 	j.Category = d.category(ao.Category)
 	j.Priority = d.jobPriority(ao.Priority, j.Category)
 	j.ID = d.newIDLocked()
@@ -58,7 +59,7 @@ func (d *Daemon) startGrab(j *Job) {
 		}
 		var nj *Job
 		if err == nil {
-			nj, err = d.parseJob(data, filename, AddOptions{Name: j.GivenName})
+			nj, err = d.parseJob(data, filename, AddOptions{Name: j.GivenName, Password: j.Password})
 		}
 		if err != nil {
 			d.mu.Lock()
@@ -79,6 +80,7 @@ func (d *Daemon) startGrab(j *Job) {
 			return // stays Grabbing; the next start tries again
 		}
 		j.Name, j.NZBName, j.Hash, j.Files, j.Bytes, j.Left = nj.Name, nj.NZBName, nj.Hash, nj.Files, nj.Bytes, nj.Left
+		j.Password = nj.Password
 		j.Grabbing = false
 		if _, why, dup := dlqueue.Duplicate(d.known(j.ID), j.Name, j.Hash); dup {
 			j.Duplicate, j.Paused = why, true

@@ -196,7 +196,8 @@ func (d *Daemon) postProcess(ctx context.Context, j *Job) {
 	d.run = a
 	d.mu.Unlock()
 	d.log.Info("post-processing", "nzo_id", j.ID, "name", j.Name)
-	res := d.opts.PostProcess.PostProcess(jctx, PostJob{Dir: dir, Name: j.Name, Category: j.Category, Files: j.Downloaded.Files})
+	res := d.opts.PostProcess.PostProcess(jctx, PostJob{Dir: dir, Name: j.Name, Category: j.Category, Password: j.Password,
+		Files: j.Downloaded.Files})
 	d.mu.Lock()
 	d.run = nil
 	stop := a.stop
@@ -211,7 +212,7 @@ func (d *Daemon) postProcess(ctx context.Context, j *Job) {
 	}
 	h := HistoryEntry{DownloadTime: j.Downloaded.DownloadTime}
 	if res.Status != Completed {
-		h.Status, h.FailMessage, h.Storage = "Failed", res.Reason, dir
+		h.Status, h.FailMessage, h.Storage, h.Encrypted = "Failed", res.Reason, dir, res.Encrypted
 		d.finish(j, h)
 		return
 	}
@@ -254,6 +255,7 @@ func (d *Daemon) moveDone(from, parent, name string) (string, error) {
 // its progress, for mode=retry, until it leaves the history.
 func (d *Daemon) finish(j *Job, h HistoryEntry) {
 	h.ID, h.Name, h.NZBName, h.Category, h.Hash, h.Bytes = j.ID, j.Name, j.NZBName, j.Category, j.Hash, j.Bytes
+	h.Password = j.Password
 	h.Completed = d.opts.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -56,6 +56,10 @@ type Job struct {
 	URL       string `json:"url,omitempty"`
 	Grabbing  bool   `json:"grabbing,omitempty"`
 	GivenName string `json:"given_name,omitempty"` // addurl's nzbname, for the job once fetched
+	// Password opens the job's encrypted archives: addfile's password=,
+	// else the NZB's <meta type="password">, else {{password}} in nzbname
+	// or the NZB's file name.
+	Password string `json:"password,omitempty"`
 }
 
 // Downloaded is what post-processing needs of a finished download.
@@ -83,6 +87,10 @@ type HistoryEntry struct {
 	Hash         string    `json:"hash"`
 	DownloadTime int       `json:"download_time"` // seconds
 	Completed    time.Time `json:"completed"`
+	Password     string    `json:"password,omitempty"` // the job's, for mode=retry
+	// Encrypted: the job failed on encrypted archives that no password
+	// opened.
+	Encrypted bool `json:"encrypted,omitempty"`
 }
 
 // state is state.json.

@@ -214,11 +214,17 @@ func open(e entry, openFile func() (io.ReadCloser, error), fn walkFunc) error {
 	return fn(e, r)
 }
 
+// Encrypted reports whether err is (or wraps) an archive's refusal to
+// open without the right password.
+func Encrypted(err error) bool {
+	var re *sevenzip.ReadError
+	return errors.Is(err, rardecode.ErrArchiveEncrypted) || errors.Is(err, rardecode.ErrArchivedFileEncrypted) ||
+		errors.Is(err, rardecode.ErrBadPassword) || (errors.As(err, &re) && re.Encrypted)
+}
+
 // passwordHint adds what the user can do to a library's password error.
 func passwordHint(err error, password string) error {
-	var re *sevenzip.ReadError
-	encrypted := errors.Is(err, rardecode.ErrArchiveEncrypted) || errors.Is(err, rardecode.ErrArchivedFileEncrypted) ||
-		errors.Is(err, rardecode.ErrBadPassword) || (errors.As(err, &re) && re.Encrypted)
+	encrypted := Encrypted(err)
 	switch {
 	case !encrypted && password != "" && (errors.Is(err, errCRC) || errors.Is(err, rardecode.ErrBadFileChecksum)):
 		return fmt.Errorf("%w (or the password given does not open the archive)", err)
