@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -168,7 +169,12 @@ func (d *Daemon) DeleteHistory(ids []string, delFiles bool) ([]string, error) {
 // Retry puts a failed job of the history back in the queue under its
 // nzo_id (SABnzbd's mode=retry). Its NZB and the engine's record of what
 // it fetched were kept, so only what is missing is fetched again (from
-// servers that may have it by now). A password given replaces the job's.
+// servers that may have it by now). A job that failed in post-processing
+// with every file downloaded goes straight to post-processing again, from
+// its folder as it is (files renamed, repaired or unpacked stay); one
+// with files still incomplete downloads those, its renamed files put back
+// under the names the download gave them first. A password given
+// replaces the job's.
 func (d *Daemon) Retry(id, password string) (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -192,6 +198,13 @@ func (d *Daemon) Retry(id, password string) (string, error) {
 		return "", fmt.Errorf("retry %s: %w", id, err)
 	}
 	j.ID, j.Category, j.Priority = id, h.Category, d.categoryPriority(h.Category)
+	if dl := h.Downloaded; dl != nil {
+		if downloadedWhole(dl) {
+			j.Downloaded, j.Left = dl, 0
+		} else {
+			d.restoreNames(d.jobDir(id), dl)
+		}
+	}
 	// Queue first, then out of the history: a crash between leaves it in
 	// both, and New keeps the history's word (retry again); never in
 	// neither.
@@ -205,4 +218,34 @@ func (d *Daemon) Retry(id, password string) (string, error) {
 	d.log.Info("job retried", "nzo_id", id, "name", j.Name)
 	d.kick()
 	return id, nil
+}
+
+// downloadedWhole reports whether every file of a download arrived (or
+// was held back, or unpacked and removed).
+func downloadedWhole(dl *Downloaded) bool {
+	for _, f := range dl.Files {
+		if !f.Complete && !f.Held && !f.Removed {
+			return false
+		}
+	}
+	return true
+}
+
+// restoreNames renames the files post-processing renamed in dir back to
+// the names the download gave them, where the engine finds them complete
+// instead of fetching them again.
+func (d *Daemon) restoreNames(dir string, dl *Downloaded) {
+	for _, f := range dl.Files {
+		orig, ok := dl.Names[f.Index]
+		if !ok || !f.Complete || f.Removed || f.Name == orig {
+			continue
+		}
+		from, to := filepath.Join(dir, f.Name), filepath.Join(dir, orig)
+		if _, err := os.Lstat(to); err == nil {
+			continue
+		}
+		if err := os.Rename(from, to); err != nil {
+			d.log.Warn("retry: renaming back", "from", from, "to", to, "err", err)
+		}
+	}
 }

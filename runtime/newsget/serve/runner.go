@@ -170,7 +170,12 @@ func (d *Daemon) download(ctx context.Context, j *Job) bool {
 	// altered.
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	j.Downloaded = &Downloaded{Files: sum.Files, DownloadTime: elapsed}
+	j.Downloaded = &Downloaded{Files: sum.Files, DownloadTime: elapsed, Names: map[int]string{}}
+	for _, f := range sum.Files {
+		if f.Complete && !f.Held && !f.Removed {
+			j.Downloaded.Names[f.Index] = f.Name
+		}
+	}
 	j.Left, j.LastError = 0, ""
 	if err := d.store.saveState(&d.state); err != nil {
 		// Not recorded: post-processing now could leave a job that the
@@ -213,6 +218,7 @@ func (d *Daemon) postProcess(ctx context.Context, j *Job) {
 	h := HistoryEntry{DownloadTime: j.Downloaded.DownloadTime}
 	if res.Status != Completed {
 		h.Status, h.FailMessage, h.Storage, h.Encrypted = "Failed", res.Reason, dir, res.Encrypted
+		h.Downloaded = j.Downloaded
 		d.finish(j, h)
 		return
 	}

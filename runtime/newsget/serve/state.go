@@ -63,9 +63,16 @@ type Job struct {
 }
 
 // Downloaded is what post-processing needs of a finished download.
+// Post-processing writes what it did into Files (renamed, repaired,
+// removed), so that a retry after it failed starts from the folder as it
+// is.
 type Downloaded struct {
 	Files        []*newsget.FileResult `json:"files"`
 	DownloadTime int                   `json:"download_time"` // seconds
+	// Names are the files' names as the download wrote them, by their
+	// place in the NZB: a retry that downloads again puts renamed files
+	// back under these, where the engine finds them complete.
+	Names map[int]string `json:"names,omitempty"`
 }
 
 // JobFile is one file of a job's NZB, for the fail-fast rule.
@@ -88,6 +95,9 @@ type HistoryEntry struct {
 	DownloadTime int       `json:"download_time"` // seconds
 	Completed    time.Time `json:"completed"`
 	Password     string    `json:"password,omitempty"` // the job's, for mode=retry
+	// Downloaded: the job failed in post-processing; a retry starts from
+	// these results.
+	Downloaded *Downloaded `json:"downloaded,omitempty"`
 	// Encrypted: the job failed on encrypted archives that no password
 	// opened.
 	Encrypted bool `json:"encrypted,omitempty"`
