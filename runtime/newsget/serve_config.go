@@ -28,6 +28,12 @@ type ServeConfig struct {
 	Htpasswd    string        `toml:"htpasswd"`
 	MaxNZBSize  tomlconf.Size `toml:"max_nzb_size"`
 	HistorySize int           `toml:"history_size"`
+	// BandwidthMax is the line speed a speed limit given in percent
+	// (mode=config&name=speedlimit&value=50) is a share of.
+	BandwidthMax tomlconf.Size `toml:"bandwidth_max"`
+	// NoDupes is what happens to a duplicate NZB: off, tag, pause or
+	// fail (SABnzbd's no_dupes).
+	NoDupes string `toml:"no_dupes"`
 }
 
 // Category is one [[category]]: where a category's jobs land and their
@@ -56,6 +62,17 @@ func (c *Config) CheckServe() error {
 	}
 	if s.HistorySize < 0 {
 		errs = append(errs, c.errAt("serve.history_size", "negative"))
+	}
+	if s.BandwidthMax < 0 {
+		errs = append(errs, c.errAt("serve.bandwidth_max", "negative"))
+	}
+	s.NoDupes = strings.ToLower(s.NoDupes)
+	switch s.NoDupes {
+	case "":
+		s.NoDupes = "tag"
+	case "off", "tag", "pause", "fail":
+	default:
+		errs = append(errs, c.errAt("serve.no_dupes", "%q: want off, tag, pause or fail", s.NoDupes))
 	}
 	if s.APIKey != "" && (len(s.APIKey) < 8 || strings.ContainsAny(s.APIKey, " &=?#/\r\n")) {
 		errs = append(errs, c.errAt("serve.api_key", "at least 8 characters, none of space & = ? # /"))

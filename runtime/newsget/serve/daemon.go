@@ -90,6 +90,8 @@ type Daemon struct {
 	wake    chan struct{}
 	life    context.Context // Run's: grabs started before Run wait for it
 	grabs   sync.WaitGroup
+	ring    *logRing
+	watchMu sync.Mutex // one scan of watch_dir at a time
 }
 
 // active is the job being downloaded.
@@ -142,7 +144,9 @@ func New(cfg *newsget.Config, opts Options) (*Daemon, error) {
 	if cfg.Serve.CompleteDir == "" {
 		cfg.Serve.CompleteDir = filepath.Join(cfg.DownloadDir, "complete")
 	}
-	d := &Daemon{cfg: cfg, opts: opts, log: opts.Log, store: store{dir: filepath.Join(cfg.QueueDir, "serve")},
+	ring := &logRing{secret: cfg.Serve.APIKey}
+	opts.Log = slog.New(newRingHandler(opts.Log.Handler(), ring))
+	d := &Daemon{cfg: cfg, opts: opts, log: opts.Log, ring: ring, store: store{dir: filepath.Join(cfg.QueueDir, "serve")},
 		csrf: randomHex(), stats: newServerStats(), wake: make(chan struct{}, 1)}
 	if cfg.Serve.Htpasswd != "" {
 		u, err := readHtpasswd(cfg.Serve.Htpasswd)
@@ -241,6 +245,7 @@ type AddOptions struct {
 	Name     string           // the job's name; "" from the NZB's file name
 	Paused   bool             // added paused (SABnzbd priority -2)
 	Password string           // SABnzbd's password=: ahead of the NZB's own
+	PP       *int             // SABnzbd's pp (0-3); nil: 3
 }
 
 // Add queues an NZB (its bytes and file name) and returns its nzo_id. The
@@ -255,10 +260,7 @@ func (d *Daemon) Add(data []byte, filename string, ao AddOptions) (string, error
 	defer d.mu.Unlock()
 	j.Category = d.category(ao.Category)
 	j.Priority = d.jobPriority(ao.Priority, j.Category)
-	if _, why, dup := dlqueue.Duplicate(d.known(""), j.Name, j.Hash); dup {
-		j.Duplicate, j.Paused = why, true
-		d.log.Warn("duplicate NZB: queued paused", "nzb", filename, "why", why)
-	}
+	fail := d.duplicateLocked(j, "")
 	j.ID = d.newIDLocked()
 	if err := d.store.saveNZB(j.ID, data); err != nil {
 		return "", err
@@ -268,8 +270,38 @@ func (d *Daemon) Add(data []byte, filename string, ao AddOptions) (string, error
 		return "", err
 	}
 	d.log.Info("job added", "nzo_id", j.ID, "name", j.Name, "category", j.Category, "priority", j.Priority.String())
+	if fail {
+		d.grabs.Add(1)
+		go func() {
+			defer d.grabs.Done()
+			d.finish(j, HistoryEntry{Status: "Failed", FailMessage: "Duplicate NZB: " + j.Duplicate})
+		}()
+		return j.ID, nil
+	}
 	d.kick()
 	return j.ID, nil
+}
+
+// duplicateLocked applies the duplicate rule (no_dupes) to a new job j:
+// off lets it be; tag flags it (the DUPLICATE label); pause flags and
+// pauses it; fail flags and pauses it and reports true: the caller sends
+// it to the history as Failed (a retry downloads it after all). Called
+// with mu held.
+func (d *Daemon) duplicateLocked(j *Job, except string) bool {
+	rule := d.noDupes()
+	if rule == "off" {
+		return false
+	}
+	_, why, dup := dlqueue.Duplicate(d.known(except), j.Name, j.Hash)
+	if !dup {
+		return false
+	}
+	j.Duplicate = why
+	if rule != "tag" {
+		j.Paused = true
+	}
+	d.log.Warn("duplicate NZB", "name", j.Name, "why", why, "no_dupes", rule)
+	return rule == "fail"
 }
 
 // jobPriority is the priority a job added with p in category cat gets:
@@ -344,7 +376,7 @@ func (d *Daemon) parseJob(data []byte, filename string, ao AddOptions) (*Job, er
 	nzbName, _ := SplitPassword(filepath.Base(filename))
 	sum := sha256.Sum256(data)
 	j := &Job{Name: name, NZBName: nzbName, Hash: hex.EncodeToString(sum[:]), Added: d.opts.Now(),
-		Paused: ao.Paused || ao.Priority == dlqueue.Paused, Password: pw}
+		Paused: ao.Paused || ao.Priority == dlqueue.Paused, Password: pw, PP: ao.PP}
 	for _, f := range nzb.Files {
 		j.Files = append(j.Files, JobFile{Name: f.Filename(), Bytes: f.Bytes()})
 		j.Bytes += f.Bytes()

@@ -82,9 +82,12 @@ func (d *Daemon) startGrab(j *Job) {
 		j.Name, j.NZBName, j.Hash, j.Files, j.Bytes, j.Left = nj.Name, nj.NZBName, nj.Hash, nj.Files, nj.Bytes, nj.Left
 		j.Password = nj.Password
 		j.Grabbing = false
-		if _, why, dup := dlqueue.Duplicate(d.known(j.ID), j.Name, j.Hash); dup {
-			j.Duplicate, j.Paused = why, true
-			d.log.Warn("duplicate NZB: queued paused", "url", j.URL, "why", why)
+		if d.duplicateLocked(j, j.ID) {
+			d.grabs.Add(1)
+			go func() {
+				defer d.grabs.Done()
+				d.finish(j, HistoryEntry{Status: "Failed", FailMessage: "Duplicate NZB: " + j.Duplicate})
+			}()
 		}
 		if err := d.store.saveState(&d.state); err != nil {
 			d.log.Error("queue", "err", err)

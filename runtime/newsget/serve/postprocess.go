@@ -21,6 +21,10 @@ type PostJob struct {
 	Name     string
 	Category string
 	Password string // of encrypted archives ("" when none is known)
+	// PP is SABnzbd's post-processing level: 0 download only (no repair),
+	// 1 repair, 2 repair and unpack, 3 (or nil) repair, unpack and delete
+	// the archives.
+	PP *int
 	// Files are the engine's results: complete and verified, or
 	// incomplete with the byte ranges missing.
 	Files []*newsget.FileResult

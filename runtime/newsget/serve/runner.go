@@ -10,6 +10,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
 	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
@@ -86,6 +87,9 @@ func (d *Daemon) forgetJob(j *Job) {
 func (d *Daemon) engineConfig(j *Job) newsget.Config {
 	c := *d.cfg
 	c.DownloadDir = d.jobDir(j.ID)
+	d.mu.Lock()
+	c.Rate = tomlconf.Size(d.speedLimit())
+	d.mu.Unlock()
 	return c
 }
 
@@ -198,11 +202,12 @@ func (d *Daemon) postProcess(ctx context.Context, j *Job) {
 	defer cancel()
 	a := &active{job: j, cancel: cancel, start: d.opts.Now(), post: true}
 	d.mu.Lock()
+	pp := j.PP
 	d.run = a
 	d.mu.Unlock()
 	d.log.Info("post-processing", "nzo_id", j.ID, "name", j.Name)
 	res := d.opts.PostProcess.PostProcess(jctx, PostJob{Dir: dir, Name: j.Name, Category: j.Category, Password: j.Password,
-		Files: j.Downloaded.Files})
+		Files: j.Downloaded.Files, PP: pp})
 	d.mu.Lock()
 	d.run = nil
 	stop := a.stop
@@ -326,6 +331,9 @@ func (d *Daemon) onSegment(a *active, n newsget.SegmentNote) {
 	a.done += n.Bytes
 	if !n.Failed {
 		d.stats.done(n.Server, n.Bytes)
+		if n.File >= 0 && n.File < len(a.job.Files) {
+			a.job.Files[n.File].Done += n.Bytes
+		}
 		return
 	}
 	for _, s := range n.FailedOn {
@@ -371,6 +379,13 @@ func (d *Daemon) sampler(ctx context.Context) {
 			d.speed = 0
 		}
 		d.stats.sample()
+		resume := !d.state.Settings.ResumeAt.IsZero() && !d.opts.Now().Before(d.state.Settings.ResumeAt)
 		d.mu.Unlock()
+		if resume {
+			d.mu.Lock()
+			d.state.Settings.ResumeAt = time.Time{}
+			d.mu.Unlock()
+			d.PauseAll(false)
+		}
 	}
 }

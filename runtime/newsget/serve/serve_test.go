@@ -331,7 +331,7 @@ func TestAddURL(t *testing.T) {
 	}))
 	defer indexer.Close()
 	dir := t.TempDir()
-	edit := func(c *newsget.Config) { c.Serve.MaxNZBSize = 4096 }
+	edit := func(c *newsget.Config) { c.Serve.MaxNZBSize, c.Serve.NoDupes = 4096, "pause" }
 	td := startDaemon(t, dir, s, edit)
 	if got := td.api(t, "mode", "addurl", "name", "ftp://example.org/x.nzb"); got["error"] != `addurl: "ftp://example.org/x.nzb" is not an http(s) URL` {
 		t.Errorf("ftp URL: %v", got)

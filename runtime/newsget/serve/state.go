@@ -60,6 +60,9 @@ type Job struct {
 	// else the NZB's <meta type="password">, else {{password}} in nzbname
 	// or the NZB's file name.
 	Password string `json:"password,omitempty"`
+	// PP is SABnzbd's post-processing level of the job (0 download only,
+	// 1 +repair, 2 +unpack, 3 +delete); nil: 3.
+	PP *int `json:"pp,omitempty"`
 }
 
 // Downloaded is what post-processing needs of a finished download.
@@ -79,6 +82,7 @@ type Downloaded struct {
 type JobFile struct {
 	Name  string `json:"name"`
 	Bytes int64  `json:"bytes"`
+	Done  int64  `json:"done,omitempty"` // bytes of its articles fetched, as last known
 }
 
 // HistoryEntry is a finished job (SABnzbd's history slot).
@@ -105,9 +109,10 @@ type HistoryEntry struct {
 
 // state is state.json.
 type state struct {
-	Seq    uint64 `json:"seq"`
-	Paused bool   `json:"paused"`
-	Queue  []*Job `json:"queue"`
+	Seq      uint64   `json:"seq"`
+	Paused   bool     `json:"paused"`
+	Queue    []*Job   `json:"queue"`
+	Settings settings `json:"settings"`
 }
 
 // store reads and writes the files.
