@@ -34,6 +34,14 @@ type ServeConfig struct {
 	// NoDupes is what happens to a duplicate NZB: off, tag, pause or
 	// fail (SABnzbd's no_dupes).
 	NoDupes string `toml:"no_dupes"`
+	// Script runs after every job of a category without a script of its
+	// own, with SABnzbd's arguments and SAB_* environment; "" or "None":
+	// none.
+	Script string `toml:"script"`
+	// ScriptCanFail: a script's non-zero exit fails the job (else it is
+	// only shown in the history's script_line), as SABnzbd's
+	// script_can_fail.
+	ScriptCanFail bool `toml:"script_can_fail"`
 }
 
 // Category is one [[category]]: where a category's jobs land and their
@@ -42,6 +50,7 @@ type Category struct {
 	Name     string `toml:"name"`
 	Dir      string `toml:"dir"`      // overrides complete_dir/<name>
 	Priority string `toml:"priority"` // force | high | normal | low
+	Script   string `toml:"script"`   // run after each of its jobs; "None": none (not [serve] script either)
 }
 
 // CheckServe checks [serve] and [[category]] and fills their defaults.

@@ -559,6 +559,10 @@ type HistorySlot struct {
 	Size         string `json:"size"`
 	DownloadTime int    `json:"download_time"`
 	Completed    int64  `json:"completed"`
+	Script       string `json:"script"`
+	ScriptLog    string `json:"script_log"`
+	ScriptLine   string `json:"script_line"`
+	StageLog     []any  `json:"stage_log"`
 }
 
 func (d *Daemon) apiHistory(w http.ResponseWriter, r *http.Request) {
@@ -621,7 +625,20 @@ func historySlot(h HistoryEntry) HistorySlot {
 	}
 	return HistorySlot{ID: h.ID, Name: name, NZBName: h.NZBName, Category: h.Category, Status: h.Status,
 		FailMessage: h.FailMessage, Storage: h.Storage, Path: h.Storage, Bytes: h.Bytes, Size: sizeWords(h.Bytes),
-		DownloadTime: h.DownloadTime, Completed: h.Completed.Unix()}
+		DownloadTime: h.DownloadTime, Completed: h.Completed.Unix(), Script: firstOf(h.Script, "None"), ScriptLog: h.ScriptLog,
+		ScriptLine: h.ScriptLine, StageLog: stageLog(h)}
+}
+
+// stageLog is SABnzbd's stage_log: what each stage did, in lines.
+func stageLog(h HistoryEntry) []any {
+	out := []any{}
+	if h.FailMessage != "" {
+		out = append(out, map[string]any{"name": "Unpack", "actions": []string{h.FailMessage}})
+	}
+	if h.ScriptLine != "" {
+		out = append(out, map[string]any{"name": "Script", "actions": []string{h.ScriptLine}})
+	}
+	return out
 }
 
 func (d *Daemon) apiServerStats() map[string]any {

@@ -278,7 +278,7 @@ func (d *Daemon) Add(data []byte, filename string, ao AddOptions) (string, error
 		}()
 		return j.ID, nil
 	}
-	d.kick()
+	d.preemptLocked() // a Force (or higher) job starts at once
 	return j.ID, nil
 }
 

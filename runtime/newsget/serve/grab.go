@@ -93,6 +93,6 @@ func (d *Daemon) startGrab(j *Job) {
 			d.log.Error("queue", "err", err)
 		}
 		d.log.Info("job added", "nzo_id", j.ID, "name", j.Name, "category", j.Category, "priority", j.Priority.String())
-		d.kick()
+		d.preemptLocked()
 	}()
 }

@@ -267,6 +267,15 @@ func (d *Daemon) moveDone(from, parent, name string) (string, error) {
 func (d *Daemon) finish(j *Job, h HistoryEntry) {
 	h.ID, h.Name, h.NZBName, h.Category, h.Hash, h.Bytes = j.ID, j.Name, j.NZBName, j.Category, j.Hash, j.Bytes
 	h.Password = j.Password
+	if h.Storage != "" {
+		d.mu.Lock()
+		ctx := d.life
+		d.mu.Unlock()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		d.runScript(ctx, j, &h)
+	}
 	h.Completed = d.opts.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()

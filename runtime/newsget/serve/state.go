@@ -105,6 +105,10 @@ type HistoryEntry struct {
 	// Encrypted: the job failed on encrypted archives that no password
 	// opened.
 	Encrypted bool `json:"encrypted,omitempty"`
+	// The post-processing script's path, output and last line.
+	Script     string `json:"script,omitempty"`
+	ScriptLog  string `json:"script_log,omitempty"`
+	ScriptLine string `json:"script_line,omitempty"`
 }
 
 // state is state.json.
