@@ -267,26 +267,33 @@ func startProgress(eng *newsget.Engine, w io.Writer, interval time.Duration) fun
 	return func() { close(done); <-finished }
 }
 
-// progressBar draws "[#####-----] 42% files 1/3 12.3 MB/s ETA 12s" with
-// the current speed and the time left at it (speedMeter).
+// progressBar draws "[#####-----] 42% files 1/3 12.3 MiB/s ETA 12s" with
+// the current speed and the time left at it (speedMeter). Sizes and
+// speeds are in the units of the configuration's grammar (K, M, G are
+// powers of 1024: rate = "2M" shows as 2.0 MiB/s).
 func progressBar(p newsget.Progress, speed float64, eta time.Duration, width int) string {
 	frac := 0.0
 	if p.Segments > 0 {
 		frac = float64(p.Done+p.Failed) / float64(p.Segments)
 	}
 	n := int(frac * float64(width))
-	return fmt.Sprintf("[%s%s] %3.0f%% files %d/%d %.1f MB/s ETA %s conns %d", strings.Repeat("#", n),
-		strings.Repeat("-", width-n), frac*100, p.FilesDone, p.Files, speed/1e6, eta, p.Connections)
+	return fmt.Sprintf("[%s%s] %3.0f%% files %d/%d %s ETA %s conns %d", strings.Repeat("#", n),
+		strings.Repeat("-", width-n), frac*100, p.FilesDone, p.Files, formatSpeed(speed), eta, p.Connections)
 }
 
 // progressLine is the plain periodic line.
 func progressLine(p newsget.Progress, speed float64, eta time.Duration) string {
-	s := fmt.Sprintf("newsget: files %d/%d segments %d/%d (%d missing) %s %.1f MB/s ETA %s retries %d",
-		p.FilesDone, p.Files, p.Done, p.Segments, p.Failed, newsget.FormatBytes(p.Received), speed/1e6, eta, p.Retries)
+	s := fmt.Sprintf("newsget: files %d/%d segments %d/%d (%d missing) %s %s ETA %s retries %d",
+		p.FilesDone, p.Files, p.Done, p.Segments, p.Failed, newsget.FormatBytes(p.Received), formatSpeed(speed), eta, p.Retries)
 	if p.QuotaReached != "" {
 		s += " (" + p.QuotaReached + ")"
 	}
 	return s
+}
+
+// formatSpeed writes bytes per second in MiB/s, the unit of rate = "2M".
+func formatSpeed(bps float64) string {
+	return fmt.Sprintf("%.1f MiB/s", bps/(1<<20))
 }
 
 // printSummary writes the end-of-run summary.
@@ -346,7 +353,7 @@ func printSummary(w io.Writer, s *newsget.Summary) {
 	secs := s.Elapsed.Seconds()
 	speed := 0.0
 	if secs > 0 {
-		speed = float64(s.Received) / secs / 1e6
+		speed = float64(s.Received) / secs
 	}
 	var retries []string
 	keys := make([]string, 0, len(s.Retries))
@@ -360,9 +367,9 @@ func printSummary(w io.Writer, s *newsget.Summary) {
 	if len(retries) == 0 {
 		retries = []string{"none"}
 	}
-	fmt.Fprintf(w, "summary: files %d complete, %d incomplete; %d bytes received, %d written; segments %d done, %d missing; requests %d; retries: %s; %.1f MB/s in %s\n",
+	fmt.Fprintf(w, "summary: files %d complete, %d incomplete; %d bytes received, %d written; segments %d done, %d missing; requests %d; retries: %s; %s in %s\n",
 		complete, incomplete, s.Received, s.Decoded, s.Stats.Done, missing, s.Stats.Requests, strings.Join(retries, ", "),
-		speed, s.Elapsed.Round(time.Millisecond))
+		formatSpeed(speed), s.Elapsed.Round(time.Millisecond))
 	if s.Quota != "" {
 		fmt.Fprintf(w, "stopped: %s\n", s.Quota)
 	}

@@ -50,7 +50,7 @@ func TestExitStatus(t *testing.T) {
 		err  string // regexp on stderr
 	}{
 		{[]string{"-server", url, "-progress", "1ms", write("w.nzb", poster.NZB(whole))}, 0,
-			`(?m)^complete: w.bin \(6000 bytes\)\nsummary: files 1 complete, 0 incomplete; \d+ bytes received, 6000 written; segments 2 done, 0 missing; requests 2; retries: none; [\d.]+ MB/s in`,
+			`(?m)^complete: w.bin \(6000 bytes\)\nsummary: files 1 complete, 0 incomplete; \d+ bytes received, 6000 written; segments 2 done, 0 missing; requests 2; retries: none; [\d.]+ MiB/s in`,
 			`(?m)^newsget: files \d/1 segments \d/2`},
 		{[]string{"-q", "-server", url, write("p.nzb", poster.NZB(p))}, 1,
 			`(?m)^incomplete: e.bin.part: 1 of 3 segments missing on every server\n  missing segment 3 bytes 6000-8999 \(3000 bytes\)$`, `^$|segment missing`},
@@ -94,11 +94,11 @@ func TestProgressBar(t *testing.T) {
 	p := newsget.Progress{Files: 3, FilesDone: 1, Segments: 10, Done: 4, Received: 10e6, TotalBytes: 30e6, Elapsed: 2 * time.Second, Connections: 8}
 	var m speedMeter
 	speed, eta := m.add(p)
-	want := "[############------------------]  40% files 1/3 5.0 MB/s ETA 4s conns 8"
+	want := "[############------------------]  40% files 1/3 4.8 MiB/s ETA 4s conns 8"
 	if got := progressBar(p, speed, eta, 30); got != want {
 		t.Errorf("progressBar:\n got %q\nwant %q", got, want)
 	}
-	if got := progressLine(p, speed, eta); !strings.HasPrefix(got, "newsget: files 1/3 segments 4/10 (0 missing) 9.5 MiB 5.0 MB/s ETA 4s") {
+	if got := progressLine(p, speed, eta); !strings.HasPrefix(got, "newsget: files 1/3 segments 4/10 (0 missing) 9.5 MiB 4.8 MiB/s ETA 4s") {
 		t.Errorf("progressLine: %q", got)
 	}
 }

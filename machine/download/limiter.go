@@ -2,15 +2,17 @@ package download
 
 // Theory of operation
 //
-// Limiter is the speed limit over all connections: a token bucket holding up
-// to Burst bytes, refilled at Rate bytes per second. The owner calls Take
-// after each read with the bytes read; Take removes them from the bucket,
-// which may go into debt, and returns how long to wait before reading again:
-// the time the refill needs to pay the debt. Taking after the read, not
-// before, means no read is ever split or delayed to guess its size, and over
-// any interval the bytes read exceed Rate*interval by at most Burst plus one
-// read. The bucket starts empty, so from the start the excess is at most one
-// read; only time spent idle later saves up a burst.
+// Limiter is the speed limit over all connections: a token bucket holding up to Burst bytes,
+// refilled at Rate bytes per second. The owner calls Take after each read
+// with the bytes read; Take removes them from the bucket, which may go into
+// debt, and returns how long to wait before reading again: the time the
+// refill needs to pay the debt. Taking after the read, not before, means no
+// read is ever split or delayed to guess its size, and over any interval
+// the bytes read exceed Rate*interval by at most Burst plus one read. The
+// bucket starts empty, so from the start the excess is at most one read;
+// only time spent idle later saves up a burst, by default a tenth of a
+// second's worth: a limit holds within a few percent over any window of
+// seconds, idle time before it or not.
 //
 // Arithmetic is in integers: the bucket counts nano-bytes (bytes x 1e9),
 // so that refilling for d nanoseconds adds exactly d*Rate of them and
@@ -27,7 +29,7 @@ const maxBurst = 1 << 32
 // owner shared by several connections serialises the calls.
 type Limiter struct {
 	Rate  int64 // bytes per second; 0 (or less) = unlimited
-	Burst int64 // bucket size in bytes; Rate (one second's worth) when 0
+	Burst int64 // bucket size in bytes; Rate/10 (a tenth of a second's worth) when 0
 
 	credit  int64 // nano-bytes available; negative while in debt
 	last    time.Time
@@ -38,7 +40,7 @@ type Limiter struct {
 func (l *Limiter) burst() int64 {
 	b := l.Burst
 	if b <= 0 {
-		b = l.Rate
+		b = max(l.Rate/10, 1)
 	}
 	return min(b, maxBurst)
 }

@@ -97,8 +97,14 @@ type meteredConn struct {
 	done chan struct{}
 }
 
-// Read reads, counts the bytes and waits as the speed limit says.
+// Read reads, counts the bytes and waits as the speed limit says. Under a
+// limit a read takes at most readCap bytes: every connection may read
+// once before it is told to wait, and those reads together stay within a
+// tenth of a second's worth.
 func (m *meteredConn) Read(p []byte) (int, error) {
+	if c := m.e.readCap.Load(); c > 0 && int64(len(p)) > c {
+		p = p[:c]
+	}
 	n, err := m.Conn.Read(p)
 	if n > 0 {
 		m.e.received.Add(int64(n))
@@ -121,9 +127,37 @@ func (m *meteredConn) Close() error {
 	return m.Conn.Close()
 }
 
+// minReadCap is the least a read takes under a speed limit.
+const minReadCap = 1 << 10
+
+// readCap is the most one read takes at rate bytes per second over conns
+// connections: together the reads are a tenth of a second's worth (the
+// limiter's burst is another), so that the rate holds within 5 % over
+// any 5 s. 0: no cap (no rate).
+func readCap(rate int64, conns int) int64 {
+	if rate <= 0 {
+		return 0
+	}
+	return max(rate/10/int64(max(conns, 1)), minReadCap)
+}
+
+// SetRate changes the speed limit (bytes per second over all
+// connections; 0 = none) from now on.
+func (e *Engine) SetRate(rate int64) {
+	conns := 0
+	for _, s := range e.cfg.Servers {
+		conns += max(s.Connections, 1)
+	}
+	e.limiterMu.Lock()
+	e.limiter.SetRate(e.opts.Now(), rate)
+	e.rate.Store(rate)
+	e.limiterMu.Unlock()
+	e.readCap.Store(readCap(rate, conns))
+}
+
 // take charges n bytes to the token bucket and returns the wait.
 func (e *Engine) take(n int64) time.Duration {
-	if e.limiter.Rate <= 0 {
+	if e.rate.Load() <= 0 {
 		return 0
 	}
 	e.limiterMu.Lock()

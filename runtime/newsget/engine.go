@@ -111,6 +111,8 @@ type Engine struct {
 
 	limiter   download.Limiter
 	limiterMu sync.Mutex
+	readCap   atomic.Int64 // bytes one read may take while a rate is set (readCap)
+	rate      atomic.Int64 // the limiter's Rate, read without its lock
 
 	kick       chan struct{} // wakes the loop: deadline or state changed
 	received   atomic.Int64  // bytes read from servers
@@ -204,7 +206,7 @@ func New(cfg *Config, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.quota = qs
-	e.limiter.Rate = int64(cfg.Rate)
+	e.SetRate(int64(cfg.Rate))
 	return e, nil
 }
 

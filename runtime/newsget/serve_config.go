@@ -40,6 +40,20 @@ type ServeConfig struct {
 	IdleTimeout        tomlconf.Duration `toml:"idle_timeout"`
 	AddURLFetches      int               `toml:"addurl_fetches"`
 	AddURLAllowPrivate bool              `toml:"addurl_allow_private"`
+	// BandwidthMax is the line speed a speed limit given in percent
+	// (mode=config&name=speedlimit&value=50) is a share of.
+	BandwidthMax tomlconf.Size `toml:"bandwidth_max"`
+	// NoDupes is what happens to a duplicate NZB: off, tag, pause or
+	// fail (SABnzbd's no_dupes).
+	NoDupes string `toml:"no_dupes"`
+	// Script runs after every job of a category without a script of its
+	// own, with SABnzbd's arguments and SAB_* environment; "" or "None":
+	// none.
+	Script string `toml:"script"`
+	// ScriptCanFail: a script's non-zero exit fails the job (else it is
+	// only shown in the history's script_line), as SABnzbd's
+	// script_can_fail.
+	ScriptCanFail bool `toml:"script_can_fail"`
 }
 
 // Defaults of [serve].
@@ -57,6 +71,7 @@ type Category struct {
 	Name     string `toml:"name"`
 	Dir      string `toml:"dir"`      // overrides complete_dir/<name>
 	Priority string `toml:"priority"` // force | high | normal | low
+	Script   string `toml:"script"`   // run after each of its jobs; "None": none (not [serve] script either)
 }
 
 // CheckServe checks [serve] and [[category]] and fills their defaults.
@@ -102,6 +117,17 @@ func (c *Config) CheckServe() error {
 	}
 	if s.HistorySize < 0 {
 		errs = append(errs, c.errAt("serve.history_size", "negative"))
+	}
+	if s.BandwidthMax < 0 {
+		errs = append(errs, c.errAt("serve.bandwidth_max", "negative"))
+	}
+	s.NoDupes = strings.ToLower(s.NoDupes)
+	switch s.NoDupes {
+	case "":
+		s.NoDupes = "tag"
+	case "off", "tag", "pause", "fail":
+	default:
+		errs = append(errs, c.errAt("serve.no_dupes", "%q: want off, tag, pause or fail", s.NoDupes))
 	}
 	if s.APIKey != "" && (len(s.APIKey) < 8 || strings.ContainsAny(s.APIKey, " &=?#/\r\n")) {
 		errs = append(errs, c.errAt("serve.api_key", "at least 8 characters, none of space & = ? # /"))

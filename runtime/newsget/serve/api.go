@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,7 @@ func (d *Daemon) serveAPI(w http.ResponseWriter, r *http.Request) {
 	mode := q("mode")
 	key := q("apikey")
 	switch {
-	case key == "" && mode != "version":
+	case key == "" && mode != "version" && mode != "auth":
 		apiError(w, "API Key Required")
 		return
 	case key != "" && subtle.ConstantTimeCompare([]byte(key), []byte(d.cfg.Serve.APIKey)) != 1:
@@ -64,7 +65,13 @@ func (d *Daemon) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case "version":
 		writeJSON(w, map[string]any{"version": Version})
 	case "auth":
-		writeJSON(w, map[string]any{"auth": "apikey"})
+		// SABnzbd's answer without a key: the method needed; with one,
+		// whether it is right.
+		auth := "apikey"
+		if k := q("key"); k != "" && subtle.ConstantTimeCompare([]byte(k), []byte(d.cfg.Serve.APIKey)) != 1 {
+			auth = "badkey"
+		}
+		writeJSON(w, map[string]any{"auth": auth})
 	case "get_config":
 		writeJSON(w, map[string]any{"config": d.apiConfig()})
 	case "get_cats":
@@ -90,7 +97,7 @@ func (d *Daemon) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, map[string]any{"status": true})
 	case "retry":
-		id, err := d.Retry(q("value"))
+		id, err := d.Retry(q("value"), q("password"))
 		if err != nil {
 			apiError(w, err.Error())
 			return
@@ -99,18 +106,27 @@ func (d *Daemon) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case "server_stats":
 		writeJSON(w, d.apiServerStats())
 	default:
-		apiError(w, "not implemented")
+		if !d.apiModes(w, r, mode) {
+			apiError(w, msgNotImplemented)
+		}
 	}
 }
 
-// addOptions reads cat, priority, nzbname and pp (pp is accepted and
-// ignored: post-processing is always repair + unpack + delete).
+// addOptions reads cat, priority, nzbname, password and pp.
 func addOptions(r *http.Request) (AddOptions, error) {
 	p, err := dlqueue.ParsePriority(r.FormValue("priority"))
 	if err != nil {
 		return AddOptions{}, err
 	}
-	return AddOptions{Category: r.FormValue("cat"), Priority: p, Name: r.FormValue("nzbname")}, nil
+	ao := AddOptions{Category: r.FormValue("cat"), Priority: p, Name: r.FormValue("nzbname"), Password: r.FormValue("password")}
+	if v := r.FormValue("pp"); v != "" {
+		pp, err := strconv.Atoi(v)
+		if err != nil || pp < 0 || pp > 3 {
+			return AddOptions{}, fmt.Errorf("pp %q: want 0 (download), 1 (+repair), 2 (+unpack) or 3 (+delete)", v)
+		}
+		ao.PP = &pp
+	}
+	return ao, nil
 }
 
 func (d *Daemon) apiAddFile(w http.ResponseWriter, r *http.Request) {
@@ -287,7 +303,7 @@ func (d *Daemon) apiFullStatus() map[string]any {
 		"completedir": d.cfg.Serve.CompleteDir, "downloaddir": d.cfg.DownloadDir, "paused": d.state.Paused,
 		"diskspace1": gb(free), "diskspacetotal1": gb(total), "diskspace2": gb(cfree), "diskspacetotal2": gb(ctotal),
 		"kbpersec": fmt.Sprintf("%.2f", d.speed/1024), "speed": speedWords(d.speed),
-		"servers": d.stats.list(),
+		"servers": d.stats.list(), "folders": d.orphansLocked(),
 	}
 }
 
@@ -397,12 +413,15 @@ func (d *Daemon) apiQueue(w http.ResponseWriter, r *http.Request) {
 	switch r.FormValue("name") {
 	case "":
 	case "delete":
-		gone, err := d.DeleteJobs(ids)
-		if err != nil {
-			apiError(w, err.Error())
+		if len(ids) == 0 {
+			apiError(w, msgNoValue)
 			return
 		}
-		writeJSON(w, map[string]any{"status": true, "nzo_ids": gone})
+		if len(ids) == 1 && strings.EqualFold(ids[0], "all") {
+			ids = d.searchIDs(r.FormValue("search"))
+		}
+		gone, _ := d.DeleteJobs(ids)
+		writeJSON(w, map[string]any{"status": len(gone) > 0, "nzo_ids": nonNil(gone)})
 		return
 	case "pause", "resume":
 		for _, id := range ids {
@@ -412,6 +431,29 @@ func (d *Daemon) apiQueue(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		writeJSON(w, map[string]any{"status": true, "nzo_ids": ids})
+		return
+	case "purge":
+		gone, _ := d.DeleteJobs(d.searchIDs(r.FormValue("search")))
+		writeJSON(w, map[string]any{"status": len(gone) > 0, "nzo_ids": nonNil(gone)})
+		return
+	case "rename":
+		if len(ids) != 1 || r.FormValue("value2") == "" {
+			apiError(w, msgNoValue2)
+			return
+		}
+		err := d.Rename(ids[0], r.FormValue("value2"), r.FormValue("value3"))
+		writeJSON(w, map[string]any{"status": err == nil})
+		return
+	case "sort":
+		if r.FormValue("sort") == "" {
+			apiError(w, msgNoValue2)
+			return
+		}
+		if err := d.SortQueue(r.FormValue("sort"), r.FormValue("dir")); err != nil {
+			apiError(w, err.Error())
+			return
+		}
+		report(w)
 		return
 	case "priority":
 		p, err := dlqueue.ParsePriority(r.FormValue("value2"))
@@ -427,13 +469,13 @@ func (d *Daemon) apiQueue(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"status": true, "position": pos, "priority": int(p)})
 		return
 	default:
-		apiError(w, "not implemented")
+		apiError(w, msgNotImplemented)
 		return
 	}
 	free, total := diskSpace(d.cfg.DownloadDir)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	slots := d.queueSlots()
+	slots := filterSlots(d.queueSlots(), r)
 	var bytes, left int64
 	for _, j := range d.state.Queue {
 		bytes += j.Bytes
@@ -452,7 +494,60 @@ func (d *Daemon) apiQueue(w http.ResponseWriter, r *http.Request) {
 		"mb": mb(bytes), "mbleft": mb(left), "timeleft": timeLeft(left, d.speed), "noofslots": limit,
 		"noofslots_total": len(slots), "start": start, "limit": limit, "diskspace1": gb(free), "diskspacetotal1": gb(total),
 		"version": Version, "slots": nonNil(slots[start : start+limit]), "servers": d.stats.list(),
+		"speedlimit": d.limitPercent(), "speedlimit_abs": strconv.FormatInt(d.speedLimit(), 10),
 	}})
+}
+
+// filterSlots keeps the slots queue's search, nzo_ids, cat (or
+// category), priority and status ask for.
+func filterSlots(slots []Slot, r *http.Request) []Slot {
+	cats := splitIDs(firstOf(r.FormValue("cat"), r.FormValue("category")))
+	ids := splitIDs(r.FormValue("nzo_ids"))
+	prios := splitIDs(r.FormValue("priority"))
+	statuses := splitIDs(r.FormValue("status"))
+	search := r.FormValue("search")
+	out := slots[:0:0]
+	for _, s := range slots {
+		switch {
+		case len(cats) > 0 && !slices.ContainsFunc(cats, func(c string) bool { return strings.EqualFold(c, s.Cat) }):
+			continue
+		case len(ids) > 0 && !slices.Contains(ids, s.ID):
+			continue
+		case len(prios) > 0 && !slices.ContainsFunc(prios, func(p string) bool {
+			v, err := dlqueue.ParsePriority(p)
+			return err == nil && v.String() == s.Priority
+		}):
+			continue
+		case len(statuses) > 0 && !slices.ContainsFunc(statuses, func(st string) bool { return strings.EqualFold(st, s.Status) }):
+			continue
+		case search != "" && !matchSearch(s.Filename, search):
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// searchIDs are the queued jobs whose names match search (all for "").
+func (d *Daemon) searchIDs(search string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, j := range d.state.Queue {
+		if search == "" || matchSearch(j.Name, search) {
+			out = append(out, j.ID)
+		}
+	}
+	return out
+}
+
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 func nonNil[T any](s []T) []T {
@@ -486,30 +581,50 @@ type HistorySlot struct {
 	Size         string `json:"size"`
 	DownloadTime int    `json:"download_time"`
 	Completed    int64  `json:"completed"`
+	Script       string `json:"script"`
+	ScriptLog    string `json:"script_log"`
+	ScriptLine   string `json:"script_line"`
+	StageLog     []any  `json:"stage_log"`
 }
 
 func (d *Daemon) apiHistory(w http.ResponseWriter, r *http.Request) {
 	switch r.FormValue("name") {
 	case "":
 	case "delete":
-		gone, err := d.DeleteHistory(splitIDs(r.FormValue("value")), r.FormValue("del_files") == "1")
-		if err != nil {
-			apiError(w, err.Error())
+		ids := splitIDs(r.FormValue("value"))
+		if len(ids) == 0 {
+			apiError(w, msgNoValue)
 			return
 		}
-		writeJSON(w, map[string]any{"status": true, "nzo_ids": gone})
+		// SABnzbd answers true whatever was there to delete (an empty
+		// history, ids already gone).
+		gone, _ := d.DeleteHistory(ids, r.FormValue("del_files") == "1", r.FormValue("search"))
+		writeJSON(w, map[string]any{"status": true, "nzo_ids": nonNil(gone)})
 		return
 	default:
-		apiError(w, "not implemented")
+		apiError(w, msgNotImplemented)
 		return
 	}
-	cat := r.FormValue("category")
+	cats := splitIDs(firstOf(r.FormValue("cat"), r.FormValue("category")))
+	ids := splitIDs(r.FormValue("nzo_ids"))
+	statuses := splitIDs(r.FormValue("status"))
+	if r.FormValue("failed_only") == "1" {
+		statuses = []string{"Failed"}
+	}
+	search := r.FormValue("search")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var slots []HistorySlot
 	var total int64
 	for _, h := range d.hist {
-		if cat != "" && !strings.EqualFold(cat, h.Category) {
+		switch {
+		case len(cats) > 0 && !slices.ContainsFunc(cats, func(c string) bool { return strings.EqualFold(c, h.Category) }):
+			continue
+		case len(ids) > 0 && !slices.Contains(ids, h.ID):
+			continue
+		case len(statuses) > 0 && !slices.ContainsFunc(statuses, func(s string) bool { return strings.EqualFold(s, h.Status) }):
+			continue
+		case search != "" && !matchSearch(h.Name, search):
 			continue
 		}
 		total += h.Bytes
@@ -521,10 +636,31 @@ func (d *Daemon) apiHistory(w http.ResponseWriter, r *http.Request) {
 	}})
 }
 
+// encryptedPrefix marks, as SABnzbd does, a job whose archives no
+// password opened (the *arr apps look for it).
+const encryptedPrefix = "ENCRYPTED / "
+
 func historySlot(h HistoryEntry) HistorySlot {
-	return HistorySlot{ID: h.ID, Name: h.Name, NZBName: h.NZBName, Category: h.Category, Status: h.Status,
+	name := h.Name
+	if h.Encrypted {
+		name = encryptedPrefix + name
+	}
+	return HistorySlot{ID: h.ID, Name: name, NZBName: h.NZBName, Category: h.Category, Status: h.Status,
 		FailMessage: h.FailMessage, Storage: h.Storage, Path: h.Storage, Bytes: h.Bytes, Size: sizeWords(h.Bytes),
-		DownloadTime: h.DownloadTime, Completed: h.Completed.Unix()}
+		DownloadTime: h.DownloadTime, Completed: h.Completed.Unix(), Script: firstOf(h.Script, "None"), ScriptLog: h.ScriptLog,
+		ScriptLine: h.ScriptLine, StageLog: stageLog(h)}
+}
+
+// stageLog is SABnzbd's stage_log: what each stage did, in lines.
+func stageLog(h HistoryEntry) []any {
+	out := []any{}
+	if h.FailMessage != "" {
+		out = append(out, map[string]any{"name": "Unpack", "actions": []string{h.FailMessage}})
+	}
+	if h.ScriptLine != "" {
+		out = append(out, map[string]any{"name": "Script", "actions": []string{h.ScriptLine}})
+	}
+	return out
 }
 
 func (d *Daemon) apiServerStats() map[string]any {

@@ -94,6 +94,8 @@ type Daemon struct {
 	grabs   sync.WaitGroup
 	// fetchSlots holds a token per addurl fetch under way.
 	fetchSlots chan struct{}
+	ring       *logRing
+	watchMu    sync.Mutex // one scan of watch_dir at a time
 }
 
 // active is the job being downloaded.
@@ -146,7 +148,9 @@ func New(cfg *newsget.Config, opts Options) (*Daemon, error) {
 	if cfg.Serve.CompleteDir == "" {
 		cfg.Serve.CompleteDir = filepath.Join(cfg.DownloadDir, "complete")
 	}
-	d := &Daemon{cfg: cfg, opts: opts, log: opts.Log, store: store{dir: filepath.Join(cfg.QueueDir, "serve")},
+	ring := &logRing{secret: cfg.Serve.APIKey}
+	opts.Log = slog.New(newRingHandler(opts.Log.Handler(), ring))
+	d := &Daemon{cfg: cfg, opts: opts, log: opts.Log, ring: ring, store: store{dir: filepath.Join(cfg.QueueDir, "serve")},
 		csrf: randomHex(), stats: newServerStats(), wake: make(chan struct{}, 1),
 		fetchSlots: make(chan struct{}, max(cfg.Serve.AddURLFetches, 1))}
 	if cfg.Serve.Htpasswd != "" {
@@ -245,6 +249,8 @@ type AddOptions struct {
 	Priority dlqueue.Priority // Default: the category's
 	Name     string           // the job's name; "" from the NZB's file name
 	Paused   bool             // added paused (SABnzbd priority -2)
+	Password string           // SABnzbd's password=: ahead of the NZB's own
+	PP       *int             // SABnzbd's pp (0-3); nil: 3
 }
 
 // Add queues an NZB (its bytes and file name) and returns its nzo_id. The
@@ -259,10 +265,7 @@ func (d *Daemon) Add(data []byte, filename string, ao AddOptions) (string, error
 	defer d.mu.Unlock()
 	j.Category = d.category(ao.Category)
 	j.Priority = d.jobPriority(ao.Priority, j.Category)
-	if _, why, dup := dlqueue.Duplicate(d.known(""), j.Name, j.Hash); dup {
-		j.Duplicate, j.Paused = why, true
-		d.log.Warn("duplicate NZB: queued paused", "nzb", filename, "why", why)
-	}
+	fail := d.duplicateLocked(j, "")
 	j.ID = d.newIDLocked()
 	if err := d.store.saveNZB(j.ID, data); err != nil {
 		return "", err
@@ -272,8 +275,38 @@ func (d *Daemon) Add(data []byte, filename string, ao AddOptions) (string, error
 		return "", err
 	}
 	d.log.Info("job added", "nzo_id", j.ID, "name", j.Name, "category", j.Category, "priority", j.Priority.String())
-	d.kick()
+	if fail {
+		d.grabs.Add(1)
+		go func() {
+			defer d.grabs.Done()
+			d.finish(j, HistoryEntry{Status: "Failed", FailMessage: "Duplicate NZB: " + j.Duplicate})
+		}()
+		return j.ID, nil
+	}
+	d.preemptLocked() // a Force (or higher) job starts at once
 	return j.ID, nil
+}
+
+// duplicateLocked applies the duplicate rule (no_dupes) to a new job j:
+// off lets it be; tag flags it (the DUPLICATE label); pause flags and
+// pauses it; fail flags and pauses it and reports true: the caller sends
+// it to the history as Failed (a retry downloads it after all). Called
+// with mu held.
+func (d *Daemon) duplicateLocked(j *Job, except string) bool {
+	rule := d.noDupes()
+	if rule == "off" {
+		return false
+	}
+	_, why, dup := dlqueue.Duplicate(d.known(except), j.Name, j.Hash)
+	if !dup {
+		return false
+	}
+	j.Duplicate = why
+	if rule != "tag" {
+		j.Paused = true
+	}
+	d.log.Warn("duplicate NZB", "name", j.Name, "why", why, "no_dupes", rule)
+	return rule == "fail"
 }
 
 // jobPriority is the priority a job added with p in category cat gets:
@@ -332,23 +365,52 @@ func (d *Daemon) parseJobFrom(r io.Reader, filename string, ao AddOptions) (*Job
 	if len(nzb.Files) == 0 {
 		return nil, fmt.Errorf("refused NZB %s: it lists no files", filename)
 	}
-	name := ao.Name
+	base := filepath.Base(filename)
+	if strings.HasSuffix(strings.ToLower(base), ".nzb") {
+		base = base[:len(base)-4]
+	}
+	base, filePW := SplitPassword(base)
+	name, namePW := SplitPassword(ao.Name)
 	if name == "" {
-		name = filepath.Base(filename)
-		if strings.HasSuffix(strings.ToLower(name), ".nzb") {
-			name = name[:len(name)-4]
+		name = base
+	}
+	pw := ao.Password
+	if meta, ok := nzb.MetaValue("password"); ok && pw == "" {
+		pw = meta
+	}
+	for _, p := range []string{namePW, filePW} {
+		if pw == "" {
+			pw = p
 		}
 	}
 	name = newsget.SanitizeName(name, "job")
 	io.Copy(h, r) // what follows the document, as the stored NZB has it
-	j := &Job{Name: name, NZBName: filepath.Base(filename), Hash: hex.EncodeToString(h.Sum(nil)), Added: d.opts.Now(),
-		Paused: ao.Paused || ao.Priority == dlqueue.Paused}
+	nzbName, _ := SplitPassword(filepath.Base(filename))
+	j := &Job{Name: name, NZBName: nzbName, Hash: hex.EncodeToString(h.Sum(nil)), Added: d.opts.Now(),
+		Paused: ao.Paused || ao.Priority == dlqueue.Paused, Password: pw, PP: ao.PP}
 	for _, f := range nzb.Files {
 		j.Files = append(j.Files, JobFile{Name: f.Filename(), Bytes: f.Bytes()})
 		j.Bytes += f.Bytes()
 	}
 	j.Left = j.Bytes
 	return j, nil
+}
+
+// SplitPassword takes a password written into a job's name as
+// "Name{{password}}" (SABnzbd's and NZBGet's convention) out of it: it
+// returns the name without the braces and what they held, and the name
+// as it is when it has none.
+func SplitPassword(name string) (string, string) {
+	i := strings.Index(name, "{{")
+	if i < 0 {
+		return name, ""
+	}
+	j := strings.LastIndex(name, "}}")
+	if j < i+2 {
+		return name, ""
+	}
+	rest := strings.TrimRight(name[:i], " .") + name[j+2:]
+	return strings.TrimSpace(rest), name[i+2 : j]
 }
 
 // known lists the queue (but the job except) and the history for

@@ -38,14 +38,15 @@ func (d *Daemon) AddURL(raw string, ao AddOptions) (string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("addurl: %q is not an http(s) URL", raw)
 	}
-	name := ao.Name
+	name, _ := SplitPassword(ao.Name)
 	if name == "" {
-		name = strings.TrimSuffix(path.Base(u.Path), ".nzb")
+		name, _ = SplitPassword(strings.TrimSuffix(path.Base(u.Path), ".nzb"))
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	j := &Job{Name: newsget.SanitizeName(name, "download"), URL: u.String(), Grabbing: true, Added: d.opts.Now(),
-		Paused: ao.Paused || ao.Priority == dlqueue.Paused, GivenName: ao.Name}
+		Paused: ao.Paused || ao.Priority == dlqueue.Paused, GivenName: ao.Name,
+		Password: ao.Password}
 	j.Category = d.category(ao.Category)
 	j.Priority = d.jobPriority(ao.Priority, j.Category)
 	j.ID = d.newIDLocked()
@@ -98,16 +99,20 @@ func (d *Daemon) startGrab(j *Job) {
 			return // stays Grabbing; the next start tries again
 		}
 		j.Name, j.NZBName, j.Hash, j.Files, j.Bytes, j.Left = nj.Name, nj.NZBName, nj.Hash, nj.Files, nj.Bytes, nj.Left
+		j.Password = nj.Password
 		j.Grabbing = false
-		if _, why, dup := dlqueue.Duplicate(d.known(j.ID), j.Name, j.Hash); dup {
-			j.Duplicate, j.Paused = why, true
-			d.log.Warn("duplicate NZB: queued paused", "url", j.URL, "why", why)
+		if d.duplicateLocked(j, j.ID) {
+			d.grabs.Add(1)
+			go func() {
+				defer d.grabs.Done()
+				d.finish(j, HistoryEntry{Status: "Failed", FailMessage: "Duplicate NZB: " + j.Duplicate})
+			}()
 		}
 		if err := d.store.saveState(&d.state); err != nil {
 			d.log.Error("queue", "err", err)
 		}
 		d.log.Info("job added", "nzo_id", j.ID, "name", j.Name, "category", j.Category, "priority", j.Priority.String())
-		d.kick()
+		d.preemptLocked()
 	}()
 }
 
@@ -126,7 +131,7 @@ func (d *Daemon) grab(ctx context.Context, j *Job) (*Job, string, error) {
 		return nil, tmp, fmt.Errorf("addurl: %w", err)
 	}
 	defer f.Close()
-	nj, err := d.parseJobFrom(bufio.NewReaderSize(f, 64<<10), filename, AddOptions{Name: j.GivenName})
+	nj, err := d.parseJobFrom(bufio.NewReaderSize(f, 64<<10), filename, AddOptions{Name: j.GivenName, Password: j.Password})
 	if err != nil {
 		d.log.Warn("addurl: refused NZB", "nzo_id", j.ID, "url", redactURL(j.URL), "err", err)
 		host := ""

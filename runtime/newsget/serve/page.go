@@ -127,7 +127,7 @@ func (d *Daemon) serveAction(w http.ResponseWriter, r *http.Request) {
 	case "delete-job":
 		_, err = d.DeleteJobs([]string{id})
 	case "delete-history":
-		_, err = d.DeleteHistory([]string{id}, r.FormValue("del_files") == "1")
+		_, err = d.DeleteHistory([]string{id}, r.FormValue("del_files") == "1", "")
 	case "upload":
 		err = d.pageUpload(r)
 	default:

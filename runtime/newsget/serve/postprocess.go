@@ -20,6 +20,11 @@ type PostJob struct {
 	Dir      string // the folder holding the downloaded files
 	Name     string
 	Category string
+	Password string // of encrypted archives ("" when none is known)
+	// PP is SABnzbd's post-processing level: 0 download only (no repair),
+	// 1 repair, 2 repair and unpack, 3 (or nil) repair, unpack and delete
+	// the archives.
+	PP *int
 	// Files are the engine's results: complete and verified, or
 	// incomplete with the byte ranges missing.
 	Files []*newsget.FileResult
@@ -38,6 +43,9 @@ const (
 type PostResult struct {
 	Status PostStatus
 	Reason string // for Failed: SABnzbd's fail_message
+	// Encrypted: Failed because encrypted archives opened with no
+	// password tried.
+	Encrypted bool
 }
 
 // NoPostProcess is the default PostProcessor: no repair or unpack; a job

@@ -10,6 +10,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
 	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
@@ -86,6 +87,9 @@ func (d *Daemon) forgetJob(j *Job) {
 func (d *Daemon) engineConfig(j *Job) newsget.Config {
 	c := *d.cfg
 	c.DownloadDir = d.jobDir(j.ID)
+	d.mu.Lock()
+	c.Rate = tomlconf.Size(d.speedLimit())
+	d.mu.Unlock()
 	return c
 }
 
@@ -170,7 +174,12 @@ func (d *Daemon) download(ctx context.Context, j *Job) bool {
 	// altered.
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	j.Downloaded = &Downloaded{Files: sum.Files, DownloadTime: elapsed}
+	j.Downloaded = &Downloaded{Files: sum.Files, DownloadTime: elapsed, Names: map[int]string{}}
+	for _, f := range sum.Files {
+		if f.Complete && !f.Held && !f.Removed {
+			j.Downloaded.Names[f.Index] = f.Name
+		}
+	}
 	j.Left, j.LastError = 0, ""
 	if err := d.store.saveState(&d.state); err != nil {
 		// Not recorded: post-processing now could leave a job that the
@@ -193,10 +202,12 @@ func (d *Daemon) postProcess(ctx context.Context, j *Job) {
 	defer cancel()
 	a := &active{job: j, cancel: cancel, start: d.opts.Now(), post: true}
 	d.mu.Lock()
+	pp := j.PP
 	d.run = a
 	d.mu.Unlock()
 	d.log.Info("post-processing", "nzo_id", j.ID, "name", j.Name)
-	res := d.opts.PostProcess.PostProcess(jctx, PostJob{Dir: dir, Name: j.Name, Category: j.Category, Files: j.Downloaded.Files})
+	res := d.opts.PostProcess.PostProcess(jctx, PostJob{Dir: dir, Name: j.Name, Category: j.Category, Password: j.Password,
+		Files: j.Downloaded.Files, PP: pp})
 	d.mu.Lock()
 	d.run = nil
 	stop := a.stop
@@ -211,7 +222,8 @@ func (d *Daemon) postProcess(ctx context.Context, j *Job) {
 	}
 	h := HistoryEntry{DownloadTime: j.Downloaded.DownloadTime}
 	if res.Status != Completed {
-		h.Status, h.FailMessage, h.Storage = "Failed", res.Reason, dir
+		h.Status, h.FailMessage, h.Storage, h.Encrypted = "Failed", res.Reason, dir, res.Encrypted
+		h.Downloaded = j.Downloaded
 		d.finish(j, h)
 		return
 	}
@@ -254,6 +266,16 @@ func (d *Daemon) moveDone(from, parent, name string) (string, error) {
 // its progress, for mode=retry, until it leaves the history.
 func (d *Daemon) finish(j *Job, h HistoryEntry) {
 	h.ID, h.Name, h.NZBName, h.Category, h.Hash, h.Bytes = j.ID, j.Name, j.NZBName, j.Category, j.Hash, j.Bytes
+	h.Password = j.Password
+	if h.Storage != "" {
+		d.mu.Lock()
+		ctx := d.life
+		d.mu.Unlock()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		d.runScript(ctx, j, &h)
+	}
 	h.Completed = d.opts.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -318,6 +340,9 @@ func (d *Daemon) onSegment(a *active, n newsget.SegmentNote) {
 	a.done += n.Bytes
 	if !n.Failed {
 		d.stats.done(n.Server, n.Bytes)
+		if n.File >= 0 && n.File < len(a.job.Files) {
+			a.job.Files[n.File].Done += n.Bytes
+		}
 		return
 	}
 	for _, s := range n.FailedOn {
@@ -363,6 +388,13 @@ func (d *Daemon) sampler(ctx context.Context) {
 			d.speed = 0
 		}
 		d.stats.sample()
+		resume := !d.state.Settings.ResumeAt.IsZero() && !d.opts.Now().Before(d.state.Settings.ResumeAt)
 		d.mu.Unlock()
+		if resume {
+			d.mu.Lock()
+			d.state.Settings.ResumeAt = time.Time{}
+			d.mu.Unlock()
+			d.PauseAll(false)
+		}
 	}
 }

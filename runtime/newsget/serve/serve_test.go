@@ -331,7 +331,9 @@ func TestAddURL(t *testing.T) {
 	}))
 	defer indexer.Close()
 	dir := t.TempDir()
-	edit := func(c *newsget.Config) { c.Serve.MaxNZBSize, c.Serve.AddURLAllowPrivate = 4096, true }
+	edit := func(c *newsget.Config) {
+		c.Serve.MaxNZBSize, c.Serve.AddURLAllowPrivate, c.Serve.NoDupes = 4096, true, "pause"
+	}
 	td := startDaemon(t, dir, s, edit)
 	if got := td.api(t, "mode", "addurl", "name", "ftp://example.org/x.nzb"); got["error"] != `addurl: "ftp://example.org/x.nzb" is not an http(s) URL` {
 		t.Errorf("ftp URL: %v", got)

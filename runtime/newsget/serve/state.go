@@ -56,18 +56,33 @@ type Job struct {
 	URL       string `json:"url,omitempty"`
 	Grabbing  bool   `json:"grabbing,omitempty"`
 	GivenName string `json:"given_name,omitempty"` // addurl's nzbname, for the job once fetched
+	// Password opens the job's encrypted archives: addfile's password=,
+	// else the NZB's <meta type="password">, else {{password}} in nzbname
+	// or the NZB's file name.
+	Password string `json:"password,omitempty"`
+	// PP is SABnzbd's post-processing level of the job (0 download only,
+	// 1 +repair, 2 +unpack, 3 +delete); nil: 3.
+	PP *int `json:"pp,omitempty"`
 }
 
 // Downloaded is what post-processing needs of a finished download.
+// Post-processing writes what it did into Files (renamed, repaired,
+// removed), so that a retry after it failed starts from the folder as it
+// is.
 type Downloaded struct {
 	Files        []*newsget.FileResult `json:"files"`
 	DownloadTime int                   `json:"download_time"` // seconds
+	// Names are the files' names as the download wrote them, by their
+	// place in the NZB: a retry that downloads again puts renamed files
+	// back under these, where the engine finds them complete.
+	Names map[int]string `json:"names,omitempty"`
 }
 
 // JobFile is one file of a job's NZB, for the fail-fast rule.
 type JobFile struct {
 	Name  string `json:"name"`
 	Bytes int64  `json:"bytes"`
+	Done  int64  `json:"done,omitempty"` // bytes of its articles fetched, as last known
 }
 
 // HistoryEntry is a finished job (SABnzbd's history slot).
@@ -83,13 +98,25 @@ type HistoryEntry struct {
 	Hash         string    `json:"hash"`
 	DownloadTime int       `json:"download_time"` // seconds
 	Completed    time.Time `json:"completed"`
+	Password     string    `json:"password,omitempty"` // the job's, for mode=retry
+	// Downloaded: the job failed in post-processing; a retry starts from
+	// these results.
+	Downloaded *Downloaded `json:"downloaded,omitempty"`
+	// Encrypted: the job failed on encrypted archives that no password
+	// opened.
+	Encrypted bool `json:"encrypted,omitempty"`
+	// The post-processing script's path, output and last line.
+	Script     string `json:"script,omitempty"`
+	ScriptLog  string `json:"script_log,omitempty"`
+	ScriptLine string `json:"script_line,omitempty"`
 }
 
 // state is state.json.
 type state struct {
-	Seq    uint64 `json:"seq"`
-	Paused bool   `json:"paused"`
-	Queue  []*Job `json:"queue"`
+	Seq      uint64   `json:"seq"`
+	Paused   bool     `json:"paused"`
+	Queue    []*Job   `json:"queue"`
+	Settings settings `json:"settings"`
 }
 
 // store reads and writes the files.

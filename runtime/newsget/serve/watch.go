@@ -25,7 +25,9 @@ func (d *Daemon) watch(ctx context.Context) {
 	t := time.NewTicker(d.opts.WatchInterval)
 	defer t.Stop()
 	for {
+		d.watchMu.Lock()
 		d.scanWatch(dir, seen)
+		d.watchMu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
@@ -34,7 +36,9 @@ func (d *Daemon) watch(ctx context.Context) {
 	}
 }
 
-// scanWatch is one pass over watch_dir.
+// scanWatch is one pass over watch_dir; with seen nil it takes every
+// NZB without waiting for its size to hold still. Called with watchMu
+// held.
 func (d *Daemon) scanWatch(dir string, seen map[string]int64) {
 	type cand struct{ path, cat string }
 	var cands []cand
@@ -66,11 +70,13 @@ func (d *Daemon) scanWatch(dir string, seen map[string]int64) {
 		if err != nil {
 			continue
 		}
-		if prev, ok := seen[c.path]; !ok || prev != st.Size() {
-			seen[c.path] = st.Size() // still being written, perhaps: next pass
-			continue
+		if seen != nil {
+			if prev, ok := seen[c.path]; !ok || prev != st.Size() {
+				seen[c.path] = st.Size() // still being written, perhaps: next pass
+				continue
+			}
+			delete(seen, c.path)
 		}
-		delete(seen, c.path)
 		data, err := os.ReadFile(c.path)
 		if err == nil {
 			_, err = d.Add(data, filepath.Base(c.path), AddOptions{Category: c.cat})

@@ -93,7 +93,8 @@ func walkRAR(path, password string, fn walkFunc) error {
 // check7z reads its header first, so that a header the library would
 // allocate without bound for is refused before the library opens it.
 func walk7z(path, password string, lim limits7z, fn walkFunc) error {
-	if err := checkVolumes7z(path, password, lim); err != nil {
+	var aes bool
+	if err := checkVolumes7z(path, password, lim, &aes); err != nil {
 		return passwordHint(err, password)
 	}
 	rc, err := sevenzip.OpenReaderWithPassword(path, password)
@@ -109,6 +110,11 @@ func walk7z(path, password string, lim limits7z, fn walkFunc) error {
 			return fmt.Errorf("entry %q: size %d out of range", f.Name, f.UncompressedSize)
 		}
 		if err := open(e, f.Open, fn); err != nil {
+			if aes && errors.Is(err, errCRC) {
+				// AES decrypts anything with any key: a wrong (or no)
+				// password shows only in the contents' CRC-32.
+				err = &sevenzip.ReadError{Encrypted: true, Err: err}
+			}
 			return passwordHint(err, password)
 		}
 	}
@@ -118,7 +124,7 @@ func walk7z(path, password string, lim limits7z, fn walkFunc) error {
 // checkVolumes7z runs check7z on the archive whose first volume is path,
 // its volumes joined as the library joins them: x.7z alone, or x.7z.001
 // followed by x.7z.002 and on while they exist.
-func checkVolumes7z(path, password string, lim limits7z) error {
+func checkVolumes7z(path, password string, lim limits7z, aes *bool) error {
 	var parts []io.ReaderAt
 	var sizes []int64
 	var total int64
@@ -144,7 +150,7 @@ func checkVolumes7z(path, password string, lim limits7z) error {
 		}
 		parts, sizes, total = append(parts, f), append(sizes, st.Size()), total+st.Size()
 	}
-	return check7z(joinedVolumes{parts, sizes}, total, password, lim)
+	return check7z(joinedVolumes{parts, sizes}, total, password, lim, aes)
 }
 
 // joinedVolumes reads volumes one after the other as one archive.
@@ -214,11 +220,17 @@ func open(e entry, openFile func() (io.ReadCloser, error), fn walkFunc) error {
 	return fn(e, r)
 }
 
+// Encrypted reports whether err is (or wraps) an archive's refusal to
+// open without the right password.
+func Encrypted(err error) bool {
+	var re *sevenzip.ReadError
+	return errors.Is(err, rardecode.ErrArchiveEncrypted) || errors.Is(err, rardecode.ErrArchivedFileEncrypted) ||
+		errors.Is(err, rardecode.ErrBadPassword) || (errors.As(err, &re) && re.Encrypted)
+}
+
 // passwordHint adds what the user can do to a library's password error.
 func passwordHint(err error, password string) error {
-	var re *sevenzip.ReadError
-	encrypted := errors.Is(err, rardecode.ErrArchiveEncrypted) || errors.Is(err, rardecode.ErrArchivedFileEncrypted) ||
-		errors.Is(err, rardecode.ErrBadPassword) || (errors.As(err, &re) && re.Encrypted)
+	encrypted := Encrypted(err)
 	switch {
 	case !encrypted && password != "" && (errors.Is(err, errCRC) || errors.Is(err, rardecode.ErrBadFileChecksum)):
 		return fmt.Errorf("%w (or the password given does not open the archive)", err)

@@ -130,8 +130,9 @@ var signature7z = []byte{'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}
 
 // check7z reads the header of the 7z archive in r (size bytes) as the
 // library will, refusing one whose reading or decoders would allocate
-// beyond lim. password opens an encrypted header.
-func check7z(r io.ReaderAt, size int64, password string, lim limits7z) error {
+// beyond lim. password opens an encrypted header. When aes is not nil it
+// is set to whether a folder of the archive is AES-encrypted.
+func check7z(r io.ReaderAt, size int64, password string, lim limits7z, aes *bool) error {
 	// The library's findSignature and init: the signature is searched for
 	// in the first MiB; the first place whose start header has the right
 	// CRC-32 is the archive.
@@ -175,6 +176,9 @@ func check7z(r io.ReaderAt, size int64, password string, lim limits7z) error {
 		return refuse7z("header CRC-32 mismatch")
 	}
 	h := &headerCheck{b: b, lim: lim}
+	if aes != nil {
+		defer func() { *aes = h.aes }()
+	}
 	id, err := h.byte()
 	if err != nil {
 		return err

@@ -44,6 +44,16 @@ var fixedMemory7z = map[string]uint64{
 	"\x04\x02\x02":     8 << 20,
 }
 
+// encrypted reports whether a coder of the folder is AES.
+func (f *folder7z) encrypted() bool {
+	for _, c := range f.coders {
+		if bytes.Equal(c.id, method7zAES) {
+			return true
+		}
+	}
+	return false
+}
+
 // checkDecoders refuses a folder whose decoders need more than limit
 // bytes in all when the library opens it: the dictionaries of LZMA (the
 // smaller of the one claimed and the coder's output, as the lzma reader

@@ -17,6 +17,7 @@ type headerCheck struct {
 	off  int
 	cost int64
 	lim  limits7z
+	aes  bool // a folder of the archive is AES-encrypted
 }
 
 // byte is the library's ReadByte.

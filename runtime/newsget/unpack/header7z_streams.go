@@ -148,6 +148,7 @@ func (h *headerCheck) unpackInfo(s *streams7z) error {
 		if err := f.checkDecoders(h.lim.decoder); err != nil {
 			return err
 		}
+		h.aes = h.aes || f.encrypted()
 	}
 	id, err := h.byte()
 	if err != nil {

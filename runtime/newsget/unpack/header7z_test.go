@@ -306,7 +306,7 @@ func FuzzHeader7z(f *testing.F) {
 	f.Fuzz(func(t *testing.T, packed, header []byte) {
 		data := archive7zPacked(packed, header)
 		var err error
-		n := allocated(func() { err = check7z(bytes.NewReader(data), int64(len(data)), "pw", lim) })
+		n := allocated(func() { err = check7z(bytes.NewReader(data), int64(len(data)), "pw", lim, nil) })
 		if max := uint64(len(data)) + 2*lim.header + uint64(lim.memory) + lim.decoder + slack; n > max {
 			t.Fatalf("check7z allocated %d bytes, more than %d (err %v)", n, max, err)
 		}
@@ -346,7 +346,7 @@ func BenchmarkOpen7z(b *testing.B) {
 		b.Run(tc.name+"/check", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := checkVolumes7z(path, "secret", defaultLimits7z(DefaultMaxEntries)); err != nil {
+				if err := checkVolumes7z(path, "secret", defaultLimits7z(DefaultMaxEntries), nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,0 +1,101 @@
+package serve
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
+)
+
+// TestScripts: the category's script (else [serve] script) runs after a
+// job with SABnzbd's arguments and SAB_* environment, its output in the
+// history (script_log, script_line); for a failed job too (status -1 or
+// 1); a non-zero exit shows as Exit(N) and, with script_can_fail, fails
+// the job.
+func TestScripts(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "calls")
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ok := write("ok.sh", `echo "$1|$2|$3|$4|$5|$6|$7|$8|$SAB_NZO_ID|$SAB_CAT|$SAB_PP_STATUS|$SAB_FINAL_NAME|$SAB_COMPLETE_DIR" >> `+record+"\necho first line\necho all done\n")
+	bad := write("bad.sh", "echo working\necho disk full >&2\nexit 3\n")
+	s := nntptest.Start(t, nntptest.Options{})
+	good := newPosting("Good.mkv", 41, 20_000, 10_000)
+	lost := newPosting("Lost.mkv", 42, 20_000, 10_000)
+	serveArticles(t, s, func(p poster.Posting, n int) bool { return p.Name == lost.Name && n == 1 }, good, lost)
+	td := startDaemon(t, dir, s, func(c *newsget.Config) {
+		c.Serve.Script = ok
+		c.Serve.ScriptCanFail = true
+		c.Categories = append(c.Categories, newsget.Category{Name: "fails", Script: bad}, newsget.Category{Name: "quiet", Script: "None"})
+	})
+	defer td.stop()
+	for _, tc := range []struct {
+		nzb        []byte
+		name, cat  string
+		status     string
+		line, args string // args: what ok.sh recorded ("" when it did not run)
+	}{
+		{poster.NZB(good), "Good", "tv", "Completed", "all done", "{dir}|Good.nzb|Good||tv||0||{id}|tv|0|Good|{dir}"},
+		{poster.NZB(lost), "Lost", "tv", "Failed", "all done", "{dir}|Lost.nzb|Lost||tv||1||{id}|tv|1|Lost|{dir}"},
+		{poster.NZB(good), "Good2", "fails", "Failed", "Exit(3): disk full", ""},
+		{poster.NZB(good), "Good3", "quiet", "Completed", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(record)
+			td.d.SetNoDupes("off")
+			id := td.addFile(t, tc.nzb, tc.name+".nzb", tc.cat, "")["nzo_ids"].([]any)[0].(string)
+			h := td.waitHistory(t, id)
+			if h["status"] != tc.status || h["script_line"] != tc.line {
+				t.Fatalf("history: status %v, script_line %q (log %q, fail %v); want %s, %q", h["status"], h["script_line"], h["script_log"], h["fail_message"], tc.status, tc.line)
+			}
+			got, _ := os.ReadFile(record)
+			want := ""
+			if tc.args != "" {
+				want = strings.NewReplacer("{dir}", h["storage"].(string), "{id}", id).Replace(tc.args) + "\n"
+			}
+			if string(got) != want {
+				t.Errorf("script arguments and environment:\n got %q\nwant %q", got, want)
+			}
+			if tc.status == "Failed" && tc.cat == "fails" && h["fail_message"] != tc.line {
+				t.Errorf("fail_message %q, want the script's line", h["fail_message"])
+			}
+		})
+	}
+}
+
+// TestForceStartsAtOnce: a Force job added while another downloads starts
+// at once: it is finished while the other (paused for it) is still in
+// the queue, and the other then completes, resumed where it was.
+func TestForceStartsAtOnce(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	big := newPosting("Big.mkv", 51, 400_000, 20_000)
+	small := newPosting("Small.mkv", 52, 20_000, 20_000)
+	serveArticles(t, s, nil, big, small)
+	td := startDaemon(t, t.TempDir(), s, func(c *newsget.Config) { c.Rate = 100 << 10 })
+	defer td.stop()
+	first := td.addFile(t, poster.NZB(big), "Big.nzb", "tv", "")["nzo_ids"].([]any)[0].(string)
+	for td.api(t, "mode", "queue")["queue"].(map[string]any)["status"] != "Downloading" {
+		time.Sleep(10 * time.Millisecond)
+	}
+	forced := td.addFile(t, poster.NZB(small), "Small.nzb", "tv", "2")["nzo_ids"].([]any)[0].(string)
+	if h := td.waitHistory(t, forced); h["status"] != "Completed" {
+		t.Fatalf("forced job: %v", h)
+	}
+	q := td.api(t, "mode", "queue", "nzo_ids", first)["queue"].(map[string]any)["slots"].([]any)
+	if len(q) != 1 {
+		t.Fatalf("the first job finished before the forced one: %v", q)
+	}
+	if h := td.waitHistory(t, first); h["status"] != "Completed" {
+		t.Fatalf("first job: %v", h)
+	}
+}
