@@ -85,6 +85,19 @@ func newPeer(ctx context.Context, n *Node, pc *newsfeed.PeerConfig) (*peer, erro
 	if err != nil {
 		return nil, err
 	}
+	// The connections bind their consumers now, before the node takes
+	// articles in: a bind is a few round trips to NATS (more while a
+	// consumer's leader settles), which the first articles would
+	// otherwise wait for. One that cannot bind now tries again when it
+	// runs.
+	var wg sync.WaitGroup
+	for i := range pc.Connections {
+		c := p.newConn(i + 1)
+		p.conns = append(p.conns, c)
+		wg.Add(1)
+		go func() { defer wg.Done(); c.bindOnce(ctx) }()
+	}
+	wg.Wait()
 	return p, nil
 }
 
@@ -94,9 +107,7 @@ func (p *peer) start(ctx context.Context) {
 	defer p.mu.Unlock()
 	p.done = make(chan struct{})
 	var wg sync.WaitGroup
-	for i := range p.cfg.Connections {
-		c := p.newConn(i + 1)
-		p.conns = append(p.conns, c)
+	for _, c := range p.conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -273,7 +284,7 @@ func (c *outConn) poke() {
 // run binds the connection's NATS connection, then feeds (peerconn.Conn.Run)
 // until ctx ends or the node stops.
 func (c *outConn) run(ctx context.Context) {
-	if !c.bind(ctx) {
+	if c.nc.Load() == nil && !c.bind(ctx) {
 		c.pc.Stop()
 		c.pc.Run(ctx) // returns at once: the state says stopped
 		return
@@ -293,14 +304,9 @@ func (c *outConn) run(ctx context.Context) {
 func (c *outConn) bind(ctx context.Context) bool {
 	p := c.p
 	for ctx.Err() == nil && !c.pc.Stopping() {
-		nc, err := p.n.connect(fmt.Sprintf("feed %s %d", p.cfg.Name, c.id))
+		err := c.bindOnce(ctx)
 		if err == nil {
-			c.cons, err = p.n.store.Bind(ctx, nc, p.queue)
-			if err == nil {
-				c.nc.Store(nc)
-				return true
-			}
-			nc.Close()
+			return true
 		}
 		p.n.log.Warn("peer connection cannot reach NATS; retrying", "peer", p.cfg.Name, "conn", c.id, "err", err)
 		select {
@@ -309,6 +315,23 @@ func (c *outConn) bind(ctx context.Context) bool {
 		}
 	}
 	return false
+}
+
+// bindOnce connects the connection's NATS connection and binds the
+// peer's consumers on it (within ctx).
+func (c *outConn) bindOnce(ctx context.Context) error {
+	p := c.p
+	nc, err := p.n.connect(fmt.Sprintf("feed %s %d", p.cfg.Name, c.id))
+	if err != nil {
+		return err
+	}
+	c.cons, err = p.n.store.Bind(ctx, nc, p.queue)
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	c.nc.Store(nc)
+	return nil
 }
 
 // Begin starts the session's puller (peerconn.Queue).
