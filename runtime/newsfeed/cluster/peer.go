@@ -473,7 +473,7 @@ func (c *outConn) consume(ctx context.Context, cons jetstream.Consumer, kick cha
 	for {
 		cc, err := cons.Consume(func(m jetstream.Msg) { c.arrive(ctx, m, kick) },
 			jetstream.PullMaxMessagesWithBytesLimit(pullMsgs, bytes),
-			jetstream.PullHeartbeat(pullHeartbeat),
+			jetstream.PullHeartbeat(pullHeartbeat), jetstream.PullExpiry(pullExpiry),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				p.n.log.Debug("queue consume", "peer", p.cfg.Name, "err", err)
 			}))
@@ -490,11 +490,18 @@ func (c *outConn) consume(ctx context.Context, cons jetstream.Consumer, kick cha
 }
 
 // pullHeartbeat is how often the server says a pull is alive while it has
-// nothing to deliver. A pull that no server took (sent while its consumer
-// had no leader: "no responders") or that a leader change lost is noticed
-// when two heartbeats are missed, and pulled again: nats.go's default (half
-// the pull's 30 s expiry) left a shard unfed for 30 s.
-const pullHeartbeat = time.Second
+// nothing to deliver, and pullExpiry how long a pull lasts. A pull that no
+// server took (sent while its consumer had no leader: "no responders") or
+// that a leader change lost is noticed when two heartbeats are missed, and
+// pulled again: nats.go's defaults (a 30 s pull, heartbeats at half of it)
+// left a shard unfed for 30 s. A pull pulled again so may still be alive
+// at the server until it expires; with the expiry at four heartbeats, at
+// most two of a subscription's pulls are alive as a rule (pullBytes
+// allows for that).
+const (
+	pullHeartbeat = time.Second
+	pullExpiry    = 4 * pullHeartbeat
+)
 
 // pullMsgs and pullBytes bound the entries a connection's subscription to
 // one shard has asked for and not yet handed over. The entries carry their
