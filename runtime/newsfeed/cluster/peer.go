@@ -410,14 +410,14 @@ func (c *outConn) Answer(_ time.Time, a peerconn.Answer) {
 }
 
 // puller takes queue entries while the feed has room, reads their
-// articles and offers them (through Do). Each shard's consumer delivers to
-// a subscription of the connection's own (nats.go's Consume: pulls kept
-// going ahead of need, at most pullMsgs entries or pullBytes octets
-// buffered); its handler waits for a credit of the feed's for each entry
-// and leaves it in the connection's inbox, which this goroutine offers in
-// batches. A Fetch ends its subscription after a second without a message,
-// and what the server sends later is lost until ack_wait brings it back
-// (the 500 KB case of newsbench cluster stalled 30 s on it). The puller
+// articles and makes them ready for the feed (offer). Each shard's
+// consumer delivers to a subscription of the connection's own (nats.go's
+// Consume: pulls kept going ahead of need, at most pullMsgs entries or
+// pullBytes octets buffered); its handler waits for room in the feed for
+// each entry and leaves it in the connection's inbox, which this goroutine
+// loads in batches. A Fetch would not do: it ends its subscription after a
+// second without a message, and what the server sends later is lost until
+// ack_wait brings it back. The puller
 // also keeps the entries it holds alive (InProgress) so that a slow
 // peer's entries are not redelivered to another node while this one still
 // waits for answers.
