@@ -17,14 +17,13 @@ import (
 // wait for the disk: taking entries replays the backlog files, and
 // settling them checkpoints the replay (an fdatasync, a temp file, a
 // rename, two fsyncs). On the epoll runtime the driving goroutine is a
-// loop that serves half of all connections, so every such wait stopped
-// them all: on 2 KB articles to four peers, newsfeed's loops spent about a
-// third of their time inside queue calls, most of it in the few that took
-// over a millisecond. On the goroutine runtime the wait held the peer's
-// queue lock, and so the peer's other connections.
+// loop that serves half of all connections, and such a wait would stop
+// them all; on the goroutine runtime it would hold the peer's queue lock,
+// and so the peer's other connections.
 //
-// The feed's step (peer.go) hands the agent the answers it drained and how
-// many entries it wants, and offers what the agent made ready. The agent
+// The connection's step (peerconn) hands the agent the answers it drained
+// and how many entries it wants (outConn.Ask), and offers what the agent
+// made ready (outConn.Take). The agent
 // keeps up to a window of entries ready beyond the feed's room, so a
 // connection has work while its agent waits for the disk. Entries ready but
 // not offered are in flight on the connection as far as the queue knows:
@@ -34,14 +33,10 @@ import (
 //
 // The agent also checks that each entry can be sent (Relay.sendable: the
 // spool still holds it and the history names it) and settles as missing
-// those that cannot, before step offers them (step did both itself
-// before).
+// those that cannot, before step offers them.
 //
-// Measured (newsbench feed, 2 KB, 8 interleaved rounds against the build
-// before): about 10% more art/s to four peers on epoll; on the goroutine
-// runtime within the noise (-3% to +10% between runs). An inline agent
-// for runtime/goroutine (no goroutine, no ready window) measured the same
-// and was not kept: one mechanism for both runtimes.
+// Both runtimes use the agent: one mechanism, though the goroutine runtime
+// alone would do as well with the queue calls inline.
 
 // answer is a peer's answer for an article, for the queue.
 type answer struct {

@@ -274,11 +274,19 @@ func (n *Node) connect(what string) (*nats.Conn, error) {
 	return Connect(ConnectOptions{URLs: cc.NATS, Name: "newsfeed " + cc.Node + " " + what, CredsFile: cc.CredsFile, CAFile: cc.CAFile, Log: n.log})
 }
 
-// closeNATS closes the node's NATS connections.
+// closeNATS closes the node's NATS connections (a node that was opened and
+// is not run: its peer connections' too).
 func (n *Node) closeNATS() {
 	n.nc.Close()
 	for _, nc := range n.pubNC {
 		nc.Close()
+	}
+	for _, p := range n.peers {
+		for _, c := range p.conns {
+			if nc := c.nc.Load(); nc != nil {
+				nc.Close()
+			}
+		}
 	}
 }
 

@@ -85,6 +85,19 @@ func newPeer(ctx context.Context, n *Node, pc *newsfeed.PeerConfig) (*peer, erro
 	if err != nil {
 		return nil, err
 	}
+	// The connections bind their consumers now, before the node takes
+	// articles in: a bind is a few round trips to NATS (more while a
+	// consumer's leader settles), which the first articles would
+	// otherwise wait for. One that cannot bind now tries again when it
+	// runs.
+	var wg sync.WaitGroup
+	for i := range pc.Connections {
+		c := p.newConn(i + 1)
+		p.conns = append(p.conns, c)
+		wg.Add(1)
+		go func() { defer wg.Done(); c.bindOnce(ctx) }()
+	}
+	wg.Wait()
 	return p, nil
 }
 
@@ -94,9 +107,7 @@ func (p *peer) start(ctx context.Context) {
 	defer p.mu.Unlock()
 	p.done = make(chan struct{})
 	var wg sync.WaitGroup
-	for i := range p.cfg.Connections {
-		c := p.newConn(i + 1)
-		p.conns = append(p.conns, c)
+	for _, c := range p.conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -273,7 +284,7 @@ func (c *outConn) poke() {
 // run binds the connection's NATS connection, then feeds (peerconn.Conn.Run)
 // until ctx ends or the node stops.
 func (c *outConn) run(ctx context.Context) {
-	if !c.bind(ctx) {
+	if c.nc.Load() == nil && !c.bind(ctx) {
 		c.pc.Stop()
 		c.pc.Run(ctx) // returns at once: the state says stopped
 		return
@@ -293,14 +304,9 @@ func (c *outConn) run(ctx context.Context) {
 func (c *outConn) bind(ctx context.Context) bool {
 	p := c.p
 	for ctx.Err() == nil && !c.pc.Stopping() {
-		nc, err := p.n.connect(fmt.Sprintf("feed %s %d", p.cfg.Name, c.id))
+		err := c.bindOnce(ctx)
 		if err == nil {
-			c.cons, err = p.n.store.Bind(ctx, nc, p.queue)
-			if err == nil {
-				c.nc.Store(nc)
-				return true
-			}
-			nc.Close()
+			return true
 		}
 		p.n.log.Warn("peer connection cannot reach NATS; retrying", "peer", p.cfg.Name, "conn", c.id, "err", err)
 		select {
@@ -309,6 +315,23 @@ func (c *outConn) bind(ctx context.Context) bool {
 		}
 	}
 	return false
+}
+
+// bindOnce connects the connection's NATS connection and binds the
+// peer's consumers on it (within ctx).
+func (c *outConn) bindOnce(ctx context.Context) error {
+	p := c.p
+	nc, err := p.n.connect(fmt.Sprintf("feed %s %d", p.cfg.Name, c.id))
+	if err != nil {
+		return err
+	}
+	c.cons, err = p.n.store.Bind(ctx, nc, p.queue)
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	c.nc.Store(nc)
+	return nil
 }
 
 // Begin starts the session's puller (peerconn.Queue).
@@ -387,14 +410,14 @@ func (c *outConn) Answer(_ time.Time, a peerconn.Answer) {
 }
 
 // puller takes queue entries while the feed has room, reads their
-// articles and offers them (through Do). Each shard's consumer delivers to
-// a subscription of the connection's own (nats.go's Consume: pulls kept
-// going ahead of need, at most pullMsgs entries or pullBytes octets
-// buffered); its handler waits for a credit of the feed's for each entry
-// and leaves it in the connection's inbox, which this goroutine offers in
-// batches. A Fetch ends its subscription after a second without a message,
-// and what the server sends later is lost until ack_wait brings it back
-// (the 500 KB case of newsbench cluster stalled 30 s on it). The puller
+// articles and makes them ready for the feed (offer). Each shard's
+// consumer delivers to a subscription of the connection's own (nats.go's
+// Consume: pulls kept going ahead of need, at most pullMsgs entries or
+// pullBytes octets buffered); its handler waits for room in the feed for
+// each entry and leaves it in the connection's inbox, which this goroutine
+// loads in batches. A Fetch would not do: it ends its subscription after a
+// second without a message, and what the server sends later is lost until
+// ack_wait brings it back. The puller
 // also keeps the entries it holds alive (InProgress) so that a slow
 // peer's entries are not redelivered to another node while this one still
 // waits for answers.
@@ -450,7 +473,7 @@ func (c *outConn) consume(ctx context.Context, cons jetstream.Consumer, kick cha
 	for {
 		cc, err := cons.Consume(func(m jetstream.Msg) { c.arrive(ctx, m, kick) },
 			jetstream.PullMaxMessagesWithBytesLimit(pullMsgs, bytes),
-			jetstream.PullHeartbeat(pullHeartbeat),
+			jetstream.PullHeartbeat(pullHeartbeat), jetstream.PullExpiry(pullExpiry),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				p.n.log.Debug("queue consume", "peer", p.cfg.Name, "err", err)
 			}))
@@ -467,11 +490,18 @@ func (c *outConn) consume(ctx context.Context, cons jetstream.Consumer, kick cha
 }
 
 // pullHeartbeat is how often the server says a pull is alive while it has
-// nothing to deliver. A pull that no server took (sent while its consumer
-// had no leader: "no responders") or that a leader change lost is noticed
-// when two heartbeats are missed, and pulled again: nats.go's default (half
-// the pull's 30 s expiry) left a shard unfed for 30 s.
-const pullHeartbeat = time.Second
+// nothing to deliver, and pullExpiry how long a pull lasts. A pull that no
+// server took (sent while its consumer had no leader: "no responders") or
+// that a leader change lost is noticed when two heartbeats are missed, and
+// pulled again: nats.go's defaults (a 30 s pull, heartbeats at half of it)
+// left a shard unfed for 30 s. A pull pulled again so may still be alive
+// at the server until it expires; with the expiry at four heartbeats, at
+// most two of a subscription's pulls are alive as a rule (pullBytes
+// allows for that).
+const (
+	pullHeartbeat = time.Second
+	pullExpiry    = 4 * pullHeartbeat
+)
 
 // pullMsgs and pullBytes bound the entries a connection's subscription to
 // one shard has asked for and not yet handed over. The entries carry their

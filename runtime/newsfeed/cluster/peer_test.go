@@ -116,9 +116,8 @@ func (px *holdProxy) accept() {
 
 // TestFeedNotCutOff: a node that does not read its deliveries for a while
 // (a CPU-starved process) is not cut off by its NATS server, and so loses
-// neither deliveries (which would come back only after ack_wait: the 30 s
-// stall of newsbench cluster, issue #10) nor acks (which would send
-// articles to the peer twice). With eight connections to the peer on one
+// neither deliveries (which would come back only after ack_wait, a stall
+// of 30 s) nor acks (which would send articles to the peer twice). With eight connections to the peer on one
 // NATS connection, each asking for 4 MB from each of four shards, the
 // server's queue for the connection passed its max_pending (64 MB).
 func TestFeedNotCutOff(t *testing.T) {
