@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -108,6 +109,10 @@ func ctlRequest(config, admin, tokenFile, method, path string) ([]byte, error) {
 	client := &http.Client{Timeout: 2 * time.Minute} // a reload waits for connections to close
 	resp, err := client.Do(req)
 	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) {
+			return nil, errNoRelay(addr)
+		}
 		return nil, err
 	}
 	defer resp.Body.Close()
