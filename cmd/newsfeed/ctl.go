@@ -202,7 +202,10 @@ func printTrace(w io.Writer, tr newsfeed.TraceResult) {
 	}
 	for _, p := range tr.Peers {
 		for _, a := range p.Answers {
-			fmt.Fprintf(w, "%s peer %s: %s %s", a.Time.UTC().Format(ts), p.Name, a.Verdict, a.Fields["code"])
+			fmt.Fprintf(w, "%s peer %s: %s", a.Time.UTC().Format(ts), p.Name, a.Verdict)
+			if c := a.Fields["code"]; c != "" {
+				fmt.Fprintf(w, " %s", c)
+			}
 			if r := a.Fields["reason"]; r != "" {
 				fmt.Fprintf(w, " %s", r)
 			}
