@@ -23,7 +23,7 @@ var opsFiles = []struct {
 	helps               [][]string
 }{
 	{"newsfeed", "newsfeed.8", "newsfeed.service",
-		[][]string{{"-v", "-h"}, {"inject", "-h"}, {"status", "-h"}, {"demo", "-h"}, {"innd-channel", "-h"}, {"ctl", "-h"}, {"trace", "-h"}, {"config", "-h"}}},
+		[][]string{{"-v", "-h"}, {"inject", "-h"}, {"status", "-h"}, {"demo", "-h"}, {"innd-channel", "-h"}, {"ctl", "-h"}, {"trace", "-h"}, {"config", "-h"}, {"report", "-h"}}},
 	{"newsget", "newsget.1", "newsget@.service", [][]string{{"-h"}, {"serve", "-h"}, {"config", "-h"}, {"unpack", "-h"}}},
 	{"newsweb", "newsweb.8", "newsweb.service", [][]string{{"-h"}, {"config", "-h"}}},
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -171,5 +172,27 @@ func TestStatusNoRelay(t *testing.T) {
 	var out, errb bytes.Buffer
 	if rc := Main([]string{"status", "-admin", addr}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "no relay answering at "+addr) {
 		t.Errorf("status -admin %s: exit %d, stderr %q; want 1 and \"no relay answering at %s\"", addr, rc, errb.String(), addr)
+	}
+}
+
+// TestPrintStatusErrors: a connection down because of an error shows it
+// beside its state; an error it recovered from is listed as the last
+// error, with its time, not as current.
+func TestPrintStatusErrors(t *testing.T) {
+	at := time.Now().Add(-5 * time.Minute).UTC().Format(time.RFC3339)
+	st := newsfeed.Status{Peers: []newsfeed.PeerStats{
+		{Name: "down", Connections: []newsfeed.ConnStatus{{ID: 1, State: "waiting", Error: "connection refused", LastErr: "connection refused", LastErrAt: at}}},
+		{Name: "back", Connections: []newsfeed.ConnStatus{{ID: 1, State: "feeding", LastErr: "connection reset", LastErrAt: at}}},
+	}}
+	var out bytes.Buffer
+	printStatus(&out, st)
+	text := out.String()
+	for _, want := range []string{"#1 waiting (connection refused)", "last error: back #1 at " + at + " (", " ago): connection reset"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("status lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "#1 feeding (") || strings.Contains(text, "last error: down") {
+		t.Errorf("status shows a past error as current, or a current one as past:\n%s", text)
 	}
 }

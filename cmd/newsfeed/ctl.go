@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -108,6 +109,10 @@ func ctlRequest(config, admin, tokenFile, method, path string) ([]byte, error) {
 	client := &http.Client{Timeout: 2 * time.Minute} // a reload waits for connections to close
 	resp, err := client.Do(req)
 	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) {
+			return nil, errNoRelay(addr)
+		}
 		return nil, err
 	}
 	defer resp.Body.Close()
@@ -197,7 +202,10 @@ func printTrace(w io.Writer, tr newsfeed.TraceResult) {
 	}
 	for _, p := range tr.Peers {
 		for _, a := range p.Answers {
-			fmt.Fprintf(w, "%s peer %s: %s %s", a.Time.UTC().Format(ts), p.Name, a.Verdict, a.Fields["code"])
+			fmt.Fprintf(w, "%s peer %s: %s", a.Time.UTC().Format(ts), p.Name, a.Verdict)
+			if c := a.Fields["code"]; c != "" {
+				fmt.Fprintf(w, " %s", c)
+			}
 			if r := a.Fields["reason"]; r != "" {
 				fmt.Fprintf(w, " %s", r)
 			}

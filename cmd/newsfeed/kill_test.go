@@ -338,7 +338,7 @@ reconnect_max = "200ms"
 		t.Errorf("the log lacks the final stats lines; its end:\n%s", b[max(0, len(b)-3000):])
 	} else {
 		// The last final stats line of each peer adds up.
-		re := regexp.MustCompile(`msg="final stats" peer=(\w+) offered=(\d+) accepted=(\d+) refused=(\d+) rejected=(\d+) deferred=\d+ dropped=(\d+) missing=(\d+) queued=(\d+)`)
+		re := regexp.MustCompile(`msg="final stats" peer=(\w+) offered=(\d+) accepted=(\d+) refused=(\d+) rejected=(\d+) deferred=\d+ dropped=(\d+) missing=(\d+) too_old=(\d+) queued=(\d+)`)
 		last := map[string][]string{}
 		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
 			last[m[1]] = m
@@ -348,7 +348,7 @@ reconnect_max = "200ms"
 			for i := 2; i < len(m); i++ {
 				n[i], _ = strconv.Atoi(m[i])
 			}
-			if n[2] != n[3]+n[4]+n[5]+n[6]+n[7]+n[8] {
+			if n[2] != n[3]+n[4]+n[5]+n[6]+n[7]+n[8]+n[9] {
 				t.Errorf("peer %s: final stats do not add up: %s", peer, m[0])
 			}
 		}

@@ -10,6 +10,8 @@
 //	newsfeed innd-channel [-config FILE]      innd's channel feed (newsfeeds Tc,Wnm*), in innfeed's place
 //	newsfeed ctl [-config FILE] VERB [PEER]   pause, resume, kick, flush a peer; reload, reopen
 //	newsfeed trace [-config FILE] MESSAGE-ID  where did an article go
+//	newsfeed report [-config FILE] [-since 24h] [-json]
+//	                                          the daily summary from the article log
 //	newsfeed config [-config FILE | -check FILE]
 //	                                          print the effective configuration, or check a file
 //
@@ -66,6 +68,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return trace(args[1:], stdout, stderr)
 		case "config":
 			return config(args[1:], stdout, stderr)
+		case "report":
+			return report(args[1:], stdout, stderr)
 		case "help", "-h", "-help", "--help":
 			usage(stderr)
 			return 0
@@ -86,6 +90,8 @@ func usage(w io.Writer) {
   newsfeed ctl [-config FILE] pause PEER | resume PEER | kick PEER | flush PEER | drop PEER
                                             | reload | reopen
   newsfeed trace [-config FILE] [-json] MESSAGE-ID
+  newsfeed report [-config FILE] [-since DURATION] [-json]
+                                            the daily summary from the article log (innreport)
   newsfeed config [-config FILE]            print the effective configuration, every default filled in
   newsfeed config -check FILE               report every mistake in FILE (FILE:LINE: KEY: ...)
 `)

@@ -18,7 +18,7 @@ import (
 // article went, `newsfeed report` to sum up a day.
 //
 //	* 2026-11-24 peers=inn1,inn2,sink
-//	01:06:45.123 <id@host> news1 + 2013 +=.
+//	01:06:45.123 <id@host> news1 + 2013 +=-
 //	01:06:45.130 <id2@host> 192.0.2.7 - reason="Bad Path"
 //	01:06:45.131 <id3@host> news1 =
 //	01:07:15.200 <id4@host> news1 + 512 +q
@@ -38,7 +38,7 @@ import (
 // rest, and each later answer gets a line of its own (">PEER VERDICT").
 // A peer's rejection also gets such a line, with its code and reason.
 // Stats lines ("* stats") carry every peer's counters since the start
-// of the run (run = its start, Unix seconds) at each stats_interval and
+// of the run (run = its start, Unix milliseconds) at each stats_interval and
 // at the stop, so that a report spans restarts. Values with a space or a
 // quote are quoted (strconv.Quote).
 //

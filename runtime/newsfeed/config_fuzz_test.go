@@ -4,12 +4,15 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // FuzzParseConfig: any input either parses into a configuration that
 // passes its own checks, or fails with errors that each name the file (and
-// never panics). A configuration that parsed parses again from its
-// embedded-default-free form with the same peers.
+// never panics). A configuration that parsed prints (Format) as text that
+// parses to the same configuration.
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("listen = \"127.0.0.1:1119\"\nspool = \"/s\"\npathhost = \"relay.example\"\n[[peer]]\nname = \"inn1\"\nhost = \"127.0.0.1\"\ngroups = [\"*\", \"!control.*\", \"@alt.binaries.*\"]\nmax_size = \"1MB\"\n"))
 	f.Add([]byte("spool = \"/s\"\nstats_interval = \"2d\"\n[[peer]]\nname = \"a\"\nhost = \"h\"\ntls = true\ntls_verify = false\nwindow = 0\n"))
@@ -39,6 +42,15 @@ func FuzzParseConfig(f *testing.F) {
 			if p.Name == "" || p.Host == "" || p.Window < 1 || p.Connections < 1 || p.TLSVerify == nil {
 				t.Fatalf("peer %d not filled in: %+v", i, p)
 			}
+		}
+		printed := c.Format()
+		c2, err := ParseConfig("fuzz.toml", printed)
+		if err != nil {
+			t.Fatalf("the printed configuration does not parse: %v\n%s", err, printed)
+		}
+		opts := cmp.Options{cmpopts.IgnoreUnexported(Config{}, IncomingConfig{}), cmpopts.EquateEmpty()}
+		if d := cmp.Diff(c, c2, opts); d != "" {
+			t.Fatalf("printed and read back differs (-parsed +printed):\n%s\n%s", d, printed)
 		}
 	})
 }

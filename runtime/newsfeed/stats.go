@@ -348,7 +348,7 @@ func (r *Relay) logStatsRecords(now time.Time) {
 	if r.alog == nil {
 		return
 	}
-	run := strconv.FormatInt(r.started.Unix(), 10)
+	run := strconv.FormatInt(r.started.UnixMilli(), 10)
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	st := r.Status()
 	for _, s := range st.Peers {
