@@ -1,7 +1,7 @@
 package main
 
 // newsbench feed: newsfeed against INN's innfeed, pushing the same stored
-// articles to the same fast sink over loopback (issue 4).
+// articles to the same fast sink over loopback.
 //
 // What is measured, for each feeder, is a transit feeder's job: articles
 // already stored, and queued for the peers, go out to the peers. Both

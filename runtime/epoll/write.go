@@ -335,7 +335,7 @@ func (c *Conn) resolve(it *outItem) error {
 // stops between chunks when a signal is pending (the Go runtime preempts
 // goroutines with SIGURG), however much room the socket has, and the
 // kernel raises EPOLLOUT only after a write found the send buffer full
-// (SOCK_NOSPACE). Waiting for EPOLLOUT after such a short count waited
+// (SOCK_NOSPACE): waiting for EPOLLOUT after such a short count waits
 // for ever; so a short count is followed by another call, which sends
 // more or meets EAGAIN (and arms EPOLLOUT).
 func (c *Conn) sendfile(it *outItem) error {
