@@ -51,12 +51,11 @@ type SpoolOptions struct {
 	// keeps the file already written, with zeros (default 4 MiB; negative:
 	// never). A group commit whose records land on such blocks overwrites
 	// them, and its fdatasync then has no size or allocation to commit to
-	// the file system's journal: on ext4 it waits for the data alone. On
-	// the 2-core VM of issue 15, rounds of 18 x 2 KB: Sync p50 0.28 ->
-	// 0.13-0.15 ms, mean 0.32-0.34 -> 0.21-0.22 ms (the mean pays for the
-	// round that writes the zeros). The zeros are written after small
-	// rounds only (spool_prewrite.go), and cost as many bytes written again
-	// as the spool takes in such rounds.
+	// the file system's journal: on ext4 it waits for the data alone,
+	// which halves the median Sync of small rounds (BenchmarkCommitRound;
+	// the mean pays for the round that writes the zeros). The zeros are
+	// written after small rounds only (spool_prewrite.go), and cost as many
+	// bytes written again as the spool takes in such rounds.
 	PreWrite int64
 	// HistorySize is how many message-ids the history's index is sized for
 	// at open (default 0: for what the log holds). The index is rebuilt

@@ -67,6 +67,7 @@ type feedOptions struct {
 	backlog           int
 	backlogQueue      int
 	chain             int
+	latency           bool
 }
 
 // feeder names, in table order.
@@ -133,6 +134,7 @@ func runFeed(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.backlog, "backlog", 0, "instead of the feed cases, measure newsfeed's memory while `n` articles (of -small-size) are queued for a peer that is down, and the drain rate when it returns, for each runtime")
 	fs.IntVar(&o.backlogQueue, "backlog-queue", 0, "the peer's queue_size for -backlog (0 keeps newsfeed's default)")
 	fs.IntVar(&o.chain, "chain", 0, "instead of the feed cases, time innfeed feeding `n` articles (of -small-size) through newsfeed to a sink against innfeed feeding the sink directly (needs INN)")
+	fs.BoolVar(&o.latency, "latency", false, "instead of the feed cases, time each TAKETHIS's answer (p50, p99) from newsfeed's ingest and from innd under a full-speed stream of -small-size and -large-size articles (at most 10000 and 500 of them; needs INN)")
 	fs.StringVar(&o.selfProfile, "selfprofile", "", "write newsbench's own CPU profile (the sinks and the Go sender) to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -267,6 +269,9 @@ func (b *feedBench) run(ctx context.Context) error {
 	}
 	if o.chain > 0 {
 		return b.runChain(ctx, o.chain)
+	}
+	if o.latency {
+		return b.runLatency(ctx)
 	}
 	b.spools = map[string]string{}
 	for _, kind := range []string{"small", "large"} {

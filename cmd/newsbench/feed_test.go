@@ -321,3 +321,61 @@ func TestFeedChain(t *testing.T) {
 		t.Errorf("no positive 'ratio chain-2k time' line (found %v, %g)", found, ratio)
 	}
 }
+
+// TestPushTimed: every article of the set reaches the sink once, and each
+// gets one latency, none negative.
+func TestPushTimed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	set := newArticleSet(101, 3000, "t", time.Now())
+	s, err := nullpeer.Listen("127.0.0.1:0", nullpeer.Options{RecordIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	lats, err := pushTimed(ctx, s.Addr(), set, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lats) != set.len() {
+		t.Errorf("%d latencies, want %d", len(lats), set.len())
+	}
+	for _, l := range lats {
+		if l < 0 {
+			t.Errorf("negative latency %v", l)
+		}
+	}
+	if got, want := s.Bytes(), set.wireBytes(); got != want {
+		t.Errorf("sink: %d octets, want %d", got, want)
+	}
+}
+
+// TestFeedLatency runs -latency on small sets: a row per server and size,
+// and the ratio lines against innd.
+func TestFeedLatency(t *testing.T) {
+	if err := inntest.Available(); err != nil {
+		t.Skipf("INN's innd is needed for -latency: %v", err)
+	}
+	var out, log bytes.Buffer
+	if err := runFeed([]string{"-latency", "-small", "200", "-large", "20", "-rounds", "1", "-timeout", "2m"}, &out, &log); err != nil {
+		t.Fatalf("newsbench feed -latency: %v\n%s", err, log.Bytes())
+	}
+	t.Logf("stdout:\n%s", out.String())
+	text := out.String()
+	servers := []string{latINN, latGo}
+	if epollAvailable() {
+		servers = append(servers, latEpoll)
+	}
+	for _, c := range []string{"latency-2k  ", "latency-500k"} {
+		for _, srv := range servers {
+			if !strings.Contains(text, c+"  "+srv+"  ") {
+				t.Errorf("no row for %s %s", c, srv)
+			}
+		}
+	}
+	for _, r := range []string{"ratio latency-2k p50 ", "ratio latency-2k p99 ", "ratio latency-500k p50 ", "ratio latency-500k p99 "} {
+		if !strings.Contains(text, r) {
+			t.Errorf("no %q line", r)
+		}
+	}
+}

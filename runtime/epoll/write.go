@@ -137,21 +137,26 @@ func (q *outQueue) holdsBodies() bool {
 	return false
 }
 
-// detach moves output left in the loop's scratch space to the connection.
+// detach moves output left in the loop's scratch space to the connection:
+// the items themselves, when they are the scratch space's, and the bytes
+// of every item that refers to the scratch space, which includes the
+// articles a flush of the connection's own items copied in.
 func (q *outQueue) detach() {
-	if q.own || len(q.items) == 0 {
+	if len(q.items) == 0 {
 		return
 	}
-	items := make([]outItem, len(q.items))
-	copy(items, q.items)
-	for i := range items {
-		if items[i].scratch {
-			items[i].b = bytes.Clone(items[i].b)
-			items[i].scratch = false
+	if !q.own {
+		items := make([]outItem, len(q.items))
+		copy(items, q.items)
+		clear(q.items)
+		q.items, q.own = items, true
+	}
+	for i := range q.items {
+		if it := &q.items[i]; it.scratch {
+			it.b = bytes.Clone(it.b)
+			it.scratch = false
 		}
 	}
-	clear(q.items)
-	q.items, q.own = items, true
 }
 
 // collect takes the machine's output into the scratch space (the queue is
@@ -330,7 +335,7 @@ func (c *Conn) resolve(it *outItem) error {
 // stops between chunks when a signal is pending (the Go runtime preempts
 // goroutines with SIGURG), however much room the socket has, and the
 // kernel raises EPOLLOUT only after a write found the send buffer full
-// (SOCK_NOSPACE). Waiting for EPOLLOUT after such a short count waited
+// (SOCK_NOSPACE): waiting for EPOLLOUT after such a short count waits
 // for ever; so a short count is followed by another call, which sends
 // more or meets EAGAIN (and arms EPOLLOUT).
 func (c *Conn) sendfile(it *outItem) error {

@@ -74,10 +74,9 @@ func (r *bodyReader) token(token string) (spoolfs.Token, error) {
 //
 // It also remembers which articles were found sendable lately (ok), so
 // that an article fed to several peers is looked up in the history once,
-// and a large one read and CRC-checked once, not once per peer: on 500 KB
-// articles to four peers the repeated checks were half of newsfeed's CPU
-// time, and on 2 KB articles to four peers the repeated history lookups
-// about a tenth.
+// and one sent by sendfile read and CRC-checked once, not once per peer
+// (repeated, such checks and lookups cost a large share of the CPU of a
+// fan-out).
 type badBodies struct {
 	log *slog.Logger
 	n   atomic.Int64
