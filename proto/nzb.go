@@ -20,7 +20,9 @@ package proto
 // "&name;" (so "billion laughs" documents fail at the first reference).
 // It refuses elements nested deeper than MaxDepth at the first one, so a
 // document of millions of nested elements costs no more than its first
-// few (the decoder keeps a record of every open element).
+// few (the decoder keeps a record of every open element), and a text or
+// tag longer than 1 MiB (the decoder holds each whole). What it keeps is
+// what an NZB means: files, groups, segments, meta values.
 
 import (
 	"bytes"
@@ -161,14 +163,36 @@ func nzbIsCounter(s string) bool {
 	return ok && err1 == nil && err2 == nil
 }
 
+// nzbMaxRun bounds the bytes between two "<": the decoder holds a text
+// or a tag whole, and no text or tag of an NZB comes near this.
+const nzbMaxRun = 1 << 20
+
+// errNZBRun refuses a document with a longer run than nzbMaxRun.
+var errNZBRun = fmt.Errorf("nzb: more than %d bytes of text or of one tag (an NZB has no such thing): %w", nzbMaxRun, ErrNZBLimit)
+
 // nzbLimitReader fails with ErrNZBLimit instead of returning EOF early when
-// the document is larger than its limit.
+// the document is larger than its limit, and with errNZBRun when a text
+// or tag runs longer than nzbMaxRun.
 type nzbLimitReader struct {
 	r    io.Reader
 	left int64
+	run  int // bytes since the last "<"
 }
 
 func (l *nzbLimitReader) Read(p []byte) (int, error) {
+	n, err := l.read(p)
+	if i := bytes.LastIndexByte(p[:n], '<'); i >= 0 {
+		l.run = n - 1 - i
+	} else {
+		l.run += n
+	}
+	if l.run > nzbMaxRun {
+		return 0, errNZBRun
+	}
+	return n, err
+}
+
+func (l *nzbLimitReader) read(p []byte) (int, error) {
 	if l.left <= 0 {
 		// One more byte decides between "exactly at the limit" and "over".
 		var one [1]byte
@@ -284,6 +308,9 @@ func ParseNZB(r io.Reader, limits NZBLimits) (*NZB, error) {
 			break
 		}
 		if err != nil {
+			if errors.Is(err, errNZBRun) {
+				return nil, errNZBRun
+			}
 			if errors.Is(err, ErrNZBLimit) {
 				return nil, fmt.Errorf("nzb: document larger than %d bytes: %w", limits.MaxBytes, ErrNZBLimit)
 			}

@@ -180,23 +180,33 @@ func TestNZBRoundTrip(t *testing.T) {
 	nzbRoundTrip(t, &NZB{Meta: []NZBMeta{{"t\tab", "a\r\nb & <c> \"d\" 'e'"}}, Files: []NZBFile{{Subject: "x\ty", Segments: []NZBSegment{{Number: 1, MessageID: "<a&b@c>"}}}}})
 }
 
-// TestParseNZBDeepMemory: a document of a million nested elements is
-// refused at the first one too deep, allocating a small part of its own
-// size (the decoder keeps a record of every open element, so without the
-// depth limit it allocates many times the document).
-func TestParseNZBDeepMemory(t *testing.T) {
+// TestParseNZBHostileMemory: hostile documents are refused allocating a
+// small part of their own size: a million nested elements at the first
+// one too deep (the decoder keeps a record of every open element), and
+// 8 MiB of text, or one tag of 8 MiB, after 1 MiB (the decoder holds a
+// text or tag whole).
+func TestParseNZBHostileMemory(t *testing.T) {
 	const depth = 1 << 20
-	doc := []byte("<nzb>" + strings.Repeat("<a>", depth) + strings.Repeat("</a>", depth) + "</nzb>")
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	_, err := ParseNZB(bytes.NewReader(doc), NZBLimits{})
-	runtime.ReadMemStats(&after)
-	if !errors.Is(err, ErrNZBLimit) || !strings.Contains(err.Error(), "nested deeper") {
-		t.Fatalf("error %v, want the depth limit", err)
-	}
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(doc)) {
-		t.Errorf("parsing a %d-byte document allocated %d bytes; want at most its size", len(doc), alloc)
+	for _, tc := range []struct {
+		name, doc, wantErr string
+	}{
+		{"nested", "<nzb>" + strings.Repeat("<a>", depth) + strings.Repeat("</a>", depth) + "</nzb>", "nested deeper"},
+		{"text", "<nzb>" + strings.Repeat("x", 8<<20) + "</nzb>", "bytes of text or of one tag"},
+		{"text before the root", strings.Repeat("x", 8<<20), "bytes of text or of one tag"},
+		{"tag", `<nzb><file subject="` + strings.Repeat("x", 8<<20) + `"></file></nzb>`, "bytes of text or of one tag"},
+	} {
+		doc := []byte(tc.doc)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := ParseNZB(bytes.NewReader(doc), NZBLimits{})
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, ErrNZBLimit) || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Fatalf("%s: error %v, want %q", tc.name, err, tc.wantErr)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(doc)/2) {
+			t.Errorf("%s: parsing a %d-byte document allocated %d bytes; want at most half its size", tc.name, len(doc), alloc)
+		}
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
-// Friction a new user met (issue 12): each case failed before its fix.
+// TestFriction: what a new user meets first says what is wrong and what
+// to do.
 func TestFriction(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{Auth: &nntptest.Auth{User: "u", Pass: "p", Required: true}})
 	s.AddGroup(nntptest.Group{Name: "alt.binaries.newsflow"})

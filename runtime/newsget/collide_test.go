@@ -11,11 +11,10 @@ import (
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
-// TestPartSymlink is issue 16 finding 9: a NAME.part symlink placed in
-// the download directory beforehand must not send the download outside
-// it, and a user's own NAME.part must not be truncated without Overwrite.
-// Before the fix the download went through the link (the outside file
-// received the data) and the user's .part was truncated and replaced.
+// TestPartSymlink: a NAME.part symlink placed in the download directory
+// beforehand does not send the download outside it (the outside file
+// receives nothing), and a user's own NAME.part is not truncated or
+// replaced without Overwrite.
 func TestPartSymlink(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	link := newPosting("link.bin", 40, 3000, 1500)
@@ -72,10 +71,10 @@ func TestPartSymlink(t *testing.T) {
 	}
 }
 
-// TestNameCollisions is issue 16 finding 12: two files of one name in an
-// NZB, and "a.bin" beside "a.bin.part", are all downloaded, the later
-// ones under unique names. Before the fix the second "a.bin" was reported
-// incomplete ("a.bin exists; not overwritten") though fully downloaded.
+// TestNameCollisions: two files of one name in an NZB, and "a.bin"
+// beside "a.bin.part", are all downloaded, the later ones under unique
+// names, and none is reported incomplete ("a.bin exists; not
+// overwritten") once fully downloaded.
 func TestNameCollisions(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	a1 := newPosting("a.bin", 50, 3000, 1500)

@@ -58,7 +58,7 @@ type Config struct {
 	keys tomlconf.Keys // "server[1].port" -> line
 }
 
-// ServerConfig is one [[server]] (seed 003 NewsServer).
+// ServerConfig is one [[server]]: a news server and how to use it.
 type ServerConfig struct {
 	Name             string    `toml:"name"`
 	Host             string    `toml:"host"`

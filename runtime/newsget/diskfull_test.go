@@ -29,14 +29,14 @@ func mountTmpfs(t *testing.T, size string) string {
 	return dir
 }
 
-// TestDiskFullResume is issue 16 finding 1: the download directory fills
+// TestDiskFullResume: the download directory fills
 // part way through a download; space returns; the rerun must either
 // report the file incomplete or produce it byte for byte, never report
 // complete a file holding zeros where a failed write left a hole. The
 // posting has no whole-file crc32, so only per-part checks stand between
-// a lost write and a "complete" file. Before the fix, parts whose bytes
-// were written after the disk filled (or skipped once a write failed) were
-// still reported done: the rerun produced a file with holes.
+// a lost write and a "complete" file: a part whose bytes were written
+// after the disk filled (or skipped once a write failed) is never
+// recorded done.
 func TestDiskFullResume(t *testing.T) {
 	for round := range 1 {
 		out := mountTmpfs(t, "4m")

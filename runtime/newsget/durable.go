@@ -12,7 +12,7 @@ import (
 	"github.com/newsflow/newsflow/machine/download"
 )
 
-// writeDurable replaces path with data, durably (STYLE §7.1): write a
+// writeDurable replaces path with data, durably: write a
 // temporary file, fsync it, rename it over path, fsync the directory.
 func writeDurable(path string, data []byte) error {
 	return writeDurableFunc(path, func(w io.Writer) error {

@@ -35,7 +35,7 @@ func TestSanitizeName(t *testing.T) {
 		{"", "fallback"},
 		{"\x00\x01", "fallback"},
 		{"ünïcödé.txt", "ünïcödé.txt"},
-		// Issue 16 finding 11: bidi controls and other format characters.
+		// Bidi controls and other format characters go.
 		{"\u202egpj.exe", "gpj.exe"},
 		{"a\u2066b\u2069c\u200bd\u200de\ufefff.bin", "abcdef.bin"},
 		{"\u200f\u202a.hidden", "hidden"},

@@ -13,14 +13,14 @@ import (
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
-// TestMemoryManyMissing is issue 16 finding 13: a 1,000,000-segment NZB
-// that no server has cost 1.7 GB RSS. While the last segment of such an
-// NZB fails (the most the Engine holds: the parsed NZB, the Scheduler and
-// every missing segment recorded), the live heap the run added stays under
-// a generous bound per segment. Before the Scheduler kept about 50 bytes
-// per segment, the missing segments went into a slice (not a map) and the
-// parsed segment list was dropped once scheduled, it was about 400 bytes;
-// about 135 now. No timing: the bound is on bytes.
+// TestMemoryManyMissing: an NZB of many segments that no server has
+// costs a bounded number of bytes per segment. While the last segment of
+// such an NZB fails (the most the Engine holds: the parsed NZB, the
+// Scheduler and every missing segment recorded), the live heap the run
+// added stays under a generous bound per segment: the Scheduler keeps
+// about 50 bytes per segment, the missing segments go into a slice (not a
+// map) and the parsed segment list is dropped once scheduled. No timing:
+// the bound is on bytes.
 func TestMemoryManyMissing(t *testing.T) {
 	const n = 50_000
 	const maxPerSegment = 280

@@ -22,9 +22,8 @@ func (f ppFunc) PostProcess(ctx context.Context, job PostJob) PostResult { retur
 // already changed the downloaded files (as a PAR2 repair or an unpack
 // cleanup does). After the restart the job goes straight to
 // post-processing with the first run's results: nothing is fetched again
-// and the engine never sees the changed files. (Before the fix the
-// restart ran the engine again, which found a file it did not write and
-// refused it: the job ended Failed.)
+// and the engine never sees the changed files (it would find a file it
+// did not write and refuse it, failing the job).
 func TestStopDuringPostProcess(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	p := newPosting("Film.mkv", 11, 90_000, 20_000)
