@@ -30,19 +30,17 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/newsflow/newsflow/machine/volumes"
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/version"
 )
@@ -63,6 +61,16 @@ func (s *serverList) String() string { return strings.Join(*s, " ") }
 
 // Set adds a URL (flag.Value).
 func (s *serverList) Set(v string) error { *s = append(*s, v); return nil }
+
+// usage lists the download's synopsis and every subcommand.
+const usage = `usage: newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] FILE.nzb...
+       newsget serve [-config FILE] [-listen ADDR]    the download daemon (SABnzbd API and page)
+       newsget unpack [-password PW] [-no-cleanup] DIR unpack the RAR, 7z and zip archives in DIR
+       newsget par2 verify|repair [-j WORKERS] FILE.par2
+       newsget config [-check] [-config FILE]         the effective configuration, or its mistakes
+       newsget -version
+Each subcommand's -h lists its flags. The download's flags:
+`
 
 // Main runs newsget with args and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -92,7 +100,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	noCleanup := fs.Bool("no-cleanup", false, "keep archives and PAR2 files after unpacking (config: cleanup = false)")
 	interval := fs.Duration("progress", 0, "plain progress line interval when not on a terminal (default 5s)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] FILE.nzb...")
+		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -141,7 +149,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	logOut := stderr
+	var logOut io.Writer = stderr
+	var term *progressTerm
+	if !*quiet && isTerminal(stderr) {
+		term = &progressTerm{w: stderr} // log lines above the bar, never through it
+		logOut = term
+	}
 	if *quiet && !*verbose {
 		logOut = io.Discard // -q: the summary on stdout is all
 	}
@@ -154,17 +167,21 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	defer eng.Close()
 
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel, interrupted := interruptContext()
 	defer cancel()
 	stopProgress := func() {}
 	if !*quiet {
-		stopProgress = startProgress(eng, stderr, *interval)
+		stopProgress = startProgress(eng, stderr, term, *interval)
 	}
 	// list is not used after this call, so a large NZB's bytes need not
 	// stay live through the whole download: post-processing reads the
 	// files again.
 	sum, err := eng.Download(ctx, list)
 	stopProgress()
+	if code := interrupted(); code != 0 {
+		fmt.Fprintln(stderr, "newsget: interrupted; what arrived is kept: the same command resumes")
+		return code
+	}
 	if err != nil {
 		printErr(stderr, err)
 		return 2
@@ -178,6 +195,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	done := true
 	if sum.Quota == "" && sum.Fatal == "" {
 		done = postprocessJobs(ctx, cfg, engOpts, fs.Args(), sum, pp, stdout, stderr)
+	}
+	if code := interrupted(); code != 0 {
+		fmt.Fprintln(stderr, "newsget: interrupted during post-processing; the same command finishes it")
+		return code
 	}
 	switch {
 	case sum.Quota != "":
@@ -228,10 +249,10 @@ func isTerminal(w io.Writer) bool {
 }
 
 // startProgress shows progress until the returned function is called: a
-// bar redrawn in place on a terminal, a plain line every interval
-// otherwise.
-func startProgress(eng *newsget.Engine, w io.Writer, interval time.Duration) func() {
-	tty := isTerminal(w)
+// bar redrawn in place on term (the terminal, nil when w is not one), a
+// plain line every interval otherwise.
+func startProgress(eng *newsget.Engine, w io.Writer, term *progressTerm, interval time.Duration) func() {
+	tty := term != nil
 	every := interval
 	if every <= 0 {
 		every = 5 * time.Second
@@ -250,14 +271,14 @@ func startProgress(eng *newsget.Engine, w io.Writer, interval time.Duration) fun
 			select {
 			case <-done:
 				if tty {
-					fmt.Fprint(w, "\r\033[K")
+					term.draw("")
 				}
 				return
 			case <-t.C:
 				p := eng.Progress()
 				speed, eta := meter.add(p)
 				if tty {
-					fmt.Fprint(w, "\r\033[K"+progressBar(p, speed, eta, 30))
+					term.draw(progressBar(p, speed, eta, 30))
 				} else {
 					fmt.Fprintln(w, progressLine(p, speed, eta))
 				}
@@ -317,6 +338,13 @@ func printSummary(w io.Writer, s *newsget.Summary) {
 	for _, e := range s.JobErrs {
 		fmt.Fprintf(w, "refused: %s\n", e)
 	}
+	// Jobs with a whole PAR2 index: their incomplete files go to repair.
+	repairable := map[string]bool{}
+	for _, f := range s.Files {
+		if p, ok := volumes.ParsePar2Name(f.Name); ok && p.Index && f.Complete {
+			repairable[f.Job] = true
+		}
+	}
 	for _, f := range s.Files {
 		if f.Held {
 			continue
@@ -333,7 +361,11 @@ func printSummary(w io.Writer, s *newsget.Summary) {
 			fmt.Fprintf(w, "%s: %s (%d bytes)\n", state, f.Name, f.Size)
 			continue
 		}
-		fmt.Fprintf(w, "incomplete: %s: %s\n", f.Name, f.Err)
+		if repairable[f.Job] {
+			fmt.Fprintf(w, "incomplete: %s: %s; to be repaired from its PAR2 set\n", f.Name, f.Err)
+		} else {
+			fmt.Fprintf(w, "incomplete: %s: %s\n", f.Name, f.Err)
+		}
 		listed := f.Missing[:min(len(f.Missing), newsget.MaxMissingListed)]
 		for _, line := range strings.Split(strings.TrimSpace(newsget.FormatMissing(listed)), "\n") {
 			if line != "" {

@@ -2,6 +2,7 @@ package newsget
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,76 @@ type ServeConfig struct {
 	// only shown in the history's script_line), as SABnzbd's
 	// script_can_fail.
 	ScriptCanFail bool `toml:"script_can_fail"`
+	// Schedule are times of day to pause, resume or set the speed limit
+	// ([[serve.schedule]], SABnzbd's scheduler).
+	Schedule []ScheduleEntry `toml:"schedule"`
+}
+
+// ScheduleEntry is one [[serve.schedule]]: at the time of day At (local,
+// "HH:MM") on Days ("" or "*": every day; else a comma list of mon, tue,
+// wed, thu, fri, sat, sun or 1-7, Monday 1), do Action: pause, resume, or
+// speedlimit with Value (a percentage of bandwidth_max, "50" or "50%", or
+// bytes per second, "2M"; "0" removes the limit).
+type ScheduleEntry struct {
+	At     string `toml:"at"`
+	Days   string `toml:"days"`
+	Action string `toml:"action"`
+	Value  string `toml:"value"`
+}
+
+// scheduleDays maps the day words and numbers to weekdays.
+var scheduleDays = map[string]time.Weekday{"mon": time.Monday, "tue": time.Tuesday, "wed": time.Wednesday,
+	"thu": time.Thursday, "fri": time.Friday, "sat": time.Saturday, "sun": time.Sunday,
+	"1": time.Monday, "2": time.Tuesday, "3": time.Wednesday, "4": time.Thursday, "5": time.Friday, "6": time.Saturday, "7": time.Sunday}
+
+// Clock returns the entry's hour and minute.
+func (e ScheduleEntry) Clock() (int, int, error) {
+	t, err := time.Parse("15:04", strings.TrimSpace(e.At))
+	if err != nil {
+		return 0, 0, fmt.Errorf("at %q: want HH:MM", e.At)
+	}
+	return t.Hour(), t.Minute(), nil
+}
+
+// OnDay reports whether the entry runs on weekday wd.
+func (e ScheduleEntry) OnDay(wd time.Weekday) bool {
+	d := strings.TrimSpace(e.Days)
+	if d == "" || d == "*" {
+		return true
+	}
+	for _, w := range strings.Split(d, ",") {
+		if v, ok := scheduleDays[strings.ToLower(strings.TrimSpace(w))]; ok && v == wd {
+			return true
+		}
+	}
+	return false
+}
+
+// check says what is wrong with the entry, or "".
+func (e ScheduleEntry) check() string {
+	if _, _, err := e.Clock(); err != nil {
+		return err.Error()
+	}
+	if d := strings.TrimSpace(e.Days); d != "" && d != "*" {
+		for _, w := range strings.Split(d, ",") {
+			if _, ok := scheduleDays[strings.ToLower(strings.TrimSpace(w))]; !ok {
+				return fmt.Sprintf("days %q: want * or a comma list of mon..sun or 1-7", e.Days)
+			}
+		}
+	}
+	switch strings.ToLower(e.Action) {
+	case "pause", "resume":
+	case "speedlimit":
+		v := strings.TrimSuffix(strings.TrimSpace(e.Value), "%")
+		if _, err := strconv.Atoi(v); err != nil {
+			if _, err := tomlconf.ParseSize(v); err != nil {
+				return fmt.Sprintf("value %q: want a percentage (\"50\") or bytes per second (\"2M\")", e.Value)
+			}
+		}
+	default:
+		return fmt.Sprintf("action %q: want pause, resume or speedlimit", e.Action)
+	}
+	return ""
 }
 
 // Defaults of [serve].
@@ -128,6 +199,11 @@ func (c *Config) CheckServe() error {
 	case "off", "tag", "pause", "fail":
 	default:
 		errs = append(errs, c.errAt("serve.no_dupes", "%q: want off, tag, pause or fail", s.NoDupes))
+	}
+	for i, e := range s.Schedule {
+		if msg := e.check(); msg != "" {
+			errs = append(errs, c.errAt("serve.schedule["+strconv.Itoa(i+1)+"]", "%s", msg))
+		}
 	}
 	if s.APIKey != "" && (len(s.APIKey) < 8 || strings.ContainsAny(s.APIKey, " &=?#/\r\n")) {
 		errs = append(errs, c.errAt("serve.api_key", "at least 8 characters, none of space & = ? # /"))

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
 	"golang.org/x/sys/unix"
@@ -666,11 +665,14 @@ func stageLog(h HistoryEntry) []any {
 func (d *Daemon) apiServerStats() map[string]any {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var total int64
+	now := d.opts.Now()
+	var day, week, month, total int64
 	servers := map[string]any{}
 	for _, s := range d.stats.list() {
-		total += s.Bytes
-		servers[s.Name] = map[string]any{"total": s.Bytes, "articles_success": s.Articles, "articles_tried": s.Articles + s.Failures}
+		sd, sw, sm, st := s.sums(now)
+		day, week, month, total = day+sd, week+sw, month+sm, total+st
+		servers[s.Name] = map[string]any{"total": st, "month": sm, "week": sw, "day": sd, "daily": s.Daily,
+			"articles_success": s.Articles, "articles_tried": s.Articles + s.Failures}
 	}
-	return map[string]any{"total": total, "servers": servers, "time": time.Now().Unix()}
+	return map[string]any{"total": total, "month": month, "week": week, "day": day, "servers": servers}
 }

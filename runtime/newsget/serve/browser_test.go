@@ -117,10 +117,39 @@ func TestBrowserPage(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr.job[data-id="SABnzbd_nzo_%04d"]`, map[string]int{"Alpha.nzb": 1, "Beta.nzb": 2}[n]))))
 	}
 	alpha, beta := "SABnzbd_nzo_0001", "SABnzbd_nzo_0002"
-	if got := eval[string](t, ctx, "queue", `Array.from(document.querySelectorAll('tr.job')).map(r =>
-		r.cells[0].textContent.trim() + ' ' + r.cells[1].textContent.trim() + ' ' + r.querySelector('.status').textContent.trim() +
-		' progress=' + r.querySelector('progress').value).join('|')`); got != "Alpha tv Paused progress=0|Beta tv Paused progress=0" {
+	queueRows := func() string {
+		return eval[string](t, ctx, "queue", `Array.from(document.querySelectorAll('tr.job')).map(r =>
+		r.cells[0].firstChild.textContent.trim() + ' ' + r.cells[1].querySelector('select').value + ' ' + r.querySelector('.status').textContent.trim() +
+		' progress=' + r.querySelector('progress').value).join('|')`)
+	}
+	if got := queueRows(); got != "Alpha tv Paused progress=0|Beta tv Paused progress=0" {
 		t.Errorf("queue rows = %q", got)
+	}
+	// Sizes in people's units, each file listed.
+	if got := eval[string](t, ctx, "sizes", `document.querySelector('tr.job td[data-label=Size]').textContent + ' | ' +
+		document.querySelector('tr.job .files li').textContent`); got != "122.6 KiB (122.6 KiB left) | Alpha.mkv: 0% of 122.6 KiB" {
+		t.Errorf("size and files = %q", got)
+	}
+	browse(t, ctx, "Beta to the top", chromedp.Click(chromedp.CSS(`tr.job[data-id="SABnzbd_nzo_0002"] button[value=top]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#queue`)))
+	for deadline := time.Now().Add(10 * time.Second); queueRows() != "Beta tv Paused progress=0|Alpha tv Paused progress=0"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue rows after moving Beta to the top = %q", queueRows())
+		}
+	}
+	browse(t, ctx, "set the speed limit", chromedp.SendKeys(chromedp.CSS(`#limit input[name=limit]`), "2M"),
+		chromedp.Click(chromedp.CSS(`#limit button`)), chromedp.WaitVisible(chromedp.CSS(`#limit-now`)))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		got := eval[string](t, ctx, "limit", `(e => e ? e.textContent : '')(document.getElementById('limit-now'))`)
+		if got == "2.0 MiB/s" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("speed limit shown %q, want 2.0 MiB/s", got)
+		}
+	}
+	if q := td.api(t, "mode", "queue")["queue"].(map[string]any); q["speedlimit_abs"] != "2097152" {
+		t.Errorf("speed limit in the API: %v", q["speedlimit_abs"])
 	}
 
 	// Forms without the token, or from elsewhere, change nothing.
@@ -161,18 +190,28 @@ func TestBrowserPage(t *testing.T) {
 	}
 
 	noOverflow(t, ctx, td.url+"/", 1280)
+	screenshot(t, ctx, "queue-1280")
 	noOverflow(t, ctx, td.url+"/", 390)
+	screenshot(t, ctx, "queue-390")
+	if n := eval[int](t, ctx, "unlabelled", `Array.from(document.querySelectorAll('tr.job td')).filter(td =>
+		!td.dataset.label && !td.classList.contains('actions') && td.textContent.trim() !== '').length`); n != 0 {
+		t.Errorf("%d queue cells without a label at 390 px", n)
+	}
+	browse(t, ctx, "back to 1280", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(td.url+"/"), chromedp.WaitVisible(chromedp.CSS("#queue")))
 
 	// Wait for the page after the post: Alpha's Resume button gone (it
 	// shows Pause, or the job already left the queue).
 	browse(t, ctx, "resume Alpha", chromedp.Click(chromedp.CSS(row(alpha)+` form[action="/action/resume-job"] button`)),
 		chromedp.WaitNotPresent(chromedp.CSS(row(alpha)+` form[action="/action/resume-job"]`)))
+	// The page follows without a reload (page.js).
 	for deadline := time.Now().Add(30 * time.Second); rowStatus(t, ctx, "done", alpha) != "Completed"; {
 		if time.Now().After(deadline) {
 			t.Fatalf("Alpha never showed Completed in the history; queue %q", rowStatus(t, ctx, "job", alpha))
 		}
 		time.Sleep(50 * time.Millisecond)
-		browse(t, ctx, "reload", chromedp.Navigate(td.url+"/"), chromedp.WaitVisible(chromedp.CSS("#history")))
+	}
+	if eval[string](t, ctx, "live", `document.documentElement.dataset.live || ''`) == "" {
+		t.Errorf("the history row came without the live update")
 	}
 	if n := eval[int](t, ctx, "queue rows", `document.querySelectorAll('tr.job').length`); n != 0 {
 		t.Errorf("%d rows left in the queue", n)
@@ -184,4 +223,46 @@ func TestBrowserPage(t *testing.T) {
 		t.Errorf("deleted Beta left its folder: %v", err)
 	}
 	noOverflow(t, ctx, td.url+"/", 390) // with a history row
+
+	// A failed job: its reason shown, then Retry once the server has the
+	// article.
+	browse(t, ctx, "back to 1280", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(td.url+"/"), chromedp.WaitVisible(chromedp.CSS("#queue")))
+	g := newPosting("Gamma.mkv", 23, 20_000, 10_000)
+	serveArticles(t, s, func(p poster.Posting, n int) bool { return n == 2 }, g)
+	gamma := td.addFile(t, poster.NZB(g), "Gamma.nzb", "tv", "")["nzo_ids"].([]any)[0].(string)
+	for deadline := time.Now().Add(30 * time.Second); rowStatus(t, ctx, "done", gamma) != "Failed"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Gamma never showed Failed")
+		}
+	}
+	if r := eval[string](t, ctx, "reason", fmt.Sprintf(`document.querySelector('tr.done[data-id=%q] .reason').textContent`, gamma)); !strings.Contains(r, "articles missing") {
+		t.Errorf("failure reason %q", r)
+	}
+	screenshot(t, ctx, "history-1280")
+	browse(t, ctx, "viewport 390", chromedp.EmulateViewport(390, 900), chromedp.Navigate(td.url+"/"), chromedp.WaitVisible(chromedp.CSS("#history")))
+	screenshot(t, ctx, "history-390")
+	s.AddArticle(nntptest.Article{MessageID: g.MessageID(2), Raw: g.Article(2)})
+	browse(t, ctx, "retry Gamma", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr.done[data-id=%q] button.retry`, gamma))),
+		chromedp.WaitVisible(chromedp.CSS("#history")))
+	for deadline := time.Now().Add(30 * time.Second); rowStatus(t, ctx, "done", gamma) != "Completed"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Gamma never showed Completed after Retry: %q", rowStatus(t, ctx, "done", gamma))
+		}
+	}
+	noOverflow(t, ctx, td.url+"/", 390)
+}
+
+// screenshot saves the page as NAME.png in $NEWSGET_SCREENSHOTS, when
+// set, for people to look at.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("NEWSGET_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
 }

@@ -181,6 +181,11 @@ func New(cfg *newsget.Config, opts Options) (*Daemon, error) {
 	}
 	st.Queue = kept
 	d.state, d.hist = st, hist
+	var saved []ServerStat
+	if err := readJSON(d.store.statsPath(), &saved); err != nil {
+		d.log.Warn("server statistics", "err", err) // counting starts again
+	}
+	d.stats.load(saved)
 	d.loadProgress()
 	return d, nil
 }
@@ -226,9 +231,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 	defer d.grabs.Wait()
+	start := d.opts.Now()
+	d.startSchedule(start)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); d.sampler(ctx) }()
+	go func() { defer wg.Done(); d.sampler(ctx, start) }()
 	go func() { defer wg.Done(); d.watch(ctx) }()
 	d.runner(ctx)
 	wg.Wait()

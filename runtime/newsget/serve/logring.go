@@ -46,7 +46,13 @@ func (l *logRing) add(line string, r slog.Record) {
 	if r.Level < slog.LevelWarn {
 		return
 	}
-	w := Warning{Type: "WARNING", Text: strings.TrimSpace(line), Time: r.Time.Unix()}
+	// The warning is the message and its attributes, without the time
+	// and level the line starts with.
+	text := strings.TrimSpace(line)
+	if i := strings.Index(text, "msg="); i >= 0 {
+		text = text[i+len("msg="):]
+	}
+	w := Warning{Type: "WARNING", Text: text, Time: r.Time.Unix()}
 	if r.Level >= slog.LevelError {
 		w.Type = "ERROR"
 	}

@@ -2,11 +2,16 @@ package serve
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"html/template"
 	"io"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
+	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -20,14 +25,16 @@ func (d *Daemon) Handler() http.Handler {
 	page := http.NewServeMux()
 	page.HandleFunc("GET /{$}", d.servePage)
 	page.HandleFunc("GET /style.css", serveCSS)
+	page.HandleFunc("GET /page.js", serveJS)
 	page.HandleFunc("POST /action/{what}", d.serveAction)
 	page.Handle("GET /metrics", promhttp.HandlerFor(d.registry(), promhttp.HandlerOpts{}))
 	mux.Handle("/", d.guard(page))
 	return d.hostGate(mux)
 }
 
-// csp allows nothing but our own stylesheet and forms posting to us.
-const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+// csp allows nothing but our own stylesheet, our own script (page.js,
+// which reads the page itself again) and forms posting to us.
+const csp = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // guard adds the security headers and asks for the htpasswd user.
 func (d *Daemon) guard(h http.Handler) http.Handler {
@@ -51,7 +58,31 @@ func (d *Daemon) guard(h http.Handler) http.Handler {
 // Pause otherwise, so a job can be held while the queue is paused).
 type pageSlot struct {
 	Slot
-	Held bool
+	Held     bool
+	PrioNum  int
+	Files    []pageFile
+	BytesStr string
+	LeftStr  string
+}
+
+// pageFile is one file of a queued job, with its progress.
+type pageFile struct {
+	Name    string
+	Percent int
+	Size    string
+}
+
+// pageHist is a history slot with its size in people's units.
+type pageHist struct {
+	HistorySlot
+	SizeStr string
+}
+
+// pageServer is a server's line, with the chart of its last minutes.
+type pageServer struct {
+	ServerStat
+	SpeedStr, BytesStr string
+	Chart              string // SVG polyline points, 0..100 x 0..20
 }
 
 // pageData is what the template shows.
@@ -59,25 +90,76 @@ type pageData struct {
 	CSRF       string
 	Paused     bool
 	Speed      string
+	Limit      string // the speed limit, "none" or e.g. "2.0 MiB/s"
+	Left       string
 	Queue      []pageSlot
-	History    []HistorySlot
-	Servers    []ServerStat
+	History    []pageHist
+	Servers    []pageServer
 	Categories []string
+	Warnings   []Warning
+}
+
+// humanBytes writes a size in the units of the configuration's grammar.
+func humanBytes(n int64) string { return newsget.FormatBytes(n) }
+
+// humanSpeed writes bytes per second the same way.
+func humanSpeed(bps float64) string { return newsget.FormatBytes(int64(bps)) + "/s" }
+
+// chartPoints draws speeds (oldest first) as polyline points in a 100x20
+// box, the fastest at the top.
+func chartPoints(speeds []float64) string {
+	if len(speeds) < 2 {
+		return ""
+	}
+	top := 1.0
+	for _, v := range speeds {
+		top = max(top, v)
+	}
+	var b strings.Builder
+	for i, v := range speeds {
+		fmt.Fprintf(&b, "%.1f,%.1f ", float64(i)*100/float64(len(speeds)-1), 20-v*20/top)
+	}
+	return strings.TrimSpace(b.String())
 }
 
 func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
+	_, warnings := d.ring.snapshot()
 	d.mu.Lock()
-	pd := pageData{CSRF: d.csrf, Paused: d.state.Paused, Speed: speedWords(d.speed) + "B/s",
-		Servers: d.stats.list(), Categories: []string{"*"}}
+	pd := pageData{CSRF: d.csrf, Paused: d.state.Paused, Speed: humanSpeed(d.speed), Limit: "none",
+		Categories: []string{"*"}, Warnings: warnings[max(len(warnings)-5, 0):]}
+	if l := d.speedLimit(); l > 0 {
+		pd.Limit = humanSpeed(float64(l))
+	}
+	var left int64
 	for _, s := range d.queueSlots() {
 		j, _ := d.find(s.ID)
-		pd.Queue = append(pd.Queue, pageSlot{Slot: s, Held: j != nil && j.Paused})
+		if j == nil {
+			continue
+		}
+		ps := pageSlot{Slot: s, Held: j.Paused, PrioNum: int(j.Priority), BytesStr: humanBytes(j.Bytes), LeftStr: humanBytes(j.Left)}
+		if j.Downloaded != nil {
+			ps.LeftStr = humanBytes(0)
+		}
+		left += j.Left
+		for _, f := range j.Files {
+			pct := 100
+			if f.Bytes > 0 && j.Downloaded == nil {
+				pct = int(min(f.Done, f.Bytes) * 100 / f.Bytes)
+			}
+			ps.Files = append(ps.Files, pageFile{Name: f.Name, Percent: pct, Size: humanBytes(f.Bytes)})
+		}
+		pd.Queue = append(pd.Queue, ps)
 	}
+	pd.Left = timeLeft(left, d.speed)
 	for i, h := range d.hist {
 		if i == 100 {
 			break
 		}
-		pd.History = append(pd.History, historySlot(h))
+		pd.History = append(pd.History, pageHist{HistorySlot: historySlot(h), SizeStr: humanBytes(h.Bytes)})
+	}
+	for _, st := range d.stats.list() {
+		pd.Servers = append(pd.Servers, pageServer{ServerStat: st, SpeedStr: humanSpeed(st.Speed), BytesStr: humanBytes(st.Bytes),
+			Chart: chartPoints(st.History)})
 	}
 	d.mu.Unlock()
 	for _, c := range d.cfg.Categories {
@@ -130,6 +212,19 @@ func (d *Daemon) serveAction(w http.ResponseWriter, r *http.Request) {
 		_, err = d.DeleteHistory([]string{id}, r.FormValue("del_files") == "1", "")
 	case "upload":
 		err = d.pageUpload(r)
+	case "speedlimit":
+		err = d.SetSpeedLimit(r.FormValue("limit"))
+	case "priority":
+		var p dlqueue.Priority
+		if p, err = dlqueue.ParsePriority(r.FormValue("priority")); err == nil {
+			_, err = d.SetPriority(id, p)
+		}
+	case "category":
+		_, err = d.ChangeCategory([]string{id}, r.FormValue("cat"))
+	case "move":
+		err = d.pageMove(id, r.FormValue("to"))
+	case "retry":
+		_, err = d.Retry(id, r.FormValue("password"))
 	default:
 		http.NotFound(w, r)
 		return
@@ -139,6 +234,33 @@ func (d *Daemon) serveAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// pageMove moves a job up, down, to the top or to the bottom of the
+// queue (within the order switch keeps: it takes its new place's
+// priority).
+func (d *Daemon) pageMove(id, to string) error {
+	d.mu.Lock()
+	order := d.sortedQueue()
+	d.mu.Unlock()
+	pos := slices.IndexFunc(order, func(j *Job) bool { return j.ID == id })
+	if pos < 0 {
+		return fmt.Errorf("%w: %s", ErrNoJob, id)
+	}
+	switch to {
+	case "up":
+		pos = max(pos-1, 0)
+	case "down":
+		pos = min(pos+1, len(order)-1)
+	case "top":
+		pos = 0
+	case "bottom":
+		pos = len(order) - 1
+	default:
+		return fmt.Errorf("move %q: want up, down, top or bottom", to)
+	}
+	_, _, err := d.Switch(id, strconv.Itoa(pos))
+	return err
 }
 
 func (d *Daemon) pageUpload(r *http.Request) error {
@@ -164,44 +286,105 @@ func serveCSS(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, css)
 }
 
-const css = `body{font:15px/1.4 system-ui,sans-serif;margin:0 auto;max-width:60em;padding:.5em;color:#222}
-h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.5em}
-table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3em;border-bottom:1px solid #ddd;vertical-align:top;overflow-wrap:anywhere}
-input,select,button{max-width:100%}
-progress{width:100%}form.inline{display:inline}button{margin:.1em}.failed{color:#a00}.dup{color:#a60}
-@media (max-width:40em){table,tbody,tr,td,th{display:block}thead{display:none}td{border:0;padding:.1em}tr{border-bottom:1px solid #ccc;padding:.4em 0}}`
+func serveJS(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	io.WriteString(w, pageJS)
+}
+
+// pageJS keeps the page live without reloading it: every 2 s it reads
+// the page again and swaps in its status line, queue, servers, history
+// and warnings, leaving the upload form (a chosen file) alone; it waits
+// while a select or input of those parts has the focus, and keeps the
+// files list of a job open. Without it the page refreshes itself (a
+// <noscript> refresh).
+const pageJS = `(function () {
+  var parts = ['status', 'queue', 'servers', 'history', 'warnings'];
+  function busy() {
+    var a = document.activeElement;
+    return a && (a.tagName === 'SELECT' || a.tagName === 'INPUT') && a.closest && a.closest('#status,#queue,#history');
+  }
+  function tick() {
+    if (document.hidden || busy()) return;
+    fetch(location.pathname, {credentials: 'same-origin', cache: 'no-store'}).then(function (r) {
+      return r.ok ? r.text() : null;
+    }).then(function (t) {
+      if (!t || busy()) return;
+      var doc = new DOMParser().parseFromString(t, 'text/html');
+      var open = {};
+      document.querySelectorAll('#queue details[open]').forEach(function (d) { open[d.dataset.id] = true; });
+      parts.forEach(function (id) {
+        var n = doc.getElementById(id), o = document.getElementById(id);
+        if (n && o) o.replaceWith(document.importNode(n, true));
+      });
+      document.querySelectorAll('#queue details').forEach(function (d) { if (open[d.dataset.id]) d.open = true; });
+      document.documentElement.dataset.live = String(Date.now());
+    }).catch(function () {});
+  }
+  document.documentElement.classList.add('live');
+  setInterval(tick, 2000);
+})();
+`
+
+const css = `body{font:15px/1.4 system-ui,sans-serif;margin:0 auto;max-width:72em;padding:.5em;color:#222}
+h1{font-size:1.3em;margin:.2em 0}h2{font-size:1.1em;margin-top:1.2em}
+table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3em;border-bottom:1px solid #ddd;vertical-align:top}
+th{white-space:nowrap;font-weight:600}td.name{overflow-wrap:anywhere;min-width:12em}td.num{white-space:nowrap}
+input,select,button{max-width:100%;font:inherit}input[name=limit]{width:6em}
+progress{width:100%;min-width:5em}form.inline{display:inline}button{margin:.1em}.failed{color:#a00}.dup{color:#a60}.reason{color:#a00;font-size:.9em;overflow-wrap:anywhere}
+#status{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;background:#f4f4f4;padding:.4em;border-radius:.3em}
+.files{font-size:.9em;margin:.2em 0 0}.files li{overflow-wrap:anywhere}svg.chart{width:8em;height:1.6em;stroke:#36c;fill:none;stroke-width:1.5}
+.actions button{white-space:nowrap}#limit{margin:.4em 0}.warn{color:#a60;font-size:.9em;overflow-wrap:anywhere}
+@media (max-width:45em){table,tbody,tr,td,th{display:block}thead{display:none}td{border:0;padding:.1em 0}td.name{min-width:0}
+tr{border-bottom:1px solid #ccc;padding:.4em 0}td[data-label]::before{content:attr(data-label) ": ";font-weight:600;color:#555}
+.actions{white-space:normal}}`
 
 var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<meta http-equiv="refresh" content="5"><title>newsget</title><link rel="stylesheet" href="/style.css"></head>
+<noscript><meta http-equiv="refresh" content="10"></noscript>
+<title>newsget</title><link rel="stylesheet" href="/style.css"><script src="/page.js" defer></script></head>
 <body><h1>newsget</h1>
-<p id="status">{{if .Paused}}Paused{{else}}Running{{end}} · <span id="speed">{{.Speed}}</span>
+<div id="status"><span>{{if .Paused}}<b>Paused</b>{{else}}<b>Running</b>{{end}}</span>
+<span>Speed <b id="speed">{{.Speed}}</b></span><span>Left <b>{{.Left}}</b></span><span>Limit <b id="limit-now">{{.Limit}}</b></span>
 {{if .Paused}}<form class="inline" method="post" action="/action/resume"><input type="hidden" name="csrf" value="{{.CSRF}}"><button id="resume">Resume</button></form>
-{{else}}<form class="inline" method="post" action="/action/pause"><input type="hidden" name="csrf" value="{{.CSRF}}"><button id="pause">Pause</button></form>{{end}}</p>
+{{else}}<form class="inline" method="post" action="/action/pause"><input type="hidden" name="csrf" value="{{.CSRF}}"><button id="pause">Pause</button></form>{{end}}</div>
+<form id="limit" method="post" action="/action/speedlimit"><input type="hidden" name="csrf" value="{{.CSRF}}">
+<label>Speed limit <input name="limit" placeholder="2M, 500K or 50%" aria-label="speed limit"></label> <button>Set</button> <small>0 or empty: none</small></form>
 <h2>Queue</h2>
-<table id="queue"><thead><tr><th>Name</th><th>Category</th><th>Priority</th><th>Status</th><th>Progress</th><th>Size</th><th>Left</th><th></th></tr></thead><tbody>
-{{range .Queue}}<tr class="job" data-id="{{.ID}}"><td>{{.Filename}}{{if .LastError}} <span class="dup">({{.LastError}})</span>{{end}}</td><td>{{.Cat}}</td><td>{{.Priority}}</td>
-<td class="status">{{.Status}}</td><td><progress max="100" value="{{.Percentage}}">{{.Percentage}}%</progress> {{.Percentage}}%</td>
-<td>{{.Size}}</td><td>{{.Timeleft}}</td><td>
+<table id="queue"><thead><tr><th>Name</th><th>Category</th><th>Priority</th><th>Status</th><th>Progress</th><th>Size</th><th>Time left</th><th></th></tr></thead><tbody>
+{{range .Queue}}<tr class="job" data-id="{{.ID}}"><td class="name" data-label="Name">{{.Filename}}{{if .LastError}} <span class="dup">({{.LastError}})</span>{{end}}
+<details data-id="{{.ID}}"><summary>{{len .Files}} files</summary><ul class="files">{{range .Files}}<li>{{.Name}}: {{.Percent}}% of {{.Size}}</li>{{end}}</ul></details></td>
+<td data-label="Category"><form class="inline" method="post" action="/action/category"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}">
+<select name="cat" aria-label="category">{{$cat := .Cat}}{{range $.Categories}}<option{{if eq . $cat}} selected{{end}}>{{.}}</option>{{end}}</select> <button>Set</button></form></td>
+<td data-label="Priority"><form class="inline" method="post" action="/action/priority"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}">
+<select name="priority" aria-label="priority">{{$p := .PrioNum}}<option value="2"{{if eq $p 2}} selected{{end}}>Force</option><option value="1"{{if eq $p 1}} selected{{end}}>High</option><option value="0"{{if eq $p 0}} selected{{end}}>Normal</option><option value="-1"{{if eq $p -1}} selected{{end}}>Low</option></select> <button>Set</button></form></td>
+<td class="status" data-label="Status">{{.Status}}</td><td data-label="Progress"><progress max="100" value="{{.Percentage}}">{{.Percentage}}%</progress> {{.Percentage}}%</td>
+<td class="num" data-label="Size">{{.BytesStr}} ({{.LeftStr}} left)</td><td class="num" data-label="Time left">{{.Timeleft}}</td><td class="actions">
 {{if .Held}}<form class="inline" method="post" action="/action/resume-job"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button>Resume</button></form>
 {{else}}<form class="inline" method="post" action="/action/pause-job"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button>Pause</button></form>{{end}}
+<form class="inline" method="post" action="/action/move"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button name="to" value="top" title="to the top">Top</button><button name="to" value="up" title="up one">Up</button><button name="to" value="down" title="down one">Down</button></form>
 <form class="inline" method="post" action="/action/delete-job"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button>Delete</button></form></td></tr>
 {{else}}<tr><td colspan="8">The queue is empty.</td></tr>{{end}}</tbody></table>
 <h2>Add an NZB</h2>
 <form id="upload" method="post" action="/action/upload" enctype="multipart/form-data"><input type="hidden" name="csrf" value="{{.CSRF}}">
-<input type="file" name="nzb" accept=".nzb" required> <select name="cat">{{range .Categories}}<option>{{.}}</option>{{end}}</select>
-<select name="priority"><option value="">Default</option><option value="2">Force</option><option value="1">High</option><option value="0">Normal</option><option value="-1">Low</option></select>
+<input type="file" name="nzb" accept=".nzb" required aria-label="NZB file"> <select name="cat" aria-label="category">{{range .Categories}}<option>{{.}}</option>{{end}}</select>
+<select name="priority" aria-label="priority"><option value="">Default</option><option value="2">Force</option><option value="1">High</option><option value="0">Normal</option><option value="-1">Low</option></select>
 <button>Add</button></form>
 <h2>Servers</h2>
-<table id="servers"><thead><tr><th>Server</th><th>Speed</th><th>Articles</th><th>Bytes</th><th>Failures</th></tr></thead><tbody>
-{{range .Servers}}<tr><td>{{.Name}}</td><td>{{printf "%.0f" .Speed}} B/s</td><td>{{.Articles}}</td><td>{{.Bytes}}</td><td>{{.Failures}}</td></tr>
-{{else}}<tr><td colspan="5">Nothing downloaded yet.</td></tr>{{end}}</tbody></table>
+<table id="servers"><thead><tr><th>Server</th><th>Speed</th><th>Last minutes</th><th>Articles</th><th>Downloaded</th><th>Missing</th></tr></thead><tbody>
+{{range .Servers}}<tr><td data-label="Server">{{.Name}}</td><td class="num" data-label="Speed">{{.SpeedStr}}</td>
+<td data-label="Last minutes">{{if .Chart}}<svg class="chart" viewBox="0 0 100 20" preserveAspectRatio="none" role="img" aria-label="speed over the last minutes"><polyline points="{{.Chart}}"/></svg>{{end}}</td>
+<td class="num" data-label="Articles">{{.Articles}}</td><td class="num" data-label="Downloaded">{{.BytesStr}}</td><td class="num" data-label="Missing">{{.Failures}}</td></tr>
+{{else}}<tr><td colspan="6">Nothing downloaded yet.</td></tr>{{end}}</tbody></table>
 <h2>History</h2>
 <table id="history"><thead><tr><th>Name</th><th>Category</th><th>Status</th><th>Size</th><th>Folder</th><th></th></tr></thead><tbody>
-{{range .History}}<tr class="done" data-id="{{.ID}}"><td>{{.Name}}</td><td>{{.Category}}</td>
-<td class="status{{if eq .Status "Failed"}} failed{{end}}">{{.Status}}{{if .FailMessage}}: {{.FailMessage}}{{end}}</td><td>{{.Size}}</td><td>{{.Storage}}</td>
-<td><form class="inline" method="post" action="/action/delete-history"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button>Remove</button></form></td></tr>
+{{range .History}}<tr class="done" data-id="{{.ID}}"><td class="name" data-label="Name">{{.Name}}</td><td data-label="Category">{{.Category}}</td>
+<td data-label="Status"><span class="status{{if eq .Status "Failed"}} failed{{end}}">{{.Status}}</span>{{if .FailMessage}}<div class="reason">{{.FailMessage}}</div>{{end}}{{if .ScriptLine}}<div>Script: {{.ScriptLine}}</div>{{end}}</td>
+<td class="num" data-label="Size">{{.SizeStr}}</td><td class="name" data-label="Folder">{{.Storage}}</td>
+<td class="actions">{{if eq .Status "Failed"}}<form class="inline" method="post" action="/action/retry"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button class="retry">Retry</button></form>{{end}}
+<form class="inline" method="post" action="/action/delete-history"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button>Remove</button></form>
+<form class="inline" method="post" action="/action/delete-history"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><input type="hidden" name="del_files" value="1"><button>Remove with files</button></form></td></tr>
 {{else}}<tr><td colspan="6">No finished jobs.</td></tr>{{end}}</tbody></table>
+<div id="warnings">{{if .Warnings}}<h2>Warnings</h2>{{range .Warnings}}<p class="warn">{{.Type}}: {{.Text}}</p>{{end}}{{end}}</div>
 <p>Categories: {{range $i, $c := .Categories}}{{if $i}}, {{end}}{{$c}}{{end}}</p>
 </body></html>
 `))

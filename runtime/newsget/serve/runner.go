@@ -339,7 +339,7 @@ func (d *Daemon) onSegment(a *active, n newsget.SegmentNote) {
 	defer d.mu.Unlock()
 	a.done += n.Bytes
 	if !n.Failed {
-		d.stats.done(n.Server, n.Bytes)
+		d.stats.done(n.Server, n.Bytes, d.opts.Now())
 		if n.File >= 0 && n.File < len(a.job.Files) {
 			a.job.Files[n.File].Done += n.Bytes
 		}
@@ -358,15 +358,41 @@ func (d *Daemon) onSegment(a *active, n newsget.SegmentNote) {
 	}
 }
 
+// saveStats writes the server statistics when they changed.
+func (d *Daemon) saveStats() {
+	d.mu.Lock()
+	if !d.stats.dirty {
+		d.mu.Unlock()
+		return
+	}
+	d.stats.dirty = false
+	saved := d.stats.saved(d.opts.Now())
+	d.mu.Unlock()
+	if err := writeFileJSON(d.store.statsPath(), saved); err != nil {
+		d.log.Error("server statistics", "err", err)
+	}
+}
+
 // sampler measures speeds once a second.
-func (d *Daemon) sampler(ctx context.Context) {
+// The schedule's events after start are applied as their times pass.
+func (d *Daemon) sampler(ctx context.Context, start time.Time) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	defer d.saveStats()
+	lastSave, lastSchedule := start, start
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if now := d.opts.Now(); now.After(lastSchedule) {
+			d.runSchedule(lastSchedule, now)
+			lastSchedule = now
+		}
+		if now := d.opts.Now(); now.Sub(lastSave) >= statsSaveEvery {
+			lastSave = now
+			d.saveStats()
 		}
 		d.mu.Lock()
 		a := d.run

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
@@ -97,5 +98,30 @@ func TestForceStartsAtOnce(t *testing.T) {
 	}
 	if h := td.waitHistory(t, first); h["status"] != "Completed" {
 		t.Fatalf("first job: %v", h)
+	}
+}
+
+// TestServerStatsSurviveRestart: server_stats counts day, week, month and
+// total per server, and the counts are the same after a restart.
+func TestServerStatsSurviveRestart(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	p := newPosting("Stats.mkv", 61, 30_000, 10_000)
+	serveArticles(t, s, nil, p)
+	dir := t.TempDir()
+	td := startDaemon(t, dir, s, nil)
+	id := td.addFile(t, poster.NZB(p), "Stats.nzb", "tv", "")["nzo_ids"].([]any)[0].(string)
+	td.waitHistory(t, id)
+	before := td.api(t, "mode", "server_stats")
+	td.stop()
+	td2 := startDaemon(t, dir, s, nil)
+	defer td2.stop()
+	after := td2.api(t, "mode", "server_stats")
+	main := before["servers"].(map[string]any)["main"].(map[string]any)
+	if main["total"].(float64) < 30_000 || main["day"] != main["total"] || main["week"] != main["total"] || main["month"] != main["total"] ||
+		before["total"] != main["total"] || main["articles_success"] != 3.0 {
+		t.Fatalf("server_stats = %v", before)
+	}
+	if d := cmp.Diff(before, after); d != "" {
+		t.Errorf("server_stats after a restart (-before +after):\n%s", d)
 	}
 }

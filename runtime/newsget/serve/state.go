@@ -21,6 +21,7 @@ import (
 //	              pause; the arrival counter; for a job whose download
 //	              ended, the engine's file results (post-processing's input)
 //	history.json  finished jobs, newest first
+//	stats.json    the servers' counters (serverStats)
 //	nzb/<id>.nzb  each queued job's NZB
 //
 // Every change is written whole with spoolfs.WriteFileDurable (temp,
@@ -124,6 +125,7 @@ type store struct{ dir string }
 
 func (s store) statePath() string   { return filepath.Join(s.dir, "state.json") }
 func (s store) historyPath() string { return filepath.Join(s.dir, "history.json") }
+func (s store) statsPath() string   { return filepath.Join(s.dir, "stats.json") }
 func (s store) nzbPath(id string) string {
 	return filepath.Join(s.dir, "nzb", id+".nzb")
 }
