@@ -101,8 +101,9 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	if err != nil {
 		return nil, err
 	}
+	staleSince, stale := s.fed.StaleSince(group)
 	st, haveStats := s.fed.CachedStats(group)
-	if haveStats {
+	if haveStats && !stale {
 		var kb [keyBuffer]byte
 		if resp, ok := s.pages.get(appendGroupPageKey(kb[:0], group, before, page, tl, &st)); ok {
 			return resp, nil
@@ -134,15 +135,26 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	if s.search != nil {
 		v.Search = "/search?group=" + url.QueryEscape(group)
 	}
-	resp, err := s.render("group", v, cacheThreads)
+	cache := cacheThreads
+	if stale {
+		v.Stale, cache = staleNote(staleSince, tl.Fetched), cacheError
+	}
+	resp, err := s.render("group", v, cache)
 	if err != nil {
 		return nil, err
 	}
-	if stats != nil {
+	if stats != nil && !stale {
 		resp.etag = etagOf(resp.body)
 		s.pages.put(string(appendGroupPageKey(nil, group, before, page, tl, stats)), resp)
 	}
 	return resp, nil
+}
+
+// staleNote tells a reader that a list is shown from the cache because no
+// server has answered since since.
+func staleNote(since, fetched time.Time) string {
+	return "The news servers are not answering (since " + fmtTime(since) + " UTC): this is the list as it was at " +
+		fmtTime(fetched) + " UTC."
 }
 
 // listOf is the group's thread list and its version (nil and "" when it
@@ -217,7 +229,8 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	key = append(strconv.AppendInt(key, int64(count), 10), ' ')
 	key = append(strconv.AppendInt(key, tv.Root.Latest.UnixNano(), 10), ' ')
 	key = append(key, version...)
-	if resp, ok := s.pages.get(key); ok {
+	staleSince, stale := s.fed.StaleSince(group)
+	if resp, ok := s.pages.get(key); ok && !stale {
 		return resp, nil
 	}
 	nodes, depths := flatten(tv.Root)
@@ -243,9 +256,13 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 		v.Pager.Next = self + "?page=" + strconv.Itoa(page+1)
 	}
 	v.Newer, v.Older = newer, older
-	resp, err := s.render("thread", v, cacheThreads)
-	if err != nil {
-		return nil, err
+	cache := cacheThreads
+	if stale && tl != nil {
+		v.Stale, cache = staleNote(staleSince, tl.Fetched), cacheError
+	}
+	resp, err := s.render("thread", v, cache)
+	if err != nil || stale {
+		return resp, err
 	}
 	for _, p := range posts {
 		if p.Problem != "" && !p.Missing {

@@ -149,6 +149,7 @@ const pageTemplates = `
 
 {{define "group"}}{{template "head" .}}
 <h1>{{.Group}}</h1>
+{{with .Stale}}<p class="note stale">{{.}}</p>{{end}}
 <p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Others}} ({{.}} of them from other servers){{end}}{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
 <nav class="threadnav">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}{{with .Search}}<a class="search" href="{{.}}">Search this group</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
 <table class="threads">
@@ -169,6 +170,7 @@ const pageTemplates = `
 
 {{define "thread"}}{{template "head" .}}
 <h1>{{.Subject}}</h1>
+{{with .Stale}}<p class="note stale">{{.}}</p>{{end}}
 <p class="lead">{{.Count}} article{{if ne .Count 1}}s{{end}} in this thread.</p>
 <nav class="threadnav">{{with .Newer}}<a class="newer" href="{{.}}">← Newer thread</a>{{end}}{{with .Older}}<a class="older" href="{{.}}">Older thread →</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
 <details class="outline" open><summary>Outline</summary>

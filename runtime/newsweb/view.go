@@ -51,7 +51,8 @@ type pager struct {
 type groupView struct {
 	base
 	Articles    int
-	Others      int // articles of the list only other servers carry
+	Others      int    // articles of the list only other servers carry
+	Stale       string // a note when the list is shown expired, no server answering
 	ThreadCount int
 	Stats       *GroupStats
 	Threads     []threadRow
@@ -79,6 +80,7 @@ type treeNode struct {
 
 type threadView struct {
 	base
+	Stale        string // a note when the thread is shown from an expired list
 	Subject      string
 	Count        int
 	Root         *treeNode
