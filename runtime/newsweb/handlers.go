@@ -213,7 +213,22 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
-	count, at := position(tv.Root, id)
+	byDate := queryValue(r, "view") == "date"
+	var nodes []*mreader.Node
+	var depths []int
+	count, at := 0, -1
+	if byDate {
+		nodes, depths = byDateOrder(tv.Root)
+		count = len(nodes)
+		for i, n := range nodes {
+			if n.ID == id {
+				at = i
+				break
+			}
+		}
+	} else {
+		count, at = position(tv.Root, id)
+	}
 	page, pages, err := convPage(r, count, at)
 	if err != nil {
 		return nil, err
@@ -225,6 +240,9 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	var kb [keyBuffer]byte
 	key := append(append(append(append(append(kb[:0], "thread "...), group...), ' '), id...), ' ')
 	key = append(strconv.AppendInt(key, int64(page), 10), ' ')
+	if byDate {
+		key = append(key, "date "...)
+	}
 	key = append(strconv.AppendUint(key, uint64(reflect.ValueOf(tv.Root).Pointer()), 16), ' ')
 	key = append(strconv.AppendInt(key, int64(count), 10), ' ')
 	key = append(strconv.AppendInt(key, tv.Root.Latest.UnixNano(), 10), ' ')
@@ -233,9 +251,17 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	if resp, ok := s.pages.get(key); ok && !stale {
 		return resp, nil
 	}
-	nodes, depths := flatten(tv.Root)
+	if !byDate {
+		nodes, depths = flatten(tv.Root)
+	}
 	newer, older := neighbours(tl, group, tv.Root)
 	root := tree(group, tv.Root, id)
+	self := threadURL(group, id)
+	view := ""
+	if byDate {
+		view = "view=date&"
+	}
+	newest := outlineJumps(root, nodes, page, threadURL(group, tv.Root.ID)+"?"+view)
 	subject := "(no subject)"
 	if a := firstArticle(tv.Root); a != nil && a.Article.Subject != "" {
 		subject = decodeHeader(a.Article.Subject)
@@ -246,14 +272,14 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 		return nil, err
 	}
 	v := threadView{base: s.base(subject, group), Subject: subject, Count: mreader.Count(tv.Root), Root: root,
-		Posts: posts, Feed: threadFeedURL(group, tv.Root.ID),
+		Posts: posts, Feed: threadFeedURL(group, tv.Root.ID), OutlineOpen: count <= outlineOpen, ByDate: byDate,
+		Threaded: self, DateView: self + "?view=date", Newest: newest,
 		Pager: pager{Page: page, Pages: pages, PrevLabel: "← Earlier", NextLabel: "Later →"}}
-	self := threadURL(group, id)
 	if page > 1 {
-		v.Pager.Prev = self + "?page=" + strconv.Itoa(page-1)
+		v.Pager.Prev = self + "?" + view + "page=" + strconv.Itoa(page-1)
 	}
 	if page < pages {
-		v.Pager.Next = self + "?page=" + strconv.Itoa(page+1)
+		v.Pager.Next = self + "?" + view + "page=" + strconv.Itoa(page+1)
 	}
 	v.Newer, v.Older = newer, older
 	cache := cacheThreads

@@ -35,7 +35,9 @@ ul.tree ul.tree ul.tree ul.tree ul.tree ul.tree ul.tree{padding-left:0;border-le
 ul.tree.root{padding-left:0;border-left:0}
 ul.tree li{margin:.2rem 0}
 .node{overflow-wrap:anywhere}
-.node .who,.node .when,.node .depth{color:var(--muted);font-size:.88rem;margin-left:.4rem}
+.node .who,.node .when,.node .depth,.node .subj{color:var(--muted);font-size:.88rem;margin-left:.4rem}
+.node .subj{font-style:italic}
+nav.threadnav .current{font-weight:650}
 .node.missing{color:var(--muted);font-style:italic}
 .node.current{font-weight:650}
 dl.headers{display:grid;grid-template-columns:max-content 1fr;gap:.1rem 1rem;margin:0 0 1rem;padding:.6rem .8rem;background:var(--soft);border-radius:6px}
@@ -172,8 +174,8 @@ const pageTemplates = `
 <h1>{{.Subject}}</h1>
 {{with .Stale}}<p class="note stale">{{.}}</p>{{end}}
 <p class="lead">{{.Count}} article{{if ne .Count 1}}s{{end}} in this thread.</p>
-<nav class="threadnav">{{with .Newer}}<a class="newer" href="{{.}}">← Newer thread</a>{{end}}{{with .Older}}<a class="older" href="{{.}}">Older thread →</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
-<details class="outline" open><summary>Outline</summary>
+<nav class="threadnav" aria-label="Thread">{{if .ByDate}}<a class="threaded" href="{{.Threaded}}">Threaded</a><span class="current">By date</span>{{else}}<span class="current">Threaded</span><a class="bydate" href="{{.DateView}}">By date</a>{{end}}{{with .Newest}}<a class="newest" href="{{.}}">Newest post</a>{{end}}{{with .Newer}}<a class="newer" href="{{.}}">← Newer thread</a>{{end}}{{with .Older}}<a class="older" href="{{.}}">Older thread →</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
+<details class="outline"{{if .OutlineOpen}} open{{end}}><summary>Outline of the {{.Count}} posts</summary>
 <ul class="tree root">{{template "node" .Root}}</ul>
 </details>
 <section class="conversation">
@@ -193,7 +195,7 @@ const pageTemplates = `
 
 {{define "blk"}}<div class="blk{{if .Quote}} q{{.Quote}}{{end}}{{if .Sig}} sig{{end}}">{{range .Segs}}{{if .URL}}<a href="{{.URL}}" rel="nofollow noopener ugc">{{.Text}}</a>{{else}}{{.Text}}{{end}}{{end}}</div>{{end}}
 
-{{define "node"}}<li id="{{.Anchor}}"><div class="node{{if .Missing}} missing{{end}}{{if .Current}} current{{end}}" data-msgid="{{.ID}}">{{if .Missing}}(article not available){{else}}<a class="article" href="{{.Link}}">{{.Subject}}</a><span class="who">{{.From}}</span><span class="when">{{.DateText}}</span>{{if gt .Depth 6}}<span class="depth">depth {{.Depth}}</span>{{end}}{{end}}</div>
+{{define "node"}}<li id="{{.Anchor}}"><div class="node{{if .Missing}} missing{{end}}{{if .Current}} current{{end}}" data-msgid="{{.ID}}">{{if .Missing}}(article not available){{else}}<a class="article" href="{{or .Jump .Link}}">{{.From}}</a><span class="when">{{.DateText}}</span>{{if gt .Depth 6}}<span class="depth">depth {{.Depth}}</span>{{end}}{{if .NewSubject}}<span class="subj">{{.Subject}}</span>{{end}}{{end}}</div>
 {{if .Children}}<ul class="tree">{{range .Children}}{{template "node" .}}{{end}}</ul>{{end}}</li>
 {{end}}
 

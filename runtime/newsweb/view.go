@@ -76,11 +76,21 @@ type treeNode struct {
 	Anchor   string      `json:"-"`
 	Link     string      `json:"-"`
 	Children []*treeNode `json:"children,omitempty"`
+	// Jump is the post on the conversation pages: "#anchor" on this
+	// page, else the page that holds it. NewSubject says the subject
+	// changes here (the outline shows it only then).
+	Jump       string `json:"-"`
+	NewSubject bool   `json:"-"`
 }
 
 type threadView struct {
 	base
 	Stale        string // a note when the thread is shown from an expired list
+	OutlineOpen  bool   // the outline starts open (a short thread)
+	ByDate       bool   // the flat view, oldest first, instead of the tree
+	Threaded     string // the threaded view of this thread
+	DateView     string // the flat by-date view
+	Newest       string // the newest post, where it is in this view
 	Subject      string
 	Count        int
 	Root         *treeNode
