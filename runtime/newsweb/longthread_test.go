@@ -151,3 +151,38 @@ func TestBrowserLongThread(t *testing.T) {
 		}
 	}
 }
+
+// Accessibility of a long thread page: a skip link first, every nav
+// labelled, a heading per post, and few tab stops before the first post.
+func TestBrowserAccessibility(t *testing.T) {
+	ctx := browser(t)
+	s := startSite(t)
+	longThread(t, s.news, 109)
+	do(t, ctx, "phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.url+"/groups/misc.test/threads/L0@t"),
+		chromedp.WaitVisible(chromedp.CSS("section.conversation")))
+	got := run(t, ctx, "audit", chromedp.Evaluate[map[string]any](`(() => {
+		const first = document.querySelector('article.post');
+		const focusable = Array.from(document.querySelectorAll('a[href], button, input, select, textarea, summary'))
+			.filter(e => (e.getClientRects().length > 0 || e.matches('a.skip')) &&
+				(e.matches('details > summary') || !e.closest('details:not([open])')));
+		const before = focusable.filter(e => e.compareDocumentPosition(first) & Node.DOCUMENT_POSITION_FOLLOWING);
+		const posts = Array.from(document.querySelectorAll('article.post'));
+		return {
+			tabStopsBefore: before.length,
+			firstFocusable: focusable[0].getAttribute('href'),
+			unlabelledNavs: Array.from(document.querySelectorAll('nav')).filter(n => !n.getAttribute('aria-label')).length,
+			postsWithoutHeading: posts.filter(p => !p.querySelector('h2')).length,
+			posts: posts.length,
+			mainTarget: document.getElementById('main') ? document.getElementById('main').tagName : '',
+		};
+	})()`))
+	if n := got["tabStopsBefore"].(float64); n > 15 {
+		t.Errorf("%v tab stops before the first post, want at most 15", n)
+	}
+	if got["firstFocusable"] != "#main" || got["mainTarget"] != "MAIN" {
+		t.Errorf("the first tab stop is %v (target %v), want the skip link to <main id=main>", got["firstFocusable"], got["mainTarget"])
+	}
+	if got["unlabelledNavs"].(float64) != 0 || got["postsWithoutHeading"].(float64) != 0 || got["posts"].(float64) != 20 {
+		t.Errorf("audit %v: want every nav labelled and a heading in each of the 20 posts", got)
+	}
+}

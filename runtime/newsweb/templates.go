@@ -60,6 +60,9 @@ form.compose label{display:grid;gap:.2rem;color:var(--muted);font-size:.9rem}
 form.compose input,form.compose textarea{width:100%;font:inherit;color:var(--fg);background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:.4rem}
 form.compose textarea{font:14px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 form.compose button{justify-self:start;font:inherit;padding:.4rem 1.2rem}
+.vh{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
+a.skip{position:absolute;left:-999px}
+a.skip:focus{left:1rem;top:.5rem;background:var(--bg);padding:.3rem .6rem;z-index:1}
 nav.threadnav{display:flex;flex-wrap:wrap;gap:.4rem 1rem;margin:.6rem 0}
 details.outline{margin:0 0 1rem}
 details.outline>summary,details.quote>summary{cursor:pointer;color:var(--muted);font-size:.9rem}
@@ -109,8 +112,9 @@ const pageTemplates = `
 <style>{{.CSS}}</style>
 </head>
 <body>
+<a class="skip" href="#main">Skip to the content</a>
 <header class="top"><a class="home" href="/">{{.Site}}</a>{{with .Group}}<span class="crumbs">› <a href="{{groupURL .}}">{{.}}</a></span>{{end}}{{if .Account}}<a class="account" href="/login">Log in / out</a>{{end}}</header>
-<main>
+<main id="main">
 {{end}}
 
 {{define "foot"}}</main>
@@ -138,7 +142,7 @@ const pageTemplates = `
 <h1>Newsgroups{{with .Hierarchy}} in {{.}}.*{{end}}</h1>
 <form class="filter" method="get" action="/">{{with .Hierarchy}}<input type="hidden" name="h" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="Filter groups" aria-label="Filter groups" maxlength="200"><button type="submit">Filter</button></form>
 <p class="lead">{{if or .Query .Hierarchy}}{{.Matched}} of {{end}}{{.Total}} groups from {{.ServerCount}} server{{if ne .ServerCount 1}}s{{end}}.{{if or .Query .Hierarchy}} <a href="/">All groups</a>{{end}}</p>
-{{with .Hierarchies}}<nav class="hier">{{range .}}<a href="{{.Link}}">{{.Name}}.*</a> <span class="muted">{{.Groups}}</span> {{end}}</nav>{{end}}
+{{with .Hierarchies}}<nav class="hier" aria-label="Hierarchies">{{range .}}<a href="{{.Link}}">{{.Name}}.*</a> <span class="muted">{{.Groups}}</span> {{end}}</nav>{{end}}
 <table class="groups">
 <thead><tr><th>Group</th><th>Description</th><th class="num">Articles</th></tr></thead>
 <tbody>
@@ -153,7 +157,7 @@ const pageTemplates = `
 <h1>{{.Group}}</h1>
 {{with .Stale}}<p class="note stale">{{.}}</p>{{end}}
 <p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Others}} ({{.}} of them from other servers){{end}}{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
-<nav class="threadnav">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}{{with .Search}}<a class="search" href="{{.}}">Search this group</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
+<nav class="threadnav" aria-label="Group">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}{{with .Search}}<a class="search" href="{{.}}">Search this group</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th><th class="num">Articles</th><th class="num">Latest</th></tr></thead>
 <tbody>
@@ -164,7 +168,7 @@ const pageTemplates = `
 {{template "pager" .Pager}}
 {{template "foot" .}}{{end}}
 
-{{define "pager"}}{{if or (gt .Pages 1) .Prev .Next}}<nav class="pages">
+{{define "pager"}}{{if or (gt .Pages 1) .Prev .Next}}<nav class="pages" aria-label="Pages">
 {{if .Prev}}<a rel="prev" href="{{.Prev}}">{{or .PrevLabel "← Newer"}}</a>{{end}}
 <span class="muted">Page {{.Page}} of {{.Pages}}</span>
 {{if .Next}}<a rel="next" href="{{.Next}}">{{or .NextLabel "Older →"}}</a>{{end}}
@@ -185,7 +189,7 @@ const pageTemplates = `
 {{template "foot" .}}{{end}}
 
 {{define "post"}}<article class="post d{{.Indent}}" id="{{.Anchor}}" data-post="{{.ID}}">
-{{if .Missing}}<p class="note">(article not available)</p>{{else}}<header class="ph"><span class="from">{{.From}}</span><span class="when">{{.Date}}</span>{{if gt .Depth 2}}<span class="depth">depth {{.Depth}}</span>{{end}}{{with .Subject}}<span class="psubj">{{.}}</span>{{end}}</header>
+{{if .Missing}}<p class="note">(article not available)</p>{{else}}<h2 class="vh">{{.From}}, {{.Date}}</h2><header class="ph"><span class="from">{{.From}}</span><span class="when">{{.Date}}</span>{{if gt .Depth 2}}<span class="depth">depth {{.Depth}}</span>{{end}}{{with .Subject}}<span class="psubj">{{.}}</span>{{end}}</header>
 {{with .Problem}}<p class="note">{{.}}</p>{{end}}<div class="body">
 {{range .Parts}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}{{if .Fold}}<details class="quote"><summary>{{.Lines}} quoted lines</summary>{{template "blk" .}}</details>{{else}}{{template "blk" .}}{{end}}{{end}}
 {{end}}</div>{{end}}
@@ -209,7 +213,7 @@ const pageTemplates = `
 <dt>Message-ID</dt><dd class="muted">{{.MessageID}}</dd>
 {{if .References}}<dt>In reply to</dt><dd><a href="{{articleURL (last .References) $.Group}}">{{last .References}}</a></dd>{{end}}
 </dl>{{end}}
-{{if .ThreadLink}}<nav class="threadnav"><a class="thread" href="{{.ThreadLink}}">View the whole thread</a>{{with .Reply}}<a class="reply" href="{{.}}">Reply</a>{{end}}</nav>{{end}}
+{{if .ThreadLink}}<nav class="threadnav" aria-label="Article"><a class="thread" href="{{.ThreadLink}}">View the whole thread</a>{{with .Reply}}<a class="reply" href="{{.}}">Reply</a>{{end}}</nav>{{end}}
 {{with .Article.Problem}}<p class="note">{{.}}</p>{{end}}
 <div class="body" id="body">
 {{range .Parts}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}{{template "blk" .}}{{end}}
