@@ -205,6 +205,13 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 		}
 		return s.threadFeed(ctx, r, group, id)
 	}
+	if mbox, ok := strings.CutSuffix(r.PathValue("msgid"), "/mbox.gz"); ok {
+		id := bracketID(mbox)
+		if proto.ValidNNTPMessageID(id) != nil {
+			return nil, errBad
+		}
+		return s.threadMbox(ctx, group, id)
+	}
 	id, err := msgidParam(r)
 	if err != nil {
 		return nil, err
@@ -273,7 +280,7 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	}
 	v := threadView{base: s.base(subject, group), Subject: subject, Count: mreader.Count(tv.Root), Root: root,
 		Posts: posts, Feed: threadFeedURL(group, tv.Root.ID), OutlineOpen: count <= outlineOpen, ByDate: byDate,
-		Threaded: self, DateView: self + "?view=date", Newest: newest,
+		Threaded: self, DateView: self + "?view=date", Newest: newest, Mbox: threadURL(group, tv.Root.ID) + "/mbox.gz",
 		Pager: pager{Page: page, Pages: pages, PrevLabel: "← Earlier", NextLabel: "Later →"}}
 	if page > 1 {
 		v.Pager.Prev = self + "?" + view + "page=" + strconv.Itoa(page-1)
@@ -314,6 +321,13 @@ func articleGroup(r *http.Request, d *Display) string {
 }
 
 func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, error) {
+	if raw, ok := strings.CutSuffix(r.PathValue("msgid"), "/raw"); ok {
+		id := bracketID(raw)
+		if proto.ValidNNTPMessageID(id) != nil {
+			return nil, errBad
+		}
+		return s.rawArticle(ctx, id)
+	}
 	id, err := msgidParam(r)
 	if err != nil {
 		return nil, err
@@ -329,7 +343,8 @@ func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, e
 	}
 	d := decodeArticle(a.Raw)
 	group := articleGroup(r, d)
-	v := articleView{base: s.base(orNoSubject(d.Subject), group), Article: d}
+	v := articleView{base: s.base(orNoSubject(d.Subject), group), Article: d, Headers: allHeaders(a.Raw),
+		Raw: "/articles/" + url.PathEscape(stripID(id)) + "/raw"}
 	if group != "" {
 		v.ThreadLink = threadURL(group, id) + "#" + postAnchor(id)
 		if s.posting != nil {

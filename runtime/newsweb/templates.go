@@ -65,7 +65,7 @@ a.skip{position:absolute;left:-999px}
 a.skip:focus{left:1rem;top:.5rem;background:var(--bg);padding:.3rem .6rem;z-index:1}
 nav.threadnav{display:flex;flex-wrap:wrap;gap:.4rem 1rem;margin:.6rem 0}
 details.outline{margin:0 0 1rem}
-details.outline>summary,details.quote>summary{cursor:pointer;color:var(--muted);font-size:.9rem}
+details.outline>summary,details.quote>summary,details.allheaders>summary{cursor:pointer;color:var(--muted);font-size:.9rem}
 article.post{border-top:1px solid var(--line);padding:.8rem 0 .6rem;min-width:0}
 .d1{margin-left:1rem}.d2{margin-left:2rem}.d3{margin-left:3rem}.d4{margin-left:4rem}.d5{margin-left:5rem}
 .d1,.d2,.d3,.d4,.d5{padding-left:.6rem;border-left:2px solid var(--line)}
@@ -178,7 +178,7 @@ const pageTemplates = `
 <h1>{{.Subject}}</h1>
 {{with .Stale}}<p class="note stale">{{.}}</p>{{end}}
 <p class="lead">{{.Count}} article{{if ne .Count 1}}s{{end}} in this thread.</p>
-<nav class="threadnav" aria-label="Thread">{{if .ByDate}}<a class="threaded" href="{{.Threaded}}">Threaded</a><span class="current">By date</span>{{else}}<span class="current">Threaded</span><a class="bydate" href="{{.DateView}}">By date</a>{{end}}{{with .Newest}}<a class="newest" href="{{.}}">Newest post</a>{{end}}{{with .Newer}}<a class="newer" href="{{.}}">← Newer thread</a>{{end}}{{with .Older}}<a class="older" href="{{.}}">Older thread →</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
+<nav class="threadnav" aria-label="Thread">{{if .ByDate}}<a class="threaded" href="{{.Threaded}}">Threaded</a><span class="current">By date</span>{{else}}<span class="current">Threaded</span><a class="bydate" href="{{.DateView}}">By date</a>{{end}}{{with .Newest}}<a class="newest" href="{{.}}">Newest post</a>{{end}}{{with .Newer}}<a class="newer" href="{{.}}">← Newer thread</a>{{end}}{{with .Older}}<a class="older" href="{{.}}">Older thread →</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a><a class="mbox" href="{{.Mbox}}">mbox</a></nav>
 <details class="outline"{{if .OutlineOpen}} open{{end}}><summary>Outline of the {{.Count}} posts</summary>
 <ul class="tree root">{{template "node" .Root}}</ul>
 </details>
@@ -213,7 +213,8 @@ const pageTemplates = `
 <dt>Message-ID</dt><dd class="muted">{{.MessageID}}</dd>
 {{if .References}}<dt>In reply to</dt><dd><a href="{{articleURL (last .References) $.Group}}">{{last .References}}</a></dd>{{end}}
 </dl>{{end}}
-{{if .ThreadLink}}<nav class="threadnav" aria-label="Article"><a class="thread" href="{{.ThreadLink}}">View the whole thread</a>{{with .Reply}}<a class="reply" href="{{.}}">Reply</a>{{end}}</nav>{{end}}
+<nav class="threadnav" aria-label="Article">{{with .ThreadLink}}<a class="thread" href="{{.}}">View the whole thread</a>{{end}}{{with .Reply}}<a class="reply" href="{{.}}">Reply</a>{{end}}<a class="raw" href="{{.Raw}}">Original</a></nav>
+{{with .Headers}}<details class="allheaders"><summary>All headers</summary><dl class="headers">{{range .}}<dt>{{.Name}}</dt><dd>{{.Value}}</dd>{{end}}</dl></details>{{end}}
 {{with .Article.Problem}}<p class="note">{{.}}</p>{{end}}
 <div class="body" id="body">
 {{range .Parts}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}{{template "blk" .}}{{end}}

@@ -91,6 +91,7 @@ type threadView struct {
 	Threaded     string // the threaded view of this thread
 	DateView     string // the flat by-date view
 	Newest       string // the newest post, where it is in this view
+	Mbox         string // the thread as a gzipped mbox
 	Subject      string
 	Count        int
 	Root         *treeNode
@@ -126,7 +127,9 @@ type articleView struct {
 	Article    *Display
 	Parts      []partView
 	ThreadLink string
-	Reply      string // the reply form, when posting is on
+	Reply      string       // the reply form, when posting is on
+	Headers    []headerLine // every header field, for the full-headers view
+	Raw        string       // the original article
 }
 
 type errorView struct {
