@@ -120,8 +120,13 @@ func TestBrowserReads(t *testing.T) {
 	if want := "0 <m1@t>|1 <m4@t>|2 <m5@t>|1 <m2@t>|2 <m3@t>"; shape != want {
 		t.Errorf("thread tree in the browser: %q, want %q", shape, want)
 	}
+	// An outline entry jumps to its post on the page.
+	do(t, ctx, "outline entry", chromedp.Click(chromedp.CSS(`.node[data-msgid="<m4@t>"] a.article`)))
+	if loc := run(t, ctx, "location", chromedp.Location()); !strings.Contains(loc, "/groups/misc.test/threads/m1@t#p") {
+		t.Errorf("the outline entry led to %q, want an anchor on the thread page", loc)
+	}
 	do(t, ctx, "open the article",
-		chromedp.Click(chromedp.CSS(`a.article[href="/articles/m4@t?group=misc.test"]`)),
+		chromedp.Click(chromedp.CSS(`article[data-post="<m4@t>"] a.permalink`)),
 		chromedp.WaitVisible(chromedp.CSS("#body")))
 	if loc := run(t, ctx, "location", chromedp.Location()); !strings.HasSuffix(loc, "/articles/m4@t?group=misc.test") {
 		t.Errorf("article location %q", loc)

@@ -18,6 +18,9 @@ type ttlCache[V any] struct {
 	now     func() time.Time
 	ttl     time.Duration
 	maxCost int64
+	// grace keeps an expired entry this long for stale (0: an expired
+	// entry goes when touched).
+	grace time.Duration
 
 	mu    sync.Mutex
 	items map[string]*list.Element
@@ -38,6 +41,12 @@ func newTTLCache[V any](ttl time.Duration, maxCost int64, now func() time.Time) 
 	return &ttlCache[V]{now: now, ttl: ttl, maxCost: maxCost, items: make(map[string]*list.Element)}
 }
 
+// withGrace keeps expired entries for stale up to grace.
+func (c *ttlCache[V]) withGrace(grace time.Duration) *ttlCache[V] {
+	c.grace = grace
+	return c
+}
+
 // get returns the live value of key.
 func (c *ttlCache[V]) get(key string) (V, bool) {
 	c.mu.Lock()
@@ -48,11 +57,31 @@ func (c *ttlCache[V]) get(key string) (V, bool) {
 		return zero, false
 	}
 	e := el.Value.(*cacheEntry[V])
-	if !c.now().Before(e.expires) {
-		c.remove(el)
+	if now := c.now(); !now.Before(e.expires) {
+		if !now.Before(e.expires.Add(c.grace)) {
+			c.remove(el)
+		}
 		return zero, false
 	}
 	c.lru.MoveToFront(el)
+	return e.val, true
+}
+
+// stale returns the value of key even when expired, within the cache's
+// grace: what to show while no server answers.
+func (c *ttlCache[V]) stale(key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var zero V
+	el, ok := c.items[key]
+	if !ok {
+		return zero, false
+	}
+	e := el.Value.(*cacheEntry[V])
+	if !c.now().Before(e.expires.Add(c.grace)) {
+		c.remove(el)
+		return zero, false
+	}
 	return e.val, true
 }
 

@@ -64,3 +64,22 @@ func TestTTLCache(t *testing.T) {
 		})
 	}
 }
+
+// A cache with a grace keeps an expired entry for stale (not get) until
+// the grace too has passed.
+func TestTTLCacheGrace(t *testing.T) {
+	clock := newFakeClock()
+	c := newTTLCache[string](time.Minute, 0, clock.Now).withGrace(time.Hour)
+	c.put("a", "v", 1)
+	clock.Advance(2 * time.Minute)
+	if _, ok := c.get("a"); ok {
+		t.Errorf("get of an expired entry found it")
+	}
+	if v, ok := c.stale("a"); !ok || v != "v" {
+		t.Errorf("stale within the grace: %q %v", v, ok)
+	}
+	clock.Advance(time.Hour)
+	if _, ok := c.stale("a"); ok || c.len() != 0 {
+		t.Errorf("stale past the grace found it (%d entries)", c.len())
+	}
+}

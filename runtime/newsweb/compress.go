@@ -29,7 +29,7 @@ type gzipped struct {
 
 // gzipBody returns resp's body gzipped, or nil when it is not worth it.
 func (r *response) gzipBody() []byte {
-	if len(r.body) < minGzip {
+	if len(r.body) < minGzip || r.packed {
 		return nil
 	}
 	r.gz.once.Do(func() {

@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -21,6 +23,7 @@ import (
 
 const (
 	convPerPage = 20 // posts on one page of a conversation
+	outlineOpen = 5  // a longer thread's outline starts closed
 	maxIndent   = 5  // deepest indentation class (d0..d5)
 	convFetch   = 8  // bodies fetched at once for one page
 )
@@ -53,6 +56,63 @@ func flatten(root *mreader.Node) ([]*mreader.Node, []int) {
 		return true
 	})
 	return nodes, depths
+}
+
+// byDateOrder lists the thread's articles oldest first (placeholders
+// left out), all at depth 0: the flat view.
+func byDateOrder(root *mreader.Node) ([]*mreader.Node, []int) {
+	var nodes []*mreader.Node
+	mreader.Walk([]*mreader.Node{root}, func(n *mreader.Node, _ int) bool {
+		if n.Article != nil {
+			nodes = append(nodes, n)
+		}
+		return true
+	})
+	slices.SortStableFunc(nodes, func(a, b *mreader.Node) int { return a.Article.Date.Compare(b.Article.Date) })
+	return nodes, make([]int, len(nodes))
+}
+
+// outlineJumps sets each outline node's Jump to its post in the order
+// nodes (the view's): an anchor on page, else base+"page=N#anchor"; and
+// NewSubject where a node's subject differs from its parent's. It
+// returns the jump to the newest post.
+func outlineJumps(root *treeNode, nodes []*mreader.Node, page int, base string) string {
+	at := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		if _, ok := at[n.ID]; !ok {
+			at[n.ID] = i
+		}
+	}
+	jump := func(id string) string {
+		i, ok := at[id]
+		if !ok {
+			return ""
+		}
+		if p := i/convPerPage + 1; p != page {
+			return base + "page=" + strconv.Itoa(p) + "#" + postAnchor(id)
+		}
+		return "#" + postAnchor(id)
+	}
+	var newest *treeNode
+	var walk func(t *treeNode, parentSubject string)
+	walk = func(t *treeNode, parentSubject string) {
+		t.Jump = jump(t.ID)
+		if !t.Missing {
+			t.NewSubject = parentSubject != "" && baseSubject(t.Subject) != baseSubject(parentSubject)
+			parentSubject = t.Subject
+			if newest == nil || t.Date > newest.Date {
+				newest = t
+			}
+		}
+		for _, c := range t.Children {
+			walk(c, parentSubject)
+		}
+	}
+	walk(root, "")
+	if newest == nil {
+		return ""
+	}
+	return jump(newest.ID)
 }
 
 // postAnchor is the HTML id of a message-id's post.

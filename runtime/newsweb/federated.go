@@ -26,6 +26,9 @@ const (
 	DefaultArticleCacheBytes = 256 << 20 // total size of cached articles
 	DefaultListCacheArticles = 2_000_000 // total summaries held by the thread-list and thread caches
 	DefaultIncrementalWait   = 2 * time.Second
+	// staleGrace is how long an expired thread list is kept to be shown,
+	// with a note, while no server answers for its group.
+	staleGrace = 24 * time.Hour
 	// DefaultServerTimeout is how long a server may stay silent with a
 	// request of ours before the request moves on to the next server.
 	DefaultServerTimeout = 5 * time.Second
@@ -177,6 +180,12 @@ type Federated struct {
 	// (which shows those counts) is kept under it.
 	statsGen atomic.Uint64
 
+	// staleGroups holds the groups whose expired list is being shown
+	// because no server answered (group -> since when); nStale counts
+	// them, so that the usual page pays one atomic load.
+	staleGroups sync.Map
+	nStale      atomic.Int32
+
 	mu        sync.Mutex // guards debouncer and refresher
 	debouncer *mreader.Debouncer
 	refresher *mreader.Refresher
@@ -218,7 +227,7 @@ func NewFederated(services []*Service, opts FederatedOptions) *Federated {
 		articles:  newTTLCache[Article](opts.Cache.Article, opts.ArticleCacheBytes, now),
 		notFound:  newTTLCache[struct{}](opts.Cache.ArticleNotFound, 100_000, now),
 		tooBig:    newTTLCache[error](opts.Cache.ArticleNotFound, 10_000, now),
-		threads:   newTTLCache[*ThreadList](opts.Cache.Threads, opts.ListCacheArticles, now),
+		threads:   newTTLCache[*ThreadList](opts.Cache.Threads, opts.ListCacheArticles, now).withGrace(staleGrace),
 		archive:   newTTLCache[*ThreadList](opts.Cache.Threads, opts.ListCacheArticles, now),
 		thread:    newTTLCache[ThreadView](opts.Cache.Thread, opts.ListCacheArticles, now),
 		groups:    newTTLCache[[]Group](opts.Cache.Groups, 0, now),
@@ -595,7 +604,37 @@ func (f *Federated) Threads(ctx context.Context, group string) (*ThreadList, err
 		return f.update(ctx, group, tl), nil
 	}
 	f.metrics.cacheLookup(mreader.CacheThreads, false)
-	return f.fetchThreads(ctx, group)
+	tl, err := f.fetchThreads(ctx, group)
+	if err == nil {
+		if _, was := f.staleGroups.LoadAndDelete(group); was {
+			f.nStale.Add(-1)
+			f.log.Info("group list fetched again", "group", group)
+		}
+		return tl, nil
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		if old, ok := f.threads.stale(mreader.ThreadsKey(group)); ok {
+			if _, was := f.staleGroups.LoadOrStore(group, f.now()); !was {
+				f.nStale.Add(1)
+				f.log.Warn("no server answered: showing the expired group list", "group", group, "fetched", old.Fetched, "err", err)
+			}
+			return old, nil
+		}
+	}
+	return nil, err
+}
+
+// StaleSince says since when group's list is shown expired because no
+// server answered.
+func (f *Federated) StaleSince(group string) (time.Time, bool) {
+	if f.nStale.Load() == 0 {
+		return time.Time{}, false
+	}
+	v, ok := f.staleGroups.Load(group)
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.(time.Time), true
 }
 
 // fetchThreads fetches a group's thread list whole and caches it.
@@ -834,6 +873,15 @@ func (f *Federated) Thread(ctx context.Context, group, id string) (ThreadView, e
 		return tv, nil
 	})
 	if err != nil {
+		// No server answers: the expired list of the group still shows
+		// the thread (Threads marks the group stale).
+		if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+			if tl, terr := f.Threads(ctx, group); terr == nil {
+				if root := tl.root(id); root != nil {
+					return ThreadView{Group: group, Root: root, Server: tl.Server}, nil
+				}
+			}
+		}
 		return ThreadView{}, err
 	}
 	return v.(ThreadView), nil

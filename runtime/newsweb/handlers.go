@@ -101,8 +101,9 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	if err != nil {
 		return nil, err
 	}
+	staleSince, stale := s.fed.StaleSince(group)
 	st, haveStats := s.fed.CachedStats(group)
-	if haveStats {
+	if haveStats && !stale {
 		var kb [keyBuffer]byte
 		if resp, ok := s.pages.get(appendGroupPageKey(kb[:0], group, before, page, tl, &st)); ok {
 			return resp, nil
@@ -134,15 +135,26 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	if s.search != nil {
 		v.Search = "/search?group=" + url.QueryEscape(group)
 	}
-	resp, err := s.render("group", v, cacheThreads)
+	cache := cacheThreads
+	if stale {
+		v.Stale, cache = staleNote(staleSince, tl.Fetched), cacheError
+	}
+	resp, err := s.render("group", v, cache)
 	if err != nil {
 		return nil, err
 	}
-	if stats != nil {
+	if stats != nil && !stale {
 		resp.etag = etagOf(resp.body)
 		s.pages.put(string(appendGroupPageKey(nil, group, before, page, tl, stats)), resp)
 	}
 	return resp, nil
+}
+
+// staleNote tells a reader that a list is shown from the cache because no
+// server has answered since since.
+func staleNote(since, fetched time.Time) string {
+	return "The news servers are not answering (since " + fmtTime(since) + " UTC): this is the list as it was at " +
+		fmtTime(fetched) + " UTC."
 }
 
 // listOf is the group's thread list and its version (nil and "" when it
@@ -193,6 +205,13 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 		}
 		return s.threadFeed(ctx, r, group, id)
 	}
+	if mbox, ok := strings.CutSuffix(r.PathValue("msgid"), "/mbox.gz"); ok {
+		id := bracketID(mbox)
+		if proto.ValidNNTPMessageID(id) != nil {
+			return nil, errBad
+		}
+		return s.threadMbox(ctx, group, id)
+	}
 	id, err := msgidParam(r)
 	if err != nil {
 		return nil, err
@@ -201,7 +220,22 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
-	count, at := position(tv.Root, id)
+	byDate := queryValue(r, "view") == "date"
+	var nodes []*mreader.Node
+	var depths []int
+	count, at := 0, -1
+	if byDate {
+		nodes, depths = byDateOrder(tv.Root)
+		count = len(nodes)
+		for i, n := range nodes {
+			if n.ID == id {
+				at = i
+				break
+			}
+		}
+	} else {
+		count, at = position(tv.Root, id)
+	}
 	page, pages, err := convPage(r, count, at)
 	if err != nil {
 		return nil, err
@@ -213,16 +247,28 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	var kb [keyBuffer]byte
 	key := append(append(append(append(append(kb[:0], "thread "...), group...), ' '), id...), ' ')
 	key = append(strconv.AppendInt(key, int64(page), 10), ' ')
+	if byDate {
+		key = append(key, "date "...)
+	}
 	key = append(strconv.AppendUint(key, uint64(reflect.ValueOf(tv.Root).Pointer()), 16), ' ')
 	key = append(strconv.AppendInt(key, int64(count), 10), ' ')
 	key = append(strconv.AppendInt(key, tv.Root.Latest.UnixNano(), 10), ' ')
 	key = append(key, version...)
-	if resp, ok := s.pages.get(key); ok {
+	staleSince, stale := s.fed.StaleSince(group)
+	if resp, ok := s.pages.get(key); ok && !stale {
 		return resp, nil
 	}
-	nodes, depths := flatten(tv.Root)
+	if !byDate {
+		nodes, depths = flatten(tv.Root)
+	}
 	newer, older := neighbours(tl, group, tv.Root)
 	root := tree(group, tv.Root, id)
+	self := threadURL(group, id)
+	view := ""
+	if byDate {
+		view = "view=date&"
+	}
+	newest := outlineJumps(root, nodes, page, threadURL(group, tv.Root.ID)+"?"+view)
 	subject := "(no subject)"
 	if a := firstArticle(tv.Root); a != nil && a.Article.Subject != "" {
 		subject = decodeHeader(a.Article.Subject)
@@ -233,19 +279,23 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 		return nil, err
 	}
 	v := threadView{base: s.base(subject, group), Subject: subject, Count: mreader.Count(tv.Root), Root: root,
-		Posts: posts, Feed: threadFeedURL(group, tv.Root.ID),
+		Posts: posts, Feed: threadFeedURL(group, tv.Root.ID), OutlineOpen: count <= outlineOpen, ByDate: byDate,
+		Threaded: self, DateView: self + "?view=date", Newest: newest, Mbox: threadURL(group, tv.Root.ID) + "/mbox.gz",
 		Pager: pager{Page: page, Pages: pages, PrevLabel: "← Earlier", NextLabel: "Later →"}}
-	self := threadURL(group, id)
 	if page > 1 {
-		v.Pager.Prev = self + "?page=" + strconv.Itoa(page-1)
+		v.Pager.Prev = self + "?" + view + "page=" + strconv.Itoa(page-1)
 	}
 	if page < pages {
-		v.Pager.Next = self + "?page=" + strconv.Itoa(page+1)
+		v.Pager.Next = self + "?" + view + "page=" + strconv.Itoa(page+1)
 	}
 	v.Newer, v.Older = newer, older
-	resp, err := s.render("thread", v, cacheThreads)
-	if err != nil {
-		return nil, err
+	cache := cacheThreads
+	if stale && tl != nil {
+		v.Stale, cache = staleNote(staleSince, tl.Fetched), cacheError
+	}
+	resp, err := s.render("thread", v, cache)
+	if err != nil || stale {
+		return resp, err
 	}
 	for _, p := range posts {
 		if p.Problem != "" && !p.Missing {
@@ -271,6 +321,13 @@ func articleGroup(r *http.Request, d *Display) string {
 }
 
 func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, error) {
+	if raw, ok := strings.CutSuffix(r.PathValue("msgid"), "/raw"); ok {
+		id := bracketID(raw)
+		if proto.ValidNNTPMessageID(id) != nil {
+			return nil, errBad
+		}
+		return s.rawArticle(ctx, id)
+	}
 	id, err := msgidParam(r)
 	if err != nil {
 		return nil, err
@@ -286,7 +343,8 @@ func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, e
 	}
 	d := decodeArticle(a.Raw)
 	group := articleGroup(r, d)
-	v := articleView{base: s.base(orNoSubject(d.Subject), group), Article: d}
+	v := articleView{base: s.base(orNoSubject(d.Subject), group), Article: d, Headers: allHeaders(a.Raw),
+		Raw: "/articles/" + url.PathEscape(stripID(id)) + "/raw"}
 	if group != "" {
 		v.ThreadLink = threadURL(group, id) + "#" + postAnchor(id)
 		if s.posting != nil {

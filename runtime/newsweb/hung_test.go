@@ -91,3 +91,34 @@ func TestHungServer(t *testing.T) {
 		})
 	}
 }
+
+// When no server answers and a group's list has expired, the group page
+// and its threads are shown from the expired list with a note (not
+// cached), not as a 502; once a server answers again the note goes.
+func TestStaleListWhileServersDown(t *testing.T) {
+	news := startSite(t).news
+	clock := newFakeClock()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := NewService(ServerConfig{Addr: news.HostPort(), Connections: 1}, ServiceOptions{Logger: log, Now: clock.Now})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true, Now: clock.Now})
+	srv := newFrontServer(t, New(fed, Options{Logger: log}))
+	t.Cleanup(func() { srv.Close(); fed.Close() })
+
+	if resp, page := get(t, srv.URL+"/groups/misc.test"); resp.StatusCode != 200 || strings.Contains(page, `class="note stale"`) {
+		t.Fatalf("group page with the server up: %d", resp.StatusCode)
+	}
+	news.Close()
+	clock.Advance(6 * time.Minute) // past the threads TTL
+	resp, page := get(t, srv.URL+"/groups/misc.test")
+	if resp.StatusCode != 200 || !strings.Contains(page, `class="note stale"`) || !strings.Contains(page, "Root") ||
+		resp.Header.Get("Cache-Control") != cacheError {
+		t.Errorf("group page with the server down: %d, Cache-Control %q, note %v", resp.StatusCode, resp.Header.Get("Cache-Control"), strings.Contains(page, "stale"))
+	}
+	resp, page = get(t, srv.URL+"/groups/misc.test/threads/m1@t")
+	if resp.StatusCode != 200 || !strings.Contains(page, `class="note stale"`) {
+		t.Errorf("thread page with the server down: %d, note %v", resp.StatusCode, strings.Contains(page, "stale"))
+	}
+	if resp, _ := get(t, srv.URL+"/groups/empty.test"); resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("a group never listed, server down: %d, want 502", resp.StatusCode)
+	}
+}

@@ -35,7 +35,9 @@ ul.tree ul.tree ul.tree ul.tree ul.tree ul.tree ul.tree{padding-left:0;border-le
 ul.tree.root{padding-left:0;border-left:0}
 ul.tree li{margin:.2rem 0}
 .node{overflow-wrap:anywhere}
-.node .who,.node .when,.node .depth{color:var(--muted);font-size:.88rem;margin-left:.4rem}
+.node .who,.node .when,.node .depth,.node .subj{color:var(--muted);font-size:.88rem;margin-left:.4rem}
+.node .subj{font-style:italic}
+nav.threadnav .current{font-weight:650}
 .node.missing{color:var(--muted);font-style:italic}
 .node.current{font-weight:650}
 dl.headers{display:grid;grid-template-columns:max-content 1fr;gap:.1rem 1rem;margin:0 0 1rem;padding:.6rem .8rem;background:var(--soft);border-radius:6px}
@@ -58,9 +60,12 @@ form.compose label{display:grid;gap:.2rem;color:var(--muted);font-size:.9rem}
 form.compose input,form.compose textarea{width:100%;font:inherit;color:var(--fg);background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:.4rem}
 form.compose textarea{font:14px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 form.compose button{justify-self:start;font:inherit;padding:.4rem 1.2rem}
+.vh{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
+a.skip{position:absolute;left:-999px}
+a.skip:focus{left:1rem;top:.5rem;background:var(--bg);padding:.3rem .6rem;z-index:1}
 nav.threadnav{display:flex;flex-wrap:wrap;gap:.4rem 1rem;margin:.6rem 0}
 details.outline{margin:0 0 1rem}
-details.outline>summary,details.quote>summary{cursor:pointer;color:var(--muted);font-size:.9rem}
+details.outline>summary,details.quote>summary,details.allheaders>summary{cursor:pointer;color:var(--muted);font-size:.9rem}
 article.post{border-top:1px solid var(--line);padding:.8rem 0 .6rem;min-width:0}
 .d1{margin-left:1rem}.d2{margin-left:2rem}.d3{margin-left:3rem}.d4{margin-left:4rem}.d5{margin-left:5rem}
 .d1,.d2,.d3,.d4,.d5{padding-left:.6rem;border-left:2px solid var(--line)}
@@ -107,8 +112,9 @@ const pageTemplates = `
 <style>{{.CSS}}</style>
 </head>
 <body>
+<a class="skip" href="#main">Skip to the content</a>
 <header class="top"><a class="home" href="/">{{.Site}}</a>{{with .Group}}<span class="crumbs">› <a href="{{groupURL .}}">{{.}}</a></span>{{end}}{{if .Account}}<a class="account" href="/login">Log in / out</a>{{end}}</header>
-<main>
+<main id="main">
 {{end}}
 
 {{define "foot"}}</main>
@@ -136,7 +142,7 @@ const pageTemplates = `
 <h1>Newsgroups{{with .Hierarchy}} in {{.}}.*{{end}}</h1>
 <form class="filter" method="get" action="/">{{with .Hierarchy}}<input type="hidden" name="h" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="Filter groups" aria-label="Filter groups" maxlength="200"><button type="submit">Filter</button></form>
 <p class="lead">{{if or .Query .Hierarchy}}{{.Matched}} of {{end}}{{.Total}} groups from {{.ServerCount}} server{{if ne .ServerCount 1}}s{{end}}.{{if or .Query .Hierarchy}} <a href="/">All groups</a>{{end}}</p>
-{{with .Hierarchies}}<nav class="hier">{{range .}}<a href="{{.Link}}">{{.Name}}.*</a> <span class="muted">{{.Groups}}</span> {{end}}</nav>{{end}}
+{{with .Hierarchies}}<nav class="hier" aria-label="Hierarchies">{{range .}}<a href="{{.Link}}">{{.Name}}.*</a> <span class="muted">{{.Groups}}</span> {{end}}</nav>{{end}}
 <table class="groups">
 <thead><tr><th>Group</th><th>Description</th><th class="num">Articles</th></tr></thead>
 <tbody>
@@ -149,8 +155,9 @@ const pageTemplates = `
 
 {{define "group"}}{{template "head" .}}
 <h1>{{.Group}}</h1>
+{{with .Stale}}<p class="note stale">{{.}}</p>{{end}}
 <p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Others}} ({{.}} of them from other servers){{end}}{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
-<nav class="threadnav">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}{{with .Search}}<a class="search" href="{{.}}">Search this group</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
+<nav class="threadnav" aria-label="Group">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}{{with .Search}}<a class="search" href="{{.}}">Search this group</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th><th class="num">Articles</th><th class="num">Latest</th></tr></thead>
 <tbody>
@@ -161,7 +168,7 @@ const pageTemplates = `
 {{template "pager" .Pager}}
 {{template "foot" .}}{{end}}
 
-{{define "pager"}}{{if or (gt .Pages 1) .Prev .Next}}<nav class="pages">
+{{define "pager"}}{{if or (gt .Pages 1) .Prev .Next}}<nav class="pages" aria-label="Pages">
 {{if .Prev}}<a rel="prev" href="{{.Prev}}">{{or .PrevLabel "← Newer"}}</a>{{end}}
 <span class="muted">Page {{.Page}} of {{.Pages}}</span>
 {{if .Next}}<a rel="next" href="{{.Next}}">{{or .NextLabel "Older →"}}</a>{{end}}
@@ -169,9 +176,10 @@ const pageTemplates = `
 
 {{define "thread"}}{{template "head" .}}
 <h1>{{.Subject}}</h1>
+{{with .Stale}}<p class="note stale">{{.}}</p>{{end}}
 <p class="lead">{{.Count}} article{{if ne .Count 1}}s{{end}} in this thread.</p>
-<nav class="threadnav">{{with .Newer}}<a class="newer" href="{{.}}">← Newer thread</a>{{end}}{{with .Older}}<a class="older" href="{{.}}">Older thread →</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
-<details class="outline" open><summary>Outline</summary>
+<nav class="threadnav" aria-label="Thread">{{if .ByDate}}<a class="threaded" href="{{.Threaded}}">Threaded</a><span class="current">By date</span>{{else}}<span class="current">Threaded</span><a class="bydate" href="{{.DateView}}">By date</a>{{end}}{{with .Newest}}<a class="newest" href="{{.}}">Newest post</a>{{end}}{{with .Newer}}<a class="newer" href="{{.}}">← Newer thread</a>{{end}}{{with .Older}}<a class="older" href="{{.}}">Older thread →</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a><a class="mbox" href="{{.Mbox}}">mbox</a></nav>
+<details class="outline"{{if .OutlineOpen}} open{{end}}><summary>Outline of the {{.Count}} posts</summary>
 <ul class="tree root">{{template "node" .Root}}</ul>
 </details>
 <section class="conversation">
@@ -181,7 +189,7 @@ const pageTemplates = `
 {{template "foot" .}}{{end}}
 
 {{define "post"}}<article class="post d{{.Indent}}" id="{{.Anchor}}" data-post="{{.ID}}">
-{{if .Missing}}<p class="note">(article not available)</p>{{else}}<header class="ph"><span class="from">{{.From}}</span><span class="when">{{.Date}}</span>{{if gt .Depth 2}}<span class="depth">depth {{.Depth}}</span>{{end}}{{with .Subject}}<span class="psubj">{{.}}</span>{{end}}</header>
+{{if .Missing}}<p class="note">(article not available)</p>{{else}}<h2 class="vh">{{.From}}, {{.Date}}</h2><header class="ph"><span class="from">{{.From}}</span><span class="when">{{.Date}}</span>{{if gt .Depth 2}}<span class="depth">depth {{.Depth}}</span>{{end}}{{with .Subject}}<span class="psubj">{{.}}</span>{{end}}</header>
 {{with .Problem}}<p class="note">{{.}}</p>{{end}}<div class="body">
 {{range .Parts}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}{{if .Fold}}<details class="quote"><summary>{{.Lines}} quoted lines</summary>{{template "blk" .}}</details>{{else}}{{template "blk" .}}{{end}}{{end}}
 {{end}}</div>{{end}}
@@ -191,7 +199,7 @@ const pageTemplates = `
 
 {{define "blk"}}<div class="blk{{if .Quote}} q{{.Quote}}{{end}}{{if .Sig}} sig{{end}}">{{range .Segs}}{{if .URL}}<a href="{{.URL}}" rel="nofollow noopener ugc">{{.Text}}</a>{{else}}{{.Text}}{{end}}{{end}}</div>{{end}}
 
-{{define "node"}}<li id="{{.Anchor}}"><div class="node{{if .Missing}} missing{{end}}{{if .Current}} current{{end}}" data-msgid="{{.ID}}">{{if .Missing}}(article not available){{else}}<a class="article" href="{{.Link}}">{{.Subject}}</a><span class="who">{{.From}}</span><span class="when">{{.DateText}}</span>{{if gt .Depth 6}}<span class="depth">depth {{.Depth}}</span>{{end}}{{end}}</div>
+{{define "node"}}<li id="{{.Anchor}}"><div class="node{{if .Missing}} missing{{end}}{{if .Current}} current{{end}}" data-msgid="{{.ID}}">{{if .Missing}}(article not available){{else}}<a class="article" href="{{or .Jump .Link}}">{{.From}}</a><span class="when">{{.DateText}}</span>{{if gt .Depth 6}}<span class="depth">depth {{.Depth}}</span>{{end}}{{if .NewSubject}}<span class="subj">{{.Subject}}</span>{{end}}{{end}}</div>
 {{if .Children}}<ul class="tree">{{range .Children}}{{template "node" .}}{{end}}</ul>{{end}}</li>
 {{end}}
 
@@ -205,7 +213,8 @@ const pageTemplates = `
 <dt>Message-ID</dt><dd class="muted">{{.MessageID}}</dd>
 {{if .References}}<dt>In reply to</dt><dd><a href="{{articleURL (last .References) $.Group}}">{{last .References}}</a></dd>{{end}}
 </dl>{{end}}
-{{if .ThreadLink}}<nav class="threadnav"><a class="thread" href="{{.ThreadLink}}">View the whole thread</a>{{with .Reply}}<a class="reply" href="{{.}}">Reply</a>{{end}}</nav>{{end}}
+<nav class="threadnav" aria-label="Article">{{with .ThreadLink}}<a class="thread" href="{{.}}">View the whole thread</a>{{end}}{{with .Reply}}<a class="reply" href="{{.}}">Reply</a>{{end}}<a class="raw" href="{{.Raw}}">Original</a></nav>
+{{with .Headers}}<details class="allheaders"><summary>All headers</summary><dl class="headers">{{range .}}<dt>{{.Name}}</dt><dd>{{.Value}}</dd>{{end}}</dl></details>{{end}}
 {{with .Article.Problem}}<p class="note">{{.}}</p>{{end}}
 <div class="body" id="body">
 {{range .Parts}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}{{template "blk" .}}{{end}}

@@ -51,7 +51,8 @@ type pager struct {
 type groupView struct {
 	base
 	Articles    int
-	Others      int // articles of the list only other servers carry
+	Others      int    // articles of the list only other servers carry
+	Stale       string // a note when the list is shown expired, no server answering
 	ThreadCount int
 	Stats       *GroupStats
 	Threads     []threadRow
@@ -75,10 +76,22 @@ type treeNode struct {
 	Anchor   string      `json:"-"`
 	Link     string      `json:"-"`
 	Children []*treeNode `json:"children,omitempty"`
+	// Jump is the post on the conversation pages: "#anchor" on this
+	// page, else the page that holds it. NewSubject says the subject
+	// changes here (the outline shows it only then).
+	Jump       string `json:"-"`
+	NewSubject bool   `json:"-"`
 }
 
 type threadView struct {
 	base
+	Stale        string // a note when the thread is shown from an expired list
+	OutlineOpen  bool   // the outline starts open (a short thread)
+	ByDate       bool   // the flat view, oldest first, instead of the tree
+	Threaded     string // the threaded view of this thread
+	DateView     string // the flat by-date view
+	Newest       string // the newest post, where it is in this view
+	Mbox         string // the thread as a gzipped mbox
 	Subject      string
 	Count        int
 	Root         *treeNode
@@ -114,7 +127,9 @@ type articleView struct {
 	Article    *Display
 	Parts      []partView
 	ThreadLink string
-	Reply      string // the reply form, when posting is on
+	Reply      string       // the reply form, when posting is on
+	Headers    []headerLine // every header field, for the full-headers view
+	Raw        string       // the original article
 }
 
 type errorView struct {

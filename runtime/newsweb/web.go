@@ -9,6 +9,7 @@ import (
 	"errors"
 	"html/template"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -197,6 +198,8 @@ type response struct {
 	location   string        // Location (redirects)
 	cookie     *http.Cookie  // Set-Cookie
 	retryAfter time.Duration // Retry-After (429)
+	attachment string        // Content-Disposition: attachment with this file name
+	packed     bool          // the body is gzip already: not compressed again
 }
 
 // route registers fn on pattern with the common wrapper: the request's
@@ -276,7 +279,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rs *routeStats, r
 		status = http.StatusNotModified
 	}
 	rs.count(status)
-	if fw, ok := w.(*frontWriter); ok && resp.location == "" && resp.cookie == nil && resp.retryAfter == 0 {
+	if fw, ok := w.(*frontWriter); ok && resp.location == "" && resp.cookie == nil && resp.retryAfter == 0 && resp.attachment == "" {
 		a := frontAnswer{status: status, ctype: hv.ctype[0], cache: hv.cache[0], gzip: gz, vary: len(resp.body) >= minGzip,
 			clen: clen[0], body: body}
 		if resp.status == http.StatusOK {
@@ -297,6 +300,9 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rs *routeStats, r
 	}
 	if resp.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(int(resp.retryAfter.Seconds()+1)))
+	}
+	if resp.attachment != "" {
+		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": resp.attachment}))
 	}
 	if gz {
 		h["Content-Encoding"] = gzipValue
