@@ -637,6 +637,15 @@ func (s *Spool) End() Position {
 	return s.durEnd
 }
 
+// PutEnd returns the position after the last record taken by Put or
+// Reject, durable or not: once a Sync that starts after it succeeds, every
+// record before it is durable.
+func (s *Spool) PutEnd() Position {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Position{Seg: s.active.num, Off: s.active.written + int64(len(s.buf))}
+}
+
 // Close syncs, writes a checkpoint, and closes every file. Sections still
 // open become unusable. Close is not a substitute for checking Sync's
 // result: its error means the last Puts may not be durable.

@@ -307,6 +307,12 @@ type Config struct {
 
 	JournalRotateBytes    int64         // a journal file this large is rotated at the next offer...
 	JournalRotateInterval time.Duration // ...and one this old at the next Tick, whatever its size
+	// JournalSettledClose: the current journal file, once every entry in
+	// it is settled (answered, or in .B/.D), is closed and deleted at
+	// the next Tick when it is this old, so that a crash does not send
+	// those entries again. Each close costs a delete and a directory
+	// fsync, so it comes at most this often.
+	JournalSettledClose time.Duration
 
 	// DownSpillDelay is how long the memory queue waits for a connection
 	// after the last one went down before all of it is appended to .B. A
@@ -337,6 +343,7 @@ func DefaultConfig(peer string) Config {
 
 		JournalRotateBytes:    1 << 20,
 		JournalRotateInterval: 30 * time.Second,
+		JournalSettledClose:   time.Second,
 		DownSpillDelay:        30 * time.Second,
 	}
 }
@@ -369,6 +376,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.JournalRotateBytes <= 0 {
 		c.JournalRotateBytes = d.JournalRotateBytes
+	}
+	if c.JournalSettledClose <= 0 {
+		c.JournalSettledClose = d.JournalSettledClose
 	}
 	if c.JournalRotateInterval <= 0 {
 		c.JournalRotateInterval = d.JournalRotateInterval

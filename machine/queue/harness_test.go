@@ -293,6 +293,7 @@ func testConfig() Config {
 
 		JournalRotateBytes:    1 << 20,
 		JournalRotateInterval: 10 * time.Minute,
+		JournalSettledClose:   10 * time.Minute,
 		DownSpillDelay:        30 * time.Second,
 	}
 }

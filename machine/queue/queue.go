@@ -54,7 +54,8 @@
 // Each entry in memory or in flight remembers its journal file. It is settled
 // when it reaches a final state (accepted, refused, rejected, missing,
 // dropped) or is appended to a .B or .D file. The current journal is rotated
-// at JournalRotateBytes or JournalRotateInterval; a rotated file whose
+// at JournalRotateBytes or JournalRotateInterval, and once all its entries
+// are settled and it is JournalSettledClose old; a rotated file whose
 // entries are all settled is deleted (DeleteJournal), and spoolfs syncs every
 // appended line of the peer's files before it deletes one, so an entry that
 // moved to .B or .D is durable there before its journal line goes. At start,
@@ -437,7 +438,8 @@ func (q *Queue) Tick(now time.Time) {
 			q.retryJournalDelete(j)
 		}
 	}
-	if j := q.journal; j != nil && (j.state == JournalBroken || now.Sub(j.opened) >= q.cfg.JournalRotateInterval) {
+	if j := q.journal; j != nil && (j.state == JournalBroken || now.Sub(j.opened) >= q.cfg.JournalRotateInterval ||
+		j.unsettled == 0 && now.Sub(j.opened) >= q.cfg.JournalSettledClose) {
 		q.rotateJournal(j, OnJournalRotate)
 	}
 	if q.cfg.BacklogMaxAge > 0 {
@@ -565,6 +567,9 @@ func (q *Queue) Deadline() (time.Time, bool) {
 	set(q.wakeAt)
 	if j := q.journal; j != nil {
 		set(j.opened.Add(q.cfg.JournalRotateInterval))
+		if j.unsettled == 0 {
+			set(j.opened.Add(q.cfg.JournalSettledClose))
+		}
 	}
 	for _, j := range q.journals {
 		if j.state == JournalStuck {

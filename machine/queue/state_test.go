@@ -1088,3 +1088,41 @@ func TestDeferDelay(t *testing.T) {
 		t.Errorf("at its delay (-want +got):\n%s", diff)
 	}
 }
+
+// TestJournalSettledClose: once every entry of the current journal is
+// answered, the journal is closed and deleted at the first Tick
+// JournalSettledClose after it was opened, so that a crash after that
+// sends none of them again; with an entry still in flight it stays.
+func TestJournalSettledClose(t *testing.T) {
+	cfg := testConfig()
+	cfg.JournalSettledClose = time.Second
+	h := newHarness(t, cfg)
+	h.up(1)
+	h.offer("a", "b")
+	h.next(1, 2)
+	h.done(1, "a", OutcomeAccepted)
+	if d, _ := h.q.Deadline(); d.Equal(t0.Add(time.Second)) {
+		t.Errorf("Deadline at the settled close with b in flight")
+	}
+	h.tick(time.Second)
+	for _, a := range h.acts {
+		if _, ok := a.(DeleteJournal); ok {
+			t.Fatalf("journal deleted with b in flight: %v", h.acts)
+		}
+	}
+	h.done(1, "b", OutcomeAccepted)
+	h.reset()
+	if d, ok := h.q.Deadline(); !ok || d.After(t0.Add(time.Second)) {
+		t.Errorf("Deadline = %v %v, want the settled close", d, ok)
+	}
+	h.tick(0)
+	var deleted bool
+	for _, a := range h.acts {
+		if _, ok := a.(DeleteJournal); ok {
+			deleted = true
+		}
+	}
+	if !deleted {
+		t.Errorf("settled journal not deleted: %v", h.acts)
+	}
+}

@@ -70,7 +70,15 @@ type committer struct {
 	// owned by the loop: their files are synced before the next move.
 	unsynced map[*peerQueue]struct{}
 	every    time.Duration // fanoutEvery; tests set it before the first round
-	moved    func()        // tests: called after the position moved (by the move's goroutine)
+	// A round whose position was not written (too soon after the last)
+	// leaves it here, owned by the loop; moveDue, under mu, is set
+	// every later by a timer, so that an idle relay writes it then
+	// rather than at the next round, whenever that comes.
+	pendPos  spoolfs.Position
+	pending  bool
+	timerSet bool
+	moveDue  bool
+	moved    func() // tests: called after the position moved (by the move's goroutine)
 }
 
 // counts returns the stats of the successful rounds so far: how many,
@@ -154,8 +162,20 @@ func (c *committer) loop() {
 	}()
 	for {
 		c.mu.Lock()
-		for len(c.items) == 0 && !c.stopping && !c.wantProbe {
+		for len(c.items) == 0 && !c.stopping && !c.wantProbe && !c.moveDue {
 			c.cond.Wait()
+		}
+		if c.moveDue && len(c.items) == 0 && !c.stopping {
+			c.moveDue, c.timerSet = false, false
+			move := c.pending && !c.posFrozen
+			c.mu.Unlock()
+			if move {
+				if moving != nil {
+					<-moving
+				}
+				moving = c.startMove(c.pendPos)
+			}
+			continue
 		}
 		if c.wantProbe && len(c.items) == 0 && !c.stopping {
 			c.wantProbe = false
@@ -172,15 +192,16 @@ func (c *committer) loop() {
 			time.Sleep(d) // gather more articles for this fsync
 		}
 		// Take the batch under putMu: every article stored so far is in
-		// it or in an earlier one, so the spool's durable end now is a
-		// valid fan-out position once this round succeeds.
+		// it or in an earlier one, so the spool's end now (PutEnd, this
+		// batch's records included) is a valid fan-out position once this
+		// round's Sync succeeds.
 		c.r.putMu.Lock()
 		c.mu.Lock()
 		batch = append(batch[:0], c.items...)
 		clear(c.items)
 		c.items = c.items[:0]
 		c.mu.Unlock()
-		pos := c.r.spool.End()
+		pos := c.r.spool.PutEnd()
 		c.r.putMu.Unlock()
 		if len(batch) == 0 {
 			continue
@@ -202,19 +223,39 @@ func (c *committer) loop() {
 			}
 		}
 		if move {
-			// The move's fsyncs overlap the next rounds rather than
-			// hold them up: they cover every offer before they start,
-			// and pos needs no more than this round's.
-			qs := c.unsynced
-			c.unsynced = map[*peerQueue]struct{}{}
-			c.posWrote = c.r.now()
-			moving = make(chan struct{})
-			go func(done chan struct{}) {
-				defer close(done)
-				c.moveFanout(pos, qs)
-			}(moving)
+			moving = c.startMove(pos)
+		} else {
+			c.pendPos, c.pending = pos, true
+			c.mu.Lock()
+			if !c.timerSet {
+				c.timerSet = true
+				time.AfterFunc(c.every, func() {
+					c.mu.Lock()
+					c.moveDue = true
+					c.cond.Signal()
+					c.mu.Unlock()
+				})
+			}
+			c.mu.Unlock()
 		}
 	}
+}
+
+// startMove starts moving the fan-out position to pos on a goroutine of
+// its own and returns the channel closed when it ends. The move's fsyncs
+// overlap the next rounds rather than hold them up: they cover every
+// offer before they start, and pos needs no more than the last round's.
+func (c *committer) startMove(pos spoolfs.Position) chan struct{} {
+	qs := c.unsynced
+	c.unsynced = map[*peerQueue]struct{}{}
+	c.posWrote = c.r.now()
+	c.pending = false
+	moving := make(chan struct{})
+	go func() {
+		defer close(moving)
+		c.moveFanout(pos, qs)
+	}()
+	return moving
 }
 
 // moveFanout makes the queue entries of every round so far durable (one

@@ -1,8 +1,10 @@
 package newsfeed
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -22,12 +24,14 @@ import (
 // peer's queue: without more, they would never be fed. So the relay keeps, in
 // fanout.pos, a spool position before which every article is durably in
 // the queues of the peers that want it, and at start it routes every
-// article stored after that position again (Spool.Scan). Articles that were
-// queued after all are offered twice; the peer refuses the second copy
-// (438), and the stats count it as refused. The position is written at most
-// every fanoutEvery, so the duplicates are bounded by that much traffic.
+// article stored after that position again (Spool.Scan), but not to a peer
+// whose files already hold it (queuedSince): after a kill -9 every line
+// written is still there, so no article is queued twice; after a power loss
+// an article whose line was lost is queued again. The position is written
+// at most every fanoutEvery, and when the relay falls idle, fanoutEvery
+// after its last round, so little is left to route.
 //
-// The position written after a commit round is the spool's durable end
+// The position written after a commit round is the spool's end (PutEnd)
 // when the round took its batch: every article before it was in that round
 // or an earlier one, all of which succeeded (a failed round freezes the
 // position for the rest of the run), and the queues they were offered to
@@ -79,9 +83,17 @@ func (r *Relay) recoverFanout() error {
 		// A new spool (or one from before fanout.pos): nothing to redo.
 		return r.moveFanoutAtOpen(end)
 	}
+	// A kill -9 loses nothing written: the peers' files may well hold
+	// the articles after the position already. Those found there are
+	// not offered again (made durable first, as the position will move
+	// past them); only a power loss leaves some to route again.
+	queued, err := r.queuedSince(fanoutFile(r.cfg.Spool))
+	if err != nil {
+		return err
+	}
 	now := r.now()
 	byPeer := map[*peer]int{}
-	n := 0
+	n, skipped := 0, 0
 	var routed []*peer
 	end, err = r.spool.Scan(pos, func(rec spoolfs.Record) error {
 		h, _, err := proto.ParseHeaders(rec.Wire)
@@ -92,6 +104,10 @@ func (r *Relay) recoverFanout() error {
 		routed = r.route(groups, h.Path(), int64(len(rec.Wire)), routed[:0])
 		e := entryFor(rec.Token, rec.MsgID, int64(len(rec.Wire)), now)
 		for _, p := range routed {
+			if queued[p.cfg.Name][e.Token] {
+				skipped++
+				continue
+			}
 			if err := p.q.offer(now, []queue.Entry{e}); err != nil {
 				return err
 			}
@@ -116,7 +132,7 @@ func (r *Relay) recoverFanout() error {
 	}
 	if n > 0 {
 		r.log.Info("re-routed articles stored after the last fan-out position (a crash may have kept them from the peers' queues; peers refuse any duplicates)",
-			"articles", n, "from", fmt.Sprint(pos))
+			"articles", n, "from", fmt.Sprint(pos), "already_queued", skipped)
 	}
 	return r.moveFanoutAtOpen(end)
 }
@@ -132,4 +148,82 @@ func (r *Relay) moveFanoutAtOpen(end spoolfs.Position) error {
 		return nil
 	}
 	return err
+}
+
+// queuedLookback is how long before the position file's time a peer's
+// file may have been written and still hold entries after the position.
+const queuedLookback = time.Minute
+
+// queuedSince returns, per peer, the tokens of the entries in the peer's
+// backlog files (.B, .D, .P, and journals already renamed .B) written since
+// shortly before the fan-out position file was, fsyncing each file read:
+// among them, the entries the queues took after the position. A file the lines come
+// from is durable before the position moves past them.
+func (r *Relay) queuedSince(posFile string) (map[string]map[string]bool, error) {
+	st, err := os.Stat(posFile)
+	if err != nil {
+		return nil, nil // no position: nothing to compare with
+	}
+	// The position a move writes was taken before the move's queue
+	// syncs, so lines after it may be older than the file: look back
+	// queuedLookback (a move slower than that only costs duplicates).
+	since := st.ModTime().Add(-queuedLookback)
+	dir := filepath.Join(r.cfg.Spool, "backlog")
+	out := map[string]map[string]bool{}
+	for _, p := range r.peers {
+		names, _ := filepath.Glob(filepath.Join(dir, p.cfg.Name+".*"))
+		for _, name := range names {
+			if !isQueueFile(p.cfg.Name, filepath.Base(name)) {
+				continue // another peer's ("a.b" beside "a"), or a checkpoint
+			}
+			fi, err := os.Stat(name)
+			if err != nil || !fi.Mode().IsRegular() || fi.ModTime().Before(since) {
+				continue
+			}
+			if err := readQueued(name, out, p.cfg.Name); err != nil {
+				return nil, fmt.Errorf("relay: re-routing: %w", err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// isQueueFile reports whether base names one of peer's files of
+// entries: .B, .D, a journal, or <peer>.P.
+func isQueueFile(peer, base string) bool {
+	if base == queue.ReplayName(peer) {
+		return true
+	}
+	if _, _, ok := queue.ParseFileName(peer, base); ok {
+		return true
+	}
+	_, ok := queue.ParseJournalName(peer, base)
+	return ok
+}
+
+// readQueued adds the tokens of the backlog lines of file name to
+// out[peer] and fsyncs the file.
+func readQueued(name string, out map[string]map[string]bool, peer string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if e, perr := queue.ParseLine(line); perr == nil { // with its LF; a torn or bad line is the queue's business
+			if out[peer] == nil {
+				out[peer] = map[string]bool{}
+			}
+			out[peer][e.Token] = true
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return err
+		}
+	}
+	return f.Sync()
 }
