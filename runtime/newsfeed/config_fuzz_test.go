@@ -48,7 +48,7 @@ func FuzzParseConfig(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the printed configuration does not parse: %v\n%s", err, printed)
 		}
-		opts := cmp.Options{cmpopts.IgnoreUnexported(Config{}, IncomingConfig{}), cmpopts.EquateEmpty()}
+		opts := cmp.Options{cmpopts.IgnoreUnexported(Config{}, IncomingConfig{}), cmpopts.EquateEmpty(), cmpopts.EquateNaNs()}
 		if d := cmp.Diff(c, c2, opts); d != "" {
 			t.Fatalf("printed and read back differs (-parsed +printed):\n%s\n%s", d, printed)
 		}

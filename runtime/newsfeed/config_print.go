@@ -3,6 +3,7 @@ package newsfeed
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -105,6 +106,8 @@ func tomlValue(v reflect.Value) string {
 		return strconv.FormatBool(x)
 	case int:
 		return strconv.Itoa(x)
+	case float64:
+		return tomlFloat(x)
 	case []string:
 		q := make([]string, len(x))
 		for i, s := range x {
@@ -113,6 +116,25 @@ func tomlValue(v reflect.Value) string {
 		return "[" + strings.Join(q, ", ") + "]"
 	}
 	panic(fmt.Sprintf("newsfeed: no TOML form for %s", v.Type()))
+}
+
+// tomlFloat is x as a TOML float: always with a fraction or exponent, so
+// that it reads back as a float ("95.0"), and inf and nan as TOML writes
+// them.
+func tomlFloat(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "nan"
+	case math.IsInf(x, 1):
+		return "inf"
+	case math.IsInf(x, -1):
+		return "-inf"
+	}
+	s := strconv.FormatFloat(x, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	return s
 }
 
 // tomlString is s as a TOML basic string.
