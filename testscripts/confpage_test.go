@@ -110,6 +110,40 @@ func flattenConfig(prefix string, m map[string]any, out map[string]any) {
 	}
 }
 
+// printedKeys reads `PROGRAM config` output into "table.key" to value.
+func printedKeys(t *testing.T, program string, printed []byte) map[string]any {
+	var m map[string]any
+	if err := toml.Unmarshal(printed, &m); err != nil {
+		t.Fatalf("%s config printed what TOML does not read: %v\n%s", program, err, printed)
+	}
+	got := map[string]any{}
+	flattenConfig("", m, got)
+	return got
+}
+
+// pageExample returns the first .nf block of the page's EXAMPLES section,
+// unescaped: a configuration file.
+func pageExample(src []byte) string {
+	var b strings.Builder
+	in, block := false, false
+	for _, line := range strings.Split(string(src), "\n") {
+		switch {
+		case strings.HasPrefix(line, ".SH"):
+			if block {
+				return b.String()
+			}
+			in = strings.HasPrefix(line, ".SH EXAMPLE")
+		case in && line == ".nf":
+			block = true
+		case in && block && line == ".fi":
+			return b.String()
+		case in && block:
+			b.WriteString(unescapeGroff(line) + "\n")
+		}
+	}
+	return b.String()
+}
+
 func TestConfigPages(t *testing.T) {
 	for _, program := range configPages {
 		t.Run(program, func(t *testing.T) {
@@ -130,13 +164,32 @@ func TestConfigPages(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s config: %v", program, err)
 			}
-			var m map[string]any
-			if err := toml.Unmarshal(printed, &m); err != nil {
-				t.Fatalf("%s config printed what TOML does not read: %v\n%s", program, err, printed)
-			}
-			got := map[string]any{}
-			flattenConfig("", m, got)
+			got := printedKeys(t, program, printed)
 			documented := pageKeys(t, src)
+			// The page's example has the tables the default has not
+			// ([[peer]], [[server]] ...): every key `config` prints for
+			// it is documented too.
+			if example := pageExample(src); example != "" {
+				file := filepath.Join(t.TempDir(), "example.toml")
+				if err := os.WriteFile(file, []byte(example), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				cmd := exec.Command(program, "config", "-config", file)
+				cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+				out, err := cmd.CombinedOutput()
+				switch {
+				case err != nil && bytes.Contains(out, []byte("no such file or directory")):
+					t.Logf("the example names files this machine lacks; its keys are not checked:\n%s", out)
+				case err != nil:
+					t.Errorf("%s config -config EXAMPLE (the page's EXAMPLES): %v\n%s", program, err, out)
+				default:
+					for k := range printedKeys(t, program, out) {
+						if _, ok := documented[k]; !ok {
+							t.Errorf("%s: key %s (printed by `%s config` for the page's example) is not documented", page, k, program)
+						}
+					}
+				}
+			}
 			var names []string
 			for k := range got {
 				names = append(names, k)
