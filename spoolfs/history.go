@@ -673,8 +673,8 @@ func (h *History) rebuildLocked(f *os.File, end int64, size int) error {
 // id may be offered, and stored, again. Ids whose records are not in the
 // log yet (recent) are always kept.
 //
-// The rewrite follows STYLE §7.1: the kept records go to history.tmp, which
-// is fsynced, renamed over history, and the directory is fsynced. Put and
+// The rewrite is durable step by step: the kept records go to history.tmp,
+// which is fsynced, renamed over history, and the directory is fsynced. Put and
 // lookups wait while the old log is read and the kept records are written
 // to history.tmp (the page cache), and the index is rebuilt from it (about
 // 0.2 s a million ids), not for its fsync; Sync waits for the whole

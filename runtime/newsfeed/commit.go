@@ -23,11 +23,11 @@ type pendingArt struct {
 	routed bool
 }
 
-// committer is the group commit (STYLE §7.6): it takes every article
-// stored since its last round, offers each to the peers that want it (their
-// queues journal the offer), makes the spool durable with one Sync, and
-// only then answers the articles' senders. While the disk is full it holds
-// the batch, keeps ingest off, and retries.
+// committer is the group commit: it takes every article stored since its
+// last round, offers each to the peers that want it (their queues journal
+// the offer), makes the spool durable with one Sync, and only then
+// answers the articles' senders. While the disk is full it holds the
+// batch, keeps ingest off, and retries.
 //
 // One fdatasync a round, not one for the spool and one per peer: an
 // article's queue entries need not be durable when it is acknowledged,
@@ -36,28 +36,14 @@ type pendingArt struct {
 // again. The peers' queue files are synced when the position moves (at
 // most every fanoutEvery, on a goroutine of its own beside the next
 // rounds), before it is written: the position never passes an article
-// whose entries are not durable in its peers' files.
-// The relay chain of issue 15 showed why: the answers wait for the round,
-// and the round was two fdatasyncs back to back (1.5 ms the spool's, 1.2
-// ms the queue files'), so a feeder with a bounded window went half as
-// fast as it could.
+// whose entries are not durable in its peers' files. The answers wait for
+// the round, so a second fdatasync in it would halve the speed of a
+// feeder with a bounded window.
 //
 // Rounds run one at a time: round N+1 starts when round N is answered.
-// Overlapping them (round N+1 Puts and starts its fdatasync while round
-// N's runs) does not pay on this disk. An earlier session built it for
-// appends, where each fdatasync needed a journal commit of its own. With
-// overwrites (the spool writes zeros ahead of its active segment), a
-// probe of two 32 KB overwrites of one file, each followed by fdatasync
-// (p50, load average 1.4): back to back the pair took 316-329 us, about 165 us a
-// sync. With the second fdatasync started 100 us into the first, the
-// first took 317 us instead of about 165 and the second 248 us from its
-// call, so the pair took 356 us. Started 150 us in: 349, 237 and 392.
-// Only when both start within about 50 us does the pair finish sooner
-// (250-274 us), and then one round would have taken both batches.
-// An article arriving mid-round waits about the rest of the round plus
-// one sync (about 245 us) either way, and the earlier round's answers
-// come later. The device serializes the flushes; overlapping only moves
-// the wait.
+// Overlapping them does not pay: the device serializes the flushes, so
+// an article arriving mid-round waits about the rest of the round plus
+// one sync either way, and overlapping only moves the wait.
 type committer struct {
 	r *Relay
 

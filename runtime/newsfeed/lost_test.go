@@ -22,9 +22,8 @@ import (
 )
 
 // TestLostReplayFileReported deletes the replay file a peer's checkpoint
-// names while the relay is down (issue 16, finding 6: 55,270 acknowledged
-// articles went silently): the next start counts the lost file in the
-// peer's stats.
+// names while the relay is down: the next start counts the lost file in
+// the peer's stats, so acknowledged articles never go silently.
 func TestLostReplayFileReported(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
 	dir := t.TempDir()
@@ -48,8 +47,8 @@ func TestLostReplayFileReported(t *testing.T) {
 }
 
 // TestLostBacklogArticlesCounted deletes the backlog file that holds a hung
-// peer's 5 backlogged articles while the relay is down (issue 16, finding
-// 6): the next start counts the file and its 5 articles in the peer's
+// peer's 5 backlogged articles while the relay is down: the next start
+// counts the file and its 5 articles in the peer's
 // stats, status and metrics, and offered = accepted + refused + rejected +
 // dropped + missing + lost + queued still holds.
 func TestLostBacklogArticlesCounted(t *testing.T) {
@@ -112,8 +111,8 @@ func lostMetric(t *testing.T, r *Relay, peer string) float64 {
 
 // TestDamagedArticleNotSent flips 32 bytes inside a large stored article
 // (one that leaves by sendfile) while the relay is down with it in the
-// peer's backlog (issue 16, finding 2: the peer stored the damaged body).
-// After restart the article must not reach the peer: it is settled as
+// peer's backlog. After restart the article must not reach the peer (it
+// would store the damaged body): it is settled as
 // missing, counted, and forgotten by the history; its neighbours go out.
 func TestDamagedArticleNotSent(t *testing.T) { forRuntimes(t, testDamagedArticleNotSent) }
 
@@ -204,12 +203,11 @@ func testDamagedArticleNotSent(t *testing.T, rt string) {
 }
 
 // TestTruncatedSegmentFeed cuts the spool segment inside the second of
-// five backlogged articles (issue 16, finding 3: every unreadable article
-// dropped the peer connection and doubled the backoff, and history went on
-// answering 438 for the lost ones). After restart the one before the cut
+// five backlogged articles. After restart the one before the cut
 // reaches the peer, the four after it are settled as
-// missing without a single connection failure, and upstream may offer
-// them again.
+// missing without a single connection failure (an unreadable article
+// does not drop the connection), and upstream may offer them again (the
+// history does not answer 438 for them).
 func TestTruncatedSegmentFeed(t *testing.T) { forRuntimes(t, testTruncatedSegmentFeed) }
 
 func testTruncatedSegmentFeed(t *testing.T, rt string) {
