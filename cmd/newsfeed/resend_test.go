@@ -68,6 +68,12 @@ reconnect_max = "100ms"
 		}
 	})
 	ch := startChild(t, logf, "-config", conf)
+	t.Cleanup(func() { // a test that fails half-way leaves no relay behind
+		if ch.cmd.ProcessState == nil {
+			ch.cmd.Process.Kill()
+			ch.cmd.Wait()
+		}
+	})
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	var ids []string
 	for i := range n {

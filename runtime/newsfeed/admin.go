@@ -181,6 +181,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descPeerSkipped, p.SkippedGroups, p.Name, "groups")
 		counter(descPeerSkipped, p.SkippedPath, p.Name, "path")
 		counter(descPeerSkipped, p.SkippedSize, p.Name, "size")
+		counter(descPeerSkipped, p.SkippedHash, p.Name, "hashfeed")
 		gauge(descPeerLostFiles, p.LostFiles, p.Name)
 		states := map[string]int64{"feeding": 0, "connecting": 0, "waiting": 0}
 		for _, cs := range p.Connections {

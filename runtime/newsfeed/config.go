@@ -131,8 +131,10 @@ type PeerConfig struct {
 	Port        int           `toml:"port"`        // default 119, 563 with tls
 	Connections int           `toml:"connections"` // connections to open (default 2)
 	Groups      []string      `toml:"groups"`      // newsfeeds patterns (default ["*"])
-	PathName    string        `toml:"pathname"`    // skip articles whose Path holds this (default: name)
+	PathName    string        `toml:"pathname"`    // skip articles whose Path holds this, or "site/excl1,excl2" any of these (default: name)
 	MaxSize     tomlconf.Size `toml:"max_size"`    // skip larger articles (0: no limit)
+	HashFeed    string        `toml:"hashfeed"`    // feed only the MD5(Message-ID) slices "1-2/4" (INN's Q flag; "": all)
+	Hashes      hashFeed      `toml:"-" json:"-"`  // HashFeed parsed, by the configuration check
 	// MaxAge: an article that arrived longer ago than this when its turn
 	// comes is not offered to the peer (counted as too old; 0: no limit).
 	MaxAge tomlconf.Duration `toml:"max_age"`
@@ -656,8 +658,18 @@ func (p *PeerConfig) check(c *Config, pre string) []error {
 	if _, err := proto.ParseGroupPatterns(p.Groups); err != nil {
 		bad("groups", "%v", err)
 	}
-	if p.PathName != "" && !validPathIdentity(p.PathName) && c.Has(pre+"pathname") {
-		bad("pathname", "%q is not a valid path identity", p.PathName)
+	for _, name := range splitPathName(p.PathName) {
+		if !validPathIdentity(name) && c.Has(pre+"pathname") {
+			bad("pathname", "%q is not a valid path identity (pathname is \"site\" or \"site/exclusion1,exclusion2\")", name)
+		}
+	}
+	p.Hashes = nil
+	if p.HashFeed != "" {
+		hf, err := parseHashFeed(p.HashFeed)
+		if err != nil {
+			bad("hashfeed", "%v", err)
+		}
+		p.Hashes = hf
 	}
 	if p.MaxSize < 0 {
 		bad("max_size", "must not be negative")

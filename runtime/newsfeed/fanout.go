@@ -101,7 +101,7 @@ func (r *Relay) recoverFanout() error {
 			return nil // stored, so it parsed once; skip rather than stop
 		}
 		groups, _ := h.Newsgroups()
-		routed = r.route(groups, h.Path(), int64(len(rec.Wire)), routed[:0])
+		routed = r.route(rec.MsgID, groups, h.Path(), int64(len(rec.Wire)), routed[:0])
 		e := entryFor(rec.Token, rec.MsgID, int64(len(rec.Wire)), now)
 		for _, p := range routed {
 			if queued[p.cfg.Name][e.Token] {

@@ -359,7 +359,7 @@ func (r *Relay) put(now time.Time, id string, wire []byte, h proto.Header, item 
 		size := int64(len(wire))
 		item.entry = entryFor(tok, id, size, now)
 		if item.peers == nil {
-			item.peers, item.routed = r.route(groups, path, size, nil), true
+			item.peers, item.routed = r.route(id, groups, path, size, nil), true
 		}
 		r.com.add(item)
 	}

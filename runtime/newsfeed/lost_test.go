@@ -206,8 +206,9 @@ func testDamagedArticleNotSent(t *testing.T, rt string) {
 // peer connection (doubling the backoff) nor stay in the history (which
 // would answer 438 for a lost one). After restart the one before the cut
 // reaches the peer, the four after it are settled as
-// missing without a single connection failure, and upstream may offer
-// them again.
+// missing without a single connection failure (an unreadable article
+// does not drop the connection), and upstream may offer them again (the
+// history does not answer 438 for them).
 func TestTruncatedSegmentFeed(t *testing.T) { forRuntimes(t, testTruncatedSegmentFeed) }
 
 func testTruncatedSegmentFeed(t *testing.T, rt string) {

@@ -468,11 +468,11 @@ func (r *Relay) peerList() []*peer {
 
 // route returns the peers that get a copy of an article (the masterfeed):
 // those whose patterns want one of its newsgroups, whose pathname is not in
-// its Path (as it arrived, before our own entry), and whose size limit it
-// fits.
-func (r *Relay) route(groups []string, path string, size int64, dst []*peer) []*peer {
+// its Path (as it arrived, before our own entry), whose size limit it
+// fits, and whose hashfeed takes its Message-ID.
+func (r *Relay) route(id string, groups []string, path string, size int64, dst []*peer) []*peer {
 	for _, p := range r.peers {
-		if Wants(&p.patterns, p.cfg, &p.skips, groups, path, size) {
+		if Wants(&p.patterns, p.cfg, &p.skips, id, groups, path, size) {
 			dst = append(dst, p)
 		}
 	}

@@ -222,6 +222,7 @@ func (r *Relay) revive(pc *PeerConfig) (*peer, error) {
 // two peers with equal connSettings can share connections.
 func connSettings(pc PeerConfig) string {
 	pc.Groups, pc.PathName, pc.MaxSize, pc.MaxAge = nil, "", 0, 0
+	pc.HashFeed, pc.Hashes = "", nil
 	tv := "default"
 	if pc.TLSVerify != nil {
 		tv = fmt.Sprint(*pc.TLSVerify)

@@ -59,6 +59,7 @@ type PeerStats struct {
 	SkippedGroups int64 `json:"skipped_groups"` // not offered: patterns
 	SkippedPath   int64 `json:"skipped_path"`   // not offered: pathname in Path
 	SkippedSize   int64 `json:"skipped_size"`   // not offered: over max_size
+	SkippedHash   int64 `json:"skipped_hash"`   // not offered: outside its hashfeed
 
 	AcceptedBytes int64   `json:"accepted_bytes"`
 	Seconds       float64 `json:"seconds"` // since the relay started
@@ -231,6 +232,7 @@ func (p *peer) stats(now time.Time) PeerStats {
 		SkippedGroups:  p.skips.Groups.Load(),
 		SkippedPath:    p.skips.Path.Load(),
 		SkippedSize:    p.skips.Size.Load(),
+		SkippedHash:    p.skips.Hash.Load(),
 		AcceptedBytes:  p.acceptedBytes.Load(),
 		Seconds:        now.Sub(p.r.started).Seconds(),
 		ConnsUp:        p.q.connsUp(),

@@ -252,7 +252,7 @@ func (ic *inConn) article(e ingest.Article) {
 		return
 	}
 	groups, _ := e.Header.Newsgroups()
-	peers := n.route(groups, e.Header.Path(), int64(len(wire)))
+	peers := n.route(e.MessageID, groups, e.Header.Path(), int64(len(wire)))
 	if len(wire) <= n.store.ChunkSize() {
 		// publishBuffer takes buf over, whatever the outcome.
 		ic.takeFlight(len(wire))

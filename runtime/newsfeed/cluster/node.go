@@ -334,10 +334,10 @@ func (n *Node) acceptLoop(ctx context.Context, ln net.Listener) {
 }
 
 // route is the masterfeed: the peers that want an article.
-func (n *Node) route(groups []string, path string, size int64) []string {
+func (n *Node) route(id string, groups []string, path string, size int64) []string {
 	var names []string
 	for _, p := range n.peers {
-		if newsfeed.Wants(&p.patterns, p.cfg, &p.skips, groups, path, size) {
+		if newsfeed.Wants(&p.patterns, p.cfg, &p.skips, id, groups, path, size) {
 			names = append(names, p.cfg.Name)
 		}
 	}

@@ -77,6 +77,7 @@ type Feed struct {
 	Patterns    string   // newsgroups patterns; default "*"
 	Connections int      // innfeed max-connections; default 2
 	NoStreaming bool     // feed with IHAVE instead of CHECK/TAKETHIS
+	Flags       string   // more newsfeeds flags for a FeedFile site, comma-separated ("Q1-2/4")
 }
 
 // User is a reader account checked by nnrpd.
@@ -318,7 +319,11 @@ func newsfeeds(o Options) string {
 		}
 		switch f.Kind {
 		case FeedFile:
-			fmt.Fprintf(&b, "%s:%s:Tf,Wnm:\n", f.Name, pat)
+			flags := "Tf,Wnm"
+			if f.Flags != "" {
+				flags += "," + f.Flags
+			}
+			fmt.Fprintf(&b, "%s:%s:%s:\n", f.Name, pat, flags)
 		case FeedChannel:
 			fmt.Fprintf(&b, "%s:%s:Tm:newsflow!\n", f.Name, pat)
 			newsflow = true
