@@ -173,7 +173,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	// list is not used after this call, so a large NZB's bytes need not
 	// stay live through the whole download: post-processing reads the
-	// files again (issue 16 finding 13).
+	// files again.
 	sum, err := eng.Download(ctx, list)
 	stopProgress()
 	if code := interrupted(); code != 0 {

@@ -304,7 +304,7 @@ func (e *Engine) Download(ctx context.Context, list []Job) (*Summary, error) {
 	defer e.stop()
 	now := e.opts.Now()
 	// The segments go to the Scheduler one by one (AddAll), not as a slice
-	// of a million Segments first (issue 16 finding 13).
+	// of a million Segments first.
 	segs := func(yield func(download.Segment) bool) {
 		for _, o := range e.files {
 			if o.refused != "" {
