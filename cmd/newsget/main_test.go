@@ -104,9 +104,9 @@ func TestProgressBar(t *testing.T) {
 }
 
 // TestManyMissing: an NZB of many segments that no server has (here
-// 20,000) prints a summary of a few lines, not a line per segment on
-// stdout or stderr, and the .incomplete sidecar lists every missing
-// segment.
+// 20,000; the NZB limit is 1,000,000) prints a
+// summary of a few lines, not a line per segment on stdout or stderr, and
+// the .incomplete sidecar lists every missing segment.
 func TestManyMissing(t *testing.T) {
 	const n = 20_000
 	s := nntptest.Start(t, nntptest.Options{}) // empty: every BODY is 430

@@ -9,9 +9,8 @@ import (
 )
 
 // TestSpeedMeter: the shown speed is the last speedWindow's, and the ETA
-// is computed from it. A new user saw "-rate 10M" show 12.9 MB/s and "ETA
-// 1s" at 19%: a fast first second (the limiter's full bucket) kept the
-// whole-run average high.
+// is computed from it: a fast first second does not keep the shown speed
+// high (as a whole-run average would) nor the ETA short.
 func TestSpeedMeter(t *testing.T) {
 	const total = 100e6
 	type shown struct {

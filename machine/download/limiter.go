@@ -2,7 +2,8 @@ package download
 
 // Theory of operation
 //
-// Limiter is the speed limit over all connections: a token bucket holding up to Burst bytes,
+// Limiter is the speed limit over all connections (the configuration's
+// rate): a token bucket holding up to Burst bytes,
 // refilled at Rate bytes per second. The owner calls Take after each read
 // with the bytes read; Take removes them from the bucket, which may go into
 // debt, and returns how long to wait before reading again: the time the
@@ -49,9 +50,9 @@ func (l *Limiter) burst() int64 {
 func (l *Limiter) refill(now time.Time) {
 	if !l.started {
 		l.started, l.last = true, now
-		// The bucket starts empty: a full one would let a short download
-		// run a whole second's worth over the rate. Idle time fills it,
-		// up to Burst.
+		// The bucket starts empty: a full one would let a download run
+		// a whole burst over the rate in its first seconds. Idle time
+		// fills it, up to Burst.
 		l.credit = 0
 		return
 	}

@@ -61,12 +61,16 @@ func TestAPIModes(t *testing.T) {
 	dir := t.TempDir()
 	watch := filepath.Join(dir, "watch")
 	os.MkdirAll(watch, 0o755)
-	td := startDaemon(t, dir, s, func(c *newsget.Config) {
+	td := startDaemonWith(t, dir, s, func(c *newsget.Config) {
 		c.Serve.WatchDir = watch
 		c.Serve.BandwidthMax = 10 << 20
-	})
+	}, func(o *Options) { o.WatchInterval = 1 << 40 }) // only watched_now scans
 	defer td.stop()
-	td.d.opts.WatchInterval = 1 << 40 // only watched_now scans
+	queued := func() string {
+		td.d.mu.Lock()
+		defer td.d.mu.Unlock()
+		return fmt.Sprint(len(td.d.state.Queue))
+	}
 	td.api(t, "mode", "pause")
 	var ids []string
 	for i, name := range []string{"Beta.Show", "Alpha.Movie", "Gamma.Show"} {
@@ -125,6 +129,8 @@ func TestAPIModes(t *testing.T) {
 		{"change_opts bad", []string{"mode", "change_opts", "value", ids[0], "value2", "9"}, `{"status":false,"error":"item does not exist"}`, nil},
 		{"rename with password", []string{"mode", "queue", "name", "rename", "value", ids[2], "value2", "Renamed.Show", "value3", "pw"}, `{"status":true}`,
 			func() error {
+				td.d.mu.Lock()
+				defer td.d.mu.Unlock()
 				j, _ := td.d.find(ids[2])
 				return eq(j.Name+" "+j.Password, "Renamed.Show pw")
 			}},
@@ -133,7 +139,7 @@ func TestAPIModes(t *testing.T) {
 		{"warnings", []string{"mode", "warnings"}, `{"warnings":[]}`, nil},
 		{"warnings clear", []string{"mode", "warnings", "name", "clear"}, `{"status":true}`, nil},
 		{"watched_now", []string{"mode", "watched_now"}, `{"status":true}`,
-			func() error { return eq(fmt.Sprint(len(td.d.state.Queue)), "4") }},
+			func() error { return eq(queued(), "4") }},
 		{"rss_now", []string{"mode", "rss_now"}, `{"status":true}`, nil},
 		{"history delete all on empty", []string{"mode", "history", "name", "delete", "value", "all"}, `{"status":true}`, nil},
 		{"history delete unknown", []string{"mode", "history", "name", "delete", "value", "SABnzbd_nzo_nope"}, `{"status":true}`, nil},
@@ -144,9 +150,9 @@ func TestAPIModes(t *testing.T) {
 		{"unimplemented", []string{"mode", "addlocalfile", "name", "/etc/passwd"}, `{"status":false,"error":"not implemented"}`, nil},
 		{"queue unimplemented name", []string{"mode", "queue", "name", "delete_nzf"}, `{"status":false,"error":"not implemented"}`, nil},
 		{"purge with search", []string{"mode", "queue", "name", "purge", "search", "watched"}, `{"status":true}`,
-			func() error { return eq(fmt.Sprint(len(td.d.state.Queue)), "3") }},
+			func() error { return eq(queued(), "3") }},
 		{"purge all", []string{"mode", "queue", "name", "purge"}, `{"status":true}`,
-			func() error { return eq(fmt.Sprint(len(td.d.state.Queue)), "0") }},
+			func() error { return eq(queued(), "0") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := jsonOf(t, tc.want)
@@ -221,9 +227,11 @@ func TestNoDupes(t *testing.T) {
 			status := q["status"]
 			if status == "Paused" && tc.status == "Queued" {
 				status = "Queued" // the whole queue is paused: only the job's own pause counts here
+				td.d.mu.Lock()
 				if j, _ := td.d.find(id); j.Paused {
 					status = "Paused"
 				}
+				td.d.mu.Unlock()
 			}
 			if got := fmt.Sprint(status, " ", q["labels"]); got != tc.status+" "+tc.labels {
 				t.Errorf("queue slot: %s, want %s %s", got, tc.status, tc.labels)
