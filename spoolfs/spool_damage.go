@@ -1,6 +1,6 @@
 package spoolfs
 
-// Damage the spool outlives (issue 16): acknowledged articles found lost at
+// Damage the spool outlives: acknowledged articles found lost at
 // open (dropLost) or damaged when read (Holds, Verify, Forget), and torn
 // tails that open could not quarantine for lack of space (pendingCut,
 // finishCuts, Writable).

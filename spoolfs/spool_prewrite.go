@@ -2,13 +2,10 @@ package spoolfs
 
 import "fmt"
 
-// Zeros written ahead (issue 15): the relay chain's group commits were each
-// one fdatasync of a small append, and an append changes the file's size and
+// Zeros written ahead: a group commit is one fdatasync of a small append, and an append changes the file's size and
 // allocates blocks, so its fdatasync waits for a journal commit (ext4's
 // jbd2); an overwrite of blocks already written and durable waits for the
-// data alone. Measured on the 2-core VM of issue 15 (ext4 on virtio, 36 KB
-// then fdatasync, 3,000 times): p50 0.20-0.31 ms appending, 0.13-0.14 ms
-// overwriting. So a Sync keeps the active segment written with zeros some
+// data alone (on ext4, about half the time of an append's). So a Sync keeps the active segment written with zeros some
 // way past its records, and the rounds after it overwrite them. INN's CNFS
 // buffers are preallocated files overwritten in place for the same reason.
 //

@@ -17,7 +17,7 @@ import (
 )
 
 // OpenSpool opens the spool in dir, creating it if needed, and recovers from
-// whatever a crash left behind (STYLE §7.4):
+// whatever a crash left behind (recovery at open, spoolfs's package doc):
 //
 //  1. sweep the temp file of an interrupted history rewrite;
 //  2. check every segment's header and seal; a segment with a bad header is

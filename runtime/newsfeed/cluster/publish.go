@@ -38,8 +38,8 @@ import (
 // subjects' interest reaches the other servers of the cluster a moment
 // after the leader takes them. Failing at once refused the articles of
 // that moment, and a TAKETHIS that cannot be stored closes the upstream
-// connection (RFC 4644 has no "later" for it): issue #10 saw newsbench's
-// replicas-3 run lose its connections at the start so.
+// connection (RFC 4644 has no "later" for it), so failing at once drops
+// the upstream connections of a replicas-3 cluster's first seconds.
 //
 // A publish that meets a stream's server after its leadership has gone
 // gets no answer at all (the server drops what it may no longer

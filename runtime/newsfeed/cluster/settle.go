@@ -3,7 +3,7 @@ package cluster
 import "time"
 
 // What becomes of a queue entry once its connection is done with it: the
-// seed's queue outcomes mapped onto JetStream acknowledgements. This is
+// relay's queue outcomes mapped onto JetStream acknowledgements. This is
 // a pure decision (no NATS, no clock), tested by a table.
 //
 //	peer answer                    outcome    queue entry
@@ -15,7 +15,8 @@ import "time"
 //	                                          takes it again
 //
 // A node that dies answers nothing: AckWait later JetStream redelivers its
-// entries to the others (the seed's .P/.R resend after a crash).
+// entries to the others, as a relay resends its .P/.R entries after a
+// crash.
 
 // outcome is how a connection finished with an entry.
 type outcome uint8

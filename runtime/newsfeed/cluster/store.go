@@ -42,7 +42,7 @@
 //     Newsflow-Peers) is acknowledged and skipped by the puller.
 //
 // So a 239 costs one publish and its acknowledgement, and feeding it one
-// delivery and one ack per peer. The seed's masterfeed -> peerfeed ->
+// delivery and one ack per peer. The relay's masterfeed -> peerfeed ->
 // connection maps onto publish -> per-peer consumers -> pulls by any
 // node's connections. Its files map so: .B (backlog, articles the memory
 // queue could not hold) = the consumers' pending messages, which
@@ -682,7 +682,7 @@ func (s *Store) Get(ctx context.Context, id string) ([]byte, error) {
 	return s.Body(ctx, e, m.Data)
 }
 
-// QueueLimits bound a peer's queue like the seed's backlog limits.
+// QueueLimits bound a peer's queue as backlog_max_age bounds a relay's.
 type QueueLimits struct {
 	MaxAge time.Duration // drop entries older than this when pulled (0: no limit)
 }
