@@ -114,7 +114,7 @@ func TestDiskFull(t *testing.T) {
 
 // TestTornTailOnFullDisk: a torn tail that open cannot copy to quarantine
 // for lack of space stays in place (evidence is never destroyed) and open
-// succeeds (issue 16, finding 7); the spool serves reads, refuses writes
+// succeeds; the spool serves reads, refuses writes
 // with ENOSPC, and cuts the tail (after the copy) once space returns.
 func TestTornTailOnFullDisk(t *testing.T) {
 	mnt := mountTmpfs(t)

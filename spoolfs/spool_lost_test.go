@@ -27,8 +27,8 @@ func lostFixture(t *testing.T, n int) (dir string, ids []string, toks []Token) {
 }
 
 // TestTruncatedSegmentForgetsLost cuts a sealed segment in the middle and
-// deletes a later one (issue 16, finding 3: 370 acknowledged articles went
-// at restart while history still answered 438 for them). The open must
+// deletes a later one, so that acknowledged articles are gone at restart
+// while history would still answer 438 for them. The open must
 // count exactly the articles whose data is gone, log one line, forget
 // them so upstream may offer them again, and keep the rest; the forgetting
 // survives the next open, which finds nothing more to drop.

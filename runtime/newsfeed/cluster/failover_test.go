@@ -154,7 +154,7 @@ func (pc *procCluster) kill(i int) {
 // queue consumer dies (SIGKILL) mid-feed. The pulls it held die with it,
 // silently; the node's connections must pull again from the consumer's
 // new leader within seconds, not after nats.go's default 30 s of missed
-// heartbeats (issue #10: "the cluster goes on").
+// heartbeats: the cluster goes on.
 func TestFeedOverConsumerLeaderDeath(t *testing.T) {
 	pc := startProcCluster(t, 3)
 	sk, err := nullpeer.Listen("127.0.0.1:0", nullpeer.Options{RecordIDs: true})

@@ -12,8 +12,8 @@ import (
 // TestPublishOverLeaderMove: a shard's stream without a leader for a
 // moment (stepped down, as after a server's death or at a cluster's
 // start) answers publishes "no responders"; every article published
-// meanwhile is still stored, none refused, none lost (issue #10: the
-// upstream's TAKETHIS connection was closed on it). A head whose first
+// meanwhile is still stored, none refused, none lost (a refusal would
+// close the upstream's TAKETHIS connection). A head whose first
 // acknowledgement was lost (sent to the old leader) may come back
 // ErrDuplicate, refused by its own first copy: it must be stored too.
 func TestPublishOverLeaderMove(t *testing.T) {
