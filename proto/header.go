@@ -175,7 +175,7 @@ func (h Header) Len() int { return len(h.Fields) }
 // Field returns the first field named name (ASCII case-insensitive).
 func (h Header) Field(name string) (HeaderField, bool) {
 	for _, f := range h.Fields {
-		if nameIs(f.Name, name) {
+		if EqualFoldASCII(f.Name, name) {
 			return f, true
 		}
 	}
@@ -192,7 +192,7 @@ func (h Header) Has(name string) bool {
 func (h Header) Count(name string) int {
 	n := 0
 	for _, f := range h.Fields {
-		if nameIs(f.Name, name) {
+		if EqualFoldASCII(f.Name, name) {
 			n++
 		}
 	}
@@ -213,16 +213,17 @@ func (h Header) Get(name string) string {
 func (h Header) Values(name string) []string {
 	var out []string
 	for _, f := range h.Fields {
-		if nameIs(f.Name, name) {
+		if EqualFoldASCII(f.Name, name) {
 			out = append(out, f.Value())
 		}
 	}
 	return out
 }
 
-// nameIs compares a field name with an ASCII name, ignoring case, without
-// allocating.
-func nameIs(b []byte, s string) bool {
+// EqualFoldASCII reports whether b and s are equal but for the case of
+// ASCII letters (field names, the domain part of a Message-ID); any other
+// octet must match exactly. It does not allocate.
+func EqualFoldASCII(b []byte, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}

@@ -3,6 +3,8 @@ package spoolfs
 import (
 	"hash/maphash"
 	"strings"
+
+	"github.com/newsflow/newsflow/proto"
 )
 
 // Message-ids are compared as INN compares them (RFC 5536 §3.1.3, RFC
@@ -75,26 +77,5 @@ func idEqual(a []byte, id string) bool {
 		return false
 	}
 	d := domainAt(id)
-	return string(a[:d]) == id[:d] && foldEqual(a[d:], id[d:])
-}
-
-// foldEqual reports whether a and b, of one length, differ at most in
-// ASCII letter case; any other octet must match exactly.
-func foldEqual(a []byte, b string) bool {
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if x == y {
-			continue
-		}
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
+	return string(a[:d]) == id[:d] && proto.EqualFoldASCII(a[d:], id[d:])
 }
