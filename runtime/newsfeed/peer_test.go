@@ -192,3 +192,56 @@ func TestDynamicConnections(t *testing.T) {
 		t.Errorf("the peer saw %d connections in all, want 3", n)
 	}
 }
+
+// TestPeerBindAddressINN: innd takes a feed only from the hosts its
+// incoming.conf lists. With only 127.0.0.2 listed, a relay whose peer has
+// bind_address = "127.0.0.2" feeds it; without it the relay connects from
+// 127.0.0.1, which innd does not take as a feeder, and nothing arrives.
+func TestPeerBindAddressINN(t *testing.T) {
+	if err := inntest.Available(); err != nil {
+		t.Skip(err)
+	}
+	inn := inntest.Start(t, inntest.Options{Peers: []inntest.Peer{{Name: "relay", Hosts: []string{"127.0.0.2"}}}})
+	host, port, _ := strings.Cut(inn.Addr(), ":")
+	for _, tc := range []struct {
+		name, keys string
+		arrive     bool
+	}{
+		{"bound", "bind_address = \"127.0.0.2\"\n", true},
+		{"unbound", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := fmt.Sprintf("[[peer]]\nname = \"inn\"\nhost = %q\nport = %s\nconnections = 1\npathname = %q\n%s", host, port, inn.PathHost(), tc.keys)
+			h := startRelay(t, relayConfig(t, t.TempDir(), text), nil)
+			id := fmt.Sprintf("<bind.%s@relay.test>", tc.name)
+			if res := h.r.Inject(context.Background(), [][]byte{testArticle(id, "local.test", "origin.test!not-for-mail", 3)}); res.Accepted != 1 {
+				t.Fatalf("inject: %s", res)
+			}
+			if tc.arrive {
+				h.settle()
+				if !inn.HasArticle(id) {
+					t.Errorf("innd lacks %s fed from 127.0.0.2", id)
+				}
+				return
+			}
+			// innd answers a host it does not list with 502 (or hands it
+			// to nnrpd, which has no IHAVE/TAKETHIS for it): the article
+			// stays queued and the connection reports the error.
+			deadline := time.Now().Add(20 * time.Second)
+			for time.Now().Before(deadline) {
+				ps, _ := h.r.PeerStats("inn")
+				if len(ps.Connections) > 0 && ps.Connections[0].LastErr != "" {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if inn.HasArticle(id) {
+				t.Errorf("innd took %s from 127.0.0.1, which its incoming.conf does not list", id)
+			}
+			ps, _ := h.r.PeerStats("inn")
+			if ps.Accepted != 0 || len(ps.Connections) == 0 || ps.Connections[0].LastErr == "" {
+				t.Errorf("unbound relay: accepted %d, connections %+v; want nothing accepted and an error", ps.Accepted, ps.Connections)
+			}
+		})
+	}
+}
