@@ -77,7 +77,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	// that a daemon that cannot start leaves nothing behind.
 	ln, err := net.Listen("tcp", cfg.Serve.Listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "newsget: serve: listen %s: %v\n", listenSource(cfg, *listen), err)
+		fmt.Fprintf(stderr, "newsget: %s: %v (another program may hold the port: choose another)\n", listenSource(cfg, *listen), err)
 		return 2
 	}
 	if cfg.Serve.APIKey == "" {
@@ -118,15 +118,15 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 }
 
 // listenSource names where the listen address came from, for messages:
-// -listen, or the file and line of [serve] listen.
+// -listen, the file and line of [serve] listen, or the default.
 func listenSource(cfg *newsget.Config, flagValue string) string {
 	if flagValue != "" {
-		return "(-listen " + flagValue + ")"
+		return "-listen"
 	}
 	if line := cfg.Line("serve.listen"); line > 0 {
-		return fmt.Sprintf("(%s:%d: serve.listen = %q)", cfg.Source, line, cfg.Serve.Listen)
+		return fmt.Sprintf("%s:%d: serve.listen", cfg.Source, line)
 	}
-	return cfg.Serve.Listen
+	return "serve.listen (default)"
 }
 
 // openPageWarning says what to set when the page, whose forms pause,
