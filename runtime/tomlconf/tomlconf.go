@@ -158,16 +158,21 @@ func DecodeAll(name string, text []byte, v any) (Keys, error) {
 	}
 	var errs []error
 	work := slices.Clone(text)
+	blanked := 0
 	for tries := 0; ; tries++ {
 		keys.Number(err)
 		es := Errors(err)
+		if len(es) == 1 && es[0].Line == blanked {
+			break // the line is empty now: the mistake is elsewhere, unlocated
+		}
 		for _, e := range es {
 			errs = append(errs, e)
 		}
 		if len(es) != 1 || es[0].Msg == "unknown key" || es[0].Line < 1 || tries >= MaxDecodeErrors {
 			break
 		}
-		work = blankLine(work, es[0].Line)
+		blanked = es[0].Line
+		work = blankLine(work, blanked)
 		reflect.ValueOf(v).Elem().SetZero()
 		var k Keys
 		if k, err = Decode(name, work, v); err == nil || k == nil {
