@@ -87,26 +87,46 @@ func TestConfigCheck(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.toml")
 	os.WriteFile(bad, []byte(`quota_day = 40
+rate = "20Q"
 colour = "blue"
+article_retries = "three"
+connect_timeout = "0s"
 
 [[server]]
 host = "news.example"
 port = 70000
+connections = 0
+pipeline = 0
+
+[[server]]
+host = "backup.example"
+encryption = "tls"
+conections = 2
 
 [serve]
+listen = "127.0.0.1:notaport"
 addurl_fetches = -1
 hostnames = ["http://nas"]
+history_size = "many"
 `), 0o644)
 	var out, errOut bytes.Buffer
 	if code := Main([]string{"config", "-check", bad}, &out, &errOut); code != 2 {
 		t.Errorf("exit %d, want 2", code)
 	}
 	want := []string{
-		bad + ":2: colour: unknown key",
 		bad + ":1: quota_day: 40 is not a day of the month (1-31)",
-		bad + ":6: server[1].port: 70000 not in 1..65535",
-		bad + ":9: serve.addurl_fetches: -1 not in 1..64",
-		bad + `:10: serve.hostnames: entry 1, "http://nas": a host name without port or scheme (nas.example)`,
+		bad + `:2: rate: bad size "20Q" (want octets, or e.g. "512K", "10MB", "1.5G")`,
+		bad + ":3: colour: unknown key",
+		bad + ":4: article_retries: wrong type of value (cannot decode TOML string into struct field newsget.Config.ArticleRetries of type int)",
+		bad + `:5: connect_timeout: 0s: want a positive duration ("30s"), or leave the key out for the default`,
+		bad + ":9: server[1].port: 70000 not in 1..65535",
+		bad + ":10: server[1].connections: 0 not in 1..500",
+		bad + ":11: server[1].pipeline: 0 not in 1..100",
+		bad + ":16: server[2].conections: unknown key",
+		bad + `:19: serve.listen: "127.0.0.1:notaport": port "notaport" is not a number 0-65535`,
+		bad + ":20: serve.addurl_fetches: -1 not in 1..64",
+		bad + `:21: serve.hostnames: entry 1, "http://nas": a host name without port or scheme (nas.example)`,
+		bad + ":22: serve.history_size: wrong type of value (cannot decode TOML string into struct field newsget.ServeConfig.HistorySize of type int)",
 	}
 	var got []string
 	for _, l := range strings.Split(strings.TrimSpace(errOut.String()), "\n") {

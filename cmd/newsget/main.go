@@ -63,7 +63,7 @@ func (s *serverList) String() string { return strings.Join(*s, " ") }
 func (s *serverList) Set(v string) error { *s = append(*s, v); return nil }
 
 // usage lists the download's synopsis and every subcommand.
-const usage = `usage: newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] FILE.nzb...
+const usage = `usage: newsget [-config FILE] [-server URL]... [-o DIR] [-overwrite] [-rate BYTES] [-connect-tries N] FILE.nzb...
        newsget serve [-config FILE] [-listen ADDR]    the download daemon (SABnzbd API and page)
        newsget unpack [-password PW] [-no-cleanup] DIR unpack the RAR, 7z and zip archives in DIR
        newsget par2 verify|repair [-j WORKERS] FILE.par2
@@ -99,6 +99,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	noUnpack := fs.Bool("no-unpack", false, "leave archives packed (config: unpack = false)")
 	noCleanup := fs.Bool("no-cleanup", false, "keep archives and PAR2 files after unpacking (config: cleanup = false)")
 	interval := fs.Duration("progress", 0, "plain progress line interval when not on a terminal (default 5s)")
+	connectTries := fs.Int("connect-tries", 3, "give up a server that has not once connected after `N` failed tries in a row (3: about 30 s); the download stops when no server is left")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -159,7 +160,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		logOut = io.Discard // -q: the summary on stdout is all
 	}
 	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
-	engOpts := newsget.Options{Overwrite: *overwrite, Log: logger}
+	if *connectTries < 1 {
+		fmt.Fprintf(stderr, "newsget: -connect-tries %d: want 1 or more\n", *connectTries)
+		return 2
+	}
+	engOpts := newsget.Options{Overwrite: *overwrite, Log: logger, MaxStartFailures: *connectTries}
 	eng, err := newsget.New(cfg, engOpts)
 	if err != nil {
 		printErr(stderr, err)

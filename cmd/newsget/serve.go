@@ -50,6 +50,10 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *listen != "" {
+		if err := newsget.CheckListen(*listen); err != nil {
+			fmt.Fprintf(stderr, "newsget: -listen %v\n", err)
+			return 2
+		}
 		cfg.Serve.Listen = *listen
 	}
 	for _, check := range []func() error{cfg.Check, cfg.CheckServe, cfg.ResolveDirs} {
@@ -57,14 +61,6 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "newsget: %v\n", err)
 			return 2
 		}
-	}
-	if cfg.Serve.APIKey == "" {
-		key, err := loadAPIKey(cfg.QueueDir)
-		if err != nil {
-			fmt.Fprintf(stderr, "newsget: api key: %v\n", err)
-			return 2
-		}
-		cfg.Serve.APIKey = key
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -77,15 +73,30 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	pp := &postproc.Processor{Options: postproc.Options{Fetch: postproc.EngineFetch(cfg, newsget.Options{Log: logger}),
 		Unpack: cfg.Unpack == nil || *cfg.Unpack, Cleanup: cfg.Cleanup == nil || *cfg.Cleanup,
 		UnpackMaxRatio: cfg.UnpackMaxRatio, Log: logger}}
+	// The address is taken before anything is written (the API key), so
+	// that a daemon that cannot start leaves nothing behind.
+	ln, err := net.Listen("tcp", cfg.Serve.Listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "newsget: %s: %v (another program may hold the port: choose another)\n", listenSource(cfg, *listen), err)
+		return 2
+	}
+	if cfg.Serve.APIKey == "" {
+		key, err := loadAPIKey(cfg.QueueDir)
+		if err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "newsget: api key: %v\n", err)
+			return 2
+		}
+		cfg.Serve.APIKey = key
+	}
 	d, err := serve.New(cfg, serve.Options{Log: logger, PostProcess: pp, HoldRecovery: true})
 	if err != nil {
+		ln.Close()
 		fmt.Fprintf(stderr, "newsget: %v\n", err)
 		return 2
 	}
-	ln, err := net.Listen("tcp", cfg.Serve.Listen)
-	if err != nil {
-		fmt.Fprintf(stderr, "newsget: serve: %v\n", err)
-		return 2
+	if msg := openPageWarning(cfg.Serve.Listen, cfg.Serve.Htpasswd); msg != "" {
+		logger.Warn(msg, "listen", cfg.Serve.Listen)
 	}
 	if *addrFile != "" {
 		if err := spoolfs.WriteFileDurable(*addrFile, []byte(ln.Addr().String()+"\n")); err != nil {
@@ -104,6 +115,40 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	defer scancel()
 	hs.Shutdown(sctx)
 	return 0
+}
+
+// listenSource names where the listen address came from, for messages:
+// -listen, the file and line of [serve] listen, or the default.
+func listenSource(cfg *newsget.Config, flagValue string) string {
+	if flagValue != "" {
+		return "-listen"
+	}
+	if line := cfg.Line("serve.listen"); line > 0 {
+		return fmt.Sprintf("%s:%d: serve.listen", cfg.Source, line)
+	}
+	return "serve.listen (default)"
+}
+
+// openPageWarning says what to set when the page, whose forms pause,
+// delete and add jobs without the API key, is open to other hosts: the
+// listen address is not a loopback one and no htpasswd guards the page.
+// It is "" when the page is reachable from this host only, or guarded.
+func openPageWarning(listen, htpasswd string) string {
+	if htpasswd != "" {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		host = listen
+	}
+	if host == "localhost" {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return ""
+	}
+	return "the page listens beyond this host with no htpasswd: anyone who reaches it can pause, delete and add jobs; " +
+		"set [serve] htpasswd (and hostnames), or listen on 127.0.0.1"
 }
 
 // loadAPIKey returns the key kept in queueDir/api_key, generating it (and

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -151,20 +152,55 @@ func LoadConfig(file string) (*Config, error) {
 }
 
 // ParseConfig parses TOML text and checks every value. Errors are
-// *ConfigError values (or several joined) naming the file, line and key.
+// *ConfigError values naming the file, line and key, one for every
+// mistake of the text (joined, in the order of their lines): a value of
+// the wrong type is reported and left out, and the rest is still decoded
+// and checked. Only a syntax error stops at the first.
 func ParseConfig(name string, text []byte) (*Config, error) {
-	c := &Config{Source: name}
-	keys, err := tomlconf.Decode(name, text, c)
+	c, err := parseChecked(name, text, false)
 	if err != nil {
-		keys.Number(err) // "server[2].port"
-		return nil, err
-	}
-	c.keys = keys
-	if err := c.Check(); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
+
+// parseChecked decodes text with tomlconf.DecodeAll and checks the values
+// (and [serve] with serve), joining every mistake; a key whose value was
+// refused by decoding is not reported again by the checks.
+func parseChecked(name string, text []byte, serve bool) (*Config, error) {
+	c := &Config{}
+	keys, err := tomlconf.DecodeAll(name, text, c)
+	c.Source = name
+	if keys == nil {
+		return c, err
+	}
+	c.keys = keys
+	var errs []error
+	reported := map[string]bool{}
+	for _, e := range tomlconf.Errors(err) {
+		errs = append(errs, e)
+		reported[e.Key] = true
+	}
+	checks := []func() error{c.Check}
+	if serve {
+		checks = append(checks, c.CheckServe)
+	}
+	for _, check := range checks {
+		for _, e := range tomlconf.Errors(check()) {
+			if !reported[e.Key] {
+				errs = append(errs, e)
+			}
+		}
+	}
+	slices.SortStableFunc(errs, func(a, b error) int {
+		return a.(*ConfigError).Line - b.(*ConfigError).Line
+	})
+	return c, errors.Join(errs...)
+}
+
+// Line is the line of the file that sets key ("serve.listen"); 0 when
+// the file does not.
+func (c *Config) Line(key string) int { return c.keys[key] }
 
 // errAt returns a ConfigError for key, at its line (or its table's).
 func (c *Config) errAt(key, format string, args ...any) error {
@@ -180,20 +216,36 @@ func (c *Config) errAt(key, format string, args ...any) error {
 // parsing (from URLs) are checked too.
 func (c *Config) Check() error {
 	var errs []error
-	if c.QuotaDay < 0 || c.QuotaDay > 31 {
+	// A value the file sets is checked as it is; only an absent key takes
+	// the default (0 is no stand-in for it).
+	set := c.keys.Has
+	if c.QuotaDay < 0 || c.QuotaDay > 31 || (c.QuotaDay == 0 && set("quota_day")) {
 		errs = append(errs, c.errAt("quota_day", "%d is not a day of the month (1-31)", c.QuotaDay))
 	}
 	if c.ArticleRetries < 0 || c.ArticleRetries > 100 {
 		errs = append(errs, c.errAt("article_retries", "%d not in 0..100", c.ArticleRetries))
 	}
-	if c.UnpackMaxRatio == 0 {
+	if c.UnpackMaxRatio == 0 && !set("unpack_max_ratio") {
 		c.UnpackMaxRatio = DefaultUnpackMaxRatio
 	}
 	if c.UnpackMaxRatio < 1 {
 		errs = append(errs, c.errAt("unpack_max_ratio", "%d: want at least 1", c.UnpackMaxRatio))
 	}
-	if c.Rate < 0 || c.DailyQuota < 0 || c.MonthlyQuota < 0 {
-		errs = append(errs, c.errAt("rate", "negative"))
+	for _, q := range []struct {
+		key string
+		v   tomlconf.Size
+	}{{"rate", c.Rate}, {"daily_quota", c.DailyQuota}, {"monthly_quota", c.MonthlyQuota}} {
+		if q.v < 0 {
+			errs = append(errs, c.errAt(q.key, "negative; 0 means unlimited"))
+		}
+	}
+	for _, d := range []struct {
+		key string
+		v   tomlconf.Duration
+	}{{"article_timeout", c.ArticleTimeout}, {"connect_timeout", c.ConnectTimeout}, {"idle_timeout", c.IdleTimeout}} {
+		if d.v < 0 || (d.v == 0 && set(d.key)) {
+			errs = append(errs, c.errAt(d.key, "%v: want a positive duration (\"30s\"), or leave the key out for the default", time.Duration(d.v)))
+		}
 	}
 	names := map[string]bool{}
 	for i := range c.Servers {
@@ -203,13 +255,14 @@ func (c *Config) Check() error {
 			s.Encryption = EncryptNone
 		}
 		s.Encryption = strings.ToLower(s.Encryption)
+		portSet := s.Port != 0 || set(key("port"))
 		switch s.Encryption {
 		case EncryptNone, EncryptStartTLS:
-			if s.Port == 0 {
+			if !portSet {
 				s.Port = 119
 			}
 		case EncryptTLS:
-			if s.Port == 0 {
+			if !portSet {
 				s.Port = 563
 			}
 		default:
@@ -218,7 +271,7 @@ func (c *Config) Check() error {
 		if err := s.IPVersion.UnmarshalText([]byte(s.IPVersion)); err != nil {
 			errs = append(errs, c.errAt(key("ip_version"), "%v", err))
 		}
-		if s.Connections == 0 {
+		if s.Connections == 0 && !set(key("connections")) {
 			s.Connections = DefaultConnections
 		}
 		if s.Name == "" {
@@ -230,13 +283,13 @@ func (c *Config) Check() error {
 		case strings.ContainsAny(s.Host, " /\t"):
 			errs = append(errs, c.errAt(key("host"), "%q is not a host name or address", s.Host))
 		}
-		if s.Port < 1 || s.Port > 65535 {
+		if (s.Port < 1 || s.Port > 65535) && (portSet || s.Encryption == EncryptNone || s.Encryption == EncryptTLS || s.Encryption == EncryptStartTLS) {
 			errs = append(errs, c.errAt(key("port"), "%d not in 1..65535", s.Port))
 		}
-		if s.Connections < 0 || s.Connections > 500 {
+		if s.Connections < 1 || s.Connections > 500 {
 			errs = append(errs, c.errAt(key("connections"), "%d not in 1..500", s.Connections))
 		}
-		if s.Pipeline < 0 || s.Pipeline > 100 {
+		if s.Pipeline < 0 || s.Pipeline > 100 || (s.Pipeline == 0 && set(key("pipeline"))) {
 			errs = append(errs, c.errAt(key("pipeline"), "%d not in 1..100", s.Pipeline))
 		}
 		if s.Level < 0 || s.Level > 99 {
@@ -348,9 +401,13 @@ func ParseServerURL(raw string) (ServerConfig, error) {
 		var err error
 		switch k {
 		case "connections":
-			s.Connections, err = num()
+			if s.Connections, err = num(); err == nil && s.Connections < 1 {
+				err = fmt.Errorf("server URL %q: connections=%d: want 1 to 500, or leave it out for %d", redact(u), s.Connections, DefaultConnections)
+			}
 		case "pipeline":
-			s.Pipeline, err = num()
+			if s.Pipeline, err = num(); err == nil && s.Pipeline < 1 {
+				err = fmt.Errorf("server URL %q: pipeline=%d: want 1 to 100, or leave it out for 2", redact(u), s.Pipeline)
+			}
 		case "level":
 			s.Level, err = num()
 		case "group":

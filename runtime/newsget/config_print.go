@@ -1,7 +1,6 @@
 package newsget
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -194,21 +193,10 @@ func appendString(dst []byte, s string) []byte {
 }
 
 // CheckConfig reports every mistake in a configuration file's text, of
-// newsget and of newsget serve, joined (tomlconf.Errors lists them): keys
-// it does not know and values it refuses together, when the file decodes
-// that far.
+// newsget and of newsget serve, joined in the order of their lines
+// (tomlconf.Errors lists them): values of the wrong type, keys it does not
+// know and values it refuses together.
 func CheckConfig(name string, text []byte) error {
-	c := &Config{Source: name}
-	keys, err := tomlconf.Decode(name, text, c)
-	keys.Number(err)
-	for _, e := range tomlconf.Errors(err) {
-		if e.Msg != "unknown key" {
-			return err // the decoding stopped here: later values are unknown
-		}
-	}
-	if err != nil && len(tomlconf.Errors(err)) == 0 {
-		return err
-	}
-	c.keys = keys
-	return errors.Join(err, c.Check(), c.CheckServe())
+	_, err := parseChecked(name, text, true)
+	return err
 }

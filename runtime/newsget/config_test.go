@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 const goodConfig = `download_dir = "/tmp/dl"
@@ -75,6 +76,14 @@ func TestConfigErrors(t *testing.T) {
 		{"article_timeout = \"soon\"\n", `f.toml:1: article_timeout: bad duration "soon"`},
 		{"a = [\n", "f.toml:1: array is incomplete"},
 		{"[[server]]\nname = \"x\"\nhost = \"a\"\n[[server]]\nname = \"x\"\nhost = \"b\"\n", `f.toml:5: server[2].name: "x" used twice`},
+		{"[[server]]\nhost = \"a\"\nconnections = 0\n", "f.toml:3: server[1].connections: 0 not in 1..500"},
+		{"[[server]]\nhost = \"a\"\npipeline = 0\n", "f.toml:3: server[1].pipeline: 0 not in 1..100"},
+		{"[[server]]\nhost = \"a\"\nport = 0\n", "f.toml:3: server[1].port: 0 not in 1..65535"},
+		{"[[server]]\nhost = \"a\"\nencryption = \"ssl\"\n", `f.toml:3: server[1].encryption: "ssl": want none, tls or starttls`},
+		{"quota_day = 0\n", "f.toml:1: quota_day: 0 is not a day of the month (1-31)"},
+		{"unpack_max_ratio = 0\n", "f.toml:1: unpack_max_ratio: 0: want at least 1"},
+		{"idle_timeout = \"0s\"\n", "f.toml:1: idle_timeout: 0s: want a positive duration"},
+		{"daily_quota = -1\n", "f.toml:1: daily_quota: negative"},
 	} {
 		_, err := ParseConfig("f.toml", []byte(tc.text))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
@@ -103,6 +112,8 @@ func TestParseServerURL(t *testing.T) {
 		{url: "nntp://u:secret@h?optional=maybe", err: `optional="maybe" is not 0 or 1`},
 		{url: "nntp://", err: "no host"},
 		{url: "nntp://h/path", err: "path"},
+		{url: "nntp://h?connections=0", err: "connections=0: want 1 to 500"},
+		{url: "nntp://h?pipeline=0", err: "pipeline=0: want 1 to 100"},
 	} {
 		got, err := ParseServerURL(tc.url)
 		if tc.err != "" {
@@ -165,4 +176,33 @@ func FuzzParseServerURL(f *testing.F) {
 			t.Fatalf("accepted %+v", c.Servers[0])
 		}
 	})
+}
+
+// TestConfigAbsentKeys: an absent key takes its default (the port that of
+// the encryption), and a file with several mistakes reports each once,
+// in the order of its lines; a bad encryption does not make the absent
+// port a second mistake.
+func TestConfigAbsentKeys(t *testing.T) {
+	c, err := ParseConfig("f.toml", []byte("[[server]]\nhost = \"a\"\nencryption = \"tls\"\n[[server]]\nhost = \"b\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Servers; s[0].Port != 563 || s[1].Port != 119 || s[0].Connections != DefaultConnections {
+		t.Errorf("defaults not applied: %+v", s)
+	}
+	err = CheckConfig("f.toml", []byte("rate = \"20Q\"\n[[server]]\nhost = \"a\"\nencryption = \"ssl\"\nconnections = \"x\"\nbogus = 1\n[serve]\nlisten = \"127.0.0.1:notaport\"\n"))
+	var got []string
+	for _, e := range tomlconf.Errors(err) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		`f.toml:1: rate: bad size "20Q" (want octets, or e.g. "512K", "10MB", "1.5G")`,
+		`f.toml:4: server[1].encryption: "ssl": want none, tls or starttls`,
+		"f.toml:5: server[1].connections: wrong type of value (cannot decode TOML string into struct field newsget.ServerConfig.Connections of type int)",
+		"f.toml:6: server[1].bogus: unknown key",
+		`f.toml:8: serve.listen: "127.0.0.1:notaport": port "notaport" is not a number 0-65535`,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("mistakes (-want +got):\n%s", d)
+	}
 }

@@ -270,6 +270,7 @@ func (e *Engine) dial(c *connRun) {
 	}
 	e.mu.Lock()
 	c.up = true
+	c.srv.wasUp = true
 	c.srv.lastErr = ""
 	if err := e.sched.Connected(now, c.id); err != nil {
 		e.log.Error("scheduler", "err", err)
@@ -303,7 +304,9 @@ func (e *Engine) dial(c *connRun) {
 func (e *Engine) dialFailed(c *connRun, cause download.DialCause, msg string, permanent bool) {
 	now := e.opts.Now()
 	e.mu.Lock()
-	c.srv.lastErr = msg
+	if !c.srv.gaveUp { // a given-up server keeps the reason it was given up for
+		c.srv.lastErr = msg
+	}
 	delete(e.conns, c.id)
 	closing := e.closing
 	if err := e.sched.DialFailed(now, c.id, cause); err != nil {

@@ -62,8 +62,12 @@ func (e *Engine) dispatch(now time.Time, self *connRun) []*connRun {
 			sr := e.byID[ev.Server]
 			e.log.Warn("server blocked", "server", sr.cfg.Label(), "until", ev.Until.Format(time.TimeOnly),
 				"failures", ev.Failures, "cause", ev.Cause, "last", sr.lastErr)
-			if ev.Failures >= e.opts.MaxServerFailures && !sr.gaveUp {
-				e.giveUp(now, sr, fmt.Sprintf("%d failures in a row (%s)", ev.Failures, orCause(sr.lastErr, ev.Cause)))
+			limit, never := e.opts.MaxServerFailures, ""
+			if n := e.opts.MaxStartFailures; !sr.wasUp && n > 0 && n < limit {
+				limit, never = n, ", never connected"
+			}
+			if ev.Failures >= limit && !sr.gaveUp {
+				e.giveUp(now, sr, fmt.Sprintf("%d failures in a row%s (%s)", ev.Failures, never, orCause(sr.lastErr, ev.Cause)))
 			}
 		case download.ServerUnblocked:
 			e.log.Info("server unblocked", "server", e.byID[ev.Server].cfg.Label())

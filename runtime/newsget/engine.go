@@ -66,6 +66,11 @@ type Options struct {
 	// MaxServerFailures: a server blocked this many times in a row is given
 	// up for the run. Default 4.
 	MaxServerFailures int
+	// MaxStartFailures: a server that has not once connected in this run
+	// is given up after this many blocks in a row instead (with the
+	// default backoff, 3 is about 30 s: blocks of 10 s and 20 s); 0 or
+	// more than MaxServerFailures: MaxServerFailures.
+	MaxStartFailures int
 	// SyncInterval is the group commit period of progress. Default 100 ms.
 	SyncInterval time.Duration
 	// NZBLimits bound what an NZB may hold.
@@ -133,6 +138,7 @@ type serverRun struct {
 	tls     *tlsSetup
 	lastErr string
 	gaveUp  bool
+	wasUp   bool // a connection to it came up in this run
 }
 
 // jobRun is a job being downloaded.

@@ -3,6 +3,7 @@ package newsget
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -145,12 +146,33 @@ type Category struct {
 	Script   string `toml:"script"`   // run after each of its jobs; "None": none (not [serve] script either)
 }
 
+// CheckListen checks an HTTP listen address: HOST:PORT with an IP
+// address or host name (empty: every address) and a port number 0-65535
+// (0: any free port).
+func CheckListen(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: want HOST:PORT (\"127.0.0.1:8085\")", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number 0-65535", addr, port)
+	}
+	if strings.ContainsAny(host, " /@\t\r\n") {
+		return fmt.Errorf("%q: %q is not a host name or address", addr, host)
+	}
+	return nil
+}
+
 // CheckServe checks [serve] and [[category]] and fills their defaults.
 func (c *Config) CheckServe() error {
 	var errs []error
 	s := &c.Serve
-	if s.Listen == "" {
+	set := c.keys.Has
+	if s.Listen == "" && !set("serve.listen") {
 		s.Listen = DefaultServeListen
+	}
+	if err := CheckListen(s.Listen); err != nil {
+		errs = append(errs, c.errAt("serve.listen", "%v", err))
 	}
 	for _, d := range []struct {
 		key string
@@ -159,17 +181,17 @@ func (c *Config) CheckServe() error {
 	}{{"serve.read_header_timeout", &s.ReadHeaderTimeout, DefaultServeReadHeaderTimeout},
 		{"serve.read_timeout", &s.ReadTimeout, DefaultServeReadTimeout},
 		{"serve.idle_timeout", &s.IdleTimeout, DefaultServeIdleTimeout}} {
-		if *d.v == 0 {
+		if *d.v == 0 && !set(d.key) {
 			*d.v = tomlconf.Duration(d.def)
 		}
-		if *d.v < 0 {
-			errs = append(errs, c.errAt(d.key, "negative"))
+		if *d.v <= 0 {
+			errs = append(errs, c.errAt(d.key, "%v: want a positive duration, or leave the key out for %v", time.Duration(*d.v), d.def))
 		}
 	}
-	if s.AddURLFetches == 0 {
+	if s.AddURLFetches == 0 && !set("serve.addurl_fetches") {
 		s.AddURLFetches = DefaultAddURLFetches
 	}
-	if s.AddURLFetches < 0 || s.AddURLFetches > 64 {
+	if s.AddURLFetches < 1 || s.AddURLFetches > 64 {
 		errs = append(errs, c.errAt("serve.addurl_fetches", "%d not in 1..64", s.AddURLFetches))
 	}
 	for i, h := range s.Hostnames {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -135,6 +137,76 @@ func Decode(name string, text []byte, v any) (Keys, error) {
 		return keys, decodeError(name, err)
 	}
 	return keys, nil
+}
+
+// MaxDecodeErrors bounds the values of the wrong type DecodeAll reports
+// one by one.
+const MaxDecodeErrors = 100
+
+// DecodeAll is Decode reporting every mistake of the text, not only the
+// first: a value of the wrong type is reported, its line left out and the
+// text decoded again into v (zeroed first), up to MaxDecodeErrors times;
+// unknown keys are reported together once the rest is decoded. The keys
+// of the mistakes are numbered ("server[2].port"), the mistakes come in
+// the order of their lines, and the Keys of the whole text come back
+// whenever it parses. A syntax error stops at the first. On return v
+// holds every value of the right type.
+func DecodeAll(name string, text []byte, v any) (Keys, error) {
+	keys, err := Decode(name, text, v)
+	if err == nil || keys == nil {
+		return keys, err
+	}
+	var errs []error
+	work := slices.Clone(text)
+	blanked := 0
+	for tries := 0; ; tries++ {
+		keys.Number(err)
+		es := Errors(err)
+		if len(es) == 1 && es[0].Line == blanked {
+			break // the line is empty now: the mistake is elsewhere, unlocated
+		}
+		for _, e := range es {
+			errs = append(errs, e)
+		}
+		if len(es) != 1 || es[0].Msg == "unknown key" || es[0].Line < 1 || tries >= MaxDecodeErrors {
+			break
+		}
+		blanked = es[0].Line
+		work = blankLine(work, blanked)
+		reflect.ValueOf(v).Elem().SetZero()
+		var k Keys
+		if k, err = Decode(name, work, v); err == nil || k == nil {
+			// Decoded, or leaving out a value over several lines broke
+			// the syntax: what was found is the report.
+			break
+		}
+	}
+	slices.SortStableFunc(errs, func(a, b error) int {
+		var ea, eb *Error
+		if !errors.As(a, &ea) || !errors.As(b, &eb) {
+			return 0
+		}
+		return ea.Line - eb.Line
+	})
+	return keys, errors.Join(errs...)
+}
+
+// blankLine returns text with its 1-based line emptied (its line break
+// kept, so that the lines after it keep their numbers).
+func blankLine(text []byte, line int) []byte {
+	start := 0
+	for i := 1; i < line; i++ {
+		j := bytes.IndexByte(text[start:], '\n')
+		if j < 0 {
+			return text
+		}
+		start += j + 1
+	}
+	end := len(text)
+	if j := bytes.IndexByte(text[start:], '\n'); j >= 0 {
+		end = start + j
+	}
+	return append(text[:start:start], text[end:]...)
 }
 
 // decodeError turns go-toml's decoding errors into *Error values.

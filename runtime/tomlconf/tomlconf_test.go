@@ -169,3 +169,57 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Load of a missing file: %v", err)
 	}
 }
+
+// TestDecodeAll: every mistake of a file comes back at once, in the order
+// of its lines, and the values of the right type are decoded.
+func TestDecodeAll(t *testing.T) {
+	text := "listen = 5\nlevel = \"low\"\nbogus = 1\n[cache]\nsize = \"big\"\n[[peer]]\nname = \"a\"\n[[peer]]\nname = \"b\"\nport = \"x\"\nprot = 1\n"
+	var c conf
+	keys, err := DecodeAll("f.toml", []byte(text), &c)
+	var got []string
+	for _, e := range Errors(err) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		"f.toml:1: listen: wrong type of value (cannot decode TOML integer into struct field tomlconf.conf.Listen of type string)",
+		"f.toml:2: level: not high",
+		"f.toml:3: bogus: unknown key",
+		"f.toml:5: cache.size: wrong type of value (cannot decode TOML string into struct field struct { Size int \"toml:\\\"size\\\"\" }.Size of type int)",
+		"f.toml:10: peer[2].port: wrong type of value (cannot decode TOML string into struct field tomlconf.peer.Port of type int)",
+		"f.toml:11: peer[2].prot: unknown key",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mistakes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]peer{{Name: "a"}, {Name: "b"}}, c.Peers); diff != "" {
+		t.Errorf("peers (-want +got):\n%s", diff)
+	}
+	if keys.Line("peer[2].port") != 10 || keys.Line("listen") != 1 {
+		t.Errorf("keys %v: want the whole text's", keys)
+	}
+	// A syntax error stops at the first; a clean text decodes.
+	if _, err := DecodeAll("f.toml", []byte("a = = 1\nb = = 2\n"), &c); len(Errors(err)) != 1 {
+		t.Errorf("syntax: %v", err)
+	}
+	if _, err := DecodeAll("f.toml", []byte("listen = \"x\"\n"), &c); err != nil || c.Listen != "x" {
+		t.Errorf("clean text: %v %+v", err, c)
+	}
+}
+
+func FuzzDecodeAll(f *testing.F) {
+	f.Add([]byte("listen = 5\nlevel = \"low\"\n[[peer]]\nport = \"x\"\nprot = 1\n"))
+	f.Add([]byte("listen = [1,\n2]\nlevel = \"low\"\n"))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		var c conf
+		_, err := DecodeAll("f.toml", text, &c)
+		lines := 1 + bytes.Count(text, []byte("\n"))
+		if err != nil && len(Errors(err)) == 0 {
+			t.Fatalf("error %v holds no *Error", err)
+		}
+		for _, e := range Errors(err) {
+			if e.File != "f.toml" || e.Line < 0 || e.Line > lines {
+				t.Fatalf("bad error %+v for %q", e, text)
+			}
+		}
+	})
+}
