@@ -36,7 +36,14 @@ func TestRejectedResend(t *testing.T) {
 		{"sent again after its connection went down, 439",
 			func(h *harness) { h.up(1, 2); h.offer("a"); h.next(1, 1); h.down(1); h.next(2, 1) }, OutcomeRejected, Stats{Refused: 1}},
 		{"sent again on the same connection after it came back, 439",
-			func(h *harness) { h.up(1); h.offer("a"); h.next(1, 1); h.down(1); h.up(1); h.next(1, 1) }, OutcomeRejected, Stats{Refused: 1}},
+			func(h *harness) {
+				h.up(1)
+				h.offer("a")
+				h.next(1, 1)
+				h.down(1)
+				h.up(1)
+				h.next(1, 1)
+			}, OutcomeRejected, Stats{Refused: 1}},
 		{"sent again after its connection went down, 239",
 			func(h *harness) { h.up(1, 2); h.offer("a"); h.next(1, 1); h.down(1); h.next(2, 1) }, OutcomeAccepted, Stats{Accepted: 1}},
 		{"from a journal a crash left behind, 439", fromFile(journal), OutcomeRejected, Stats{Refused: 1}},
