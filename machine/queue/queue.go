@@ -65,7 +65,8 @@
 // was offered and synced; it may duplicate at most the lines of the journal
 // files still on disk (the current one, at most JournalRotateBytes or
 // JournalRotateInterval's worth, and rotated ones with an entry still
-// unsettled), and the peer refuses those cheaply with 438.
+// unsettled), and the peer refuses those cheaply with 438 (or 439 to a
+// TAKETHIS, which Done counts as refused for them).
 //
 // Entries read from <peer>.P are not journaled: the file holds them.
 // They are checkpointed only once settled (answered, or written to another
