@@ -246,7 +246,8 @@ func (ReplayFinished) isEvent() {}
 // of this life only). Resent is the part of Recovered that came from journal
 // files: entries that were in memory, in flight, or already answered when the
 // process died. They are sent again, and each may be a duplicate for the
-// peer (which then refuses it, 438/435, counted in Refused); so the
+// peer (which then refuses it, 438/435, or 439 to TAKETHIS, all counted in
+// Refused: see Done); so the
 // duplicates a crash causes are at most Resent, plus the entries of <peer>.P
 // read after its last checkpoint (see the package's Durability section).
 type Stats struct {

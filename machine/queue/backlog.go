@@ -23,6 +23,7 @@ type file struct {
 	last        time.Time // when a line was last appended
 	notBefore   time.Time // promotion failed: not again before this
 	gone        bool      // its creation failed: forget it when empty
+	resend      bool      // a journal a crash left behind: its entries are resends (Done)
 }
 
 func kindIndex(k Kind) int {

@@ -65,7 +65,8 @@
 // was offered and synced; it may duplicate at most the lines of the journal
 // files still on disk (the current one, at most JournalRotateBytes or
 // JournalRotateInterval's worth, and rotated ones with an entry still
-// unsettled), and the peer refuses those cheaply with 438.
+// unsettled), and the peer refuses those cheaply with 438 (or 439 to a
+// TAKETHIS, which Done counts as refused for them).
 //
 // Entries read from <peer>.P are not journaled: the file holds them.
 // They are checkpointed only once settled (answered, or written to another
@@ -139,6 +140,9 @@ type item struct {
 	Entry
 	batch uint64       // batch sequence + 1; 0 when not from the replay file
 	jrnl  *journalFile // holds the entry's line until it is settled; nil when none does
+	// resend: the entry may have reached the peer before without its
+	// answer reaching us (see Done).
+	resend bool
 }
 
 // connWork is what an up connection holds.
@@ -209,7 +213,7 @@ func newQueue(cfg Config, now time.Time, r Recovered, trace func(fmt.Stringer)) 
 			last = opened
 		}
 		f := &file{name: fi.Name, kind: k, ts: ts, bytes: fi.Bytes, entries: int64(fi.Entries),
-			maxAttempts: fi.MaxAttempts, opened: opened, last: last}
+			maxAttempts: fi.MaxAttempts, opened: opened, last: last, resend: fi.Journal}
 		q.files = append(q.files, f)
 		q.bytes += f.bytes
 		q.lastTS = max(q.lastTS, ts)
@@ -328,7 +332,9 @@ func (q *Queue) ConnDown(now time.Time, c Conn) error {
 	q.moveConn(ConnUp, OnConnDown)
 	delete(q.conns, c)
 	for i := len(cs.items) - 1; i >= 0; i-- {
-		q.mem.pushFront(cs.items[i])
+		it := cs.items[i]
+		it.resend = true // it may have been sent, its answer lost with c
+		q.mem.pushFront(it)
 	}
 	n := int64(len(cs.items))
 	q.moveN(InFlight, OnConnLost, n)
@@ -398,6 +404,19 @@ func (q *Queue) Done(now time.Time, c Conn, id string, o Outcome) error {
 		cs.items = cs.items[1:]
 	} else {
 		cs.items = slices.Delete(cs.items, i, i+1)
+	}
+	// A 439 (or 437) to an entry that may have reached the peer before
+	// (a resend: see below) counts as refused, not rejected: the peer
+	// stored it the first time, and INN answers a TAKETHIS of an article
+	// it holds with the same bare 439 as a real rejection, so only our own
+	// record of the earlier offer tells the two apart. Resends are the
+	// entries a connection had in flight when it went down, and those of
+	// journal files a crash left behind (Recovered.Files with Journal),
+	// read back from <peer>.P in this life. The mark lives in memory: an
+	// entry spilled to .B or .D, or a <peer>.P resumed after a restart,
+	// is a first offer again.
+	if o == OutcomeRejected && it.resend {
+		on = OnRefused
 	}
 	// Entries read from <peer>.P are settled here (or by the append that
 	// moves them to .D): their read batch may now let the checkpoint on.

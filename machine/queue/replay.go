@@ -27,6 +27,7 @@ type replay struct {
 	failed   bool   // a read failed: quarantine instead of delete
 	stuck    Action // the delete or quarantine to retry
 	retryAt  time.Time
+	resend   bool // promoted from a journal a crash left behind: what is read is a resend
 }
 
 type batch struct {
@@ -71,7 +72,7 @@ func (q *Queue) ReplayRead(now time.Time, entries []Entry, newOffset int64, eof 
 	q.rp.batches = append(q.rp.batches, batch{end: newOffset, left: n})
 	q.rp.pending += n
 	for _, e := range entries {
-		q.mem.pushBack(item{Entry: e, batch: seq + 1})
+		q.mem.pushBack(item{Entry: e, batch: seq + 1, resend: q.rp.resend})
 	}
 	q.rp.readOff = newOffset
 	// At the end, what was counted but not found is gone: a write that
@@ -179,7 +180,7 @@ func (q *Queue) promote(now time.Time, f *file) {
 	q.moveReplay(OnPromote)
 	q.moveN(kindState(f.kind), OnPromote, f.entries)
 	q.removeFile(f)
-	q.rp = replay{state: q.rp.state, source: f, unread: f.entries, bytes: f.bytes,
+	q.rp = replay{state: q.rp.state, source: f, unread: f.entries, bytes: f.bytes, resend: f.resend,
 		lastCkpt: now, nextSeq: q.rp.nextSeq, firstSeq: q.rp.nextSeq}
 	q.emit(PromoteToReplay{File: f.name})
 	q.emitManifest() // lists <peer>.P in place of f

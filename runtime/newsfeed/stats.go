@@ -18,6 +18,13 @@ import (
 // where Offered counts every copy the masterfeed gave the peer plus those
 // found in backlog files at start, and Queued every copy not settled yet
 // (memory queue, in flight, .B/.D files, replay file).
+//
+// Refused counts articles the peer already holds, Rejected those it
+// refused for what they are. A 439 to TAKETHIS is both (INN answers a
+// duplicate with it too), so it counts as refused when the article may
+// have reached the peer before with its answer lost: it was in flight on
+// a connection that went down, or it came from a journal a crash left
+// behind. Any other 439 or 437 counts as rejected.
 type PeerStats struct {
 	Name     string `json:"name"`
 	Offered  int64  `json:"offered"`
