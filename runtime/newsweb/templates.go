@@ -233,9 +233,10 @@ const pageTemplates = `
 <label>Newsgroups <input name="newsgroups" value="{{.Newsgroups}}" required maxlength="1000"></label>
 <label>Subject <input name="subject" value="{{.Subject}}" required maxlength="300"></label>
 <label>Text <textarea name="body" rows="16" required>{{.Body}}</textarea></label>
-<p class="muted">Posting as {{.User}}, from {{.Address}}.</p>
-<button type="submit">Post</button>
+<p class="muted">Posting as {{.User}}, from {{.Address}}. Long lines are wrapped (format=flowed); a line "-- " starts your signature.</p>
+<button type="submit">Post</button> <button type="submit" name="preview" value="1">Preview</button>
 </form>
+{{with .Preview}}<h2>Preview</h2><div class="body preview">{{range .}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}{{template "blk" .}}{{end}}{{end}}</div>{{end}}
 {{template "foot" .}}{{end}}
 
 {{define "login"}}{{template "head" .}}
