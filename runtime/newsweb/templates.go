@@ -110,6 +110,7 @@ const pageTemplates = `
 <meta name="referrer" content="same-origin">
 <title>{{.Title}} · {{.Site}}</title>
 <style>{{.CSS}}</style>
+{{with .FeedLink}}<link rel="alternate" type="application/atom+xml" title="Atom feed" href="{{.}}">{{end}}
 </head>
 <body>
 <a class="skip" href="#main">Skip to the content</a>
