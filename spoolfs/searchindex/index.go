@@ -103,7 +103,7 @@ type group struct {
 	ids     []string
 	subj    []string
 	from    []string
-	hay     []string // lower-case subject + "\x00" + lower-case from
+	hay     []string // folded subject + "\x00" + folded from
 	high    int64
 	size    int64 // bytes in the file
 	touched uint64
@@ -375,7 +375,7 @@ func (g *group) add(e Entry) {
 	g.ids = append(g.ids, e.MessageID)
 	g.subj = append(g.subj, e.Subject)
 	g.from = append(g.from, e.From)
-	g.hay = append(g.hay, strings.ToLower(e.Subject)+"\x00"+strings.ToLower(e.From))
+	g.hay = append(g.hay, fold(e.Subject)+"\x00"+fold(e.From))
 	g.high = e.Number
 }
 
@@ -505,8 +505,8 @@ func (ix *Index) Groups() []string {
 	return out
 }
 
-// words splits a query into lower-case words.
-func words(s string) []string { return strings.Fields(strings.ToLower(s)) }
+// words splits a query into folded words.
+func words(s string) []string { return strings.Fields(fold(s)) }
 
 // maxPhraseReads bounds the bodies one query reads back to check that a
 // phrase's words are adjacent; past it, Result.Approx is set and the
