@@ -57,3 +57,24 @@ func TestHiddenGroups(t *testing.T) {
 		t.Errorf("with nothing hidden the API lacks control.cancel")
 	}
 }
+
+// With search on, the group list and every group page carry a search
+// box; a search of every group says how many groups are indexed.
+func TestSearchBoxes(t *testing.T) {
+	s := startSite(t)
+	search, err := NewSearch(s.fed, SearchOptions{Dir: t.TempDir(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(search.Close)
+	site := startSiteWith(t, s.news, Options{Search: search}, s.news.HostPort())
+	if _, page := get(t, site.url+"/"); !strings.Contains(page, `<form class="filter searchbox" method="get" action="/search" role="search">`) {
+		t.Errorf("the group list has no search box")
+	}
+	if _, page := get(t, site.url+"/groups/misc.test"); !strings.Contains(page, `<input type="hidden" name="group" value="misc.test"><input type="search" name="q"`) {
+		t.Errorf("the group page has no search box for the group")
+	}
+	if _, page := get(t, site.url+"/search?q=root"); !strings.Contains(page, "No group is indexed yet.") {
+		t.Errorf("a search of every group with none indexed does not say so")
+	}
+}

@@ -334,6 +334,7 @@ type searchView struct {
 	Indexed                     int
 	Bodies                      bool // the group's bodies are indexed (search_bodies)
 	BodiesIndexed               int  // articles whose bodies are
+	IndexedGroups               int  // groups indexed so far (a search of them all says so)
 }
 
 // runSearch answers a search request: the hits and whether the index is
@@ -350,6 +351,8 @@ func (s *Server) runSearch(r *http.Request) (searchView, error) {
 		v.Indexed = s.search.ix.Len(group)
 		v.Bodies = s.search.wantBodies(group)
 		v.BodiesIndexed = s.search.ix.BodyLen(group)
+	} else {
+		v.IndexedGroups = len(s.search.ix.Groups())
 	}
 	if strings.TrimSpace(q.Text+q.Author) == "" && q.Since.IsZero() && q.Until.IsZero() {
 		return v, nil // an empty form
@@ -384,6 +387,9 @@ func (s *Server) apiSearch(ctx context.Context, r *http.Request) (*response, err
 	}
 	a := map[string]any{"query": v.Query, "author": v.Author, "group": v.Groups, "total": v.Total,
 		"hits": hits, "complete": !v.Partial, "indexed": v.Indexed}
+	if v.Groups == "" {
+		a["indexed_groups"] = v.IndexedGroups
+	}
 	if v.Approx {
 		a["total_at_least"] = true
 	}

@@ -456,7 +456,7 @@ func (s *Server) visible(groups []Group) []Group {
 
 func (s *Server) base(title, group string) base {
 	return base{Title: title, Site: s.opts.Site, CSS: template.CSS(css), Group: group,
-		Account: s.posting != nil && s.posting.hasUsers()}
+		Account: s.posting != nil && s.posting.hasUsers(), SearchOn: s.search != nil}
 }
 
 // render executes a page template into a response.
