@@ -78,3 +78,19 @@ func TestSearchBoxes(t *testing.T) {
 		t.Errorf("a search of every group with none indexed does not say so")
 	}
 }
+
+// Search pages are asked by number, from 1 to 100.
+func TestSearchPageParam(t *testing.T) {
+	s := startSite(t)
+	search, err := NewSearch(s.fed, SearchOptions{Dir: t.TempDir(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(search.Close)
+	site := startSiteWith(t, s.news, Options{Search: search}, s.news.HostPort())
+	for page, want := range map[string]int{"1": 200, "100": 200, "0": 400, "101": 400, "x": 400} {
+		if resp, _ := get(t, site.url+"/search?q=root&page="+page); resp.StatusCode != want {
+			t.Errorf("page=%s: %d, want %d", page, resp.StatusCode, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,7 @@ const (
 	DefaultSearchRefresh = time.Minute
 	DefaultSearchBytes   = 1 << 30
 	maxSearchHits        = 100
+	maxSearchPages       = 100 // pages of hits a search goes to
 	maxQuery             = 200
 	// searchJobs is how many groups are indexed at once, and
 	// maxSearchPending how many may be under way or waiting: a search of
@@ -292,6 +294,13 @@ func searchQuery(r *http.Request) (searchindex.Query, string, error) {
 		}
 		q.Groups = []string{group}
 	}
+	if p := v.Get("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > maxSearchPages {
+			return q, "", errBad
+		}
+		q.Offset = (n - 1) * maxSearchHits
+	}
 	for _, d := range []struct {
 		name string
 		to   *time.Time
@@ -335,6 +344,7 @@ type searchView struct {
 	Bodies                      bool // the group's bodies are indexed (search_bodies)
 	BodiesIndexed               int  // articles whose bodies are
 	IndexedGroups               int  // groups indexed so far (a search of them all says so)
+	Pager                       pager
 }
 
 // runSearch answers a search request: the hits and whether the index is
@@ -359,6 +369,22 @@ func (s *Server) runSearch(r *http.Request) (searchView, error) {
 	}
 	res := s.search.ix.Search(q)
 	v.Total, v.Approx = res.Total, res.Approx
+	page := q.Offset/maxSearchHits + 1
+	pages := min(maxSearchPages, max(1, (res.Total+maxSearchHits-1)/maxSearchHits))
+	v.Pager = pager{Page: page, Pages: pages, PrevLabel: "← Newer hits", NextLabel: "Older hits →"}
+	at := func(n int) string {
+		u := *r.URL
+		qv := u.Query()
+		qv.Set("page", strconv.Itoa(n))
+		u.RawQuery = qv.Encode()
+		return u.Path + "?" + u.RawQuery
+	}
+	if page > 1 {
+		v.Pager.Prev = at(page - 1)
+	}
+	if page < pages {
+		v.Pager.Next = at(page + 1)
+	}
 	for _, h := range res.Hits {
 		v.Hits = append(v.Hits, searchHit{Group: h.Group, Number: h.Number, ID: h.MessageID, Subject: orNoSubject(h.Subject),
 			From: displayName(h.From), Date: apiTime(h.Date), DateText: fmtTime(h.Date), Link: articleURL(h.MessageID, h.Group),

@@ -133,14 +133,15 @@ const pageTemplates = `
 {{if .Partial}}<p class="note">This group is being indexed: {{.Indexed}} articles so far. Results cover those.</p>{{end}}
 {{if and (not .Groups) (or .Query .Author .Since .Until)}}<p class="note">{{if .IndexedGroups}}This searched the {{.IndexedGroups}} group{{if ne .IndexedGroups 1}}s{{end}} indexed so far.{{else}}No group is indexed yet.{{end}} A group is indexed when it is first searched: search from its page to include it.</p>{{end}}
 {{if and .Bodies (lt .BodiesIndexed .Indexed)}}<p class="note">Article text indexed for {{.BodiesIndexed}} of {{.Indexed}} articles so far; subjects and authors for all.</p>{{end}}
-{{if or .Query .Author .Since .Until}}<p class="lead">{{if .Approx}}At least {{end}}{{.Total}} article{{if ne .Total 1}}s{{end}} found{{if gt .Total (len .Hits)}}, the newest {{len .Hits}} shown{{end}}.</p>
+{{if or .Query .Author .Since .Until}}<p class="lead">{{if .Approx}}At least {{end}}{{.Total}} article{{if ne .Total 1}}s{{end}} found{{if gt .Pager.Pages 1}}, page {{.Pager.Page}} of {{.Pager.Pages}}{{end}}.</p>
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th>{{if not .Groups}}<th>Group</th>{{end}}<th class="num">Date</th></tr></thead>
 <tbody>
 {{range .Hits}}<tr><td class="subject"><a class="hit" href="{{.Link}}">{{.Subject}}</a>{{with .Snippet}}<div class="snippet">{{range .}}{{if .Match}}<mark>{{.Text}}</mark>{{else}}{{.Text}}{{end}}{{end}}</div>{{end}}</td><td class="from">{{.From}}</td>{{if not $.Groups}}<td class="name">{{.Group}}</td>{{end}}<td class="num">{{.DateText}}</td></tr>
 {{else}}<tr><td colspan="4" class="muted">Nothing found.</td></tr>
 {{end}}</tbody>
-</table>{{end}}
+</table>
+{{template "pager" .Pager}}{{end}}
 {{template "foot" .}}{{end}}
 
 {{define "groups"}}{{template "head" .}}

@@ -41,3 +41,21 @@ func TestSearchFolds(t *testing.T) {
 		t.Errorf("fold: %q", got)
 	}
 }
+
+// Offset pages through the hits, newest first: past the first 100 too.
+func TestSearchOffset(t *testing.T) {
+	ix := open(t, t.TempDir(), 0)
+	var es []Entry
+	for n := int64(1); n <= 250; n++ {
+		es = append(es, entry(n, "same topic", "Ann <ann@x>"))
+	}
+	if err := ix.Append("misc.test", es); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ offset, n, first int }{{0, 100, 250}, {100, 100, 150}, {200, 50, 50}, {300, 0, 0}} {
+		r := ix.Search(Query{Text: "topic", Limit: 100, Offset: tc.offset})
+		if r.Total != 250 || len(r.Hits) != tc.n || (tc.n > 0 && r.Hits[0].Number != int64(tc.first)) {
+			t.Errorf("offset %d: total %d, %d hits from %v; want 250, %d from %d", tc.offset, r.Total, len(r.Hits), r.Hits, tc.n, tc.first)
+		}
+	}
+}
