@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/bcrypt"
@@ -302,4 +303,30 @@ func TestFlowed(t *testing.T) {
 	if _, err := bodyText(strings.Repeat("x", maxPostLine+1)); err == nil || !strings.Contains(err.Error(), "word over") {
 		t.Errorf("a word over %d bytes: %v", maxPostLine, err)
 	}
+}
+
+// FuzzBodyText: an accepted body is CRLF lines of at most maxPostLine
+// bytes with no bare CR or LF and no control character but tab.
+func FuzzBodyText(f *testing.F) {
+	f.Add(strings.Repeat("lorem ipsum ", 200) + "\n> quoted\n-- \nsig")
+	f.Add(" From x\n>>\n\r\nend")
+	f.Fuzz(func(t *testing.T, body string) {
+		out, err := bodyText(body)
+		if err != nil {
+			return
+		}
+		if !strings.HasSuffix(out, "\r\n") {
+			t.Fatalf("body %q does not end in CRLF", out)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(out, "\r\n"), "\r\n") {
+			if len(l) > maxPostLine || strings.ContainsAny(l, "\r\n") {
+				t.Fatalf("line %q of body %q", l, body)
+			}
+			for _, r := range l {
+				if r != '\t' && unicode.IsControl(r) {
+					t.Fatalf("line %q holds a control character", l)
+				}
+			}
+		}
+	})
 }
