@@ -38,6 +38,7 @@ type config struct {
 	SearchBytes    size              `toml:"search_bytes"`    // bound on the search index
 	SearchBodies   string            `toml:"search_bodies"`   // wildmats of the groups whose bodies are indexed; none when empty
 	ProxyHeaders   bool              `toml:"proxy_headers"`   // trust X-Forwarded-For for the client's address
+	HiddenGroups   *string           `toml:"hidden_groups"`   // wildmats of the groups left out of the group list
 
 	Servers []serverEntry  `toml:"server,omitempty"`
 	Cache   cacheSection   `toml:"cache"`
@@ -144,6 +145,10 @@ func (c config) withDefaults() config {
 	}
 	if *c.Search && c.SearchDir == "" {
 		c.SearchDir = defaultSearchDir()
+	}
+	if c.HiddenGroups == nil {
+		h := newsweb.DefaultHiddenGroups
+		c.HiddenGroups = &h
 	}
 	if c.SearchBytes == 0 {
 		c.SearchBytes = defaultSearchBytes
@@ -337,6 +342,11 @@ func (c config) check() error {
 			errs = append(errs, c.errAt("posting.enabled", "set trusted_header or users: posting needs to know who posts"))
 		}
 	}
+	if h := c.HiddenGroups; h != nil && *h != "" {
+		if _, err := proto.ParseGroupPatterns([]string{*h}); err != nil {
+			errs = append(errs, c.errAt("hidden_groups", "%v", err))
+		}
+	}
 	if c.SearchBodies != "" {
 		if _, err := proto.ParseGroupPatterns([]string{c.SearchBodies}); err != nil {
 			errs = append(errs, c.errAt("search_bodies", "%v", err))
@@ -466,6 +476,16 @@ func trustFile(path string) (*tls.Config, error) {
 		return nil, fmt.Errorf("%s: no PEM certificates", path)
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// hiddenGroups is hidden_groups parsed (check has refused a bad one).
+func (c config) hiddenGroups() *proto.GroupPatterns {
+	var list []string
+	if c.HiddenGroups != nil && *c.HiddenGroups != "" {
+		list = []string{*c.HiddenGroups}
+	}
+	g, _ := proto.ParseGroupPatterns(list)
+	return &g
 }
 
 // cacheConfig is the [cache] section with the defaults filled in.

@@ -232,7 +232,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 	}
 	handler := newsweb.New(fed, newsweb.Options{Site: cfg.Site, Timeout: timeout, PerPage: cfg.PerPage, Logger: log,
-		Registerer: reg, Posting: posting, Search: search})
+		Registerer: reg, Posting: posting, Search: search, HiddenGroups: cfg.hiddenGroups()})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

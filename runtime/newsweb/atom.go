@@ -1,9 +1,11 @@
 package newsweb
 
 // Atom feeds (RFC 4287): a group's newest articles at
-// /groups/{group}/feed.atom (titles, authors and links; no bodies, so a
-// feed costs no ARTICLE commands) and a thread's newest articles with
-// their text at /groups/{group}/threads/{msgid}/feed.atom. Entry ids are
+// /groups/{group}/feed.atom (titles, authors, links and the first
+// feedLines lines of the text, through the article cache, so an article
+// costs one ARTICLE however often the feed is read) and a thread's newest
+// articles with their text at /groups/{group}/threads/{msgid}/feed.atom.
+// The group and thread pages advertise their feeds (rel="alternate"). Entry ids are
 // news: URIs of the message-ids (RFC 5538 §2.2), which never change;
 // links are absolute, built from the request's Host.
 
@@ -13,13 +15,18 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
 )
 
-// feedEntries is the most entries a feed carries.
-const feedEntries = 50
+// feedEntries is the most entries a feed carries; feedLines the lines of
+// text a group feed's entry carries.
+const (
+	feedEntries = 50
+	feedLines   = 20
+)
 
 type atomFeed struct {
 	XMLName xml.Name    `xml:"http://www.w3.org/2005/Atom feed"`
@@ -61,6 +68,22 @@ func siteURL(r *http.Request) string {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
+}
+
+// firstLines is text's first n lines, with "[...]" when there are more.
+func firstLines(text string, n int) string {
+	i := 0
+	for k := 0; k < n; k++ {
+		j := strings.IndexByte(text[i:], '\n')
+		if j < 0 {
+			return text
+		}
+		i += j + 1
+	}
+	if strings.TrimSpace(text[i:]) == "" {
+		return text
+	}
+	return text[:i] + "[...]\n"
 }
 
 // newsURI is the news: URI of a message-id (RFC 5538).
@@ -113,8 +136,23 @@ func (s *Server) groupFeed(ctx context.Context, r *http.Request) (*response, err
 	site := siteURL(r)
 	f := atomFeed{ID: site + groupURL(group), Title: group + " · " + s.opts.Site,
 		Links: []atomLink{{Rel: "self", Href: site + groupFeedURL(group)}, {Rel: "alternate", Type: "text/html", Href: site + groupURL(group)}}}
-	for _, a := range newest(tl.Articles, feedEntries) {
-		f.Entries = append(f.Entries, entry(site, group, a))
+	arts := newest(tl.Articles, feedEntries)
+	f.Entries = make([]atomEntry, len(arts))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, convFetch)
+	for i, a := range arts {
+		f.Entries[i] = entry(site, group, a)
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if art, err := s.fed.Article(ctx, a.MessageID); err == nil {
+				f.Entries[i].Content = &atomText{Type: "text", Body: firstLines(decodeArticle(art.Raw).Text(), feedLines)}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return renderFeed(f)
 }

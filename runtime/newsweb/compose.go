@@ -120,7 +120,7 @@ func compose(d draft, user, domain, id string, now time.Time, par *parent, trace
 		field("In-Reply-To", par.ID)
 	}
 	field("MIME-Version", "1.0")
-	field("Content-Type", "text/plain; charset=utf-8")
+	field("Content-Type", "text/plain; charset=utf-8; format=flowed")
 	field("Content-Transfer-Encoding", "8bit")
 	field("User-Agent", "newsweb")
 	if trace != "" {
@@ -172,7 +172,14 @@ func localPart(user string) string {
 	return s
 }
 
-// bodyText is the body as CRLF lines, checked.
+// bodyText is the body as CRLF lines, checked, in format=flowed (RFC
+// 3676) so that readers that understand it re-flow the text: a line
+// longer than flowWidth is wrapped at spaces into lines that end in a
+// space (soft breaks), its quote marks repeated on each; the other lines
+// lose their trailing spaces (which would make them soft), except the
+// signature separator "-- "; a line starting with a space or "From " is
+// space-stuffed. Only a word longer than maxPostLine bytes cannot be
+// sent.
 func bodyText(body string) (string, error) {
 	if len(body) > maxPostBody {
 		return "", fmt.Errorf("the text is over %d bytes", maxPostBody)
@@ -185,18 +192,72 @@ func bodyText(body string) (string, error) {
 	if strings.TrimSpace(body) == "" {
 		return "", fmt.Errorf("the text is empty")
 	}
-	lines := strings.Split(body, "\n")
-	for i, l := range lines {
-		l = strings.TrimRight(l, " \t\r")
-		if len(l) > maxPostLine {
-			return "", fmt.Errorf("line %d is over %d bytes", i+1, maxPostLine)
+	var out []string
+	for i, l := range strings.Split(body, "\n") {
+		if l != "-- " {
+			l = strings.TrimRight(l, " \t\r")
 		}
 		if strings.ContainsFunc(l, func(r rune) bool { return r != '\t' && unicode.IsControl(r) }) {
 			return "", fmt.Errorf("line %d holds a control character", i+1)
 		}
-		lines[i] = l
+		for _, w := range flowLine(l) {
+			if len(w) > maxPostLine {
+				return "", fmt.Errorf("line %d has a word over %d bytes", i+1, maxPostLine)
+			}
+			out = append(out, w)
+		}
 	}
-	return strings.Join(lines, "\r\n") + "\r\n", nil
+	return strings.Join(out, "\r\n") + "\r\n", nil
+}
+
+// flowWidth is where flowLine wraps (RFC 3676 §4.2: 78 at most).
+const flowWidth = 76
+
+// flowLine is one line of text as format=flowed lines: its quote marks
+// (">" runs) kept on each, wrapped at spaces when longer than flowWidth
+// characters, every piece but the last ending in the space it was cut at,
+// and space-stuffed where needed.
+func flowLine(l string) []string {
+	quote := ""
+	for strings.HasPrefix(l, ">") {
+		quote += ">"
+		l = l[1:]
+	}
+	if quote != "" {
+		l = strings.TrimPrefix(l, " ") // the space after the marks is stuffing, added back below
+	}
+	stuff := func(s string) string {
+		if quote != "" && s == "" {
+			return quote // no stuffing space: it would make the line soft
+		}
+		if quote != "" || strings.HasPrefix(s, " ") || strings.HasPrefix(s, "From ") || strings.HasPrefix(s, ">") {
+			return quote + " " + s
+		}
+		return s
+	}
+	var out []string
+	for utf8.RuneCountInString(l) > flowWidth {
+		cut := -1
+		n := 0
+		for i, r := range l {
+			if n > flowWidth {
+				break
+			}
+			if r == ' ' && i > 0 {
+				cut = i
+			}
+			n++
+		}
+		if cut < 0 { // a long word: cut at the next space
+			cut = strings.IndexByte(l, ' ')
+			if cut < 0 {
+				break
+			}
+		}
+		out = append(out, stuff(l[:cut+1]))
+		l = l[cut+1:]
+	}
+	return append(out, stuff(l))
 }
 
 // printable reports text without control characters.

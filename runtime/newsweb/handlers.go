@@ -43,7 +43,7 @@ func (s *Server) groupsPage(ctx context.Context, r *http.Request) (*response, er
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
-	resp, err := s.render("groups", s.groupList(groups, f), cacheGroups)
+	resp, err := s.render("groups", s.groupList(s.visible(groups), f), cacheGroups)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +129,7 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	stats := <-statsCh
 	v := groupView{base: s.base(group, group), Articles: len(tp.list.Articles), Others: tp.list.Unnumbered(), ThreadCount: len(tp.list.Threads),
 		Stats: stats, Threads: tp.rows, Pager: pagerOf(group, before, tl, tp.page, tp.pages), Feed: groupFeedURL(group)}
+	v.FeedLink = v.Feed
 	if s.posting != nil {
 		v.NewThread = newThreadURL(group)
 	}
@@ -282,6 +283,7 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 		Posts: posts, Feed: threadFeedURL(group, tv.Root.ID), OutlineOpen: count <= outlineOpen, ByDate: byDate,
 		Threaded: self, DateView: self + "?view=date", Newest: newest, Mbox: threadURL(group, tv.Root.ID) + "/mbox.gz",
 		Pager: pager{Page: page, Pages: pages, PrevLabel: "← Earlier", NextLabel: "Later →"}}
+	v.FeedLink = v.Feed
 	if page > 1 {
 		v.Pager.Prev = self + "?" + view + "page=" + strconv.Itoa(page-1)
 	}
@@ -377,7 +379,7 @@ func (s *Server) apiGroups(ctx context.Context, r *http.Request) (*response, err
 	if err != nil {
 		return nil, err
 	}
-	return renderJSON(map[string]any{"groups": displayGroups(groups)}, cacheGroups)
+	return renderJSON(map[string]any{"groups": displayGroups(s.visible(groups))}, cacheGroups)
 }
 
 func (s *Server) apiThreads(ctx context.Context, r *http.Request) (*response, error) {

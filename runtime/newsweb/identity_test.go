@@ -2,6 +2,7 @@ package newsweb
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -230,5 +231,34 @@ func TestServerNamesHideAddresses(t *testing.T) {
 	json.Unmarshal([]byte(body), &a)
 	if !regexp.MustCompile(`^server-[0-9a-f]{8}$`).MatchString(a.Server) {
 		t.Errorf("an unnamed server is called %q, want server- and a hash", a.Server)
+	}
+}
+
+// Preview shows the text as it will be shown (signature set off) and
+// posts nothing.
+func TestPreview(t *testing.T) {
+	s := postingSite(t, 0, map[string]string{"dora": "secret"})
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	if r, err := c.PostForm(s.url+"/login", url.Values{"user": {"dora"}, "password": {"secret"}}); err != nil || r.StatusCode != 200 {
+		t.Fatalf("login: %v %v", r, err)
+	}
+	_, page := getWith(t, c, s.url+"/post?group=misc.test")
+	m := csrfField.FindStringSubmatch(page)
+	before := len(s.news.Transfers())
+	resp, err := c.PostForm(s.url+"/post", url.Values{"csrf": {m[1]}, "newsgroups": {"misc.test"}, "subject": {"s"},
+		"body": {"Hello there.\n-- \nDora"}, "preview": {"1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := new(strings.Builder)
+	io.Copy(b, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(b.String(), "<h2>Preview</h2>") || !strings.Contains(b.String(), `class="blk sig"`) ||
+		!strings.Contains(b.String(), "Hello there.") {
+		t.Errorf("preview: %d\n%s", resp.StatusCode, b.String())
+	}
+	if n := len(s.news.Transfers()); n != before {
+		t.Errorf("the preview posted: %d transfers", n-before)
 	}
 }

@@ -231,3 +231,29 @@ func TestLoginOriginNull(t *testing.T) {
 		t.Errorf("Referrer-Policy %q, want same-origin", got)
 	}
 }
+
+// FuzzLocalPath: whatever next is, the redirect stays on this site: "/"
+// or a path with one leading slash, no scheme or host, nothing a browser
+// would drop or read as a slash.
+func FuzzLocalPath(f *testing.F) {
+	for _, s := range []string{"/groups/x", "/\t/evil.example/x", "//evil", "/\\evil", "https://evil", " /a\n", "/%2F/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, next string) {
+		got := localPath(next)
+		if got == "/" {
+			return
+		}
+		if !strings.HasPrefix(got, "/") || strings.HasPrefix(got, "//") || strings.ContainsAny(got, "\\\t\r\n ") {
+			t.Fatalf("localPath(%q) = %q", next, got)
+		}
+		for i := 0; i < len(got); i++ {
+			if got[i] < 0x20 || got[i] >= 0x7f {
+				t.Fatalf("localPath(%q) = %q holds byte %#x", next, got, got[i])
+			}
+		}
+		if u, err := url.Parse(got); err == nil && (u.Scheme != "" || u.Host != "" || u.User != nil) {
+			t.Fatalf("localPath(%q) = %q names %q", next, got, u.Host)
+		}
+	})
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/bcrypt"
@@ -96,7 +97,7 @@ func TestPostReply(t *testing.T) {
 		got[k] = h.Get(k)
 	}
 	want := map[string]string{"From": `"alice" <alice@readers.example>`, "Newsgroups": "misc.test", "Subject": "Re: Root",
-		"References": "<m1@t> <m4@t>", "In-Reply-To": "<m4@t>", "Content-Type": "text/plain; charset=utf-8"}
+		"References": "<m1@t> <m4@t>", "In-Reply-To": "<m4@t>", "Content-Type": "text/plain; charset=utf-8; format=flowed"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("posted header (-want +got):\n%s", d)
 	}
@@ -264,4 +265,68 @@ func TestRateLimit(t *testing.T) {
 			t.Errorf("step %d (%s at %v): allowed %v", i, st.user, st.at, ok)
 		}
 	}
+}
+
+// The body goes out in format=flowed: a long paragraph is wrapped at
+// spaces into soft lines (ending in a space) instead of being refused,
+// quote marks are repeated on its pieces, hard lines lose trailing spaces,
+// the signature separator keeps its space, and lines starting with a
+// space or "From " are stuffed.
+func TestFlowed(t *testing.T) {
+	para := strings.Repeat("lorem ipsum dolor sit amet ", 60) // 1,620 bytes, one line
+	got, err := bodyText(para + "\n> " + strings.Repeat("quoted words here ", 10) + "\n>\nhard line   \n From the start\n-- \nSig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(got, "\r\n"), "\r\n")
+	var joined strings.Builder
+	i := 0
+	for ; i < len(lines) && !strings.HasPrefix(lines[i], ">"); i++ {
+		if n := len([]rune(lines[i])); n > 78 {
+			t.Errorf("line %d is %d characters", i+1, n)
+		}
+		joined.WriteString(lines[i])
+		if i < 21 && !strings.HasSuffix(lines[i], " ") {
+			t.Errorf("line %d of the paragraph is not soft: %q", i+1, lines[i])
+		}
+	}
+	if joined.String() != strings.TrimRight(para, " ") {
+		t.Errorf("the paragraph does not re-flow to itself:\n%q", joined.String())
+	}
+	rest := lines[i:]
+	want := []string{"> quoted words here quoted words here quoted words here quoted words here ",
+		"> quoted words here quoted words here quoted words here quoted words here ",
+		"> quoted words here quoted words here", ">", "hard line", "  From the start", "-- ", "Sig"}
+	if strings.Join(rest, "|") != strings.Join(want, "|") {
+		t.Errorf("after the paragraph:\n%q\nwant\n%q", rest, want)
+	}
+	if _, err := bodyText(strings.Repeat("x", maxPostLine+1)); err == nil || !strings.Contains(err.Error(), "word over") {
+		t.Errorf("a word over %d bytes: %v", maxPostLine, err)
+	}
+}
+
+// FuzzBodyText: an accepted body is CRLF lines of at most maxPostLine
+// bytes with no bare CR or LF and no control character but tab.
+func FuzzBodyText(f *testing.F) {
+	f.Add(strings.Repeat("lorem ipsum ", 200) + "\n> quoted\n-- \nsig")
+	f.Add(" From x\n>>\n\r\nend")
+	f.Fuzz(func(t *testing.T, body string) {
+		out, err := bodyText(body)
+		if err != nil {
+			return
+		}
+		if !strings.HasSuffix(out, "\r\n") {
+			t.Fatalf("body %q does not end in CRLF", out)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(out, "\r\n"), "\r\n") {
+			if len(l) > maxPostLine || strings.ContainsAny(l, "\r\n") {
+				t.Fatalf("line %q of body %q", l, body)
+			}
+			for _, r := range l {
+				if r != '\t' && unicode.IsControl(r) {
+					t.Fatalf("line %q holds a control character", l)
+				}
+			}
+		}
+	})
 }

@@ -28,6 +28,9 @@ type composeView struct {
 	References string
 	Reply      bool
 	Error      string
+	// Preview is the text as it will be shown, when the reader asked
+	// for a preview.
+	Preview []partView
 }
 
 type loginView struct {
@@ -139,6 +142,9 @@ func (s *Server) submitPost(ctx context.Context, r *http.Request) (*response, er
 		}
 	}
 	d := draft{Newsgroups: groups, Subject: f.Get("subject"), Body: f.Get("body"), References: f.Get("references"), Name: f.Get("name")}
+	if f.Get("preview") != "" {
+		return s.preview(user, d, f.Get("newsgroups"))
+	}
 	id, err := s.post(ctx, r, user, d)
 	var pe *postError
 	if errors.As(err, &pe) {
@@ -162,6 +168,23 @@ func (s *Server) submitPost(ctx context.Context, r *http.Request) (*response, er
 
 // loginPage is GET /login: the login form, or for a reader logged in
 // already, who they are and how to log out.
+// preview answers the form with the article as it will be shown, or
+// what is wrong with it; nothing is posted.
+func (s *Server) preview(user string, d draft, newsgroups string) (*response, error) {
+	p := s.posting
+	v := composeView{base: s.base("Preview", ""), User: user, Name: d.Name, Address: p.address(user),
+		CSRF: p.csrf(user), Newsgroups: newsgroups, Subject: d.Subject, Body: d.Body, References: d.References, Reply: d.References != ""}
+	art, err := compose(d, user, p.opts.FromDomain, "<preview@"+p.opts.FromDomain+">", p.opts.Now(), nil, "")
+	if err != nil {
+		v.Error = strings.TrimPrefix(err.Error(), errCompose.Error()+": ")
+	} else {
+		for _, part := range decodeArticle(art.Raw).Parts {
+			v.Preview = append(v.Preview, partView{Note: part.Note, Blocks: blocks(part.Lines)})
+		}
+	}
+	return s.render("compose", v, cacheError)
+}
+
 func (s *Server) loginPage(ctx context.Context, r *http.Request) (*response, error) {
 	v := loginView{base: s.base("Log in", ""), Next: localPath(r.URL.Query().Get("next"))}
 	if user, ok := s.posting.sessionOf(r); ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,7 @@ const (
 	DefaultSearchRefresh = time.Minute
 	DefaultSearchBytes   = 1 << 30
 	maxSearchHits        = 100
+	maxSearchPages       = 100 // pages of hits a search goes to
 	maxQuery             = 200
 	// searchJobs is how many groups are indexed at once, and
 	// maxSearchPending how many may be under way or waiting: a search of
@@ -292,6 +294,13 @@ func searchQuery(r *http.Request) (searchindex.Query, string, error) {
 		}
 		q.Groups = []string{group}
 	}
+	if p := v.Get("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > maxSearchPages {
+			return q, "", errBad
+		}
+		q.Offset = (n - 1) * maxSearchHits
+	}
 	for _, d := range []struct {
 		name string
 		to   *time.Time
@@ -334,6 +343,8 @@ type searchView struct {
 	Indexed                     int
 	Bodies                      bool // the group's bodies are indexed (search_bodies)
 	BodiesIndexed               int  // articles whose bodies are
+	IndexedGroups               int  // groups indexed so far (a search of them all says so)
+	Pager                       pager
 }
 
 // runSearch answers a search request: the hits and whether the index is
@@ -350,12 +361,30 @@ func (s *Server) runSearch(r *http.Request) (searchView, error) {
 		v.Indexed = s.search.ix.Len(group)
 		v.Bodies = s.search.wantBodies(group)
 		v.BodiesIndexed = s.search.ix.BodyLen(group)
+	} else {
+		v.IndexedGroups = len(s.search.ix.Groups())
 	}
 	if strings.TrimSpace(q.Text+q.Author) == "" && q.Since.IsZero() && q.Until.IsZero() {
 		return v, nil // an empty form
 	}
 	res := s.search.ix.Search(q)
 	v.Total, v.Approx = res.Total, res.Approx
+	page := q.Offset/maxSearchHits + 1
+	pages := min(maxSearchPages, max(1, (res.Total+maxSearchHits-1)/maxSearchHits))
+	v.Pager = pager{Page: page, Pages: pages, PrevLabel: "← Newer hits", NextLabel: "Older hits →"}
+	at := func(n int) string {
+		u := *r.URL
+		qv := u.Query()
+		qv.Set("page", strconv.Itoa(n))
+		u.RawQuery = qv.Encode()
+		return u.Path + "?" + u.RawQuery
+	}
+	if page > 1 {
+		v.Pager.Prev = at(page - 1)
+	}
+	if page < pages {
+		v.Pager.Next = at(page + 1)
+	}
 	for _, h := range res.Hits {
 		v.Hits = append(v.Hits, searchHit{Group: h.Group, Number: h.Number, ID: h.MessageID, Subject: orNoSubject(h.Subject),
 			From: displayName(h.From), Date: apiTime(h.Date), DateText: fmtTime(h.Date), Link: articleURL(h.MessageID, h.Group),
@@ -384,6 +413,9 @@ func (s *Server) apiSearch(ctx context.Context, r *http.Request) (*response, err
 	}
 	a := map[string]any{"query": v.Query, "author": v.Author, "group": v.Groups, "total": v.Total,
 		"hits": hits, "complete": !v.Partial, "indexed": v.Indexed}
+	if v.Groups == "" {
+		a["indexed_groups"] = v.IndexedGroups
+	}
 	if v.Approx {
 		a["total_at_least"] = true
 	}

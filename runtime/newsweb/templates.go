@@ -9,8 +9,8 @@ import (
 // css is the whole style sheet, inlined in every page. The
 // Content-Security-Policy allows exactly this text by its hash, and nothing
 // else: no script, no other style, no frames.
-const css = `:root{color-scheme:light dark;--fg:#1c1c1e;--muted:#6b6b70;--bg:#fff;--line:#e3e3e8;--soft:#f5f5f7;--accent:#0b57d0;--q1:#2f6f3a;--q2:#7b3f98;--q3:#a23b2a}
-@media (prefers-color-scheme:dark){:root{--fg:#e8e8ed;--muted:#a1a1a8;--bg:#151517;--line:#2e2e32;--soft:#1f1f22;--accent:#8ab4f8;--q1:#8fd19e;--q2:#d7a6f0;--q3:#f2a38f}}
+const css = `:root{color-scheme:light dark;--fg:#1c1c1e;--muted:#6b6b70;--bg:#fff;--line:#e3e3e8;--soft:#f5f5f7;--accent:#0b57d0;--visited:#6a3fa0;--q1:#2f6f3a;--q2:#7b3f98;--q3:#a23b2a}
+@media (prefers-color-scheme:dark){:root{--fg:#e8e8ed;--muted:#a1a1a8;--bg:#151517;--line:#2e2e32;--soft:#1f1f22;--accent:#8ab4f8;--visited:#c5a3f5;--q1:#8fd19e;--q2:#d7a6f0;--q3:#f2a38f}}
 *{box-sizing:border-box}
 body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
 header.top{border-bottom:1px solid var(--line);padding:.6rem 1rem;display:flex;gap:1rem;align-items:baseline}
@@ -19,6 +19,7 @@ header.top .crumbs{color:var(--muted);font-size:.9rem;overflow-wrap:anywhere}
 header.top a.account{margin-left:auto;font-size:.9rem}
 main{max-width:62rem;margin:0 auto;padding:1rem 1rem 3rem}
 a{color:var(--accent);text-decoration:none}
+a.thread:visited,a.hit:visited{color:var(--visited)}
 a:hover{text-decoration:underline}
 h1{font-size:1.35rem;margin:.3rem 0 .8rem;overflow-wrap:anywhere}
 p.lead{color:var(--muted);margin:.2rem 0 1rem}
@@ -76,6 +77,8 @@ article.post{border-top:1px solid var(--line);padding:.8rem 0 .6rem;min-width:0}
 .pa{display:flex;flex-wrap:wrap;gap:0 1rem;font-size:.85rem;padding:.3rem 0 0;text-align:left}
 details.quote{margin:.2rem 0}
 @media (max-width:40rem){
+form.filter{flex-wrap:wrap}
+form.filter input[name=q]{flex-basis:100%}
 main{padding:.6rem .6rem 2rem}
 header.top{padding:.5rem .6rem}
 table.threads thead,table.groups thead{display:none}
@@ -110,6 +113,7 @@ const pageTemplates = `
 <meta name="referrer" content="same-origin">
 <title>{{.Title}} · {{.Site}}</title>
 <style>{{.CSS}}</style>
+{{with .FeedLink}}<link rel="alternate" type="application/atom+xml" title="Atom feed" href="{{.}}">{{end}}
 </head>
 <body>
 <a class="skip" href="#main">Skip to the content</a>
@@ -127,19 +131,22 @@ const pageTemplates = `
 <h1>Search{{with .Groups}} in {{.}}{{end}}</h1>
 <form class="filter" method="get" action="/search">{{with .Groups}}<input type="hidden" name="group" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="{{if .Bodies}}Words or &#34;a phrase&#34;{{else}}Subject or author{{end}}" aria-label="Subject, author{{if .Bodies}} or text{{end}}" maxlength="200"><input type="search" name="author" value="{{.Author}}" placeholder="Author" aria-label="Author" maxlength="200"><input type="date" name="since" value="{{.Since}}" aria-label="From date"><input type="date" name="until" value="{{.Until}}" aria-label="To date"><button type="submit">Search</button></form>
 {{if .Partial}}<p class="note">This group is being indexed: {{.Indexed}} articles so far. Results cover those.</p>{{end}}
+{{if and (not .Groups) (or .Query .Author .Since .Until)}}<p class="note">{{if .IndexedGroups}}This searched the {{.IndexedGroups}} group{{if ne .IndexedGroups 1}}s{{end}} indexed so far.{{else}}No group is indexed yet.{{end}} A group is indexed when it is first searched: search from its page to include it.</p>{{end}}
 {{if and .Bodies (lt .BodiesIndexed .Indexed)}}<p class="note">Article text indexed for {{.BodiesIndexed}} of {{.Indexed}} articles so far; subjects and authors for all.</p>{{end}}
-{{if or .Query .Author .Since .Until}}<p class="lead">{{if .Approx}}At least {{end}}{{.Total}} article{{if ne .Total 1}}s{{end}} found{{if gt .Total (len .Hits)}}, the newest {{len .Hits}} shown{{end}}.</p>
+{{if or .Query .Author .Since .Until}}<p class="lead">{{if .Approx}}At least {{end}}{{.Total}} article{{if ne .Total 1}}s{{end}} found{{if gt .Pager.Pages 1}}, page {{.Pager.Page}} of {{.Pager.Pages}}{{end}}.</p>
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th>{{if not .Groups}}<th>Group</th>{{end}}<th class="num">Date</th></tr></thead>
 <tbody>
 {{range .Hits}}<tr><td class="subject"><a class="hit" href="{{.Link}}">{{.Subject}}</a>{{with .Snippet}}<div class="snippet">{{range .}}{{if .Match}}<mark>{{.Text}}</mark>{{else}}{{.Text}}{{end}}{{end}}</div>{{end}}</td><td class="from">{{.From}}</td>{{if not $.Groups}}<td class="name">{{.Group}}</td>{{end}}<td class="num">{{.DateText}}</td></tr>
 {{else}}<tr><td colspan="4" class="muted">Nothing found.</td></tr>
 {{end}}</tbody>
-</table>{{end}}
+</table>
+{{template "pager" .Pager}}{{end}}
 {{template "foot" .}}{{end}}
 
 {{define "groups"}}{{template "head" .}}
 <h1>Newsgroups{{with .Hierarchy}} in {{.}}.*{{end}}</h1>
+{{if .SearchOn}}<form class="filter searchbox" method="get" action="/search" role="search"><input type="search" name="q" placeholder="Search articles" aria-label="Search articles" maxlength="200"><button type="submit">Search</button></form>{{end}}
 <form class="filter" method="get" action="/">{{with .Hierarchy}}<input type="hidden" name="h" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="Filter groups" aria-label="Filter groups" maxlength="200"><button type="submit">Filter</button></form>
 <p class="lead">{{if or .Query .Hierarchy}}{{.Matched}} of {{end}}{{.Total}} groups from {{.ServerCount}} server{{if ne .ServerCount 1}}s{{end}}.{{if or .Query .Hierarchy}} <a href="/">All groups</a>{{end}}</p>
 {{with .Hierarchies}}<nav class="hier" aria-label="Hierarchies">{{range .}}<a href="{{.Link}}">{{.Name}}.*</a> <span class="muted">{{.Groups}}</span> {{end}}</nav>{{end}}
@@ -157,6 +164,7 @@ const pageTemplates = `
 <h1>{{.Group}}</h1>
 {{with .Stale}}<p class="note stale">{{.}}</p>{{end}}
 <p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Others}} ({{.}} of them from other servers){{end}}{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
+{{if .SearchOn}}<form class="filter searchbox" method="get" action="/search" role="search"><input type="hidden" name="group" value="{{.Group}}"><input type="search" name="q" placeholder="Search {{.Group}}" aria-label="Search this group" maxlength="200"><button type="submit">Search</button></form>{{end}}
 <nav class="threadnav" aria-label="Group">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}{{with .Search}}<a class="search" href="{{.}}">Search this group</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th><th class="num">Articles</th><th class="num">Latest</th></tr></thead>
@@ -233,9 +241,10 @@ const pageTemplates = `
 <label>Newsgroups <input name="newsgroups" value="{{.Newsgroups}}" required maxlength="1000"></label>
 <label>Subject <input name="subject" value="{{.Subject}}" required maxlength="300"></label>
 <label>Text <textarea name="body" rows="16" required>{{.Body}}</textarea></label>
-<p class="muted">Posting as {{.User}}, from {{.Address}}.</p>
-<button type="submit">Post</button>
+<p class="muted">Posting as {{.User}}, from {{.Address}}. Long lines are wrapped (format=flowed); a line "-- " starts your signature.</p>
+<button type="submit">Post</button> <button type="submit" name="preview" value="1">Preview</button>
 </form>
+{{with .Preview}}<h2>Preview</h2><div class="body preview">{{range .}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}{{template "blk" .}}{{end}}{{end}}</div>{{end}}
 {{template "foot" .}}{{end}}
 
 {{define "login"}}{{template "head" .}}

@@ -23,6 +23,10 @@ type base struct {
 	Site  string
 	CSS   template.CSS
 	Group string
+	// FeedLink is the page's Atom feed, advertised in its head.
+	FeedLink string
+	// SearchOn puts search boxes on the group list and group pages.
+	SearchOn bool
 	// Account links every page to /login, where a reader logs in or out
 	// (the pages are the same for everybody, so they do not say which).
 	Account bool

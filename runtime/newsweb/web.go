@@ -59,7 +59,15 @@ type Options struct {
 	// Search, when set, turns search on (NewSearch): /search and
 	// /api/search.
 	Search *Search
+	// HiddenGroups are left out of the group list and its API (nil:
+	// DefaultHiddenGroups; an empty list hides none). Their pages can
+	// still be opened by name.
+	HiddenGroups *proto.GroupPatterns
 }
+
+// DefaultHiddenGroups are the groups of control messages and junk, and
+// the to.* groups of site-to-site messages: nothing a reader reads.
+const DefaultHiddenGroups = "control,control.*,junk,to.*"
 
 // Server is the HTTP handler of newsweb.
 type Server struct {
@@ -93,6 +101,10 @@ func New(fed *Federated, opts Options) *Server {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.HiddenGroups == nil {
+		hidden, _ := proto.ParseGroupPatterns([]string{DefaultHiddenGroups})
+		opts.HiddenGroups = &hidden
 	}
 	s := &Server{fed: fed, opts: opts, log: opts.Logger, mux: http.NewServeMux(), posting: opts.Posting, search: opts.Search}
 	switch {
@@ -420,9 +432,31 @@ func (s *Server) errorPage(status int, title, msg string) *response {
 	return resp
 }
 
+// visible is groups without the hidden ones (a copy when any is hidden).
+func (s *Server) visible(groups []Group) []Group {
+	h := s.opts.HiddenGroups
+	hides := false
+	for i := range groups {
+		if h.Match(groups[i].Name) == proto.GroupWanted {
+			hides = true
+			break
+		}
+	}
+	if !hides {
+		return groups
+	}
+	out := make([]Group, 0, len(groups))
+	for _, g := range groups {
+		if h.Match(g.Name) != proto.GroupWanted {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 func (s *Server) base(title, group string) base {
 	return base{Title: title, Site: s.opts.Site, CSS: template.CSS(css), Group: group,
-		Account: s.posting != nil && s.posting.hasUsers()}
+		Account: s.posting != nil && s.posting.hasUsers(), SearchOn: s.search != nil}
 }
 
 // render executes a page template into a response.

@@ -295,7 +295,7 @@ func (b *bodies) index(nums []int64, number, off int64, text []byte) {
 }
 
 // eachWord calls fn with every word of text (runs of letters and digits,
-// lower-cased, minWord to maxWord bytes) and its byte span, until fn
+// folded, minWord to maxWord bytes) and its byte span, until fn
 // returns false. The word's bytes are valid during the call only.
 func eachWord(text []byte, fn func(start, end int, word []byte) bool) {
 	var scratch [maxWord + utf8.UTFMax]byte
@@ -332,7 +332,7 @@ func eachWord(text []byte, fn func(start, end int, word []byte) bool) {
 				break
 			}
 			if len(low) < maxWord {
-				low = utf8.AppendRune(low, unicode.ToLower(r))
+				low = foldRune(low, r)
 			} else {
 				long = true
 			}

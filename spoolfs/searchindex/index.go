@@ -83,9 +83,11 @@ type Query struct {
 	Since  time.Time // dated at or after (zero: open)
 	Until  time.Time // dated before (zero: open)
 	Limit  int       // most hits returned; 100 when 0
+	Offset int       // newest hits skipped before the Limit returned (paging)
 }
 
-// Result is what Search found: the newest Limit hits, newest first, and
+// Result is what Search found: the newest Limit hits after the Offset
+// newest, newest first, and
 // how many matched in all. Approx is set when Total is a lower bound:
 // more bodies held a phrase's words than a query reads to check them
 // (maxPhraseReads).
@@ -103,7 +105,7 @@ type group struct {
 	ids     []string
 	subj    []string
 	from    []string
-	hay     []string // lower-case subject + "\x00" + lower-case from
+	hay     []string // folded subject + "\x00" + folded from
 	high    int64
 	size    int64 // bytes in the file
 	touched uint64
@@ -375,7 +377,7 @@ func (g *group) add(e Entry) {
 	g.ids = append(g.ids, e.MessageID)
 	g.subj = append(g.subj, e.Subject)
 	g.from = append(g.from, e.From)
-	g.hay = append(g.hay, strings.ToLower(e.Subject)+"\x00"+strings.ToLower(e.From))
+	g.hay = append(g.hay, fold(e.Subject)+"\x00"+fold(e.From))
 	g.high = e.Number
 }
 
@@ -505,8 +507,8 @@ func (ix *Index) Groups() []string {
 	return out
 }
 
-// words splits a query into lower-case words.
-func words(s string) []string { return strings.Fields(strings.ToLower(s)) }
+// words splits a query into folded words.
+func words(s string) []string { return strings.Fields(fold(s)) }
 
 // maxPhraseReads bounds the bodies one query reads back to check that a
 // phrase's words are adjacent; past it, Result.Approx is set and the
@@ -518,6 +520,8 @@ func (ix *Index) Search(q Query) Result {
 	if q.Limit <= 0 {
 		q.Limit = 100
 	}
+	q.Offset = max(q.Offset, 0)
+	want := q.Offset + q.Limit // hits kept per group: the page and all above it
 	terms, author := parseTerms(q.Text), words(q.Author)
 	var since, until int64 = 0, 0
 	if !q.Since.IsZero() {
@@ -562,7 +566,7 @@ func (ix *Index) Search(q Query) Result {
 				continue
 			}
 			res.Total++
-			if taken < q.Limit {
+			if taken < want {
 				taken++
 				h := Hit{Group: g.name, Entry: g.entry(i)}
 				if m == bodyMatch {
@@ -583,9 +587,7 @@ func (ix *Index) Search(q Query) Result {
 		}
 		return strings.Compare(a.Group, b.Group)
 	})
-	if len(res.Hits) > q.Limit {
-		res.Hits = res.Hits[:q.Limit]
-	}
+	res.Hits = res.Hits[min(q.Offset, len(res.Hits)):min(want, len(res.Hits))]
 	return res
 }
 

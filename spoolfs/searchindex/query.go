@@ -17,11 +17,11 @@ type term struct {
 
 // parseTerms splits query text into terms: words separated by white
 // space, and phrases in double quotes (an unclosed quote runs to the end).
-// Terms are lower-cased; empty ones are dropped.
+// Terms are folded (fold); empty ones are dropped.
 func parseTerms(s string) []term {
 	var out []term
 	add := func(text string) {
-		text = strings.Join(strings.Fields(strings.ToLower(text)), " ")
+		text = strings.Join(strings.Fields(fold(text)), " ")
 		if text != "" {
 			out = append(out, term{text: text, words: wordsOf(text)})
 		}
