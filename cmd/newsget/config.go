@@ -1,9 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 
@@ -11,59 +8,24 @@ import (
 	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
-// configMain is `newsget config [-config FILE]`: print the configuration
-// newsget runs with, every default filled in, as TOML it reads back; and
-// `newsget config -check FILE`: report every mistake in FILE.
+// configMain is `newsget config`: the configuration newsget runs with,
+// every default filled in, or with -check every mistake of a file
+// (tomlconf.Command).
 func configMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("newsget config", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	config := fs.String("config", "", "configuration `file` to print (none: the defaults)")
-	check := fs.String("check", "", "report every mistake in `file` and exit 2 if there is one")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: newsget config [-config FILE] | newsget config -check FILE")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	return tomlconf.Command("newsget", args, stdout, stderr, func(file string, check bool) ([]byte, error) {
+		if check {
+			text, err := os.ReadFile(file)
+			if err != nil {
+				return nil, err
+			}
+			return nil, newsget.CheckConfig(file, text)
 		}
-		return 2
-	}
-	if fs.NArg() != 0 || (*check != "" && *config != "") {
-		fs.Usage()
-		return 2
-	}
-	if *check != "" {
-		text, err := os.ReadFile(*check)
+		cfg, err := effectiveConfig(file)
 		if err != nil {
-			printErr(stderr, err)
-			return 2
+			return nil, err
 		}
-		if err := newsget.CheckConfig(*check, text); err != nil {
-			errs := tomlconf.Errors(err)
-			if len(errs) == 0 {
-				printErr(stderr, err)
-			}
-			for _, e := range errs {
-				printErr(stderr, e)
-			}
-			return 2
-		}
-		fmt.Fprintf(stdout, "%s: the configuration is valid\n", *check)
-		return 0
-	}
-	cfg, err := effectiveConfig(*config)
-	if err != nil {
-		for _, e := range tomlconf.Errors(err) {
-			printErr(stderr, e)
-		}
-		if len(tomlconf.Errors(err)) == 0 {
-			printErr(stderr, err)
-		}
-		return 2
-	}
-	stdout.Write(cfg.AppendTOML(nil))
-	return 0
+		return cfg.AppendTOML(nil), nil
+	})
 }
 
 // effectiveConfig is the file's configuration (none: the defaults),

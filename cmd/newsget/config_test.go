@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -128,10 +129,11 @@ history_size = "many"
 		bad + `:21: serve.hostnames: entry 1, "http://nas": a host name without port or scheme (nas.example)`,
 		bad + ":22: serve.history_size: wrong type of value (cannot decode TOML string into struct field newsget.ServeConfig.HistorySize of type int)",
 	}
-	var got []string
-	for _, l := range strings.Split(strings.TrimSpace(errOut.String()), "\n") {
-		got = append(got, strings.TrimPrefix(l, "newsget: "))
+	got := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	if last := got[len(got)-1]; last != fmt.Sprintf("newsget config: %d mistake(s); newsget does not start with this file", len(want)) {
+		t.Errorf("last line %q: want the count of mistakes", last)
 	}
+	got = got[:len(got)-1]
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("config -check (-want +got):\n%s", d)
 	}
