@@ -299,22 +299,7 @@ func Dial(ctx context.Context, addr, bindAddr string, timeout time.Duration, imp
 	if ip == nil {
 		return nil, fmt.Errorf("dial %s: bind address %q is not an IP address", addr, bindAddr)
 	}
-	dctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
-	nc, err := d.DialContext(dctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("dial %s from %s: %w", addr, bindAddr, err)
-	}
-	if implicitTLS == nil {
-		return nc, nil
-	}
-	tc := tls.Client(nc, implicitTLS)
-	if err := tc.HandshakeContext(dctx); err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("tls %s: %w", addr, err)
-	}
-	return tc, nil
+	return driver.DialFrom(ctx, addr, ip, timeout, implicitTLS)
 }
 
 // session runs one connection: dial, handshake, feed. fed reports that the
