@@ -6,10 +6,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -218,7 +221,53 @@ func (c config) format() ([]byte, error) {
 	if c.source != "" {
 		head = "# newsweb configuration from " + c.source + ", every default filled in\n"
 	}
-	return append([]byte(head), b...), nil
+	return append([]byte(head), basicStrings(b)...), nil
+}
+
+// basicStrings rewrites the literal strings ('...') of go-toml's output as
+// basic strings ("..."), the way newsfeed and newsget print theirs and the
+// manual writes defaults. A literal string holds no quote, newline or
+// control character, so only '"' and '\' need escaping.
+func basicStrings(b []byte) []byte {
+	out := make([]byte, 0, len(b)+len(b)/8)
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '#': // a comment: copied to the end of its line
+			j := bytes.IndexByte(b[i:], '\n')
+			if j < 0 {
+				j = len(b) - i
+			}
+			out = append(out, b[i:i+j]...)
+			i += j - 1
+		case '"': // a basic string: copied as it is
+			j := i + 1
+			for j < len(b) && b[j] != '"' {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			out = append(out, b[i:min(j+1, len(b))]...)
+			i = j
+		case '\'':
+			j := bytes.IndexByte(b[i+1:], '\'')
+			if j < 0 {
+				return append(out, b[i:]...)
+			}
+			out = append(out, '"')
+			for _, r := range b[i+1 : i+1+j] {
+				if r == '"' || r == '\\' {
+					out = append(out, '\\')
+				}
+				out = append(out, r)
+			}
+			out = append(out, '"')
+			i += j + 1
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // posting returns the posting state, or nil when posting is off.
@@ -239,6 +288,9 @@ func (c config) posting() (*newsweb.Posting, error) {
 	}
 	ps, err := newsweb.NewPosting(o)
 	if err != nil {
+		if p.Users != "" && newsweb.CheckUsersFile(p.Users) != nil {
+			return nil, c.errAt("posting.users", "%v", usersFileError(p.Users, err))
+		}
 		return nil, c.errAt("posting", "%v", err)
 	}
 	return ps, nil
@@ -316,16 +368,47 @@ func blankLine(text []byte, n int) []byte {
 // check refuses the values no page could be served with.
 func (c config) check() error {
 	var errs []error
-	for _, v := range []struct {
+	// A count or size the file sets is checked as written: only a key
+	// left out takes the default, so 0 is a mistake, not "the default".
+	counts := []struct {
 		key string
 		n   int64
 	}{
 		{"thread_limit", int64(c.ThreadLimit)}, {"per_page", int64(c.PerPage)},
 		{"queue.capacity", int64(c.Queue.Capacity)}, {"cache.article_bytes", int64(c.Cache.ArticleBytes)},
 		{"posting.rate_limit", int64(c.Posting.RateLimit)}, {"search_bytes", int64(c.SearchBytes)},
+	}
+	for i, e := range c.Servers {
+		counts = append(counts, struct {
+			key string
+			n   int64
+		}{fmt.Sprintf("server[%d].connections", i+1), int64(e.Connections)})
+	}
+	for _, v := range counts {
+		if v.n < 1 && (v.n < 0 || c.keys.Has(v.key)) {
+			errs = append(errs, c.errAt(v.key, "must be at least 1 (got %d); leave the key out for the default", v.n))
+		}
+	}
+	for _, v := range []struct {
+		key string
+		d   tomlconf.Duration
+	}{
+		{"request_timeout", c.RequestTimeout}, {"server_timeout", c.ServerTimeout},
+		{"cache.article", c.Cache.Article}, {"cache.article_not_found", c.Cache.ArticleNotFound},
+		{"cache.threads", c.Cache.Threads}, {"cache.thread", c.Cache.Thread},
+		{"cache.groups", c.Cache.Groups}, {"cache.group_stats", c.Cache.GroupStats},
+		{"queue.priority_aging", c.Queue.PriorityAging}, {"posting.rate_window", c.Posting.RateWindow},
+		{"posting.session_lifetime", c.Posting.SessionLife},
 	} {
-		if v.n < 0 {
-			errs = append(errs, c.errAt(v.key, "must not be negative (got %d)", v.n))
+		if v.d <= 0 && c.keys.Has(v.key) {
+			errs = append(errs, c.errAt(v.key, "must be more than 0; leave the key out for the default"))
+		}
+	}
+	for _, v := range []struct{ key, addr string }{{"listen", c.Listen}, {"admin", c.Admin}} {
+		if v.addr != "" || (v.key == "listen" && c.keys.Has(v.key)) {
+			if err := checkAddr(v.addr); err != nil {
+				errs = append(errs, c.errAt(v.key, "%v", err))
+			}
 		}
 	}
 	if c.LogLevel != "" {
@@ -365,6 +448,21 @@ func (c config) check() error {
 	return errors.Join(errs...)
 }
 
+// checkAddr checks a listen address: HOST:PORT with a numeric port
+// 0-65535 (0: any free port); the host may be empty (every address).
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		if n, perr := strconv.Atoi(port); perr != nil || n < 0 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
+			err = fmt.Errorf("port %q is not a number 0-65535", port)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%q: want HOST:PORT with a numeric port 0-65535, e.g. \"127.0.0.1:8080\" (%v)", addr, err)
+	}
+	return nil
+}
+
 // checkFiles reads the files the configuration names (each server's
 // ca_file, the posting users and key files) and reports every one that
 // cannot be used, at its key.
@@ -380,7 +478,7 @@ func (c config) checkFiles() error {
 	if p := c.Posting; p.Enabled {
 		if p.Users != "" {
 			if err := newsweb.CheckUsersFile(p.Users); err != nil {
-				errs = append(errs, c.errAt("posting.users", "%v", err))
+				errs = append(errs, c.errAt("posting.users", "%v", usersFileError(p.Users, err)))
 			}
 		}
 		if p.KeyFile != "" {
@@ -390,6 +488,21 @@ func (c config) checkFiles() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// usersFileError says what is wrong with the users file at path once,
+// as "users file PATH: ...", whatever prefix err carries.
+func usersFileError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("users file %s: %w", path, pe.Err)
+	}
+	msg := strings.TrimPrefix(err.Error(), "newsweb: ")
+	msg = strings.TrimPrefix(msg, "users file ")
+	msg = strings.TrimPrefix(msg, path)
+	msg = strings.TrimPrefix(msg, ": ")
+	msg = strings.TrimPrefix(msg, " ")
+	return fmt.Errorf("users file %s: %s", path, msg)
 }
 
 // readKey reads the secret of key_file.

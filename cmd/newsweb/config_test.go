@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -94,8 +96,17 @@ func TestParseConfigErrors(t *testing.T) {
 			`f.toml:2: cache.article: bad duration "forever" (want e.g. "90s", "2h", "7d")`},
 		{"bad size", "[cache]\n\narticle_bytes = \"lots\"\n",
 			`f.toml:3: cache.article_bytes: bad size "lots" (want octets, or e.g. "512K", "10MB", "1.5G")`},
-		{"negative", "listen = \"x\"\nthread_limit = -1\n", "f.toml:2: thread_limit: must not be negative (got -1)"},
-		{"negative in a table", "[queue]\ncapacity = -5\n", "f.toml:2: queue.capacity: must not be negative (got -5)"},
+		{"negative", "listen = \"127.0.0.1:80\"\nthread_limit = -1\n", "f.toml:2: thread_limit: must be at least 1 (got -1)"},
+		{"negative in a table", "[queue]\ncapacity = -5\n", "f.toml:2: queue.capacity: must be at least 1 (got -5)"},
+		{"zero", "\nper_page = 0\n", "f.toml:2: per_page: must be at least 1 (got 0); leave the key out for the default"},
+		{"zero connections", "[[server]]\nurl = \"nntp://a\"\nconnections = 0\n", "f.toml:3: server[1].connections: must be at least 1 (got 0)"},
+		{"zero size", "[cache]\narticle_bytes = 0\n", "f.toml:2: cache.article_bytes: must be at least 1 (got 0)"},
+		{"zero duration", "[posting]\nrate_window = \"0s\"\n", "f.toml:2: posting.rate_window: must be more than 0"},
+		{"listen port not a number", "listen = \"127.0.0.1:notaport\"\n", `f.toml:1: listen: "127.0.0.1:notaport": want HOST:PORT with a numeric port 0-65535`},
+		{"listen port too big", "listen = \"[::1]:65536\"\n", `f.toml:1: listen: "[::1]:65536": want HOST:PORT`},
+		{"listen without port", "listen = \"localhost\"\n", `f.toml:1: listen: "localhost": want HOST:PORT`},
+		{"listen empty", "listen = \"\"\n", `f.toml:1: listen: "": want HOST:PORT`},
+		{"admin port", "\nadmin = \"127.0.0.1:http\"\n", `f.toml:2: admin: "127.0.0.1:http": want HOST:PORT`},
 		{"log level", "log_level = \"loud\"\n", `f.toml:1: log_level: "loud": want debug, info, warn or error`},
 		{"server without url", "[[server]]\nname = \"a\"\n",
 			`f.toml:1: server[1].url: missing: want "nntp://host" or "nntps://host"`},
@@ -181,5 +192,24 @@ func TestRunWithoutServer(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "-server nntp://") {
 		t.Errorf("message does not say what to pass:\n%s", stderr.String())
+	}
+}
+
+// A listen address whose port is not a number stops newsweb at start with
+// the key's FILE:LINE (or the flag), before anything is served.
+func TestRunBadListen(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "w.toml")
+	os.WriteFile(f, []byte("\nlisten = \"127.0.0.1:notaport\"\n[[server]]\nurl = \"nntp://127.0.0.1:1\"\n"), 0o644)
+	for _, args := range [][]string{{"-config", f}, {"-server", "nntp://127.0.0.1:1", "-listen", "127.0.0.1:notaport"}} {
+		var stderr bytes.Buffer
+		if code := run(context.Background(), args, &stderr); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+		if !strings.Contains(stderr.String(), `"127.0.0.1:notaport": want HOST:PORT`) {
+			t.Errorf("%q: stderr does not name the mistake:\n%s", args, stderr.String())
+		}
+		if args[0] == "-config" && !strings.Contains(stderr.String(), f+":2: listen: ") {
+			t.Errorf("the mistake is not at %s:2:\n%s", f, stderr.String())
+		}
 	}
 }

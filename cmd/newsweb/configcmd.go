@@ -41,6 +41,12 @@ func configCommand(args []string, stdout, stderr io.Writer) int {
 		var err error
 		cfg, err = loadConfig(name)
 		err = errors.Join(err, cfg.checkFiles())
+		if *check != "" && cfg.keys != nil && len(cfg.Servers) == 0 {
+			// newsweb -server can add servers, but the service runs with
+			// the file alone: a file without one does not start.
+			err = errors.Join(err, &tomlconf.Error{File: name, Line: 1, Key: "server",
+				Msg: "no [[server]]: newsweb needs at least one NNTP server (add [[server]] with url = \"nntps://news.example\")"})
+		}
 		if err != nil {
 			if es := tomlconf.Errors(err); len(es) > 0 {
 				slices.SortStableFunc(es, func(a, b *tomlconf.Error) int { return cmp.Compare(a.Line, b.Line) })

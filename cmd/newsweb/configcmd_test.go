@@ -71,7 +71,7 @@ users = "/nonexistent/users"
 	for _, m := range regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(bad)+`(:\d+)?: (\S+):`).FindAllStringSubmatch(stderr.String(), -1) {
 		got = append(got, m[1]+" "+m[2])
 	}
-	want := []string{":2 thread_limit", ":3 per_pag", ":4 request_timeout", ":6 cache.article_bytes", ":8 server[1].url",
+	want := []string{":1 listen", ":2 thread_limit", ":3 per_pag", ":4 request_timeout", ":6 cache.article_bytes", ":8 server[1].url",
 		":11 server[2].ca_file", ":13 posting.from_domain", ":14 posting.users"}
 	for _, w := range want {
 		found := false
@@ -81,6 +81,9 @@ users = "/nonexistent/users"
 		if !found {
 			t.Errorf("no mistake %q reported; got:\n%s", w, stderr.String())
 		}
+	}
+	if want := ":14: posting.users: users file /nonexistent/users: no such file or directory\n"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("the users file's mistake is not %q once:\n%s", want, stderr.String())
 	}
 	good := filepath.Join(dir, "good.toml")
 	os.WriteFile(good, []byte(sampleConfig), 0o644)
@@ -108,5 +111,40 @@ func TestWalkthroughSnippets(t *testing.T) {
 		if _, err := parseConfig("README.md block "+string(rune('1'+i)), b[1]); err != nil {
 			t.Errorf("block %d does not parse: %v\n%s", i+1, err, b[1])
 		}
+	}
+}
+
+// A file without a [[server]] does not start newsweb, so -check says so.
+func TestConfigCheckNoServer(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "noserver.toml")
+	os.WriteFile(f, []byte("listen = \"127.0.0.1:8080\"\n"), 0o644)
+	var stdout, stderr bytes.Buffer
+	if code := configCommand([]string{"-check", f}, &stdout, &stderr); code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	if want := f + ":1: server: no [[server]]: newsweb needs at least one NNTP server"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+	}
+}
+
+// `newsweb config` prints strings in double quotes, as newsfeed and newsget
+// do and the manual writes the defaults, with '"' and '\' escaped.
+func TestConfigPrintsBasicStrings(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	c, err := parseConfig("f.toml", []byte("site = 'say \"hi\" \\o/'\n[cluster]\nnats = ['nats://a:4222', 'nats://b']\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.withDefaults().format()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`listen = "127.0.0.1:8080"`, `site = "say \"hi\" \\o/"`, `nats = ["nats://a:4222", "nats://b"]`} {
+		if !strings.Contains(string(b), want+"\n") {
+			t.Errorf("printed configuration lacks %s:\n%s", want, b)
+		}
+	}
+	if bytes.ContainsRune(b, '\'') {
+		t.Errorf("printed configuration has a single quote:\n%s", b)
 	}
 }

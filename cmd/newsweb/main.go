@@ -110,9 +110,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 			}
 		}
 		if *listen != "" {
+			if err := checkAddr(*listen); err != nil {
+				return config{}, fmt.Errorf("-listen: %w", err)
+			}
 			cfg.Listen = *listen
 		}
 		if *admin != "" {
+			if err := checkAddr(*admin); err != nil {
+				return config{}, fmt.Errorf("-admin: %w", err)
+			}
 			cfg.Admin = *admin
 		}
 		return cfg, nil
