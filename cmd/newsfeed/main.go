@@ -128,7 +128,7 @@ func run(args []string, stderr io.Writer) int {
 	opts := newsfeed.Options{}
 	reopen := func() {}
 	if cfg.LogFile != "" {
-		lf, err := newsfeed.OpenLogFile(cfg.LogFile)
+		lf, err := cfg.OpenLogFile()
 		if err != nil {
 			fmt.Fprintf(stderr, "newsfeed: %v\n", err)
 			return 1
