@@ -221,6 +221,7 @@ func inject(args []string, stdout, stderr io.Writer) int {
 	failed := false
 	for _, name := range fs.Args() {
 		res, err := r.InjectFile(ctx, name)
+		printInjectNotes(stdout, res)
 		fmt.Fprintf(stdout, "%s: %s\n", name, res)
 		if err != nil {
 			fmt.Fprintf(stderr, "newsfeed inject: %s: %v\n", name, err)
@@ -239,6 +240,17 @@ func inject(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// printInjectNotes prints a line for each article inject did not store:
+// "refused <id>: already in history".
+func printInjectNotes(w io.Writer, res newsfeed.InjectResult) {
+	for _, n := range res.Notes {
+		fmt.Fprintln(w, n)
+	}
+	if res.Unnoted > 0 {
+		fmt.Fprintf(w, "... and %d more refused or rejected\n", res.Unnoted)
+	}
+}
+
 func injectRemote(ctx context.Context, cfg *newsfeed.Config, files []string, stdout, stderr io.Writer) int {
 	listen, _, err := newsfeed.ReadAddrs(cfg.Spool)
 	if err != nil {
@@ -247,6 +259,7 @@ func injectRemote(ctx context.Context, cfg *newsfeed.Config, files []string, std
 	}
 	fmt.Fprintf(stdout, "the spool is in use: offering the articles to the running newsfeed on %s\n", listen)
 	res, err := newsfeed.InjectRemote(ctx, listen, files, int(cfg.MaxArticleSize))
+	printInjectNotes(stdout, res)
 	fmt.Fprintf(stdout, "total: %s\n", res)
 	if err != nil {
 		fmt.Fprintf(stderr, "newsfeed inject: %v\n", err)
