@@ -102,7 +102,7 @@ func TestParseConfigErrors(t *testing.T) {
 	}{
 		{"unknown top key", "spool = \"/s\"\nlisten = \"127.0.0.1:1\"\nlisenn = 3\n", "f.toml:3: lisenn: unknown key"},
 		{"unknown peer key", peer + "windw = 5\n", "f.toml:5: peer[1].windw: unknown key"},
-		{"wrong type", peer + "port = \"x\"\n", "f.toml:5: peer[1].port: wrong type of value"},
+		{"wrong type", peer + "port = \"x\"\n", "f.toml:5: peer[1].port: wrong type of value: want an integer, found a string"},
 		{"bad duration", "stats_interval = \"soon\"\n", "f.toml:1: stats_interval: bad duration \"soon\""},
 		{"short stats interval", "spool=\"/s\"\nstats_interval = \"10ms\"\n", "f.toml:2: stats_interval: must be at least 1s"},
 		{"bad size", "max_article_size = \"lots\"\n", "f.toml:1: max_article_size: bad size"},
