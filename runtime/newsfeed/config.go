@@ -297,7 +297,7 @@ func (c *Config) checkLogDir() error {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return c.errAt("log_file", "directory %s does not exist: create it, writable by the user newsfeed runs as (the packaged unit's LogsDirectory=newsflow makes /var/log/newsflow)", dir)
+		return c.errAt("log_file", "directory %s does not exist: create it, writable by the user newsfeed runs as (the packaged unit's LogsDirectory=newsflow makes /var/log/newsflow when it starts)", dir)
 	case err != nil:
 		return c.errAt("log_file", "%v", err)
 	case !fi.IsDir():
