@@ -73,7 +73,36 @@ func TestManPages(t *testing.T) {
 			if !bytes.Contains(src, []byte(`\-version`)) {
 				t.Errorf("%s does not document -version", page)
 			}
+			for _, pg := range []string{page, filepath.Join("..", "cmd", p.program, p.program+".toml.5")} {
+				checkWordsApart(t, pg)
+			}
 		})
+	}
+}
+
+// runTogether matches a run of letters long enough to be words joined by
+// a font-alternation macro (.BR a b c: "abc") rather than one word.
+var runTogether = regexp.MustCompile(`[A-Za-z]{16,}`)
+
+// checkWordsApart renders page on one long line per paragraph, without
+// hyphenation, and reports every run of 16 or more letters that the source
+// does not hold: words a macro joined, such as the unquoted arguments of
+// .BR "x" ). A sentence, which groff renders as "x).Asentence" without a warning.
+func checkWordsApart(t *testing.T, page string) {
+	t.Helper()
+	src, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := exec.Command("groff", "-man", "-Tutf8", "-rLL=2000n", "-rHY=0", page).Output()
+	if err != nil {
+		t.Fatalf("groff -man -Tutf8 %s: %v", page, err)
+	}
+	lower := bytes.ToLower(src)
+	for _, w := range runTogether.FindAll(stripOverstrike(text), -1) {
+		if !bytes.Contains(lower, bytes.ToLower(w)) {
+			t.Errorf("%s renders %q: words run together (quote a macro argument that holds spaces, or move the text to its own line)", page, w)
+		}
 	}
 }
 

@@ -51,7 +51,7 @@ func inndChannel(args []string, stdin io.Reader, stderr io.Writer) int {
 		defer f.Close()
 		stderr = f
 	}
-	log := logger(stderr, *verbose).With("mode", "innd-channel")
+	log := logger(stderr, *verbose).With("role", "innd-channel")
 	// The channel takes articles from innd only: its NNTP ingest listener
 	// moves to a loopback port nobody is told about.
 	cfg.Listen = "127.0.0.1:0"

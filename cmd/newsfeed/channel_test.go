@@ -118,6 +118,17 @@ reconnect_max = "200ms"
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// A log line names each key once (a peer connection's mode is not
+	// the process's role).
+	b, _ := os.ReadFile(logFile)
+	if !strings.Contains(string(b), " role=innd-channel") {
+		t.Errorf("no log line says role=innd-channel")
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Count(l, " mode=") > 1 {
+			t.Errorf("log line with mode= twice: %s", l)
+		}
+	}
 }
 
 // dialINN connects to innd's feed port.

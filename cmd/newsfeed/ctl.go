@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -177,6 +178,9 @@ func trace(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// printTrace prints the history's answer, then the arrivals and the
+// peers' answers in time order (an answer the log gives without its time
+// right after the arrival, marked so), then where unanswered copies wait.
 func printTrace(w io.Writer, tr newsfeed.TraceResult) {
 	const ts = "2006-01-02 15:04:05.000"
 	fmt.Fprintf(w, "%s: history %s", tr.MessageID, tr.History)
@@ -187,30 +191,47 @@ func printTrace(w io.Writer, tr newsfeed.TraceResult) {
 	if tr.Log == "" {
 		fmt.Fprintln(w, "no article_log configured: arrivals and answers are not known")
 	}
+	type line struct {
+		at   time.Time
+		text string
+	}
+	var lines []line
 	for _, e := range tr.Events {
-		fmt.Fprintf(w, "%s %s %s from %s", e.Time.UTC().Format(ts), e.Who, e.Verdict, e.Fields["from"])
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s %s %s from %s", e.Time.UTC().Format(ts), e.Who, e.Verdict, e.Fields["from"])
 		if s := e.Fields["size"]; s != "" {
-			fmt.Fprintf(w, ", %s octets", s)
+			fmt.Fprintf(&b, ", %s octets", s)
 		}
 		if p, ok := e.Fields["peers"]; ok {
-			fmt.Fprintf(w, ", queued for %q", p)
+			fmt.Fprintf(&b, ", queued for %q", p)
 		}
 		if r := e.Fields["reason"]; r != "" {
-			fmt.Fprintf(w, ": %s", r)
+			fmt.Fprintf(&b, ": %s", r)
 		}
-		fmt.Fprintln(w)
+		lines = append(lines, line{e.Time, b.String()})
 	}
 	for _, p := range tr.Peers {
 		for _, a := range p.Answers {
-			fmt.Fprintf(w, "%s peer %s: %s", a.Time.UTC().Format(ts), p.Name, a.Verdict)
+			var b strings.Builder
+			when := a.Time.UTC().Format(ts)
+			if a.Untimed || a.Time.IsZero() {
+				when = fmt.Sprintf("%-*s", len(ts), "time not recorded")
+			}
+			fmt.Fprintf(&b, "%s peer %s: %s", when, p.Name, a.Verdict)
 			if c := a.Fields["code"]; c != "" {
-				fmt.Fprintf(w, " %s", c)
+				fmt.Fprintf(&b, " %s", c)
 			}
 			if r := a.Fields["reason"]; r != "" {
-				fmt.Fprintf(w, " %s", r)
+				fmt.Fprintf(&b, " %s", r)
 			}
-			fmt.Fprintln(w)
+			lines = append(lines, line{a.Time, b.String()})
 		}
+	}
+	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
+	for _, l := range lines {
+		fmt.Fprintln(w, l.text)
+	}
+	for _, p := range tr.Peers {
 		switch {
 		case p.Waiting != "":
 			fmt.Fprintf(w, "peer %s: waiting in %s\n", p.Name, p.Waiting)

@@ -73,3 +73,22 @@ func TestLogFileReopen(t *testing.T) {
 		t.Errorf("the rotated file lost the start lines:\n%s", old)
 	}
 }
+
+// TestStatusWithoutAdmin: status on a configuration without admin says
+// that admin is not set in that file, at once even with -wait.
+func TestStatusWithoutAdmin(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "nf.toml")
+	text := fmt.Sprintf("listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"relay.test\"\n", filepath.Join(dir, "spool"))
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if rc := Main([]string{"status", "-config", file, "-wait", "1h"}, &stdout, &stderr); rc != 1 {
+		t.Errorf("status: exit %d, want 1", rc)
+	}
+	want := "newsfeed status: admin is not set in " + file + ": status, ctl and trace need an admin listener"
+	if !strings.HasPrefix(stderr.String(), want) {
+		t.Errorf("status said:\n%s\nwant prefix:\n%s", stderr.String(), want)
+	}
+}

@@ -128,7 +128,7 @@ func run(args []string, stderr io.Writer) int {
 	opts := newsfeed.Options{}
 	reopen := func() {}
 	if cfg.LogFile != "" {
-		lf, err := newsfeed.OpenLogFile(cfg.LogFile)
+		lf, err := cfg.OpenLogFile()
 		if err != nil {
 			fmt.Fprintf(stderr, "newsfeed: %v\n", err)
 			return 1
@@ -221,6 +221,7 @@ func inject(args []string, stdout, stderr io.Writer) int {
 	failed := false
 	for _, name := range fs.Args() {
 		res, err := r.InjectFile(ctx, name)
+		printInjectNotes(stdout, res)
 		fmt.Fprintf(stdout, "%s: %s\n", name, res)
 		if err != nil {
 			fmt.Fprintf(stderr, "newsfeed inject: %s: %v\n", name, err)
@@ -239,6 +240,17 @@ func inject(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// printInjectNotes prints a line for each article inject did not store:
+// "refused <id>: already in history".
+func printInjectNotes(w io.Writer, res newsfeed.InjectResult) {
+	for _, n := range res.Notes {
+		fmt.Fprintln(w, n)
+	}
+	if res.Unnoted > 0 {
+		fmt.Fprintf(w, "... and %d more refused or rejected\n", res.Unnoted)
+	}
+}
+
 func injectRemote(ctx context.Context, cfg *newsfeed.Config, files []string, stdout, stderr io.Writer) int {
 	listen, _, err := newsfeed.ReadAddrs(cfg.Spool)
 	if err != nil {
@@ -247,6 +259,7 @@ func injectRemote(ctx context.Context, cfg *newsfeed.Config, files []string, std
 	}
 	fmt.Fprintf(stdout, "the spool is in use: offering the articles to the running newsfeed on %s\n", listen)
 	res, err := newsfeed.InjectRemote(ctx, listen, files, int(cfg.MaxArticleSize))
+	printInjectNotes(stdout, res)
 	fmt.Fprintf(stdout, "total: %s\n", res)
 	if err != nil {
 		fmt.Fprintf(stderr, "newsfeed inject: %v\n", err)
@@ -304,7 +317,7 @@ func status(args []string, stdout, stderr io.Writer) int {
 			}
 			return 0
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || errors.Is(err, errAdminUnset) {
 			if err == nil {
 				err = errors.New("peers still have articles queued")
 				printStatus(stdout, st)
@@ -357,29 +370,32 @@ func fetchStatus(config, admin string) ([]byte, newsfeed.Status, error) {
 	return body, st, nil
 }
 
+// errAdminUnset: the configuration has no admin listener to ask.
+var errAdminUnset = errors.New("status, ctl and trace need an admin listener (set admin, see newsfeed.toml(5), or pass -admin HOST:PORT)")
+
 // adminAddr is the admin listener to ask: admin, else the configuration's
-// admin address, else (port 0 or none) the one the running relay wrote in
-// its spool. cfg is nil when admin was given.
+// admin address, else (port 0) the one the running relay wrote in its
+// spool. cfg is nil when admin was given.
 func adminAddr(config, admin string) (string, *newsfeed.Config, error) {
-	addr := admin
-	var cfg *newsfeed.Config
-	if addr == "" {
-		var err error
-		cfg, err = newsfeed.LoadConfig(config)
-		if err != nil {
-			return "", nil, err
-		}
-		addr = cfg.Admin
-		if addr == "" || strings.HasSuffix(addr, ":0") {
-			_, running, err := newsfeed.ReadAddrs(cfg.Spool)
-			if err != nil {
-				return "", cfg, fmt.Errorf("no relay answering: none recorded its address in %s", cfg.Spool)
-			}
-			addr = running
-		}
+	if admin != "" {
+		return admin, nil, nil
 	}
+	cfg, err := newsfeed.LoadConfig(config)
+	if err != nil {
+		return "", nil, err
+	}
+	addr := cfg.Admin
 	if addr == "" {
-		return "", cfg, errors.New("no admin address: set admin in the configuration or pass -admin HOST:PORT")
+		// Without admin the relay has no admin listener to ask.
+		return "", cfg, fmt.Errorf("admin is not set in %s: %w", cfg.Source, errAdminUnset)
+	}
+	if strings.HasSuffix(addr, ":0") {
+		_, running, err := newsfeed.ReadAddrs(cfg.Spool)
+		if err != nil || running == "" {
+			return "", cfg, fmt.Errorf("no relay answering: admin is %s (a port chosen at start) and no running newsfeed wrote its admin address to %s (is newsfeed running with %s?)",
+				addr, newsfeed.AddrFile(cfg.Spool), cfg.Source)
+		}
+		addr = running
 	}
 	return addr, cfg, nil
 }

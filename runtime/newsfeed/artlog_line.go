@@ -11,7 +11,10 @@ import (
 // "ingest" or "inject"), a peer's answer (Who "peer=NAME"), or a stats
 // record (Who "stats", MessageID "*", Verdict "peer" or "relay").
 type ArticleLogLine struct {
-	Time      time.Time
+	Time time.Time
+	// Untimed: the line gives a peer's answer but not when it came (an
+	// answer on the article's arrival line); Time is the arrival's.
+	Untimed   bool
 	MessageID string
 	Who       string
 	Verdict   string
@@ -154,7 +157,7 @@ func (r *ArticleLogReader) Line(s string) ([]ArticleLogLine, error) {
 			return nil, fmt.Errorf("article log: bad answer %q", answers[i])
 		}
 		names = append(names, r.peers[i])
-		out = append(out, ArticleLogLine{Time: at, MessageID: id, Who: "peer=" + r.peers[i], Verdict: verdict, Fields: map[string]string{}})
+		out = append(out, ArticleLogLine{Time: at, Untimed: true, MessageID: id, Who: "peer=" + r.peers[i], Verdict: verdict, Fields: map[string]string{}})
 	}
 	out[0].Fields["peers"] = strings.Join(names, ",")
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -291,6 +292,31 @@ func (c *Config) errAt(key, format string, args ...any) error {
 	return &ConfigError{File: c.Source, Line: c.keys.Line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
+// checkLogDir reports a log_file whose directory is missing or is not a
+// directory: the start would fail opening it.
+func (c *Config) checkLogDir() error {
+	dir := filepath.Dir(c.LogFile)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return c.errAt("log_file", "directory %s does not exist: create it, writable by the user newsfeed runs as (the packaged unit's LogsDirectory=newsflow makes /var/log/newsflow when it starts)", dir)
+	case err != nil:
+		return c.errAt("log_file", "%v", err)
+	case !fi.IsDir():
+		return c.errAt("log_file", "%s is not a directory", dir)
+	}
+	return nil
+}
+
+// OpenLogFile opens log_file; an error names the key's FILE:LINE.
+func (c *Config) OpenLogFile() (*LogFile, error) {
+	lf, err := OpenLogFile(c.LogFile)
+	if err != nil {
+		return nil, c.errAt("log_file", "%v: check that its directory exists and is writable by the user newsfeed runs as", errors.Unwrap(err))
+	}
+	return lf, nil
+}
+
 // Has reports whether the configuration text set key ("peer[1].port").
 func (c *Config) Has(key string) bool { return c.keys.Has(key) }
 
@@ -500,7 +526,9 @@ func (c *Config) check() error {
 	errs = append(errs, c.checkAllow()...)
 	add(c.checkArticleLog())
 	if c.LogFile != "" && !filepath.IsAbs(c.LogFile) {
-		add(c.errAt("log_file", "%q: give an absolute path (e.g. \"/var/log/news/newsfeed.log\")", c.LogFile))
+		add(c.errAt("log_file", "%q: give an absolute path (e.g. \"/var/log/newsflow/newsfeed.log\")", c.LogFile))
+	} else if c.LogFile != "" {
+		add(c.checkLogDir())
 	}
 	if c.Spool == "" {
 		add(c.errAt("spool", "must not be empty"))

@@ -3,6 +3,8 @@ package newsfeed
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -100,7 +102,7 @@ func TestParseConfigErrors(t *testing.T) {
 	}{
 		{"unknown top key", "spool = \"/s\"\nlisten = \"127.0.0.1:1\"\nlisenn = 3\n", "f.toml:3: lisenn: unknown key"},
 		{"unknown peer key", peer + "windw = 5\n", "f.toml:5: peer[1].windw: unknown key"},
-		{"wrong type", peer + "port = \"x\"\n", "f.toml:5: peer[1].port: wrong type of value"},
+		{"wrong type", peer + "port = \"x\"\n", "f.toml:5: peer[1].port: wrong type of value: want an integer, found a string"},
 		{"bad duration", "stats_interval = \"soon\"\n", "f.toml:1: stats_interval: bad duration \"soon\""},
 		{"short stats interval", "spool=\"/s\"\nstats_interval = \"10ms\"\n", "f.toml:2: stats_interval: must be at least 1s"},
 		{"bad size", "max_article_size = \"lots\"\n", "f.toml:1: max_article_size: bad size"},
@@ -121,6 +123,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad name", "spool=\"/s\"\n[[peer]]\nname = \"../x\"\nhost = \"h\"\n", "f.toml:3: peer[1].name: \"../x\": use letters"},
 		{"tls and starttls", peer + "tls = true\nstarttls = true\n", "f.toml:6: peer[1].starttls: choose one"},
 		{"user without password", peer + "username = \"u\"\n", "f.toml:5: peer[1].username: username and password go together"},
+		{"log file directory missing", "spool=\"/s\"\nlog_file = \"/nonexistent/newsfeed.log\"\n", "f.toml:2: log_file: directory /nonexistent does not exist"},
+		{"log file relative", "spool=\"/s\"\nlog_file = \"newsfeed.log\"\n", "f.toml:2: log_file: \"newsfeed.log\": give an absolute path"},
 		{"missing ca file", peer + "ca_file = \"/nonexistent/ca.pem\"\n", "f.toml:5: peer[1].ca_file:"},
 		{"history shorter than spool", "spool=\"/s\"\nspool_max_age = \"7d\"\nhistory_retention = \"1d\"\n", "f.toml:3: history_retention: must be at least spool_max_age"},
 		{"negative history size", "spool=\"/s\"\nhistory_size = -1\n", "f.toml:2: history_size: must be between 0 and"},
@@ -207,5 +211,25 @@ func TestTOMLFloat(t *testing.T) {
 		if got := tomlFloat(c.v); got != c.want {
 			t.Errorf("tomlFloat(%g) = %q, want %q", c.v, got, c.want)
 		}
+	}
+}
+
+// TestOpenLogFileNamesLine: a log_file that cannot be opened at the start
+// (its directory went away after the check) names the key's FILE:LINE.
+func TestOpenLogFileNamesLine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseConfig("f.toml", []byte(fmt.Sprintf("spool = \"/s\"\nlog_file = %q\n", filepath.Join(dir, "newsfeed.log"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.OpenLogFile()
+	if want := "f.toml:2: log_file: open "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("OpenLogFile: %v, want prefix %q", err, want)
 	}
 }

@@ -21,9 +21,33 @@ type InjectResult struct {
 	Refused  int // not wanted: stored already (the history has it), as ingest says 438/435
 	Rejected int
 	Reasons  map[string]int // rejection reason -> count
+	// Notes names each refused or rejected article with its reason, the
+	// first maxInjectNotes of them; Unnoted counts the rest.
+	Notes   []InjectNote
+	Unnoted int
 }
 
-// Add adds o's counts to r.
+// InjectNote is one article inject did not store, and why.
+type InjectNote struct {
+	Verdict   string // "refused" or "rejected"
+	MessageID string // "" when the article has none that parses
+	Reason    string
+}
+
+// String is "refused <id>: already in history".
+func (n InjectNote) String() string {
+	id := n.MessageID
+	if id == "" {
+		id = "(no Message-ID)"
+	}
+	return n.Verdict + " " + id + ": " + n.Reason
+}
+
+// maxInjectNotes bounds the notes one result keeps: re-injecting a large
+// batch refuses every article, and the counts say the rest.
+const maxInjectNotes = 1000
+
+// Add adds o's counts and notes to r.
 func (r *InjectResult) Add(o InjectResult) {
 	r.Accepted += o.Accepted
 	r.Refused += o.Refused
@@ -34,14 +58,37 @@ func (r *InjectResult) Add(o InjectResult) {
 		}
 		r.Reasons[k] += v
 	}
+	for _, n := range o.Notes {
+		r.note(n)
+	}
+	r.Unnoted += o.Unnoted
 }
 
-func (r *InjectResult) reject(reason string) {
+func (r *InjectResult) note(n InjectNote) {
+	if len(r.Notes) < maxInjectNotes {
+		r.Notes = append(r.Notes, n)
+	} else {
+		r.Unnoted++
+	}
+}
+
+// reject counts an article without a Message-ID not stored for reason.
+func (r *InjectResult) reject(reason string) { r.rejectID("", reason) }
+
+// rejectID counts article id not stored for reason; id may be "".
+func (r *InjectResult) rejectID(id, reason string) {
 	r.Rejected++
 	if r.Reasons == nil {
 		r.Reasons = map[string]int{}
 	}
 	r.Reasons[reason]++
+	r.note(InjectNote{Verdict: "rejected", MessageID: id, Reason: reason})
+}
+
+// refuse counts an article not wanted (stored already) for reason.
+func (r *InjectResult) refuse(id, reason string) {
+	r.Refused++
+	r.note(InjectNote{Verdict: "refused", MessageID: id, Reason: reason})
 }
 
 // String summarises the counts: "accepted 3 refused 1 rejected 2
@@ -127,7 +174,11 @@ func (r *Relay) InjectReader(ctx context.Context, rd io.Reader) (InjectResult, e
 func (r *Relay) Inject(ctx context.Context, articles [][]byte) InjectResult {
 	var res InjectResult
 	now := r.now()
-	var waits []chan ingest.Result
+	type wait struct {
+		id string
+		ch chan ingest.Result
+	}
+	var waits []wait
 	r.com.start()
 	var buf []byte
 	seen := map[string]bool{}
@@ -148,18 +199,24 @@ func (r *Relay) Inject(ctx context.Context, articles [][]byte) InjectResult {
 			PathIdentity: r.cfg.PathHost, Now: now, MaxFuture: -1,
 			Size: int64(len(a)), MaxSize: int64(r.cfg.MaxArticleSize),
 		}); err != nil {
-			res.reject(err.Error())
+			res.rejectID(id, err.Error())
 			r.log.Info("inject: article rejected", "id", id, "reason", err)
 			continue
 		}
 		if seen[id] {
-			res.Refused++
+			res.refuse(id, "twice in the input")
 			continue
 		}
 		seen[id] = true
 		switch r.spool.History().Status(id, now) {
-		case spoolfs.Stored, spoolfs.Pending, spoolfs.Rejected:
-			res.Refused++
+		case spoolfs.Stored:
+			res.refuse(id, "already in history")
+			continue
+		case spoolfs.Pending:
+			res.refuse(id, "being stored from another source")
+			continue
+		case spoolfs.Rejected:
+			res.refuse(id, "rejected before (in history)")
 			continue
 		}
 		ch := make(chan ingest.Result, 1)
@@ -168,24 +225,24 @@ func (r *Relay) Inject(ctx context.Context, articles [][]byte) InjectResult {
 		if !queued {
 			switch out.Outcome {
 			case ingest.StoreDuplicate:
-				res.Refused++
+				res.refuse(id, "already in history")
 			default:
-				res.reject(strings.ToLower(strings.TrimSpace(out.Reason)))
+				res.rejectID(id, strings.ToLower(strings.TrimSpace(out.Reason)))
 			}
 			continue
 		}
-		waits = append(waits, ch)
+		waits = append(waits, wait{id, ch})
 	}
-	for _, ch := range waits {
+	for _, w := range waits {
 		select {
-		case out := <-ch:
+		case out := <-w.ch:
 			if out.Outcome == ingest.StoreAccepted {
 				res.Accepted++
 			} else {
-				res.reject(strings.ToLower(out.Reason))
+				res.rejectID(w.id, strings.ToLower(out.Reason))
 			}
 		case <-ctx.Done():
-			res.reject("interrupted")
+			res.rejectID(w.id, "interrupted")
 		}
 	}
 	return res

@@ -322,6 +322,21 @@ func TestInjectFiles(t *testing.T) {
 	if keys := slices.Sorted(maps.Keys(res.Reasons)); len(keys) != 2 {
 		t.Errorf("reasons %v, want two distinct", res.Reasons)
 	}
+	// Each article not stored is named with its reason.
+	var notes []string
+	for _, n := range res.Notes {
+		notes = append(notes, n.Verdict+" "+n.MessageID)
+	}
+	if diff := cmp.Diff([]string{"refused <b0@t>", "rejected ", "rejected <loop@t>"}, notes); diff != "" {
+		t.Errorf("notes (-want +got):\n%s\n%v", diff, res.Notes)
+	}
+	again, err := r.InjectReader(context.Background(), bytes.NewReader(testArticle("<single@t>", "misc.test", "up!x", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(again.Notes), "[refused <single@t>: already in history]"; got != want {
+		t.Errorf("injected again: notes %s, want %s", got, want)
+	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}

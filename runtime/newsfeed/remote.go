@@ -91,7 +91,7 @@ func InjectRemote(ctx context.Context, addr string, files []string, maxSize int)
 		}
 		switch {
 		case strings.HasPrefix(l, "435"):
-			res.Refused++
+			res.refuse(id, "already in history (435)")
 			return nil
 		case strings.HasPrefix(l, "335"):
 		default:
@@ -109,9 +109,9 @@ func InjectRemote(ctx context.Context, addr string, files []string, maxSize int)
 			res.Accepted++
 		case "437":
 			if text == "Duplicate" {
-				res.Refused++
+				res.refuse(id, "already in history")
 			} else {
-				res.reject(strings.ToLower(text))
+				res.rejectID(id, strings.ToLower(text))
 			}
 		default:
 			return fmt.Errorf("article %s: %q", id, l)

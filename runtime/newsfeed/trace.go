@@ -27,7 +27,10 @@ import (
 
 // TraceEvent is one article log line about the article.
 type TraceEvent struct {
-	Time    time.Time         `json:"time"`
+	Time time.Time `json:"time"`
+	// Untimed: the log records the answer but not when it came; Time is
+	// the article's arrival.
+	Untimed bool              `json:"untimed,omitempty"`
 	Who     string            `json:"who"` // ingest, inject, or the peer's name
 	Verdict string            `json:"verdict"`
 	Fields  map[string]string `json:"fields,omitempty"`
@@ -80,8 +83,10 @@ func traceFiles(cfg *Config, id string, extra []ArticleLogLine) (TraceResult, er
 		if err != nil {
 			return res, err
 		}
-		for _, l := range append(lines, extra...) {
-			ev := TraceEvent{Time: l.Time, Who: l.Who, Verdict: l.Verdict, Fields: l.Fields}
+		lines = append(lines, extra...)
+		slices.SortStableFunc(lines, func(a, b ArticleLogLine) int { return a.Time.Compare(b.Time) })
+		for _, l := range lines {
+			ev := TraceEvent{Time: l.Time, Untimed: l.Untimed, Who: l.Who, Verdict: l.Verdict, Fields: l.Fields}
 			name := l.Peer()
 			if name == "" {
 				res.Events = append(res.Events, ev)

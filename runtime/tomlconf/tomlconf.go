@@ -4,13 +4,16 @@ package tomlconf
 
 import (
 	"bytes"
+	"encoding"
 	"errors"
 	"fmt"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	toml "github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -134,7 +137,7 @@ func Decode(name string, text []byte, v any) (Keys, error) {
 	dec := toml.NewDecoder(bytes.NewReader(text))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return keys, decodeError(name, err)
+		return keys, decodeError(name, err, reflect.TypeOf(v))
 	}
 	return keys, nil
 }
@@ -209,8 +212,9 @@ func blankLine(text []byte, line int) []byte {
 	return append(text[:start:start], text[end:]...)
 }
 
-// decodeError turns go-toml's decoding errors into *Error values.
-func decodeError(name string, err error) error {
+// decodeError turns go-toml's decoding errors into *Error values; target
+// is the type decoded into, for naming what a key wants.
+func decodeError(name string, err error, target reflect.Type) error {
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) {
 		var errs []error
@@ -225,14 +229,91 @@ func decodeError(name string, err error) error {
 		row, _ := de.Position()
 		msg := strings.TrimPrefix(de.Error(), "toml: ")
 		// A value a type's own UnmarshalText refused says so in its own
-		// words; go-toml's type errors name the Go type, so say what TOML
-		// wants.
-		if strings.Contains(msg, "cannot decode TOML") {
-			msg = "wrong type of value (" + msg + ")"
+		// words; go-toml's type errors name Go types, so say in TOML's
+		// words what the key wants and what the file has.
+		if m := typeMismatch.FindStringSubmatch(msg); m != nil {
+			msg = "wrong type of value: want " + wants(keyType(target, de.Key())) + ", found " + tomlKinds[m[1]]
 		}
 		return &Error{File: name, Line: row, Key: strings.Join(de.Key(), "."), Msg: msg}
 	}
 	return &Error{File: name, Msg: err.Error()}
+}
+
+// typeMismatch matches go-toml's type error; m[1] is the TOML kind found.
+var typeMismatch = regexp.MustCompile(`^cannot decode TOML (string|integer|float|boolean|datetime|local datetime|local date|local time|array|table|inline table) into `)
+
+// tomlKinds names a TOML kind as a newcomer reads it.
+var tomlKinds = map[string]string{
+	"string": "a string", "integer": "an integer", "float": "a number with a fraction",
+	"boolean": "true or false", "datetime": "a date-time", "local datetime": "a date-time",
+	"local date": "a date", "local time": "a time", "array": "a list",
+	"table": "a table", "inline table": "a table",
+}
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// keyType is the Go type key (a path of TOML names, without array
+// indexes) decodes into in t; nil when it cannot be followed.
+func keyType(t reflect.Type, key []string) reflect.Type {
+	for _, part := range key {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			t = t.Elem()
+		}
+		switch {
+		case t == nil:
+			return nil
+		case t.Kind() == reflect.Map:
+			t = t.Elem()
+		case t.Kind() == reflect.Struct:
+			var next reflect.Type
+			for i := range t.NumField() {
+				f := t.Field(i)
+				tag, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+				if tag == part || (tag == "" && strings.EqualFold(f.Name, part)) {
+					next = f.Type
+					break
+				}
+			}
+			t = next
+		default:
+			return nil
+		}
+	}
+	return t
+}
+
+// wants says in TOML's words what a value of type t is written as.
+func wants(t reflect.Type) string {
+	if t == nil {
+		return "another type (see the configuration page)"
+	}
+	switch t {
+	case reflect.TypeFor[Duration](), reflect.TypeFor[time.Duration]():
+		return `a duration string (e.g. "90s", "1h30m", "7d")`
+	case reflect.TypeFor[Size]():
+		return `a size string (e.g. "512K", "10MB") or an integer`
+	}
+	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return "a string"
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return wants(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "a table"
+	}
+	return "another type (see the configuration page)"
 }
 
 // highlightOffset finds where the parser's highlighted bytes (a subslice

@@ -22,8 +22,9 @@ func (l *level) UnmarshalText(b []byte) error {
 }
 
 type peer struct {
-	Name string `toml:"name"`
-	Port int    `toml:"port"`
+	Name  string   `toml:"name"`
+	Port  int      `toml:"port"`
+	Hosts []string `toml:"hosts"`
 }
 
 type conf struct {
@@ -48,7 +49,13 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown keys joined", "lisne = 1\n[[peer]]\nname = \"x\"\nprot = 3\n",
 			[]Error{{File: "f.toml", Line: 1, Key: "lisne", Msg: "unknown key"}, {File: "f.toml", Line: 4, Key: "peer.prot", Msg: "unknown key"}}},
 		{"wrong type", "[[peer]]\nname = \"x\"\nport = \"many\"\n",
-			[]Error{{File: "f.toml", Line: 3, Key: "peer.port", Msg: "wrong type of value (cannot decode TOML string into struct field tomlconf.peer.Port of type int)"}}},
+			[]Error{{File: "f.toml", Line: 3, Key: "peer.port", Msg: "wrong type of value: want an integer, found a string"}}},
+		{"wrong type top", "listen = 3\n",
+			[]Error{{File: "f.toml", Line: 1, Key: "listen", Msg: "wrong type of value: want a string, found an integer"}}},
+		{"wrong type in table", "[cache]\nsize = true\n",
+			[]Error{{File: "f.toml", Line: 2, Key: "cache.size", Msg: "wrong type of value: want an integer, found true or false"}}},
+		{"wrong type list", "[[peer]]\nname = \"x\"\nhosts = \"a\"\n",
+			[]Error{{File: "f.toml", Line: 3, Key: "peer.hosts", Msg: "wrong type of value: want a list, found a string"}}},
 		{"UnmarshalText refuses", "listen = \"a\"\nlevel = \"low\"\n",
 			[]Error{{File: "f.toml", Line: 2, Key: "level", Msg: "not high"}}},
 	} {
