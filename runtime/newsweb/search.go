@@ -371,7 +371,7 @@ type searchView struct {
 	Approx                      bool // Total is a lower bound
 	Hits                        []searchHit
 	Threads                     []searchThread // Hits by thread
-	Partial                     bool // the group's index is still being built
+	Partial                     bool           // the group's index is still being built
 	Indexed                     int
 	Bodies                      bool // the group's bodies are indexed (search_bodies)
 	BodiesIndexed               int  // articles whose bodies are
