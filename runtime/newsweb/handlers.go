@@ -68,6 +68,7 @@ func displayGroups(groups []Group) []Group {
 type threadPage struct {
 	list  *ThreadList
 	rows  []threadRow
+	roots []*mreader.Node // the threads of rows
 	page  int
 	pages int
 }
@@ -79,7 +80,8 @@ func (s *Server) threadsOf(tl *ThreadList, group string, page int) threadPage {
 	page = min(page, pages)
 	lo, hi := (page-1)*per, min(page*per, len(tl.Threads))
 	tp := threadPage{list: tl, page: page, pages: pages}
-	for _, root := range tl.Threads[lo:hi] {
+	tp.roots = tl.Threads[lo:hi]
+	for _, root := range tp.roots {
 		tp.rows = append(tp.rows, row(group, root))
 	}
 	return tp
@@ -94,6 +96,7 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	if err != nil {
 		return nil, err
 	}
+	user, reader := s.reader(r)
 	// A rendered page is kept under the version of what it shows: the
 	// thread list (listVersion) and the group's cached stats. Nothing
 	// changed, nothing is rebuilt.
@@ -103,7 +106,7 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	}
 	staleSince, stale := s.fed.StaleSince(group)
 	st, haveStats := s.fed.CachedStats(group)
-	if haveStats && !stale {
+	if haveStats && !stale && !reader {
 		var kb [keyBuffer]byte
 		if resp, ok := s.pages.get(appendGroupPageKey(kb[:0], group, before, page, tl, &st)); ok {
 			return resp, nil
@@ -140,11 +143,15 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	if stale {
 		v.Stale, cache = staleNote(staleSince, tl.Fetched), cacheError
 	}
+	if reader {
+		s.markNew(&v, user, group, tp.roots)
+		cache = cacheError
+	}
 	resp, err := s.render("group", v, cache)
 	if err != nil {
 		return nil, err
 	}
-	if stats != nil && !stale {
+	if stats != nil && !stale && !reader {
 		resp.etag = etagOf(resp.body)
 		s.pages.put(string(appendGroupPageKey(nil, group, before, page, tl, stats)), resp)
 	}
@@ -217,6 +224,7 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
+	user, reader := s.reader(r)
 	tv, err := s.fed.Thread(ctx, group, id)
 	if err != nil {
 		return nil, err
@@ -256,7 +264,7 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	key = append(strconv.AppendInt(key, tv.Root.Latest.UnixNano(), 10), ' ')
 	key = append(key, version...)
 	staleSince, stale := s.fed.StaleSince(group)
-	if resp, ok := s.pages.get(key); ok && !stale {
+	if resp, ok := s.pages.get(key); ok && !stale && !reader {
 		return resp, nil
 	}
 	if !byDate {
@@ -295,8 +303,12 @@ func (s *Server) threadPage(ctx context.Context, r *http.Request) (*response, er
 	if stale && tl != nil {
 		v.Stale, cache = staleNote(staleSince, tl.Fetched), cacheError
 	}
+	if reader {
+		s.markUnread(&v, user, tv.Root, nodes, page, threadURL(group, tv.Root.ID)+"?"+view)
+		cache = cacheError
+	}
 	resp, err := s.render("thread", v, cache)
-	if err != nil || stale {
+	if err != nil || stale || reader {
 		return resp, err
 	}
 	for _, p := range posts {

@@ -330,6 +330,37 @@ type searchHit struct {
 	// Snippet is the stretch of the body around the first match, when a
 	// word matched only there: plain text pieces, the matches marked.
 	Snippet []searchindex.Fragment `json:"snippet,omitempty"`
+	// Thread is the subject of the hit's thread: its subject less the
+	// "Re:" prefixes.
+	Thread string `json:"thread"`
+}
+
+// searchThread is the hits of one thread on a page of results.
+type searchThread struct {
+	Subject string
+	Group   string
+	Hits    []searchHit
+}
+
+// threadHits groups hits (newest first) by thread: the hits of one group
+// whose subjects are the same less their "Re:" prefixes and case are one
+// thread (the index keeps no References). A thread comes where its newest
+// hit came, and keeps its hits in their order, so threads are newest
+// first and so are the posts of each.
+func threadHits(hits []searchHit) []searchThread {
+	var out []searchThread
+	at := map[[2]string]int{}
+	for _, h := range hits {
+		k := [2]string{h.Group, strings.ToLower(h.Thread)}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, searchThread{Subject: h.Thread, Group: h.Group})
+		}
+		out[i].Hits = append(out[i].Hits, h)
+	}
+	return out
 }
 
 type searchView struct {
@@ -339,7 +370,8 @@ type searchView struct {
 	Total                       int
 	Approx                      bool // Total is a lower bound
 	Hits                        []searchHit
-	Partial                     bool // the group's index is still being built
+	Threads                     []searchThread // Hits by thread
+	Partial                     bool           // the group's index is still being built
 	Indexed                     int
 	Bodies                      bool // the group's bodies are indexed (search_bodies)
 	BodiesIndexed               int  // articles whose bodies are
@@ -388,8 +420,9 @@ func (s *Server) runSearch(r *http.Request) (searchView, error) {
 	for _, h := range res.Hits {
 		v.Hits = append(v.Hits, searchHit{Group: h.Group, Number: h.Number, ID: h.MessageID, Subject: orNoSubject(h.Subject),
 			From: displayName(h.From), Date: apiTime(h.Date), DateText: fmtTime(h.Date), Link: articleURL(h.MessageID, h.Group),
-			Snippet: h.Snippet})
+			Snippet: h.Snippet, Thread: orNoSubject(baseSubject(h.Subject))})
 	}
+	v.Threads = threadHits(v.Hits)
 	return v, nil
 }
 

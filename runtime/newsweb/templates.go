@@ -27,6 +27,8 @@ table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-size:.8rem;font-weight:600;color:var(--muted);text-transform:uppercase;letter-spacing:.03em}
 td.subject{overflow-wrap:break-word;word-break:normal}
+span.new{font-size:.8rem;font-weight:650;color:var(--accent);white-space:nowrap}form.markread{margin:.4rem 0}
+ol.hits{list-style:none;margin:0;padding:0}ol.hits>li{border-bottom:1px solid var(--line);padding:.4rem 0}h2.thread{font-size:1rem;margin:.2rem 0;overflow-wrap:break-word}ul.posts{list-style:none;margin:0;padding-left:1rem}ul.posts li{margin:.2rem 0}
 .snippet{color:var(--muted);font-size:.88rem;overflow-wrap:anywhere}.snippet mark{color:var(--fg);background:var(--soft);font-weight:650}
 .muted{color:var(--muted);font-size:.9rem}
 .num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
@@ -134,13 +136,12 @@ const pageTemplates = `
 {{if and (not .Groups) (or .Query .Author .Since .Until)}}<p class="note">{{if .IndexedGroups}}This searched the {{.IndexedGroups}} group{{if ne .IndexedGroups 1}}s{{end}} indexed so far.{{else}}No group is indexed yet.{{end}} A group is indexed when it is first searched: search from its page to include it.</p>{{end}}
 {{if and .Bodies (lt .BodiesIndexed .Indexed)}}<p class="note">Article text indexed for {{.BodiesIndexed}} of {{.Indexed}} articles so far; subjects and authors for all.</p>{{end}}
 {{if or .Query .Author .Since .Until}}<p class="lead">{{if .Approx}}At least {{end}}{{.Total}} article{{if ne .Total 1}}s{{end}} found{{if gt .Pager.Pages 1}}, page {{.Pager.Page}} of {{.Pager.Pages}}{{end}}.</p>
-<table class="threads">
-<thead><tr><th>Subject</th><th>From</th>{{if not .Groups}}<th>Group</th>{{end}}<th class="num">Date</th></tr></thead>
-<tbody>
-{{range .Hits}}<tr><td class="subject"><a class="hit" href="{{.Link}}">{{.Subject}}</a>{{with .Snippet}}<div class="snippet">{{range .}}{{if .Match}}<mark>{{.Text}}</mark>{{else}}{{.Text}}{{end}}{{end}}</div>{{end}}</td><td class="from">{{.From}}</td>{{if not $.Groups}}<td class="name">{{.Group}}</td>{{end}}<td class="num">{{.DateText}}</td></tr>
-{{else}}<tr><td colspan="4" class="muted">Nothing found.</td></tr>
-{{end}}</tbody>
-</table>
+<ol class="hits">
+{{range .Threads}}<li><h2 class="thread">{{.Subject}}{{if not $.Groups}} <span class="muted">in {{.Group}}</span>{{end}}</h2>
+<ul class="posts">{{range .Hits}}<li><a class="hit" href="{{.Link}}">{{.From}}</a> <span class="muted">{{.DateText}}</span>{{if ne .Subject .Thread}} <span class="muted">· {{.Subject}}</span>{{end}}{{with .Snippet}}<div class="snippet">{{range .}}{{if .Match}}<mark>{{.Text}}</mark>{{else}}{{.Text}}{{end}}{{end}}</div>{{end}}</li>
+{{end}}</ul></li>
+{{else}}<li class="muted">Nothing found.</li>
+{{end}}</ol>
 {{template "pager" .Pager}}{{end}}
 {{template "foot" .}}{{end}}
 
@@ -166,10 +167,11 @@ const pageTemplates = `
 <p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Others}} ({{.}} of them from other servers){{end}}{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
 {{if .SearchOn}}<form class="filter searchbox" method="get" action="/search" role="search"><input type="hidden" name="group" value="{{.Group}}"><input type="search" name="q" placeholder="Search {{.Group}}" aria-label="Search this group" maxlength="200"><button type="submit">Search</button></form>{{end}}
 <nav class="threadnav" aria-label="Group">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}{{with .Search}}<a class="search" href="{{.}}">Search this group</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
+{{with .MarkRead}}<form class="markread" method="post" action="{{.}}"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Mark group read</button></form>{{end}}
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th><th class="num">Articles</th><th class="num">Latest</th></tr></thead>
 <tbody>
-{{range .Threads}}<tr><td class="subject"><a class="thread" href="{{.Link}}">{{.Subject}}</a></td><td class="from">{{.From}}</td><td class="num">{{.Count}}</td><td class="num">{{.LatestText}}</td></tr>
+{{range .Threads}}<tr><td class="subject"><a class="thread" href="{{.Link}}">{{.Subject}}</a>{{if .New}} <span class="new">{{.New}} new</span>{{end}}</td><td class="from">{{.From}}</td><td class="num">{{.Count}}</td><td class="num">{{.LatestText}}</td></tr>
 {{else}}<tr><td colspan="4" class="muted">No articles.</td></tr>
 {{end}}</tbody>
 </table>
@@ -186,7 +188,7 @@ const pageTemplates = `
 <h1>{{.Subject}}</h1>
 {{with .Stale}}<p class="note stale">{{.}}</p>{{end}}
 <p class="lead">{{.Count}} article{{if ne .Count 1}}s{{end}} in this thread.</p>
-<nav class="threadnav" aria-label="Thread">{{if .ByDate}}<a class="threaded" href="{{.Threaded}}">Threaded</a><span class="current">By date</span>{{else}}<span class="current">Threaded</span><a class="bydate" href="{{.DateView}}">By date</a>{{end}}{{with .Newest}}<a class="newest" href="{{.}}">Newest post</a>{{end}}{{with .Newer}}<a class="newer" href="{{.}}">← Newer thread</a>{{end}}{{with .Older}}<a class="older" href="{{.}}">Older thread →</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a><a class="mbox" href="{{.Mbox}}">mbox</a></nav>
+<nav class="threadnav" aria-label="Thread">{{if .ByDate}}<a class="threaded" href="{{.Threaded}}">Threaded</a><span class="current">By date</span>{{else}}<span class="current">Threaded</span><a class="bydate" href="{{.DateView}}">By date</a>{{end}}{{with .FirstUnread}}<a class="unread" href="{{.}}">First unread ({{$.Unread}} new)</a>{{end}}{{with .Newest}}<a class="newest" href="{{.}}">Newest post</a>{{end}}{{with .Newer}}<a class="newer" href="{{.}}">← Newer thread</a>{{end}}{{with .Older}}<a class="older" href="{{.}}">Older thread →</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a><a class="mbox" href="{{.Mbox}}">mbox</a></nav>
 <details class="outline"{{if .OutlineOpen}} open{{end}}><summary>Outline of the {{.Count}} posts</summary>
 <ul class="tree root">{{template "node" .Root}}</ul>
 </details>

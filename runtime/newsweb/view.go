@@ -44,6 +44,7 @@ type threadRow struct {
 	DateText   string `json:"-"`
 	LatestText string `json:"-"`
 	Link       string `json:"-"`
+	New        int    `json:"-"` // posts newer than the reader's last visit
 }
 
 type pager struct {
@@ -64,6 +65,8 @@ type groupView struct {
 	NewThread   string // the new-thread form, when posting is on
 	Search      string // the group's search page, when search is on
 	Feed        string
+	MarkRead    string // the "mark group read" form's action, for a logged-in reader
+	CSRF        string // its token
 }
 
 // treeNode is a thread node for display and for the JSON API.
@@ -103,6 +106,8 @@ type threadView struct {
 	Pager        pager
 	Newer, Older string // neighbouring threads of the group
 	Feed         string
+	FirstUnread  string // the first post newer than the reader's last visit
+	Unread       int    // how many posts are
 }
 
 // block is a run of body lines of one quote depth, cut into text and links.

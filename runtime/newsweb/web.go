@@ -81,6 +81,9 @@ type Server struct {
 	posting *Posting
 	// search is nil when search is off.
 	search *Search
+	// visits is what logged-in readers have seen (visits.go); nil when
+	// posting is off.
+	visits *visits
 
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -137,6 +140,8 @@ func New(fed *Federated, opts Options) *Server {
 		s.route("GET /api/search", "api_search", true, s.apiSearch)
 	}
 	if s.posting != nil {
+		s.visits = newVisits()
+		s.route("POST /groups/{group}/read", "mark_read", false, s.markGroupRead)
 		s.route("POST /api/articles", "api_post", true, s.apiPost)
 		s.route("GET /post", "compose", false, s.composePage)
 		s.route("POST /post", "post", false, s.submitPost)
