@@ -118,7 +118,7 @@ history_size = "many"
 		bad + ":1: quota_day: 40 is not a day of the month (1-31)",
 		bad + `:2: rate: bad size "20Q" (want octets, or e.g. "512K", "10MB", "1.5G")`,
 		bad + ":3: colour: unknown key",
-		bad + ":4: article_retries: wrong type of value (cannot decode TOML string into struct field newsget.Config.ArticleRetries of type int)",
+		bad + ":4: article_retries: wrong type of value: want an integer, found a string",
 		bad + `:5: connect_timeout: 0s: want a positive duration ("30s"), or leave the key out for the default`,
 		bad + ":9: server[1].port: 70000 not in 1..65535",
 		bad + ":10: server[1].connections: 0 not in 1..500",
@@ -127,7 +127,7 @@ history_size = "many"
 		bad + `:19: serve.listen: "127.0.0.1:notaport": port "notaport" is not a number 0-65535`,
 		bad + ":20: serve.addurl_fetches: -1 not in 1..64",
 		bad + `:21: serve.hostnames: entry 1, "http://nas": a host name without port or scheme (nas.example)`,
-		bad + ":22: serve.history_size: wrong type of value (cannot decode TOML string into struct field newsget.ServeConfig.HistorySize of type int)",
+		bad + ":22: serve.history_size: wrong type of value: want an integer, found a string",
 	}
 	got := strings.Split(strings.TrimSpace(errOut.String()), "\n")
 	if last := got[len(got)-1]; last != fmt.Sprintf("newsget config: %d mistake(s); newsget does not start with this file", len(want)) {

@@ -308,61 +308,14 @@ type configError = tomlconf.Error
 // out, and the rest decoded again). With errors, the configuration read
 // so far comes back too, for checkFiles.
 func parseConfig(name string, b []byte) (config, error) {
-	var errs []error
-	text := slices.Clone(b)
-	for range maxConfigErrors {
-		c := config{source: name}
-		keys, err := tomlconf.Decode(name, text, &c)
-		if err == nil || keys == nil {
-			if err != nil { // not TOML: nothing more can be read
-				return c, errors.Join(append(errs, err)...)
-			}
-			c.keys = keys
-			if err := c.check(); err != nil {
-				errs = append(errs, err)
-			}
-			return c, errors.Join(errs...)
-		}
-		keys.Number(err) // "server[2].url"
-		errs = append(errs, err)
-		es := tomlconf.Errors(err)
-		if len(es) == 0 || es[0].Line == 0 {
-			return c, errors.Join(errs...)
-		}
-		unknown := true
-		for _, e := range es {
-			unknown = unknown && e.Msg == "unknown key"
-		}
-		if unknown { // the known keys are decoded: check them too
-			c.keys = keys
-			if err := c.check(); err != nil {
-				errs = append(errs, err)
-			}
-			return c, errors.Join(errs...)
-		}
-		text = blankLine(text, es[0].Line)
+	var c config
+	keys, err := tomlconf.DecodeAll(name, b, &c)
+	c.source = name
+	if keys == nil { // not TOML: nothing more can be read
+		return c, err
 	}
-	return config{}, errors.Join(errs...)
-}
-
-// maxConfigErrors bounds the values parseConfig reports one by one.
-const maxConfigErrors = 50
-
-// blankLine returns text with its line n (from 1) emptied.
-func blankLine(text []byte, n int) []byte {
-	start := 0
-	for i := 1; i < n; i++ {
-		j := bytes.IndexByte(text[start:], '\n')
-		if j < 0 {
-			return text
-		}
-		start += j + 1
-	}
-	end := len(text)
-	if j := bytes.IndexByte(text[start:], '\n'); j >= 0 {
-		end = start + j
-	}
-	return append(text[:start:start], text[end:]...)
+	c.keys = keys
+	return c, errors.Join(err, c.check())
 }
 
 // check refuses the values no page could be served with.

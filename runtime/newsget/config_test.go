@@ -198,7 +198,7 @@ func TestConfigAbsentKeys(t *testing.T) {
 	want := []string{
 		`f.toml:1: rate: bad size "20Q" (want octets, or e.g. "512K", "10MB", "1.5G")`,
 		`f.toml:4: server[1].encryption: "ssl": want none, tls or starttls`,
-		"f.toml:5: server[1].connections: wrong type of value (cannot decode TOML string into struct field newsget.ServerConfig.Connections of type int)",
+		"f.toml:5: server[1].connections: wrong type of value: want an integer, found a string",
 		"f.toml:6: server[1].bogus: unknown key",
 		`f.toml:8: serve.listen: "127.0.0.1:notaport": port "notaport" is not a number 0-65535`,
 	}

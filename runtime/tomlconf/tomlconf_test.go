@@ -188,11 +188,11 @@ func TestDecodeAll(t *testing.T) {
 		got = append(got, e.Error())
 	}
 	want := []string{
-		"f.toml:1: listen: wrong type of value (cannot decode TOML integer into struct field tomlconf.conf.Listen of type string)",
+		"f.toml:1: listen: wrong type of value: want a string, found an integer",
 		"f.toml:2: level: not high",
 		"f.toml:3: bogus: unknown key",
-		"f.toml:5: cache.size: wrong type of value (cannot decode TOML string into struct field struct { Size int \"toml:\\\"size\\\"\" }.Size of type int)",
-		"f.toml:10: peer[2].port: wrong type of value (cannot decode TOML string into struct field tomlconf.peer.Port of type int)",
+		"f.toml:5: cache.size: wrong type of value: want an integer, found a string",
+		"f.toml:10: peer[2].port: wrong type of value: want an integer, found a string",
 		"f.toml:11: peer[2].prot: unknown key",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
