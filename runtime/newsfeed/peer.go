@@ -226,13 +226,7 @@ func (p *peer) kick() int {
 	p.mu.Lock()
 	conns := append([]*outConn(nil), p.conns...)
 	p.mu.Unlock()
-	n := 0
-	for _, c := range conns {
-		if c.pc.Kick() {
-			n++
-		}
-	}
-	return n
+	return peerconn.KickAll(conns, func(c *outConn) *peerconn.Conn { return c.pc })
 }
 
 // wake pokes the agents of connections that want work (the queue got

@@ -137,13 +137,7 @@ func (p *peer) kick() int {
 	p.mu.Lock()
 	conns := p.conns
 	p.mu.Unlock()
-	n := 0
-	for _, c := range conns {
-		if c.pc.Kick() {
-			n++
-		}
-	}
-	return n
+	return peerconn.KickAll(conns, func(c *outConn) *peerconn.Conn { return c.pc })
 }
 
 // setPaused pauses or resumes pulling new entries for the peer on this

@@ -215,6 +215,18 @@ func (c *Conn) Stop() {
 // Stopping reports whether Stop was called.
 func (c *Conn) Stopping() bool { return c.stopping.Load() }
 
+// KickAll kicks the connections that conn finds in conns (a peer's, in
+// the relay or a cluster node) and returns how many were waiting.
+func KickAll[C any](conns []C, conn func(C) *Conn) int {
+	n := 0
+	for _, c := range conns {
+		if conn(c).Kick() {
+			n++
+		}
+	}
+	return n
+}
+
 // Kick ends a reconnect wait now, with the backoff back at its base; it
 // reports whether the connection was waiting.
 func (c *Conn) Kick() bool {
