@@ -60,6 +60,7 @@ func (e *Engine) dispatch(now time.Time, self *connRun) []*connRun {
 			e.noteSegment(o, ev.Segment.Number, 0, ev.Verdicts)
 		case download.ServerBlocked:
 			sr := e.byID[ev.Server]
+			sr.blockedUntil = ev.Until
 			e.log.Warn("server blocked", "server", sr.cfg.Label(), "until", ev.Until.Format(time.TimeOnly),
 				"failures", ev.Failures, "cause", ev.Cause, "last", sr.lastErr)
 			limit, never := e.opts.MaxServerFailures, ""
@@ -70,6 +71,7 @@ func (e *Engine) dispatch(now time.Time, self *connRun) []*connRun {
 				e.giveUp(now, sr, fmt.Sprintf("%d failures in a row%s (%s)", ev.Failures, never, orCause(sr.lastErr, ev.Cause)))
 			}
 		case download.ServerUnblocked:
+			e.byID[ev.Server].blockedUntil = time.Time{}
 			e.log.Info("server unblocked", "server", e.byID[ev.Server].cfg.Label())
 		}
 	}

@@ -139,6 +139,9 @@ type serverRun struct {
 	lastErr string
 	gaveUp  bool
 	wasUp   bool // a connection to it came up in this run
+	// blockedUntil is when the scheduler dials it again after failures;
+	// zero while it is not held back.
+	blockedUntil time.Time
 }
 
 // jobRun is a job being downloaded.

@@ -55,3 +55,40 @@ func (e *Engine) Progress() Progress {
 	}
 	return p
 }
+
+// ServerState is one configured server as a running download sees it.
+type ServerState struct {
+	Name         string
+	Connections  int       // connections up
+	Connecting   int       // connections being dialled
+	WasUp        bool      // a connection to it came up in this run
+	GaveUp       bool      // given up for the rest of the run (LastErr says why)
+	LastErr      string    // its last failure; empty once a connection comes up
+	BlockedUntil time.Time // when it is dialled again after failures; zero: not held back
+}
+
+// Servers returns the state of every configured server, in configuration
+// order; safe to call while Download runs.
+func (e *Engine) Servers() []ServerState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]ServerState, 0, len(e.servers))
+	idx := make(map[*serverRun]int, len(e.servers))
+	for _, sr := range e.servers {
+		idx[sr] = len(out)
+		out = append(out, ServerState{Name: sr.cfg.Label(), WasUp: sr.wasUp, GaveUp: sr.gaveUp,
+			LastErr: sr.lastErr, BlockedUntil: sr.blockedUntil})
+	}
+	for _, c := range e.conns {
+		i, ok := idx[c.srv]
+		if !ok {
+			continue
+		}
+		if c.up {
+			out[i].Connections++
+		} else {
+			out[i].Connecting++
+		}
+	}
+	return out
+}

@@ -343,8 +343,11 @@ type Slot struct {
 	Size       string   `json:"size"`
 	SizeLeft   string   `json:"sizeleft"`
 	Labels     []string `json:"labels"`
-	// Not SABnzbd's: why the last run stopped early; a duplicate's reason.
+	// Not SABnzbd's: why the job gets nothing while it runs (its servers'
+	// failures), else why its last run stopped early.
 	LastError string `json:"last_error,omitempty"`
+	// Not SABnzbd's: why it was flagged a duplicate.
+	Duplicate string `json:"duplicate,omitempty"`
 }
 
 // queueSlots is the queue as slots, in running order. Called with mu held.
@@ -376,10 +379,12 @@ func (d *Daemon) queueSlots() []Slot {
 			Size: sizeWords(j.Bytes), SizeLeft: sizeWords(left), Labels: []string{}, LastError: j.LastError}
 		if status != "Downloading" {
 			s.Timeleft = "0:00:00"
+		} else if d.stalled != "" {
+			s.LastError = d.stalled
 		}
 		if j.Duplicate != "" {
 			s.Labels = append(s.Labels, "DUPLICATE")
-			s.LastError = j.Duplicate
+			s.Duplicate = j.Duplicate
 		}
 		out = append(out, s)
 	}
@@ -472,6 +477,7 @@ func (d *Daemon) apiQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	free, total := diskSpace(d.cfg.DownloadDir)
+	warnings := d.ring.warningCount()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	slots := filterSlots(d.queueSlots(), r)
@@ -494,6 +500,7 @@ func (d *Daemon) apiQueue(w http.ResponseWriter, r *http.Request) {
 		"noofslots_total": len(slots), "start": start, "limit": limit, "diskspace1": gb(free), "diskspacetotal1": gb(total),
 		"version": Version, "slots": nonNil(slots[start : start+limit]), "servers": d.stats.list(),
 		"speedlimit": d.limitPercent(), "speedlimit_abs": strconv.FormatInt(d.speedLimit(), 10),
+		"have_warnings": strconv.Itoa(warnings),
 	}})
 }
 

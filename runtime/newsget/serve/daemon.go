@@ -89,6 +89,11 @@ type Daemon struct {
 	retryAt time.Time
 	stats   *serverStats
 	speed   float64 // bytes per second, smoothed
+	// servers is each configured server's state as the last run saw it.
+	servers []serverView
+	// stalled is why the running job gets nothing: no server connected
+	// and the servers' failures; empty otherwise.
+	stalled string
 	wake    chan struct{}
 	life    context.Context // Run's: grabs started before Run wait for it
 	grabs   sync.WaitGroup

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -25,6 +26,11 @@ type Warning struct {
 	Time int64  `json:"time"`
 }
 
+// retryNoise are the engine's messages on each failed try of a server:
+// they stay in the log, and the daemon's note on each change of a
+// server's state (servers.go) is the warning instead.
+var retryNoise = map[string]bool{"connection failed": true, "server blocked": true, "server given up": true}
+
 // logRing holds the recent lines and warnings.
 type logRing struct {
 	mu       sync.Mutex
@@ -43,7 +49,7 @@ func (l *logRing) add(line string, r slog.Record) {
 		l.lines = append(l.lines[:0], l.lines[len(l.lines)-maxLogLines/2:]...)
 	}
 	l.lines = append(l.lines, line)
-	if r.Level < slog.LevelWarn {
+	if r.Level < slog.LevelWarn || retryNoise[r.Message] {
 		return
 	}
 	// The warning is the message and its attributes, without the time
@@ -51,6 +57,12 @@ func (l *logRing) add(line string, r slog.Record) {
 	text := strings.TrimSpace(line)
 	if i := strings.Index(text, "msg="); i >= 0 {
 		text = text[i+len("msg="):]
+		// A message with spaces is quoted; the warning shows it plain.
+		if q, err := strconv.QuotedPrefix(text); err == nil {
+			if m, err := strconv.Unquote(q); err == nil {
+				text = m + text[len(q):]
+			}
+		}
 	}
 	w := Warning{Type: "WARNING", Text: text, Time: r.Time.Unix()}
 	if r.Level >= slog.LevelError {
@@ -67,6 +79,13 @@ func (l *logRing) snapshot() ([]string, []Warning) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.lines...), append([]Warning{}, l.warnings...)
+}
+
+// warningCount is how many warnings there are.
+func (l *logRing) warningCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.warnings)
 }
 
 func (l *logRing) clearWarnings() {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
 	"github.com/newsflow/newsflow/runtime/newsget"
@@ -83,6 +84,7 @@ type pageServer struct {
 	ServerStat
 	SpeedStr, BytesStr string
 	Chart              string // SVG polyline points, 0..100 x 0..20
+	State, Err, Since  string // its connection state, its error while failing, since when
 }
 
 // pageData is what the template shows.
@@ -157,9 +159,33 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 		}
 		pd.History = append(pd.History, pageHist{HistorySlot: historySlot(h), SizeStr: humanBytes(h.Bytes)})
 	}
-	for _, st := range d.stats.list() {
-		pd.Servers = append(pd.Servers, pageServer{ServerStat: st, SpeedStr: humanSpeed(st.Speed), BytesStr: humanBytes(st.Bytes),
-			Chart: chartPoints(st.History)})
+	// Every configured server shows its state, downloaded from or not;
+	// servers no longer configured show their statistics.
+	stats := d.stats.list()
+	byName := make(map[string]ServerStat, len(stats))
+	for _, st := range stats {
+		byName[st.Name] = st
+	}
+	addServer := func(st ServerStat, v serverView) {
+		ps := pageServer{ServerStat: st, SpeedStr: humanSpeed(st.Speed), BytesStr: humanBytes(st.Bytes),
+			Chart: chartPoints(st.History), State: v.State, Err: v.Err}
+		if !v.Since.IsZero() {
+			ps.Since = v.Since.Format(time.DateTime)
+		}
+		pd.Servers = append(pd.Servers, ps)
+	}
+	for _, v := range d.serverViewsLocked() {
+		st, ok := byName[v.Name]
+		if !ok {
+			st = ServerStat{Name: v.Name}
+		}
+		delete(byName, v.Name)
+		addServer(st, v)
+	}
+	for _, st := range stats {
+		if _, ok := byName[st.Name]; ok {
+			addServer(st, serverView{})
+		}
 	}
 	d.mu.Unlock()
 	for _, c := range d.cfg.Categories {
@@ -351,7 +377,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <label>Speed limit <input name="limit" placeholder="2M, 500K or 50%" aria-label="speed limit"></label> <button>Set</button> <small>0 or empty: none</small></form>
 <h2>Queue</h2>
 <table id="queue"><thead><tr><th>Name</th><th>Category</th><th>Priority</th><th>Status</th><th>Progress</th><th>Size</th><th>Time left</th><th></th></tr></thead><tbody>
-{{range .Queue}}<tr class="job" data-id="{{.ID}}"><td class="name" data-label="Name">{{.Filename}}{{if .LastError}} <span class="dup">({{.LastError}})</span>{{end}}
+{{range .Queue}}<tr class="job" data-id="{{.ID}}"><td class="name" data-label="Name">{{.Filename}}{{if .Duplicate}} <span class="dup">(duplicate: {{.Duplicate}})</span>{{end}}{{if .LastError}}<div class="reason">{{.LastError}}</div>{{end}}
 <details data-id="{{.ID}}"><summary>{{len .Files}} files</summary><ul class="files">{{range .Files}}<li>{{.Name}}: {{.Percent}}% of {{.Size}}</li>{{end}}</ul></details></td>
 <td data-label="Category"><form class="inline" method="post" action="/action/category"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}">
 <select name="cat" aria-label="category">{{$cat := .Cat}}{{range $.Categories}}<option{{if eq . $cat}} selected{{end}}>{{.}}</option>{{end}}</select> <button>Set</button></form></td>
@@ -370,11 +396,12 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <select name="priority" aria-label="priority"><option value="">Default</option><option value="2">Force</option><option value="1">High</option><option value="0">Normal</option><option value="-1">Low</option></select>
 <button>Add</button></form>
 <h2>Servers</h2>
-<table id="servers"><thead><tr><th>Server</th><th>Speed</th><th>Last minutes</th><th>Articles</th><th>Downloaded</th><th>Missing</th></tr></thead><tbody>
-{{range .Servers}}<tr><td data-label="Server">{{.Name}}</td><td class="num" data-label="Speed">{{.SpeedStr}}</td>
+<table id="servers"><thead><tr><th>Server</th><th>State</th><th>Speed</th><th>Last minutes</th><th>Articles</th><th>Downloaded</th><th>Missing</th></tr></thead><tbody>
+{{range .Servers}}<tr><td data-label="Server">{{.Name}}</td>
+<td class="srvstate" data-label="State"><span class="state{{if .Err}} failed{{end}}">{{.State}}</span>{{if .Since}} <small>since {{.Since}}</small>{{end}}{{if .Err}}<div class="reason">{{.Err}}</div>{{end}}</td><td class="num" data-label="Speed">{{.SpeedStr}}</td>
 <td data-label="Last minutes">{{if .Chart}}<svg class="chart" viewBox="0 0 100 20" preserveAspectRatio="none" role="img" aria-label="speed over the last minutes"><polyline points="{{.Chart}}"/></svg>{{end}}</td>
 <td class="num" data-label="Articles">{{.Articles}}</td><td class="num" data-label="Downloaded">{{.BytesStr}}</td><td class="num" data-label="Missing">{{.Failures}}</td></tr>
-{{else}}<tr><td colspan="6">Nothing downloaded yet.</td></tr>{{end}}</tbody></table>
+{{else}}<tr><td colspan="7">No servers.</td></tr>{{end}}</tbody></table>
 <h2>History</h2>
 <table id="history"><thead><tr><th>Name</th><th>Category</th><th>Status</th><th>Size</th><th>Folder</th><th></th></tr></thead><tbody>
 {{range .History}}<tr class="done" data-id="{{.ID}}"><td class="name" data-label="Name">{{.Name}}</td><td data-label="Category">{{.Category}}</td>

@@ -134,15 +134,19 @@ func (d *Daemon) download(ctx context.Context, j *Job) bool {
 
 	sum, err := eng.Download(jctx, []newsget.Job{{Name: j.NZBName, NZB: data, HoldRecovery: d.opts.HoldRecovery}})
 	eng.Close()
+	ss := eng.Servers()
 
 	d.mu.Lock()
 	d.run = nil
+	notes := d.noteServersLocked(d.opts.Now(), ss)
+	d.idleServersLocked()
 	stop, reason := a.stop, a.reason
 	if ctx.Err() != nil && stop == "" {
 		stop = "shutdown"
 	}
 	elapsed := int(d.opts.Now().Sub(a.start).Seconds())
 	d.mu.Unlock()
+	d.logNotes(ctx, notes)
 
 	switch {
 	case stop == "pause" || stop == "shutdown":
@@ -398,10 +402,18 @@ func (d *Daemon) sampler(ctx context.Context, start time.Time) {
 		a := d.run
 		d.mu.Unlock()
 		var p newsget.Progress
+		var ss []newsget.ServerState
 		if a != nil && a.eng != nil {
 			p = a.eng.Progress() // not under mu (see the lock order)
+			ss = a.eng.Servers()
 		}
 		d.mu.Lock()
+		var notes []serverNote
+		if a != nil && d.run == a && a.eng != nil {
+			notes = d.noteServersLocked(d.opts.Now(), ss)
+		} else {
+			d.idleServersLocked()
+		}
 		if a != nil && d.run == a && a.eng != nil {
 			if !a.priorKnown && p.TotalBytes > 0 {
 				a.prior, a.priorKnown = max(a.job.Bytes-p.TotalBytes, 0), true
@@ -416,6 +428,7 @@ func (d *Daemon) sampler(ctx context.Context, start time.Time) {
 		d.stats.sample()
 		resume := !d.state.Settings.ResumeAt.IsZero() && !d.opts.Now().Before(d.state.Settings.ResumeAt)
 		d.mu.Unlock()
+		d.logNotes(ctx, notes)
 		if resume {
 			d.mu.Lock()
 			d.state.Settings.ResumeAt = time.Time{}

@@ -391,7 +391,7 @@ func TestAddURL(t *testing.T) {
 		q = td.api(t, "mode", "queue")["queue"].(map[string]any)["slots"].([]any)
 	}
 	if len(q) != 1 || q[0].(map[string]any)["nzo_id"] != slow || q[0].(map[string]any)["filename"] != "Slow.Movie" ||
-		q[0].(map[string]any)["status"] != "Paused" || q[0].(map[string]any)["last_error"] != "same NZB content as Movie.2020" {
+		q[0].(map[string]any)["status"] != "Paused" || q[0].(map[string]any)["duplicate"] != "same NZB content as Movie.2020" {
 		t.Errorf("the slow grab after the restart = %v", q)
 	}
 }
@@ -461,7 +461,7 @@ func TestDuplicateAndRestart(t *testing.T) {
 		var out []string
 		for _, s := range td.api(t, "mode", "queue")["queue"].(map[string]any)["slots"].([]any) {
 			sm := s.(map[string]any)
-			out = append(out, fmt.Sprintf("%s %s %v %v", sm["nzo_id"], sm["status"], sm["labels"], sm["last_error"]))
+			out = append(out, fmt.Sprintf("%s %s %v %v", sm["nzo_id"], sm["status"], sm["labels"], sm["duplicate"]))
 		}
 		return out
 	}

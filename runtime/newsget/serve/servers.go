@@ -1,0 +1,159 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/newsflow/newsflow/runtime/newsget"
+)
+
+// Server states as the page and the warnings name them.
+const (
+	srvIdle       = "not connected"
+	srvConnecting = "connecting"
+	srvConnected  = "connected"
+	srvFailed     = "failed"
+	srvGivenUp    = "given up"
+)
+
+// serverView is one server's state for the page: what it is doing, its
+// last error while it fails, and since when.
+type serverView struct {
+	Name  string
+	State string
+	Err   string
+	Since time.Time
+}
+
+// serverNote is a line for the log (and so for mode=warnings) about a
+// server's change of state.
+type serverNote struct {
+	level slog.Level
+	text  string
+}
+
+// viewOf is the state of s.
+func viewOf(s newsget.ServerState) serverView {
+	v := serverView{Name: s.Name, State: srvIdle}
+	switch {
+	case s.Connections > 0:
+		v.State = srvConnected
+	case s.GaveUp:
+		v.State, v.Err = srvGivenUp, s.LastErr
+	case s.LastErr != "":
+		v.State, v.Err = srvFailed, s.LastErr
+	case s.Connecting > 0:
+		v.State = srvConnecting
+	}
+	return v
+}
+
+// noteServersLocked records the running engine's server states and
+// returns a note for each server whose state or error changed (a retry
+// that fails the same way is no change). It sets stalled while no server
+// is connected and some failed. Called with mu held.
+func (d *Daemon) noteServersLocked(now time.Time, ss []newsget.ServerState) []serverNote {
+	old := make(map[string]serverView, len(d.servers))
+	for _, v := range d.servers {
+		old[v.Name] = v
+	}
+	var notes []serverNote
+	var problems []string
+	connected := false
+	views := make([]serverView, 0, len(ss))
+	for _, s := range ss {
+		v := viewOf(s)
+		prev, seen := old[v.Name]
+		if seen && prev.State == v.State && prev.Err == v.Err {
+			v.Since = prev.Since
+		} else {
+			v.Since = now
+			if n, ok := noteFor(now, prev, v, s); ok {
+				notes = append(notes, n)
+			}
+		}
+		switch v.State {
+		case srvConnected:
+			connected = true
+		case srvFailed, srvGivenUp:
+			problems = append(problems, problemText(now, v, s))
+		}
+		views = append(views, v)
+	}
+	d.servers = views
+	d.stalled = ""
+	if !connected && len(problems) > 0 {
+		d.stalled = strings.Join(problems, "; ")
+	}
+	return notes
+}
+
+// problemText says what is wrong with a failing server.
+func problemText(now time.Time, v serverView, s newsget.ServerState) string {
+	what := "cannot connect"
+	if s.WasUp {
+		what = "failed"
+	}
+	if v.State == srvGivenUp {
+		return fmt.Sprintf("Server %s: %s, given up: %s", v.Name, what, v.Err)
+	}
+	retry := "retrying"
+	if wait := s.BlockedUntil.Sub(now).Round(time.Second); wait > 0 {
+		retry = fmt.Sprintf("retrying in %s", wait)
+	}
+	return fmt.Sprintf("Server %s: %s: %s (%s)", v.Name, what, v.Err, retry)
+}
+
+// noteFor is the note for a server going from prev to v, if any.
+func noteFor(now time.Time, prev, v serverView, s newsget.ServerState) (serverNote, bool) {
+	switch v.State {
+	case srvFailed:
+		return serverNote{slog.LevelWarn, problemText(now, v, s)}, true
+	case srvGivenUp:
+		return serverNote{slog.LevelError, problemText(now, v, s)}, true
+	case srvConnected:
+		if prev.State == srvFailed || prev.State == srvGivenUp {
+			return serverNote{slog.LevelInfo, fmt.Sprintf("Server %s: connected", v.Name)}, true
+		}
+	}
+	return serverNote{}, false
+}
+
+// serverViewsLocked is every configured server's state, those no run has
+// seen yet as not connected. Called with mu held.
+func (d *Daemon) serverViewsLocked() []serverView {
+	seen := make(map[string]serverView, len(d.servers))
+	for _, v := range d.servers {
+		seen[v.Name] = v
+	}
+	out := make([]serverView, 0, len(d.cfg.Servers))
+	for _, sc := range d.cfg.Servers {
+		v, ok := seen[sc.Label()]
+		if !ok {
+			v = serverView{Name: sc.Label(), State: srvIdle}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// idleServersLocked marks the servers no run is using: none is connected
+// or connecting, and no job waits on them. Called with mu held.
+func (d *Daemon) idleServersLocked() {
+	d.stalled = ""
+	for i, v := range d.servers {
+		if v.State == srvConnected || v.State == srvConnecting {
+			d.servers[i] = serverView{Name: v.Name, State: srvIdle, Since: d.opts.Now()}
+		}
+	}
+}
+
+// logNotes logs the notes (warnings and errors reach mode=warnings).
+func (d *Daemon) logNotes(ctx context.Context, notes []serverNote) {
+	for _, n := range notes {
+		d.log.Log(ctx, n.level, n.text)
+	}
+}

@@ -1,0 +1,115 @@
+package serve
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
+)
+
+// deadPort is a loopback port nothing listens on: a listener's, closed.
+func deadPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	return port
+}
+
+// TestServerUnreachable: a job whose only server refuses connections
+// shows why it gets nothing: mode=warnings names the server and its
+// error, the queue counts the warnings, and the page's Servers table
+// shows the server failed with its error before anything was downloaded.
+func TestServerUnreachable(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	dead := deadPort(t)
+	td := startDaemon(t, t.TempDir(), s, func(c *newsget.Config) { c.Servers[0].Port = dead })
+	defer td.stop()
+	p := newPosting("Lost.mkv", 41, 50_000, 10_000)
+	td.addFile(t, poster.NZB(p), "Lost.nzb", "tv", "")
+
+	var warn, have, page string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		warn = fmt.Sprint(td.api(t, "mode", "warnings")["warnings"])
+		have = fmt.Sprint(td.api(t, "mode", "queue")["queue"].(map[string]any)["have_warnings"])
+		resp, err := http.Get(td.url + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		page = string(b)
+		if i := strings.Index(page, `<table id="servers">`); i >= 0 {
+			page = page[i:]
+			page = page[:strings.Index(page, "</table>")]
+		}
+		if strings.Contains(warn, "Server main: cannot connect") && strings.Contains(warn, "connection refused") &&
+			have != "0" && have != "<nil>" && strings.Contains(page, "connection refused") &&
+			(strings.Contains(page, ">failed<") || strings.Contains(page, ">given up<")) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if time.Now().After(deadline) {
+		t.Fatalf("the unreachable server is not shown:\nwarnings: %s\nhave_warnings: %s\nservers table: %s", warn, have, page)
+	}
+	// A note per change of the server's state (failing, given up), not
+	// one per failed try.
+	if n := strings.Count(warn, "Server main:"); n > 2 || strings.Contains(warn, "connection failed") {
+		t.Errorf("warnings repeat the server's tries: %s", warn)
+	}
+}
+
+// TestNoteServers: the daemon notes a server's change of state once (a
+// failed retry with the same error is no change), and a running job is
+// stalled while no server is connected and one fails.
+func TestNoteServers(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	refused := "connect 127.0.0.1:1: connection refused"
+	steps := []struct {
+		states  []newsget.ServerState
+		notes   []string
+		stalled string
+	}{
+		{[]newsget.ServerState{{Name: "a", Connecting: 1}, {Name: "b", Connecting: 1}}, nil, ""},
+		{[]newsget.ServerState{{Name: "a", LastErr: refused, BlockedUntil: t0.Add(30 * time.Second)}, {Name: "b", Connecting: 1}},
+			[]string{"WARN Server a: cannot connect: " + refused + " (retrying in 30s)"},
+			"Server a: cannot connect: " + refused + " (retrying in 30s)"},
+		// The same failure again: no new note.
+		{[]newsget.ServerState{{Name: "a", LastErr: refused, Connecting: 1}, {Name: "b", Connecting: 1}}, nil,
+			"Server a: cannot connect: " + refused + " (retrying)"},
+		{[]newsget.ServerState{{Name: "a", LastErr: refused}, {Name: "b", Connections: 2, WasUp: true}}, nil, ""},
+		{[]newsget.ServerState{{Name: "a", LastErr: "4 failures", GaveUp: true}, {Name: "b", Connections: 2, WasUp: true}},
+			[]string{"ERROR Server a: cannot connect, given up: 4 failures"}, ""},
+		{[]newsget.ServerState{{Name: "a", LastErr: "4 failures", GaveUp: true}, {Name: "b", LastErr: "BODY answered 400", WasUp: true}},
+			[]string{"WARN Server b: failed: BODY answered 400 (retrying)"},
+			"Server a: cannot connect, given up: 4 failures; Server b: failed: BODY answered 400 (retrying)"},
+		{[]newsget.ServerState{{Name: "a", LastErr: "4 failures", GaveUp: true}, {Name: "b", Connections: 1, WasUp: true}},
+			[]string{"INFO Server b: connected"}, ""},
+	}
+	d := &Daemon{}
+	for i, st := range steps {
+		var got []string
+		for _, n := range d.noteServersLocked(t0, st.states) {
+			got = append(got, n.level.String()+" "+n.text)
+		}
+		if diff := cmp.Diff(st.notes, got); diff != "" {
+			t.Errorf("step %d: notes (-want +got):\n%s", i, diff)
+		}
+		if d.stalled != st.stalled {
+			t.Errorf("step %d: stalled = %q, want %q", i, d.stalled, st.stalled)
+		}
+	}
+}
