@@ -119,15 +119,20 @@ func TestBrowserPage(t *testing.T) {
 	alpha, beta := "SABnzbd_nzo_0001", "SABnzbd_nzo_0002"
 	queueRows := func() string {
 		return eval[string](t, ctx, "queue", `Array.from(document.querySelectorAll('tr.job')).map(r =>
-		r.cells[0].firstChild.textContent.trim() + ' ' + r.cells[1].querySelector('select').value + ' ' + r.querySelector('.status').textContent.trim() +
-		' progress=' + r.querySelector('progress').value).join('|')`)
+		(r.cells[0].firstChild?.textContent ?? '').trim() + ' ' + (r.cells[1].querySelector('select')?.value ?? '') + ' ' +
+		(r.querySelector('.status')?.textContent ?? '').trim() + ' progress=' + (r.querySelector('progress')?.value ?? '')).join('|')`)
 	}
-	if got := queueRows(); got != "Alpha tv Paused progress=0|Beta tv Paused progress=0" {
-		t.Errorf("queue rows = %q", got)
+	// page.js swaps the queue's parts in place every few seconds: read it
+	// until it settles rather than once in the middle of a swap.
+	for deadline := time.Now().Add(10 * time.Second); queueRows() != "Alpha tv Paused progress=0|Beta tv Paused progress=0"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("queue rows = %q", queueRows())
+			break
+		}
 	}
 	// Sizes in people's units, each file listed.
-	if got := eval[string](t, ctx, "sizes", `document.querySelector('tr.job td[data-label=Size]').textContent + ' | ' +
-		document.querySelector('tr.job .files li').textContent`); got != "122.6 KiB (122.6 KiB left) | Alpha.mkv: 0% of 122.6 KiB" {
+	if got := eval[string](t, ctx, "sizes", `(document.querySelector('tr.job td[data-label=Size]')?.textContent ?? '') + ' | ' +
+		(document.querySelector('tr.job .files li')?.textContent ?? '')`); got != "122.6 KiB (122.6 KiB left) | Alpha.mkv: 0% of 122.6 KiB" {
 		t.Errorf("size and files = %q", got)
 	}
 	browse(t, ctx, "Beta to the top", chromedp.Click(chromedp.CSS(`tr.job[data-id="SABnzbd_nzo_0002"] button[value=top]`)),
@@ -235,7 +240,7 @@ func TestBrowserPage(t *testing.T) {
 			t.Fatalf("Gamma never showed Failed")
 		}
 	}
-	if r := eval[string](t, ctx, "reason", fmt.Sprintf(`document.querySelector('tr.done[data-id=%q] .reason').textContent`, gamma)); !strings.Contains(r, "articles missing") {
+	if r := eval[string](t, ctx, "reason", fmt.Sprintf(`document.querySelector('tr.done[data-id=%q] .reason')?.textContent ?? ''`, gamma)); !strings.Contains(r, "articles missing") {
 		t.Errorf("failure reason %q", r)
 	}
 	screenshot(t, ctx, "history-1280")
