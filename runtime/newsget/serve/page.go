@@ -378,7 +378,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <h2>Queue</h2>
 <table id="queue"><thead><tr><th>Name</th><th>Category</th><th>Priority</th><th>Status</th><th>Progress</th><th>Size</th><th>Time left</th><th></th></tr></thead><tbody>
 {{range .Queue}}<tr class="job" data-id="{{.ID}}"><td class="name" data-label="Name">{{.Filename}}{{if .Duplicate}} <span class="dup">(duplicate: {{.Duplicate}})</span>{{end}}{{if .LastError}}<div class="reason">{{.LastError}}</div>{{end}}
-<details data-id="{{.ID}}"><summary>{{len .Files}} files</summary><ul class="files">{{range .Files}}<li>{{.Name}}: {{.Percent}}% of {{.Size}}</li>{{end}}</ul></details></td>
+<details data-id="{{.ID}}"><summary>{{len .Files}} {{if eq (len .Files) 1}}file{{else}}files{{end}}</summary><ul class="files">{{range .Files}}<li>{{.Name}}: {{.Percent}}% of {{.Size}}</li>{{end}}</ul></details></td>
 <td data-label="Category"><form class="inline" method="post" action="/action/category"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}">
 <select name="cat" aria-label="category">{{$cat := .Cat}}{{range $.Categories}}<option{{if eq . $cat}} selected{{end}}>{{.}}</option>{{end}}</select> <button>Set</button></form></td>
 <td data-label="Priority"><form class="inline" method="post" action="/action/priority"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}">
