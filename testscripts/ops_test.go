@@ -26,6 +26,7 @@ var opsFiles = []struct {
 		[][]string{{"-v", "-h"}, {"inject", "-h"}, {"status", "-h"}, {"demo", "-h"}, {"innd-channel", "-h"}, {"ctl", "-h"}, {"trace", "-h"}, {"config", "-h"}, {"report", "-h"}}},
 	{"newsget", "newsget.1", "newsget@.service", [][]string{{"-h"}, {"serve", "-h"}, {"config", "-h"}, {"unpack", "-h"}}},
 	{"newsweb", "newsweb.8", "newsweb.service", [][]string{{"-h"}, {"config", "-h"}}},
+	{"newsget", "newsget.1", "newsget-serve.service", nil},
 }
 
 // flagName matches a flag in flag.PrintDefaults output: "  -name ...".
