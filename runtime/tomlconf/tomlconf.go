@@ -134,12 +134,78 @@ func Decode(name string, text []byte, v any) (Keys, error) {
 		}
 		return nil, &Error{File: name, Msg: err.Error()}
 	}
+	if err := unitKinds(name, text, reflect.TypeOf(v)); err != nil {
+		return keys, err
+	}
 	dec := toml.NewDecoder(bytes.NewReader(text))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return keys, decodeError(name, err, reflect.TypeOf(v))
 	}
 	return keys, nil
+}
+
+// unitKinds refuses the first value of a kind its Size or Duration key
+// cannot take, as go-toml refuses one of the wrong type: a size is a
+// string or an integer, a duration a string. go-toml would hand true or
+// 1.5 to a size's UnmarshalText as text, or truncate it, and a bare
+// integer would be a duration of nanoseconds.
+func unitKinds(name string, text []byte, target reflect.Type) error {
+	var p unstable.Parser
+	p.Reset(text)
+	var table []string
+	parts := func(it unstable.Iterator) []string {
+		var k []string
+		for it.Next() {
+			k = append(k, string(it.Node().Data))
+		}
+		return k
+	}
+	for p.NextExpression() {
+		e := p.Expression()
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			table = parts(e.Key())
+		case unstable.KeyValue:
+			key := append(append([]string(nil), table...), parts(e.Key())...)
+			t := keyType(target, key)
+			kind := e.Value().Kind
+			var ok bool
+			switch t {
+			case reflect.TypeFor[Size]():
+				ok = kind == unstable.String || kind == unstable.Integer
+			case reflect.TypeFor[Duration]():
+				ok = kind == unstable.String
+			default:
+				continue
+			}
+			if !ok {
+				line := 1 + bytes.Count(text[:e.Value().Raw.Offset], []byte("\n"))
+				if e.Value().Raw.Length == 0 {
+					line = 1 + bytes.Count(text[:firstOffset(e.Key())], []byte("\n"))
+				}
+				return &Error{File: name, Line: line, Key: strings.Join(key, "."),
+					Msg: "wrong type of value: want " + wants(t) + ", found " + nodeKinds[kind]}
+			}
+		}
+	}
+	return nil
+}
+
+// firstOffset is the offset of a key's first part.
+func firstOffset(it unstable.Iterator) uint32 {
+	if it.Next() {
+		return it.Node().Raw.Offset
+	}
+	return 0
+}
+
+// nodeKinds names a TOML value's kind as a newcomer reads it.
+var nodeKinds = map[unstable.Kind]string{
+	unstable.String: "a string", unstable.Integer: "an integer", unstable.Float: "a number with a fraction",
+	unstable.Bool: "true or false", unstable.DateTime: "a date-time", unstable.LocalDateTime: "a date-time",
+	unstable.LocalDate: "a date", unstable.LocalTime: "a time", unstable.Array: "a list",
+	unstable.InlineTable: "a table",
 }
 
 // MaxDecodeErrors bounds the values of the wrong type DecodeAll reports

@@ -285,3 +285,38 @@ func FuzzOldGrammars(f *testing.F) {
 		}
 	})
 }
+
+// TestUnitKinds: a size takes a string or an integer, a duration a string;
+// any other kind is a mistake at its line, never a value made up from it.
+func TestUnitKinds(t *testing.T) {
+	type conf struct {
+		Q    Size     `toml:"q"`
+		D    Duration `toml:"d"`
+		Peer []struct {
+			D Duration `toml:"d"`
+		} `toml:"peer"`
+	}
+	tests := []struct{ text, err string }{
+		{`q = 5`, ""},
+		{`q = "5M"`, ""},
+		{`d = "5s"`, ""},
+		{`q = true`, `f:1: q: wrong type of value: want a size string (e.g. "512K", "10MB") or an integer, found true or false`},
+		{`q = 1.5`, `f:1: q: wrong type of value: want a size string (e.g. "512K", "10MB") or an integer, found a number with a fraction`},
+		{"\nd = 5", `f:2: d: wrong type of value: want a duration string (e.g. "90s", "1h30m", "7d"), found an integer`},
+		{"[[peer]]\nd = \"1s\"\n[[peer]]\nd = 2", `f:4: peer[2].d: wrong type of value: want a duration string (e.g. "90s", "1h30m", "7d"), found an integer`},
+	}
+	for _, tc := range tests {
+		var c conf
+		keys, err := Decode("f", []byte(tc.text), &c)
+		if keys != nil {
+			keys.Number(err)
+		}
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.err {
+			t.Errorf("%q: error %q, want %q", tc.text, got, tc.err)
+		}
+	}
+}
