@@ -208,11 +208,7 @@ func (p *peer) stop(wait bool) {
 	if done == nil {
 		return
 	}
-	select {
-	case <-done:
-	case <-time.After(p.r.opts.StopTimeout):
-		p.r.log.Warn("peer connections slow to close; cutting them", "peer", p.cfg.Name)
-	}
+	peerconn.WaitStopped(done, p.r.opts.StopTimeout, p.r.log, p.cfg.Name)
 	cancel()
 	if wait {
 		<-done

@@ -165,14 +165,7 @@ func (p *peer) stop() {
 		c.pc.Stop()
 		c.poke()
 	}
-	if done == nil {
-		return
-	}
-	select {
-	case <-done:
-	case <-time.After(p.n.opts.StopTimeout):
-		p.n.log.Warn("peer connections slow to close; cutting them", "peer", p.cfg.Name)
-	}
+	peerconn.WaitStopped(done, p.n.opts.StopTimeout, p.n.log, p.cfg.Name)
 }
 
 // held is a queue entry pulled and offered, with its article and how

@@ -215,6 +215,19 @@ func (c *Conn) Stop() {
 // Stopping reports whether Stop was called.
 func (c *Conn) Stopping() bool { return c.stopping.Load() }
 
+// WaitStopped waits for done (closed when a peer's connections have all
+// returned) at most timeout, and logs it when they were slower.
+func WaitStopped(done <-chan struct{}, timeout time.Duration, log *slog.Logger, peer string) {
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		log.Warn("peer connections slow to close; cutting them", "peer", peer)
+	}
+}
+
 // KickAll kicks the connections that conn finds in conns (a peer's, in
 // the relay or a cluster node) and returns how many were waiting.
 func KickAll[C any](conns []C, conn func(C) *Conn) int {
