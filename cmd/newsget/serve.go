@@ -73,8 +73,12 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	pp := &postproc.Processor{Options: postproc.Options{Fetch: postproc.EngineFetch(cfg, newsget.Options{Log: logger}),
 		Unpack: cfg.Unpack == nil || *cfg.Unpack, Cleanup: cfg.Cleanup == nil || *cfg.Cleanup,
 		UnpackMaxRatio: cfg.UnpackMaxRatio, Log: logger}}
-	// The address is taken before anything is written (the API key), so
-	// that a daemon that cannot start leaves nothing behind.
+	// What keeps the daemon from starting is found before anything is
+	// written (the API key), so that it leaves nothing behind.
+	if len(cfg.Servers) == 0 {
+		fmt.Fprintln(stderr, "newsget: serve: no server configured (add a [[server]] to the configuration, or -server nntps://host)")
+		return 2
+	}
 	ln, err := net.Listen("tcp", cfg.Serve.Listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "newsget: %s: %v (another program may hold the port: choose another)\n", listenSource(cfg, *listen), err)
