@@ -53,8 +53,10 @@ func TestServeStartFailsCleanly(t *testing.T) {
 	}{
 		{"not a port", "[serve]\nlisten = \"127.0.0.1:notaport\"\n",
 			file + `:3: serve.listen: "127.0.0.1:notaport": port "notaport" is not a number 0-65535`},
-		{"in use", "[serve]\nlisten = \"" + busy.Addr().String() + "\"\n",
+		{"in use", "[serve]\nlisten = \"" + busy.Addr().String() + "\"\n[[server]]\nhost = \"news.example\"\n",
 			file + ":3: serve.listen: listen tcp " + busy.Addr().String() + ": bind: address already in use"},
+		{"no server", "[serve]\nlisten = \"127.0.0.1:0\"\n",
+			"newsget: serve: no server configured (add a [[server]] to the configuration, or -server nntps://host)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.WriteFile(file, []byte("download_dir = \""+dir+"\"\n"+tc.conf), 0o644)
