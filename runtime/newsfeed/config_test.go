@@ -202,18 +202,6 @@ func TestConfigAllowed(t *testing.T) {
 	}
 }
 
-// TestTOMLFloat: floats print as TOML floats that read back the same.
-func TestTOMLFloat(t *testing.T) {
-	for _, c := range []struct {
-		v    float64
-		want string
-	}{{95, "95.0"}, {0.5, "0.5"}, {1e21, "1e+21"}, {-2, "-2.0"}} {
-		if got := tomlFloat(c.v); got != c.want {
-			t.Errorf("tomlFloat(%g) = %q, want %q", c.v, got, c.want)
-		}
-	}
-}
-
 // TestOpenLogFileNamesLine: a log_file that cannot be opened at the start
 // (its directory went away after the check) names the key's FILE:LINE.
 func TestOpenLogFileNamesLine(t *testing.T) {

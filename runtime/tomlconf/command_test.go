@@ -46,3 +46,70 @@ func TestCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendTOML: what AppendTOML prints reads back to the same values,
+// tables and arrays of tables included; floats stay floats, sizes keep
+// their unit only where it is exact.
+func TestAppendTOML(t *testing.T) {
+	type peer struct {
+		Name string   `toml:"name"`
+		High float64  `toml:"high"`
+		Wait Duration `toml:"wait"`
+		On   *bool    `toml:"on"`
+	}
+	type serve struct {
+		Listen string `toml:"listen"`
+		Plan   []struct {
+			At string `toml:"at"`
+		} `toml:"plan"`
+	}
+	type conf struct {
+		Spool  string   `toml:"spool"`
+		Max    Size     `toml:"max"`
+		Odd    Size     `toml:"odd"`
+		Groups []string `toml:"groups"`
+		Skip   int      `toml:"-"`
+		Peers  []peer   `toml:"peer"`
+		Serve  serve    `toml:"serve"`
+		Extra  *serve   `toml:"extra"`
+	}
+	yes := true
+	in := conf{Spool: "/s \"q\"\n", Max: 64 << 20, Odd: 1000, Groups: []string{"*", "!junk"},
+		Peers: []peer{{Name: "a", High: 95, Wait: Duration(90e9), On: &yes}, {Name: "b", High: 0.5}},
+		Serve: serve{Listen: "127.0.0.1:1", Plan: []struct {
+			At string `toml:"at"`
+		}{{At: "08:00"}}}}
+	text := AppendTOML(nil, &in)
+	want := `spool = "/s \"q\"\n"
+max = "64M"
+odd = 1000
+groups = ["*", "!junk"]
+
+[[peer]]
+name = "a"
+high = 95.0
+wait = "1m30s"
+on = true
+
+[[peer]]
+name = "b"
+high = 0.5
+wait = "0s"
+
+[serve]
+listen = "127.0.0.1:1"
+
+[[serve.plan]]
+at = "08:00"
+`
+	if d := cmp.Diff(want, string(text)); d != "" {
+		t.Errorf("AppendTOML (-want +got):\n%s", d)
+	}
+	var back conf
+	if _, err := Decode("printed", text, &back); err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	if d := cmp.Diff(in, back); d != "" {
+		t.Errorf("read back (-printed +read):\n%s", d)
+	}
+}
