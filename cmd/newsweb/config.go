@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -15,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/pelletier/go-toml/v2"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/proto"
@@ -213,61 +210,11 @@ func defaultSearchDir() string {
 
 // format prints c as TOML that parseConfig reads back to c.
 func (c config) format() ([]byte, error) {
-	b, err := toml.Marshal(c)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
 	head := "# newsweb configuration, every default filled in\n"
 	if c.source != "" {
 		head = "# newsweb configuration from " + c.source + ", every default filled in\n"
 	}
-	return append([]byte(head), basicStrings(b)...), nil
-}
-
-// basicStrings rewrites the literal strings ('...') of go-toml's output as
-// basic strings ("..."), the way newsfeed and newsget print theirs and the
-// manual writes defaults. A literal string holds no quote, newline or
-// control character, so only '"' and '\' need escaping.
-func basicStrings(b []byte) []byte {
-	out := make([]byte, 0, len(b)+len(b)/8)
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; c {
-		case '#': // a comment: copied to the end of its line
-			j := bytes.IndexByte(b[i:], '\n')
-			if j < 0 {
-				j = len(b) - i
-			}
-			out = append(out, b[i:i+j]...)
-			i += j - 1
-		case '"': // a basic string: copied as it is
-			j := i + 1
-			for j < len(b) && b[j] != '"' {
-				if b[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			out = append(out, b[i:min(j+1, len(b))]...)
-			i = j
-		case '\'':
-			j := bytes.IndexByte(b[i+1:], '\'')
-			if j < 0 {
-				return append(out, b[i:]...)
-			}
-			out = append(out, '"')
-			for _, r := range b[i+1 : i+1+j] {
-				if r == '"' || r == '\\' {
-					out = append(out, '\\')
-				}
-				out = append(out, r)
-			}
-			out = append(out, '"')
-			i += j + 1
-		default:
-			out = append(out, c)
-		}
-	}
-	return out
+	return tomlconf.AppendTOML([]byte(head), &c), nil
 }
 
 // posting returns the posting state, or nil when posting is off.

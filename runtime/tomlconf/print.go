@@ -1,6 +1,7 @@
 package tomlconf
 
 import (
+	"encoding"
 	"fmt"
 	"math"
 	"reflect"
@@ -14,7 +15,8 @@ import (
 // values: the plain keys of each table first, in the order of the struct,
 // then its tables ([name], from a struct or a pointer to one) and arrays
 // of tables ([[name]]), nested ones under a dotted name. Sizes and
-// durations are written in the configuration grammar ("64M", "5m0s"); a
+// durations are written in the configuration grammar ("64M", "5m0s"),
+// other types by their MarshalText, as strings; a
 // nil pointer (a key or table without a value) is left out. What
 // `PROGRAM config` prints.
 func AppendTOML(dst []byte, v any) []byte {
@@ -114,6 +116,13 @@ func appendValue(dst []byte, v reflect.Value) []byte {
 		return strconv.AppendInt(dst, v.Int(), 10)
 	case durationType:
 		return appendString(dst, Duration(v.Int()).String())
+	}
+	if m, ok := v.Interface().(encoding.TextMarshaler); ok {
+		text, err := m.MarshalText()
+		if err != nil {
+			panic(fmt.Sprintf("tomlconf: %s: %v", v.Type(), err))
+		}
+		return appendString(dst, string(text))
 	}
 	switch v.Kind() {
 	case reflect.String:
