@@ -19,18 +19,21 @@ import (
 // Search: subject, author and date over a group's whole overview.
 //
 // A group is indexed when it is first searched: a background job asks the
-// group's stats (Low priority) and walks its articles from the index's
-// high-water mark (or the group's low mark) up to the high mark, SearchChunk
-// articles per GetNewArticles (Low priority, so readers' pages go first),
-// appending each range to the index on disk (spoolfs/searchindex) before
-// the next. A later search of the group starts the same job from the
-// high-water mark once SearchRefresh has passed, so the index follows new
-// articles. Until the first job finishes, results cover what is indexed so
-// far, and the page says so. Searching across groups (no group named)
+// group's stats (Low priority) and indexes its newest SearchChunk articles
+// first, so that a search finds recent posts at once; then it extends the
+// range indexed upward to the group's high mark (new articles) and
+// downward, SearchChunk articles at a time, to its low mark. Each range is
+// one GetNewArticles (Low priority, so readers' pages go first) and is
+// appended to the index on disk (spoolfs/searchindex) with the range it
+// covers before the next is asked, so a restart goes on where the job
+// stopped. A later search of the group starts the same job once
+// SearchRefresh has passed, so the index follows new articles. Until a
+// job has covered the whole group, results cover the range indexed so
+// far, and the page says which. Searching across groups (no group named)
 // covers the groups indexed. Article numbers are those of the server whose
 // stats named it (the first by priority that carries the group). The
 // bodies of the groups named by SearchOptions.Bodies are indexed after
-// the overview: search_body.go.
+// the overview's first range: search_body.go.
 
 // Defaults for SearchOptions fields left zero.
 const (
@@ -77,6 +80,7 @@ type Search struct {
 	bodies        proto.GroupPatterns
 	bodySlots     chan struct{}   // bodyJobs tokens: the groups whose bodies are read now
 	bodyRunning   map[string]bool // groups with a body pass under way or waiting (at most maxSearchPending)
+	bodyAgain     map[string]bool // groups whose running pass goes round again: their overview grew meanwhile
 	bodiesCached  int             // bodies read from the article cache
 	bodiesFetched int             // bodies fetched in the background
 	loaded        chan struct{}   // closed once the body files are read
@@ -115,7 +119,7 @@ func NewSearch(fed *Federated, opts SearchOptions) (*Search, error) {
 	}
 	s := &Search{fed: fed, ix: ix, opts: opts, log: opts.Logger, running: map[string]bool{},
 		last: map[string]time.Time{}, complete: map[string]bool{}, slots: make(chan struct{}, searchJobs),
-		bodies: bodies, bodySlots: make(chan struct{}, bodyJobs), bodyRunning: map[string]bool{}, loaded: make(chan struct{})}
+		bodies: bodies, bodySlots: make(chan struct{}, bodyJobs), bodyRunning: map[string]bool{}, bodyAgain: map[string]bool{}, loaded: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.load()
@@ -170,8 +174,8 @@ func (s *Search) Index(group string) (complete bool) {
 		delete(s.running, group)
 		if err == nil {
 			s.complete[group] = true
-			s.startBodiesLocked(group)
 		}
+		s.startBodiesLocked(group)
 		s.mu.Unlock()
 		if err != nil && s.ctx.Err() == nil {
 			s.log.Warn("search: indexing failed", "group", group, "err", err)
@@ -180,28 +184,52 @@ func (s *Search) Index(group string) (complete bool) {
 	return complete
 }
 
-// startBodiesLocked starts the body pass of group (search_body.go) when
-// its bodies are indexed and no pass of it runs. The pass runs apart from
-// the overview's jobs: it may take long (an ARTICLE an article), and the
-// overview goes on being brought up to date meanwhile, the pass following
-// it. Past maxSearchPending passes, a group's starts after a later
-// overview job of it. s.mu is held.
+// startBodies starts the body pass of group (search_body.go) when its
+// bodies are indexed and no pass of it runs; when one runs, it goes round
+// again once done, for the articles the overview took meanwhile. The pass
+// runs apart from the overview's jobs: it may take long (an ARTICLE an
+// article), and the overview goes on being extended meanwhile, the pass
+// following it. Past maxSearchPending passes, a group's starts after a
+// later overview job of it.
+func (s *Search) startBodies(group string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startBodiesLocked(group)
+}
+
+// startBodiesLocked is startBodies with s.mu held.
 func (s *Search) startBodiesLocked(group string) {
-	if !s.wantBodies(group) || s.bodyRunning[group] || len(s.bodyRunning) >= maxSearchPending {
+	if !s.wantBodies(group) {
+		return
+	}
+	if s.bodyRunning[group] {
+		s.bodyAgain[group] = true
+		return
+	}
+	if len(s.bodyRunning) >= maxSearchPending {
 		return
 	}
 	s.bodyRunning[group] = true
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		err := s.afterLoad(func() error {
-			return s.withSlot(s.bodySlots, func() error { return s.buildBodies(group) })
-		})
-		s.mu.Lock()
-		delete(s.bodyRunning, group)
-		s.mu.Unlock()
-		if err != nil && s.ctx.Err() == nil {
-			s.log.Warn("search: indexing bodies failed", "group", group, "err", err)
+		for {
+			err := s.afterLoad(func() error {
+				return s.withSlot(s.bodySlots, func() error { return s.buildBodies(group) })
+			})
+			if err != nil && s.ctx.Err() == nil {
+				s.log.Warn("search: indexing bodies failed", "group", group, "err", err)
+			}
+			s.mu.Lock()
+			again := s.bodyAgain[group] && err == nil
+			delete(s.bodyAgain, group)
+			if !again {
+				delete(s.bodyRunning, group)
+			}
+			s.mu.Unlock()
+			if !again {
+				return
+			}
 		}
 	}()
 }
@@ -242,7 +270,10 @@ func (s *Search) Wait() {
 	}
 }
 
-// build brings group's index up to the group's high mark.
+// build brings group's index to cover the whole group: its newest range
+// first when none is indexed, then up to the group's high mark, then down
+// to its low mark (see the top of the file). The body pass starts once
+// the first range is in.
 func (s *Search) build(group string) error {
 	ctx := s.ctx
 	st, err := s.fed.GroupStats(ctx, group)
@@ -253,28 +284,54 @@ func (s *Search) build(group string) error {
 	if svc == nil {
 		return fmt.Errorf("newsweb: search: server %q gone", st.Server)
 	}
-	from := max(s.ix.High(group), st.Low-1)
-	for from < st.High {
-		until := min(from+int64(s.opts.Chunk), st.High)
-		ev, err := svc.Do(ctx, mreader.GetNewArticles{Group: group, Since: from, Until: until, Limit: s.opts.Chunk})
+	chunk := int64(s.opts.Chunk)
+	fetch := func(lo, hi int64) error {
+		ev, err := svc.Do(ctx, mreader.GetNewArticles{Group: group, Since: lo - 1, Until: hi, Limit: s.opts.Chunk})
 		if err != nil {
 			return err
 		}
 		r, ok := ev.(mreader.ThreadsResult)
 		if !ok {
-			return fmt.Errorf("newsweb: search: %s %d-%d: answer %T", group, from+1, until, ev)
+			return fmt.Errorf("newsweb: search: %s %d-%d: answer %T", group, lo, hi, ev)
 		}
 		entries := make([]searchindex.Entry, 0, len(r.Articles))
 		for _, a := range r.Articles {
 			entries = append(entries, searchindex.Entry{Number: a.Number, Date: a.Date, MessageID: a.MessageID,
 				Subject: decodeHeader(a.Subject), From: decodeHeader(a.From)})
 		}
-		if err := s.ix.Append(group, entries); err != nil {
+		return s.ix.AppendRange(group, lo, hi, entries)
+	}
+	low := max(st.Low, 1)
+	if st.High < low {
+		return nil // no article
+	}
+	lo, hi := s.ix.Range(group)
+	if hi == 0 || hi < low-1 {
+		// Nothing indexed, or nothing of what is still there: the newest
+		// range first.
+		hi = st.High
+		lo = max(low, hi-chunk+1)
+		if err := fetch(lo, hi); err != nil {
 			return err
 		}
-		from = until
+		s.startBodies(group)
 	}
-	s.log.Debug("search: group indexed", "group", group, "articles", s.ix.Len(group), "high", st.High)
+	for hi < st.High {
+		until := min(hi+chunk, st.High)
+		if err := fetch(hi+1, until); err != nil {
+			return err
+		}
+		hi = until
+	}
+	s.startBodies(group)
+	for lo > low {
+		from := max(low, lo-chunk)
+		if err := fetch(from, lo-1); err != nil {
+			return err
+		}
+		lo = from
+	}
+	s.log.Debug("search: group indexed", "group", group, "articles", s.ix.Len(group), "low", st.Low, "high", st.High)
 	return nil
 }
 
@@ -373,9 +430,10 @@ type searchView struct {
 	Threads                     []searchThread // Hits by thread
 	Partial                     bool           // the group's index is still being built
 	Indexed                     int
-	Bodies                      bool // the group's bodies are indexed (search_bodies)
-	BodiesIndexed               int  // articles whose bodies are
-	IndexedGroups               int  // groups indexed so far (a search of them all says so)
+	IndexedLow, IndexedHigh     int64 // the range of article numbers indexed
+	Bodies                      bool  // the group's bodies are indexed (search_bodies)
+	BodiesIndexed               int   // articles whose bodies are
+	IndexedGroups               int   // groups indexed so far (a search of them all says so)
 	Pager                       pager
 }
 
@@ -391,6 +449,7 @@ func (s *Server) runSearch(r *http.Request) (searchView, error) {
 	if group != "" {
 		v.Partial = !s.search.Index(group)
 		v.Indexed = s.search.ix.Len(group)
+		v.IndexedLow, v.IndexedHigh = s.search.ix.Range(group)
 		v.Bodies = s.search.wantBodies(group)
 		v.BodiesIndexed = s.search.ix.BodyLen(group)
 	} else {
@@ -446,6 +505,9 @@ func (s *Server) apiSearch(ctx context.Context, r *http.Request) (*response, err
 	}
 	a := map[string]any{"query": v.Query, "author": v.Author, "group": v.Groups, "total": v.Total,
 		"hits": hits, "complete": !v.Partial, "indexed": v.Indexed}
+	if v.Groups != "" && v.IndexedHigh > 0 {
+		a["indexed_range"] = []int64{v.IndexedLow, v.IndexedHigh}
+	}
 	if v.Groups == "" {
 		a["indexed_groups"] = v.IndexedGroups
 	}

@@ -15,10 +15,11 @@ import (
 // SearchOptions.Bodies (search_bodies, a wildmat list), opt-in because
 // each body costs an ARTICLE.
 //
-// When a group's overview job ends (search.go), a body pass starts unless
-// one runs (it runs apart, so the overview goes on being updated while it
-// reads): it walks the overview from the body high-water mark up, one
-// article at a time: the
+// When a group's overview job has indexed its first range, and again when
+// it ends (search.go), a body pass starts unless one runs (it runs apart,
+// so the overview goes on being extended while it reads; one that runs
+// goes round again when it ends): it walks the overview's articles that
+// have no body record yet, newest first, one article at a time: the
 // article cache is looked in first (a body a reader has viewed costs
 // nothing), else the article is fetched with a Background GetArticle,
 // which waits in the Low queue behind every reader's request and is not
@@ -26,8 +27,8 @@ import (
 // bodyBatch articles the texts go to the index with one fsync, so an
 // interrupted pass goes on from there. One group's bodies are read at a
 // time (bodyJobs). An article that is gone (430) or has no text gets an
-// empty record, so that the mark passes it; another error ends the pass,
-// which starts again from the mark on a later search. The body files are
+// empty record, so that it is not asked for again; another error ends the
+// pass, which starts again with the articles left on a later search. The body files are
 // read in the background when newsweb starts (searchindex.LoadBodies,
 // about 0.1 s per 1,000 articles); body passes wait for that.
 //
@@ -50,12 +51,12 @@ func (s *Search) wantBodies(group string) bool {
 	return s.bodies.Match(group) == proto.GroupWanted
 }
 
-// buildBodies indexes the bodies of group's articles from the body
-// high-water mark up to the overview's.
+// buildBodies indexes the bodies of group's articles that have none
+// indexed, newest first.
 func (s *Search) buildBodies(group string) error {
 	ctx := s.ctx
 	for {
-		es := s.ix.After(group, s.ix.BodyHigh(group), bodyBatch)
+		es := s.ix.BodyTodo(group, bodyBatch)
 		if len(es) == 0 {
 			s.mu.Lock()
 			cached, fetched := s.bodiesCached, s.bodiesFetched

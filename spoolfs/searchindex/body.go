@@ -6,7 +6,9 @@ package searchindex
 // # Theory of operation
 //
 // A group's bodies go in a second file beside its overview,
-// <dir>/<group>.body, of records appended in article-number order:
+// <dir>/<group>.body, of records appended in batches, each batch in
+// article-number order, the batches in the order the owner indexes them
+// (newest articles first, then older and newer ones):
 //
 //	"NB" | number (8 bytes, big-endian) | text length (4) | crc32 of the 14 bytes before (4)
 //	     | text | crc32 of the text (4)
@@ -14,13 +16,15 @@ package searchindex
 // The text is what the owner chose to index (newsweb: the decoded
 // text/plain parts without quotes, signature or binaries), at most
 // MaxBodyText bytes; an empty text records an article that has none, so
-// that the body high-water mark passes it. A batch is one write and one
-// fsync. Only articles in the group's overview get a record, so the body
-// high-water mark is never above the overview's.
+// that it is not asked for again. A batch is one write and one fsync. Only
+// articles in the group's overview get a record, and an article has at
+// most one; the articles of the overview without one are those to index
+// next (BodyTodo), newest first.
 //
 // In memory a group keeps, per overview row, where its text lies in the
 // file, and per word (tokens: runs of letters and digits, lower-cased,
-// 2 to 64 bytes) a posting list of overview rows, delta-encoded varints.
+// 2 to 64 bytes) a posting list of overview rows, as signed varint
+// deltas (rows come in the order the bodies are indexed).
 // The text itself stays on disk: it is read back (and checked against its
 // CRC) only to verify a phrase and to cut the snippet of a hit.
 //
@@ -30,11 +34,10 @@ package searchindex
 // Damage: when LoadBodies meets a record that is incomplete or fails a
 // checksum, it looks for the next good record (the header has its own
 // checksum, so the search is cheap); what lies between is reported by
-// Damage (the article numbers it lost from the body index) and the rest is
-// kept. A damaged
-// tail with no good record after it is cut, and its articles are indexed
-// again from the new high-water mark. Records above the overview's
-// high-water mark (its own tail was cut) are cut too.
+// Damage and the rest is kept. A damaged tail with no good record after
+// it is cut. The articles whose records were lost have none, so they are
+// indexed again. A record of an article not in the overview (its own tail
+// was cut) is passed over, and so is a second record of an article.
 
 import (
 	"bytes"
@@ -83,21 +86,17 @@ type Body struct {
 	Text   string
 }
 
-// plist is one word's posting list: overview rows, ascending, as uvarint
-// deltas.
+// plist is one word's posting list: overview rows, in the order added,
+// as signed varint deltas.
 type plist struct {
 	buf  []byte
 	last int32
 	n    int32
 }
 
-// add appends row (greater than the last one added).
+// add appends row.
 func (p *plist) add(row int32) {
-	d := row - p.last
-	if p.n == 0 {
-		d = row
-	}
-	p.buf = binary.AppendUvarint(p.buf, uint64(d))
+	p.buf = binary.AppendVarint(p.buf, int64(row-p.last))
 	p.last = row
 	p.n++
 }
@@ -106,7 +105,7 @@ func (p *plist) add(row int32) {
 func (p *plist) each(fn func(row int32)) {
 	var row int32
 	for b := p.buf; len(b) > 0; {
-		d, n := binary.Uvarint(b)
+		d, n := binary.Varint(b)
 		if n <= 0 {
 			return
 		}
@@ -119,7 +118,6 @@ func (p *plist) each(fn func(row int32)) {
 // bodies is one group's body index.
 type bodies struct {
 	file  *os.File // read-only handle for texts; nil before the first record
-	high  int64    // body high-water mark
 	size  int64    // bytes in the file
 	count int      // articles with a record
 	off   []int64  // per overview row: the record's offset + 1, 0 for none
@@ -164,13 +162,10 @@ type bodyRecord struct {
 }
 
 // scanBody reads a body file of size bytes, calling fn for every good
-// record in order (numbers ascending: a record numbered at or below the
-// one before it is damage). A bad stretch is skipped to the next good
-// record; it is reported as a damage span [from, to) with the numbers of
-// the good records around it (0 when none). It returns the end of the last
+// record in order. A bad stretch is skipped to the next good record; it is
+// reported as a damage span [from, to). It returns the end of the last
 // good record: what lies past it is a damaged tail.
-func scanBody(ra io.ReaderAt, size int64, fn func(bodyRecord), damage func(from, to, before, after int64)) (end int64, err error) {
-	var last int64
+func scanBody(ra io.ReaderAt, size int64, fn func(bodyRecord), damage func(from, to int64)) (end int64, err error) {
 	parse := func(b []byte) (n, need int, ok bool) {
 		if len(b) < bodyHeader {
 			return 0, bodyHeader, false
@@ -181,28 +176,27 @@ func scanBody(ra io.ReaderAt, size int64, fn func(bodyRecord), damage func(from,
 		if size := int(binary.BigEndian.Uint32(b[10:])); size <= MaxBodyText && len(b) < bodyHeader+size+bodyTrailer {
 			return 0, bodyHeader + size + bodyTrailer, false
 		}
-		number, _, n, ok := parseBodyRecord(b)
-		return n, 0, ok && number > last
+		_, _, n, ok = parseBodyRecord(b)
+		return n, 0, ok
 	}
 	sc := records.NewScanner(ra, size, bodyMagic, parse)
 	sc.UseBuffer(make([]byte, 0, window))
-	var bad [2]int64 // a damage span waiting for the number of the record after it
+	var bad [2]int64 // a damage span waiting for a good record after it
 	return sc.Scan(0, func(off int64, b []byte) error {
 		number, text, _, _ := parseBodyRecord(b)
 		if bad[1] > 0 {
-			damage(bad[0], bad[1], last, number)
+			damage(bad[0], bad[1])
 			bad = [2]int64{}
 		}
 		fn(bodyRecord{off: off, number: number, text: text})
-		last = number
 		return nil
 	}, func(off, n int64) { bad = [2]int64{off, off + n} })
 }
 
 // loadBodies reads the body file at path of a group whose overview rows
-// have the numbers nums, and returns its index with the damage found, as
-// sentences.
-func loadBodies(path string, nums []int64) (b *bodies, reports []string, err error) {
+// (rows of them) are found by row, and returns its index with the damage
+// found, as sentences.
+func loadBodies(path string, rows int, row func(number int64) (int, bool)) (b *bodies, reports []string, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("searchindex: %w", err)
@@ -213,44 +207,20 @@ func loadBodies(path string, nums []int64) (b *bodies, reports []string, err err
 		return nil, nil, fmt.Errorf("searchindex: %w", err)
 	}
 	b = &bodies{words: map[string]*plist{}}
-	var high int64 // the overview's high-water mark
-	if len(nums) > 0 {
-		high = nums[len(nums)-1]
-	}
-	cut := int64(-1) // where records above the overview's high mark start
 	end, err := scanBody(f, st.Size(), func(r bodyRecord) {
-		if cut >= 0 {
-			return
+		if i, ok := row(r.number); ok {
+			b.index(i, rows, r.off, r.text)
 		}
-		if r.number > high {
-			cut = r.off
-			return
-		}
-		b.index(nums, r.number, r.off, r.text)
-		b.high = r.number
-	}, func(from, to, before, after int64) {
-		lost := "no article's body lost"
-		switch {
-		case after-1 == before+1:
-			lost = fmt.Sprintf("the body of article %d is not searchable", before+1)
-		case after-1 > before:
-			lost = fmt.Sprintf("the bodies of articles %d-%d are not searchable", before+1, after-1)
-		}
-		reports = append(reports, fmt.Sprintf("%s: bytes %d-%d damaged: %s; the rest is kept", path, from, to, lost))
+	}, func(from, to int64) {
+		reports = append(reports, fmt.Sprintf("%s: bytes %d-%d damaged: the bodies there are indexed again; the rest is kept", path, from, to))
 	})
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("searchindex: %s: %w", path, err)
 	}
-	if cut >= 0 {
-		reports = append(reports, fmt.Sprintf("%s: records after article %d (above the overview's high-water mark) cut at byte %d: indexed again",
-			path, b.high, cut))
-		end = cut
-	} else if end != st.Size() {
-		reports = append(reports, fmt.Sprintf("%s: damaged tail cut at byte %d (%d bytes): articles after %d indexed again",
-			path, end, st.Size()-end, b.high))
-	}
 	if end != st.Size() {
+		reports = append(reports, fmt.Sprintf("%s: damaged tail cut at byte %d (%d bytes): the bodies there are indexed again",
+			path, end, st.Size()-end))
 		if err := f.Truncate(end); err != nil {
 			f.Close()
 			return nil, nil, fmt.Errorf("searchindex: %s: cutting a damaged tail at %d: %w", path, end, err)
@@ -264,21 +234,20 @@ func loadBodies(path string, nums []int64) (b *bodies, reports []string, err err
 	return b, reports, nil
 }
 
-// index adds the record of article number (at off) to the in-memory
-// index.
-func (b *bodies) index(nums []int64, number, off int64, text []byte) {
-	i, ok := slices.BinarySearch(nums, number)
-	if !ok {
-		return // not in the overview: Append never writes one
-	}
-	b.count++
-	if len(text) == 0 {
+// has reports whether overview row i has a body record.
+func (b *bodies) has(i int) bool { return i < len(b.off) && b.off[i] != 0 }
+
+// index adds the record of overview row i (of rows), at off, to the
+// in-memory index, unless the row has one already.
+func (b *bodies) index(i, rows int, off int64, text []byte) {
+	if b.has(i) {
 		return
 	}
-	if need := len(nums); len(b.off) < need {
-		b.off = append(b.off, make([]int64, need-len(b.off))...)
+	if len(b.off) < rows {
+		b.off = append(b.off, make([]int64, rows-len(b.off))...)
 	}
 	b.off[i] = off + 1
+	b.count++
 	row, distinct := int32(i), 0
 	eachWord(text, func(_, _ int, w []byte) bool {
 		p := b.words[string(w)] // no allocation for the lookup
@@ -374,17 +343,6 @@ func cutText(s string) string {
 	return s[:i]
 }
 
-// BodyHigh is the body high-water mark of group: the highest article
-// number whose body is indexed (or was found to have none).
-func (ix *Index) BodyHigh(group string) int64 {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	if g := ix.groups[group]; g != nil && g.body != nil {
-		return g.body.high
-	}
-	return 0
-}
-
 // BodyLen is the number of articles of group whose body has a record.
 func (ix *Index) BodyLen(group string) int {
 	ix.mu.RLock()
@@ -395,19 +353,21 @@ func (ix *Index) BodyLen(group string) int {
 	return 0
 }
 
-// After returns up to limit entries of group's overview numbered above
-// after, ascending: the articles whose bodies are to be indexed next.
-func (ix *Index) After(group string, after int64, limit int) []Entry {
+// BodyTodo returns up to limit entries of group's overview whose bodies
+// have no record, newest first: the articles whose bodies are to be
+// indexed next.
+func (ix *Index) BodyTodo(group string, limit int) []Entry {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	g := ix.groups[group]
-	if g == nil {
+	if g == nil || g.bodyPath != "" {
 		return nil
 	}
-	i, _ := slices.BinarySearch(g.nums, after+1)
 	var out []Entry
-	for ; i < len(g.nums) && len(out) < limit; i++ {
-		out = append(out, g.entry(i))
+	for k := len(g.order) - 1; k >= 0 && len(out) < limit; k-- {
+		if i := int(g.order[k]); g.body == nil || !g.body.has(i) {
+			out = append(out, g.entry(i))
+		}
 	}
 	return out
 }
@@ -417,8 +377,8 @@ func (ix *Index) After(group string, after int64, limit int) []Entry {
 var ErrNoOverview = errors.New("searchindex: group has no overview indexed")
 
 // AppendBodies indexes the bodies of articles of group (any order; those
-// at or below the body high-water mark, or not in the group's overview,
-// are left out) and makes them durable before it returns. Texts over
+// with a record already, or not in the group's overview, are left out)
+// and makes them durable before it returns. Texts over
 // MaxBodyText are cut. Then, if the index passed MaxBytes, the least
 // recently used other groups are dropped.
 func (ix *Index) AppendBodies(name string, bs []Body) error {
@@ -439,21 +399,18 @@ func (ix *Index) AppendBodies(name string, bs []Body) error {
 	b := g.body
 	var buf []byte
 	type rec struct {
-		number, off int64
-		text        string
+		row  int
+		off  int64
+		text string
 	}
 	var add []rec
-	high := b.high
-	for _, x := range bs {
-		if x.Number <= high {
+	for k, x := range bs {
+		i, ok := g.find(x.Number)
+		if !ok || b.has(i) || (k > 0 && x.Number == bs[k-1].Number) {
 			continue
 		}
-		if _, ok := slices.BinarySearch(g.nums, x.Number); !ok {
-			continue
-		}
-		high = x.Number
 		text := cutText(x.Text)
-		add = append(add, rec{x.Number, b.size + int64(len(buf)), text})
+		add = append(add, rec{i, b.size + int64(len(buf)), text})
 		buf = appendBodyRecord(buf, x.Number, []byte(text))
 	}
 	if len(add) == 0 {
@@ -470,9 +427,8 @@ func (ix *Index) AppendBodies(name string, bs []Body) error {
 		}
 	}
 	for _, r := range add {
-		b.index(g.nums, r.number, r.off, []byte(r.text))
+		b.index(r.row, len(g.nums), r.off, []byte(r.text))
 	}
-	b.high = high
 	b.size += int64(len(buf))
 	ix.size += int64(len(buf))
 	ix.clock++
@@ -483,7 +439,7 @@ func (ix *Index) AppendBodies(name string, bs []Body) error {
 // text reads back the indexed text of overview row i; ok is false when it
 // has none or its record no longer passes its checksum.
 func (b *bodies) text(i int) (text []byte, ok bool) {
-	if b == nil || i >= len(b.off) || b.off[i] == 0 {
+	if b == nil || !b.has(i) {
 		return nil, false
 	}
 	off := b.off[i] - 1

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // bodyGroup indexes comp.lang.go with overviews 1-5 and the bodies of 1-4.
@@ -103,11 +104,11 @@ func TestBodySearch(t *testing.T) {
 			}
 		})
 	}
-	if h, n := ix.BodyHigh("comp.lang.go"), ix.BodyLen("comp.lang.go"); h != 4 || n != 4 {
-		t.Errorf("BodyHigh, BodyLen = %d, %d; want 4, 4", h, n)
+	if n := ix.BodyLen("comp.lang.go"); n != 4 {
+		t.Errorf("BodyLen = %d, want 4", n)
 	}
-	if got := ix.After("comp.lang.go", 4, 10); len(got) != 1 || got[0].Number != 5 {
-		t.Errorf("After(4) = %+v, want article 5", got)
+	if got := ix.BodyTodo("comp.lang.go", 10); len(got) != 1 || got[0].Number != 5 {
+		t.Errorf("BodyTodo = %+v, want article 5", got)
 	}
 	if err := ix.AppendBodies("alt.none", []Body{{1, "x"}}); err == nil {
 		t.Error("bodies of a group with no overview were taken")
@@ -157,8 +158,8 @@ func TestBodyReopen(t *testing.T) {
 	if d := cmp.Diff(want, bodyHits(ix.Search(Query{Text: "parameters"}))); d != "" {
 		t.Errorf("after reopening (-before +after):\n%s", d)
 	}
-	if h := ix.BodyHigh("comp.lang.go"); h != 4 {
-		t.Errorf("BodyHigh = %d, want 4", h)
+	if n := ix.BodyLen("comp.lang.go"); n != 4 {
+		t.Errorf("BodyLen = %d, want 4", n)
 	}
 	if d := ix.Damage(); d != nil {
 		t.Errorf("damage reported in an intact index: %q", d)
@@ -222,31 +223,32 @@ func TestBodyDamage(t *testing.T) {
 		name    string
 		damage  func(dir string, b []byte) []byte
 		found   []string // message-ids found by "parameters"
-		high    int64
+		todo    []int64  // the bodies to index again, newest first
 		reports []string
 	}{
 		{"a flipped byte in the second record's text", func(_ string, b []byte) []byte { b[off(1)+bodyHeader+3] ^= 1; return b },
-			[]string{"<3@t>", "<1@t>"}, 4,
-			[]string{"comp.lang.go.body: bytes 83-167 damaged: the body of article 2 is not searchable; the rest is kept"}},
+			[]string{"<3@t>", "<1@t>"}, []int64{5, 2},
+			[]string{"comp.lang.go.body: bytes 83-167 damaged: the bodies there are indexed again; the rest is kept"}},
 		{"a flipped byte in the second record's header", func(_ string, b []byte) []byte { b[off(1)+4] ^= 1; return b },
-			[]string{"<3@t>", "<1@t>"}, 4,
-			[]string{"comp.lang.go.body: bytes 83-167 damaged: the body of article 2 is not searchable; the rest is kept"}},
+			[]string{"<3@t>", "<1@t>"}, []int64{5, 2},
+			[]string{"comp.lang.go.body: bytes 83-167 damaged: the bodies there are indexed again; the rest is kept"}},
 		{"garbage between records", func(_ string, b []byte) []byte {
 			return slices.Concat(b[:off(1)], []byte("NBgarbage"), b[off(1):])
-		}, []string{"<3@t>", "<2@t>", "<1@t>"}, 4,
-			[]string{"comp.lang.go.body: bytes 83-92 damaged: no article's body lost; the rest is kept"}},
+		}, []string{"<3@t>", "<2@t>", "<1@t>"}, []int64{5},
+			[]string{"comp.lang.go.body: bytes 83-92 damaged: the bodies there are indexed again; the rest is kept"}},
 		{"the last record cut short", func(_ string, b []byte) []byte { return b[:len(b)-3] },
-			[]string{"<3@t>", "<2@t>", "<1@t>"}, 3,
-			[]string{"comp.lang.go.body: damaged tail cut at byte 275 (39 bytes): articles after 3 indexed again"}},
+			[]string{"<3@t>", "<2@t>", "<1@t>"}, []int64{5, 4},
+			[]string{"comp.lang.go.body: damaged tail cut at byte 275 (39 bytes): the bodies there are indexed again"}},
+		{"a record twice", func(_ string, b []byte) []byte { return slices.Concat(b, b[:off(1)]) },
+			[]string{"<3@t>", "<2@t>", "<1@t>"}, []int64{5}, nil},
 		{"the overview's tail cut", func(dir string, b []byte) []byte {
 			p := filepath.Join(dir, "comp.lang.go.idx")
 			o, _ := os.ReadFile(p)
 			lines := bytes.SplitAfter(o, []byte("\n"))
 			os.WriteFile(p, append(bytes.Join(lines[:2], nil), lines[2][:5]...), 0o644) // the third record cut
 			return b
-		}, []string{"<2@t>", "<1@t>"}, 2, []string{
-			"comp.lang.go.idx: damaged at byte 102: 5 bytes cut; articles after 2 indexed again",
-			"comp.lang.go.body: records after article 2 (above the overview's high-water mark) cut at byte 167: indexed again",
+		}, []string{"<2@t>", "<1@t>"}, nil, []string{
+			"comp.lang.go.idx: damaged at byte 102: 5 bytes cut; articles outside 1-2 indexed again",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -271,21 +273,29 @@ func TestBodyDamage(t *testing.T) {
 			if d := cmp.Diff(tc.found, ids2(ix.Search(Query{Text: "parameters"}))); d != "" {
 				t.Errorf("found after the damage (-want +got):\n%s", d)
 			}
-			if h := ix.BodyHigh("comp.lang.go"); h != tc.high {
-				t.Errorf("BodyHigh = %d, want %d", h, tc.high)
+			var todo []int64
+			for _, e := range ix.BodyTodo("comp.lang.go", 10) {
+				todo = append(todo, e.Number)
+			}
+			if d := cmp.Diff(tc.todo, todo, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("bodies to index (-want +got):\n%s", d)
 			}
 			st, _ := os.Stat(path)
 			o, _ := os.Stat(filepath.Join(dir, "comp.lang.go.idx"))
 			if st.Size()+o.Size() != ix.Size() {
 				t.Errorf("files %d bytes, index counts %d", st.Size()+o.Size(), ix.Size())
 			}
-			// Indexing goes on from the high-water mark.
+			// Indexing goes on with the articles without a body record.
 			ix.Append("comp.lang.go", []Entry{entry(3, "Channels", "Carl <c@x>"), entry(4, "Ünïcode", "Dan <d@x>"), entry(5, "x", "y")})
-			if err := ix.AppendBodies("comp.lang.go", []Body{{3, "parameters"}, {4, "parameters"}, {5, "parameters"}}); err != nil {
+			var bs []Body
+			for _, e := range ix.BodyTodo("comp.lang.go", 10) {
+				bs = append(bs, Body{e.Number, "parameters"})
+			}
+			if err := ix.AppendBodies("comp.lang.go", bs); err != nil {
 				t.Fatal(err)
 			}
-			if n := len(ix.Search(Query{Text: "parameters"}).Hits); n != len(tc.found)+int(5-tc.high) {
-				t.Errorf("after indexing again %d hits, want %d", n, len(tc.found)+int(5-tc.high))
+			if n := len(ix.Search(Query{Text: "parameters"}).Hits); n != len(tc.found)+len(bs) {
+				t.Errorf("after indexing again %d hits, want %d", n, len(tc.found)+len(bs))
 			}
 		})
 	}
@@ -349,7 +359,7 @@ func TestBodyEvict(t *testing.T) {
 }
 
 // FuzzBodyFile reads arbitrary bytes as a body file: no panic, records in
-// ascending order, each one re-encoded as the bytes it was read from, and
+// file order, each one re-encoded as the bytes it was read from, and
 // damage spans that do not overlap the records.
 func FuzzBodyFile(f *testing.F) {
 	good := appendBodyRecord(nil, 1, []byte("hello world"))
@@ -361,7 +371,7 @@ func FuzzBodyFile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var last, lastEnd int64
 		end, err := scanBody(bytes.NewReader(b), int64(len(b)), func(r bodyRecord) {
-			if r.number <= last || r.off < lastEnd {
+			if r.number <= 0 || r.off < lastEnd {
 				t.Fatalf("record %d at %d after %d ending at %d", r.number, r.off, last, lastEnd)
 			}
 			rec := appendBodyRecord(nil, r.number, r.text)
@@ -369,9 +379,9 @@ func FuzzBodyFile(f *testing.F) {
 				t.Fatalf("record %d at %d does not re-encode to its bytes", r.number, r.off)
 			}
 			last, lastEnd = r.number, r.off+int64(len(rec))
-		}, func(from, to, before, after int64) {
-			if from < lastEnd || to <= from || after <= before {
-				t.Fatalf("damage %d-%d (articles %d-%d) after a record ending at %d", from, to, before, after, lastEnd)
+		}, func(from, to int64) {
+			if from < lastEnd || to <= from {
+				t.Fatalf("damage %d-%d after a record ending at %d", from, to, lastEnd)
 			}
 		})
 		if err != nil || end != lastEnd {
@@ -381,7 +391,7 @@ func FuzzBodyFile(f *testing.F) {
 		// appended past the (cut) end.
 		more := appendBodyRecord(slices.Clone(b[:end]), last+1, []byte("appended"))
 		var n int64
-		scanBody(bytes.NewReader(more), int64(len(more)), func(r bodyRecord) { n = r.number }, func(_, _, _, _ int64) {})
+		scanBody(bytes.NewReader(more), int64(len(more)), func(r bodyRecord) { n = r.number }, func(_, _ int64) {})
 		if n != last+1 {
 			t.Fatalf("the record appended after the good part reads back as %d, want %d", n, last+1)
 		}

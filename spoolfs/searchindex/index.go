@@ -5,22 +5,33 @@
 // # Theory of operation
 //
 // Each group has one file, <dir>/<group>.idx, of records appended in
-// article-number order, one line each:
+// batches, one line each:
 //
 //	number TAB unix-date TAB message-id TAB subject TAB from TAB crc32 LF
+//	"R" TAB lo TAB hi TAB crc32 LF
 //
 // where crc32 (IEEE, 8 hex digits) covers the bytes before its TAB, and
-// the fields hold no TAB, CR or LF (they are replaced by spaces). A batch
-// is appended with one write and one fsync before Append returns; the
-// file's highest number is the group's high-water mark, from which the
-// owner goes on indexing. On Open every file is read back; the first
-// record that is incomplete or fails its checksum (a write cut by a crash)
-// ends the file: it is truncated there, and what followed is fetched
-// again from the new high-water mark. The index is a cache of the news
-// servers' overview, so nothing is lost by that.
+// the fields hold no TAB, CR or LF (they are replaced by spaces). The
+// first kind is an article; the second, a range record, ends every batch
+// and says which article numbers the index now covers, [lo, hi]: every
+// article of the group in that range is in the file. The owner indexes
+// a group's newest articles first and then extends the range both ways:
+// upward with new articles, downward toward the oldest, so a batch's
+// articles lie above or below the ones before it, each batch ascending.
+// A batch and its range record are appended with one write and one fsync
+// before Append returns. On Open every file is read back; the first
+// record that is incomplete or fails its checksum (a write cut by a
+// crash), or names an article already read, ends the file, and so do
+// articles after the last range record (a batch whose range record never
+// got to disk): the file is truncated after the last good range record,
+// and the articles cut are fetched again. A file with no range record at
+// all (one written before range records) covers its lowest to its
+// highest article. The index is a cache of the news servers' overview, so
+// nothing is lost by that.
 //
-// In memory each group is a table of columns; Search scans it newest
-// first, matching every query term (a word or a "quoted phrase") as a
+// In memory each group is a table of columns, a row per article in the
+// order the articles were appended, with the rows sorted by number beside
+// it; Search scans it newest first, matching every query term (a word or a "quoted phrase") as a
 // substring of the lower-cased subject and author, or, in a group whose
 // bodies are indexed (body.go), as whole words of the body (a scan of
 // 100,000 articles takes a few milliseconds: BenchmarkSearch,
@@ -106,8 +117,9 @@ type group struct {
 	subj    []string
 	from    []string
 	hay     []string // folded subject + "\x00" + folded from
-	high    int64
-	size    int64 // bytes in the file
+	order   []int32  // the rows by article number, ascending
+	lo, hi  int64    // the range of article numbers covered; 0, 0 for none
+	size    int64    // bytes in the file
 	touched uint64
 	body    *bodies // nil when no body is indexed
 
@@ -205,17 +217,18 @@ func (ix *Index) LoadBodies(ctx context.Context) error {
 			}
 		}
 		var nums []int64
+		var order []int32
 		var path string
 		if g != nil {
 			// Rows are only ever appended: the ones there now stay as
 			// they are while the file is read.
-			nums, path = g.nums[:len(g.nums):len(g.nums)], g.bodyPath
+			nums, order, path = g.nums[:len(g.nums):len(g.nums)], slices.Clone(g.order), g.bodyPath
 		}
 		ix.mu.RUnlock()
 		if g == nil {
 			return nil
 		}
-		b, reports, err := loadBodies(path, nums)
+		b, reports, err := loadBodies(path, len(nums), func(n int64) (int, bool) { return findRow(nums, order, n) })
 		ix.mu.Lock()
 		if ix.groups[g.name] != g || g.bodyPath != path {
 			// Dropped meanwhile.
@@ -259,8 +272,8 @@ func (ix *Index) Close() error {
 	return errors.Join(errs...)
 }
 
-// load reads one group's file, truncating it at the first bad record,
-// which report describes ("" when there is none).
+// load reads one group's file, truncating it after the last good range
+// record, which report describes ("" when nothing was cut).
 func load(path, name string) (g *group, report string, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -269,7 +282,9 @@ func load(path, name string) (g *group, report string, err error) {
 	defer f.Close()
 	g = &group{name: name}
 	r := bufio.NewReaderSize(f, 256<<10)
-	var off int64
+	seen := map[int64]bool{}
+	var off, good int64  // bytes read; bytes up to the last range record
+	rows, ranges := 0, 0 // rows up to the last range record
 	for {
 		line, err := r.ReadSlice('\n')
 		if err == bufio.ErrBufferFull || (err == nil && len(line) > maxRecord) {
@@ -281,27 +296,44 @@ func load(path, name string) (g *group, report string, err error) {
 			}
 			break // an incomplete last record is absent
 		}
+		if lo, hi, ok := parseRange(line); ok {
+			g.lo, g.hi = lo, hi
+			off += int64(len(line))
+			good, rows = off, len(g.nums)
+			ranges++
+			continue
+		}
 		e, ok := parseRecord(line)
-		if !ok || e.Number <= g.high {
+		if !ok || seen[e.Number] {
 			break
 		}
+		seen[e.Number] = true
 		g.add(e)
 		off += int64(len(line))
 	}
+	if ranges == 0 {
+		// Written before range records: it covers what it holds.
+		good, rows = off, len(g.nums)
+		for _, n := range g.nums {
+			g.lo, g.hi = min(cmp.Or(g.lo, n), n), max(g.hi, n)
+		}
+	}
+	g.truncate(rows)
+	g.sortOrder()
 	st, err := f.Stat()
 	if err != nil {
 		return nil, "", fmt.Errorf("searchindex: %w", err)
 	}
-	if st.Size() != off {
-		report = fmt.Sprintf("%s: damaged at byte %d: %d bytes cut; articles after %d indexed again", path, off, st.Size()-off, g.high)
-		if err := f.Truncate(off); err != nil {
-			return nil, "", fmt.Errorf("searchindex: %s: truncating a damaged tail at %d: %w", path, off, err)
+	if st.Size() != good {
+		report = fmt.Sprintf("%s: damaged at byte %d: %d bytes cut; articles outside %d-%d indexed again", path, good, st.Size()-good, g.lo, g.hi)
+		if err := f.Truncate(good); err != nil {
+			return nil, "", fmt.Errorf("searchindex: %s: truncating a damaged tail at %d: %w", path, good, err)
 		}
 		if err := f.Sync(); err != nil {
 			return nil, "", fmt.Errorf("searchindex: %s: %w", path, err)
 		}
 	}
-	g.size = off
+	g.size = good
 	return g, report, nil
 }
 
@@ -366,7 +398,47 @@ func parseRecord(line []byte) (Entry, bool) {
 	return e, true
 }
 
-// add appends e to the table (numbers ascending).
+// appendRange appends the range record of [lo, hi] to dst.
+func appendRange(dst []byte, lo, hi int64) []byte {
+	start := len(dst)
+	dst = append(dst, "R\t"...)
+	dst = strconv.AppendInt(dst, lo, 10)
+	dst = append(dst, '\t')
+	dst = strconv.AppendInt(dst, hi, 10)
+	sum := crc32.ChecksumIEEE(dst[start:])
+	dst = fmt.Appendf(dst, "\t%08x\n", sum)
+	return dst
+}
+
+// parseRange reads a range record line (with its LF); ok is false when
+// line is not an intact one.
+func parseRange(line []byte) (lo, hi int64, ok bool) {
+	if !bytes.HasPrefix(line, []byte("R\t")) {
+		return 0, 0, false
+	}
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	i := bytes.LastIndexByte(line, '\t')
+	if len(line)-i-1 != 8 {
+		return 0, 0, false
+	}
+	sum, err := strconv.ParseUint(string(line[i+1:]), 16, 32)
+	if err != nil || uint32(sum) != crc32.ChecksumIEEE(line[:i]) {
+		return 0, 0, false
+	}
+	f := strings.Split(string(line[2:i]), "\t")
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	lo, err1 := strconv.ParseInt(f[0], 10, 64)
+	hi, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil || lo <= 0 || hi < lo {
+		return 0, 0, false
+	}
+	return lo, hi, true
+}
+
+// add appends e's row to the table; order is brought up to date by
+// sortOrder or merge.
 func (g *group) add(e Entry) {
 	var d int64
 	if !e.Date.IsZero() {
@@ -378,18 +450,70 @@ func (g *group) add(e Entry) {
 	g.subj = append(g.subj, e.Subject)
 	g.from = append(g.from, e.From)
 	g.hay = append(g.hay, fold(e.Subject)+"\x00"+fold(e.From))
-	g.high = e.Number
 }
 
-// High is group's high-water mark in the index: its highest article
-// number (0 when it has none), where indexing goes on from.
+// truncate drops the rows from n on.
+func (g *group) truncate(n int) {
+	g.nums, g.dates, g.ids, g.subj, g.from, g.hay = g.nums[:n], g.dates[:n], g.ids[:n], g.subj[:n], g.from[:n], g.hay[:n]
+}
+
+// sortOrder sorts every row into order.
+func (g *group) sortOrder() {
+	g.order = make([]int32, len(g.nums))
+	for i := range g.order {
+		g.order[i] = int32(i)
+	}
+	slices.SortFunc(g.order, func(a, b int32) int { return cmp.Compare(g.nums[a], g.nums[b]) })
+}
+
+// merge adds the rows from first on (ascending numbers, none in order
+// yet) to order.
+func (g *group) merge(first int) {
+	old := g.order
+	out := make([]int32, 0, len(g.nums))
+	i, j := 0, first
+	for i < len(old) || j < len(g.nums) {
+		if j == len(g.nums) || (i < len(old) && g.nums[old[i]] < g.nums[j]) {
+			out = append(out, old[i])
+			i++
+		} else {
+			out = append(out, int32(j))
+			j++
+		}
+	}
+	g.order = out
+}
+
+// find returns the row of article number.
+func (g *group) find(number int64) (row int, ok bool) {
+	return findRow(g.nums, g.order, number)
+}
+
+// findRow looks number up in rows nums sorted by order.
+func findRow(nums []int64, order []int32, number int64) (row int, ok bool) {
+	k, ok := slices.BinarySearchFunc(order, number, func(r int32, n int64) int { return cmp.Compare(nums[r], n) })
+	if !ok {
+		return 0, false
+	}
+	return int(order[k]), true
+}
+
+// High is the top of group's indexed range: its highest article number
+// covered (0 when it has none), where indexing goes on upward from.
 func (ix *Index) High(group string) int64 {
+	_, hi := ix.Range(group)
+	return hi
+}
+
+// Range is the range of group's article numbers the index covers: every
+// article of the group numbered lo to hi is in it. 0, 0 when none is.
+func (ix *Index) Range(group string) (lo, hi int64) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if g := ix.groups[group]; g != nil {
-		return g.high
+		return g.lo, g.hi
 	}
-	return 0
+	return 0, 0
 }
 
 // Len is the number of articles indexed for group.
@@ -412,13 +536,31 @@ func (ix *Index) Size() int64 {
 // ErrBadGroup is returned for a group name that cannot name a file.
 var ErrBadGroup = errors.New("searchindex: group name cannot name a file")
 
-// Append adds entries (any order; those at or below the group's
-// high-water mark are left out, being there already) and makes them
-// durable before it returns. Then, if the index passed MaxBytes, the
-// least recently used other groups are dropped.
+// Append adds entries as AppendRange does, covering the range from the
+// lowest to the highest of them.
 func (ix *Index) Append(name string, entries []Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	lo, hi := entries[0].Number, entries[0].Number
+	for _, e := range entries {
+		lo, hi = min(lo, e.Number), max(hi, e.Number)
+	}
+	return ix.AppendRange(name, lo, hi, entries)
+}
+
+// AppendRange adds entries, every article of group numbered lo to hi
+// (any order; those outside the range or indexed already are left out),
+// and makes them and the range durable before it returns. The group's
+// range becomes the one from the lowest to the highest of its range and
+// [lo, hi]; the caller makes them meet or overlap. Then, if the index
+// passed MaxBytes, the least recently used other groups are dropped.
+func (ix *Index) AppendRange(name string, lo, hi int64, entries []Entry) error {
 	if name == "" || strings.ContainsAny(name, "/\x00") || name[0] == '.' {
 		return fmt.Errorf("%w: %q", ErrBadGroup, name)
+	}
+	if lo <= 0 || hi < lo {
+		return fmt.Errorf("searchindex: %s: bad range %d-%d", name, lo, hi)
 	}
 	entries = slices.Clone(entries)
 	slices.SortFunc(entries, func(a, b Entry) int { return cmp.Compare(a.Number, b.Number) })
@@ -430,24 +572,33 @@ func (ix *Index) Append(name string, entries []Entry) error {
 	}
 	var buf []byte
 	var add []Entry
-	high := g.high
-	for _, e := range entries {
-		if e.Number <= high {
+	for i, e := range entries {
+		if e.Number < lo || e.Number > hi || (i > 0 && e.Number == entries[i-1].Number) {
 			continue
 		}
-		high = e.Number
+		if _, ok := g.find(e.Number); ok {
+			continue
+		}
 		buf = appendRecord(buf, e)
 		add = append(add, e)
 	}
-	if len(add) == 0 {
+	nlo, nhi := lo, hi
+	if g.hi > 0 {
+		nlo, nhi = min(g.lo, lo), max(g.hi, hi)
+	}
+	if len(add) == 0 && nlo == g.lo && nhi == g.hi {
 		return nil
 	}
+	buf = appendRange(buf, nlo, nhi)
 	if err := appendDurable(filepath.Join(ix.dir, name+suffix), g.size, buf); err != nil {
 		return err
 	}
+	first := len(g.nums)
 	for _, e := range add {
 		g.add(e)
 	}
+	g.merge(first)
+	g.lo, g.hi = nlo, nhi
 	g.size += int64(len(buf))
 	ix.size += int64(len(buf))
 	ix.clock++
@@ -556,7 +707,8 @@ func (ix *Index) Search(q Query) Result {
 	for _, g := range gs {
 		s.group(g)
 		taken := 0
-		for i := len(g.nums) - 1; i >= 0; i-- {
+		for k := len(g.order) - 1; k >= 0; k-- {
+			i := int(g.order[k])
 			m, text := s.match(g, i)
 			if m == noMatch {
 				continue
