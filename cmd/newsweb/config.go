@@ -104,6 +104,7 @@ type postingSection struct {
 	RateWindow    tomlconf.Duration `toml:"rate_window"`
 	KeyFile       string            `toml:"key_file"` // secret for sessions and CSRF (shared by replicas); random when unset
 	SessionLife   tomlconf.Duration `toml:"session_lifetime"`
+	VisitsFile    string            `toml:"visits_file"` // logged-in readers' visits; under the state directory when empty
 }
 
 // Defaults of the keys with a fixed default.
@@ -145,6 +146,9 @@ func (c config) withDefaults() config {
 	}
 	if *c.Search && c.SearchDir == "" {
 		c.SearchDir = defaultSearchDir()
+	}
+	if c.Posting.Enabled && c.Posting.VisitsFile == "" {
+		c.Posting.VisitsFile = defaultStateFile("visits")
 	}
 	if c.HiddenGroups == nil {
 		h := newsweb.DefaultHiddenGroups
@@ -189,13 +193,16 @@ func (c config) withDefaults() config {
 }
 
 // defaultSearchDir is where the search index is kept when search_dir is
-// not set: "search" in the state directory systemd gives the service
-// ($STATE_DIRECTORY, StateDirectory= in the unit), else in
+// not set: "search" in the state directory (defaultStateFile).
+func defaultSearchDir() string { return defaultStateFile("search") }
+
+// defaultStateFile is name in the state directory systemd gives the
+// service ($STATE_DIRECTORY, StateDirectory= in the unit), else in
 // $XDG_STATE_HOME/newsflow/newsweb (~/.local/state/newsflow/newsweb);
 // "" when none of them is known.
-func defaultSearchDir() string {
+func defaultStateFile(name string) string {
 	if d, _, _ := strings.Cut(os.Getenv("STATE_DIRECTORY"), ":"); d != "" {
-		return filepath.Join(d, "search")
+		return filepath.Join(d, name)
 	}
 	state := os.Getenv("XDG_STATE_HOME")
 	if state == "" {
@@ -205,7 +212,7 @@ func defaultSearchDir() string {
 		}
 		state = filepath.Join(home, ".local", "state")
 	}
-	return filepath.Join(state, "newsflow", "newsweb", "search")
+	return filepath.Join(state, "newsflow", "newsweb", name)
 }
 
 // format prints c as TOML that parseConfig reads back to c.

@@ -237,8 +237,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 			defer search.Close()
 		}
 	}
+	var visitsFile string
+	if posting != nil {
+		visitsFile = cfg.Posting.VisitsFile
+		if visitsFile == "" {
+			log.Warn("readers' visits are kept in memory only: no state directory is known (set posting.visits_file, or HOME, or STATE_DIRECTORY)")
+		}
+	}
 	handler := newsweb.New(fed, newsweb.Options{Site: cfg.Site, Timeout: timeout, PerPage: cfg.PerPage, Logger: log,
-		Registerer: reg, Posting: posting, Search: search, HiddenGroups: cfg.hiddenGroups()})
+		Registerer: reg, Posting: posting, Search: search, HiddenGroups: cfg.hiddenGroups(), VisitsFile: visitsFile})
+	defer handler.Close()
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

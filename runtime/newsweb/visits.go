@@ -16,7 +16,8 @@ import (
 // A thread with a post newer than that is marked new on the group page,
 // and its page links to the first such post.
 //
-// The record lives in memory and is bounded: at most maxVisitThreads
+// The record lives in memory, kept in a file across restarts when
+// Options.VisitsFile says where (visits_file.go), and is bounded: at most maxVisitThreads
 // threads a reader (the least recently seen forgotten first) and
 // maxVisitReaders readers (the least recently active forgotten first), so
 // about maxVisitReaders × maxVisitThreads × 100 bytes at most. A thread
@@ -33,6 +34,8 @@ type visits struct {
 	mu      sync.Mutex
 	readers map[string]*list.Element // of *readerVisits, most recently active first
 	order   *list.List
+	changes uint64 // counts the changes, for saving
+	saved   uint64 // changes as last loaded or saved
 }
 
 // readerVisits is one reader's record: thread root id → the newest date
@@ -89,6 +92,7 @@ func (v *visits) seen(user, root string) (time.Time, bool) {
 func (v *visits) see(user string, roots []string, latest []time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.changes++
 	rv := v.readerLocked(user)
 	// Oldest first, so that the first of roots ends most recently seen.
 	for i := len(roots) - 1; i >= 0; i-- {

@@ -59,6 +59,10 @@ type Options struct {
 	// Search, when set, turns search on (NewSearch): /search and
 	// /api/search.
 	Search *Search
+	// VisitsFile, when set, keeps what logged-in readers have seen across
+	// restarts (visits_file.go); Close writes it a last time. Only with
+	// Posting.
+	VisitsFile string
 	// HiddenGroups are left out of the group list and its API (nil:
 	// DefaultHiddenGroups; an empty list hides none). Their pages can
 	// still be opened by name.
@@ -82,8 +86,11 @@ type Server struct {
 	// search is nil when search is off.
 	search *Search
 	// visits is what logged-in readers have seen (visits.go); nil when
-	// posting is off.
-	visits *visits
+	// posting is off. visitsDone stops its saving (visits_file.go),
+	// visitsStopped says it stopped.
+	visits                    *visits
+	visitsDone, visitsStopped chan struct{}
+	closeOnce                 sync.Once
 
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -141,6 +148,9 @@ func New(fed *Federated, opts Options) *Server {
 	}
 	if s.posting != nil {
 		s.visits = newVisits()
+		if opts.VisitsFile != "" {
+			s.keepVisits(opts.VisitsFile)
+		}
 		s.route("POST /groups/{group}/read", "mark_read", false, s.markGroupRead)
 		s.route("POST /api/articles", "api_post", true, s.apiPost)
 		s.route("GET /post", "compose", false, s.composePage)
