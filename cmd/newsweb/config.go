@@ -69,6 +69,7 @@ type serverEntry struct {
 	User        string `toml:"user"`
 	Pass        string `toml:"pass"`
 	CAFile      string `toml:"ca_file"` // PEM certificates to trust instead of the system's
+	Inject      string `toml:"inject"`  // URL where newsweb offers its posts with IHAVE, injecting them itself; POST when empty
 }
 
 // cacheSection is [cache]: the TTL of each cache and the article cache's
@@ -104,7 +105,9 @@ type postingSection struct {
 	RateWindow    tomlconf.Duration `toml:"rate_window"`
 	KeyFile       string            `toml:"key_file"` // secret for sessions and CSRF (shared by replicas); random when unset
 	SessionLife   tomlconf.Duration `toml:"session_lifetime"`
-	VisitsFile    string            `toml:"visits_file"` // logged-in readers' visits; under the state directory when empty
+	VisitsFile    string            `toml:"visits_file"`   // logged-in readers' visits; under the state directory when empty
+	PathIdentity  string            `toml:"path_identity"` // newsweb's name in the Path and Injection-Info it writes; from_domain when empty
+	ComplaintsTo  string            `toml:"complaints_to"` // Injection-Info's mail-complaints-to; none when empty
 }
 
 // Defaults of the keys with a fixed default.
@@ -150,6 +153,7 @@ func (c config) withDefaults() config {
 	if c.Posting.Enabled && c.Posting.VisitsFile == "" {
 		c.Posting.VisitsFile = defaultStateFile("visits")
 	}
+	setStr(&c.Posting.PathIdentity, c.Posting.FromDomain)
 	if c.HiddenGroups == nil {
 		h := newsweb.DefaultHiddenGroups
 		c.HiddenGroups = &h
@@ -232,7 +236,7 @@ func (c config) posting() (*newsweb.Posting, error) {
 	}
 	o := newsweb.PostingOptions{TrustedHeader: p.TrustedHeader, Users: p.Users, FromDomain: p.FromDomain,
 		RateLimit: p.RateLimit, RateWindow: time.Duration(p.RateWindow), SessionLife: time.Duration(p.SessionLife),
-		ProxyHeaders: c.ProxyHeaders}
+		ProxyHeaders: c.ProxyHeaders, PathIdentity: p.PathIdentity, ComplaintsTo: p.ComplaintsTo}
 	if p.KeyFile != "" {
 		key, err := readKey(p.KeyFile)
 		if err != nil {
@@ -331,6 +335,16 @@ func (c config) check() error {
 		if p.TrustedHeader == "" && p.Users == "" {
 			errs = append(errs, c.errAt("posting.enabled", "set trusted_header or users: posting needs to know who posts"))
 		}
+		if p.PathIdentity != "" {
+			if err := newsweb.CheckPathIdentity(p.PathIdentity); err != nil {
+				errs = append(errs, c.errAt("posting.path_identity", "%v", err))
+			}
+		}
+		if p.ComplaintsTo != "" {
+			if err := newsweb.CheckComplaintsTo(p.ComplaintsTo); err != nil {
+				errs = append(errs, c.errAt("posting.complaints_to", "%v", err))
+			}
+		}
 	}
 	if h := c.HiddenGroups; h != nil && *h != "" {
 		if _, err := proto.ParseGroupPatterns([]string{*h}); err != nil {
@@ -350,6 +364,11 @@ func (c config) check() error {
 			errs = append(errs, c.errAt(key, "missing: want \"nntp://host\" or \"nntps://host\""))
 		} else if _, err := newsweb.ParseServerURL(e.URL); err != nil {
 			errs = append(errs, c.errAt(key, "%v", err))
+		}
+		if e.Inject != "" {
+			if _, err := newsweb.ParseServerURL(e.Inject); err != nil {
+				errs = append(errs, c.errAt(fmt.Sprintf("server[%d].inject", i+1), "%v", err))
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -481,6 +500,13 @@ func (e serverEntry) serverConfig() (newsweb.ServerConfig, error) {
 	}
 	if e.User != "" {
 		sc.User, sc.Pass = e.User, e.Pass
+	}
+	if e.Inject != "" {
+		in, err := newsweb.ParseServerURL(e.Inject)
+		if err != nil {
+			return newsweb.ServerConfig{}, fmt.Errorf("inject: %w", err)
+		}
+		sc.Inject = newsweb.InjectTarget{Addr: in.Addr, TLS: in.TLS, User: in.User, Pass: in.Pass}
 	}
 	return sc, nil
 }

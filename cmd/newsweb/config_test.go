@@ -34,6 +34,7 @@ connections = 8
 [[server]]
 url = "nntp://backup.example:1119?priority=5"
 name = "backup"
+inject = "nntp://feed:secret@backup.example:119"
 
 [cache]
 article = "12h"
@@ -64,7 +65,8 @@ func TestParseConfig(t *testing.T) {
 	}
 	want := []newsweb.ServerConfig{
 		{Addr: "news.example:563", TLS: newsweb.TLSImplicit, User: "alice", Pass: "secret", Connections: 8},
-		{Addr: "backup.example:1119", Name: "backup", Priority: 5},
+		{Addr: "backup.example:1119", Name: "backup", Priority: 5,
+			Inject: newsweb.InjectTarget{Addr: "backup.example:119", User: "feed", Pass: "secret"}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("servers (-want +got):\n%s", d)
@@ -117,6 +119,11 @@ func TestParseConfigErrors(t *testing.T) {
 		{"posting without identity", "[posting]\nenabled = true\nfrom_domain = \"r.example\"\n", "f.toml:2: posting.enabled: set trusted_header or users"},
 		{"bad search_bodies", "search_dir = \"/s\"\nsearch_bodies = \"comp.*,,x\"\n", `f.toml:2: search_bodies: newsgroup patterns "comp.*,,x": empty pattern`},
 		{"search_bodies without search", "search = false\nsearch_bodies = \"comp.*\"\n", "f.toml:2: search_bodies: needs search = true"},
+		{"bad inject url", "[[server]]\nurl = \"nntp://a\"\ninject = \"http://a\"\n", "f.toml:3: server[1].inject: "},
+		{"bad path identity", "[posting]\nenabled = true\ntrusted_header = \"X\"\nfrom_domain = \"r.example\"\npath_identity = \"a b\"\n",
+			`f.toml:5: posting.path_identity: path identity "a b": letters, digits`},
+		{"bad complaints address", "[posting]\nenabled = true\ntrusted_header = \"X\"\nfrom_domain = \"r.example\"\ncomplaints_to = \"Abuse <a@b>\"\n",
+			`f.toml:5: posting.complaints_to: complaints address "Abuse <a@b>": want a plain address`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseConfig("f.toml", []byte(tc.text))

@@ -15,11 +15,18 @@ package newsweb
 // display name, which may not look like an address. Control messages
 // cannot be posted: the control and junk groups are refused, and so is a
 // subject starting with "cmsg " (an old-style control message). The
-// article carries X-Newsweb-Trace, in Injection-Info's syntax (RFC 5536
-// §3.2.8): the site, the client's address and a keyed hash of the
-// account, so that an abuse desk can have the site name the account.
-// Injection-Info itself is the news server's to add (RFC 5537 §3.4;
-// INN's nnrpd refuses an article that carries one).
+// article POSTed to a server carries X-Newsweb-Trace, in Injection-Info's
+// syntax (RFC 5536 §3.2.8): the site, the client's address and a keyed
+// hash of the account, so that an abuse desk can have the site name the
+// account; Injection-Info itself is then the news server's to add (RFC
+// 5537 §3.4; INN's nnrpd refuses an article that carries one). Through a
+// server that has newsweb inject (ServerConfig.Inject, inject.go),
+// newsweb is the injecting agent: the article carries instead newsweb's
+// own Path, Injection-Date and Injection-Info (injectionFields), with the
+// same site, client address and account hash, and the address for abuse
+// reports when one is configured. Every value in those fields is
+// newsweb's or checked to be a token (postingHost, CheckPathIdentity,
+// CheckComplaintsTo): nothing a reader types reaches them.
 
 import (
 	"errors"
@@ -129,6 +136,23 @@ func compose(d draft, user, domain, id string, now time.Time, par *parent, trace
 	h.WriteString("\r\n")
 	h.WriteString(body)
 	return composed{ID: id, Raw: []byte(h.String())}, nil
+}
+
+// injectionFields is the header fields with which newsweb injects an
+// article itself (RFC 5537 §3.4): Path (its path identity, ".POSTED" for
+// the injection point, and the tail entry "not-for-mail", RFC 5537
+// §3.2.1), Injection-Date (RFC 5536 §3.2.7) and Injection-Info (§3.2.8:
+// the path identity, the posting host, the account's keyed hash, and
+// mail-complaints-to when complaints is set). pathID, host, account and
+// complaints are checked tokens (see the top of the file).
+func injectionFields(pathID, host, account, complaints string, now time.Time) string {
+	info := fmt.Sprintf("%s; posting-host=%q; posting-account=%q", pathID, host, account)
+	if complaints != "" {
+		info += fmt.Sprintf("; mail-complaints-to=%q", complaints)
+	}
+	return "Path: " + pathID + "!.POSTED!not-for-mail\r\n" +
+		"Injection-Date: " + proto.FormatArticleDate(now) + "\r\n" +
+		"Injection-Info: " + info + "\r\n"
 }
 
 // fromField is the From header: the display name the reader gave (the

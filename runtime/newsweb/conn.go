@@ -110,18 +110,23 @@ func (s *Service) connect(ctx context.Context, worker int) (*serverConn, error) 
 
 // dial opens a TCP (or implicit TLS) connection within the dial timeout.
 func (s *Service) dial(ctx context.Context, useTLS bool) (net.Conn, error) {
+	return s.dialAddr(ctx, s.cfg.Addr, useTLS)
+}
+
+// dialAddr is dial to addr (the server's, or its Inject address).
+func (s *Service) dialAddr(ctx context.Context, addr string, useTLS bool) (net.Conn, error) {
 	d := &net.Dialer{Timeout: s.opts.DialTimeout}
 	if useTLS {
-		td := &tls.Dialer{NetDialer: d, Config: s.cfg.tlsConfig()}
-		nc, err := td.DialContext(ctx, "tcp", s.cfg.Addr)
+		td := &tls.Dialer{NetDialer: d, Config: s.cfg.tlsConfigFor(addr)}
+		nc, err := td.DialContext(ctx, "tcp", addr)
 		if err != nil {
-			return nil, fmt.Errorf("reader: %s: dial TLS %s: %w", s.cfg.Name, s.cfg.Addr, err)
+			return nil, fmt.Errorf("reader: %s: dial TLS %s: %w", s.cfg.Name, addr, err)
 		}
 		return nc, nil
 	}
-	nc, err := d.DialContext(ctx, "tcp", s.cfg.Addr)
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("reader: %s: dial %s: %w", s.cfg.Name, s.cfg.Addr, err)
+		return nil, fmt.Errorf("reader: %s: dial %s: %w", s.cfg.Name, addr, err)
 	}
 	return nc, nil
 }

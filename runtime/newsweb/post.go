@@ -18,18 +18,38 @@ var (
 	ErrPostingDenied = errors.New("no news server allows posting")
 )
 
-// Post posts raw (wire form, CRLF; see mreader.PostArticle) through the
-// first server by priority that takes it: a server that does not allow
-// posting (440) or cannot be reached is passed over; one that refuses the
-// article (441) ends the attempt, since the next would refuse it for the
-// same reason. On success the article goes into the caches at once (see
-// posted), so the poster sees it in its thread without waiting for a
-// refresh. It returns the server that took it.
-func (f *Federated) Post(ctx context.Context, id string, raw []byte) (string, error) {
+// Post posts the article id through the first server by priority that
+// takes it: raw (wire form, CRLF; see mreader.PostArticle) is POSTed to a
+// server, injected (raw with newsweb's injection fields, compose.go) is
+// offered with IHAVE to a server that has newsweb inject (inject.go); nil
+// when none does. A server that does not allow posting (440, or no feed
+// from this host) or cannot be reached is passed over; one that refuses
+// the article (441, 437) ends the attempt, since the next would refuse it
+// for the same reason. On success the article goes into the caches at
+// once (see posted), so the poster sees it in its thread without waiting
+// for a refresh. It returns the server that took it.
+func (f *Federated) Post(ctx context.Context, id string, raw, injected []byte) (string, error) {
 	req := mreader.PostArticle{MessageID: id, Raw: raw}
 	var errs []error
 	denied := 0
 	for _, s := range f.services {
+		if s.cfg.Inject.Addr != "" {
+			err := s.inject(ctx, id, injected)
+			switch {
+			case err == nil:
+				f.posted(id, injected, s.cfg.Name)
+				return s.cfg.Name, nil
+			case ctx.Err() != nil:
+				return "", err
+			case errors.Is(err, errInjectRefused):
+				return "", fmt.Errorf("reader: post %s: %w: %w", id, ErrPostRejected, err)
+			case errors.Is(err, errInjectDenied):
+				denied++
+			}
+			f.log.Warn("server did not take the post, trying the next", "server", s.cfg.Name, "id", id, "err", err)
+			errs = append(errs, err)
+			continue
+		}
 		ev, err := f.doBounded(ctx, s, req)
 		switch {
 		case err == nil:
@@ -57,6 +77,16 @@ func (f *Federated) Post(ctx context.Context, id string, raw []byte) (string, er
 		errs = append(errs, errors.New("no servers configured"))
 	}
 	return "", fmt.Errorf("reader: post %s: %w: %w", id, ErrUnavailable, errors.Join(errs...))
+}
+
+// injects reports whether a server has newsweb inject its posts.
+func (f *Federated) injects() bool {
+	for _, s := range f.services {
+		if s.cfg.Inject.Addr != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // posted puts an article just posted through server into the caches: the

@@ -24,7 +24,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/mail"
 	"net/url"
 	"os"
 	"strconv"
@@ -52,6 +54,13 @@ type PostingOptions struct {
 	Users string
 	// FromDomain is the domain of the From address and the Message-ID.
 	FromDomain string
+	// PathIdentity is newsweb's name in the Path and Injection-Info of
+	// the posts it injects itself (ServerConfig.Inject); FromDomain when
+	// empty.
+	PathIdentity string
+	// ComplaintsTo, when set, is the address Injection-Info names for
+	// abuse reports (mail-complaints-to).
+	ComplaintsTo string
 	// RateLimit posts per RateWindow per user (DefaultPostRate and
 	// DefaultPostWindow when 0).
 	RateLimit  int
@@ -122,6 +131,17 @@ func NewPosting(o PostingOptions) (*Posting, error) {
 	}
 	if o.TrustedHeader == "" && o.Users == "" {
 		return nil, errors.New("newsweb: posting needs trusted_header or users")
+	}
+	if o.PathIdentity == "" {
+		o.PathIdentity = o.FromDomain
+	}
+	if err := CheckPathIdentity(o.PathIdentity); err != nil {
+		return nil, fmt.Errorf("newsweb: %w", err)
+	}
+	if o.ComplaintsTo != "" {
+		if err := CheckComplaintsTo(o.ComplaintsTo); err != nil {
+			return nil, fmt.Errorf("newsweb: %w", err)
+		}
 	}
 	if o.RateLimit <= 0 {
 		o.RateLimit = DefaultPostRate
@@ -334,8 +354,59 @@ func (p *Posting) address(user string) string { return localPart(user) + "@" + p
 // the site, the client's address, and the account as a keyed hash that
 // only this site's key maps back to the account.
 func (p *Posting) trace(user, client string) string {
-	account := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(p.mac("account", user)[:10])
-	return fmt.Sprintf("%s; posting-host=%q; posting-account=%q", p.opts.FromDomain, client, strings.ToLower(account))
+	return fmt.Sprintf("%s; posting-host=%q; posting-account=%q", p.opts.FromDomain, postingHost(client), p.accountHash(user))
+}
+
+// accountHash is user as a keyed hash that only this site's key maps back to
+// the account.
+func (p *Posting) accountHash(user string) string {
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(p.mac("account", user)[:10]))
+}
+
+// injection is the injection fields of a post by user from client at now
+// (compose.go's injectionFields).
+func (p *Posting) injection(user, client string, now time.Time) string {
+	return injectionFields(p.opts.PathIdentity, postingHost(client), p.accountHash(user), p.opts.ComplaintsTo, now)
+}
+
+// postingHost is the client's address as Injection-Info's posting-host
+// (an IP address; a name from a proxy header kept to the characters of
+// one, at most 64).
+func postingHost(client string) string {
+	if ip := net.ParseIP(client); ip != nil {
+		return ip.String()
+	}
+	b := []byte(client)
+	n := 0
+	for _, c := range b {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == ':' {
+			b[n] = c
+			n++
+		}
+	}
+	if n == 0 {
+		return "unknown"
+	}
+	return string(b[:min(n, 64)])
+}
+
+// CheckPathIdentity refuses a path identity (RFC 5536 §3.1.5) that is not
+// one: a name of letters, digits, ".", "-" and "_", 1 to 255 bytes.
+func CheckPathIdentity(id string) error {
+	if id == "" || len(id) > 255 || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != "" {
+		return fmt.Errorf("path identity %q: letters, digits, \".\", \"-\" and \"_\" only", id)
+	}
+	return nil
+}
+
+// CheckComplaintsTo refuses a mail-complaints-to that is not a plain
+// address (local@domain, printable, no spaces, quotes or angle brackets).
+func CheckComplaintsTo(addr string) error {
+	a, err := mail.ParseAddress(addr)
+	if err != nil || a.Name != "" || a.Address != addr || len(addr) > 254 || strings.ContainsAny(addr, " \t\r\n\"<>();,\\") || !printable(addr) {
+		return fmt.Errorf("complaints address %q: want a plain address, local@domain", addr)
+	}
+	return nil
 }
 
 // post is the one path of every post: compose, rate limit, POST.
@@ -353,15 +424,26 @@ func (s *Server) post(ctx context.Context, r *http.Request, user string, d draft
 		}
 	}
 	now := p.opts.Now()
-	art, err := compose(d, user, p.opts.FromDomain, newMessageID(p.opts.FromDomain), now, par, p.trace(user, p.clientAddr(r)))
+	id, client := newMessageID(p.opts.FromDomain), p.clientAddr(r)
+	art, err := compose(d, user, p.opts.FromDomain, id, now, par, p.trace(user, client))
 	if err != nil {
 		return "", &postError{status: http.StatusBadRequest, msg: strings.TrimPrefix(err.Error(), errCompose.Error()+": ")}
+	}
+	var injected []byte
+	if s.fed.injects() {
+		// The same article, with newsweb's injection fields in place of
+		// the trace.
+		plain, err := compose(d, user, p.opts.FromDomain, id, now, par, "")
+		if err != nil {
+			return "", err
+		}
+		injected = append([]byte(p.injection(user, client, now)), plain.Raw...)
 	}
 	if ok, wait := p.rate.allow(user, now); !ok {
 		return "", &postError{status: http.StatusTooManyRequests, retry: wait,
 			msg: fmt.Sprintf("You have posted %d articles in %v; please wait %v.", p.rate.n, p.rate.window, wait.Round(time.Second))}
 	}
-	server, err := s.fed.Post(ctx, art.ID, art.Raw)
+	server, err := s.fed.Post(ctx, art.ID, art.Raw, injected)
 	switch {
 	case err == nil:
 		s.log.Info("posted", "user", user, "id", art.ID, "server", server, "newsgroups", d.Newsgroups)

@@ -50,6 +50,18 @@ type ServerConfig struct {
 	Priority    int         // lower is asked first
 	Connections int         // persistent connections (workers); DefaultConnections when 0
 	TLSConfig   *tls.Config // roots and the like; nil means system roots, ServerName from Addr
+	// Inject, when its Addr is set, makes newsweb the injecting agent of
+	// the posts through this server: they are offered with IHAVE there
+	// (inject.go) instead of POSTed.
+	Inject InjectTarget
+}
+
+// InjectTarget is where a server takes posts as a feed: its address, TLS,
+// and the AUTHINFO credentials of the feed (none when User is empty).
+type InjectTarget struct {
+	Addr       string
+	TLS        TLSMode
+	User, Pass string
 }
 
 // withDefaults fills Name and Connections. A server without a name is
@@ -67,13 +79,17 @@ func (c ServerConfig) withDefaults() ServerConfig {
 }
 
 // tlsConfig returns the TLS client configuration for the server.
-func (c ServerConfig) tlsConfig() *tls.Config {
+func (c ServerConfig) tlsConfig() *tls.Config { return c.tlsConfigFor(c.Addr) }
+
+// tlsConfigFor returns the TLS client configuration for the server's
+// address addr (its own, or its Inject address).
+func (c ServerConfig) tlsConfigFor(addr string) *tls.Config {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if c.TLSConfig != nil {
 		cfg = c.TLSConfig.Clone()
 	}
 	if cfg.ServerName == "" {
-		if host, _, err := net.SplitHostPort(c.Addr); err == nil {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
 			cfg.ServerName = host
 		}
 	}
