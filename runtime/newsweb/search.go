@@ -75,6 +75,7 @@ type Search struct {
 	running  map[string]bool      // groups with a job under way
 	last     map[string]time.Time // when each group's last job started
 	complete map[string]bool      // groups a job brought up to date
+	lows     map[string]int64     // each group's low mark, from its last job's stats
 	slots    chan struct{}        // searchJobs tokens: the jobs indexing now
 
 	bodies        proto.GroupPatterns
@@ -118,7 +119,7 @@ func NewSearch(fed *Federated, opts SearchOptions) (*Search, error) {
 		return nil, fmt.Errorf("newsweb: search: %w", err)
 	}
 	s := &Search{fed: fed, ix: ix, opts: opts, log: opts.Logger, running: map[string]bool{},
-		last: map[string]time.Time{}, complete: map[string]bool{}, slots: make(chan struct{}, searchJobs),
+		last: map[string]time.Time{}, complete: map[string]bool{}, lows: map[string]int64{}, slots: make(chan struct{}, searchJobs),
 		bodies: bodies, bodySlots: make(chan struct{}, bodyJobs), bodyRunning: map[string]bool{}, bodyAgain: map[string]bool{}, loaded: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
@@ -182,6 +183,15 @@ func (s *Search) Index(group string) (complete bool) {
 		}
 	}()
 	return complete
+}
+
+// olderPending reports whether group's articles below lo are still to be
+// indexed: lo is above the group's low mark, or that is not known yet.
+func (s *Search) olderPending(group string, lo int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	low, ok := s.lows[group]
+	return !ok || lo > low
 }
 
 // startBodies starts the body pass of group (search_body.go) when its
@@ -302,6 +312,9 @@ func (s *Search) build(group string) error {
 		return s.ix.AppendRange(group, lo, hi, entries)
 	}
 	low := max(st.Low, 1)
+	s.mu.Lock()
+	s.lows[group] = low
+	s.mu.Unlock()
 	if st.High < low {
 		return nil // no article
 	}
@@ -431,6 +444,7 @@ type searchView struct {
 	Partial                     bool           // the group's index is still being built
 	Indexed                     int
 	IndexedLow, IndexedHigh     int64 // the range of article numbers indexed
+	Older                       bool  // a partial index: articles below IndexedLow are still to come
 	Bodies                      bool  // the group's bodies are indexed (search_bodies)
 	BodiesIndexed               int   // articles whose bodies are
 	IndexedGroups               int   // groups indexed so far (a search of them all says so)
@@ -450,6 +464,7 @@ func (s *Server) runSearch(r *http.Request) (searchView, error) {
 		v.Partial = !s.search.Index(group)
 		v.Indexed = s.search.ix.Len(group)
 		v.IndexedLow, v.IndexedHigh = s.search.ix.Range(group)
+		v.Older = v.Partial && s.search.olderPending(group, v.IndexedLow)
 		v.Bodies = s.search.wantBodies(group)
 		v.BodiesIndexed = s.search.ix.BodyLen(group)
 	} else {

@@ -2,10 +2,13 @@ package newsweb
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
@@ -83,5 +86,47 @@ func TestSearchNewestFirst(t *testing.T) {
 	}
 	if lo, hi := search.ix.Range("misc.test"); lo != 1 || hi != n {
 		t.Errorf("range %d-%d, want 1-%d", lo, hi, n)
+	}
+	if _, page := get(t, srv.URL+"/search?group=misc.test&q=subject"); strings.Contains(page, "Searched articles") {
+		t.Errorf("the page of a whole index says it is partial:\n%s", clip(page))
+	}
+}
+
+// In a browser at 390 and 1280 px, a search of a group still being
+// indexed says which articles it searched, and the page fits.
+// Screenshots go to $NEWSWEB_SHOTS when set.
+func TestBrowserSearchPartial(t *testing.T) {
+	ctx := browser(t)
+	news := newsServer(t, 300)
+	news.AddFault(nntptest.Fault{Cmd: "HDR", Nth: 7, Code: 503, Text: "busy"})
+	for _, cmd := range []string{"OVER", "XOVER", "HEAD"} {
+		news.AddFault(nntptest.Fault{Cmd: cmd, Code: 503, Text: "busy"})
+	}
+	log := testLogger(t)
+	svc := NewService(ServerConfig{Addr: news.HostPort(), Name: "loop", Connections: 1}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
+	search, err := NewSearch(fed, SearchOptions{Dir: t.TempDir(), Chunk: 100, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newFrontServer(t, New(fed, Options{Logger: log, Search: search}))
+	t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
+	askSearch(t, srv.URL, "group=misc.test&q=subject")
+	search.Wait()
+	for _, width := range []int64{390, 1280} {
+		do(t, ctx, "page", chromedp.EmulateViewport(width, 844), chromedp.Navigate(srv.URL+"/search?group=misc.test&q=subject"),
+			chromedp.WaitVisible(chromedp.CSS("main")))
+		note := run(t, ctx, "note", chromedp.Text(chromedp.CSS("p.note")))
+		if !strings.Contains(note, "Searched articles 201–300 of misc.test (100 articles); older ones are still being indexed.") {
+			t.Errorf("%d px: the note says %q", width, note)
+		}
+		w := run(t, ctx, "widths", chromedp.Evaluate[[]float64](`[document.documentElement.scrollWidth, window.innerWidth]`))
+		if w[0] > w[1] {
+			t.Errorf("%d px: scrollWidth %.0f > viewport %.0f", width, w[0], w[1])
+		}
+		if dir := os.Getenv("NEWSWEB_SHOTS"); dir != "" {
+			shot := run(t, ctx, "screenshot", chromedp.FullScreenshot(100))
+			os.WriteFile(filepath.Join(dir, fmt.Sprintf("search-partial-%d.png", width)), shot, 0o644)
+		}
 	}
 }
