@@ -26,7 +26,7 @@ func TestSearchNewestFirst(t *testing.T) {
 	start := func() (*Search, *frontServer) {
 		svc := NewService(ServerConfig{Addr: news.HostPort(), Name: "loop", Connections: 1}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
 		fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
-		search, err := NewSearch(fed, SearchOptions{Dir: dir, Chunk: chunk, Logger: log})
+		search, err := NewSearch(fed, SearchOptions{Dir: dir, Chunk: chunk, Bodies: "misc.*", Logger: log})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,6 +60,10 @@ func TestSearchNewestFirst(t *testing.T) {
 	a := askSearch(t, srv.URL, "group=misc.test&q=subject")
 	if len(a.Hits) == 0 || a.Hits[0].ID != fmt.Sprintf("<%d@t>", n) || a.Total != chunk || a.Complete {
 		t.Fatalf("after the first range: total %d, complete %v, first hit %+v", a.Total, a.Complete, a.Hits[:min(1, len(a.Hits))])
+	}
+	// The bodies too are indexed newest first, from the first range on.
+	if a := askSearch(t, srv.URL, "group=misc.test&q=%22body+1000%22"); len(a.Hits) != 1 || a.Hits[0].ID != fmt.Sprintf("<%d@t>", n) {
+		t.Errorf("the newest body after the first range: %+v", a.Hits)
 	}
 	_, page := get(t, srv.URL+"/search?group=misc.test&q=subject")
 	if !strings.Contains(page, "Searched articles 901–1000 of misc.test (100 articles); older ones are still being indexed.") {
