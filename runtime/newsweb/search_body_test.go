@@ -49,7 +49,7 @@ var bodyArticles = []struct {
 // groups search_bodies names are indexed after the overview, at Low
 // priority; only their own text (no quotes, signature, HTML or binaries);
 // a body in the article cache is not fetched again; the snippet is
-// escaped; an interrupted index goes on from its high-water mark.
+// escaped; an interrupted index goes on from the range it covers.
 func TestSearchBodies(t *testing.T) {
 	news := nntptest.Start(t, nntptest.Options{})
 	news.AddGroup(nntptest.Group{Name: "comp.test"})
@@ -143,8 +143,8 @@ func TestSearchBodies(t *testing.T) {
 		t.Errorf("search page snippet:\n%s", page)
 	}
 
-	// A restart, and new articles: only they are fetched, from the
-	// high-water mark.
+	// A restart, and new articles: only they are fetched, above the
+	// range indexed.
 	search.Close()
 	for i := 10; i <= 11; i++ {
 		if err := news.AddArticle(bodyArticle(i, "comp.test", "later", "", fmt.Sprintf("later okapi %d\n", i))); err != nil {

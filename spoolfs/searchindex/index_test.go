@@ -85,8 +85,8 @@ func TestSearch(t *testing.T) {
 	}
 }
 
-// Entries at or below the high-water mark are there already: appended
-// again (an update that overlaps) they are left out.
+// Entries indexed already, appended again (an update that overlaps), are
+// left out.
 func TestAppendOverlap(t *testing.T) {
 	ix := open(t, t.TempDir(), 0)
 	ix.Append("g", []Entry{entry(1, "a", "x"), entry(2, "b", "x")})
@@ -100,8 +100,9 @@ func TestAppendOverlap(t *testing.T) {
 }
 
 // Reopened, the index is what was appended; a record cut by a crash (or
-// damaged) ends the file there: it is truncated, and indexing goes on
-// from the high-water mark before it.
+// damaged) ends the file there: it is truncated after the last whole
+// batch (or, in a file without range records, the last good record), and
+// indexing goes on from the range before it.
 func TestReopenAndDamagedTail(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
