@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -132,7 +133,7 @@ func TestResendAfterStopINN(t *testing.T) {
 	px := startCutProxy(t, inn.Addr())
 	dir := t.TempDir()
 	conf := func(window int) *Config {
-		return relayConfig(t, dir, fmt.Sprintf("[[peer]]\nname = \"inn\"\nhost = \"127.0.0.1\"\nport = %d\n"+
+		return relayConfig(t, dir, fmt.Sprintf("article_log = \"news\"\n[[peer]]\nname = \"inn\"\nhost = \"127.0.0.1\"\nport = %d\n"+
 			"connections = 1\nmax_connections = 1\nwindow = %d\nreconnect_max = \"200ms\"\npathname = %q\nno_check_high = 0.5\nno_check_low = 0.01\nno_check_filter = 100\n",
 			px.port(), window, inn.PathHost()))
 	}
@@ -217,6 +218,24 @@ func TestResendAfterStopINN(t *testing.T) {
 			ps.Line(), fresh[0], len(dups))
 	}
 	h.checkStats()
+
+	// The article log agrees: each duplicate's 439 is written as refused.
+	h.stop()
+	log, err := os.ReadFile(h.cfg.ArticleLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dups {
+		verdicts := ""
+		for _, l := range strings.Split(string(log), "\n") {
+			if f := strings.Fields(l); len(f) >= 4 && f[1] == d && f[2] == ">inn" {
+				verdicts += f[3]
+			}
+		}
+		if verdicts != "=" {
+			t.Errorf("article log: answers %q from inn for %s after the restart, want \"=\" (refused); log:\n%s", verdicts, d, log)
+		}
+	}
 }
 
 // cutProxy passes NNTP connections through to a server, noting the
