@@ -20,9 +20,10 @@ package spoolfs
 //	                   (backlog_manifest.go); <peer>.M.tmp while written
 //
 // <ts> is the Unix time the file was opened, in lowercase hex. A line is
-// "<token> <message-id>[ <attempts>]\n" (queue.AppendLine); it counts only
-// if it ends in LF and parses, so the torn last line of a crashed append is
-// absent, not garbage (self-validating records).
+// "<token> <message-id>[ <attempts>]\n" (queue.AppendLine; the third field
+// marks an article the peer was offered before); it counts only if it ends
+// in LF and parses, so the torn last line of a crashed append is absent, not
+// garbage (self-validating records).
 //
 // Durability, step by step (the package doc's durability rules):
 //

@@ -39,6 +39,7 @@ func backlogReferenceLines(data []byte) (valid []queue.Entry, bad [][]byte, end 
 // counting what the reads return.
 func FuzzBacklogReadReplay(f *testing.F) {
 	f.Add([]byte("@a@ <a@x>\n@b@ <b@x> 2\n"), uint8(1))
+	f.Add([]byte("@a@ <a@x> 0\n@b@ <b@x> 00\n@c@ <c@x>\n"), uint8(2))
 	f.Add([]byte("@a@ <a@x>\ngarbage\n@b@ <b@x>\n@c@ <c@"), uint8(2))
 	f.Add([]byte("@030100000000000000000000000000000000@ <i.am.an.article@example.com>\n\x00\x00\x00"), uint8(3))
 	f.Add([]byte(""), uint8(0))

@@ -248,16 +248,17 @@ func backlogRunCmd(b *Backlog, dir, line string) string {
 }
 
 // backlogGoldenEntries parses the entries of "<command> <file> <token>
-// <id> [<attempts>]; <token> <id>; ...".
+// <id> [<attempts>]; <token> <id>; ...", as the lines read: an entry with
+// attempts (0 included) is a resend.
 func backlogGoldenEntries(line string) []queue.Entry {
 	f := strings.Fields(line)
 	var es []queue.Entry
 	for _, part := range strings.Split(strings.TrimSpace(strings.TrimPrefix(line, f[0]+" "+f[1])), ";") {
 		p := strings.Fields(part)
 		e := queue.Entry{Token: p[0], MessageID: p[1]}
-		if len(p) > 2 {
+		if len(p) > 2 { // the line's third field: a resend, deferred that often
 			a, _ := strconv.Atoi(p[2])
-			e.Attempts = a
+			e.Attempts, e.Resend = a, true
 		}
 		es = append(es, e)
 	}

@@ -12,6 +12,13 @@ type Entry struct {
 	Size      int64     // article size in octets; 0 when read back from a file
 	Offered   time.Time // when it was offered; zero when read back from a file
 	Attempts  int       // how many times the peer deferred it (431/436)
+	// Resend says the peer was offered the entry before: it was in flight
+	// on a connection that went down or at a stop, the peer deferred it
+	// (Attempts > 0 needs Resend), or it came from a journal a crash left
+	// behind. The peer may hold it already, so a 439 or 437 to it counts
+	// as refused (Done). It survives backlog files (the line's third
+	// field).
+	Resend bool
 }
 
 // Conn names one of the peer's connections. The owner picks the numbers.

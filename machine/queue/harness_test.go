@@ -22,9 +22,10 @@ func ent(name string) Entry {
 	return Entry{Token: "@" + name + "@", MessageID: "<" + name + "@x>", Size: 100, Offered: t0}
 }
 
-// disked is e as it comes back from a file: only token, id and attempts.
+// disked is e as it comes back from a file: only token, id, attempts and
+// the resend mark (which a deferred entry has).
 func disked(e Entry, attempts int) Entry {
-	return Entry{Token: e.Token, MessageID: e.MessageID, Attempts: attempts}
+	return Entry{Token: e.Token, MessageID: e.MessageID, Attempts: attempts, Resend: e.Resend || attempts > 0}
 }
 
 func ents(names ...string) []Entry {
@@ -474,7 +475,7 @@ func (h *harness) tick(d time.Duration) {
 // lineLen is the octets of ent(name)'s line with attempts a.
 func lineLen(name string, a int) int64 {
 	e := ent(name)
-	e.Attempts = a
+	e.Attempts, e.Resend = a, a > 0
 	return LineLen(e)
 }
 

@@ -50,8 +50,13 @@ func (q *Queue) journalAppend(now time.Time, it *item) {
 		q.journals = append(q.journals, j)
 		q.emit(OpenJournal{File: j.name})
 	}
-	q.emitJournal(j.name, it.Entry)
-	j.bytes += LineLen(it.Entry)
+	// A journal is read only after a crash, when each of its entries may
+	// have reached the peer: its lines carry the resend mark, which stays
+	// with them through .B, <peer>.P and any later restart.
+	je := it.Entry
+	je.Resend = true
+	q.emitJournal(j.name, je)
+	j.bytes += LineLen(je)
 	j.unsettled++
 	q.journaled++
 	it.jrnl = j

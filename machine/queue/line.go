@@ -14,9 +14,15 @@ import (
 //
 // The first two fields are innfeed's backlog format ("@0101...@ <id@host>"),
 // so innfeed-style tools can read a newsflow backlog and vice versa. The
-// optional third field is newsflow's: how many times the peer deferred the
-// article, written only when it is not zero, so a deferred article keeps its
-// retry count across .D files and restarts.
+// optional third field is newsflow's, the mark of a resend (Entry.Resend):
+// it is there when the peer was offered the article before (in flight when
+// its connection went down or at a stop, deferred, or from a journal a
+// crash left behind), and it counts how many times the peer deferred the
+// article, 0 when never. So a deferred article keeps its retry count across
+// .D files and restarts, and a 439 or 437 to an article read back from any
+// backlog file still tells a duplicate (refused) from a rejection. A line
+// of two fields (innfeed's, or a first offer's) is an article the peer was
+// never offered.
 //
 // A line is self-validating: it counts only if it ends in LF and
 // every field parses. A torn last line after a crash has no LF, or ends in the
@@ -41,7 +47,8 @@ var ErrBadLine = errors.New("bad backlog line")
 // CheckEntry reports whether e can be written to a backlog file and read back
 // unchanged: a token of 1..MaxTokenLen printable ASCII octets without spaces,
 // a message-id "<...>" of at most MaxMessageIDLen printable ASCII octets
-// without spaces, and 0 <= Attempts <= MaxAttempts. The message-id check is
+// without spaces, 0 <= Attempts <= MaxAttempts, and Resend set when
+// Attempts is not 0 (a deferred entry was offered). The message-id check is
 // deliberately the framing one, not the full RFC 5536 grammar: an article the
 // spool accepted must be feedable even if its id is unusual.
 func CheckEntry(e Entry) error {
@@ -56,6 +63,9 @@ func CheckEntry(e Entry) error {
 	}
 	if e.Attempts < 0 || e.Attempts > MaxAttempts {
 		return fmt.Errorf("%w: attempts %d out of range", ErrBadLine, e.Attempts)
+	}
+	if e.Attempts > 0 && !e.Resend {
+		return fmt.Errorf("%w: deferred %d times but not marked as a resend", ErrBadLine, e.Attempts)
 	}
 	return nil
 }
@@ -83,7 +93,7 @@ func checkField(name, s string, max int) error {
 // LineLen is the number of octets AppendLine writes for e, LF included.
 func LineLen(e Entry) int64 {
 	n := len(e.Token) + 1 + len(e.MessageID) + 1
-	if e.Attempts > 0 {
+	if e.Resend || e.Attempts > 0 {
 		n += 1 + decimalLen(e.Attempts)
 	}
 	return int64(n)
@@ -99,13 +109,13 @@ func decimalLen(v int) int {
 }
 
 // AppendLine appends the backlog line of e to dst. Only the token, the
-// message-id and a non-zero Attempts are written; Size and Offered do not
-// survive a trip through a file. e must pass CheckEntry.
+// message-id and, for a resend, Attempts are written; Size and Offered do
+// not survive a trip through a file. e must pass CheckEntry.
 func AppendLine(dst []byte, e Entry) []byte {
 	dst = append(dst, e.Token...)
 	dst = append(dst, ' ')
 	dst = append(dst, e.MessageID...)
-	if e.Attempts > 0 {
+	if e.Resend || e.Attempts > 0 {
 		dst = append(dst, ' ')
 		dst = strconv.AppendInt(dst, int64(e.Attempts), 10)
 	}
@@ -113,9 +123,10 @@ func AppendLine(dst []byte, e Entry) []byte {
 }
 
 // ParseLine parses one backlog line, which must end in LF, into an entry
-// with Size 0 and a zero Offered time. Anything else (missing LF, empty or
-// extra fields, octets outside %x21-7E, an attempts field that is not a
-// canonical decimal in 1..MaxAttempts) is an error wrapping ErrBadLine.
+// with Size 0 and a zero Offered time, and Resend set when the line has a
+// third field. Anything else (missing LF, empty or extra fields, octets
+// outside %x21-7E, an attempts field that is not a canonical decimal in
+// 0..MaxAttempts) is an error wrapping ErrBadLine.
 //
 // A replayed backlog is parsed line by line as the peer's connections
 // take it (draining 2 KB articles to four peers, ParseLine was ~11% of
@@ -225,7 +236,8 @@ func printable8(w uint64) bool {
 }
 
 // withAttempts sets e.Attempts from the field after sp2 of a line
-// scanLine accepted (none when sp2 is -1).
+// scanLine accepted, and marks e a resend (no field when sp2 is -1: a
+// first offer).
 func withAttempts[T string | []byte](e Entry, line T, sp2 int) (Entry, error) {
 	if sp2 < 0 {
 		return e, nil
@@ -234,7 +246,7 @@ func withAttempts[T string | []byte](e Entry, line T, sp2 int) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	e.Attempts = a
+	e.Attempts, e.Resend = a, true
 	return e, nil
 }
 
@@ -272,16 +284,16 @@ func parseLineFields(line []byte) (Entry, error) {
 		if err != nil {
 			return Entry{}, err
 		}
-		e.Attempts = a
+		e.Attempts, e.Resend = a, true
 	}
 	return e, nil
 }
 
-// parseAttempts accepts the canonical decimal form of 1..MaxAttempts, so that
+// parseAttempts accepts the canonical decimal form of 0..MaxAttempts, so that
 // a parsed line re-encodes to the same bytes.
 func parseAttempts[T string | []byte](b T) (int, error) {
-	if len(b) == 0 || len(b) > 10 || b[0] == '0' {
-		return 0, fmt.Errorf("%w: attempts %q is not a decimal in 1..%d", ErrBadLine, b, MaxAttempts)
+	if len(b) == 0 || len(b) > 10 || (b[0] == '0' && len(b) > 1) {
+		return 0, fmt.Errorf("%w: attempts %q is not a decimal in 0..%d", ErrBadLine, b, MaxAttempts)
 	}
 	v := 0
 	for i := 0; i < len(b); i++ {

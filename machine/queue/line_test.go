@@ -24,8 +24,9 @@ func TestParseLine(t *testing.T) {
 	}{
 		{name: "innfeed backlog line", line: innToken + " <i.am.an.article@example.com>\n",
 			want: Entry{Token: innToken, MessageID: "<i.am.an.article@example.com>"}},
-		{name: "deferred twice", line: "@a@ <a@x> 2\n", want: Entry{Token: "@a@", MessageID: "<a@x>", Attempts: 2}},
-		{name: "largest attempts", line: "@a@ <a@x> 2147483647\n", want: Entry{Token: "@a@", MessageID: "<a@x>", Attempts: MaxAttempts}},
+		{name: "deferred twice", line: "@a@ <a@x> 2\n", want: Entry{Token: "@a@", MessageID: "<a@x>", Attempts: 2, Resend: true}},
+		{name: "largest attempts", line: "@a@ <a@x> 2147483647\n", want: Entry{Token: "@a@", MessageID: "<a@x>", Attempts: MaxAttempts, Resend: true}},
+		{name: "offered before, never deferred", line: "@a@ <a@x> 0\n", want: Entry{Token: "@a@", MessageID: "<a@x>", Resend: true}},
 		{name: "unusual but framed id", line: "@a@ <no-at-sign>\n", want: Entry{Token: "@a@", MessageID: "<no-at-sign>"}},
 		{name: "torn: no LF", line: "@a@ <a@x>", err: "no LF"},
 		{name: "torn: NULs a crash left", line: "@a@ <a@\x00\x00\x00\n", err: "octet 0x00"},
@@ -35,8 +36,9 @@ func TestParseLine(t *testing.T) {
 		{name: "four fields", line: "@a@ <a@x> 1 2\n", err: "more than 3 fields"},
 		{name: "CRLF", line: "@a@ <a@x>\r\n", err: "octet 0x0d"},
 		{name: "id without brackets", line: "@a@ a@x\n", err: "not enclosed"},
-		{name: "attempts zero is never written", line: "@a@ <a@x> 0\n", err: "not a decimal in 1.."},
-		{name: "attempts with a leading zero", line: "@a@ <a@x> 01\n", err: "not a decimal in 1.."},
+		{name: "attempts with a leading zero", line: "@a@ <a@x> 01\n", err: "not a decimal in 0.."},
+		{name: "attempts zero twice", line: "@a@ <a@x> 00\n", err: "not a decimal in 0.."},
+		{name: "attempts empty", line: "@a@ <a@x> \n", err: "not a decimal in 0.."},
 		{name: "attempts not a number", line: "@a@ <a@x> x\n", err: "not a decimal"},
 		{name: "attempts too large", line: "@a@ <a@x> 2147483648\n", err: "out of range"},
 		{name: "token too long", line: long + " <a@x>\n", err: "token of 256 octets"},
@@ -194,10 +196,10 @@ func referenceParseLine(line []byte) (Entry, bool) {
 	}
 	if len(f) == 3 {
 		a, err := strconv.Atoi(f[2])
-		if err != nil || a < 1 || a > MaxAttempts || strconv.Itoa(a) != f[2] {
+		if err != nil || a < 0 || a > MaxAttempts || strconv.Itoa(a) != f[2] {
 			return Entry{}, false
 		}
-		e.Attempts = a
+		e.Attempts, e.Resend = a, true
 	}
 	return e, true
 }
@@ -211,6 +213,7 @@ func FuzzParseLine(f *testing.F) {
 		"@a@ <a@x> 1 2\n", "@a@  <a@x>\n", "@a@ <a@x>\r\n",
 		" <a@x>\n", "@a@ <a@x> \n", "@a@ a@x>\n", "@a@ <a@x\n", "@a@ <>\n", "@a@ <a>\n",
 		"@a@ <a@x> 11\n", "@a@ <a@x> 1\x7f\n", "@a@\n", "@a@ <a@x>\n\n",
+		"@a@ <a@x> 0\n", "@a@ <a@x> 00\n", "@a@ <a@x> -0\n", "@a@ <a@x> +1\n",
 	} {
 		f.Add([]byte(s))
 	}

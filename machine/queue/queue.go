@@ -140,9 +140,6 @@ type item struct {
 	Entry
 	batch uint64       // batch sequence + 1; 0 when not from the replay file
 	jrnl  *journalFile // holds the entry's line until it is settled; nil when none does
-	// resend: the entry may have reached the peer before without its
-	// answer reaching us (see Done).
-	resend bool
 }
 
 // connWork is what an up connection holds.
@@ -333,7 +330,7 @@ func (q *Queue) ConnDown(now time.Time, c Conn) error {
 	delete(q.conns, c)
 	for i := len(cs.items) - 1; i >= 0; i-- {
 		it := cs.items[i]
-		it.resend = true // it may have been sent, its answer lost with c
+		it.Resend = true // it may have been sent, its answer lost with c
 		q.mem.pushFront(it)
 	}
 	n := int64(len(cs.items))
@@ -405,17 +402,17 @@ func (q *Queue) Done(now time.Time, c Conn, id string, o Outcome) error {
 	} else {
 		cs.items = slices.Delete(cs.items, i, i+1)
 	}
-	// A 439 (or 437) to an entry that may have reached the peer before
-	// (a resend: see below) counts as refused, not rejected: the peer
-	// stored it the first time, and INN answers a TAKETHIS of an article
-	// it holds with the same bare 439 as a real rejection, so only our own
-	// record of the earlier offer tells the two apart. Resends are the
-	// entries a connection had in flight when it went down, and those of
-	// journal files a crash left behind (Recovered.Files with Journal),
-	// read back from <peer>.P in this life. The mark lives in memory: an
-	// entry spilled to .B or .D, or a <peer>.P resumed after a restart,
-	// is a first offer again.
-	if o == OutcomeRejected && it.resend {
+	// A 439 (or 437) to an entry offered to the peer before (Resend)
+	// counts as refused, not rejected: the peer may have stored it the
+	// first time, and INN answers a TAKETHIS of an article it holds with
+	// the same bare 439 as a real rejection, so only our own record of the
+	// earlier offer tells the two apart. Resends are the entries a
+	// connection had in flight when it went down or at a Shutdown, those
+	// the peer deferred, and those of journal files a crash left behind
+	// (Recovered.Files with Journal). The mark goes with the entry into
+	// .B and .D files (the line's third field), so it holds after a
+	// restart too.
+	if o == OutcomeRejected && it.Resend {
 		on = OnRefused
 	}
 	// Entries read from <peer>.P are settled here (or by the append that
@@ -430,6 +427,7 @@ func (q *Queue) Done(now time.Time, c Conn, id string, o Outcome) error {
 		q.event(Drop{Reason: ReasonAttempts, Count: 1})
 	default:
 		it.Attempts++
+		it.Resend = true
 		q.scratch = append(q.scratch[:0], it)
 		w, _ := q.appendBacklog(now, KindDeferred, InFlight, OnDefer, q.scratch)
 		q.retried += int64(w)
@@ -490,9 +488,10 @@ func (q *Queue) Flush(now time.Time) (int, error) {
 }
 
 // Shutdown stops the queue cleanly: everything in flight (connection by
-// connection, in order of Conn) and then the memory queue are appended to
-// .B, and the replay's progress is checkpointed. Every later input is an
-// error.
+// connection, in order of Conn, marked as resends: the peer may have
+// taken them without its answer reaching us) and then the memory queue
+// are appended to .B, and the replay's progress is checkpointed. Every
+// later input is an error.
 func (q *Queue) Shutdown(now time.Time) error {
 	if q.state != Running {
 		return q.queueErr(OnShutdown)
@@ -505,7 +504,10 @@ func (q *Queue) Shutdown(now time.Time) error {
 	q.scratch = q.scratch[:0]
 	for _, c := range ids {
 		q.moveConn(ConnUp, OnShutdown)
-		q.scratch = append(q.scratch, q.conns[c].items...)
+		for _, it := range q.conns[c].items {
+			it.Resend = true
+			q.scratch = append(q.scratch, it)
+		}
 		delete(q.conns, c)
 	}
 	if len(q.scratch) > 0 {

@@ -72,7 +72,8 @@ func (q *Queue) ReplayRead(now time.Time, entries []Entry, newOffset int64, eof 
 	q.rp.batches = append(q.rp.batches, batch{end: newOffset, left: n})
 	q.rp.pending += n
 	for _, e := range entries {
-		q.mem.pushBack(item{Entry: e, batch: seq + 1, resend: q.rp.resend})
+		e.Resend = e.Resend || q.rp.resend
+		q.mem.pushBack(item{Entry: e, batch: seq + 1})
 	}
 	q.rp.readOff = newOffset
 	// At the end, what was counted but not found is gone: a write that

@@ -23,7 +23,23 @@ const (
 
 func deferredEnt(name string, attempts int) Entry {
 	e := ent(name)
-	e.Attempts = attempts
+	e.Attempts, e.Resend = attempts, attempts > 0
+	return e
+}
+
+// journaled is the entries of names as a journal holds their lines:
+// marked as resends.
+func journaled(names ...string) []Entry {
+	es := ents(names...)
+	for i := range es {
+		es[i].Resend = true
+	}
+	return es
+}
+
+// resent is e marked as offered to the peer before.
+func resent(e Entry) Entry {
+	e.Resend = true
 	return e
 }
 
@@ -65,10 +81,10 @@ func transitionCases() []transitionCase {
 		o     Outcome
 		stats Stats
 	}{
-		{OutcomeAccepted, Stats{Offered: 1, Accepted: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1}},
-		{OutcomeRefused, Stats{Offered: 1, Refused: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1}},
-		{OutcomeRejected, Stats{Offered: 1, Rejected: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1}},
-		{OutcomeMissing, Stats{Offered: 1, Missing: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1}},
+		{OutcomeAccepted, Stats{Offered: 1, Accepted: 1, Journaled: 1, JournalBytes: 12, JournalFiles: 1}},
+		{OutcomeRefused, Stats{Offered: 1, Refused: 1, Journaled: 1, JournalBytes: 12, JournalFiles: 1}},
+		{OutcomeRejected, Stats{Offered: 1, Rejected: 1, Journaled: 1, JournalBytes: 12, JournalFiles: 1}},
+		{OutcomeMissing, Stats{Offered: 1, Missing: 1, Journaled: 1, JournalBytes: 12, JournalFiles: 1}},
 	}
 	var cases []transitionCase
 	for _, oc := range outcomes {
@@ -97,9 +113,9 @@ func transitionCases() []transitionCase {
 			input: func(h *harness) []string { h.offer("a"); return nil },
 			wantActions: []Action{
 				OpenJournal{File: fJ0},
-				AppendJournal{File: fJ0, Entries: ents("a")},
+				AppendJournal{File: fJ0, Entries: journaled("a")},
 			},
-			wantStats: Stats{Offered: 1, Queued: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
+			wantStats: Stats{Offered: 1, Queued: 1, Journaled: 1, JournalBytes: 12, JournalFiles: 1},
 		},
 		{
 			name:  "offer with no connection up goes straight to .B (peer down)",
@@ -115,7 +131,7 @@ func transitionCases() []transitionCase {
 			setup:     func(h *harness) { h.up(1); h.offer("a", "b") },
 			input:     func(h *harness) []string { return h.next(1, 1) },
 			wantNext:  []string{"a"},
-			wantStats: Stats{Offered: 2, Queued: 1, InFlight: 1, Journaled: 2, JournalBytes: 20, JournalFiles: 1},
+			wantStats: Stats{Offered: 2, Queued: 1, InFlight: 1, Journaled: 2, JournalBytes: 24, JournalFiles: 1},
 		},
 		{
 			name:  "deferred goes to .D with one more attempt",
@@ -125,7 +141,7 @@ func transitionCases() []transitionCase {
 				RotateBacklog{Kind: KindDeferred, Opened: fD1},
 				AppendBacklog{Kind: KindDeferred, File: fD1, Entries: []Entry{deferredEnt("a", 1)}},
 			},
-			wantStats: Stats{Offered: 1, Deferred: 1, Retried: 1, BacklogBytes: 12, BacklogFiles: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
+			wantStats: Stats{Offered: 1, Deferred: 1, Retried: 1, BacklogBytes: 12, BacklogFiles: 1, Journaled: 1, JournalBytes: 12, JournalFiles: 1},
 		},
 		{
 			name:       "a deferral beyond MaxDefers drops the entry and counts it",
@@ -143,7 +159,7 @@ func transitionCases() []transitionCase {
 				return h.next(2, 3)
 			},
 			wantNext:  []string{"a", "b", "c"},
-			wantStats: Stats{Offered: 3, InFlight: 3, Requeued: 2, Journaled: 3, JournalBytes: 30, JournalFiles: 1},
+			wantStats: Stats{Offered: 3, InFlight: 3, Requeued: 2, Journaled: 3, JournalBytes: 36, JournalFiles: 1},
 		},
 		{
 			name:  "a full memory queue spills its oldest third to .B",
@@ -152,10 +168,10 @@ func transitionCases() []transitionCase {
 			wantActions: []Action{
 				RotateBacklog{Kind: KindBacklog, Opened: fB1},
 				AppendBacklog{Kind: KindBacklog, File: fB1, Entries: ents("a", "b")},
-				AppendJournal{File: fJ0, Entries: ents("g")},
+				AppendJournal{File: fJ0, Entries: journaled("g")},
 			},
 			wantEvents: []Event{Spilled{Count: 2, File: fB1}},
-			wantStats:  Stats{Offered: 7, Queued: 5, Backlog: 2, Spilled: 2, BacklogBytes: 20, BacklogFiles: 1, Journaled: 7, JournalBytes: 70, JournalFiles: 1},
+			wantStats:  Stats{Offered: 7, Queued: 5, Backlog: 2, Spilled: 2, BacklogBytes: 20, BacklogFiles: 1, Journaled: 7, JournalBytes: 84, JournalFiles: 1},
 		},
 		{
 			name: "entries requeued beyond capacity spill, the requeued ones first",
@@ -168,10 +184,10 @@ func transitionCases() []transitionCase {
 			input: func(h *harness) []string { h.down(1); return nil },
 			wantActions: []Action{
 				RotateBacklog{Kind: KindBacklog, Opened: fB1},
-				AppendBacklog{Kind: KindBacklog, File: fB1, Entries: ents("a", "b", "c")},
+				AppendBacklog{Kind: KindBacklog, File: fB1, Entries: []Entry{resent(ent("a")), resent(ent("b")), resent(ent("c"))}},
 			},
 			wantEvents: []Event{Spilled{Count: 3, File: fB1}},
-			wantStats:  Stats{Offered: 9, Queued: 6, Backlog: 3, Spilled: 3, Requeued: 3, BacklogBytes: 30, BacklogFiles: 1, Journaled: 9, JournalBytes: 90, JournalFiles: 1},
+			wantStats:  Stats{Offered: 9, Queued: 6, Backlog: 3, Spilled: 3, Requeued: 3, BacklogBytes: 36, BacklogFiles: 1, Journaled: 9, JournalBytes: 108, JournalFiles: 1},
 		},
 		{
 			name:        "a connection up with nothing queued promotes the oldest .B to <peer>.P",
@@ -313,7 +329,7 @@ func transitionCases() []transitionCase {
 				h.tick(time.Minute) // promotes it
 			},
 			input:     func(h *harness) []string { h.fail(PromoteToReplay{File: fD1}); return nil },
-			wantStats: Stats{Offered: 1, Deferred: 1, Retried: 1, BacklogBytes: 12, BacklogFiles: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
+			wantStats: Stats{Offered: 1, Deferred: 1, Retried: 1, BacklogBytes: 12, BacklogFiles: 1, Journaled: 1, JournalBytes: 12, JournalFiles: 1},
 		},
 		{
 			name:  "a .D file is promoted once DeferDelay has passed since its last line",
@@ -325,11 +341,11 @@ func transitionCases() []transitionCase {
 			},
 			wantActions: []Action{PromoteToReplay{File: fD1}},
 			wantEvents:  []Event{ReplayStarted{File: fD1, Entries: 1}},
-			wantStats:   Stats{Offered: 1, Replay: 1, Retried: 1, BacklogBytes: 12, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
+			wantStats:   Stats{Offered: 1, Replay: 1, Retried: 1, BacklogBytes: 12, Journaled: 1, JournalBytes: 12, JournalFiles: 1},
 			wantReplay:  ReplayIdle,
 		},
 		{
-			name: "Shutdown writes what is in flight, connection by connection, then the memory queue",
+			name: "Shutdown writes what is in flight (marked as resends), connection by connection, then the memory queue",
 			setup: func(h *harness) {
 				h.up(1, 2)
 				h.offer("a", "b", "c")
@@ -339,11 +355,11 @@ func transitionCases() []transitionCase {
 			input: func(h *harness) []string { h.must("Shutdown", h.q.Shutdown(h.now)); return nil },
 			wantActions: []Action{
 				RotateBacklog{Kind: KindBacklog, Opened: fB1},
-				AppendBacklog{Kind: KindBacklog, File: fB1, Entries: ents("b", "a", "c")},
+				AppendBacklog{Kind: KindBacklog, File: fB1, Entries: []Entry{resent(ent("b")), resent(ent("a")), ent("c")}},
 				CloseJournal{File: fJ0},
 				DeleteJournal{File: fJ0},
 			},
-			wantStats: Stats{Offered: 3, Backlog: 3, BacklogBytes: 30, BacklogFiles: 1, Journaled: 3},
+			wantStats: Stats{Offered: 3, Backlog: 3, BacklogBytes: 34, BacklogFiles: 1, Journaled: 3},
 		},
 		{
 			name: "Shutdown checkpoints the replay's progress",
@@ -481,10 +497,10 @@ func transitionCases() []transitionCase {
 			wantActions: []Action{
 				RotateBacklog{Kind: KindBacklog, Opened: fB1},
 				AppendBacklog{Kind: KindBacklog, File: fB1, Entries: ents("b")},
-				AppendJournal{File: fJ0, Entries: ents("g")},
+				AppendJournal{File: fJ0, Entries: journaled("g")},
 			},
 			wantEvents: []Event{Drop{Reason: ReasonBytes, Count: 1}, Spilled{Count: 1, File: fB1}},
-			wantStats:  Stats{Offered: 7, Queued: 5, Dropped: 1, Backlog: 1, Spilled: 1, BacklogBytes: 10, BacklogFiles: 1, Journaled: 7, JournalBytes: 70, JournalFiles: 1},
+			wantStats:  Stats{Offered: 7, Queued: 5, Dropped: 1, Backlog: 1, Spilled: 1, BacklogBytes: 10, BacklogFiles: 1, Journaled: 7, JournalBytes: 84, JournalFiles: 1},
 		},
 		{
 			name:        "over BacklogMaxBytes a deferral is dropped",
@@ -493,7 +509,7 @@ func transitionCases() []transitionCase {
 			input:       func(h *harness) []string { h.done(1, "a", OutcomeDeferred); return nil },
 			wantActions: []Action{RotateBacklog{Kind: KindDeferred, Opened: fD1}},
 			wantEvents:  []Event{Drop{Reason: ReasonBytes, Count: 1}},
-			wantStats:   Stats{Offered: 1, Dropped: 1, BacklogFiles: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
+			wantStats:   Stats{Offered: 1, Dropped: 1, BacklogFiles: 1, Journaled: 1, JournalBytes: 12, JournalFiles: 1},
 		},
 		{
 			name:  "a failed append to .B drops what it held",
@@ -513,7 +529,7 @@ func transitionCases() []transitionCase {
 				return nil
 			},
 			wantEvents: []Event{Drop{Reason: ReasonWriteFailed, Count: 1, File: fD1}},
-			wantStats:  Stats{Offered: 1, Dropped: 1, Retried: 1, BacklogFiles: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
+			wantStats:  Stats{Offered: 1, Dropped: 1, Retried: 1, BacklogFiles: 1, Journaled: 1, JournalBytes: 12, JournalFiles: 1},
 		},
 		{
 			name:  "a failed file creation forgets the file; the next offer opens another",
@@ -583,7 +599,7 @@ func transitionCases() []transitionCase {
 				RotateBacklog{Kind: KindDeferred, Closed: fD1, Opened: "peer.D.5db939ad"},
 				AppendBacklog{Kind: KindDeferred, File: "peer.D.5db939ad", Entries: []Entry{deferredEnt("b", 1)}},
 			},
-			wantStats: Stats{Offered: 3, Queued: 1, Deferred: 2, Retried: 2, BacklogBytes: 24, BacklogFiles: 2, Journaled: 3, JournalBytes: 30, JournalFiles: 1},
+			wantStats: Stats{Offered: 3, Queued: 1, Deferred: 2, Retried: 2, BacklogBytes: 24, BacklogFiles: 2, Journaled: 3, JournalBytes: 36, JournalFiles: 1},
 		},
 		{
 			name: "the replay's progress is checkpointed on Tick after CheckpointInterval",
@@ -656,11 +672,11 @@ func transitionCases() []transitionCase {
 			},
 			wantActions: []Action{
 				RotateBacklog{Kind: KindBacklog, Opened: "peer.B.5db9398f"},
-				AppendBacklog{Kind: KindBacklog, File: "peer.B.5db9398f", Entries: ents("a", "b", "c")},
+				AppendBacklog{Kind: KindBacklog, File: "peer.B.5db9398f", Entries: []Entry{resent(ent("a")), ent("b"), ent("c")}},
 			},
 			wantEvents: []Event{Spilled{Count: 3, File: "peer.B.5db9398f", Down: true}},
-			wantStats: Stats{Offered: 3, Backlog: 3, Spilled: 3, Requeued: 1, BacklogBytes: 30, BacklogFiles: 1,
-				Journaled: 3, JournalBytes: 30, JournalFiles: 1},
+			wantStats: Stats{Offered: 3, Backlog: 3, Spilled: 3, Requeued: 1, BacklogBytes: 32, BacklogFiles: 1,
+				Journaled: 3, JournalBytes: 36, JournalFiles: 1},
 		},
 		{
 			name: "a connection back within DownSpillDelay keeps the memory queue",
@@ -676,7 +692,7 @@ func transitionCases() []transitionCase {
 				return h.next(2, 2)
 			},
 			wantNext:  []string{"a", "b"},
-			wantStats: Stats{Offered: 2, InFlight: 2, Journaled: 2, JournalBytes: 20, JournalFiles: 1},
+			wantStats: Stats{Offered: 2, InFlight: 2, Journaled: 2, JournalBytes: 24, JournalFiles: 1},
 		},
 		{
 			name:  "a journal file of JournalRotateBytes is rotated at the next offer; it waits for its entries",
@@ -686,9 +702,9 @@ func transitionCases() []transitionCase {
 			wantActions: []Action{
 				CloseJournal{File: fJ0},
 				OpenJournal{File: "peer.J.5db93972"},
-				AppendJournal{File: "peer.J.5db93972", Entries: ents("c")},
+				AppendJournal{File: "peer.J.5db93972", Entries: journaled("c")},
 			},
-			wantStats: Stats{Offered: 3, Queued: 2, InFlight: 1, Journaled: 3, JournalBytes: 30, JournalFiles: 2},
+			wantStats: Stats{Offered: 3, Queued: 2, InFlight: 1, Journaled: 3, JournalBytes: 36, JournalFiles: 2},
 		},
 		{
 			name: "a rotated journal is deleted after the append that settles its last entry",
@@ -708,7 +724,7 @@ func transitionCases() []transitionCase {
 				DeleteJournal{File: fJ0},
 			},
 			wantStats: Stats{Offered: 3, Accepted: 1, Queued: 1, Deferred: 1, Retried: 1, BacklogBytes: 12, BacklogFiles: 1,
-				Journaled: 3, JournalBytes: 10, JournalFiles: 1},
+				Journaled: 3, JournalBytes: 12, JournalFiles: 1},
 		},
 		{
 			name:  "a journal JournalRotateInterval old is rotated on Tick, and deleted at once when settled",
@@ -731,13 +747,13 @@ func transitionCases() []transitionCase {
 			name:  "a failed journal append breaks the file; the entry stays queued",
 			setup: func(h *harness) { h.up(1); h.offer("a") },
 			input: func(h *harness) []string {
-				h.fail(AppendJournal{File: fJ0, Entries: ents("a")})
+				h.fail(AppendJournal{File: fJ0, Entries: journaled("a")})
 				if d, ok := h.q.Deadline(); !ok || !d.Equal(t0) {
 					h.t.Errorf("Deadline after a failure = %v %v, want a Tick now, %v", d, ok, t0)
 				}
 				return nil
 			},
-			wantStats: Stats{Offered: 1, Queued: 1, Journaled: 1, JournalBytes: 10, JournalFiles: 1},
+			wantStats: Stats{Offered: 1, Queued: 1, Journaled: 1, JournalBytes: 12, JournalFiles: 1},
 		},
 		{
 			name:  "a broken journal is rotated at the next offer",
@@ -746,13 +762,13 @@ func transitionCases() []transitionCase {
 			wantActions: []Action{
 				CloseJournal{File: fJ0},
 				OpenJournal{File: "peer.J.5db93972"},
-				AppendJournal{File: "peer.J.5db93972", Entries: ents("b")},
+				AppendJournal{File: "peer.J.5db93972", Entries: journaled("b")},
 			},
-			wantStats: Stats{Offered: 2, Queued: 2, Journaled: 2, JournalBytes: 20, JournalFiles: 2},
+			wantStats: Stats{Offered: 2, Queued: 2, Journaled: 2, JournalBytes: 24, JournalFiles: 2},
 		},
 		{
 			name:  "a broken journal is closed at Shutdown and deleted after the memory queue is in .B",
-			setup: func(h *harness) { h.up(1); h.offer("a"); h.fail(AppendJournal{File: fJ0, Entries: ents("a")}) },
+			setup: func(h *harness) { h.up(1); h.offer("a"); h.fail(AppendJournal{File: fJ0, Entries: journaled("a")}) },
 			input: func(h *harness) []string { h.must("Shutdown", h.q.Shutdown(h.now)); return nil },
 			wantActions: []Action{
 				RotateBacklog{Kind: KindBacklog, Opened: fB1},

@@ -254,6 +254,47 @@ type outConn struct {
 
 	// Owned by the session's driver goroutine.
 	answers []answer // drained, for the agent
+
+	// The message-ids of the resends (queue.Entry.Resend) the agent
+	// handed to the feed and not yet answered, so that a 439 to one is
+	// logged as refused, as the queue counts it. nResent is its size,
+	// read without the lock by every answer.
+	resentMu sync.Mutex
+	resent   map[string]struct{}
+	nResent  atomic.Int64
+}
+
+// markResent notes that the entry of id, a resend, goes to the feed.
+func (c *outConn) markResent(id string) {
+	c.resentMu.Lock()
+	if c.resent == nil {
+		c.resent = make(map[string]struct{})
+	}
+	c.resent[id] = struct{}{}
+	c.nResent.Store(int64(len(c.resent)))
+	c.resentMu.Unlock()
+}
+
+// takeResent reports whether id is a resend in flight, and forgets it.
+func (c *outConn) takeResent(id string) bool {
+	if c.nResent.Load() == 0 {
+		return false
+	}
+	c.resentMu.Lock()
+	_, ok := c.resent[id]
+	delete(c.resent, id)
+	c.nResent.Store(int64(len(c.resent)))
+	c.resentMu.Unlock()
+	return ok
+}
+
+// forgetResent forgets every resend in flight: the session ended, and the
+// queue takes back what it had.
+func (c *outConn) forgetResent() {
+	c.resentMu.Lock()
+	clear(c.resent)
+	c.nResent.Store(0)
+	c.resentMu.Unlock()
 }
 
 // Begin starts the session's agent (peerconn.Queue).
@@ -289,6 +330,7 @@ func (c *outConn) Ask(credits, prefetch int) {
 func (c *outConn) Answer(now time.Time, a peerconn.Answer) {
 	p := c.p
 	id := a.Article.MessageID
+	resent := c.takeResent(id)
 	var o queue.Outcome
 	switch a.Outcome {
 	case peerconn.Accepted:
@@ -300,7 +342,13 @@ func (c *outConn) Answer(now time.Time, a peerconn.Answer) {
 		c.logAnswer(now, id, "refused", a.Code)
 		o = queue.OutcomeRefused
 	case peerconn.Rejected:
-		p.r.alog.add(now, id, "peer="+p.cfg.Name, "rejected", "code", strconv.Itoa(a.Code), "reason", a.Reason)
+		if resent {
+			// The queue counts it as refused (Queue.Done): the peer
+			// may hold it from the earlier offer.
+			c.logAnswer(now, id, "refused", a.Code)
+		} else {
+			p.r.alog.add(now, id, "peer="+p.cfg.Name, "rejected", "code", strconv.Itoa(a.Code), "reason", a.Reason)
+		}
 		o = queue.OutcomeRejected
 	case peerconn.Deferred:
 		p.deferrals.Add(1)
@@ -324,6 +372,7 @@ func (c *outConn) endSession(ag *agent) {
 	clear(c.answers)
 	c.answers = c.answers[:0]
 	c.hungry.Store(false)
+	c.forgetResent()
 	p.q.connDown(p.r.now(), c.id)
 }
 

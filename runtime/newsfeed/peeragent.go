@@ -128,6 +128,9 @@ func (a *agent) round() {
 	a.arts = a.arts[:0]
 	for _, e := range a.batch {
 		if size, ok := a.sendable(now, e); ok {
+			if e.Resend {
+				c.markResent(e.MessageID)
+			}
 			a.arts = append(a.arts, feed.Article{Token: e.Token, MessageID: e.MessageID, Size: size})
 		}
 	}

@@ -21,10 +21,12 @@ import (
 //
 // Refused counts articles the peer already holds, Rejected those it
 // refused for what they are. A 439 to TAKETHIS is both (INN answers a
-// duplicate with it too), so it counts as refused when the article may
-// have reached the peer before with its answer lost: it was in flight on
-// a connection that went down, or it came from a journal a crash left
-// behind. Any other 439 or 437 counts as rejected.
+// duplicate with it too), so it (or a 437) counts as refused when the
+// relay offered the article to the peer before (queue.Entry.Resend): it
+// was in flight on a connection that went down or at a stop, the peer
+// deferred it, or it came from a journal a crash left behind; the mark
+// survives backlog files and restarts. Any other 439 or 437 counts as
+// rejected.
 type PeerStats struct {
 	Name     string `json:"name"`
 	Offered  int64  `json:"offered"`

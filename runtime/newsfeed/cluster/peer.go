@@ -200,6 +200,17 @@ func (b *bodies) put(token string, h *held) {
 	b.mu.Unlock()
 }
 
+// delivered is how many times the entry of token was delivered; 0 when
+// it is not held.
+func (b *bodies) delivered(token string) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h, ok := b.m[token]; ok {
+		return h.delivered
+	}
+	return 0
+}
+
 func (b *bodies) take(token string) *held {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -385,7 +396,15 @@ func (c *outConn) Answer(_ time.Time, a peerconn.Answer) {
 		p.refused.Add(1)
 		c.settle(a.Article, ack)
 	case peerconn.Rejected:
-		p.rejects.Add(1)
+		// A 439 or 437 to an entry JetStream delivers again counts as
+		// refused: it was offered before (by a node that stopped or
+		// died with it, or the peer deferred it), the peer may hold it,
+		// and INN answers a duplicate with the same 439 as a rejection.
+		if c.bodies.delivered(a.Article.Token) > 1 {
+			p.refused.Add(1)
+		} else {
+			p.rejects.Add(1)
+		}
 		c.settle(a.Article, ack)
 	case peerconn.Deferred:
 		p.deferrals.Add(1)
