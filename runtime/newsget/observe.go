@@ -47,6 +47,39 @@ func (e *Engine) noteSegment(o *outFile, number, server int, verdicts []download
 	e.opts.OnSegment(n)
 }
 
+// FileNote is a file of a job, for Options.OnFile: queued for download
+// when the run starts, then finished (complete or not) once.
+type FileNote struct {
+	Job      string // the job's name (Job.Name)
+	File     int    // the file's index in the job's NZB
+	NZBName  string // its name from the NZB (sanitised); the .part is written under it
+	Bytes    int64  // its article bytes from the NZB
+	Finished bool   // false: queued for this run
+	// When Finished: Name is its final name and Size its size when
+	// Complete (whole and verified, also from an earlier run); Held is a
+	// recovery volume held back (not an incomplete file).
+	Name     string
+	Size     int64
+	Complete bool
+	Held     bool
+}
+
+// noteFile calls Options.OnFile for o. Called with mu held: OnFile must
+// be quick and must not call the Engine.
+func (e *Engine) noteFile(o *outFile) {
+	if e.opts.OnFile == nil {
+		return
+	}
+	n := FileNote{Job: o.job.name, File: o.idx, NZBName: o.nzbName}
+	if o.nzb != nil {
+		n.Bytes = o.nzb.Bytes()
+	}
+	if r := o.result; r != nil {
+		n.Finished, n.Name, n.Size, n.Complete, n.Held = true, r.Name, r.Size, r.Complete, r.Held
+	}
+	e.opts.OnFile(n)
+}
+
 // JobID is the name the job queue gives an NZB downloaded into dir (a
 // rerun of the same NZB into the same directory resumes it).
 func JobID(nzb []byte, dir string) string { return jobID(nzb, dir) }
