@@ -52,6 +52,7 @@ func (e *Engine) noteSegment(o *outFile, number, server int, verdicts []download
 type FileNote struct {
 	Job      string // the job's name (Job.Name)
 	File     int    // the file's index in the job's NZB
+	Files    int    // the number of files in the job's NZB
 	NZBName  string // its name from the NZB (sanitised); the .part is written under it
 	Bytes    int64  // its article bytes from the NZB
 	Finished bool   // false: queued for this run
@@ -70,7 +71,7 @@ func (e *Engine) noteFile(o *outFile) {
 	if e.opts.OnFile == nil {
 		return
 	}
-	n := FileNote{Job: o.job.name, File: o.idx, NZBName: o.nzbName}
+	n := FileNote{Job: o.job.name, File: o.idx, Files: len(o.job.files), NZBName: o.nzbName}
 	if o.nzb != nil {
 		n.Bytes = o.nzb.Bytes()
 	}

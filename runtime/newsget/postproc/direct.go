@@ -38,6 +38,9 @@ type Early struct {
 	log   *slog.Logger
 
 	mu       sync.Mutex
+	heard    map[int]bool     // the files noted, by index
+	files    int              // the job's number of files
+	first    string           // a RAR set's first volume, complete
 	pending  map[string]int64 // NZB name -> article bytes, of files queued
 	complete map[string]int64 // final name -> size
 	stopped  string           // why no direct unpack runs (any more)
@@ -51,7 +54,7 @@ func NewEarly(ctx context.Context, dir string, opts unpack.Options, slots Slots,
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Early{ctx: ctx, dir: dir, opts: opts, slots: slots, log: log,
-		pending: map[string]int64{}, complete: map[string]int64{}}
+		heard: map[int]bool{}, pending: map[string]int64{}, complete: map[string]int64{}}
 }
 
 // OnSegment gives the direct unpack up when an article is missing on
@@ -63,11 +66,15 @@ func (w *Early) OnSegment(n newsget.SegmentNote) {
 }
 
 // OnFile follows the job's files: it starts the direct unpack at the
-// first volume of a RAR set, tells it of every volume complete, and
-// gives it up at a file that ended incomplete.
+// first volume of a RAR set (once it has heard of every file of the job,
+// so that the reader knows which volumes are still to come), tells it of
+// every volume complete, and gives it up at a file that ended
+// incomplete.
 func (w *Early) OnFile(n newsget.FileNote) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.heard[n.File], w.files = true, n.Files
+	defer w.start()
 	if !n.Finished {
 		w.pending[n.NZBName] = n.Bytes
 		if w.d != nil {
@@ -88,17 +95,25 @@ func (w *Early) OnFile(n newsget.FileNote) {
 		w.d.Complete(n.Name, n.NZBName)
 		return
 	}
-	if w.stopped != "" || w.slots == nil || !unpack.IsDirectStart(n.Name) {
+	if w.first == "" && unpack.IsDirectStart(n.Name) {
+		w.first = n.Name
+	}
+}
+
+// start starts the direct unpack of w.first when every file is known.
+// Called with mu held.
+func (w *Early) start() {
+	if w.d != nil || w.first == "" || w.stopped != "" || w.slots == nil || len(w.heard) < w.files {
 		return
 	}
 	select {
 	case w.slots <- struct{}{}:
 	default:
 		w.stopped = "every direct unpack slot is busy"
-		w.log.Info("direct unpack: every slot busy; the set unpacks after the download", "set", n.Name)
+		w.log.Info("direct unpack: every slot busy; the set unpacks after the download", "set", w.first)
 		return
 	}
-	d, err := unpack.StartDirect(w.ctx, unpack.DirectSpec{Dir: w.dir, First: n.Name, Options: w.opts,
+	d, err := unpack.StartDirect(w.ctx, unpack.DirectSpec{Dir: w.dir, First: w.first, Options: w.opts,
 		Complete: maps.Clone(w.complete), Pending: maps.Clone(w.pending)})
 	if err != nil {
 		<-w.slots
@@ -106,7 +121,7 @@ func (w *Early) OnFile(n newsget.FileNote) {
 		return
 	}
 	w.d = d
-	w.log.Info("direct unpack started", "set", n.Name)
+	w.log.Info("direct unpack started", "set", w.first)
 	go func() {
 		err := d.Wait()
 		<-w.slots
@@ -143,6 +158,7 @@ func (w *Early) Stop() {
 	w.mu.Unlock()
 	if d != nil {
 		d.Discard()
+		w.log.Info("direct unpack stopped with the download; its staging folder removed", "set", d.First())
 	}
 }
 

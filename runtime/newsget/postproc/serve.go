@@ -2,6 +2,9 @@ package postproc
 
 import (
 	"context"
+	"log/slog"
+
+	"github.com/newsflow/newsflow/runtime/newsget"
 
 	"github.com/newsflow/newsflow/runtime/newsget/serve"
 	"github.com/newsflow/newsflow/runtime/newsget/unpack"
@@ -18,6 +21,20 @@ type Processor struct {
 	// Direct, when not nil, runs direct unpacks during downloads (Early)
 	// within its slots.
 	Direct Slots
+}
+
+// NewProcessor is newsget serve's Processor for cfg (checked, its
+// directories resolved): fetch held-back recovery volumes with cfg's
+// servers, repair, unpack and clean up as cfg says, and direct unpack
+// (direct_unpack, direct_unpack_max).
+func NewProcessor(cfg *newsget.Config, log *slog.Logger) *Processor {
+	p := &Processor{Options: Options{Fetch: EngineFetch(cfg, newsget.Options{Log: log}),
+		Unpack: cfg.Unpack == nil || *cfg.Unpack, Cleanup: cfg.Cleanup == nil || *cfg.Cleanup,
+		UnpackMaxRatio: cfg.UnpackMaxRatio, Log: log}}
+	if cfg.DirectUnpack == nil || *cfg.DirectUnpack {
+		p.Direct = NewSlots(max(cfg.DirectMax, 1))
+	}
+	return p
 }
 
 // StartEarly implements serve.EarlyStarter: the job's direct unpack,

@@ -201,6 +201,9 @@ func TestSonarrSequence(t *testing.T) {
 	if misc["complete_dir"] != filepath.Join(td.cfg.DownloadDir, "complete") {
 		t.Errorf("misc.complete_dir = %v", misc["complete_dir"])
 	}
+	if misc["direct_unpack"] != float64(1) || misc["direct_unpack_threads"] != float64(newsget.DefaultDirectMax) {
+		t.Errorf("misc.direct_unpack = %v, direct_unpack_threads = %v; want the defaults", misc["direct_unpack"], misc["direct_unpack_threads"])
+	}
 	var cats []string
 	for _, c := range cfg["categories"].([]any) {
 		cm := c.(map[string]any)

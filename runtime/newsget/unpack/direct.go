@@ -106,6 +106,7 @@ func StartDirect(ctx context.Context, spec DirectSpec) (*Direct, error) {
 		d.pending[n], sizes[n] = true, sz
 		names = append(names, n)
 	}
+	d.complete[spec.First] = true
 	var vol int64
 	for _, s := range Sets(names) {
 		if s.First() == spec.First {
