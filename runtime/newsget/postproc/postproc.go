@@ -27,7 +27,10 @@
 //     file's MD5 (its report is the second verify).
 //  5. With every set whole and no incomplete file left outside a set, the
 //     archives are unpacked and, with Cleanup, archives and PAR2 files are
-//     removed (runtime/newsget/unpack).
+//     removed (runtime/newsget/unpack). A RAR set that a direct unpack
+//     (direct.go) read whole during the download, with nothing repaired
+//     or renamed since, is renamed into place from its staging folder
+//     instead of being extracted again.
 //
 // Any failure stops the job there with Result.Err saying why: nothing is
 // removed, and incomplete files are back under NAME.part. Run writes what

@@ -33,6 +33,11 @@ import (
 // its files, is at its end, so nothing can be extracted before the last
 // volume is there.
 
+// directSyncEvery is how often a direct unpack fdatasyncs the file it
+// writes: the data is on disk by the time the last volume arrives, and
+// the final fsync has little left to do.
+const directSyncEvery = 32 << 20
+
 // ErrDirectStopped is the error of a Direct that Stop ended.
 var ErrDirectStopped = errors.New("direct unpack stopped")
 
@@ -152,7 +157,7 @@ func (d *Direct) run(o Options, vol int64) {
 		fail(err)
 		return
 	}
-	x := &extraction{ctx: d.ctx, stage: d.stage, opts: o, a: &d.a, seen: map[string]bool{}}
+	x := &extraction{ctx: d.ctx, stage: d.stage, opts: o, a: &d.a, seen: map[string]bool{}, syncEvery: directSyncEvery}
 	x.limit, x.limitWhy = archiveLimit(d.dir, vol, o)
 	err := guard(RAR, d.first, func() error {
 		_, err := walkRAR(filepath.Join(d.dir, d.first), o.Password, directFS{d}, x.add)

@@ -18,6 +18,10 @@
 // folder and leaves the archives where they are. Stale staging folders from
 // a crash are removed when Dir starts.
 //
+// A RAR set can also be extracted while it downloads (Direct, direct.go):
+// the same reader and staging folder, volumes opened as they arrive
+// complete; Dir then only renames what a Direct staged.
+//
 // Limits: at most MaxEntries entries per archive, and at most as many
 // bytes as the least of MaxBytes, MaxRatio times the archive's volumes
 // but at least MinLimit (an archive bomb: a small zip of a gigabyte of
@@ -237,6 +241,10 @@ type extraction struct {
 	entries  int
 	limit    int64  // bytes the archive may unpack to
 	limitWhy string // what sets limit, for the error
+	// syncEvery, when positive, fdatasyncs a file every that many bytes
+	// written (a direct unpack: so that little is left to flush when
+	// the last volume arrives).
+	syncEvery int64
 }
 
 // volumesSize adds up the sizes of the volumes in dir.
@@ -308,7 +316,11 @@ func (x *extraction) add(e entry, r io.Reader) error {
 		return err
 	}
 	h := crc32.NewIEEE()
-	n, err := copyLimited(io.MultiWriter(f, h), ctxReader{x.ctx, r}, left)
+	var w io.Writer = f
+	if x.syncEvery > 0 {
+		w = &syncingWriter{f: f, every: x.syncEvery}
+	}
+	n, err := copyLimited(io.MultiWriter(w, h), ctxReader{x.ctx, r}, left)
 	x.a.Bytes += n
 	if errors.Is(err, errTooBig) {
 		err = fmt.Errorf("%w, %s", err, x.limitWhy)
@@ -329,6 +341,22 @@ func (x *extraction) add(e entry, r io.Reader) error {
 	}
 	x.a.Files = append(x.a.Files, rel)
 	return nil
+}
+
+// syncingWriter writes to f, fdatasyncing it every so many bytes.
+type syncingWriter struct {
+	f       *os.File
+	every   int64
+	pending int64 // written since the last sync
+}
+
+func (s *syncingWriter) Write(p []byte) (int, error) {
+	n, err := s.f.Write(p)
+	if s.pending += int64(n); err == nil && s.pending >= s.every {
+		s.pending = 0
+		err = unix.Fdatasync(int(s.f.Fd()))
+	}
+	return n, err
 }
 
 // ctxReader stops reading once its context ends: a deleted job, or a
