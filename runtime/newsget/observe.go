@@ -20,7 +20,7 @@ type SegmentNote struct {
 	File     int    // the file's index in the job's NZB
 	Name     string // the file's name from the NZB (sanitised)
 	Number   int    // the segment's number
-	Bytes    int64  // its article bytes from the NZB
+	Bytes    int64  // its article bytes from the NZB (in the queued note)
 	Server   string // done: the server that delivered it
 	Failed   bool   // no server had it
 	FailedOn []string
@@ -54,7 +54,7 @@ type FileNote struct {
 	File     int    // the file's index in the job's NZB
 	Files    int    // the number of files in the job's NZB
 	NZBName  string // its name from the NZB (sanitised); the .part is written under it
-	Bytes    int64  // its article bytes from the NZB
+	Bytes    int64  // its article bytes from the NZB (in the queued note)
 	Finished bool   // false: queued for this run
 	// When Finished: Name is its final name and Size its size when
 	// Complete (whole and verified, also from an earlier run); Held is a
