@@ -20,7 +20,7 @@ type SegmentNote struct {
 	File     int    // the file's index in the job's NZB
 	Name     string // the file's name from the NZB (sanitised)
 	Number   int    // the segment's number
-	Bytes    int64  // its article bytes from the NZB (in the queued note)
+	Bytes    int64  // its article bytes from the NZB
 	Server   string // done: the server that delivered it
 	Failed   bool   // no server had it
 	FailedOn []string
