@@ -17,6 +17,7 @@ import (
 
 // SegmentNote is one segment done or failed, for Options.OnSegment.
 type SegmentNote struct {
+	Job      string // the job's name (Job.Name)
 	File     int    // the file's index in the job's NZB
 	Name     string // the file's name from the NZB (sanitised)
 	Number   int    // the segment's number
@@ -32,7 +33,7 @@ func (e *Engine) noteSegment(o *outFile, number, server int, verdicts []download
 	if e.opts.OnSegment == nil {
 		return
 	}
-	n := SegmentNote{File: o.idx, Name: o.nzbName, Number: number, Failed: verdicts != nil}
+	n := SegmentNote{Job: o.job.name, File: o.idx, Name: o.nzbName, Number: number, Failed: verdicts != nil}
 	if in, ok := e.sched.Segment(download.Key{File: o.key, Number: number}); ok {
 		n.Bytes = in.Bytes
 	}

@@ -162,9 +162,9 @@ func (w *Early) Stop() {
 	}
 }
 
-// downloaded says that the download is over and returns the direct
-// unpack, if one ran.
-func (w *Early) downloaded() *unpack.Direct {
+// Downloaded says that the download is over and returns the direct
+// unpack, if one ran, for Job.Direct.
+func (w *Early) Downloaded() *unpack.Direct {
 	w.mu.Lock()
 	d := w.d
 	w.mu.Unlock()

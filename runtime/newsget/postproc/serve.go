@@ -61,7 +61,7 @@ func (p *Processor) PostProcess(ctx context.Context, job serve.PostJob) serve.Po
 	pw := jobPassword(job)
 	var direct *unpack.Direct
 	if e, ok := job.Early.(*Early); ok && e != nil {
-		direct = e.downloaded()
+		direct = e.Downloaded()
 	}
 	if direct != nil {
 		defer direct.Discard() // unless Run's unpack used it
