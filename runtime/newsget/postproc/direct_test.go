@@ -13,6 +13,7 @@ import (
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/newsget/parity"
+	"github.com/newsflow/newsflow/runtime/newsget/unpack"
 	"github.com/newsflow/newsflow/runtime/newsget/unpack/rartest"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
@@ -259,5 +260,45 @@ func TestDirectUnpackPause(t *testing.T) {
 	log := sd.log.String()
 	if strings.Count(log, "direct unpack started") != 2 || !strings.Contains(log, "direct unpack used") {
 		t.Errorf("want the direct unpack started again after the resume and used:\n%s", log)
+	}
+}
+
+// TestEarlyHearsEveryFile: a job resumed with its volumes complete from
+// an earlier run notes them finished one by one; the direct unpack
+// starts only once every file of the job is known (else its reader,
+// reaching a volume not yet noted, would find it "not there"), and then
+// reads the whole set.
+func TestEarlyHearsEveryFile(t *testing.T) {
+	dir := t.TempDir()
+	vols := rartest.WriteRAR5([]rartest.Entry{{Name: "a.bin", Data: poster.RandomData(51, 30000)}}, 10000)
+	var notes []newsget.FileNote
+	for i, v := range vols {
+		n := fmt.Sprintf("x.part%d.rar", i+1)
+		if err := os.WriteFile(filepath.Join(dir, n), v, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		notes = append(notes, newsget.FileNote{File: i, Files: len(vols), NZBName: n, Finished: true, Name: n, Size: int64(len(v)), Complete: true})
+	}
+	w := NewEarly(context.Background(), dir, unpack.Options{}, NewSlots(1), nil)
+	w.OnFile(notes[0])
+	w.mu.Lock()
+	started := w.d != nil
+	w.mu.Unlock()
+	if started {
+		t.Fatal("the direct unpack started before every file of the job was noted")
+	}
+	for _, n := range notes[1:] {
+		w.OnFile(n)
+	}
+	d := w.Downloaded()
+	if d == nil {
+		t.Fatal("no direct unpack once every file was noted")
+	}
+	defer d.Discard()
+	if err := d.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if _, read, ok := d.Result(); !ok || len(read) != len(vols) {
+		t.Errorf("read %v, want the %d volumes", read, len(vols))
 	}
 }
