@@ -41,3 +41,20 @@ func TestYencSmall(t *testing.T) {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
 	}
 }
+
+// TestGetUnpackSmall runs newsbench get-unpack on a tiny release: a row
+// per case and round, the least and median of each, the load average and
+// the ratio line.
+func TestGetUnpackSmall(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := benchGetUnpack([]string{"-size", "2", "-volumes", "4", "-part", "100", "-connections", "2", "-rounds", "1"}, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	for _, re := range []string{`(?m)^false\s+1\s+[\d.]+\s+[\d.]+$`, `(?m)^true\s+1\s+[\d.]+\s+[\d.]+$`,
+		`(?m)^  with direct unpack: +min [\d.]+ s, median [\d.]+ s$`, `(?m)^  load average before `,
+		`(?m)^ratio get-unpack-2M-4vol time [\d.]+$`} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("no match for %s:\n%s", re, out.String())
+		}
+	}
+}

@@ -165,15 +165,28 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	engOpts := newsget.Options{Overwrite: *overwrite, Log: logger, MaxStartFailures: *connectTries}
-	eng, err := newsget.New(cfg, engOpts)
+	pp := postOptions{unpack: !*noUnpack && (cfg.Unpack == nil || *cfg.Unpack)}
+	pp.cleanup = !*noCleanup && (cfg.Cleanup == nil || *cfg.Cleanup)
+	pp.maxRatio = cfg.UnpackMaxRatio
+	ctx, cancel, interrupted := interruptContext()
+	defer cancel()
+	// Direct unpack: RAR sets extracted while they download (direct.go);
+	// the Engine's notes go to them, not to the fetches of recovery
+	// volumes (postprocessJobs uses engOpts as it is here).
+	dlOpts := engOpts
+	var direct directUnpacks
+	if pp.unpack && (cfg.DirectUnpack == nil || *cfg.DirectUnpack) {
+		direct = startDirect(ctx, cfg, list, logger)
+		defer direct.stop()
+		direct.hook(&dlOpts)
+	}
+	eng, err := newsget.New(cfg, dlOpts)
 	if err != nil {
 		printErr(stderr, err)
 		return 2
 	}
 	defer eng.Close()
 
-	ctx, cancel, interrupted := interruptContext()
-	defer cancel()
 	stopProgress := func() {}
 	if !*quiet {
 		stopProgress = startProgress(eng, stderr, term, *interval)
@@ -194,12 +207,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	// The fetches of recovery volumes open the job queue again.
 	eng.Close()
 	printSummary(stdout, sum)
-	pp := postOptions{unpack: !*noUnpack && (cfg.Unpack == nil || *cfg.Unpack)}
-	pp.cleanup = !*noCleanup && (cfg.Cleanup == nil || *cfg.Cleanup)
-	pp.maxRatio = cfg.UnpackMaxRatio
 	done := true
 	if sum.Quota == "" && sum.Fatal == "" {
-		done = postprocessJobs(ctx, cfg, engOpts, fs.Args(), sum, pp, stdout, stderr)
+		done = postprocessJobs(ctx, cfg, engOpts, fs.Args(), sum, pp, direct, stdout, stderr)
 	}
 	if code := interrupted(); code != 0 {
 		fmt.Fprintln(stderr, "newsget: interrupted during post-processing; the same command finishes it")

@@ -27,7 +27,7 @@ type postOptions struct {
 // names are the NZB files of the jobs, read again here (only for a job
 // that is post-processed) rather than kept in memory through the download.
 func postprocessJobs(ctx context.Context, cfg *newsget.Config, engOpts newsget.Options, names []string, sum *newsget.Summary,
-	pp postOptions, stdout, stderr io.Writer) bool {
+	pp postOptions, direct directUnpacks, stdout, stderr io.Writer) bool {
 	ok := true
 	fetch := postproc.EngineFetch(cfg, engOpts)
 	for _, name := range names {
@@ -58,7 +58,7 @@ func postprocessJobs(ctx context.Context, cfg *newsget.Config, engOpts newsget.O
 			continue
 		}
 		j.NZB = data
-		res := postproc.Run(ctx, postproc.Job{Dir: cfg.DownloadDir, Name: j.Name, Password: jobPassword(j), Files: files},
+		res := postproc.Run(ctx, postproc.Job{Dir: cfg.DownloadDir, Name: j.Name, Password: jobPassword(j), Files: files, Direct: direct.take(name)},
 			postproc.Options{Fetch: fetch, Unpack: pp.unpack, Cleanup: pp.cleanup, UnpackMaxRatio: pp.maxRatio, Log: engOpts.Log})
 		printPost(stdout, res)
 		if res.Err == nil && res.Settled {
@@ -110,6 +110,12 @@ func printPost(w io.Writer, res *postproc.Result) {
 	}
 	for _, r := range res.Repaired {
 		fmt.Fprintf(w, "repaired: %s (%d slices)\n", r.Name, r.Slices)
+	}
+	switch {
+	case res.Direct == "used":
+		fmt.Fprintln(w, "direct unpack: extracted during the download")
+	case res.Direct != "":
+		fmt.Fprintf(w, "direct unpack: not used (%s); extracted after the download\n", res.Direct)
 	}
 	if res.Unpack != nil {
 		printUnpack(w, res.Unpack)

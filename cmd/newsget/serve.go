@@ -70,9 +70,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	// Post-processing: verify, fetch just enough recovery volumes, repair,
 	// unpack, clean up (runtime/newsget/postproc); a job is Completed only
 	// then.
-	pp := &postproc.Processor{Options: postproc.Options{Fetch: postproc.EngineFetch(cfg, newsget.Options{Log: logger}),
-		Unpack: cfg.Unpack == nil || *cfg.Unpack, Cleanup: cfg.Cleanup == nil || *cfg.Cleanup,
-		UnpackMaxRatio: cfg.UnpackMaxRatio, Log: logger}}
+	pp := postproc.NewProcessor(cfg, logger)
 	// What keeps the daemon from starting is found before anything is
 	// written (the API key), so that it leaves nothing behind.
 	if len(cfg.Servers) == 0 {

@@ -31,6 +31,8 @@ import (
 //	unpack          = true       unpack RAR/7z/zip archives after a complete download
 //	cleanup         = true       then remove the archives and PAR2 files
 //	unpack_max_ratio = 20        an archive may unpack to this many times its volumes (at least 64 MiB)
+//	direct_unpack   = true       newsget serve: extract a RAR set while its later volumes download
+//	direct_unpack_max = 2        direct unpacks at once
 //
 //	[[server]]
 //	name = "primary"  host = "news.example"  port = 563  encryption = "tls"
@@ -52,6 +54,8 @@ type Config struct {
 	Unpack         *bool             `toml:"unpack"`  // true when absent
 	Cleanup        *bool             `toml:"cleanup"` // true when absent
 	UnpackMaxRatio int               `toml:"unpack_max_ratio"`
+	DirectUnpack   *bool             `toml:"direct_unpack"` // true when absent
+	DirectMax      int               `toml:"direct_unpack_max"`
 	Servers        []ServerConfig    `toml:"server"`
 	Serve          ServeConfig       `toml:"serve"`    // newsget serve (serve_config.go)
 	Categories     []Category        `toml:"category"` // newsget serve's categories
@@ -87,6 +91,7 @@ const (
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultIdleTimeout    = 30 * time.Second
 	DefaultUnpackMaxRatio = 20 // unpack.DefaultMaxRatio
+	DefaultDirectMax      = 2
 )
 
 // Encryption values.
@@ -230,6 +235,12 @@ func (c *Config) Check() error {
 	}
 	if c.UnpackMaxRatio < 1 {
 		errs = append(errs, c.errAt("unpack_max_ratio", "%d: want at least 1", c.UnpackMaxRatio))
+	}
+	if c.DirectMax == 0 && !set("direct_unpack_max") {
+		c.DirectMax = DefaultDirectMax
+	}
+	if c.DirectMax < 1 || c.DirectMax > 64 {
+		errs = append(errs, c.errAt("direct_unpack_max", "%d: want 1 to 64 (direct_unpack = false turns direct unpack off)", c.DirectMax))
 	}
 	for _, q := range []struct {
 		key string

@@ -35,6 +35,7 @@ func (c *Config) FillDefaults() {
 	}
 	yes(&c.Unpack)
 	yes(&c.Cleanup)
+	yes(&c.DirectUnpack)
 	for i := range c.Servers {
 		s := &c.Servers[i]
 		yes(&s.CertVerification)

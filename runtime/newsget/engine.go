@@ -79,6 +79,9 @@ type Options struct {
 	ReadBuffer int
 	// OnSegment hears of every segment done or failed (observe.go).
 	OnSegment func(SegmentNote)
+	// OnFile hears of every file of a job: queued for this run, or
+	// finished (observe.go).
+	OnFile func(FileNote)
 }
 
 // Job is one NZB to download.
@@ -511,6 +514,18 @@ func (e *Engine) prepare(j Job) (*jobRun, error) {
 			continue
 		}
 	}
+	// The files to download first, then those settled already: a
+	// listener that acts on a finished file knows every file to come.
+	for _, o := range jr.files {
+		if o.result == nil {
+			e.noteFile(o)
+		}
+	}
+	for _, o := range jr.files {
+		if o.result != nil {
+			e.noteFile(o)
+		}
+	}
 	return jr, nil
 }
 
@@ -746,6 +761,7 @@ func (e *Engine) finishFiles(final bool) {
 		taken := func(s string) bool { return e.taken[s] && s != o.reserved }
 		o.result = o.finish(e.opts.Overwrite, taken)
 		e.taken[o.result.Name] = true
+		e.noteFile(o)
 		if o.result.Complete {
 			e.log.Info("file complete", "name", o.result.Name, "bytes", o.result.Size)
 		} else {

@@ -17,6 +17,7 @@ import (
 
 // SegmentNote is one segment done or failed, for Options.OnSegment.
 type SegmentNote struct {
+	Job      string // the job's name (Job.Name)
 	File     int    // the file's index in the job's NZB
 	Name     string // the file's name from the NZB (sanitised)
 	Number   int    // the segment's number
@@ -32,7 +33,7 @@ func (e *Engine) noteSegment(o *outFile, number, server int, verdicts []download
 	if e.opts.OnSegment == nil {
 		return
 	}
-	n := SegmentNote{File: o.idx, Name: o.nzbName, Number: number, Failed: verdicts != nil}
+	n := SegmentNote{Job: o.job.name, File: o.idx, Name: o.nzbName, Number: number, Failed: verdicts != nil}
 	if in, ok := e.sched.Segment(download.Key{File: o.key, Number: number}); ok {
 		n.Bytes = in.Bytes
 	}
@@ -45,6 +46,40 @@ func (e *Engine) noteSegment(o *outFile, number, server int, verdicts []download
 		}
 	}
 	e.opts.OnSegment(n)
+}
+
+// FileNote is a file of a job, for Options.OnFile: queued for download
+// when the run starts, then finished (complete or not) once.
+type FileNote struct {
+	Job      string // the job's name (Job.Name)
+	File     int    // the file's index in the job's NZB
+	Files    int    // the number of files in the job's NZB
+	NZBName  string // its name from the NZB (sanitised); the .part is written under it
+	Bytes    int64  // its article bytes from the NZB (in the queued note)
+	Finished bool   // false: queued for this run
+	// When Finished: Name is its final name and Size its size when
+	// Complete (whole and verified, also from an earlier run); Held is a
+	// recovery volume held back (not an incomplete file).
+	Name     string
+	Size     int64
+	Complete bool
+	Held     bool
+}
+
+// noteFile calls Options.OnFile for o. Called with mu held: OnFile must
+// be quick and must not call the Engine.
+func (e *Engine) noteFile(o *outFile) {
+	if e.opts.OnFile == nil {
+		return
+	}
+	n := FileNote{Job: o.job.name, File: o.idx, Files: len(o.job.files), NZBName: o.nzbName}
+	if o.nzb != nil {
+		n.Bytes = o.nzb.Bytes()
+	}
+	if r := o.result; r != nil {
+		n.Finished, n.Name, n.Size, n.Complete, n.Held = true, r.Name, r.Size, r.Complete, r.Held
+	}
+	e.opts.OnFile(n)
 }
 
 // JobID is the name the job queue gives an NZB downloaded into dir (a

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,24 +44,53 @@ func sevenZipTool(t *testing.T) string {
 // HTTP test server; it stops when the test ends.
 type serveDaemon struct {
 	url string
-	log bytes.Buffer
+	log syncBuffer
+	cfg *newsget.Config
+}
+
+// syncBuffer is a log that the test reads while the daemon writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func startServe(t *testing.T, srv *nntptest.Server) *serveDaemon {
+	t.Helper()
+	return startServeWith(t, srv, nil)
+}
+
+// startServeWith is startServe with edit's changes to the configuration.
+func startServeWith(t *testing.T, srv *nntptest.Server, edit func(*newsget.Config)) *serveDaemon {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := &newsget.Config{DownloadDir: filepath.Join(dir, "dl"), Servers: []newsget.ServerConfig{
 		{Name: "main", Host: "127.0.0.1", Port: srv.Port(), Connections: 2}},
 		ArticleTimeout: tomlconf.Duration(5 * time.Second), ConnectTimeout: tomlconf.Duration(5 * time.Second)}
 	cfg.Serve.APIKey = serveKey
+	if edit != nil {
+		edit(cfg)
+	}
 	for _, check := range []func() error{cfg.Check, cfg.CheckServe, cfg.ResolveDirs} {
 		if err := check(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sd := &serveDaemon{}
+	sd := &serveDaemon{cfg: cfg}
 	log := slog.New(slog.NewTextHandler(&sd.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	pp := &Processor{Options: Options{Fetch: EngineFetch(cfg, newsget.Options{}), Unpack: true, Cleanup: true, Workers: 1, Log: log}}
+	pp := NewProcessor(cfg, log)
+	pp.Options.Workers = 1
 	d, err := serve.New(cfg, serve.Options{Log: log, PostProcess: pp, HoldRecovery: true,
 		Engine: newsget.Options{SyncInterval: 10 * time.Millisecond}})
 	if err != nil {

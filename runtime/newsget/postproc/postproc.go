@@ -27,7 +27,10 @@
 //     file's MD5 (its report is the second verify).
 //  5. With every set whole and no incomplete file left outside a set, the
 //     archives are unpacked and, with Cleanup, archives and PAR2 files are
-//     removed (runtime/newsget/unpack).
+//     removed (runtime/newsget/unpack). A RAR set that a direct unpack
+//     (direct.go) read whole during the download, with nothing repaired
+//     or renamed since, is renamed into place from its staging folder
+//     instead of being extracted again.
 //
 // Any failure stops the job there with Result.Err saying why: nothing is
 // removed, and incomplete files are back under NAME.part. Run writes what
@@ -83,6 +86,10 @@ type Job struct {
 	Name     string // for messages and the fetch job's name
 	Password string // of encrypted archives
 	Files    []*newsget.FileResult
+	// Direct is the direct unpack that ran during the download (Early),
+	// or nil. Run waits for it, uses what it extracted when nothing was
+	// repaired or renamed since, and removes what it left otherwise.
+	Direct *unpack.Direct
 }
 
 // Verified is the first verify of one PAR2 set.
@@ -125,7 +132,11 @@ type Result struct {
 	// servers, in bytes.
 	Received int64
 	Unpack   *unpack.Result // nil when not unpacked
-	Err      error          // nil: every file whole (and unpacked)
+	// Direct says what became of the direct unpack during the download:
+	// "" when none ran, "used" when its files were renamed into place,
+	// else why they were not (the set was extracted again).
+	Direct string
+	Err    error // nil: every file whole (and unpacked)
 	// Settled: files the download left incomplete are whole now; their
 	// results in Job.Files say so (Complete, under their names now), for
 	// newsget.SettleJob.
@@ -165,6 +176,9 @@ func Run(ctx context.Context, job Job, o Options) *Result {
 		byName: map[string]*newsget.FileResult{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
+	}
+	if job.Direct != nil {
+		defer job.Direct.Discard()
 	}
 	if err := r.run(ctx); err != nil {
 		r.res.Err = err
@@ -258,8 +272,26 @@ func (r *run) run(ctx context.Context) error {
 		files = append(files, n)
 	}
 	slices.Sort(files)
-	res, err := unpack.Dir(ctx, r.job.Dir, unpack.Options{Password: r.job.Password, Cleanup: r.o.Cleanup, Files: files,
-		MaxRatio: r.o.UnpackMaxRatio})
+	uo := unpack.Options{Password: r.job.Password, Cleanup: r.o.Cleanup, Files: files, MaxRatio: r.o.UnpackMaxRatio}
+	if d := r.job.Direct; d != nil {
+		switch err := d.Wait(); {
+		case err != nil:
+			r.res.Direct = err.Error()
+		case len(r.res.Repaired) > 0 || len(r.res.Renamed) > 0 || r.res.Settled:
+			r.res.Direct = "files were repaired or renamed after it read them"
+		default:
+			uo.Direct = []*unpack.Direct{d}
+		}
+	}
+	res, err := unpack.Dir(ctx, r.job.Dir, uo)
+	if len(uo.Direct) > 0 {
+		r.res.Direct = "used"
+		for _, a := range res.Archives {
+			if a.Name == r.job.Direct.First() && a.Err == nil {
+				r.log.Info("direct unpack used: its files renamed into place", "set", a.Name, "files", len(a.Files))
+			}
+		}
+	}
 	r.res.Unpack = res
 	if res != nil {
 		for _, n := range res.Removed {

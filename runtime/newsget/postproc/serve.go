@@ -2,6 +2,9 @@ package postproc
 
 import (
 	"context"
+	"log/slog"
+
+	"github.com/newsflow/newsflow/runtime/newsget"
 
 	"github.com/newsflow/newsflow/runtime/newsget/serve"
 	"github.com/newsflow/newsflow/runtime/newsget/unpack"
@@ -15,13 +18,53 @@ import (
 // removes the archives (as far as Options allow).
 type Processor struct {
 	Options Options
+	// Direct, when not nil, runs direct unpacks during downloads (Early)
+	// within its slots.
+	Direct Slots
+}
+
+// NewProcessor is newsget serve's Processor for cfg (checked, its
+// directories resolved): fetch held-back recovery volumes with cfg's
+// servers, repair, unpack and clean up as cfg says, and direct unpack
+// (direct_unpack, direct_unpack_max).
+func NewProcessor(cfg *newsget.Config, log *slog.Logger) *Processor {
+	p := &Processor{Options: Options{Fetch: EngineFetch(cfg, newsget.Options{Log: log}),
+		Unpack: cfg.Unpack == nil || *cfg.Unpack, Cleanup: cfg.Cleanup == nil || *cfg.Cleanup,
+		UnpackMaxRatio: cfg.UnpackMaxRatio, Log: log}}
+	if cfg.DirectUnpack == nil || *cfg.DirectUnpack {
+		p.Direct = NewSlots(max(cfg.DirectMax, 1))
+	}
+	return p
+}
+
+// StartEarly implements serve.EarlyStarter: the job's direct unpack,
+// when the Processor has Direct slots and the job is to be unpacked.
+func (p *Processor) StartEarly(ctx context.Context, job serve.PostJob) serve.Early {
+	if p.Direct == nil || !p.Options.Unpack || (job.PP != nil && *job.PP < 2) {
+		return nil
+	}
+	return NewEarly(ctx, job.Dir, unpack.Options{Password: jobPassword(job), MaxRatio: p.Options.UnpackMaxRatio}, p.Direct, p.Options.Log)
+}
+
+// jobPassword is the password of job's archives: its own, else
+// {{password}} in its name.
+func jobPassword(job serve.PostJob) string {
+	if job.Password != "" {
+		return job.Password
+	}
+	pw, _ := unpack.PasswordFromName(job.Name)
+	return pw
 }
 
 // PostProcess implements serve.PostProcessor.
 func (p *Processor) PostProcess(ctx context.Context, job serve.PostJob) serve.PostResult {
-	pw := job.Password
-	if pw == "" {
-		pw, _ = unpack.PasswordFromName(job.Name)
+	pw := jobPassword(job)
+	var direct *unpack.Direct
+	if e, ok := job.Early.(*Early); ok && e != nil {
+		direct = e.Downloaded()
+	}
+	if direct != nil {
+		defer direct.Discard() // unless Run's unpack used it
 	}
 	o := p.Options
 	pp := 3
@@ -36,7 +79,7 @@ func (p *Processor) PostProcess(ctx context.Context, job serve.PostJob) serve.Po
 	case 2:
 		o.Cleanup = false
 	}
-	res := Run(ctx, Job{Dir: job.Dir, Name: job.Name, Password: pw, Files: job.Files}, o)
+	res := Run(ctx, Job{Dir: job.Dir, Name: job.Name, Password: pw, Files: job.Files, Direct: direct}, o)
 	if res.Err != nil {
 		return serve.PostResult{Status: serve.Failed, Reason: res.Err.Error(), Encrypted: unpack.Encrypted(res.Err)}
 	}

@@ -275,11 +275,20 @@ func (d *Daemon) apiConfig() map[string]any {
 			"enable_tv_sorting": false, "enable_movie_sorting": false, "enable_date_sorting": false,
 			"pre_check": false, "history_retention": "", "history_retention_option": "all", "history_retention_number": 0,
 			"api_key": "", "port": "",
+			"direct_unpack": boolInt(d.cfg.DirectUnpack == nil || *d.cfg.DirectUnpack), "direct_unpack_threads": d.cfg.DirectMax,
 		},
 		"categories": d.apiCategories(),
 		"servers":    []any{},
 		"sorters":    []any{}, // SABnzbd 4's sorters: none (the *arr apps refuse active ones on their category)
 	}
+}
+
+// boolInt is a switch as SABnzbd's configuration shows it: 1 or 0.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // diskSpace returns free and total bytes of the file system holding dir.

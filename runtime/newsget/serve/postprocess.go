@@ -28,6 +28,29 @@ type PostJob struct {
 	// Files are the engine's results: complete and verified, or
 	// incomplete with the byte ranges missing.
 	Files []*newsget.FileResult
+	// Early is what StartEarly began during this run's download (nil
+	// when none: a job downloaded before a restart has none).
+	Early Early
+}
+
+// EarlyStarter is a PostProcessor that starts work while a job
+// downloads: direct unpack.
+type EarlyStarter interface {
+	// StartEarly is called as the download of job starts (job.Files is
+	// nil); nil means nothing to do early. ctx ends with the daemon.
+	StartEarly(ctx context.Context, job PostJob) Early
+}
+
+// Early is a job's work during its download. It hears the Engine's
+// notes (called with the Engine's lock held: quick, and never calling
+// the Engine); after the download it goes to PostProcess in
+// PostJob.Early, or is stopped.
+type Early interface {
+	OnSegment(newsget.SegmentNote)
+	OnFile(newsget.FileNote)
+	// Stop gives the work up and waits for it to end, leaving nothing
+	// behind: the download was paused, deleted or stopped.
+	Stop()
 }
 
 // PostStatus is a post-processed job's outcome.

@@ -96,21 +96,45 @@ func (d *Daemon) engineConfig(j *Job) newsget.Config {
 // runJob downloads j (unless an earlier run did), post-processes it and
 // settles it.
 func (d *Daemon) runJob(ctx context.Context, j *Job) {
-	if j.Downloaded == nil && !d.download(ctx, j) {
-		return
+	var early Early
+	if j.Downloaded == nil {
+		ok, e := d.download(ctx, j)
+		if !ok {
+			return
+		}
+		early = e
 	}
-	d.postProcess(ctx, j)
+	d.postProcess(ctx, j, early)
 }
 
-// download runs j through an Engine. It reports true when the download
-// ended and j.Downloaded is on disk (post-processing comes next); false
-// when the job was paused, deleted, stopped or settled.
-func (d *Daemon) download(ctx context.Context, j *Job) bool {
+// download runs j through an Engine, with the PostProcessor's early work
+// (EarlyStarter) beside it. It reports true when the download ended and
+// j.Downloaded is on disk (post-processing comes next, with the early
+// work); false when the job was paused, deleted, stopped or settled (the
+// early work is stopped then).
+func (d *Daemon) download(ctx context.Context, j *Job) (ok bool, early Early) {
 	data, err := os.ReadFile(d.store.nzbPath(j.ID))
 	if err != nil {
 		d.finish(j, HistoryEntry{Status: "Failed", FailMessage: fmt.Sprintf("NZB lost: %v", err)})
-		return false
+		return false, nil
 	}
+	if es, isES := d.opts.PostProcess.(EarlyStarter); isES {
+		d.mu.Lock()
+		pj := PostJob{Dir: d.jobDir(j.ID), Name: j.Name, Category: j.Category, Password: j.Password, PP: j.PP}
+		d.mu.Unlock()
+		early = es.StartEarly(ctx, pj)
+	}
+	defer func() {
+		if !ok && early != nil {
+			early.Stop()
+			early = nil
+		}
+	}()
+	return d.downloadWith(ctx, j, data, early), early
+}
+
+// downloadWith is download's run of the Engine over the NZB data.
+func (d *Daemon) downloadWith(ctx context.Context, j *Job, data []byte, early Early) bool {
 	cfg := d.engineConfig(j)
 	eo := d.opts.Engine
 	eo.Log = d.log.With("nzo_id", j.ID)
@@ -121,6 +145,10 @@ func (d *Daemon) download(ctx context.Context, j *Job) bool {
 		a.damage = append(a.damage, dlqueue.FileDamage{Name: f.Name, Bytes: f.Bytes})
 	}
 	eo.OnSegment = func(n newsget.SegmentNote) { d.onSegment(a, n) }
+	if early != nil {
+		eo.OnSegment = func(n newsget.SegmentNote) { d.onSegment(a, n); early.OnSegment(n) }
+		eo.OnFile = early.OnFile
+	}
 	eng, err := newsget.New(&cfg, eo)
 	if err != nil {
 		d.stopped(j, fmt.Sprintf("engine: %v", err))
@@ -200,7 +228,7 @@ func (d *Daemon) download(ctx context.Context, j *Job) bool {
 // a completed one to its category's folder and settles the job. A
 // shutdown leaves the job downloaded in the queue: the next start runs
 // post-processing again. Deleting the job cancels post-processing.
-func (d *Daemon) postProcess(ctx context.Context, j *Job) {
+func (d *Daemon) postProcess(ctx context.Context, j *Job, early Early) {
 	dir := d.jobDir(j.ID)
 	jctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -211,7 +239,7 @@ func (d *Daemon) postProcess(ctx context.Context, j *Job) {
 	d.mu.Unlock()
 	d.log.Info("post-processing", "nzo_id", j.ID, "name", j.Name)
 	res := d.opts.PostProcess.PostProcess(jctx, PostJob{Dir: dir, Name: j.Name, Category: j.Category, Password: j.Password,
-		Files: j.Downloaded.Files, PP: pp})
+		Files: j.Downloaded.Files, PP: pp, Early: early})
 	d.mu.Lock()
 	d.run = nil
 	stop := a.stop

@@ -201,6 +201,9 @@ func TestSonarrSequence(t *testing.T) {
 	if misc["complete_dir"] != filepath.Join(td.cfg.DownloadDir, "complete") {
 		t.Errorf("misc.complete_dir = %v", misc["complete_dir"])
 	}
+	if misc["direct_unpack"] != float64(1) || misc["direct_unpack_threads"] != float64(newsget.DefaultDirectMax) {
+		t.Errorf("misc.direct_unpack = %v, direct_unpack_threads = %v; want the defaults", misc["direct_unpack"], misc["direct_unpack_threads"])
+	}
 	var cats []string
 	for _, c := range cfg["categories"].([]any) {
 		cm := c.(map[string]any)
@@ -440,7 +443,10 @@ func TestFailFast(t *testing.T) {
 	defer td.stop()
 	add := td.addFile(t, poster.NZB(vol, data), "x.nzb", "", "")
 	h := td.waitHistory(t, add["nzo_ids"].([]any)[0].(string))
-	if h["status"] != "Failed" || !strings.HasPrefix(h["fail_message"].(string), "too many articles missing: repair needs at least 2 PAR2 blocks, at most 1 are available") {
+	// Two or three blocks: yEnc's escapes make each part's article a
+	// little longer or shorter than the volume's, and which parts fail
+	// first is the connections' race.
+	if h["status"] != "Failed" || !regexp.MustCompile(`^too many articles missing: repair needs at least [23] PAR2 blocks, at most 1 are available`).MatchString(h["fail_message"].(string)) {
 		t.Errorf("history = %v", h)
 	}
 }

@@ -38,42 +38,55 @@ type walkFunc func(e entry, r io.Reader) error
 // archive comes from strangers: a decoder library that panics on a
 // header it did not expect (Fuzz7z found one in sevenzip's header
 // reader) fails this archive with an error instead of the process.
-func walk(format Format, path, password string, maxEntries int, fn walkFunc) (err error) {
+func walk(format Format, path, password string, maxEntries int, fn walkFunc) error {
+	return guard(format, path, func() error {
+		switch format {
+		case RAR:
+			_, err := walkRAR(path, password, nil, fn)
+			return err
+		case SevenZip:
+			return walk7z(path, password, defaultLimits7z(maxEntries), fn)
+		case Zip:
+			return walkZip(path, fn)
+		}
+		return fmt.Errorf("unknown archive format %q", format)
+	})
+}
+
+// guard runs read, turning a panic of a decoder library into the
+// archive's error.
+func guard(format Format, path string, read func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("%s archive %s is damaged: its decoder failed: %v", format, filepath.Base(path), v)
 		}
 	}()
-	switch format {
-	case RAR:
-		return walkRAR(path, password, fn)
-	case SevenZip:
-		return walk7z(path, password, defaultLimits7z(maxEntries), fn)
-	case Zip:
-		return walkZip(path, fn)
-	}
-	return fmt.Errorf("unknown archive format %q", format)
+	return read()
 }
 
-// walkRAR reads a RAR 1.5-7 archive, following its volumes. The library
-// checks each file's CRC-32 (or BLAKE2 hash) at its end.
-func walkRAR(path, password string, fn walkFunc) error {
+// walkRAR reads a RAR 1.5-7 archive, following its volumes (opened
+// through fsys when not nil), and returns the names of the volumes read.
+// The library checks each file's CRC-32 (or BLAKE2 hash) at its end.
+func walkRAR(path, password string, fsys fs.FS, fn walkFunc) ([]string, error) {
 	opts := []rardecode.Option{rardecode.MaxDictionarySize(maxRARDictionary)}
 	if password != "" {
 		opts = append(opts, rardecode.Password(password))
 	}
+	if fsys != nil {
+		opts = append(opts, rardecode.FileSystem(fsys))
+	}
 	rc, err := rardecode.OpenReader(path, opts...)
 	if err != nil {
-		return passwordHint(err, password)
+		return nil, passwordHint(err, password)
 	}
 	defer rc.Close()
 	for {
 		h, err := rc.Next()
 		if err == io.EOF {
-			return nil
+			return rc.Volumes(), nil
 		}
 		if err != nil {
-			return passwordHint(err, password)
+			return nil, passwordHint(err, password)
 		}
 		e := entry{name: h.Name, dir: h.IsDir, link: h.LinkType != 0 || h.Mode()&fs.ModeSymlink != 0, size: h.UnPackedSize}
 		if h.UnKnownSize {
@@ -84,7 +97,7 @@ func walkRAR(path, password string, fn walkFunc) error {
 			r = nil
 		}
 		if err := fn(e, r); err != nil {
-			return passwordHint(err, password)
+			return nil, passwordHint(err, password)
 		}
 	}
 }

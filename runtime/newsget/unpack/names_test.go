@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/runtime/newsget/unpack/rartest"
 )
 
 func TestSets(t *testing.T) {
@@ -155,9 +156,9 @@ func fuzzArchive(t *testing.T, name string, data []byte) {
 }
 
 func FuzzRAR(f *testing.F) {
-	vols := writeRAR5([]rarEntry{{name: "d", dir: true}, {name: "d/a", data: []byte("hello")}, {name: "../x", data: []byte("x")}}, 0)
+	vols := rartest.WriteRAR5([]rartest.Entry{{Name: "d", Dir: true}, {Name: "d/a", Data: []byte("hello")}, {Name: "../x", Data: []byte("x")}}, 0)
 	f.Add(vols[0])
-	f.Add(writeRAR5([]rarEntry{{name: "a", data: bytes.Repeat([]byte("z"), 100)}}, 0)[0])
+	f.Add(rartest.WriteRAR5([]rartest.Entry{{Name: "a", Data: bytes.Repeat([]byte("z"), 100)}}, 0)[0])
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzArchive(t, "x.rar", data) })
 }
 
@@ -193,7 +194,7 @@ func FuzzRAR5RoundTrip(f *testing.F) {
 		if err != nil || len(data) > 4096 {
 			return
 		}
-		vols := writeRAR5([]rarEntry{{name: name, data: data}}, int(per))
+		vols := rartest.WriteRAR5([]rartest.Entry{{Name: name, Data: data}}, int(per))
 		dir := t.TempDir()
 		for i, n := range rarVolumes("x", len(vols), false) {
 			if err := os.WriteFile(filepath.Join(dir, n), vols[i], 0o644); err != nil {

@@ -18,6 +18,10 @@
 // folder and leaves the archives where they are. Stale staging folders from
 // a crash are removed when Dir starts.
 //
+// A RAR set can also be extracted while it downloads (Direct, direct.go):
+// the same reader and staging folder, volumes opened as they arrive
+// complete; Dir then only renames what a Direct staged.
+//
 // Limits: at most MaxEntries entries per archive, and at most as many
 // bytes as the least of MaxBytes, MaxRatio times the archive's volumes
 // but at least MinLimit (an archive bomb: a small zip of a gigabyte of
@@ -84,6 +88,10 @@ type Options struct {
 	MaxEntries int
 	MaxBytes   int64
 	MaxRatio   int
+	// Direct are the job's direct unpacks (StartDirect): a set one of
+	// them read whole, and whose volumes are the ones it read, is
+	// renamed into place from its staging folder, not extracted again.
+	Direct []*Direct
 }
 
 // Archive is what became of one archive.
@@ -136,7 +144,7 @@ func Dir(ctx context.Context, dir string, opts Options) (*Result, error) {
 	}
 	var names []string
 	for _, de := range list {
-		if de.IsDir() && strings.HasPrefix(de.Name(), stagePrefix) {
+		if de.IsDir() && strings.HasPrefix(de.Name(), stagePrefix) && !isStageOf(opts, de.Name()) {
 			// Left by a crash in the middle of an unpack; its archive
 			// is still here and is unpacked again below.
 			if err := os.RemoveAll(filepath.Join(dir, de.Name())); err != nil {
@@ -188,6 +196,19 @@ func unpackSet(ctx context.Context, dir string, s Set, opts Options) Archive {
 		return a
 	}
 	stage := filepath.Join(dir, stagePrefix+newsget.SanitizeName(a.Name, "archive"))
+	if d := directFor(opts, a.Name); d != nil {
+		if x, ok := d.take(s); ok {
+			// Extracted and verified during the download: only the
+			// renames are left.
+			defer os.RemoveAll(stage)
+			x.a = &a
+			a.Files, a.Bytes, a.Skipped = d.a.Files, d.a.Bytes, d.a.Skipped
+			if err := x.commit(dir); err != nil {
+				a.Err = fmt.Errorf("unpack %s: %w", a.Name, err)
+			}
+			return a
+		}
+	}
 	if err := os.RemoveAll(stage); err != nil {
 		a.Err = fmt.Errorf("unpack %s: %w", a.Name, err)
 		return a
@@ -198,7 +219,7 @@ func unpackSet(ctx context.Context, dir string, s Set, opts Options) Archive {
 	}
 	defer os.RemoveAll(stage)
 	x := &extraction{ctx: ctx, stage: stage, opts: opts, a: &a, seen: map[string]bool{}}
-	x.limit, x.limitWhy = archiveLimit(dir, s.Volumes, opts)
+	x.limit, x.limitWhy = archiveLimit(dir, volumesSize(dir, s.Volumes), opts)
 	if err := walk(s.Format, filepath.Join(dir, a.Name), opts.Password, opts.MaxEntries, x.add); err != nil {
 		a.Err = fmt.Errorf("unpack %s: %w", a.Name, err)
 		return a
@@ -220,17 +241,26 @@ type extraction struct {
 	entries  int
 	limit    int64  // bytes the archive may unpack to
 	limitWhy string // what sets limit, for the error
+	// syncEvery, when positive, fdatasyncs a file every that many bytes
+	// written (a direct unpack: so that little is left to flush when
+	// the last volume arrives).
+	syncEvery int64
 }
 
-// archiveLimit is the most bytes an archive of these volumes in dir may
-// unpack to, and what sets that bound.
-func archiveLimit(dir string, volumes []string, opts Options) (int64, string) {
+// volumesSize adds up the sizes of the volumes in dir.
+func volumesSize(dir string, volumes []string) int64 {
 	var vol int64
 	for _, v := range volumes {
 		if st, err := os.Stat(filepath.Join(dir, v)); err == nil {
 			vol += st.Size()
 		}
 	}
+	return vol
+}
+
+// archiveLimit is the most bytes an archive of vol bytes of volumes in
+// dir may unpack to, and what sets that bound.
+func archiveLimit(dir string, vol int64, opts Options) (int64, string) {
 	limit, why := int64(math.MaxInt64), ""
 	if vol <= math.MaxInt64/int64(opts.MaxRatio) {
 		limit = max(vol*int64(opts.MaxRatio), MinLimit)
@@ -286,7 +316,11 @@ func (x *extraction) add(e entry, r io.Reader) error {
 		return err
 	}
 	h := crc32.NewIEEE()
-	n, err := copyLimited(io.MultiWriter(f, h), r, left)
+	var w io.Writer = f
+	if x.syncEvery > 0 {
+		w = &syncingWriter{f: f, every: x.syncEvery}
+	}
+	n, err := copyLimited(io.MultiWriter(w, h), ctxReader{x.ctx, r}, left)
 	x.a.Bytes += n
 	if errors.Is(err, errTooBig) {
 		err = fmt.Errorf("%w, %s", err, x.limitWhy)
@@ -307,6 +341,36 @@ func (x *extraction) add(e entry, r io.Reader) error {
 	}
 	x.a.Files = append(x.a.Files, rel)
 	return nil
+}
+
+// syncingWriter writes to f, fdatasyncing it every so many bytes.
+type syncingWriter struct {
+	f       *os.File
+	every   int64
+	pending int64 // written since the last sync
+}
+
+func (s *syncingWriter) Write(p []byte) (int, error) {
+	n, err := s.f.Write(p)
+	if s.pending += int64(n); err == nil && s.pending >= s.every {
+		s.pending = 0
+		err = unix.Fdatasync(int(s.f.Fd()))
+	}
+	return n, err
+}
+
+// ctxReader stops reading once its context ends: a deleted job, or a
+// direct unpack given up, stops within the entry being copied.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // errCRC is a file whose contents do not match the archive's CRC-32.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/runtime/newsget/unpack/rartest"
 )
 
 // pattern returns n bytes that differ from file to file (seed).
@@ -96,8 +97,8 @@ func rarVolumes(base string, n int, old bool) []string {
 
 func TestRAR5Volumes(t *testing.T) {
 	big, small := pattern(5000, 1), pattern(300, 2)
-	entries := []rarEntry{{name: "show", dir: true}, {name: "show/big.bin", data: big}, {name: "small.txt", data: small}}
-	vols := writeRAR5(entries, 2000)
+	entries := []rartest.Entry{{Name: "show", Dir: true}, {Name: "show/big.bin", Data: big}, {Name: "small.txt", Data: small}}
+	vols := rartest.WriteRAR5(entries, 2000)
 	if len(vols) < 3 {
 		t.Fatalf("writer made %d volumes, want at least 3 (a file spanning volumes)", len(vols))
 	}
@@ -136,7 +137,7 @@ func TestRAR5Volumes(t *testing.T) {
 
 func TestRAR5Failures(t *testing.T) {
 	data := pattern(3000, 3)
-	vols := writeRAR5([]rarEntry{{name: "f.bin", data: data}}, 1200)
+	vols := rartest.WriteRAR5([]rartest.Entry{{Name: "f.bin", Data: data}}, 1200)
 	tests := []struct {
 		name    string
 		change  func(names []string, files map[string][]byte)
@@ -438,13 +439,13 @@ func TestFilesLimitsTheJob(t *testing.T) {
 // (an archive encryption header, type 4, after the signature) cannot be
 // listed without a password; the error says where a password comes from.
 func TestRARHeadersEncrypted(t *testing.T) {
-	h := vint(nil, 4) // archive encryption header
-	h = vint(h, 0)    // no extra area, no data
-	h = vint(h, 0)    // encryption version 0 (AES-256)
-	h = vint(h, 0)    // no password check value
-	h = append(h, 15) // KDF count
+	h := rartest.Vint(nil, 4) // archive encryption header
+	h = rartest.Vint(h, 0)    // no extra area, no data
+	h = rartest.Vint(h, 0)    // encryption version 0 (AES-256)
+	h = rartest.Vint(h, 0)    // no password check value
+	h = append(h, 15)         // KDF count
 	h = append(h, bytes.Repeat([]byte{7}, 16)...)
-	vol := append(append([]byte(nil), rar5Signature...), rar5Block(h)...)
+	vol := append(append([]byte(nil), rartest.Signature...), rartest.Block(h)...)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string][]byte{"x.rar": vol})
 	res, err := Dir(context.Background(), dir, Options{Cleanup: true})

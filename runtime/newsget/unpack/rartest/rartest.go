@@ -1,19 +1,19 @@
-package unpack
+// Package rartest writes RAR 5 volume sets for tests and benchmarks:
+// stored (method 0) files split across volumes, enough to test volume
+// handling (the RAR 5.0 archive format, www.rarlab.com/technote.htm).
+// Its inverse is the rardecode library's reader.
+package rartest
 
 import (
 	"encoding/binary"
 	"hash/crc32"
 )
 
-// A small RAR 5 writer for tests: stored (method 0) files split across
-// volumes, enough to test volume handling (the RAR 5.0 archive format,
-// www.rarlab.com/technote.htm). Its inverse is the library's reader.
-
-// rarEntry is a file (or directory) to put in a test archive.
-type rarEntry struct {
-	name string
-	data []byte
-	dir  bool
+// Entry is a file (or directory) to put in a test archive.
+type Entry struct {
+	Name string
+	Data []byte
+	Dir  bool
 }
 
 // RAR 5 block types and flags (technote "General archive structure").
@@ -31,10 +31,11 @@ const (
 	rar5FileCRC   = 0x0004
 )
 
-var rar5Signature = []byte{'R', 'a', 'r', '!', 0x1a, 0x07, 0x01, 0x00}
+// Signature starts every RAR 5 volume.
+var Signature = []byte{'R', 'a', 'r', '!', 0x1a, 0x07, 0x01, 0x00}
 
-// vint appends RAR 5's variable-length integer: 7 bits a byte, low first.
-func vint(b []byte, v uint64) []byte {
+// Vint appends RAR 5's variable-length integer: 7 bits a byte, low first.
+func Vint(b []byte, v uint64) []byte {
 	for v >= 0x80 {
 		b = append(b, byte(v)|0x80)
 		v >>= 7
@@ -42,9 +43,9 @@ func vint(b []byte, v uint64) []byte {
 	return append(b, byte(v))
 }
 
-// rar5Block frames a header: CRC32 of (size vint + header), size, header.
-func rar5Block(header []byte) []byte {
-	sized := vint(nil, uint64(len(header)))
+// Block frames a header: CRC32 of (size vint + header), size, header.
+func Block(header []byte) []byte {
+	sized := Vint(nil, uint64(len(header)))
 	sized = append(sized, header...)
 	out := binary.LittleEndian.AppendUint32(nil, crc32.ChecksumIEEE(sized))
 	return append(out, sized...)
@@ -53,7 +54,7 @@ func rar5Block(header []byte) []byte {
 // rar5FileBlock is a file header block for one piece of a file, followed
 // by the piece. crc is the whole file's CRC-32 on its last piece and the
 // piece's own CRC-32 before that (technote: "Data CRC32").
-func rar5FileBlock(e rarEntry, piece []byte, first, last bool) []byte {
+func rar5FileBlock(e Entry, piece []byte, first, last bool) []byte {
 	flags := uint64(rar5HasData)
 	if !first {
 		flags |= rar5NotFirst
@@ -61,36 +62,36 @@ func rar5FileBlock(e rarEntry, piece []byte, first, last bool) []byte {
 	if !last {
 		flags |= rar5NotLast
 	}
-	h := vint(nil, rar5File)
-	h = vint(h, flags)
-	h = vint(h, uint64(len(piece)))
+	h := Vint(nil, rar5File)
+	h = Vint(h, flags)
+	h = Vint(h, uint64(len(piece)))
 	fileFlags := uint64(rar5FileCRC)
 	attrs := uint64(0o644)
-	if e.dir {
+	if e.Dir {
 		fileFlags |= rar5FileDir
 		attrs = 0o755 | 0o040000
 	}
-	h = vint(h, fileFlags)
-	h = vint(h, uint64(len(e.data)))
-	h = vint(h, attrs)
+	h = Vint(h, fileFlags)
+	h = Vint(h, uint64(len(e.Data)))
+	h = Vint(h, attrs)
 	sum := crc32.ChecksumIEEE(piece)
 	if last {
-		sum = crc32.ChecksumIEEE(e.data)
+		sum = crc32.ChecksumIEEE(e.Data)
 	}
 	h = binary.LittleEndian.AppendUint32(h, sum)
-	h = vint(h, 0) // compression: version 0, method 0 (store)
-	h = vint(h, 1) // host OS: Unix
-	h = vint(h, uint64(len(e.name)))
-	h = append(h, e.name...)
-	return append(rar5Block(h), piece...)
+	h = Vint(h, 0) // compression: version 0, method 0 (store)
+	h = Vint(h, 1) // host OS: Unix
+	h = Vint(h, uint64(len(e.Name)))
+	h = append(h, e.Name...)
+	return append(Block(h), piece...)
 }
 
-// writeRAR5 returns the volumes of a stored RAR 5 archive holding entries,
+// WriteRAR5 returns the volumes of a stored RAR 5 archive holding entries,
 // each volume carrying at most per bytes of file data (all in one volume
 // when per <= 0).
-func writeRAR5(entries []rarEntry, per int) [][]byte {
+func WriteRAR5(entries []Entry, per int) [][]byte {
 	type piece struct {
-		e           rarEntry
+		e           Entry
 		data        []byte
 		first, last bool
 	}
@@ -99,7 +100,7 @@ func writeRAR5(entries []rarEntry, per int) [][]byte {
 	var cur []piece
 	room := per
 	for _, e := range entries {
-		rest := e.data
+		rest := e.Data
 		first := true
 		for {
 			n := len(rest)
@@ -123,9 +124,9 @@ func writeRAR5(entries []rarEntry, per int) [][]byte {
 	multi := len(vols) > 1
 	out := make([][]byte, len(vols))
 	for i, ps := range vols {
-		b := append([]byte(nil), rar5Signature...)
-		main := vint(nil, rar5Main)
-		main = vint(main, 0)
+		b := append([]byte(nil), Signature...)
+		main := Vint(nil, rar5Main)
+		main = Vint(main, 0)
 		var af uint64
 		if multi {
 			af |= rar5Volume
@@ -133,22 +134,22 @@ func writeRAR5(entries []rarEntry, per int) [][]byte {
 		if i > 0 {
 			af |= rar5VolNumber
 		}
-		main = vint(main, af)
+		main = Vint(main, af)
 		if i > 0 {
-			main = vint(main, uint64(i))
+			main = Vint(main, uint64(i))
 		}
-		b = append(b, rar5Block(main)...)
+		b = append(b, Block(main)...)
 		for _, p := range ps {
 			b = append(b, rar5FileBlock(p.e, p.data, p.first, p.last)...)
 		}
-		end := vint(nil, rar5End)
-		end = vint(end, 0)
+		end := Vint(nil, rar5End)
+		end = Vint(end, 0)
 		var ef uint64
 		if i < len(vols)-1 {
 			ef = rar5EndMore
 		}
-		end = vint(end, ef)
-		out[i] = append(b, rar5Block(end)...)
+		end = Vint(end, ef)
+		out[i] = append(b, Block(end)...)
 	}
 	return out
 }
