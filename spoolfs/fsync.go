@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 )
 
-// syncDir makes the directory entries of dir durable (created, renamed or
+// SyncDir makes the directory entries of dir durable (created, renamed or
 // removed names): the step after every create, rename and remove.
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("fsync dir: %w", err)
@@ -23,12 +23,15 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// WriteFileDurable replaces path with data by the durable-replace steps:
-// write temp, fsync temp, rename over path, fsync the parent directory. A crash
-// at any step leaves either the old file or the new one, never a mix.
-func WriteFileDurable(path string, data []byte) error {
+// WriteFileDurable replaces path with data, a file of mode perm, by the
+// durable-replace steps: write path.tmp, fsync it, rename it over path,
+// fsync the parent directory. A crash at any step leaves either the old
+// file or the new one, never a mix (and perhaps path.tmp, which the next
+// write replaces). One writer at a time per path.
+func WriteFileDurable(path string, data []byte, perm os.FileMode) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	os.Remove(tmp) // a crash's leftover: a new file gets perm
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
@@ -50,7 +53,7 @@ func WriteFileDurable(path string, data []byte) error {
 		os.Remove(tmp)
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
 }
 
 // ProbeWrite writes, syncs and removes a 64 KiB file in dir: whether the

@@ -769,7 +769,7 @@ func (h *History) Expire(now time.Time, keep, keepRejected time.Duration) (remov
 	// The log's reader is already tf (the rebuild); now its writer too.
 	s.hfile, s.hoff = tf, w.n
 	old.Close()
-	if err := syncDir(s.dir); err != nil {
+	if err := SyncDir(s.dir); err != nil {
 		return removed, fmt.Errorf("history: expire: rewrite %s: %w", path, err)
 	}
 

@@ -408,7 +408,7 @@ func TestHistoryReplayBatches(t *testing.T) {
 		t.Fatal("no id stored again after its forget: the test tests less than it says")
 	}
 	log = appendCheckpoint(log, Position{Seg: 1, Off: segHeaderSize}, 0)
-	if err := WriteFileDurable(filepath.Join(dir, histFileName), log); err != nil {
+	if err := WriteFileDurable(filepath.Join(dir, histFileName), log, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s = openT(t, dir, SpoolOptions{})
@@ -496,7 +496,7 @@ func TestHistoryTornTailNotServed(t *testing.T) {
 	log = appendHistRecord(log, kindForget, msgID("gone", 1), Token{}, 0)
 	log = appendHistRecord(log, kindForget, msgID("gone", 2), Token{}, 0)
 	log = append(log, make([]byte, 4096)...) // the torn tail
-	if err := WriteFileDurable(filepath.Join(dir, histFileName), log); err != nil {
+	if err := WriteFileDurable(filepath.Join(dir, histFileName), log, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// An index sized for what follows: no rebuild reads the log again.

@@ -200,7 +200,7 @@ func OpenJobQueue(dir string, opts JobQueueOptions) (*JobQueue, error) {
 		}
 	}
 	if made {
-		if err := syncDir(dir); err != nil {
+		if err := SyncDir(dir); err != nil {
 			return nil, fmt.Errorf("jobqueue: open %s: %w", dir, err)
 		}
 	}
@@ -343,7 +343,7 @@ func (q *JobQueue) Enqueue(job string, contents io.Reader, dests ...jobs.Metadat
 	if err := q.enqueueData(jobDir, ids, contents, dests); err != nil {
 		if !errors.Is(err, errJobCrash) && q.broken == nil {
 			os.RemoveAll(q.path(jobDir))
-			syncDir(q.path(jqData))
+			SyncDir(q.path(jqData))
 			q.mu.Lock()
 			for _, id := range ids {
 				q.led.Apply(id, jobs.OnAbort)
@@ -846,7 +846,7 @@ func (q *JobQueue) remove(rel, label string) error {
 }
 
 func (q *JobQueue) fsyncDir(rel string) error {
-	if err := syncDir(q.path(rel)); err != nil {
+	if err := SyncDir(q.path(rel)); err != nil {
 		return &fsyncError{err}
 	}
 	q.op("fsync %s", rel)

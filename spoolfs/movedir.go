@@ -30,7 +30,7 @@ func MoveDir(from, to string) error {
 	}
 	err := os.Rename(from, to)
 	if err == nil {
-		return errors.Join(syncDir(filepath.Dir(to)), syncDir(filepath.Dir(from)))
+		return errors.Join(SyncDir(filepath.Dir(to)), SyncDir(filepath.Dir(from)))
 	}
 	if !errors.Is(err, syscall.EXDEV) {
 		return fmt.Errorf("move %s: %w", from, err)
@@ -47,14 +47,14 @@ func MoveDir(from, to string) error {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("move %s across file systems: %w", from, err)
 	}
-	if err := syncDir(filepath.Dir(to)); err != nil {
+	if err := SyncDir(filepath.Dir(to)); err != nil {
 		return fmt.Errorf("move %s across file systems: %w", from, err)
 	}
 	// The copy is durable at to: the source may go.
 	if err := os.RemoveAll(from); err != nil {
 		return fmt.Errorf("move %s: copied to %s, but removing the source: %w", from, to, err)
 	}
-	return syncDir(filepath.Dir(from))
+	return SyncDir(filepath.Dir(from))
 }
 
 // copyDirDurable copies the directory src to dst (which must not exist),
@@ -96,7 +96,7 @@ func copyDirDurable(src, dst string) error {
 	// Deepest first, so each directory's entries are durable before the
 	// entry naming it in its parent.
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := syncDir(dirs[i]); err != nil {
+		if err := SyncDir(dirs[i]); err != nil {
 			return err
 		}
 	}

@@ -553,7 +553,7 @@ func (s *Spool) syncLocked(ckpt bool) error {
 	}
 	s.release(act)
 	if err == nil && dirSync {
-		err = syncDir(s.segDir)
+		err = SyncDir(s.segDir)
 	}
 	if err != nil {
 		s.setFatal(fmt.Errorf("spool: sync: %w", err))

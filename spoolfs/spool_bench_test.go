@@ -200,7 +200,7 @@ func openWithHistoryLog(b *testing.B, ids []string) *Spool {
 		log = appendHistRecord(log, kindArticle, id, Token{Seg: 0, Off: uint64(48 + i*2100), Len: 2000}, t0.UnixNano())
 	}
 	log = appendCheckpoint(log, Position{Seg: 1, Off: segHeaderSize}, 0)
-	if err := WriteFileDurable(filepath.Join(dir, histFileName), log); err != nil {
+	if err := WriteFileDurable(filepath.Join(dir, histFileName), log, 0o644); err != nil {
 		b.Fatal(err)
 	}
 	s = openT(b, dir, SpoolOptions{})
@@ -224,7 +224,7 @@ func BenchmarkOpenHistory1M(b *testing.B) {
 		log = appendHistRecord(log, kindArticle, id, Token{Seg: 0, Off: uint64(48 + i), Len: 2000}, t0.UnixNano())
 	}
 	log = appendCheckpoint(log, Position{Seg: 1, Off: segHeaderSize}, 0)
-	if err := WriteFileDurable(filepath.Join(dir, histFileName), log); err != nil {
+	if err := WriteFileDurable(filepath.Join(dir, histFileName), log, 0o644); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(log)))

@@ -236,7 +236,7 @@ func (s *Spool) finishCuts() error {
 			return fmt.Errorf("spool: read torn tail of %s: %w", c.path, err)
 		}
 		q := s.quarantineName(c.path, c.end)
-		if err := WriteFileDurable(q, tailEvidence(tail)); err != nil {
+		if err := WriteFileDurable(q, tailEvidence(tail), 0o644); err != nil {
 			os.Remove(q)
 			f.Close()
 			return fmt.Errorf("spool: quarantine torn tail of %s: %w", c.path, err)

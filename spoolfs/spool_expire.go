@@ -60,7 +60,7 @@ func (s *Spool) Expire(now time.Time, maxAge time.Duration, maxBytes int64) (rem
 		removed++
 	}
 	if removed > 0 {
-		if err := syncDir(s.segDir); err != nil {
+		if err := SyncDir(s.segDir); err != nil {
 			return removed, fmt.Errorf("spool: expire: %w", err)
 		}
 		s.log.Info("spool expired", "segments", removed, "bytes", s.bytes.Load())

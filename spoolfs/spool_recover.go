@@ -96,7 +96,7 @@ func (s *Spool) recover() error {
 		}
 		seg.synced = seg.written
 	}
-	if err := syncDir(s.segDir); err != nil {
+	if err := SyncDir(s.segDir); err != nil {
 		return err
 	}
 	a := s.active
@@ -221,7 +221,7 @@ func (s *Spool) replayHistory() error {
 		f = nil
 	}
 	if f == nil {
-		if err := WriteFileDurable(path, histMagic[:]); err != nil {
+		if err := WriteFileDurable(path, histMagic[:], 0o644); err != nil {
 			return err
 		}
 		if f, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
@@ -419,7 +419,7 @@ func (s *Spool) cutTail(f *os.File, path string, end, size int64) error {
 	}
 	if ev := tailEvidence(tail); len(ev) > 0 {
 		q := s.quarantineName(path, end)
-		if err := WriteFileDurable(q, ev); err != nil {
+		if err := WriteFileDurable(q, ev, 0o644); err != nil {
 			if !noSpace(err) {
 				return fmt.Errorf("quarantine torn tail of %s: %w", path, err)
 			}
@@ -466,7 +466,7 @@ func (s *Spool) quarantineRange(f *os.File, path string, off, n int64, why strin
 		s.log.Error(why+"; could not copy it", "file", path, "offset", off, "bytes", n, "err", err)
 		return
 	}
-	if err := WriteFileDurable(q, b); err != nil {
+	if err := WriteFileDurable(q, b, 0o644); err != nil {
 		s.log.Error(why+"; could not copy it", "file", path, "offset", off, "bytes", n, "err", err)
 		return
 	}
@@ -484,10 +484,10 @@ func (s *Spool) quarantineFile(path, why string) error {
 	if err := os.Rename(path, q); err != nil {
 		return fmt.Errorf("quarantine %s: %w", path, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := SyncDir(filepath.Dir(path)); err != nil {
 		return err
 	}
-	if err := syncDir(filepath.Dir(q)); err != nil {
+	if err := SyncDir(filepath.Dir(q)); err != nil {
 		return err
 	}
 	s.log.Error(why+"; file moved to quarantine", "file", path, "copy", q)

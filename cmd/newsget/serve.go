@@ -101,7 +101,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		logger.Warn(msg, "listen", cfg.Serve.Listen)
 	}
 	if *addrFile != "" {
-		if err := spoolfs.WriteFileDurable(*addrFile, []byte(ln.Addr().String()+"\n")); err != nil {
+		if err := spoolfs.WriteFileDurable(*addrFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
 			ln.Close()
 			fmt.Fprintf(stderr, "newsget: -addr-file: %v\n", err)
 			return 2
@@ -166,10 +166,9 @@ func loadAPIKey(queueDir string) (string, error) {
 	if err := os.MkdirAll(queueDir, 0o700); err != nil {
 		return "", err
 	}
-	if err := spoolfs.WriteFileDurable(path, []byte(key)); err != nil {
+	if err := spoolfs.WriteFileDurable(path, []byte(key), 0o600); err != nil {
 		return "", err
 	}
-	os.Chmod(path, 0o600)
 	fmt.Fprintf(os.Stderr, "newsget serve: generated the API key %s (kept in %s)\n", key, path)
 	return key, nil
 }

@@ -67,7 +67,7 @@ func readFanout(spool string) (spoolfs.Position, bool, error) {
 // writeFanout records the position durably (spoolfs.WriteFileDurable:
 // temp file, fsync, rename, fsync the directory).
 func writeFanout(spool string, p spoolfs.Position) error {
-	return spoolfs.WriteFileDurable(fanoutFile(spool), fmt.Appendf(nil, "%d %d\n", p.Seg, p.Off))
+	return spoolfs.WriteFileDurable(fanoutFile(spool), fmt.Appendf(nil, "%d %d\n", p.Seg, p.Off), 0o644)
 }
 
 // recoverFanout routes again every article stored after the fan-out

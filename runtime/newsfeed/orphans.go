@@ -141,19 +141,9 @@ func (r *Relay) Drop(name string) (string, error) {
 			return "", fmt.Errorf("drop: %w", err)
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := spoolfs.SyncDir(dir); err != nil {
 		return "", fmt.Errorf("drop: %w", err)
 	}
 	r.log.Warn("backlog of a removed peer dropped (newsfeed ctl drop)", "peer", name, "articles", n, "files", len(files[name]))
 	return fmt.Sprintf("peer %s: backlog dropped, %d article(s) in %d file(s)", name, n, len(files[name])), nil
-}
-
-// syncDir makes the removals in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine/download"
+	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // writeDurable replaces path with data, durably: write a
@@ -48,21 +49,7 @@ func writeDurableFunc(path string, write func(io.Writer) error) error {
 		os.Remove(name)
 		return fmt.Errorf("download: write %s: %w", path, werr)
 	}
-	return syncDir(dir)
-}
-
-// syncDir fsyncs a directory, so names created or renamed in it survive a
-// crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("download: sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("download: sync %s: %w", dir, err)
-	}
-	return nil
+	return spoolfs.SyncDir(dir)
 }
 
 // quotaFile is the name of the quota state beside the job queue.

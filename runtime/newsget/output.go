@@ -39,6 +39,7 @@ import (
 	"github.com/newsflow/newsflow/machine/download"
 	"github.com/newsflow/newsflow/machine/jobs"
 	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // MaxMissingListed is how many missing segments of one file are named one
@@ -516,7 +517,7 @@ func (o *outFile) finish(overwrite bool, taken func(string) bool) *FileResult {
 	if err := os.Rename(o.partPath, final); err != nil {
 		return fail(fmt.Sprintf("rename: %v", err))
 	}
-	if err := syncDir(o.dir); err != nil {
+	if err := spoolfs.SyncDir(o.dir); err != nil {
 		return fail(err.Error())
 	}
 	os.Remove(sidecarPath(o.partPath))

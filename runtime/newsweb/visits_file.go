@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // The visits file: what logged-in readers have seen (visits.go), kept
@@ -175,39 +177,14 @@ func (v *visits) save(path string) error {
 	return nil
 }
 
-// writeAtomic replaces the file at path with b: a temporary file beside
-// it, fsynced, renamed over it, and the directory fsynced.
+// writeAtomic replaces the file at path with b, readable by its owner
+// only (spoolfs.WriteFileDurable), creating its directory if need be.
 func writeAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := spoolfs.WriteFileDurable(path, b, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("%s: fsync: %w", dir, err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/newsflow/newsflow/proto/par2"
+	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // Create writes a recovery set for the named files of dir (names relative
@@ -117,26 +118,10 @@ func describe(path, name string, sliceSize int) (par2.File, error) {
 	return f, nil
 }
 
-// writeFile writes data durably: temp file, fsync, rename.
+// writeFile writes data durably (spoolfs.WriteFileDurable).
 func writeFile(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
+	if err := spoolfs.WriteFileDurable(path, data, 0o644); err != nil {
 		return fmt.Errorf("par2: create: %w", err)
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("par2: create: %w", err)
-	}
-	return syncDir(filepath.Dir(path))
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/newsflow/newsflow/proto/par2"
+	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // batchBytes is about how much input one batch of the syndrome pass reads
@@ -140,7 +141,7 @@ func (s *Set) Repair(ctx context.Context, rep *Report, o Options) (*Report, erro
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if err := syncDir(s.Dir); err != nil {
+	if err := spoolfs.SyncDir(s.Dir); err != nil {
 		return nil, err
 	}
 	out := &Report{Files: slices.Clone(rep.Files), Read: rep.Read, Quick: rep.Quick, Renamed: rep.Renamed}
@@ -264,19 +265,6 @@ func (s *Set) syndromes(ctx context.Context, syn [][]byte, plan *par2.Plan, pres
 		}
 		accumulate(syn, b.bufs[:len(b.idx)], coef, o.workers())
 		free <- b
-	}
-	return nil
-}
-
-// syncDir makes renames and new files in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("par2: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("par2: sync %s: %w", dir, err)
 	}
 	return nil
 }

@@ -179,7 +179,7 @@ func writeFileJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	if err := spoolfs.WriteFileDurable(path, append(b, '\n')); err != nil {
+	if err := spoolfs.WriteFileDurable(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("serve: write %s: %w", path, err)
 	}
 	return nil
@@ -188,7 +188,7 @@ func writeFileJSON(path string, v any) error {
 func (s store) saveState(st *state) error          { return writeFileJSON(s.statePath(), st) }
 func (s store) saveHistory(h []HistoryEntry) error { return writeFileJSON(s.historyPath(), h) }
 func (s store) saveNZB(id string, b []byte) error {
-	if err := spoolfs.WriteFileDurable(s.nzbPath(id), b); err != nil {
+	if err := spoolfs.WriteFileDurable(s.nzbPath(id), b, 0o600); err != nil {
 		return fmt.Errorf("serve: store NZB: %w", err)
 	}
 	return nil

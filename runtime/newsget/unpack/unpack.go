@@ -48,8 +48,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/newsflow/newsflow/runtime/newsget"
 	"golang.org/x/sys/unix"
+
+	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // DefaultMaxEntries is Options.MaxEntries when zero.
@@ -181,7 +183,7 @@ func Dir(ctx context.Context, dir string, opts Options) (*Result, error) {
 		}
 		res.Removed = append(res.Removed, n)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := spoolfs.SyncDir(dir); err != nil {
 		return res, fmt.Errorf("unpack: cleanup: %w", err)
 	}
 	return res, nil
@@ -443,7 +445,7 @@ func (x *extraction) commit(dir string) error {
 	}
 	sort.Strings(dirs)
 	for _, d := range dirs {
-		if err := syncDir(d); err != nil {
+		if err := spoolfs.SyncDir(d); err != nil {
 			return err
 		}
 	}
@@ -504,17 +506,4 @@ func sameContents(a, b string) (bool, error) {
 			return aEnd && bEnd, nil
 		}
 	}
-}
-
-// syncDir fsyncs a directory, so renames and removals in it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
