@@ -65,6 +65,7 @@ form.compose textarea{font:14px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,m
 form.compose button{justify-self:start;font:inherit;padding:.4rem 1.2rem}
 .vh{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 a.skip{position:absolute;left:-999px}
+.sep{white-space:pre}
 a.skip:focus{left:1rem;top:.5rem;background:var(--bg);padding:.3rem .6rem;z-index:1}
 nav.threadnav{display:flex;flex-wrap:wrap;gap:.4rem 1rem;margin:.6rem 0}
 details.outline{margin:0 0 1rem}
@@ -243,7 +244,7 @@ const pageTemplates = `
 <label>Newsgroups <input name="newsgroups" value="{{.Newsgroups}}" required maxlength="1000"></label>
 <label>Subject <input name="subject" value="{{.Subject}}" required maxlength="300"></label>
 <label>Text <textarea name="body" rows="16" required>{{.Body}}</textarea></label>
-<p class="muted">Posting as {{.User}}, from {{.Address}}. Long lines are wrapped (format=flowed); a line "-- " starts your signature.</p>
+<p class="muted">Posting as {{.User}}, from {{.Address}}. Long lines are wrapped (format=flowed); a line <span class="sep">"-- "</span> starts your signature.</p>
 <button type="submit">Post</button> <button type="submit" name="preview" value="1">Preview</button>
 </form>
 {{with .Preview}}<h2>Preview</h2><div class="body preview">{{range .}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}{{template "blk" .}}{{end}}{{end}}</div>{{end}}
