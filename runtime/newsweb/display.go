@@ -185,7 +185,11 @@ func (w *walker) entity(mh textproto.MIMEHeader, body []byte, depth int) {
 		data, w.d.Truncated = data[:*w.budget], true
 	}
 	*w.budget -= len(data)
-	p.Lines = textLines(toUTF8(data, params["charset"]), new(int))
+	text := toUTF8(data, params["charset"])
+	if ctype == "text/plain" && strings.EqualFold(params["format"], "flowed") {
+		text = unflow(text, strings.EqualFold(params["delsp"], "yes"))
+	}
+	p.Lines = textLines(text, new(int))
 	w.d.Parts = append(w.d.Parts, p)
 }
 
@@ -370,6 +374,64 @@ func textLines(text string, sig *int) []Line {
 		out = append(out, Line{Text: cleanText(l), Quote: quoteDepth(l), Sig: *sig > 0})
 	}
 	return out
+}
+
+// unflow joins the lines of a format=flowed text (RFC 3676 §4) into the
+// paragraphs they were cut from, so that a page wraps them at its own
+// width: a line ending in a space is soft and goes on with the next line
+// of the same quote depth; the signature separator "-- " is never soft;
+// the space-stuffing after the quote marks (or at the start of an
+// unquoted line) is removed; with delsp, the space of a soft break is
+// dropped. Quoted paragraphs come out as "> " lines of their depth's
+// marks; an unquoted one starting with ">" keeps a leading space, so that
+// it does not read as a quote.
+func unflow(text string, delsp bool) string {
+	lines := strings.Split(text, "\n")
+	var out []string
+	var para strings.Builder
+	depth, open := 0, false
+	flush := func() {
+		if !open {
+			return
+		}
+		t := para.String()
+		switch {
+		case depth > 0:
+			t = strings.Repeat(">", depth) + " " + t
+		case strings.HasPrefix(t, ">"):
+			t = " " + t
+		}
+		out = append(out, t)
+		para.Reset()
+		open = false
+	}
+	for _, l := range lines {
+		l = strings.TrimSuffix(l, "\r")
+		d := 0
+		for d < len(l) && l[d] == '>' {
+			d++
+		}
+		rest := strings.TrimPrefix(l[d:], " ")
+		if rest == "-- " {
+			flush()
+			out = append(out, l)
+			continue
+		}
+		if open && d != depth {
+			flush()
+		}
+		soft := strings.HasSuffix(rest, " ")
+		if soft && delsp {
+			rest = rest[:len(rest)-1]
+		}
+		para.WriteString(rest)
+		depth, open = d, true
+		if !soft {
+			flush()
+		}
+	}
+	flush()
+	return strings.Join(out, "\n")
 }
 
 // quoteDepth counts leading quote marks: ">", "> >", ">>" are 1, 2, 2.

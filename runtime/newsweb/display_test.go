@@ -141,6 +141,7 @@ func FuzzDecodeArticle(f *testing.F) {
 	f.Add(art([]string{"Subject: x", "MIME-Version: 1.0", "Content-Type: multipart/mixed; boundary=a"}, "--a\n\nx\n--a--\n"))
 	f.Add(art([]string{"Subject: =?utf-8?q?=E2=82=AC?=", "Content-Transfer-Encoding: base64"}, "!!!\n"))
 	f.Add([]byte("no header at all"))
+	f.Add(art([]string{"MIME-Version: 1.0", "Content-Type: text/plain; format=flowed; delsp=yes"}, "> soft \n>> x \n \n-- \nend \n"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		d := decodeArticle(raw)
 		check := func(what, s string) {
@@ -174,5 +175,75 @@ func TestDecodePlainRoundTrip(t *testing.T) {
 		if got := d.Text(); got != body {
 			t.Errorf("body %q came back as %q", body, got)
 		}
+	}
+}
+
+// A format=flowed body (RFC 3676) is shown as the paragraphs it was cut
+// from, so that a page wraps them at its width: soft breaks (a line
+// ending in a space) join lines of one quote depth, space-stuffing is
+// removed, DelSp=yes drops the space of a soft break, and the signature
+// separator stays a line of its own.
+func TestDecodeFlowed(t *testing.T) {
+	flowed := []string{"From: a@example", "Newsgroups: misc.test", "Subject: flowed", "Message-ID: <f@example>",
+		"MIME-Version: 1.0", "Content-Type: text/plain; charset=utf-8; format=flowed"}
+	for _, tc := range []struct {
+		name  string
+		raw   []byte
+		lines []Line
+	}{
+		{
+			name: "soft breaks, quotes, stuffing and signature",
+			raw:  art(flowed, "Alice wrote:\n> one quoted \n> paragraph\n>> deeper \n>> still\n\nmy long \nparagraph goes \non\n From here\n -- not a sig\n-- \nsig \nline\n"),
+			lines: []Line{{Text: "Alice wrote:"}, {Text: "> one quoted paragraph", Quote: 1}, {Text: ">> deeper still", Quote: 2},
+				{Text: ""}, {Text: "my long paragraph goes on"}, {Text: "From here"}, {Text: "-- not a sig"},
+				{Text: "-- ", Sig: true}, {Text: "sig line", Sig: true}},
+		},
+		{
+			name:  "delsp",
+			raw:   art([]string{"From: a@example", "Newsgroups: misc.test", "Subject: d", "Message-ID: <d@example>", "MIME-Version: 1.0", "Content-Type: text/plain; format=flowed; delsp=yes"}, "Donau\ndampf \nschiff\n"),
+			lines: []Line{{Text: "Donau"}, {Text: "dampfschiff"}},
+		},
+		{
+			name:  "a soft line changing quote depth ends its paragraph",
+			raw:   art(flowed, "> quoted soft \nnot quoted\n"),
+			lines: []Line{{Text: "> quoted soft ", Quote: 1}, {Text: "not quoted"}},
+		},
+		{
+			name:  "an unquoted paragraph starting with > is not made a quote",
+			raw:   art(flowed, " >not a quote\n"),
+			lines: []Line{{Text: " >not a quote"}},
+		},
+		{
+			name:  "fixed text is left as it is",
+			raw:   art([]string{"From: a@example", "Newsgroups: misc.test", "Subject: x", "Message-ID: <x@example>"}, "trailing \nspace\n"),
+			lines: []Line{{Text: "trailing "}, {Text: "space"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := decodeArticle(tc.raw)
+			if len(d.Parts) != 1 {
+				t.Fatalf("parts %+v", d.Parts)
+			}
+			if diff := cmp.Diff(tc.lines, d.Parts[0].Lines); diff != "" {
+				t.Errorf("lines (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// What newsweb posts reads back as what was typed.
+	typed := strings.Repeat("a long paragraph of words ", 20) + "\n\n> " + strings.Repeat("quoted words ", 30) + "\n-- \nsig"
+	body, err := bodyText(typed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decodeArticle(art(flowed, strings.ReplaceAll(body, "\r\n", "\n")))
+	var got []string
+	for _, l := range d.Parts[0].Lines {
+		got = append(got, l.Text)
+	}
+	want := strings.Split(strings.ReplaceAll(typed, "words \n", "words\n"), "\n")
+	want[0] = strings.TrimRight(want[0], " ")
+	want[2] = strings.TrimRight(want[2], " ")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("posted text read back (-typed +shown):\n%s", diff)
 	}
 }

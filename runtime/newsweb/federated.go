@@ -92,6 +92,10 @@ type Article struct {
 	MessageID string
 	Raw       []byte
 	Server    string
+	// Posted marks newsweb's own copy of an article it just posted (see
+	// Federated.posted): without the fields the server added (Path,
+	// Xref, its Injection-Info) until the server's copy replaces it.
+	Posted bool
 }
 
 // GroupStats is a group's count and newest article date.
@@ -397,6 +401,23 @@ func (f *Federated) fetchArticle(ctx context.Context, id, key string) (Article, 
 	}
 	f.articles.put(key, a, int64(len(a.Raw))+int64(len(id)))
 	return a, nil
+}
+
+// Original returns article id as a server has it, for the views of the
+// original message: when the cache holds newsweb's own copy of a post,
+// the servers are asked for theirs, which replaces it; while none has it
+// yet, newsweb's copy comes back, still marked Posted.
+func (f *Federated) Original(ctx context.Context, id string) (Article, error) {
+	a, err := f.Article(ctx, id)
+	if err != nil || !a.Posted {
+		return a, err
+	}
+	sa, err := f.askArticle(ctx, mreader.GetArticle{MessageID: id})
+	if err != nil {
+		return a, nil
+	}
+	f.articles.put(mreader.ArticleKey(id), sa, int64(len(sa.Raw))+int64(len(id)))
+	return sa, nil
 }
 
 // askArticle asks the servers for the article req names, caching nothing

@@ -211,6 +211,16 @@ func (tl *ThreadList) Unnumbered() int {
 	return n
 }
 
+// CachedOthers is Unnumbered of group's cached thread list, 0 when none
+// is cached.
+func (f *Federated) CachedOthers(group string) int {
+	tl, ok := f.threads.get(mreader.ThreadsKey(group))
+	if !ok {
+		return 0
+	}
+	return tl.Unnumbered()
+}
+
 func (f *Federated) putThreads(tl *ThreadList) {
 	f.threads.put(mreader.ThreadsKey(tl.Group), tl, int64(len(tl.Articles))+1)
 }

@@ -142,6 +142,9 @@ func (s *Server) groupList(groups []Group, f groupFilter) groupsView {
 		if st, ok := s.fed.CachedStats(v.Groups[i].Name); ok {
 			v.Groups[i].Count = st.Count
 		}
+		// The union, as the group's page counts it: with the articles
+		// only other servers carry.
+		v.Groups[i].Count += int64(s.fed.CachedOthers(v.Groups[i].Name))
 	}
 	v.Pager = pager{Page: page, Pages: pages, PrevLabel: "← Previous", NextLabel: "Next →"}
 	if page > 1 {

@@ -351,7 +351,7 @@ func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, e
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
-	a, err := s.fed.Article(ctx, id)
+	a, err := s.fed.Original(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -367,6 +367,9 @@ func (s *Server) articlePage(ctx context.Context, r *http.Request) (*response, e
 	}
 	for _, p := range d.Parts {
 		v.Parts = append(v.Parts, partView{Note: p.Note, Blocks: blocks(p.Lines)})
+	}
+	if a.Posted { // newsweb's copy: the server's full header is still to come
+		return s.render("article", v, cacheError)
 	}
 	resp, err := s.render("article", v, cacheArticle)
 	if err != nil {

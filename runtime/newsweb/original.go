@@ -21,13 +21,18 @@ import (
 const maxMboxArticles = 1000
 
 // rawArticle is GET /articles/{id}/raw: the article as the server sent
-// it, with LF line ends.
+// it, with LF line ends; newsweb's own copy of a post the server does not
+// serve yet is not kept by browsers.
 func (s *Server) rawArticle(ctx context.Context, id string) (*response, error) {
-	a, err := s.fed.Article(ctx, id)
+	a, err := s.fed.Original(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, ctype: "text/plain; charset=utf-8", cache: cacheArticle,
+	cache := cacheArticle
+	if a.Posted {
+		cache = cacheError
+	}
+	return &response{status: http.StatusOK, ctype: "text/plain; charset=utf-8", cache: cache,
 		body: bytes.ReplaceAll(a.Raw, []byte("\r\n"), []byte("\n"))}, nil
 }
 

@@ -98,7 +98,7 @@ func (f *Federated) injects() bool {
 func (f *Federated) posted(id string, raw []byte, server string) {
 	key := mreader.ArticleKey(id)
 	f.notFound.delete(key)
-	f.articles.put(key, Article{MessageID: id, Raw: raw, Server: server}, int64(len(raw))+int64(len(id)))
+	f.articles.put(key, Article{MessageID: id, Raw: raw, Server: server, Posted: true}, int64(len(raw))+int64(len(id)))
 	h, _, err := proto.ParseHeaders(raw)
 	if err != nil {
 		return

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/mail"
@@ -468,6 +469,25 @@ func serverReason(err error) string {
 	return s
 }
 
+// draftError says what is wrong with the JSON of a post, in the API's
+// terms: the field and the shape it needs, or the unknown field.
+func draftError(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field == "newsgroups":
+		return `The request is not the JSON of an article: newsgroups must be a list of group names, e.g. ["misc.test"].`
+	case errors.As(err, &te) && te.Field != "":
+		return "The request is not the JSON of an article: " + te.Field + " must be a string."
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "The request is not the JSON of an article: unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ") +
+			": an article has newsgroups, subject, body, references and name."
+	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "The request is not JSON: " + strings.TrimPrefix(err.Error(), "json: ") + "."
+	}
+	return "The request is not the JSON of an article: an object of newsgroups, subject, body, references and name."
+}
+
 // apiPost is POST /api/articles.
 func (s *Server) apiPost(ctx context.Context, r *http.Request) (*response, error) {
 	user, ok := s.posting.user(r)
@@ -482,7 +502,7 @@ func (s *Server) apiPost(ctx context.Context, r *http.Request) (*response, error
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
-		return jsonError(http.StatusBadRequest, "The request is not the JSON of an article: "+err.Error()), nil
+		return jsonError(http.StatusBadRequest, draftError(err)), nil
 	}
 	id, err := s.post(ctx, r, user, d)
 	var pe *postError

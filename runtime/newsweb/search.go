@@ -49,6 +49,10 @@ const (
 	// starts its job on a later search.
 	searchJobs       = 2
 	maxSearchPending = 64
+	// firstRangeWait bounds how long the first search of a group with
+	// nothing indexed waits for the newest range, so that it answers from
+	// that range rather than with nothing.
+	firstRangeWait = 5 * time.Second
 )
 
 // SearchOptions configure search.
@@ -72,11 +76,12 @@ type Search struct {
 	log  *slog.Logger
 
 	mu       sync.Mutex
-	running  map[string]bool      // groups with a job under way
-	last     map[string]time.Time // when each group's last job started
-	complete map[string]bool      // groups a job brought up to date
-	lows     map[string]int64     // each group's low mark, from its last job's stats
-	slots    chan struct{}        // searchJobs tokens: the jobs indexing now
+	running  map[string]bool          // groups with a job under way
+	last     map[string]time.Time     // when each group's last job started
+	complete map[string]bool          // groups a job brought up to date
+	lows     map[string]int64         // each group's low mark, from its last job's stats
+	first    map[string]chan struct{} // groups with nothing indexed yet: closed when the newest range is in or the job ends
+	slots    chan struct{}            // searchJobs tokens: the jobs indexing now
 
 	bodies        proto.GroupPatterns
 	bodySlots     chan struct{}   // bodyJobs tokens: the groups whose bodies are read now
@@ -119,7 +124,7 @@ func NewSearch(fed *Federated, opts SearchOptions) (*Search, error) {
 		return nil, fmt.Errorf("newsweb: search: %w", err)
 	}
 	s := &Search{fed: fed, ix: ix, opts: opts, log: opts.Logger, running: map[string]bool{},
-		last: map[string]time.Time{}, complete: map[string]bool{}, lows: map[string]int64{}, slots: make(chan struct{}, searchJobs),
+		last: map[string]time.Time{}, complete: map[string]bool{}, lows: map[string]int64{}, first: map[string]chan struct{}{}, slots: make(chan struct{}, searchJobs),
 		bodies: bodies, bodySlots: make(chan struct{}, bodyJobs), bodyRunning: map[string]bool{}, bodyAgain: map[string]bool{}, loaded: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
@@ -167,12 +172,16 @@ func (s *Search) Index(group string) (complete bool) {
 		return complete
 	}
 	s.running[group], s.last[group] = true, now
+	if _, hi := s.ix.Range(group); hi == 0 {
+		s.first[group] = make(chan struct{})
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		err := s.withSlot(s.slots, func() error { return s.build(group) })
 		s.mu.Lock()
 		delete(s.running, group)
+		s.firstInLocked(group)
 		if err == nil {
 			s.complete[group] = true
 		}
@@ -185,9 +194,41 @@ func (s *Search) Index(group string) (complete bool) {
 	return complete
 }
 
+// firstInLocked ends the wait of first searches of group: its newest range
+// is in, or its job ended. s.mu is held.
+func (s *Search) firstInLocked(group string) {
+	if ch := s.first[group]; ch != nil {
+		close(ch)
+		delete(s.first, group)
+	}
+}
+
+// waitFirst waits, up to firstRangeWait or the end of ctx, until the
+// newest range of group is indexed when a job indexing it from nothing
+// runs.
+func (s *Search) waitFirst(ctx context.Context, group string) {
+	s.mu.Lock()
+	ch := s.first[group]
+	s.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	t := time.NewTimer(firstRangeWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // olderPending reports whether group's articles below lo are still to be
-// indexed: lo is above the group's low mark, or that is not known yet.
+// indexed: lo is above the group's low mark, or that is not known yet and
+// lo is above 1, the lowest article number there is.
 func (s *Search) olderPending(group string, lo int64) bool {
+	if lo <= 1 {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	low, ok := s.lows[group]
@@ -327,6 +368,9 @@ func (s *Search) build(group string) error {
 		if err := fetch(lo, hi); err != nil {
 			return err
 		}
+		s.mu.Lock()
+		s.firstInLocked(group)
+		s.mu.Unlock()
 		s.startBodies(group)
 	}
 	for hi < st.High {
@@ -453,7 +497,7 @@ type searchView struct {
 
 // runSearch answers a search request: the hits and whether the index is
 // complete.
-func (s *Server) runSearch(r *http.Request) (searchView, error) {
+func (s *Server) runSearch(ctx context.Context, r *http.Request) (searchView, error) {
 	q, group, err := searchQuery(r)
 	if err != nil {
 		return searchView{}, err
@@ -462,6 +506,10 @@ func (s *Server) runSearch(r *http.Request) (searchView, error) {
 		Since: r.URL.Query().Get("since"), Until: r.URL.Query().Get("until")}
 	if group != "" {
 		v.Partial = !s.search.Index(group)
+		if v.Partial {
+			s.search.waitFirst(ctx, group)
+			v.Partial = !s.search.Index(group)
+		}
 		v.Indexed = s.search.ix.Len(group)
 		v.IndexedLow, v.IndexedHigh = s.search.ix.Range(group)
 		v.Older = v.Partial && s.search.olderPending(group, v.IndexedLow)
@@ -501,7 +549,7 @@ func (s *Server) runSearch(r *http.Request) (searchView, error) {
 }
 
 func (s *Server) searchPage(ctx context.Context, r *http.Request) (*response, error) {
-	v, err := s.runSearch(r)
+	v, err := s.runSearch(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -510,7 +558,7 @@ func (s *Server) searchPage(ctx context.Context, r *http.Request) (*response, er
 }
 
 func (s *Server) apiSearch(ctx context.Context, r *http.Request) (*response, error) {
-	v, err := s.runSearch(r)
+	v, err := s.runSearch(ctx, r)
 	if err != nil {
 		return nil, err
 	}

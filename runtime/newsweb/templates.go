@@ -65,6 +65,7 @@ form.compose textarea{font:14px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,m
 form.compose button{justify-self:start;font:inherit;padding:.4rem 1.2rem}
 .vh{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 a.skip{position:absolute;left:-999px}
+.sep{white-space:pre}
 a.skip:focus{left:1rem;top:.5rem;background:var(--bg);padding:.3rem .6rem;z-index:1}
 nav.threadnav{display:flex;flex-wrap:wrap;gap:.4rem 1rem;margin:.6rem 0}
 details.outline{margin:0 0 1rem}
@@ -164,7 +165,7 @@ const pageTemplates = `
 {{define "group"}}{{template "head" .}}
 <h1>{{.Group}}</h1>
 {{with .Stale}}<p class="note stale">{{.}}</p>{{end}}
-<p class="lead">{{.Articles}} articles in {{.ThreadCount}} threads{{with .Others}} ({{.}} of them from other servers){{end}}{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
+<p class="lead">{{.Articles}} article{{if ne .Articles 1}}s{{end}} in {{.ThreadCount}} thread{{if ne .ThreadCount 1}}s{{end}}{{with .Others}} ({{.}} of them from other servers){{end}}{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
 {{if .SearchOn}}<form class="filter searchbox" method="get" action="/search" role="search"><input type="hidden" name="group" value="{{.Group}}"><input type="search" name="q" placeholder="Search {{.Group}}" aria-label="Search this group" maxlength="200"><button type="submit">Search</button></form>{{end}}
 <nav class="threadnav" aria-label="Group">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}{{with .Search}}<a class="search" href="{{.}}">Search this group</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
 {{with .MarkRead}}<form class="markread" method="post" action="{{.}}"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Mark group read</button></form>{{end}}
@@ -189,7 +190,7 @@ const pageTemplates = `
 {{with .Stale}}<p class="note stale">{{.}}</p>{{end}}
 <p class="lead">{{.Count}} article{{if ne .Count 1}}s{{end}} in this thread.</p>
 <nav class="threadnav" aria-label="Thread">{{if .ByDate}}<a class="threaded" href="{{.Threaded}}">Threaded</a><span class="current">By date</span>{{else}}<span class="current">Threaded</span><a class="bydate" href="{{.DateView}}">By date</a>{{end}}{{with .FirstUnread}}<a class="unread" href="{{.}}">First unread ({{$.Unread}} new)</a>{{end}}{{with .Newest}}<a class="newest" href="{{.}}">Newest post</a>{{end}}{{with .Newer}}<a class="newer" href="{{.}}">← Newer thread</a>{{end}}{{with .Older}}<a class="older" href="{{.}}">Older thread →</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a><a class="mbox" href="{{.Mbox}}">mbox</a></nav>
-<details class="outline"{{if .OutlineOpen}} open{{end}}><summary>Outline of the {{.Count}} posts</summary>
+<details class="outline"{{if .OutlineOpen}} open{{end}}><summary>Outline of the {{.Count}} post{{if ne .Count 1}}s{{end}}</summary>
 <ul class="tree root">{{template "node" .Root}}</ul>
 </details>
 <section class="conversation">
@@ -243,7 +244,7 @@ const pageTemplates = `
 <label>Newsgroups <input name="newsgroups" value="{{.Newsgroups}}" required maxlength="1000"></label>
 <label>Subject <input name="subject" value="{{.Subject}}" required maxlength="300"></label>
 <label>Text <textarea name="body" rows="16" required>{{.Body}}</textarea></label>
-<p class="muted">Posting as {{.User}}, from {{.Address}}. Long lines are wrapped (format=flowed); a line "-- " starts your signature.</p>
+<p class="muted">Posting as {{.User}}, from {{.Address}}. Long lines are wrapped (format=flowed); a line <span class="sep">"-- "</span> starts your signature.</p>
 <button type="submit">Post</button> <button type="submit" name="preview" value="1">Preview</button>
 </form>
 {{with .Preview}}<h2>Preview</h2><div class="body preview">{{range .}}{{with .Note}}<p class="note">{{.}}</p>{{end}}{{range .Blocks}}{{template "blk" .}}{{end}}{{end}}</div>{{end}}
