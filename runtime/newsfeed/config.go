@@ -210,40 +210,19 @@ func LoadConfig(file string) (*Config, error) {
 // reported and left out, and the rest is still decoded and checked. Only a
 // syntax error stops at the first.
 func ParseConfig(name string, text []byte) (*Config, error) {
-	var c *Config
-	var keys tomlconf.Keys
-	var decodeErrs []error
+	c := &Config{}
+	keys, err := tomlconf.DecodeAll(name, text, c)
+	if keys == nil {
+		return nil, err // a syntax error
+	}
+	c.Source = name
+	var errs []error
 	reported := map[string]bool{}
-	for tries := 0; ; tries++ {
-		c = &Config{Source: name}
-		k, err := tomlconf.Decode(name, text, c)
-		if err == nil {
-			keys = k
-			break
-		}
-		if k == nil {
-			if tries == 0 {
-				return nil, err
-			}
-			// Leaving out a wrong value broke the syntax (a value over
-			// several lines): report what was found.
-			return nil, errors.Join(decodeErrs...)
-		}
-		k.Number(err)
-		es := tomlconf.Errors(err)
-		for _, e := range es {
-			decodeErrs = append(decodeErrs, e)
-			reported[e.Key] = true
-		}
-		keys = k
-		if len(es) != 1 || es[0].Msg == "unknown key" || es[0].Line < 1 || tries >= 100 {
-			// Unknown keys are reported once the rest is decoded.
-			break
-		}
-		text = blankLine(text, es[0].Line)
+	for _, e := range tomlconf.Errors(err) {
+		errs = append(errs, e)
+		reported[e.Key] = true
 	}
 	c.keys = keys
-	errs := decodeErrs
 	if err := c.applyDefaults(); err != nil {
 		errs = append(errs, err)
 		reported["spool"] = true
@@ -258,19 +237,6 @@ func ParseConfig(name string, text []byte) (*Config, error) {
 		return nil, errors.Join(errs...)
 	}
 	return c, nil
-}
-
-// blankLine returns text with its 1-based line emptied.
-func blankLine(text []byte, line int) []byte {
-	lines := strings.SplitAfter(string(text), "\n")
-	if line <= len(lines) {
-		nl := strings.HasSuffix(lines[line-1], "\n")
-		lines[line-1] = ""
-		if nl {
-			lines[line-1] = "\n"
-		}
-	}
-	return []byte(strings.Join(lines, ""))
 }
 
 // sortByLine orders mistakes as they appear in the file.
