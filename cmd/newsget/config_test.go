@@ -123,7 +123,7 @@ history_size = "many"
 		bad + ":9: server[1].port: 70000 not in 1..65535",
 		bad + ":10: server[1].connections: 0 not in 1..500",
 		bad + ":11: server[1].pipeline: 0 not in 1..100",
-		bad + ":16: server[2].conections: unknown key",
+		bad + ":16: server[2].conections: unknown key; did you mean connections?",
 		bad + `:19: serve.listen: "127.0.0.1:notaport": port "notaport" is not a number 0-65535`,
 		bad + ":20: serve.addurl_fetches: -1 not in 1..64",
 		bad + `:21: serve.hostnames: entry 1, "http://nas": a host name without port or scheme (nas.example)`,

@@ -91,7 +91,7 @@ func TestParseConfig(t *testing.T) {
 // key, as newsfeed and newsget locate theirs.
 func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
-		{"unknown key", "listen = \"x\"\nlistne = \"y\"\n", "f.toml:2: listne: unknown key"},
+		{"unknown key", "listen = \"x\"\nlistne = \"y\"\n", "f.toml:2: listne: unknown key; did you mean listen?"},
 		{"unknown key in a server", "[[server]]\nurl = \"nntp://a\"\n[[server]]\nurl = \"nntp://b\"\nprot = 3\n",
 			"f.toml:5: server[2].prot: unknown key"},
 		{"bad duration", "[cache]\narticle = \"forever\"\n",

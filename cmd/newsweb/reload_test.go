@@ -52,7 +52,7 @@ func TestReload(t *testing.T) {
 	if got := reload(running, load, posting, log); got.Posting.Users != users {
 		t.Errorf("a refused file changed the running configuration")
 	}
-	if !strings.Contains(logs.String(), "reload refused") || !strings.Contains(logs.String(), conf+":2: per_pag: unknown key") {
+	if !strings.Contains(logs.String(), "reload refused") || !strings.Contains(logs.String(), conf+":2: per_pag: unknown key; did you mean per_page?") {
 		t.Errorf("reload of a bad file logged:\n%s", logs.String())
 	}
 

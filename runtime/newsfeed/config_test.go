@@ -101,7 +101,7 @@ func TestParseConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown top key", "spool = \"/s\"\nlisten = \"127.0.0.1:1\"\nlisenn = 3\n", "f.toml:3: lisenn: unknown key"},
-		{"unknown peer key", peer + "windw = 5\n", "f.toml:5: peer[1].windw: unknown key"},
+		{"unknown peer key", peer + "windw = 5\n", "f.toml:5: peer[1].windw: unknown key; did you mean window?"},
 		{"wrong type", peer + "port = \"x\"\n", "f.toml:5: peer[1].port: wrong type of value: want an integer, found a string"},
 		{"bad duration", "stats_interval = \"soon\"\n", "f.toml:1: stats_interval: bad duration \"soon\""},
 		{"short stats interval", "spool=\"/s\"\nstats_interval = \"10ms\"\n", "f.toml:2: stats_interval: must be at least 1s"},

@@ -237,7 +237,7 @@ func DecodeAll(name string, text []byte, v any) (Keys, error) {
 		for _, e := range es {
 			errs = append(errs, e)
 		}
-		if len(es) != 1 || es[0].Msg == "unknown key" || es[0].Line < 1 || tries >= MaxDecodeErrors {
+		if len(es) != 1 || strings.HasPrefix(es[0].Msg, unknownKey) || es[0].Line < 1 || tries >= MaxDecodeErrors {
 			break
 		}
 		blanked = es[0].Line
@@ -286,7 +286,11 @@ func decodeError(name string, err error, target reflect.Type) error {
 		var errs []error
 		for _, e := range strict.Errors {
 			row, _ := e.Position()
-			errs = append(errs, &Error{File: name, Line: row, Key: strings.Join(e.Key(), "."), Msg: "unknown key"})
+			msg := unknownKey
+			if k := closestKey(target, e.Key()); k != "" {
+				msg += "; did you mean " + k + "?"
+			}
+			errs = append(errs, &Error{File: name, Line: row, Key: strings.Join(e.Key(), "."), Msg: msg})
 		}
 		return errors.Join(errs...)
 	}
@@ -346,6 +350,64 @@ func keyType(t reflect.Type, key []string) reflect.Type {
 		}
 	}
 	return t
+}
+
+// unknownKey begins the message of a key the configuration does not have.
+const unknownKey = "unknown key"
+
+// closestKey returns the key of the table holding key (a path of TOML
+// names) in t that is nearest to key's last name, for a message that
+// names what was meant: "" unless one is a typo away (at most a third of
+// its letters, and at least one, added, left out, changed or swapped).
+func closestKey(t reflect.Type, key []string) string {
+	if len(key) == 0 {
+		return ""
+	}
+	t = keyType(t, key[:len(key)-1])
+	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return ""
+	}
+	name := key[len(key)-1]
+	best, bestD := "", max(1, len(name)/3)+1
+	for i := range t.NumField() {
+		k := tomlName(t.Field(i))
+		if k == "" {
+			continue
+		}
+		if d := typoDistance(name, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// typoDistance counts the letters to add, leave out, change or swap with
+// their neighbour to turn a into b (the optimal string alignment distance).
+func typoDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // wants says in TOML's words what a value of type t is written as.

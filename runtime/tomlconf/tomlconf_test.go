@@ -47,7 +47,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown top key", "listen = \"a\"\n\nlisne = 1\n",
 			[]Error{{File: "f.toml", Line: 3, Key: "lisne", Msg: "unknown key"}}},
 		{"unknown keys joined", "lisne = 1\n[[peer]]\nname = \"x\"\nprot = 3\n",
-			[]Error{{File: "f.toml", Line: 1, Key: "lisne", Msg: "unknown key"}, {File: "f.toml", Line: 4, Key: "peer.prot", Msg: "unknown key"}}},
+			[]Error{{File: "f.toml", Line: 1, Key: "lisne", Msg: "unknown key"}, {File: "f.toml", Line: 4, Key: "peer.prot", Msg: "unknown key; did you mean port?"}}},
 		{"wrong type", "[[peer]]\nname = \"x\"\nport = \"many\"\n",
 			[]Error{{File: "f.toml", Line: 3, Key: "peer.port", Msg: "wrong type of value: want an integer, found a string"}}},
 		{"wrong type top", "listen = 3\n",
@@ -193,7 +193,7 @@ func TestDecodeAll(t *testing.T) {
 		"f.toml:3: bogus: unknown key",
 		"f.toml:5: cache.size: wrong type of value: want an integer, found a string",
 		"f.toml:10: peer[2].port: wrong type of value: want an integer, found a string",
-		"f.toml:11: peer[2].prot: unknown key",
+		"f.toml:11: peer[2].prot: unknown key; did you mean port?",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mistakes (-want +got):\n%s", diff)
@@ -229,4 +229,20 @@ func FuzzDecodeAll(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTypoDistance: letters added, left out, changed or swapped with a
+// neighbour count one each.
+func TestTypoDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"listen", "listen", 0}, {"listne", "listen", 1}, {"lisen", "listen", 1}, {"listenn", "listen", 1},
+		{"lusten", "listen", 1}, {"lisne", "listen", 2}, {"", "abc", 3}, {"per_pag", "per_page", 1},
+	} {
+		if got := typoDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("typoDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
 }
