@@ -286,7 +286,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		c := s.Config()
 		names = append(names, fmt.Sprintf("%s(priority %d, %d connections, %s)", c.Name, c.Priority, c.Connections, c.TLS))
 	}
-	log.Info("newsweb serving", "addr", "http://"+addr+"/", "servers", strings.Join(names, " "))
+	state := []any{"addr", "http://" + addr + "/", "servers", strings.Join(names, " ")}
+	if search != nil {
+		state = append(state, "search_dir", cfg.SearchDir)
+	}
+	if visitsFile != "" {
+		state = append(state, "visits_file", visitsFile)
+	}
+	log.Info("newsweb serving", state...)
 
 	// The public pages go through newsweb's own HTTP/1.1 path for plain
 	// GETs (newsweb.Front), net/http for the rest.
