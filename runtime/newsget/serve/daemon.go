@@ -99,8 +99,11 @@ type Daemon struct {
 	grabs   sync.WaitGroup
 	// fetchSlots holds a token per addurl fetch under way.
 	fetchSlots chan struct{}
-	ring       *logRing
-	watchMu    sync.Mutex // one scan of watch_dir at a time
+	// bodyKeySlot holds a token while an upload whose API key is in its
+	// multipart body, not in the query string, is read: one at a time.
+	bodyKeySlot chan struct{}
+	ring        *logRing
+	watchMu     sync.Mutex // one scan of watch_dir at a time
 }
 
 // active is the job being downloaded.
@@ -157,7 +160,7 @@ func New(cfg *newsget.Config, opts Options) (*Daemon, error) {
 	opts.Log = slog.New(newRingHandler(opts.Log.Handler(), ring))
 	d := &Daemon{cfg: cfg, opts: opts, log: opts.Log, ring: ring, store: store{dir: filepath.Join(cfg.QueueDir, "serve")},
 		csrf: randomHex(), stats: newServerStats(), wake: make(chan struct{}, 1),
-		fetchSlots: make(chan struct{}, max(cfg.Serve.AddURLFetches, 1))}
+		fetchSlots: make(chan struct{}, max(cfg.Serve.AddURLFetches, 1)), bodyKeySlot: make(chan struct{}, 1)}
 	if cfg.Serve.Htpasswd != "" {
 		u, err := readHtpasswd(cfg.Serve.Htpasswd)
 		if err != nil {
