@@ -55,8 +55,11 @@ type Options struct {
 	// (newsget.Job.HoldRecovery) for a PostProcess that fetches what a
 	// repair needs (runtime/newsget/postproc.Processor).
 	HoldRecovery bool
-	NewID        func() string    // nzo_id suffixes; nil: random
-	Now          func() time.Time // nil: time.Now
+	// APIAddr is the address the API's listener is bound to (for
+	// SAB_API_URL); empty: [serve] listen.
+	APIAddr string
+	NewID   func() string    // nzo_id suffixes; nil: random
+	Now     func() time.Time // nil: time.Now
 	// Engine is the template of each job's Engine options (OnSegment is
 	// the daemon's own).
 	Engine newsget.Options

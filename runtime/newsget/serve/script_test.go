@@ -74,6 +74,23 @@ func TestScripts(t *testing.T) {
 	}
 }
 
+// TestScriptAPIURL: SAB_API_URL names an address a script on this machine
+// reaches: the listener's own, loopback for a listener on every address.
+func TestScriptAPIURL(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"127.0.0.1:8085", "http://127.0.0.1:8085/api"},
+		{":8085", "http://127.0.0.1:8085/api"},
+		{"0.0.0.0:8085", "http://127.0.0.1:8085/api"},
+		{"[::]:8085", "http://127.0.0.1:8085/api"},
+		{"[::1]:8085", "http://[::1]:8085/api"},
+		{"192.0.2.7:9000", "http://192.0.2.7:9000/api"},
+	} {
+		if got := apiURL(tc.addr); got != tc.want {
+			t.Errorf("apiURL(%q) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+}
+
 // TestForceStartsAtOnce: a Force job added while another downloads starts
 // at once: it is finished while the other (paused for it) is still in
 // the queue, and the other then completes, resumed where it was.
