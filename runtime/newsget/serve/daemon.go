@@ -192,6 +192,12 @@ func New(cfg *newsget.Config, opts Options) (*Daemon, error) {
 	}
 	st.Queue = kept
 	d.state, d.hist = st, hist
+	if dropped := reconcileSettings(&d.state.Settings, cfg); len(dropped) > 0 {
+		d.log.Info("the configuration file changed: its values replace those set from the page or the API", "keys", strings.Join(dropped, ","))
+		if err := d.store.saveState(&d.state); err != nil {
+			return nil, err
+		}
+	}
 	var saved []ServerStat
 	if err := readJSON(d.store.statsPath(), &saved); err != nil {
 		d.log.Warn("server statistics", "err", err) // counting starts again
