@@ -669,6 +669,9 @@ func historySlot(h HistoryEntry) HistorySlot {
 // stageLog is SABnzbd's stage_log: what each stage did, in lines.
 func stageLog(h HistoryEntry) []any {
 	out := []any{}
+	for _, st := range h.Stages {
+		out = append(out, st)
+	}
 	if h.FailMessage != "" {
 		out = append(out, map[string]any{"name": "Unpack", "actions": []string{h.FailMessage}})
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
@@ -100,5 +101,26 @@ func TestPageRetryTakesPassword(t *testing.T) {
 	}
 	if r := row("SABnzbd_nzo_broken"); strings.Contains(r, `name="password"`) || !strings.Contains(r, "Retry") {
 		t.Errorf("the other failed job's row:\n%s", r)
+	}
+}
+
+// TestStageLog: the history's stage_log shows what post-processing did
+// (its Stages), then the failure, then the script's line.
+func TestStageLog(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	td := startDaemon(t, t.TempDir(), s, nil)
+	defer td.stop()
+	td.d.mu.Lock()
+	td.d.hist = append(td.d.hist, HistoryEntry{ID: "SABnzbd_nzo_fixed", Name: "Fixed", Status: "Completed", ScriptLine: "ok",
+		Stages: []Stage{{Name: "Repair", Actions: []string{"[a.mkv] Repaired (3 blocks rebuilt)"}}}})
+	td.d.mu.Unlock()
+	slots := td.api(t, "mode", "history")["history"].(map[string]any)["slots"].([]any)
+	got := slots[0].(map[string]any)["stage_log"]
+	want := []any{
+		map[string]any{"name": "Repair", "actions": []any{"[a.mkv] Repaired (3 blocks rebuilt)"}},
+		map[string]any{"name": "Script", "actions": []any{"ok"}},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("stage_log (-want +got):\n%s", d)
 	}
 }

@@ -252,7 +252,7 @@ func (d *Daemon) postProcess(ctx context.Context, j *Job, early Early) {
 	case ctx.Err() != nil:
 		return // still downloaded in state.json: post-processed again after the restart
 	}
-	h := HistoryEntry{DownloadTime: j.Downloaded.DownloadTime}
+	h := HistoryEntry{DownloadTime: j.Downloaded.DownloadTime, Stages: res.Stages}
 	if res.Status != Completed {
 		h.Status, h.FailMessage, h.Storage, h.Encrypted = "Failed", res.Reason, dir, res.Encrypted
 		h.Downloaded = j.Downloaded
