@@ -121,7 +121,11 @@ func stages(res *Result) []serve.Stage {
 				if res.Direct == "used" {
 					how = " during the download (direct unpack)"
 				}
-				lines = append(lines, fmt.Sprintf("[%s] Unpacked %d files%s", a.Name, len(a.Files), how))
+				files := "files"
+				if len(a.Files) == 1 {
+					files = "file"
+				}
+				lines = append(lines, fmt.Sprintf("[%s] Unpacked %d %s%s", a.Name, len(a.Files), files, how))
 			}
 		}
 		if len(lines) > 0 {
