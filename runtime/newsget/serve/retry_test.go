@@ -105,7 +105,8 @@ func TestPageRetryTakesPassword(t *testing.T) {
 }
 
 // TestStageLog: the history's stage_log shows what post-processing did
-// (its Stages), then the failure, then the script's line.
+// (its Stages), then the failure, then the script's line; the page's
+// history shows the stages too.
 func TestStageLog(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	td := startDaemon(t, t.TempDir(), s, nil)
@@ -122,5 +123,14 @@ func TestStageLog(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("stage_log (-want +got):\n%s", d)
+	}
+	resp, err := http.Get(td.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "Repair: [a.mkv] Repaired (3 blocks rebuilt)") {
+		t.Errorf("the page's history does not say what was repaired:\n%s", body)
 	}
 }
