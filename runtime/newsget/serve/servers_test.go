@@ -139,3 +139,22 @@ func TestStatusServers(t *testing.T) {
 		}
 	}
 }
+
+// TestServerSpeedIdle: a server's speed is its bytes of the last seconds
+// while a download runs, and 0 once none runs (as the daemon's speed),
+// not the remains of its average.
+func TestServerSpeedIdle(t *testing.T) {
+	s := newServerStats()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var got []float64
+	for _, running := range []bool{true, true, false, false} {
+		if running {
+			s.done("main", 1000, now)
+		}
+		s.sample(running)
+		got = append(got, s.by["main"].Speed)
+	}
+	if d := cmp.Diff([]float64{500, 750, 0, 0}, got); d != "" {
+		t.Errorf("speeds (-want +got):\n%s", d)
+	}
+}
