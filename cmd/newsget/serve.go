@@ -91,7 +91,7 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Serve.APIKey = key
 	}
-	d, err := serve.New(cfg, serve.Options{Log: logger, PostProcess: pp, HoldRecovery: true})
+	d, err := serve.New(cfg, serve.Options{Log: logger, PostProcess: pp, HoldRecovery: true, APIAddr: ln.Addr().String()})
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "newsget: %v\n", err)

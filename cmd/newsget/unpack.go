@@ -69,6 +69,14 @@ func jobPassword(j newsget.Job) string {
 	return pw
 }
 
+// plural is n and the word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
 // printUnpack writes what an unpack did: one line per archive (and its
 // files), then what cleanup removed.
 func printUnpack(w io.Writer, res *unpack.Result) {
@@ -77,7 +85,7 @@ func printUnpack(w io.Writer, res *unpack.Result) {
 			fmt.Fprintf(w, "unpack failed: %v; archives left in place\n", a.Err)
 			continue
 		}
-		fmt.Fprintf(w, "unpacked: %s (%d volumes): %d files, %d bytes\n", a.Name, len(a.Volumes), len(a.Files), a.Bytes)
+		fmt.Fprintf(w, "unpacked: %s (%s): %s, %d bytes\n", a.Name, plural(len(a.Volumes), "volume"), plural(len(a.Files), "file"), a.Bytes)
 		present := map[string]bool{}
 		for _, p := range a.Present {
 			present[p] = true

@@ -59,7 +59,7 @@ func TestDownloadUnpack(t *testing.T) {
 		files []string
 	}{
 		{"unpack and clean up", []string{nzb("good.nzb", good)}, 0,
-			`(?m)^unpacked: show.zip \(1 volumes\): 1 files, 7000 bytes\n  show/episode.bin\nremoved: show.zip, show.par2$`,
+			`(?m)^unpacked: show.zip \(1 volume\): 1 file, 7000 bytes\n  show/episode.bin\nremoved: show.zip, show.par2$`,
 			[]string{"show/episode.bin"}},
 		{"no cleanup", []string{"-no-cleanup", nzb("good2.nzb", good)}, 0,
 			`(?m)^unpacked: show.zip`, []string{"show.par2", "show.zip", "show/episode.bin"}},

@@ -308,7 +308,8 @@ func (e *Engine) dialFailed(c *connRun, cause download.DialCause, msg string, pe
 		c.srv.lastErr = msg
 	}
 	delete(e.conns, c.id)
-	closing := e.closing
+	// A dial the stop cancelled is no failure of the server.
+	closing := e.closing || e.ctx.Err() != nil
 	if err := e.sched.DialFailed(now, c.id, cause); err != nil {
 		e.log.Error("scheduler", "err", err)
 	}

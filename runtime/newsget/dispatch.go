@@ -61,6 +61,9 @@ func (e *Engine) dispatch(now time.Time, self *connRun) []*connRun {
 		case download.ServerBlocked:
 			sr := e.byID[ev.Server]
 			sr.blockedUntil = ev.Until
+			if e.closing || e.ctx.Err() != nil {
+				break // the stop's cancelled dials: nothing to warn of
+			}
 			e.log.Warn("server blocked", "server", sr.cfg.Label(), "until", ev.Until.Format(time.TimeOnly),
 				"failures", ev.Failures, "cause", ev.Cause, "last", sr.lastErr)
 			limit, never := e.opts.MaxServerFailures, ""

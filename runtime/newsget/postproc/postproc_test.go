@@ -388,7 +388,8 @@ func TestRepairThenUnpack(t *testing.T) {
 
 // TestProcessor: as newsget serve's PostProcessor the stage marks a job
 // Completed only once repaired (and unpacked), Failed with the reason
-// otherwise.
+// otherwise; its Stages (the history's stage_log) say what was fetched
+// and repaired.
 func TestProcessor(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -414,6 +415,16 @@ func TestProcessor(t *testing.T) {
 			}
 			if tc.want == serve.Completed {
 				f.wantOriginals()
+				var repair []string
+				for _, st := range got.Stages {
+					if st.Name == "Repair" {
+						repair = st.Actions
+					}
+				}
+				if !slices.ContainsFunc(repair, func(l string) bool { return strings.HasPrefix(l, "[a.bin] Repaired (") }) ||
+					!slices.ContainsFunc(repair, func(l string) bool { return strings.HasPrefix(l, "Fetched ") }) {
+					t.Errorf("stages %+v: want a Repair stage that says a.bin was repaired and what was fetched", got.Stages)
+				}
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package postproc
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/newsflow/newsflow/runtime/newsget"
@@ -81,10 +82,55 @@ func (p *Processor) PostProcess(ctx context.Context, job serve.PostJob) serve.Po
 	}
 	res := Run(ctx, Job{Dir: job.Dir, Name: job.Name, Password: pw, Files: job.Files, Direct: direct}, o)
 	if res.Err != nil {
-		return serve.PostResult{Status: serve.Failed, Reason: res.Err.Error(), Encrypted: unpack.Encrypted(res.Err)}
+		return serve.PostResult{Status: serve.Failed, Reason: res.Err.Error(), Encrypted: unpack.Encrypted(res.Err), Stages: stages(res)}
 	}
 	if len(job.Files) == 0 {
 		return serve.PostResult{Status: serve.Failed, Reason: "no files downloaded"}
 	}
-	return serve.PostResult{Status: serve.Completed}
+	return serve.PostResult{Status: serve.Completed, Stages: stages(res)}
+}
+
+// stages writes what Run did as SABnzbd's stage_log: a Repair stage for
+// verification, recovery fetched and files repaired, an Unpack stage for
+// the archives unpacked.
+func stages(res *Result) []serve.Stage {
+	var out []serve.Stage
+	var repair []string
+	for _, v := range res.Verified {
+		if v.Unreadable == "" && v.Missing == 0 {
+			repair = append(repair, fmt.Sprintf("[%s] Verified: %d of %d files whole", v.Set, v.Whole, v.Files))
+		}
+	}
+	for _, r := range res.Renamed {
+		repair = append(repair, fmt.Sprintf("[%s] Renamed from %s", r.To, r.From))
+	}
+	if blocks, vols := res.FetchedBlocks(); vols > 0 {
+		repair = append(repair, fmt.Sprintf("Fetched %d recovery blocks in %d volumes", blocks, vols))
+	}
+	for _, r := range res.Repaired {
+		repair = append(repair, fmt.Sprintf("[%s] Repaired (%d blocks rebuilt)", r.Name, r.Slices))
+	}
+	if len(repair) > 0 {
+		out = append(out, serve.Stage{Name: "Repair", Actions: repair})
+	}
+	if res.Unpack != nil {
+		var lines []string
+		for _, a := range res.Unpack.Archives {
+			if a.Err == nil {
+				how := ""
+				if res.Direct == "used" {
+					how = " during the download (direct unpack)"
+				}
+				files := "files"
+				if len(a.Files) == 1 {
+					files = "file"
+				}
+				lines = append(lines, fmt.Sprintf("[%s] Unpacked %d %s%s", a.Name, len(a.Files), files, how))
+			}
+		}
+		if len(lines) > 0 {
+			out = append(out, serve.Stage{Name: "Unpack", Actions: lines})
+		}
+	}
+	return out
 }

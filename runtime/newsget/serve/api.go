@@ -311,7 +311,7 @@ func (d *Daemon) apiFullStatus() map[string]any {
 		"completedir": d.cfg.Serve.CompleteDir, "downloaddir": d.cfg.DownloadDir, "paused": d.state.Paused,
 		"diskspace1": gb(free), "diskspacetotal1": gb(total), "diskspace2": gb(cfree), "diskspacetotal2": gb(ctotal),
 		"kbpersec": fmt.Sprintf("%.2f", d.speed/1024), "speed": speedWords(d.speed),
-		"servers": d.stats.list(), "folders": d.orphansLocked(),
+		"servers": d.apiServersLocked(), "folders": d.orphansLocked(),
 	}
 }
 
@@ -669,6 +669,9 @@ func historySlot(h HistoryEntry) HistorySlot {
 // stageLog is SABnzbd's stage_log: what each stage did, in lines.
 func stageLog(h HistoryEntry) []any {
 	out := []any{}
+	for _, st := range h.Stages {
+		out = append(out, st)
+	}
 	if h.FailMessage != "" {
 		out = append(out, map[string]any{"name": "Unpack", "actions": []string{h.FailMessage}})
 	}

@@ -263,6 +263,44 @@ type settings struct {
 	BandwidthMax *int64    `json:"bandwidth_max,omitempty"` // nil: [serve] bandwidth_max
 	NoDupes      string    `json:"no_dupes,omitempty"`      // "": [serve] no_dupes
 	ResumeAt     time.Time `json:"resume_at,omitzero"`      // a timed pause (config&name=set_pause) ends
+	// Over is the configuration the settings above were changed over: a
+	// setting lasts until the configuration's own key changes.
+	Over *configKeys `json:"over,omitempty"`
+}
+
+// configKeys are the configuration's values of the settings the page and
+// the API change.
+type configKeys struct {
+	Rate         int64  `json:"rate"`
+	BandwidthMax int64  `json:"bandwidth_max"`
+	NoDupes      string `json:"no_dupes"`
+}
+
+// settingsOver is the configuration's values of the settable keys.
+func settingsOver(cfg *newsget.Config) *configKeys {
+	return &configKeys{Rate: int64(cfg.Rate), BandwidthMax: int64(cfg.Serve.BandwidthMax), NoDupes: cfg.Serve.NoDupes}
+}
+
+// reconcileSettings drops each setting changed from the page or the API
+// whose key the configuration file has changed since: an edit of the
+// file wins at the next start. It reports what it dropped.
+func reconcileSettings(s *settings, cfg *newsget.Config) (dropped []string) {
+	now := settingsOver(cfg)
+	if s.Over == nil {
+		s.Over = now
+		return nil
+	}
+	if s.SpeedLimit != nil && s.Over.Rate != now.Rate {
+		s.SpeedLimit, dropped = nil, append(dropped, "rate")
+	}
+	if s.BandwidthMax != nil && s.Over.BandwidthMax != now.BandwidthMax {
+		s.BandwidthMax, dropped = nil, append(dropped, "bandwidth_max")
+	}
+	if s.NoDupes != "" && s.Over.NoDupes != now.NoDupes {
+		s.NoDupes, dropped = "", append(dropped, "no_dupes")
+	}
+	s.Over = now
+	return dropped
 }
 
 // speedLimit is the speed limit now. Called with mu held.

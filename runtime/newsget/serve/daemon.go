@@ -55,8 +55,11 @@ type Options struct {
 	// (newsget.Job.HoldRecovery) for a PostProcess that fetches what a
 	// repair needs (runtime/newsget/postproc.Processor).
 	HoldRecovery bool
-	NewID        func() string    // nzo_id suffixes; nil: random
-	Now          func() time.Time // nil: time.Now
+	// APIAddr is the address the API's listener is bound to (for
+	// SAB_API_URL); empty: [serve] listen.
+	APIAddr string
+	NewID   func() string    // nzo_id suffixes; nil: random
+	Now     func() time.Time // nil: time.Now
 	// Engine is the template of each job's Engine options (OnSegment is
 	// the daemon's own).
 	Engine newsget.Options
@@ -99,8 +102,11 @@ type Daemon struct {
 	grabs   sync.WaitGroup
 	// fetchSlots holds a token per addurl fetch under way.
 	fetchSlots chan struct{}
-	ring       *logRing
-	watchMu    sync.Mutex // one scan of watch_dir at a time
+	// bodyKeySlot holds a token while an upload whose API key is in its
+	// multipart body, not in the query string, is read: one at a time.
+	bodyKeySlot chan struct{}
+	ring        *logRing
+	watchMu     sync.Mutex // one scan of watch_dir at a time
 }
 
 // active is the job being downloaded.
@@ -157,7 +163,7 @@ func New(cfg *newsget.Config, opts Options) (*Daemon, error) {
 	opts.Log = slog.New(newRingHandler(opts.Log.Handler(), ring))
 	d := &Daemon{cfg: cfg, opts: opts, log: opts.Log, ring: ring, store: store{dir: filepath.Join(cfg.QueueDir, "serve")},
 		csrf: randomHex(), stats: newServerStats(), wake: make(chan struct{}, 1),
-		fetchSlots: make(chan struct{}, max(cfg.Serve.AddURLFetches, 1))}
+		fetchSlots: make(chan struct{}, max(cfg.Serve.AddURLFetches, 1)), bodyKeySlot: make(chan struct{}, 1)}
 	if cfg.Serve.Htpasswd != "" {
 		u, err := readHtpasswd(cfg.Serve.Htpasswd)
 		if err != nil {
@@ -186,6 +192,12 @@ func New(cfg *newsget.Config, opts Options) (*Daemon, error) {
 	}
 	st.Queue = kept
 	d.state, d.hist = st, hist
+	if dropped := reconcileSettings(&d.state.Settings, cfg); len(dropped) > 0 {
+		d.log.Info("the configuration file changed: its values replace those set from the page or the API", "keys", strings.Join(dropped, ","))
+		if err := d.store.saveState(&d.state); err != nil {
+			return nil, err
+		}
+	}
 	var saved []ServerStat
 	if err := readJSON(d.store.statsPath(), &saved); err != nil {
 		d.log.Warn("server statistics", "err", err) // counting starts again

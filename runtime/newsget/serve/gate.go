@@ -72,13 +72,16 @@ func (d *Daemon) originAllowed(r *http.Request) bool {
 // before the key is known.
 const maxFormBody = 64 << 10
 
-// apiGate checks the API key before any body is read, and reads the body
-// of a POST the key admits. The key of a POST is in the query string, as
-// the SABnzbd clients send it; a urlencoded body of at most 64 KiB may
-// carry it instead, but a multipart body (an upload) without the key in
-// the query is refused unread. Multipart temp files are removed when the
-// request ends (the returned cleanup). It answers the error itself and
-// returns ok false when the request goes no further.
+// apiGate checks the API key before any body is read when the query
+// string carries it, and reads the body of a POST the key admits. The
+// *arr apps send the key in the query string; a urlencoded body of at
+// most 64 KiB may carry it instead, and so may a multipart upload, as
+// SABnzbd's own page and client libraries send it (after the file): such
+// an upload is read one at a time, within max_nzb_size, and its key is
+// checked before anything of it is parsed as an NZB. A wrong key in the
+// query string is refused unread. Multipart temp files are removed when
+// the request ends (the returned cleanup). It answers the error itself
+// and returns ok false when the request goes no further.
 func (d *Daemon) apiGate(w http.ResponseWriter, r *http.Request) (cleanup func(), ok bool) {
 	cleanup = func() {}
 	if r.Method != http.MethodPost {
@@ -90,17 +93,22 @@ func (d *Daemon) apiGate(w http.ResponseWriter, r *http.Request) (cleanup func()
 		return cleanup, false
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if key == "" {
-		if ct == "multipart/form-data" {
-			apiError(w, "API Key Required (in the query string: /api?apikey=...)")
-			return cleanup, false
-		}
+	if key == "" && ct != "multipart/form-data" {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBody)
 		if err := r.ParseForm(); err != nil {
 			apiError(w, "bad request: a POST without apikey in the query string has a urlencoded body of at most 64 KiB")
 			return cleanup, false
 		}
 		return cleanup, true
+	}
+	if key == "" {
+		select {
+		case d.bodyKeySlot <- struct{}{}:
+			defer func() { <-d.bodyKeySlot }()
+		default:
+			apiError(w, "API Key Required (another upload with the key in its body is being read: put apikey in the query string, /api?apikey=...)")
+			return cleanup, false
+		}
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, int64(d.cfg.Serve.MaxNZBSize)+1<<20)
 	err := r.ParseMultipartForm(1 << 20)

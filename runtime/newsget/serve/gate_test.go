@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net"
@@ -101,22 +102,29 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// TestAPIKeyBeforeBody: an upload without the key, or with a wrong one,
-// in the query string is answered before a byte of its body is read; an
-// admitted upload leaves no temp file behind.
+// TestAPIKeyBeforeBody: an upload with a wrong key in the query string is
+// answered before a byte of its body is read; one with the key in its
+// body after the file (SABnzbd's client libraries put it there) is read
+// and admitted, one without a key anywhere is refused before its NZB is
+// parsed, and while one keyless-query upload is read a second one is
+// refused unread; an admitted upload leaves no temp file behind.
 func TestAPIKeyBeforeBody(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	td := startDaemon(t, t.TempDir(), s, nil)
 	defer td.stop()
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	upload := func(query string) (map[string]any, int64) {
+	upload := func(query, bodyKey string) (map[string]any, int64) {
 		t.Helper()
 		var body bytes.Buffer
 		mw := multipart.NewWriter(&body)
-		mw.WriteField("apikey", testKey)
 		fw, _ := mw.CreateFormFile("name", "big.nzb")
 		fw.Write(bytes.Repeat([]byte("x"), 3<<20))
+		mw.WriteField("mode", "addfile")
+		mw.WriteField("output", "json")
+		if bodyKey != "" {
+			mw.WriteField("apikey", bodyKey)
+		}
 		mw.Close()
 		cr := &countingReader{r: &body}
 		req := httptest.NewRequest("POST", "http://127.0.0.1/api?"+query, cr)
@@ -129,18 +137,26 @@ func TestAPIKeyBeforeBody(t *testing.T) {
 		}
 		return m, cr.n
 	}
-	for _, tc := range []struct{ query, wantErr string }{
-		{"mode=addfile&output=json", "API Key Required (in the query string: /api?apikey=...)"},
-		{"mode=addfile&output=json&apikey=wrongwrong", "API Key Incorrect"},
-	} {
-		got, read := upload(tc.query)
-		if got["error"] != tc.wantErr || read != 0 {
-			t.Errorf("%s: %v after reading %d body bytes; want %q before reading any", tc.query, got, read, tc.wantErr)
+	if got, read := upload("apikey=wrongwrong", testKey); got["error"] != "API Key Incorrect" || read != 0 {
+		t.Errorf("wrong key in the query: %v after reading %d body bytes; want API Key Incorrect before reading any", got, read)
+	}
+	if got, _ := upload("", ""); got["error"] != "API Key Required" {
+		t.Errorf("no key anywhere: %v; want API Key Required", got)
+	}
+	if got, _ := upload("", "wrongwrong"); got["error"] != "API Key Incorrect" {
+		t.Errorf("wrong key in the body: %v; want API Key Incorrect", got)
+	}
+	for _, tc := range []struct{ query, bodyKey string }{{"apikey=" + testKey, ""}, {"", testKey}} {
+		got, read := upload(tc.query, tc.bodyKey)
+		if got["status"] != false || !strings.HasPrefix(got["error"].(string), "refused NZB big.nzb") || read == 0 {
+			t.Errorf("keyed upload (query %q, body key %q) of a non-NZB: %v (%d bytes read)", tc.query, tc.bodyKey, got, read)
 		}
 	}
-	got, read := upload("mode=addfile&output=json&apikey=" + testKey)
-	if got["status"] != false || !strings.HasPrefix(got["error"].(string), "refused NZB big.nzb") || read == 0 {
-		t.Errorf("keyed upload of a non-NZB: %v (%d bytes read)", got, read)
+	td.d.bodyKeySlot <- struct{}{}
+	got, read := upload("", testKey)
+	<-td.d.bodyKeySlot
+	if !strings.HasPrefix(fmt.Sprint(got["error"]), "API Key Required") || read != 0 {
+		t.Errorf("second keyless-query upload: %v after %d bytes; want API Key Required before reading any", got, read)
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("temp files left after the request: %v", left)

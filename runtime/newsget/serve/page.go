@@ -77,6 +77,9 @@ type pageFile struct {
 type pageHist struct {
 	HistorySlot
 	SizeStr string
+	// Encrypted: no password opened its archives; its Retry takes one.
+	Encrypted bool
+	Stages    []Stage // what verify, repair and unpack did
 }
 
 // pageServer is a server's line, with the chart of its last minutes.
@@ -157,7 +160,7 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 		if i == 100 {
 			break
 		}
-		pd.History = append(pd.History, pageHist{HistorySlot: historySlot(h), SizeStr: humanBytes(h.Bytes)})
+		pd.History = append(pd.History, pageHist{HistorySlot: historySlot(h), SizeStr: humanBytes(h.Bytes), Encrypted: h.Encrypted, Stages: h.Stages})
 	}
 	// Every configured server shows its state, downloaded from or not;
 	// servers no longer configured show their statistics.
@@ -405,9 +408,9 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <h2>History</h2>
 <table id="history"><thead><tr><th>Name</th><th>Category</th><th>Status</th><th>Size</th><th>Folder</th><th></th></tr></thead><tbody>
 {{range .History}}<tr class="done" data-id="{{.ID}}"><td class="name" data-label="Name">{{.Name}}</td><td data-label="Category">{{.Category}}</td>
-<td data-label="Status"><span class="status{{if eq .Status "Failed"}} failed{{end}}">{{.Status}}</span>{{if .FailMessage}}<div class="reason">{{.FailMessage}}</div>{{end}}{{if .ScriptLine}}<div>Script: {{.ScriptLine}}</div>{{end}}</td>
+<td data-label="Status"><span class="status{{if eq .Status "Failed"}} failed{{end}}">{{.Status}}</span>{{if .FailMessage}}<div class="reason">{{.FailMessage}}</div>{{end}}{{range .Stages}}<div class="stage"><small>{{.Name}}: {{range $i, $a := .Actions}}{{if $i}}; {{end}}{{$a}}{{end}}</small></div>{{end}}{{if .ScriptLine}}<div>Script: {{.ScriptLine}}</div>{{end}}</td>
 <td class="num" data-label="Size">{{.SizeStr}}</td><td class="name" data-label="Folder">{{.Storage}}</td>
-<td class="actions">{{if eq .Status "Failed"}}<form class="inline" method="post" action="/action/retry"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button class="retry">Retry</button></form>{{end}}
+<td class="actions">{{if eq .Status "Failed"}}<form class="inline" method="post" action="/action/retry"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}">{{if .Encrypted}}<input class="password" type="password" name="password" placeholder="password" autocomplete="off" aria-label="archive password"> {{end}}<button class="retry">Retry</button></form>{{end}}
 <form class="inline" method="post" action="/action/delete-history"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button>Remove</button></form>
 <form class="inline" method="post" action="/action/delete-history"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><input type="hidden" name="del_files" value="1"><button>Remove with files</button></form></td></tr>
 {{else}}<tr><td colspan="6">No finished jobs.</td></tr>{{end}}</tbody></table>

@@ -66,9 +66,19 @@ const (
 type PostResult struct {
 	Status PostStatus
 	Reason string // for Failed: SABnzbd's fail_message
+	// Stages are what verify, repair and unpack did, as the history's
+	// stage_log shows them.
+	Stages []Stage
 	// Encrypted: Failed because encrypted archives opened with no
 	// password tried.
 	Encrypted bool
+}
+
+// A Stage is one stage of SABnzbd's stage_log ("Repair", "Unpack") and
+// the lines of what it did.
+type Stage struct {
+	Name    string   `json:"name"`
+	Actions []string `json:"actions"`
 }
 
 // NoPostProcess is the default PostProcessor: no repair or unpack; a job

@@ -2,11 +2,14 @@ package serve
 
 import (
 	"bytes"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
@@ -66,5 +69,68 @@ func TestRetry(t *testing.T) {
 		if got := td.api(t, "mode", "retry", "value", tc.value); got["status"] != false || !strings.Contains(got["error"].(string), tc.wantErr) {
 			t.Errorf("retry %s = %v, want error %q", tc.value, got, tc.wantErr)
 		}
+	}
+}
+
+// TestPageRetryTakesPassword: on the page, the Retry of a job that failed
+// on encrypted archives has a password box (the form's password goes to
+// the retry, as mode=retry's password= does); other failed jobs' Retry
+// has none.
+func TestPageRetryTakesPassword(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	td := startDaemon(t, t.TempDir(), s, nil)
+	defer td.stop()
+	td.d.mu.Lock()
+	td.d.hist = append(td.d.hist,
+		HistoryEntry{ID: "SABnzbd_nzo_locked", Name: "Locked", Status: "Failed", FailMessage: "unpack failed", Encrypted: true},
+		HistoryEntry{ID: "SABnzbd_nzo_broken", Name: "Broken", Status: "Failed", FailMessage: "repair failed"})
+	td.d.mu.Unlock()
+	resp, err := http.Get(td.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	row := func(id string) string {
+		_, after, _ := strings.Cut(string(body), `data-id="`+id+`"`)
+		before, _, _ := strings.Cut(after, "</tr>")
+		return before
+	}
+	if r := row("SABnzbd_nzo_locked"); !strings.Contains(r, `name="password"`) {
+		t.Errorf("the encrypted job's row has no password box:\n%s", r)
+	}
+	if r := row("SABnzbd_nzo_broken"); strings.Contains(r, `name="password"`) || !strings.Contains(r, "Retry") {
+		t.Errorf("the other failed job's row:\n%s", r)
+	}
+}
+
+// TestStageLog: the history's stage_log shows what post-processing did
+// (its Stages), then the failure, then the script's line; the page's
+// history shows the stages too.
+func TestStageLog(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	td := startDaemon(t, t.TempDir(), s, nil)
+	defer td.stop()
+	td.d.mu.Lock()
+	td.d.hist = append(td.d.hist, HistoryEntry{ID: "SABnzbd_nzo_fixed", Name: "Fixed", Status: "Completed", ScriptLine: "ok",
+		Stages: []Stage{{Name: "Repair", Actions: []string{"[a.mkv] Repaired (3 blocks rebuilt)"}}}})
+	td.d.mu.Unlock()
+	slots := td.api(t, "mode", "history")["history"].(map[string]any)["slots"].([]any)
+	got := slots[0].(map[string]any)["stage_log"]
+	want := []any{
+		map[string]any{"name": "Repair", "actions": []any{"[a.mkv] Repaired (3 blocks rebuilt)"}},
+		map[string]any{"name": "Script", "actions": []any{"ok"}},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("stage_log (-want +got):\n%s", d)
+	}
+	resp, err := http.Get(td.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "Repair: [a.mkv] Repaired (3 blocks rebuilt)") {
+		t.Errorf("the page's history does not say what was repaired:\n%s", body)
 	}
 }

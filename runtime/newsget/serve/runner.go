@@ -252,7 +252,7 @@ func (d *Daemon) postProcess(ctx context.Context, j *Job, early Early) {
 	case ctx.Err() != nil:
 		return // still downloaded in state.json: post-processed again after the restart
 	}
-	h := HistoryEntry{DownloadTime: j.Downloaded.DownloadTime}
+	h := HistoryEntry{DownloadTime: j.Downloaded.DownloadTime, Stages: res.Stages}
 	if res.Status != Completed {
 		h.Status, h.FailMessage, h.Storage, h.Encrypted = "Failed", res.Reason, dir, res.Encrypted
 		h.Downloaded = j.Downloaded
@@ -442,7 +442,8 @@ func (d *Daemon) sampler(ctx context.Context, start time.Time) {
 		} else {
 			d.idleServersLocked()
 		}
-		if a != nil && d.run == a && a.eng != nil {
+		running := a != nil && d.run == a && a.eng != nil
+		if running {
 			if !a.priorKnown && p.TotalBytes > 0 {
 				a.prior, a.priorKnown = max(a.job.Bytes-p.TotalBytes, 0), true
 			}
@@ -453,7 +454,7 @@ func (d *Daemon) sampler(ctx context.Context, start time.Time) {
 		} else {
 			d.speed = 0
 		}
-		d.stats.sample()
+		d.stats.sample(running)
 		resume := !d.state.Settings.ResumeAt.IsZero() && !d.opts.Now().Before(d.state.Settings.ResumeAt)
 		d.mu.Unlock()
 		d.logNotes(ctx, notes)

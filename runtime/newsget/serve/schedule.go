@@ -77,5 +77,9 @@ func (d *Daemon) applySchedule(e newsget.ScheduleEntry) {
 	case "speedlimit":
 		err = d.SetSpeedLimit(e.Value)
 	}
-	d.log.Info("schedule", "at", e.At, "action", e.Action, "value", e.Value, "err", err)
+	if err != nil {
+		d.log.Warn("schedule", "at", e.At, "action", e.Action, "value", e.Value, "err", err)
+		return
+	}
+	d.log.Info("schedule", "at", e.At, "action", e.Action, "value", e.Value)
 }

@@ -2,8 +2,10 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -89,7 +91,7 @@ func (d *Daemon) runScript(ctx context.Context, j *Job, h *HistoryEntry) {
 		"password": j.Password, "pp": strconv.Itoa(pp), "priority": strconv.Itoa(int(j.Priority)),
 		"duplicate": boolDigit(j.Duplicate != ""), "encrypted": boolDigit(h.Encrypted), "group": "", "url": j.URL,
 		"script": script, "download_time": strconv.Itoa(h.DownloadTime), "failure_url": "",
-		"api_key": d.cfg.Serve.APIKey, "api_url": "http://" + d.cfg.Serve.Listen + "/api", "version": Version,
+		"api_key": d.cfg.Serve.APIKey, "api_url": apiURL(cmp.Or(d.opts.APIAddr, d.cfg.Serve.Listen)), "version": Version,
 	}
 	cmd.Env = os.Environ()
 	for k, v := range env {
@@ -138,4 +140,18 @@ func (c *capped) Write(p []byte) (int, error) {
 		c.b.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+// apiURL is the API's URL for a script on this machine, from the address
+// the API listens on: a listener on every address (":8085", "0.0.0.0",
+// "[::]") is reached on 127.0.0.1.
+func apiURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr + "/api"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/api"
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 // TestScripts: the category's script (else [serve] script) runs after a
@@ -74,6 +75,23 @@ func TestScripts(t *testing.T) {
 	}
 }
 
+// TestScriptAPIURL: SAB_API_URL names an address a script on this machine
+// reaches: the listener's own, loopback for a listener on every address.
+func TestScriptAPIURL(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"127.0.0.1:8085", "http://127.0.0.1:8085/api"},
+		{":8085", "http://127.0.0.1:8085/api"},
+		{"0.0.0.0:8085", "http://127.0.0.1:8085/api"},
+		{"[::]:8085", "http://127.0.0.1:8085/api"},
+		{"[::1]:8085", "http://[::1]:8085/api"},
+		{"192.0.2.7:9000", "http://192.0.2.7:9000/api"},
+	} {
+		if got := apiURL(tc.addr); got != tc.want {
+			t.Errorf("apiURL(%q) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+}
+
 // TestForceStartsAtOnce: a Force job added while another downloads starts
 // at once: it is finished while the other (paused for it) is still in
 // the queue, and the other then completes, resumed where it was.
@@ -123,5 +141,52 @@ func TestServerStatsSurviveRestart(t *testing.T) {
 	}
 	if d := cmp.Diff(before, after); d != "" {
 		t.Errorf("server_stats after a restart (-before +after):\n%s", d)
+	}
+}
+
+// TestConfigEditWinsOverPageSetting: a speed limit, bandwidth_max or
+// no_dupes set from the page or the API lasts across restarts until the
+// configuration file's own key changes; then the file's value is in
+// effect, and stays so at the next start.
+func TestConfigEditWinsOverPageSetting(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	dir := t.TempDir()
+	conf := func(rate, max int64, dupes string) func(*newsget.Config) {
+		return func(c *newsget.Config) {
+			c.Rate, c.Serve.BandwidthMax, c.Serve.NoDupes = tomlconf.Size(rate), tomlconf.Size(max), dupes
+		}
+	}
+	now := func(td *testDaemon) []any {
+		td.d.mu.Lock()
+		defer td.d.mu.Unlock()
+		return []any{td.d.speedLimit(), td.d.bandwidthMax(), td.d.noDupes()}
+	}
+	td := startDaemon(t, dir, s, conf(1<<20, 10<<20, "tag"))
+	if err := td.d.SetSpeedLimit("2M"); err != nil {
+		t.Fatal(err)
+	}
+	if err := td.d.SetBandwidthMax("20M"); err != nil {
+		t.Fatal(err)
+	}
+	if err := td.d.SetNoDupes("pause"); err != nil {
+		t.Fatal(err)
+	}
+	td.stop()
+	for _, tc := range []struct {
+		rate, max int64
+		dupes     string
+		want      []any
+	}{
+		{1 << 20, 10 << 20, "tag", []any{int64(2 << 20), int64(20 << 20), "pause"}}, // file unchanged: the page's settings
+		{3 << 20, 10 << 20, "tag", []any{int64(3 << 20), int64(20 << 20), "pause"}}, // rate edited
+		{1 << 20, 10 << 20, "tag", []any{int64(1 << 20), int64(20 << 20), "pause"}}, // and again: the file's
+		{1 << 20, 30 << 20, "off", []any{int64(1 << 20), int64(30 << 20), "off"}},
+	} {
+		td := startDaemon(t, dir, s, conf(tc.rate, tc.max, tc.dupes))
+		got := now(td)
+		td.stop()
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("rate %d, bandwidth_max %d, no_dupes %s in the file: settings (-want +got):\n%s", tc.rate, tc.max, tc.dupes, d)
+		}
 	}
 }

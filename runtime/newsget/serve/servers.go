@@ -26,6 +26,7 @@ type serverView struct {
 	State string
 	Err   string
 	Since time.Time
+	Conns int // connections up
 }
 
 // serverNote is a line for the log (and so for mode=warnings) about a
@@ -37,7 +38,7 @@ type serverNote struct {
 
 // viewOf is the state of s.
 func viewOf(s newsget.ServerState) serverView {
-	v := serverView{Name: s.Name, State: srvIdle}
+	v := serverView{Name: s.Name, State: srvIdle, Conns: s.Connections}
 	switch {
 	case s.Connections > 0:
 		v.State = srvConnected
@@ -156,4 +157,35 @@ func (d *Daemon) logNotes(ctx context.Context, notes []serverNote) {
 	for _, n := range notes {
 		d.log.Log(ctx, n.level, n.text)
 	}
+}
+
+// apiServersLocked is status's servers: for each configured server
+// SABnzbd's fields (servername, serveractive, servertotalconn, serverssl,
+// serveractiveconn, serveroptional, servererror, serverpriority,
+// serverbps, serverconnections), with newsget's counters (name,
+// articles, bytes, failures, daily, speed) beside them. Called with mu
+// held.
+func (d *Daemon) apiServersLocked() []map[string]any {
+	byName := map[string]ServerStat{}
+	for _, st := range d.stats.list() {
+		byName[st.Name] = st
+	}
+	views := d.serverViewsLocked()
+	out := make([]map[string]any, 0, len(views))
+	for i, sc := range d.cfg.Servers {
+		v := views[i]
+		st := byName[v.Name]
+		daily := st.Daily
+		if daily == nil {
+			daily = map[string]int64{}
+		}
+		out = append(out, map[string]any{
+			"servername": v.Name, "serveractive": sc.IsActive(), "servertotalconn": sc.Connections,
+			"serverssl": boolInt(sc.Encryption != newsget.EncryptNone), "serveractiveconn": v.Conns,
+			"serveroptional": boolInt(sc.Optional), "servererror": v.Err, "serverpriority": sc.Level,
+			"serverbps": speedWords(st.Speed), "serverconnections": []any{},
+			"name": v.Name, "articles": st.Articles, "bytes": st.Bytes, "failures": st.Failures, "daily": daily, "speed": st.Speed,
+		})
+	}
+	return out
 }

@@ -113,3 +113,48 @@ func TestNoteServers(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusServers: status and fullstatus list every configured server
+// in SABnzbd's fields (what nzb360 and the client libraries read), before
+// any download too.
+func TestStatusServers(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	td := startDaemon(t, t.TempDir(), s, nil)
+	defer td.stop()
+	for _, mode := range []string{"status", "fullstatus"} {
+		srv := td.api(t, "mode", mode)["status"].(map[string]any)["servers"].([]any)
+		if len(srv) != 1 {
+			t.Fatalf("%s: servers %v, want the one configured", mode, srv)
+		}
+		got := map[string]any{}
+		for _, k := range []string{"servername", "serveractive", "servertotalconn", "serverssl", "serveractiveconn",
+			"serveroptional", "servererror", "serverpriority", "serverbps", "serverconnections"} {
+			got[k] = srv[0].(map[string]any)[k]
+		}
+		want := map[string]any{"servername": "main", "serveractive": true, "servertotalconn": 2.0, "serverssl": 0.0,
+			"serveractiveconn": 0.0, "serveroptional": 0.0, "servererror": "", "serverpriority": 0.0, "serverbps": "0 ",
+			"serverconnections": []any{}}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s: server fields (-want +got):\n%s", mode, d)
+		}
+	}
+}
+
+// TestServerSpeedIdle: a server's speed is its bytes of the last seconds
+// while a download runs, and 0 once none runs (as the daemon's speed),
+// not the remains of its average.
+func TestServerSpeedIdle(t *testing.T) {
+	s := newServerStats()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var got []float64
+	for _, running := range []bool{true, true, false, false} {
+		if running {
+			s.done("main", 1000, now)
+		}
+		s.sample(running)
+		got = append(got, s.by["main"].Speed)
+	}
+	if d := cmp.Diff([]float64{500, 750, 0, 0}, got); d != "" {
+		t.Errorf("speeds (-want +got):\n%s", d)
+	}
+}

@@ -106,6 +106,8 @@ type HistoryEntry struct {
 	// Encrypted: the job failed on encrypted archives that no password
 	// opened.
 	Encrypted bool `json:"encrypted,omitempty"`
+	// Stages: what post-processing did (stage_log).
+	Stages []Stage `json:"stages,omitempty"`
 	// The post-processing script's path, output and last line.
 	Script     string `json:"script,omitempty"`
 	ScriptLog  string `json:"script_log,omitempty"`

@@ -63,10 +63,15 @@ func (s *serverStats) done(server string, bytes int64, now time.Time) {
 
 func (s *serverStats) failed(server string) { s.get(server).Failures++; s.dirty = true }
 
-// sample updates the speeds; called once a second.
-func (s *serverStats) sample() {
+// sample updates the speeds; called once a second. With no download
+// running every server's speed is 0, as the daemon's is, not what is
+// left of the last one's average.
+func (s *serverStats) sample(running bool) {
 	for _, st := range s.by {
 		st.Speed = 0.5*st.Speed + 0.5*float64(st.Bytes-st.last)
+		if !running {
+			st.Speed = 0
+		}
 		st.last = st.Bytes
 		st.History = append(st.History, st.Speed)
 		if len(st.History) > speedHistory {

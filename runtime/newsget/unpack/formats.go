@@ -250,7 +250,7 @@ func passwordHint(err error, password string) error {
 	case !encrypted:
 		return err
 	case password == "":
-		return fmt.Errorf("%w (the archive is encrypted and no password was given: <meta type=\"password\"> in the NZB, {{password}} in its name, or -password)", err)
+		return fmt.Errorf("%w (the archive is encrypted and no password was given: <meta type=\"password\"> in the NZB, {{password}} at the end of its name, -password on the command line, or a password with newsget serve's retry)", err)
 	default:
 		return fmt.Errorf("%w (the archive is encrypted; the password given does not open it)", err)
 	}
