@@ -27,7 +27,8 @@
 //     file's MD5 (its report is the second verify).
 //  5. With every set whole and no incomplete file left outside a set, the
 //     archives are unpacked and, with Cleanup, archives and PAR2 files are
-//     removed (runtime/newsget/unpack). A RAR set that a direct unpack
+//     removed (runtime/newsget/unpack; the PAR2 files also where there is
+//     no archive). A RAR set that a direct unpack
 //     (direct.go) read whole during the download, with nothing repaired
 //     or renamed since, is renamed into place from its staging folder
 //     instead of being extracted again.
@@ -272,7 +273,7 @@ func (r *run) run(ctx context.Context) error {
 		files = append(files, n)
 	}
 	slices.Sort(files)
-	uo := unpack.Options{Password: r.job.Password, Cleanup: r.o.Cleanup, Files: files, MaxRatio: r.o.UnpackMaxRatio}
+	uo := unpack.Options{Password: r.job.Password, Cleanup: r.o.Cleanup, Verified: true, Files: files, MaxRatio: r.o.UnpackMaxRatio}
 	if d := r.job.Direct; d != nil {
 		switch err := d.Wait(); {
 		case err != nil:

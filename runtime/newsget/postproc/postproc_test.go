@@ -221,6 +221,21 @@ func TestCleanDownload(t *testing.T) {
 	f.wantOriginals()
 }
 
+// TestPlainFilesCleanup: a release of plain files (no archive), verified
+// whole, keeps its files and loses its PAR2 files with Cleanup, as with
+// SABnzbd.
+func TestPlainFilesCleanup(t *testing.T) {
+	f := newFixture(t, twoFiles(), 8, nil, nil)
+	sum, res := f.run(true)
+	if !sum.Complete() || res.Err != nil {
+		t.Fatalf("complete %v, err %v", sum.Complete(), res.Err)
+	}
+	if d := cmp.Diff([]string{"a.bin", "b.bin"}, f.listing()); d != "" {
+		t.Errorf("folder after cleanup (-want +got):\n%s", d)
+	}
+	f.wantOriginals()
+}
+
 // TestRepairFetchesJustEnough: with articles missing, the stage fetches
 // exactly the volumes Choose picks (counted in BODY commands at the
 // server), repairs, and the files match the originals byte for byte.

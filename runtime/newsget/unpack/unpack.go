@@ -79,6 +79,10 @@ type Options struct {
 	// Cleanup removes the archive volumes and PAR2 files after every
 	// archive was unpacked and verified.
 	Cleanup bool
+	// Verified says the folder's files were verified whole against their
+	// PAR2 sets: with Cleanup, the PAR2 files go also where there is no
+	// archive (a release of plain files), as SABnzbd removes them.
+	Verified bool
 	// Files, when not nil, limits Dir to these names in the folder (one
 	// job's files in a shared download folder); nil means every file.
 	Files []string
@@ -165,7 +169,7 @@ func Dir(ctx context.Context, dir string, opts Options) (*Result, error) {
 		}
 		res.Archives = append(res.Archives, unpackSet(ctx, dir, s, opts))
 	}
-	if !opts.Cleanup || len(res.Archives) == 0 || !res.OK() {
+	if !opts.Cleanup || (len(res.Archives) == 0 && !opts.Verified) || !res.OK() {
 		return res, nil
 	}
 	var remove []string
