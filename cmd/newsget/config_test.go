@@ -116,7 +116,7 @@ history_size = "many"
 	}
 	want := []string{
 		bad + ":1: quota_day: 40 is not a day of the month (1-31)",
-		bad + `:2: rate: bad size "20Q" (want octets, or e.g. "512K", "10MB", "1.5G")`,
+		bad + `:2: rate: bad size "20Q" (want a number of bytes, or e.g. "512K", "10MB", "1.5G")`,
 		bad + ":3: colour: unknown key",
 		bad + ":4: article_retries: wrong type of value: want an integer, found a string",
 		bad + `:5: connect_timeout: 0s: want a positive duration ("30s"), or leave the key out for the default`,

@@ -97,7 +97,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad duration", "[cache]\narticle = \"forever\"\n",
 			`f.toml:2: cache.article: bad duration "forever" (want e.g. "90s", "2h", "7d")`},
 		{"bad size", "[cache]\n\narticle_bytes = \"lots\"\n",
-			`f.toml:3: cache.article_bytes: bad size "lots" (want octets, or e.g. "512K", "10MB", "1.5G")`},
+			`f.toml:3: cache.article_bytes: bad size "lots" (want a number of bytes, or e.g. "512K", "10MB", "1.5G")`},
 		{"negative", "listen = \"127.0.0.1:80\"\nthread_limit = -1\n", "f.toml:2: thread_limit: must be at least 1 (got -1)"},
 		{"negative in a table", "[queue]\ncapacity = -5\n", "f.toml:2: queue.capacity: must be at least 1 (got -5)"},
 		{"zero", "\nper_page = 0\n", "f.toml:2: per_page: must be at least 1 (got 0); leave the key out for the default"},

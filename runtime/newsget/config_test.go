@@ -196,7 +196,7 @@ func TestConfigAbsentKeys(t *testing.T) {
 		got = append(got, e.Error())
 	}
 	want := []string{
-		`f.toml:1: rate: bad size "20Q" (want octets, or e.g. "512K", "10MB", "1.5G")`,
+		`f.toml:1: rate: bad size "20Q" (want a number of bytes, or e.g. "512K", "10MB", "1.5G")`,
 		`f.toml:4: server[1].encryption: "ssl": want none, tls or starttls`,
 		"f.toml:5: server[1].connections: wrong type of value: want an integer, found a string",
 		"f.toml:6: server[1].bogus: unknown key",

@@ -82,7 +82,7 @@ var sizeUnits = map[byte]int64{'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 
 
 // ParseSize parses a size in the configuration grammar.
 func ParseSize(s string) (Size, error) {
-	bad := fmt.Errorf("bad size %q (want octets, or e.g. \"512K\", \"10MB\", \"1.5G\")", s)
+	bad := fmt.Errorf("bad size %q (want a number of bytes, or e.g. \"512K\", \"10MB\", \"1.5G\")", s)
 	t := strings.ToUpper(strings.TrimSpace(s))
 	if u, ok := strings.CutSuffix(t, "IB"); ok {
 		t = u

@@ -126,7 +126,7 @@ func TestUnitsDecode(t *testing.T) {
 		t.Errorf("decoded %v %d %d", c.Age, c.Max, c.Rate)
 	}
 	_, err := Decode("f.toml", []byte("age = \"7d\"\nrate = \"fast\"\n"), &c)
-	want := `f.toml:2: rate: bad size "fast" (want octets, or e.g. "512K", "10MB", "1.5G")`
+	want := `f.toml:2: rate: bad size "fast" (want a number of bytes, or e.g. "512K", "10MB", "1.5G")`
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}
