@@ -362,6 +362,7 @@ type Slot struct {
 // queueSlots is the queue as slots, in running order. Called with mu held.
 func (d *Daemon) queueSlots() []Slot {
 	var out []Slot
+	var ahead int64 // bytes left to download before the job in hand
 	for i, j := range d.sortedQueue() {
 		left := j.Left
 		status := "Queued"
@@ -386,9 +387,15 @@ func (d *Daemon) queueSlots() []Slot {
 		s := Slot{Index: i, ID: j.ID, Filename: j.Name, Cat: j.Category, Priority: j.Priority.String(), Status: status,
 			MB: mb(j.Bytes), MBLeft: mb(left), Percentage: strconv.Itoa(pct), Timeleft: timeLeft(left, d.speed),
 			Size: sizeWords(j.Bytes), SizeLeft: sizeWords(left), Labels: []string{}, LastError: j.LastError}
-		if status != "Downloading" {
+		// As SABnzbd's, a job's time left is until it is done: after
+		// the jobs before it in the queue, at the speed of now.
+		if status == "Downloading" || status == "Queued" {
+			ahead += left
+			s.Timeleft = timeLeft(ahead, d.speed)
+		} else {
 			s.Timeleft = "0:00:00"
-		} else if d.stalled != "" {
+		}
+		if status == "Downloading" && d.stalled != "" {
 			s.LastError = d.stalled
 		}
 		if j.Duplicate != "" {

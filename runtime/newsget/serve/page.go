@@ -64,6 +64,7 @@ type pageSlot struct {
 	Files    []pageFile
 	BytesStr string
 	LeftStr  string
+	TimeStr  string // the time left, or a dash where none is known
 }
 
 // pageFile is one file of a queued job, with its progress.
@@ -141,7 +142,10 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 		if j == nil {
 			continue
 		}
-		ps := pageSlot{Slot: s, Held: j.Paused, PrioNum: int(j.Priority), BytesStr: humanBytes(j.Bytes), LeftStr: humanBytes(j.Left)}
+		ps := pageSlot{Slot: s, Held: j.Paused, PrioNum: int(j.Priority), BytesStr: humanBytes(j.Bytes), LeftStr: humanBytes(j.Left), TimeStr: s.Timeleft}
+		if d.speed == 0 || (s.Status != "Downloading" && s.Status != "Queued") {
+			ps.TimeStr = "–" // nothing downloads: no time to tell
+		}
 		if j.Downloaded != nil {
 			ps.LeftStr = humanBytes(0)
 		}
@@ -387,7 +391,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <td data-label="Priority"><form class="inline" method="post" action="/action/priority"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}">
 <select name="priority" aria-label="priority">{{$p := .PrioNum}}<option value="2"{{if eq $p 2}} selected{{end}}>Force</option><option value="1"{{if eq $p 1}} selected{{end}}>High</option><option value="0"{{if eq $p 0}} selected{{end}}>Normal</option><option value="-1"{{if eq $p -1}} selected{{end}}>Low</option></select> <button>Set</button></form></td>
 <td class="status" data-label="Status">{{.Status}}</td><td data-label="Progress"><progress max="100" value="{{.Percentage}}">{{.Percentage}}%</progress> {{.Percentage}}%</td>
-<td class="num" data-label="Size">{{.BytesStr}} ({{.LeftStr}} left)</td><td class="num" data-label="Time left">{{.Timeleft}}</td><td class="actions">
+<td class="num" data-label="Size">{{.BytesStr}} ({{.LeftStr}} left)</td><td class="num" data-label="Time left">{{.TimeStr}}</td><td class="actions">
 {{if .Held}}<form class="inline" method="post" action="/action/resume-job"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button>Resume</button></form>
 {{else}}<form class="inline" method="post" action="/action/pause-job"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button>Pause</button></form>{{end}}
 <form class="inline" method="post" action="/action/move"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><button name="to" value="top" title="to the top">Top</button><button name="to" value="up" title="up one">Up</button><button name="to" value="down" title="down one">Down</button></form>
