@@ -17,8 +17,11 @@ import (
 // article log: its article lines (feeders, reasons) and its stats lines,
 // which carry each run's counters; a run's share of the window is its
 // last counters in the window less its last before it, so the report adds
-// up across restarts. What a run counted after its last stats line (at
-// most stats_interval, when it was killed) is not in it.
+// up across restarts. A run's offered includes what it found in backlog
+// files at start (recovered): the run before counted those already, so
+// only the earliest run in the window keeps them, and an article carried
+// over a restart is offered once. What a run counted after its last stats
+// line (at most stats_interval, when it was killed) is not in it.
 type Report struct {
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
@@ -171,13 +174,39 @@ func BuildReport(cfg *Config, since, until time.Time) (Report, error) {
 		}
 		return sum
 	}
+	// offered counts every run's share, less what each run found in
+	// backlog at start, except the earliest run in the window when it
+	// started inside it.
+	offered := func(rcs map[string]*runCounters) int64 {
+		sum := delta(rcs, "offered")
+		first, firstStart := "", int64(0)
+		for run, rc := range rcs {
+			if !rc.in {
+				continue
+			}
+			start, _ := strconv.ParseInt(run, 10, 64)
+			if rc.base != nil {
+				first, firstStart = "", -1
+				break
+			}
+			if first == "" || start < firstStart {
+				first, firstStart = run, start
+			}
+		}
+		for run, rc := range rcs {
+			if rc.in && rc.base == nil && run != first {
+				sum -= rc.last["recovered"]
+			}
+		}
+		return sum
+	}
 	for subject, rcs := range runs {
 		if subject == "relay" {
 			rep.Lost = delta(rcs, "lost")
 			continue
 		}
 		name := subject[len("peer "):]
-		p := ReportPeer{Name: name, Offered: delta(rcs, "offered"), Accepted: delta(rcs, "accepted"),
+		p := ReportPeer{Name: name, Offered: offered(rcs), Accepted: delta(rcs, "accepted"),
 			Refused: delta(rcs, "refused"), Rejected: delta(rcs, "rejected"), Deferred: delta(rcs, "deferred"),
 			Dropped: delta(rcs, "dropped"), Missing: delta(rcs, "missing"), TooOld: delta(rcs, "too_old"),
 			Lost: delta(rcs, "lost"), Bytes: delta(rcs, "bytes"), BacklogPeak: peaks[name], Queued: queued[name]}
