@@ -47,7 +47,7 @@ func TestReportCommand(t *testing.T) {
 	}
 	os.WriteFile(conf, []byte(fmt.Sprintf("spool = %q\n", spool)), 0o644)
 	errb.Reset()
-	if rc := Main([]string{"report", "-config", conf}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "set article_log") {
+	if rc := Main([]string{"report", "-config", conf}, &out, &errb); rc != 1 || !strings.HasPrefix(errb.String(), "newsfeed report: no article_log in "+conf+": set article_log") {
 		t.Errorf("report without article_log: exit %d, %q", rc, errb.String())
 	}
 }

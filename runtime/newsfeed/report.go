@@ -86,7 +86,7 @@ type runCounters struct {
 func BuildReport(cfg *Config, since, until time.Time) (Report, error) {
 	rep := Report{Since: since, Until: until, Log: cfg.ArticleLogPath()}
 	if rep.Log == "" {
-		return rep, fmt.Errorf("report: no article_log in %s: set article_log (e.g. article_log = \"news\") to keep what the report reads", cfg.Source)
+		return rep, fmt.Errorf("no article_log in %s: set article_log (e.g. article_log = \"news\") to keep what the report reads", cfg.Source)
 	}
 	files := articleLogFiles(rep.Log, cfg.ArticleLogKeep)
 	runs := map[string]map[string]*runCounters{} // subject ("peer NAME", "relay") -> run -> counters
@@ -237,7 +237,7 @@ func BuildReport(cfg *Config, since, until time.Time) (Report, error) {
 func readLogFile(name string, fn func(ArticleLogLine)) error {
 	f, err := os.Open(name)
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return fmt.Errorf("article log: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -253,7 +253,7 @@ func readLogFile(name string, fn func(ArticleLogLine)) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("report: %s: %w", name, err)
+		return fmt.Errorf("article log %s: %w", name, err)
 	}
 	return nil
 }
