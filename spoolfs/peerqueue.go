@@ -360,7 +360,14 @@ func (p *PeerQueue) logEvents() {
 		}
 		switch ev := ev.(type) {
 		case queue.Drop:
-			p.log.Warn("peer queue: entries dropped", "peer", p.peer, "reason", string(ev.Reason), "count", ev.Count, "file", ev.File)
+			// A drop names the file it removed; without one, the entries
+			// were cut before they were written (the oldest of a batch
+			// that does not fit in backlog_max_bytes, or a deferral limit).
+			if ev.File != "" {
+				p.log.Warn("peer queue: entries dropped", "peer", p.peer, "reason", string(ev.Reason), "count", ev.Count, "file", ev.File)
+			} else {
+				p.log.Warn("peer queue: entries dropped before they were written to backlog", "peer", p.peer, "reason", string(ev.Reason), "count", ev.Count)
+			}
 			if p.drops == nil {
 				p.drops = map[queue.Reason]int64{}
 			}
