@@ -360,14 +360,14 @@ func (p *PeerQueue) logEvents() {
 		}
 		switch ev := ev.(type) {
 		case queue.Drop:
-			// A drop names the file it removed; without one, the entries
-			// were cut before they were written (the oldest of a batch
-			// that does not fit in backlog_max_bytes, or a deferral limit).
+			// A drop names the file it removed; entries in no file (the
+			// oldest of a batch cut before it was written past
+			// backlog_max_bytes, an article past max_defers) name none.
+			attrs := []any{"peer", p.peer, "reason", string(ev.Reason), "count", ev.Count}
 			if ev.File != "" {
-				p.log.Warn("peer queue: entries dropped", "peer", p.peer, "reason", string(ev.Reason), "count", ev.Count, "file", ev.File)
-			} else {
-				p.log.Warn("peer queue: entries dropped before they were written to backlog", "peer", p.peer, "reason", string(ev.Reason), "count", ev.Count)
+				attrs = append(attrs, "file", ev.File)
 			}
+			p.log.Warn("peer queue: entries dropped", attrs...)
 			if p.drops == nil {
 				p.drops = map[queue.Reason]int64{}
 			}

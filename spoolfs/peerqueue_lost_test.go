@@ -206,7 +206,8 @@ func TestManifestWriteFailure(t *testing.T) {
 
 // TestDropLogNamesFile: past backlog_max_bytes the log line of a drop
 // names the file removed; when the oldest of the lines being written are
-// cut instead (no older file to remove), it says so and names no file.
+// cut instead (no older file to remove), it names no file (not an empty
+// one).
 func TestDropLogNamesFile(t *testing.T) {
 	dir := t.TempDir()
 	cfg := pqConfig()
