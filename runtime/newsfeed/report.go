@@ -50,8 +50,11 @@ type ReportPeer struct {
 	Lost     int64  `json:"lost"`
 	Bytes    int64  `json:"bytes"`
 	// AvgLatency is the mean time from an article's arrival to the peer's
-	// final answer, in seconds.
-	AvgLatency  float64 `json:"avg_latency_seconds"`
+	// final answer, in seconds, over LatencySamples answers: those that
+	// came while the article's log line was open (at most a minute after
+	// its arrival, in the same run), so answers from backlog are not in it.
+	AvgLatency     float64 `json:"avg_latency_seconds"`
+	LatencySamples int64   `json:"latency_samples"`
 	BacklogPeak int64   `json:"backlog_peak"`
 	Queued      int64   `json:"queued"` // at the last stats line
 }
@@ -212,6 +215,7 @@ func BuildReport(cfg *Config, since, until time.Time) (Report, error) {
 			Lost: delta(rcs, "lost"), Bytes: delta(rcs, "bytes"), BacklogPeak: peaks[name], Queued: queued[name]}
 		if n := delta(rcs, "lat_n"); n > 0 {
 			p.AvgLatency = float64(delta(rcs, "lat_ms")) / float64(n) / 1000
+			p.LatencySamples = n
 		}
 		rep.Peers = append(rep.Peers, p)
 	}
