@@ -55,8 +55,8 @@ type ReportPeer struct {
 	// its arrival, in the same run), so answers from backlog are not in it.
 	AvgLatency     float64 `json:"avg_latency_seconds"`
 	LatencySamples int64   `json:"latency_samples"`
-	BacklogPeak int64   `json:"backlog_peak"`
-	Queued      int64   `json:"queued"` // at the last stats line
+	BacklogPeak    int64   `json:"backlog_peak"`
+	Queued         int64   `json:"queued"` // at the last stats line
 }
 
 // ReportFeeder is one upstream feeder's share of the window, from the
