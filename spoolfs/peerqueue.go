@@ -360,7 +360,14 @@ func (p *PeerQueue) logEvents() {
 		}
 		switch ev := ev.(type) {
 		case queue.Drop:
-			p.log.Warn("peer queue: entries dropped", "peer", p.peer, "reason", string(ev.Reason), "count", ev.Count, "file", ev.File)
+			// A drop names the file it removed; entries in no file (the
+			// oldest of a batch cut before it was written past
+			// backlog_max_bytes, an article past max_defers) name none.
+			attrs := []any{"peer", p.peer, "reason", string(ev.Reason), "count", ev.Count}
+			if ev.File != "" {
+				attrs = append(attrs, "file", ev.File)
+			}
+			p.log.Warn("peer queue: entries dropped", attrs...)
 			if p.drops == nil {
 				p.drops = map[queue.Reason]int64{}
 			}

@@ -203,3 +203,36 @@ func TestManifestWriteFailure(t *testing.T) {
 	}
 	pqMust(t, p2.Shutdown(end))
 }
+
+// TestDropLogNamesFile: past backlog_max_bytes the log line of a drop
+// names the file removed; when the oldest of the lines being written are
+// cut instead (no older file to remove), it names no file (not an empty
+// one).
+func TestDropLogNamesFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := pqConfig()
+	cfg.BacklogMaxBytes = 200
+	now := time.Now()
+	var log bytes.Buffer
+	p, err := OpenPeerQueue(dir, cfg, now, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(now)
+	for i := range 20 {
+		if err := p.Offer(now, queue.Entry{Token: fmt.Sprintf("@%032X@", i), MessageID: pqID(i), Offered: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Flush(now); err != nil {
+		t.Fatal(err)
+	}
+	if p.Drops()[queue.ReasonBytes] == 0 {
+		t.Fatalf("no drops past backlog_max_bytes; log:\n%s", log.String())
+	}
+	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		if strings.Contains(l, "dropped") && strings.Contains(l, `file=""`) {
+			t.Errorf("drop logged with an empty file: %s", l)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -117,8 +118,15 @@ func TestConfigCheck(t *testing.T) {
 		t.Errorf("a file without spool: exit %d, %q", rc, errb.String())
 	}
 
+	nodir := filepath.Join(dir, "nodir.toml")
+	os.WriteFile(nodir, []byte("listen = \"127.0.0.1:1119\"\nspool = \"/nonexistent/dir/spool\"\n"), 0o644)
+	errb.Reset()
+	if rc := Main([]string{"config", "-check", nodir}, &out, &errb); rc != 2 || !strings.HasPrefix(errb.String(), nodir+":2: spool: its parent directory /nonexistent/dir does not exist") {
+		t.Errorf("a spool whose parent does not exist: exit %d, %q", rc, errb.String())
+	}
+
 	good := filepath.Join(dir, "good.toml")
-	os.WriteFile(good, []byte(fullConfig), 0o644)
+	os.WriteFile(good, []byte(strings.Replace(fullConfig, `spool = "/var/spool/newsflow"`, fmt.Sprintf("spool = %q", filepath.Join(dir, "spool")), 1)), 0o644)
 	out.Reset()
 	errb.Reset()
 	if rc := Main([]string{"config", "-check", good}, &out, &errb); rc != 0 || errb.Len() != 0 {
@@ -146,8 +154,17 @@ func TestWalkthroughConfigs(t *testing.T) {
 		}
 		rest = tail
 		blocks++
-		file := filepath.Join(t.TempDir(), "walkthrough.toml")
-		if err := os.WriteFile(file, []byte(block+"\n"), 0o644); err != nil {
+		tmp := t.TempDir()
+		file := filepath.Join(tmp, "walkthrough.toml")
+		// The spool's parent is checked on this host: the blocks' spools
+		// (under /var/spool) move to a directory that exists here.
+		lines := strings.Split(block, "\n")
+		for i, l := range lines {
+			if strings.HasPrefix(l, "spool ") {
+				lines[i] = fmt.Sprintf("spool = %q", filepath.Join(tmp, "spool"))
+			}
+		}
+		if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		var out, errb bytes.Buffer

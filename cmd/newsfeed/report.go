@@ -60,8 +60,13 @@ func printReport(w io.Writer, rep newsfeed.Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "PEER\tOFFERED\tACCEPTED\tREFUSED\tREJECTED\tDEFERRED\tDROPPED\tMISSING\tTOO OLD\tLOST\tBYTES\tAVG LATENCY\tBACKLOG PEAK\tQUEUED\t")
 	for _, p := range rep.Peers {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.3fs\t%d\t%d\t\n", p.Name, p.Offered, p.Accepted, p.Refused,
-			p.Rejected, p.Deferred, p.Dropped, p.Missing, p.TooOld, p.Lost, p.Bytes, p.AvgLatency, p.BacklogPeak, p.Queued)
+		// No answer timed: "-", not a latency of 0.
+		lat := "-"
+		if p.LatencySamples > 0 {
+			lat = fmt.Sprintf("%.3fs", p.AvgLatency)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t\n", p.Name, p.Offered, p.Accepted, p.Refused,
+			p.Rejected, p.Deferred, p.Dropped, p.Missing, p.TooOld, p.Lost, p.Bytes, lat, p.BacklogPeak, p.Queued)
 	}
 	tw.Flush()
 	if len(rep.Peers) == 0 {

@@ -274,6 +274,28 @@ func (c *Config) checkLogDir() error {
 	return nil
 }
 
+// CheckSpoolDir reports what the start would refuse about spool on this
+// host (newsfeed config -check): a spool that is not a directory, or one
+// whose parent directory does not exist (the start creates only the last
+// component). The embedded default picks and makes its own place.
+func (c *Config) CheckSpoolDir() error {
+	if c.Spool == "" || c.Source == EmbeddedSource {
+		return nil
+	}
+	fi, err := os.Stat(c.Spool)
+	if err == nil {
+		if !fi.IsDir() {
+			return c.errAt("spool", "%s is not a directory", c.Spool)
+		}
+		return nil
+	}
+	parent := filepath.Dir(filepath.Clean(c.Spool))
+	if pfi, err := os.Stat(parent); err != nil || !pfi.IsDir() {
+		return c.errAt("spool", "its parent directory %s does not exist: create it (the start creates only the spool's last component), or correct spool", parent)
+	}
+	return nil
+}
+
 // OpenLogFile opens log_file; an error names the key's FILE:LINE.
 func (c *Config) OpenLogFile() (*LogFile, error) {
 	lf, err := OpenLogFile(c.LogFile)

@@ -70,3 +70,36 @@ func TestBacklogLimitDropsCounted(t *testing.T) {
 	}
 	h.checkStats()
 }
+
+// TestMaxAgeReload: a max_age set by a reload applies to the articles
+// already waiting for the peer: its connections are made again with it.
+func TestMaxAgeReload(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	down := s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Drop: true})
+	var skew atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	dir := t.TempDir()
+	text := fmt.Sprintf("[[peer]]\nname = \"sink\"\nhost = \"127.0.0.1\"\nport = %d\nconnections = 1\nreconnect_max = \"10m\"\n", s.Port())
+	h := startRelay(t, relayConfig(t, dir, text), func(o *Options) { o.Now = now; o.BackoffBase = 10 * time.Minute })
+	old := arts("old", 3)
+	h.feedAll(old)
+	res, err := h.r.Reload(relayConfig(t, dir, text+"max_age = \"1h\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	skew.Store(int64(2 * time.Hour))
+	s.RemoveFault(down)
+	if _, err := h.r.Kick("sink"); err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	if st := h.peer("sink"); st.TooOld != 3 || st.Accepted != 0 {
+		t.Errorf("after the reload (%s): too old %d accepted %d, want 3 0", res, st.TooOld, st.Accepted)
+	}
+	for id := range old {
+		if s.Has(id) {
+			t.Errorf("%s, older than the reloaded max_age, reached the peer", id)
+		}
+	}
+	h.checkStats()
+}

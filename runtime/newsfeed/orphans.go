@@ -108,25 +108,26 @@ func (r *Relay) backlogDir() string { return filepath.Join(r.cfg.Spool, "backlog
 
 // Drop removes the backlog a peer that is no longer configured left
 // behind. It refuses a configured peer, and one a reload removed in this
-// run (its queue is open until the stop).
+// run (its queue is open until the stop). Its errors name the peer, not
+// the command: newsfeed ctl drop prints them after its own name.
 func (r *Relay) Drop(name string) (string, error) {
 	r.mu.Lock()
 	configured := slices.ContainsFunc(r.peers, func(p *peer) bool { return p.cfg.Name == name })
 	_, retired := r.retired[name]
 	r.mu.Unlock()
 	if configured {
-		return "", fmt.Errorf("drop: peer %q %w", name, errConfiguredPeer)
+		return "", fmt.Errorf("peer %q %w", name, errConfiguredPeer)
 	}
 	if retired {
-		return "", fmt.Errorf("drop: peer %q was removed by a reload of this run: its queue is written to backlog at the stop; drop it after a restart", name)
+		return "", fmt.Errorf("peer %q was removed by a reload of this run: its queue is written to backlog at the stop; drop it after a restart", name)
 	}
 	dir := r.backlogDir()
 	files, err := backlogPeers(dir)
 	if err != nil {
-		return "", fmt.Errorf("drop: %w", err)
+		return "", fmt.Errorf("peer %q backlog: %w", name, err)
 	}
 	if len(files[name]) == 0 {
-		return "", fmt.Errorf("drop: %w %q: no backlog files", errNoPeer, name)
+		return "", fmt.Errorf("%w %q: no backlog files", errNoPeer, name)
 	}
 	n, err := r.orphanArticles(dir, name)
 	if err != nil {
@@ -134,15 +135,15 @@ func (r *Relay) Drop(name string) (string, error) {
 	}
 	files, err = backlogPeers(dir) // opening the queue may have renamed files
 	if err != nil {
-		return "", fmt.Errorf("drop: %w", err)
+		return "", fmt.Errorf("peer %q backlog: %w", name, err)
 	}
 	for _, f := range files[name] {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("drop: %w", err)
+			return "", fmt.Errorf("peer %q backlog: %w", name, err)
 		}
 	}
 	if err := spoolfs.SyncDir(dir); err != nil {
-		return "", fmt.Errorf("drop: %w", err)
+		return "", fmt.Errorf("peer %q backlog: %w", name, err)
 	}
 	r.log.Warn("backlog of a removed peer dropped (newsfeed ctl drop)", "peer", name, "articles", n, "files", len(files[name]))
 	return fmt.Sprintf("peer %s: backlog dropped, %d article(s) in %d file(s)", name, n, len(files[name])), nil

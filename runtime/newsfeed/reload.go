@@ -17,10 +17,10 @@ import (
 //   - a removed peer's connections close gracefully (unanswered articles go
 //     back to its queue); its queue stays open until the relay stops, so an
 //     article already routed to it is kept in its backlog, not lost;
-//   - a peer whose routing alone changed (groups, pathname, max_size) keeps
-//     its connections: only the masterfeed's choice changes;
+//   - a peer whose routing alone changed (groups, pathname, hashfeed,
+//     max_size) keeps its connections: only the masterfeed's choice changes;
 //   - a peer whose connection settings changed (host, port, TLS,
-//     credentials, connections, window, timeouts, ...) has its connections
+//     credentials, connections, window, timeouts, max_age, ...) has its connections
 //     closed gracefully and opened again with the new settings; its queue
 //     and counters carry over;
 //   - an unchanged peer is not touched.
@@ -219,9 +219,11 @@ func (r *Relay) revive(pc *PeerConfig) (*peer, error) {
 }
 
 // connSettings is a peer's configuration without what only routing uses:
-// two peers with equal connSettings can share connections.
+// two peers with equal connSettings can share connections. max_age is not
+// routing: the connections check it when an article's turn comes, with
+// the settings of the peer they were made for.
 func connSettings(pc PeerConfig) string {
-	pc.Groups, pc.PathName, pc.MaxSize, pc.MaxAge = nil, "", 0, 0
+	pc.Groups, pc.PathName, pc.MaxSize = nil, "", 0
 	pc.HashFeed, pc.Hashes = "", nil
 	tv := "default"
 	if pc.TLSVerify != nil {

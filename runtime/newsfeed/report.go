@@ -17,8 +17,11 @@ import (
 // article log: its article lines (feeders, reasons) and its stats lines,
 // which carry each run's counters; a run's share of the window is its
 // last counters in the window less its last before it, so the report adds
-// up across restarts. What a run counted after its last stats line (at
-// most stats_interval, when it was killed) is not in it.
+// up across restarts. A run's offered includes what it found in backlog
+// files at start (recovered): the run before counted those already, so
+// only the earliest run in the window keeps them, and an article carried
+// over a restart is offered once. What a run counted after its last stats
+// line (at most stats_interval, when it was killed) is not in it.
 type Report struct {
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
@@ -47,10 +50,13 @@ type ReportPeer struct {
 	Lost     int64  `json:"lost"`
 	Bytes    int64  `json:"bytes"`
 	// AvgLatency is the mean time from an article's arrival to the peer's
-	// final answer, in seconds.
-	AvgLatency  float64 `json:"avg_latency_seconds"`
-	BacklogPeak int64   `json:"backlog_peak"`
-	Queued      int64   `json:"queued"` // at the last stats line
+	// final answer, in seconds, over LatencySamples answers: those that
+	// came while the article's log line was open (at most a minute after
+	// its arrival, in the same run), so answers from backlog are not in it.
+	AvgLatency     float64 `json:"avg_latency_seconds"`
+	LatencySamples int64   `json:"latency_samples"`
+	BacklogPeak    int64   `json:"backlog_peak"`
+	Queued         int64   `json:"queued"` // at the last stats line
 }
 
 // ReportFeeder is one upstream feeder's share of the window, from the
@@ -83,7 +89,7 @@ type runCounters struct {
 func BuildReport(cfg *Config, since, until time.Time) (Report, error) {
 	rep := Report{Since: since, Until: until, Log: cfg.ArticleLogPath()}
 	if rep.Log == "" {
-		return rep, fmt.Errorf("report: no article_log in %s: set article_log (e.g. article_log = \"news\") to keep what the report reads", cfg.Source)
+		return rep, fmt.Errorf("no article_log in %s: set article_log (e.g. article_log = \"news\") to keep what the report reads", cfg.Source)
 	}
 	files := articleLogFiles(rep.Log, cfg.ArticleLogKeep)
 	runs := map[string]map[string]*runCounters{} // subject ("peer NAME", "relay") -> run -> counters
@@ -171,18 +177,45 @@ func BuildReport(cfg *Config, since, until time.Time) (Report, error) {
 		}
 		return sum
 	}
+	// offered counts every run's share, less what each run found in
+	// backlog at start, except the earliest run in the window when it
+	// started inside it.
+	offered := func(rcs map[string]*runCounters) int64 {
+		sum := delta(rcs, "offered")
+		first, firstStart := "", int64(0)
+		for run, rc := range rcs {
+			if !rc.in {
+				continue
+			}
+			start, _ := strconv.ParseInt(run, 10, 64)
+			if rc.base != nil {
+				first, firstStart = "", -1
+				break
+			}
+			if first == "" || start < firstStart {
+				first, firstStart = run, start
+			}
+		}
+		for run, rc := range rcs {
+			if rc.in && rc.base == nil && run != first {
+				sum -= rc.last["recovered"]
+			}
+		}
+		return sum
+	}
 	for subject, rcs := range runs {
 		if subject == "relay" {
 			rep.Lost = delta(rcs, "lost")
 			continue
 		}
 		name := subject[len("peer "):]
-		p := ReportPeer{Name: name, Offered: delta(rcs, "offered"), Accepted: delta(rcs, "accepted"),
+		p := ReportPeer{Name: name, Offered: offered(rcs), Accepted: delta(rcs, "accepted"),
 			Refused: delta(rcs, "refused"), Rejected: delta(rcs, "rejected"), Deferred: delta(rcs, "deferred"),
 			Dropped: delta(rcs, "dropped"), Missing: delta(rcs, "missing"), TooOld: delta(rcs, "too_old"),
 			Lost: delta(rcs, "lost"), Bytes: delta(rcs, "bytes"), BacklogPeak: peaks[name], Queued: queued[name]}
 		if n := delta(rcs, "lat_n"); n > 0 {
 			p.AvgLatency = float64(delta(rcs, "lat_ms")) / float64(n) / 1000
+			p.LatencySamples = n
 		}
 		rep.Peers = append(rep.Peers, p)
 	}
@@ -208,7 +241,7 @@ func BuildReport(cfg *Config, since, until time.Time) (Report, error) {
 func readLogFile(name string, fn func(ArticleLogLine)) error {
 	f, err := os.Open(name)
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return fmt.Errorf("article log: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -224,7 +257,7 @@ func readLogFile(name string, fn func(ArticleLogLine)) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("report: %s: %w", name, err)
+		return fmt.Errorf("article log %s: %w", name, err)
 	}
 	return nil
 }

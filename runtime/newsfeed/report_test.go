@@ -68,3 +68,40 @@ func TestReportAcrossRestarts(t *testing.T) {
 	}
 
 }
+
+// TestReportBacklogAcrossRestart: articles a stop leaves in a peer's
+// backlog are offered once in the report, not once per run: the second
+// run counts them as found at start, and the report's counts add up
+// (offered = accepted + queued).
+func TestReportBacklogAcrossRestart(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	down := s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Drop: true})
+	dir := t.TempDir()
+	cfg := relayConfig(t, dir, "article_log = \"news\"\n"+peerText("sink", s, "connections = 1"))
+	start := time.Now().Add(-time.Second)
+
+	h := startRelay(t, cfg, func(o *Options) { o.BackoffBase = 10 * time.Minute })
+	h.feedAll(arts("held", 5))
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond) // the second run starts at a later millisecond
+	s.RemoveFault(down)
+	h = startRelay(t, cfg, nil)
+	h.feedAll(arts("new", 3))
+	h.settle()
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := BuildReport(cfg, start, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Runs != 2 || len(rep.Peers) != 1 {
+		t.Fatalf("report: %d runs, peers %+v; want 2 runs, one peer", rep.Runs, rep.Peers)
+	}
+	if p := rep.Peers[0]; p.Offered != 8 || p.Accepted != 8 || p.Queued != 0 {
+		t.Errorf("peer: %+v, want offered 8 accepted 8 queued 0", p)
+	}
+}

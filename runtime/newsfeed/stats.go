@@ -58,6 +58,10 @@ type PeerStats struct {
 	// still taking lines when last listed, at least that many). They are
 	// in Offered, as found at start, and settled here.
 	Lost int64 `json:"lost_backlog_articles"`
+	// Recovered counts the copies found in backlog files at start (Resent
+	// and Lost included): the part of Offered a stop carried over from the
+	// run before, which newsfeed report counts once.
+	Recovered int64 `json:"recovered"`
 
 	Memory         int64 `json:"memory"`           // in the memory queue
 	InFlight       int64 `json:"in_flight"`        // sent, not answered
@@ -232,6 +236,7 @@ func (p *peer) stats(now time.Time) PeerStats {
 		Queued:         q.Queued + q.InFlight + q.Backlog + q.Deferred + q.Replay,
 		Deferred:       p.deferrals.Load(),
 		Resent:         q.Resent,
+		Recovered:      q.Recovered,
 		LostFiles:      int64(p.q.lostFiles()),
 		Memory:         q.Queued,
 		InFlight:       q.InFlight,
@@ -367,7 +372,7 @@ func (r *Relay) logStatsRecords(now time.Time) {
 		r.alog.statsLine(now, "peer", "name", s.Name, "run", run, "offered", n(s.Offered), "accepted", n(s.Accepted),
 			"refused", n(s.Refused), "rejected", n(s.Rejected), "deferred", n(s.Deferred), "dropped", n(s.Dropped),
 			"missing", n(s.Missing), "too_old", n(s.TooOld), "lost", n(s.Lost), "bytes", n(s.AcceptedBytes),
-			"queued", n(s.Queued), "backlog", n(s.BacklogArticle), "lat_ms", n(ms), "lat_n", n(cnt))
+			"queued", n(s.Queued), "backlog", n(s.BacklogArticle), "lat_ms", n(ms), "lat_n", n(cnt), "recovered", n(s.Recovered))
 	}
 	in := st.Ingest
 	r.alog.statsLine(now, "relay", "run", run, "lost", n(st.LostArticles), "accepted", n(in.Accepted),
