@@ -392,7 +392,7 @@ func printSummary(w io.Writer, s *newsget.Summary) {
 		}
 	}
 	if held > 0 {
-		fmt.Fprintf(w, "held back: %d PAR2 recovery volumes (%s), fetched only when a repair needs them\n", held, newsget.FormatBytes(heldBytes))
+		fmt.Fprintf(w, "held back: %s (%s), fetched only when a repair needs them\n", plural(held, "PAR2 recovery volume"), newsget.FormatBytes(heldBytes))
 	}
 	for _, sv := range s.Servers {
 		fmt.Fprintf(w, "server given up: %s\n", sv)

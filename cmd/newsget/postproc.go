@@ -106,7 +106,7 @@ func printPost(w io.Writer, res *postproc.Result) {
 			}
 			names = append(names, f.Name)
 		}
-		fmt.Fprintf(w, "fetched recovery: %d blocks in %d volumes (%s): %s\n", blocks, vols, newsget.FormatBytes(res.Received), strings.Join(names, ", "))
+		fmt.Fprintf(w, "fetched recovery: %s in %s (%s): %s\n", plural(blocks, "block"), plural(vols, "volume"), newsget.FormatBytes(res.Received), strings.Join(names, ", "))
 	}
 	for _, r := range res.Repaired {
 		fmt.Fprintf(w, "repaired: %s (%d slices)\n", r.Name, r.Slices)
