@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/newsflow/newsflow/machine/queue"
 	"github.com/newsflow/newsflow/spoolfs"
@@ -26,6 +27,18 @@ var errConfiguredPeer = errors.New("is configured: its backlog is still being se
 // .J and .Q files with their hexadecimal time, the replay file .P and its
 // checkpoint, and the manifest .M.
 var backlogFileName = regexp.MustCompile(`^(.+)\.(?:[BDJQ]\.[0-9a-f]{1,16}|P|P\.ckpt|M)$`)
+
+// articleFiles counts the files among files that hold articles: all but
+// the manifest and the replay checkpoint.
+func articleFiles(files []string) int {
+	n := 0
+	for _, f := range files {
+		if !strings.HasSuffix(f, ".M") && !strings.HasSuffix(f, ".P.ckpt") {
+			n++
+		}
+	}
+	return n
+}
 
 // backlogPeers lists the peer names that have files in dir, and each
 // name's files.
@@ -96,11 +109,11 @@ func (r *Relay) reportOrphans() {
 	for _, name := range names {
 		n, err := r.orphanArticles(dir, name)
 		if err != nil {
-			r.log.Warn("backlog of a peer no longer configured, unreadable", "peer", name, "files", len(files[name]), "err", err)
+			r.log.Warn("backlog of a peer no longer configured, unreadable", "peer", name, "files", articleFiles(files[name]), "err", err)
 			continue
 		}
 		r.log.Warn("backlog of a peer no longer configured: add the peer back to send it, or remove it with newsfeed ctl drop PEER",
-			"peer", name, "articles", n, "files", len(files[name]))
+			"peer", name, "articles", n, "files", articleFiles(files[name]))
 	}
 }
 
@@ -145,6 +158,6 @@ func (r *Relay) Drop(name string) (string, error) {
 	if err := spoolfs.SyncDir(dir); err != nil {
 		return "", fmt.Errorf("peer %q backlog: %w", name, err)
 	}
-	r.log.Warn("backlog of a removed peer dropped (newsfeed ctl drop)", "peer", name, "articles", n, "files", len(files[name]))
-	return fmt.Sprintf("peer %s: backlog dropped, %d article(s) in %d file(s)", name, n, len(files[name])), nil
+	r.log.Warn("backlog of a removed peer dropped (newsfeed ctl drop)", "peer", name, "articles", n, "files", articleFiles(files[name]))
+	return fmt.Sprintf("peer %s: backlog dropped, %d article(s) in %d file(s)", name, n, articleFiles(files[name])), nil
 }

@@ -59,7 +59,7 @@ func TestRemovedPeerBacklog(t *testing.T) {
 		t.Errorf("Drop(a), a configured peer: %v", err)
 	}
 	msg, err := h.r.Drop("gone")
-	if err != nil || !strings.Contains(msg, "5 article(s)") {
+	if err != nil || !strings.Contains(msg, "5 article(s) in 1 file(s)") {
 		t.Fatalf("Drop(gone) = %q, %v", msg, err)
 	}
 	left, _ := backlogPeers(filepath.Join(dir, "spool", "backlog"))
