@@ -26,10 +26,17 @@ type Warning struct {
 	Time int64  `json:"time"`
 }
 
-// retryNoise are the engine's messages on each failed try of a server:
-// they stay in the log, and the daemon's note on each change of a
-// server's state (servers.go) is the warning instead.
-var retryNoise = map[string]bool{"connection failed": true, "server blocked": true, "server given up": true}
+// notWarnings are engine messages that stay in the log but are not
+// warnings: those on each failed try of a server (the daemon's note on
+// each change of a server's state, servers.go, is the warning instead),
+// and those on missing articles and incomplete files, which a download
+// that PAR2 repairs has routinely (the job's history says what became of
+// them: repaired, or failed with the reason).
+var notWarnings = map[string]bool{
+	"connection failed": true, "server blocked": true, "server given up": true,
+	"segment missing": true, "file incomplete": true,
+	"more segments missing: listed in the .incomplete file, not one by one here": true,
+}
 
 // logRing holds the recent lines and warnings.
 type logRing struct {
@@ -49,7 +56,7 @@ func (l *logRing) add(line string, r slog.Record) {
 		l.lines = append(l.lines[:0], l.lines[len(l.lines)-maxLogLines/2:]...)
 	}
 	l.lines = append(l.lines, line)
-	if r.Level < slog.LevelWarn || retryNoise[r.Message] {
+	if r.Level < slog.LevelWarn || notWarnings[r.Message] {
 		return
 	}
 	// The warning is the message and its attributes, without the time
