@@ -161,13 +161,13 @@ func (v *visits) load(path string) (damage string, err error) {
 // save writes the record to path when it changed since it was last read
 // or written.
 func (v *visits) save(path string) error {
-	b, changes := v.marshal()
 	v.mu.Lock()
-	same := changes == v.saved
+	same := v.changes == v.saved
 	v.mu.Unlock()
 	if same {
 		return nil
 	}
+	b, changes := v.marshal()
 	if err := writeAtomic(path, b); err != nil {
 		return fmt.Errorf("newsweb: visits: %w", err)
 	}
