@@ -146,13 +146,21 @@ func compose(d draft, user, domain, id string, now time.Time, par *parent, trace
 // mail-complaints-to when complaints is set). pathID, host, account and
 // complaints are checked tokens (see the top of the file).
 func injectionFields(pathID, host, account, complaints string, now time.Time) string {
-	info := fmt.Sprintf("%s; posting-host=%q; posting-account=%q", pathID, host, account)
+	return "Path: " + pathID + "!.POSTED!not-for-mail\r\n" +
+		"Injection-Date: " + proto.FormatArticleDate(now) + "\r\n" +
+		"Injection-Info: " + injectionInfo(pathID, host, account, complaints) + "\r\n"
+}
+
+// injectionInfo is a value in Injection-Info's syntax (RFC 5536 §3.2.8):
+// the site, the posting host, the account's keyed hash, and
+// mail-complaints-to when complaints is set. It is Injection-Info's value
+// and traceHeader's.
+func injectionInfo(site, host, account, complaints string) string {
+	info := fmt.Sprintf("%s; posting-host=%q; posting-account=%q", site, host, account)
 	if complaints != "" {
 		info += fmt.Sprintf("; mail-complaints-to=%q", complaints)
 	}
-	return "Path: " + pathID + "!.POSTED!not-for-mail\r\n" +
-		"Injection-Date: " + proto.FormatArticleDate(now) + "\r\n" +
-		"Injection-Info: " + info + "\r\n"
+	return info
 }
 
 // fromField is the From header: the display name the reader gave (the

@@ -355,7 +355,7 @@ func (p *Posting) address(user string) string { return localPart(user) + "@" + p
 // the site, the client's address, and the account as a keyed hash that
 // only this site's key maps back to the account.
 func (p *Posting) trace(user, client string) string {
-	return fmt.Sprintf("%s; posting-host=%q; posting-account=%q", p.opts.FromDomain, postingHost(client), p.accountHash(user))
+	return injectionInfo(p.opts.FromDomain, postingHost(client), p.accountHash(user), "")
 }
 
 // accountHash is user as a keyed hash that only this site's key maps back to
