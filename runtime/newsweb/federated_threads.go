@@ -42,6 +42,10 @@ type ThreadList struct {
 	// reason: pages look it up on every view).
 	versionOnce sync.Once
 	version     string
+	// unnumbered is Unnumbered's answer, made on first use (group pages
+	// and the group list show it on every view).
+	unnumberedOnce sync.Once
+	unnumbered     int
 }
 
 // root is the root of the thread holding id, nil when no article or
@@ -202,13 +206,14 @@ func (f *Federated) othersOf(ctx context.Context, s *Service, group string, arts
 // Unnumbered counts the list's articles that its server has not numbered:
 // those only other servers carry, and those just posted.
 func (tl *ThreadList) Unnumbered() int {
-	n := 0
-	for _, a := range tl.Articles {
-		if a.Number == 0 {
-			n++
+	tl.unnumberedOnce.Do(func() {
+		for _, a := range tl.Articles {
+			if a.Number == 0 {
+				tl.unnumbered++
+			}
 		}
-	}
-	return n
+	})
+	return tl.unnumbered
 }
 
 // CachedOthers is Unnumbered of group's cached thread list, 0 when none
