@@ -364,26 +364,34 @@ func appendRecord(dst []byte, e Entry) []byte {
 		dst = append(dst, '\t')
 		dst = append(dst, clean(s)...)
 	}
-	sum := crc32.ChecksumIEEE(dst[start:])
-	dst = append(dst, '\t')
-	dst = fmt.Appendf(dst, "%08x", sum)
-	return append(dst, '\n')
+	return appendSum(dst, start)
+}
+
+// appendSum ends the record begun at dst[start:] with its checksum and LF.
+func appendSum(dst []byte, start int) []byte {
+	return fmt.Appendf(dst, "\t%08x\n", crc32.ChecksumIEEE(dst[start:]))
+}
+
+// checkedFields splits a record line (with its LF) into its fields before
+// the checksum; ok is false when the checksum is missing or wrong.
+func checkedFields(line []byte) ([]string, bool) {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	i := bytes.LastIndexByte(line, '\t')
+	if i < 0 || len(line)-i-1 != 8 {
+		return nil, false
+	}
+	sum, err := strconv.ParseUint(string(line[i+1:]), 16, 32)
+	if err != nil || uint32(sum) != crc32.ChecksumIEEE(line[:i]) {
+		return nil, false
+	}
+	return strings.Split(string(line[:i]), "\t"), true
 }
 
 // parseRecord reads one record line (with its LF); ok is false for a
 // damaged one.
 func parseRecord(line []byte) (Entry, bool) {
-	line = bytes.TrimSuffix(line, []byte("\n"))
-	i := bytes.LastIndexByte(line, '\t')
-	if i < 0 || len(line)-i-1 != 8 {
-		return Entry{}, false
-	}
-	sum, err := strconv.ParseUint(string(line[i+1:]), 16, 32)
-	if err != nil || uint32(sum) != crc32.ChecksumIEEE(line[:i]) {
-		return Entry{}, false
-	}
-	f := strings.Split(string(line[:i]), "\t")
-	if len(f) != 5 {
+	f, ok := checkedFields(line)
+	if !ok || len(f) != 5 {
 		return Entry{}, false
 	}
 	n, err1 := strconv.ParseInt(f[0], 10, 64)
@@ -405,9 +413,7 @@ func appendRange(dst []byte, lo, hi int64) []byte {
 	dst = strconv.AppendInt(dst, lo, 10)
 	dst = append(dst, '\t')
 	dst = strconv.AppendInt(dst, hi, 10)
-	sum := crc32.ChecksumIEEE(dst[start:])
-	dst = fmt.Appendf(dst, "\t%08x\n", sum)
-	return dst
+	return appendSum(dst, start)
 }
 
 // parseRange reads a range record line (with its LF); ok is false when
@@ -416,21 +422,12 @@ func parseRange(line []byte) (lo, hi int64, ok bool) {
 	if !bytes.HasPrefix(line, []byte("R\t")) {
 		return 0, 0, false
 	}
-	line = bytes.TrimSuffix(line, []byte("\n"))
-	i := bytes.LastIndexByte(line, '\t')
-	if len(line)-i-1 != 8 {
+	f, ok := checkedFields(line)
+	if !ok || len(f) != 3 {
 		return 0, 0, false
 	}
-	sum, err := strconv.ParseUint(string(line[i+1:]), 16, 32)
-	if err != nil || uint32(sum) != crc32.ChecksumIEEE(line[:i]) {
-		return 0, 0, false
-	}
-	f := strings.Split(string(line[2:i]), "\t")
-	if len(f) != 2 {
-		return 0, 0, false
-	}
-	lo, err1 := strconv.ParseInt(f[0], 10, 64)
-	hi, err2 := strconv.ParseInt(f[1], 10, 64)
+	lo, err1 := strconv.ParseInt(f[1], 10, 64)
+	hi, err2 := strconv.ParseInt(f[2], 10, 64)
 	if err1 != nil || err2 != nil || lo <= 0 || hi < lo {
 		return 0, 0, false
 	}
