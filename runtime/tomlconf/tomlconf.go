@@ -326,9 +326,7 @@ var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 // indexes) decodes into in t; nil when it cannot be followed.
 func keyType(t reflect.Type, key []string) reflect.Type {
 	for _, part := range key {
-		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			t = t.Elem()
-		}
+		t = elemType(t)
 		switch {
 		case t == nil:
 			return nil
@@ -352,6 +350,15 @@ func keyType(t reflect.Type, key []string) reflect.Type {
 	return t
 }
 
+// elemType is t with its pointers, slices and arrays taken off: the type
+// of the table or value they hold.
+func elemType(t reflect.Type) reflect.Type {
+	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		t = t.Elem()
+	}
+	return t
+}
+
 // unknownKey begins the message of a key the configuration does not have.
 const unknownKey = "unknown key"
 
@@ -363,10 +370,7 @@ func closestKey(t reflect.Type, key []string) string {
 	if len(key) == 0 {
 		return ""
 	}
-	t = keyType(t, key[:len(key)-1])
-	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-		t = t.Elem()
-	}
+	t = elemType(keyType(t, key[:len(key)-1]))
 	if t == nil || t.Kind() != reflect.Struct {
 		return ""
 	}
