@@ -172,9 +172,9 @@ func unitKinds(name string, text []byte, target reflect.Type) error {
 			kind := e.Value().Kind
 			var ok bool
 			switch t {
-			case reflect.TypeFor[Size]():
+			case sizeType:
 				ok = kind == unstable.String || kind == unstable.Integer
-			case reflect.TypeFor[Duration]():
+			case durationType:
 				ok = kind == unstable.String
 			default:
 				continue
@@ -420,9 +420,9 @@ func wants(t reflect.Type) string {
 		return "another type (see the configuration page)"
 	}
 	switch t {
-	case reflect.TypeFor[Duration](), reflect.TypeFor[time.Duration]():
+	case durationType, reflect.TypeFor[time.Duration]():
 		return `a duration string (e.g. "90s", "1h30m", "7d")`
-	case reflect.TypeFor[Size]():
+	case sizeType:
 		return `a size string (e.g. "512K", "10MB") or an integer`
 	}
 	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(textUnmarshaler) {
