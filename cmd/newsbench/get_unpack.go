@@ -127,14 +127,11 @@ func benchGetUnpack(args []string, stdout, stderr io.Writer) error {
 		} else if b, err = os.ReadFile(filepath.Join(src, n)); err != nil {
 			return err
 		}
-		p := poster.Posting{Name: n, Data: b, PartSize: o.partKiB << 10, Group: "alt.binaries.newsbench",
-			IDPrefix: fmt.Sprintf("gu%d-%d", time.Now().UnixNano(), i)}
-		for k := 1; k <= p.Parts(); k++ {
-			if err := srv.AddArticle(nntptest.Article{MessageID: p.MessageID(k), Raw: p.Article(k)}); err != nil {
-				return err
-			}
-		}
-		ps = append(ps, p)
+		ps = append(ps, poster.Posting{Name: n, Data: b, PartSize: o.partKiB << 10, Group: "alt.binaries.newsbench",
+			IDPrefix: fmt.Sprintf("gu%d-%d", time.Now().UnixNano(), i)})
+	}
+	if err := serveArticles(srv, ps); err != nil {
+		return err
 	}
 	nzb := poster.NZB(ps...)
 	ps, vols = nil, nil
