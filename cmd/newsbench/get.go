@@ -111,12 +111,8 @@ func benchGet(args []string, stdout, stderr io.Writer) error {
 		}
 		defer s.Close()
 		s.AddGroup(nntptest.Group{Name: "alt.binaries.newsbench"})
-		for _, p := range ps {
-			for n := 1; n <= p.Parts(); n++ {
-				if err := s.AddArticle(nntptest.Article{MessageID: p.MessageID(n), Raw: p.Article(n)}); err != nil {
-					return err
-				}
-			}
+		if err := serveArticles(s, ps); err != nil {
+			return err
 		}
 		return runGet(o, "nntptest", s.HostPort(), ps, nzb, work, stdout, stderr)
 	}
@@ -275,6 +271,18 @@ func timed(cmd *exec.Cmd) (getRun, error) {
 		}
 	}
 	return r, err
+}
+
+// serveArticles adds every part of the postings to s.
+func serveArticles(s *nntptest.Server, ps []poster.Posting) error {
+	for _, p := range ps {
+		for n := 1; n <= p.Parts(); n++ {
+			if err := s.AddArticle(nntptest.Article{MessageID: p.MessageID(n), Raw: p.Article(n)}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // checkFiles verifies that dir holds every posting's data.

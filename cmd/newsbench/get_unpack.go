@@ -26,7 +26,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -128,14 +127,11 @@ func benchGetUnpack(args []string, stdout, stderr io.Writer) error {
 		} else if b, err = os.ReadFile(filepath.Join(src, n)); err != nil {
 			return err
 		}
-		p := poster.Posting{Name: n, Data: b, PartSize: o.partKiB << 10, Group: "alt.binaries.newsbench",
-			IDPrefix: fmt.Sprintf("gu%d-%d", time.Now().UnixNano(), i)}
-		for k := 1; k <= p.Parts(); k++ {
-			if err := srv.AddArticle(nntptest.Article{MessageID: p.MessageID(k), Raw: p.Article(k)}); err != nil {
-				return err
-			}
-		}
-		ps = append(ps, p)
+		ps = append(ps, poster.Posting{Name: n, Data: b, PartSize: o.partKiB << 10, Group: "alt.binaries.newsbench",
+			IDPrefix: fmt.Sprintf("gu%d-%d", time.Now().UnixNano(), i)})
+	}
+	if err := serveArticles(srv, ps); err != nil {
+		return err
 	}
 	nzb := poster.NZB(ps...)
 	ps, vols = nil, nil
@@ -143,11 +139,7 @@ func benchGetUnpack(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	load := func() string {
-		b, _ := os.ReadFile("/proc/loadavg")
-		return strings.Join(strings.Fields(string(b))[:min(3, len(strings.Fields(string(b))))], " ")
-	}
-	loadBefore := load()
+	loadBefore := loadAvg()
 	type result struct{ download, tail time.Duration }
 	results := map[bool][]result{}
 	fmt.Fprintf(stdout, "%-8s %5s %12s %22s\n", "direct", "round", "download_s", "last_article_to_ready_s")
@@ -174,7 +166,7 @@ func benchGetUnpack(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "\nlast article to files ready, %d MiB in %d RAR volumes, rate %s, %d rounds:\n", o.sizeMiB, o.volumes, o.rate, o.rounds)
 	fmt.Fprintf(stdout, "  without direct unpack: min %.2f s, median %.2f s\n", offMin.Seconds(), offMed.Seconds())
 	fmt.Fprintf(stdout, "  with direct unpack:    min %.2f s, median %.2f s\n", onMin.Seconds(), onMed.Seconds())
-	fmt.Fprintf(stdout, "  load average before %s, after %s\n", loadBefore, load())
+	fmt.Fprintf(stdout, "  load average before %s, after %s\n", loadBefore, loadAvg())
 	fmt.Fprintf(stdout, "ratio get-unpack-%dM-%dvol time %.3f\n", o.sizeMiB, o.volumes, onMed.Seconds()/offMed.Seconds())
 	return nil
 }

@@ -226,7 +226,7 @@ func (c *Conn) flush() error {
 	for len(q.items) > 0 && c.writable {
 		it := &q.items[0]
 		if it.token != "" && !it.resolved {
-			if err := c.resolve(it); err != nil {
+			if err := c.resolve(it, c.appendable(it)); err != nil {
 				return err
 			}
 		}
@@ -282,11 +282,11 @@ func (c *Conn) appendable(it *outItem) bool {
 }
 
 // resolve fetches the stored article of a token item: copied into the
-// scratch space when it is small and the source a BodyAppender, as a file
-// range when the source is a FileBodySource, as bytes otherwise.
-func (c *Conn) resolve(it *outItem) error {
+// scratch space when it is appendable (what c.appendable said of it), as
+// a file range when the source is a FileBodySource, as bytes otherwise.
+func (c *Conn) resolve(it *outItem, appendable bool) error {
 	src := c.l.opts.Bodies
-	if c.appendable(it) {
+	if appendable {
 		s := &c.l.scratch
 		if len(s.body) > 0 && !c.out.holdsBodies() {
 			// What earlier writevs of this flush copied in is written.
@@ -380,10 +380,11 @@ func (c *Conn) writev() error {
 			break // a large article ends the writev: the scratch holds one
 		}
 		if it.token != "" && !it.resolved {
-			if _, ok := c.l.opts.Bodies.(FileBodySource); ok && !c.appendable(it) {
+			appendable := c.appendable(it)
+			if _, ok := c.l.opts.Bodies.(FileBodySource); ok && !appendable {
 				break // sendfile, once the bytes before it are written
 			}
-			if err := c.resolve(it); err != nil {
+			if err := c.resolve(it, appendable); err != nil {
 				if len(iov) > 0 {
 					break // write what comes before; fail when it is reached
 				}

@@ -172,9 +172,9 @@ func unitKinds(name string, text []byte, target reflect.Type) error {
 			kind := e.Value().Kind
 			var ok bool
 			switch t {
-			case reflect.TypeFor[Size]():
+			case sizeType:
 				ok = kind == unstable.String || kind == unstable.Integer
-			case reflect.TypeFor[Duration]():
+			case durationType:
 				ok = kind == unstable.String
 			default:
 				continue
@@ -326,9 +326,7 @@ var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 // indexes) decodes into in t; nil when it cannot be followed.
 func keyType(t reflect.Type, key []string) reflect.Type {
 	for _, part := range key {
-		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			t = t.Elem()
-		}
+		t = elemType(t)
 		switch {
 		case t == nil:
 			return nil
@@ -352,6 +350,15 @@ func keyType(t reflect.Type, key []string) reflect.Type {
 	return t
 }
 
+// elemType is t with its pointers, slices and arrays taken off: the type
+// of the table or value they hold.
+func elemType(t reflect.Type) reflect.Type {
+	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		t = t.Elem()
+	}
+	return t
+}
+
 // unknownKey begins the message of a key the configuration does not have.
 const unknownKey = "unknown key"
 
@@ -363,10 +370,7 @@ func closestKey(t reflect.Type, key []string) string {
 	if len(key) == 0 {
 		return ""
 	}
-	t = keyType(t, key[:len(key)-1])
-	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-		t = t.Elem()
-	}
+	t = elemType(keyType(t, key[:len(key)-1]))
 	if t == nil || t.Kind() != reflect.Struct {
 		return ""
 	}
@@ -416,9 +420,9 @@ func wants(t reflect.Type) string {
 		return "another type (see the configuration page)"
 	}
 	switch t {
-	case reflect.TypeFor[Duration](), reflect.TypeFor[time.Duration]():
+	case durationType, reflect.TypeFor[time.Duration]():
 		return `a duration string (e.g. "90s", "1h30m", "7d")`
-	case reflect.TypeFor[Size]():
+	case sizeType:
 		return `a size string (e.g. "512K", "10MB") or an integer`
 	}
 	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(textUnmarshaler) {
