@@ -338,9 +338,7 @@ func (d *Daemon) limitPercent() string {
 	switch {
 	case m <= 0 && l <= 0:
 		return "0"
-	case m <= 0:
-		return "100"
-	case l <= 0:
+	case m <= 0 || l <= 0:
 		return "100"
 	}
 	return strconv.FormatInt(l*100/m, 10)
