@@ -40,6 +40,7 @@
 package postproc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -423,7 +424,7 @@ func (r *run) fetch(ctx context.Context, choice []volumes.Volume, byName map[str
 		return fmt.Errorf("fetch recovery volumes: %w", err)
 	}
 	if sum.Fatal != "" || sum.Quota != "" || len(sum.JobErrs) > 0 {
-		return fmt.Errorf("fetch recovery volumes: %s", firstOf(sum.Fatal, sum.Quota, strings.Join(sum.JobErrs, "; ")))
+		return fmt.Errorf("fetch recovery volumes: %s", cmp.Or(sum.Fatal, sum.Quota, strings.Join(sum.JobErrs, "; ")))
 	}
 	r.res.Received += sum.Received
 	got := map[string]*newsget.FileResult{}
@@ -484,15 +485,6 @@ func blocksOf(vs []volumes.Volume) int {
 		n += v.Blocks
 	}
 	return n
-}
-
-func firstOf(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // EngineFetch is the Fetch of newsget's programs: a new Engine of cfg

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -523,7 +524,7 @@ func (d *Daemon) apiQueue(w http.ResponseWriter, r *http.Request) {
 // filterSlots keeps the slots queue's search, nzo_ids, cat (or
 // category), priority and status ask for.
 func filterSlots(slots []Slot, r *http.Request) []Slot {
-	cats := splitIDs(firstOf(r.FormValue("cat"), r.FormValue("category")))
+	cats := splitIDs(cmp.Or(r.FormValue("cat"), r.FormValue("category")))
 	ids := splitIDs(r.FormValue("nzo_ids"))
 	prios := splitIDs(r.FormValue("priority"))
 	statuses := splitIDs(r.FormValue("status"))
@@ -561,15 +562,6 @@ func (d *Daemon) searchIDs(search string) []string {
 		}
 	}
 	return out
-}
-
-func firstOf(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 func nonNil[T any](s []T) []T {
@@ -627,7 +619,7 @@ func (d *Daemon) apiHistory(w http.ResponseWriter, r *http.Request) {
 		apiError(w, msgNotImplemented)
 		return
 	}
-	cats := splitIDs(firstOf(r.FormValue("cat"), r.FormValue("category")))
+	cats := splitIDs(cmp.Or(r.FormValue("cat"), r.FormValue("category")))
 	ids := splitIDs(r.FormValue("nzo_ids"))
 	statuses := splitIDs(r.FormValue("status"))
 	if r.FormValue("failed_only") == "1" {
@@ -669,7 +661,7 @@ func historySlot(h HistoryEntry) HistorySlot {
 	}
 	return HistorySlot{ID: h.ID, Name: name, NZBName: h.NZBName, Category: h.Category, Status: h.Status,
 		FailMessage: h.FailMessage, Storage: h.Storage, Path: h.Storage, Bytes: h.Bytes, Size: sizeWords(h.Bytes),
-		DownloadTime: h.DownloadTime, Completed: h.Completed.Unix(), Script: firstOf(h.Script, "None"), ScriptLog: h.ScriptLog,
+		DownloadTime: h.DownloadTime, Completed: h.Completed.Unix(), Script: cmp.Or(h.Script, "None"), ScriptLog: h.ScriptLog,
 		ScriptLine: h.ScriptLine, StageLog: stageLog(h)}
 }
 

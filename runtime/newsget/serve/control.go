@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -337,9 +338,7 @@ func (d *Daemon) limitPercent() string {
 	switch {
 	case m <= 0 && l <= 0:
 		return "0"
-	case m <= 0:
-		return "100"
-	case l <= 0:
+	case m <= 0 || l <= 0:
 		return "100"
 	}
 	return strconv.FormatInt(l*100/m, 10)
@@ -489,28 +488,28 @@ func (d *Daemon) Switch(id, other string) (int, int, error) {
 	j.Priority = target.Priority
 	d.renumberLocked(order)
 	d.preemptLocked()
-	return pos, priorityNumber(j.Priority), d.store.saveState(&d.state)
+	return pos, int(j.Priority), d.store.saveState(&d.state)
 }
 
 // SortQueue orders each priority's jobs by name, size, remaining or
 // avg_age, ascending or (dir "desc") descending.
 func (d *Daemon) SortQueue(by, dir string) error {
-	cmp := sortKey(by)
-	if cmp == nil {
+	key := sortKey(by)
+	if key == nil {
 		return fmt.Errorf("sort %q: want name, size, remaining or avg_age", by)
 	}
 	if strings.EqualFold(dir, "desc") {
-		asc := cmp
-		cmp = func(a, b *Job) int { return -asc(a, b) }
+		asc := key
+		key = func(a, b *Job) int { return -asc(a, b) }
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	order := d.sortedQueue()
 	slices.SortStableFunc(order, func(a, b *Job) int {
 		if a.Priority != b.Priority {
-			return cmpInt(int64(b.Priority), int64(a.Priority))
+			return cmp.Compare(b.Priority, a.Priority)
 		}
-		return cmp(a, b)
+		return key(a, b)
 	})
 	d.renumberLocked(order)
 	d.preemptLocked()

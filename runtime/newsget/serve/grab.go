@@ -19,6 +19,7 @@ import (
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
 	"github.com/newsflow/newsflow/runtime/newsget"
+	"github.com/newsflow/newsflow/spoolfs"
 )
 
 // addurl, as SABnzbd does it: the job is queued at once in the state
@@ -160,12 +161,7 @@ func renameDurable(tmp, path string) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("serve: store NZB: %w", err)
 	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("serve: store NZB: %w", err)
-	}
-	defer dir.Close()
-	if err := dir.Sync(); err != nil {
+	if err := spoolfs.SyncDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("serve: store NZB: %w", err)
 	}
 	return nil

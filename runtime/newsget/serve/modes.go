@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/newsflow/newsflow/machine/dlqueue"
 	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
@@ -341,24 +341,11 @@ func sortKey(by string) func(a, b *Job) int {
 	case "name":
 		return func(a, b *Job) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) }
 	case "size":
-		return func(a, b *Job) int { return cmpInt(a.Bytes, b.Bytes) }
+		return func(a, b *Job) int { return cmp.Compare(a.Bytes, b.Bytes) }
 	case "remaining":
-		return func(a, b *Job) int { return cmpInt(a.Left, b.Left) }
+		return func(a, b *Job) int { return cmp.Compare(a.Left, b.Left) }
 	case "avg_age":
 		return func(a, b *Job) int { return b.Added.Compare(a.Added) } // oldest posts first
 	}
 	return nil
 }
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// priorityWord is a priority as its number, for switch's answer.
-func priorityNumber(p dlqueue.Priority) int { return int(p) }

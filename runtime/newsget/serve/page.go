@@ -105,10 +105,8 @@ type pageData struct {
 	Warnings   []Warning
 }
 
-// humanBytes writes a size in the units of the configuration's grammar.
-func humanBytes(n int64) string { return newsget.FormatBytes(n) }
-
-// humanSpeed writes bytes per second the same way.
+// humanSpeed writes bytes per second in the units of the configuration's
+// grammar (newsget.FormatBytes).
 func humanSpeed(bps float64) string { return newsget.FormatBytes(int64(bps)) + "/s" }
 
 // chartPoints draws speeds (oldest first) as polyline points in a 100x20
@@ -142,12 +140,12 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 		if j == nil {
 			continue
 		}
-		ps := pageSlot{Slot: s, Held: j.Paused, PrioNum: int(j.Priority), BytesStr: humanBytes(j.Bytes), LeftStr: humanBytes(j.Left), TimeStr: s.Timeleft}
+		ps := pageSlot{Slot: s, Held: j.Paused, PrioNum: int(j.Priority), BytesStr: newsget.FormatBytes(j.Bytes), LeftStr: newsget.FormatBytes(j.Left), TimeStr: s.Timeleft}
 		if d.speed == 0 || (s.Status != "Downloading" && s.Status != "Queued") {
 			ps.TimeStr = "–" // nothing downloads: no time to tell
 		}
 		if j.Downloaded != nil {
-			ps.LeftStr = humanBytes(0)
+			ps.LeftStr = newsget.FormatBytes(0)
 		}
 		left += j.Left
 		for _, f := range j.Files {
@@ -155,7 +153,7 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 			if f.Bytes > 0 && j.Downloaded == nil {
 				pct = int(min(f.Done, f.Bytes) * 100 / f.Bytes)
 			}
-			ps.Files = append(ps.Files, pageFile{Name: f.Name, Percent: pct, Size: humanBytes(f.Bytes)})
+			ps.Files = append(ps.Files, pageFile{Name: f.Name, Percent: pct, Size: newsget.FormatBytes(f.Bytes)})
 		}
 		pd.Queue = append(pd.Queue, ps)
 	}
@@ -164,7 +162,7 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 		if i == 100 {
 			break
 		}
-		pd.History = append(pd.History, pageHist{HistorySlot: historySlot(h), SizeStr: humanBytes(h.Bytes), Encrypted: h.Encrypted, Stages: h.Stages})
+		pd.History = append(pd.History, pageHist{HistorySlot: historySlot(h), SizeStr: newsget.FormatBytes(h.Bytes), Encrypted: h.Encrypted, Stages: h.Stages})
 	}
 	// Every configured server shows its state, downloaded from or not;
 	// servers no longer configured show their statistics.
@@ -174,7 +172,7 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 		byName[st.Name] = st
 	}
 	addServer := func(st ServerStat, v serverView) {
-		ps := pageServer{ServerStat: st, SpeedStr: humanSpeed(st.Speed), BytesStr: humanBytes(st.Bytes),
+		ps := pageServer{ServerStat: st, SpeedStr: humanSpeed(st.Speed), BytesStr: newsget.FormatBytes(st.Bytes),
 			Chart: chartPoints(st.History), State: v.State, Err: v.Err}
 		if !v.Since.IsZero() {
 			ps.Since = v.Since.Format(time.DateTime)

@@ -32,14 +32,6 @@ import (
 // maxScriptOutput bounds what a script's output takes in the history.
 const maxScriptOutput = 64 << 10
 
-// scriptRun is what a script did.
-type scriptRun struct {
-	Name string
-	Log  string
-	Line string
-	Exit int
-}
-
 // scriptFor is the script of category cat ("" for none).
 func (d *Daemon) scriptFor(cat string) string {
 	for _, c := range d.cfg.Categories {
@@ -99,29 +91,29 @@ func (d *Daemon) runScript(ctx context.Context, j *Job, h *HistoryEntry) {
 	}
 	var out capped
 	cmd.Stdout, cmd.Stderr = &out, &out
-	run := scriptRun{Name: script}
 	err := cmd.Run()
-	run.Log = out.b.String()
-	lines := strings.Split(strings.TrimSpace(run.Log), "\n")
+	log := out.b.String()
+	lines := strings.Split(strings.TrimSpace(log), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
+	exit, line := 0, ""
 	switch {
 	case err != nil && cmd.ProcessState == nil:
-		run.Exit, run.Line = -1, fmt.Sprintf("Cannot run script %s: %v", script, err)
+		exit, line = -1, fmt.Sprintf("Cannot run script %s: %v", script, err)
 	case err != nil:
-		run.Exit = cmd.ProcessState.ExitCode()
-		run.Line = fmt.Sprintf("Script exit code is %d", run.Exit)
+		exit = cmd.ProcessState.ExitCode()
+		line = fmt.Sprintf("Script exit code is %d", exit)
 		if last != "" {
-			run.Line = fmt.Sprintf("Exit(%d): %s", run.Exit, last)
+			line = fmt.Sprintf("Exit(%d): %s", exit, last)
 		}
 	case last != "":
-		run.Line = last
+		line = last
 	default:
-		run.Line = "Ran " + script
+		line = "Ran " + script
 	}
-	h.Script, h.ScriptLog, h.ScriptLine = script, run.Log, run.Line
-	d.log.Info("script ran", "nzo_id", j.ID, "script", script, "exit", run.Exit, "line", run.Line)
-	if run.Exit != 0 && d.cfg.Serve.ScriptCanFail && h.Status != "Failed" {
-		h.Status, h.FailMessage = "Failed", run.Line
+	h.Script, h.ScriptLog, h.ScriptLine = script, log, line
+	d.log.Info("script ran", "nzo_id", j.ID, "script", script, "exit", exit, "line", line)
+	if exit != 0 && d.cfg.Serve.ScriptCanFail && h.Status != "Failed" {
+		h.Status, h.FailMessage = "Failed", line
 	}
 }
 

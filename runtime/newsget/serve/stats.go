@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"maps"
 	"sort"
 	"time"
 )
@@ -85,9 +86,7 @@ func (s *serverStats) load(saved []ServerStat) {
 	for _, sv := range saved {
 		st := s.get(sv.Name)
 		st.Articles, st.Bytes, st.Failures, st.last = sv.Articles, sv.Bytes, sv.Failures, sv.Bytes
-		for d, n := range sv.Daily {
-			st.Daily[d] = n
-		}
+		maps.Copy(st.Daily, sv.Daily)
 	}
 }
 
@@ -132,10 +131,7 @@ func (s *serverStats) list() []ServerStat {
 	out := make([]ServerStat, 0, len(s.by))
 	for _, st := range s.by {
 		c := *st
-		c.Daily = make(map[string]int64, len(st.Daily))
-		for d, n := range st.Daily {
-			c.Daily[d] = n
-		}
+		c.Daily = maps.Clone(st.Daily)
 		c.History = append([]float64(nil), st.History...)
 		out = append(out, c)
 	}
