@@ -99,6 +99,7 @@ func (s *serverStats) saved(now time.Time) []ServerStat {
 		for d := range out[i].Daily {
 			if d < cut {
 				delete(s.by[out[i].Name].Daily, d)
+				delete(out[i].Daily, d)
 			}
 		}
 		out[i].History = nil
