@@ -386,7 +386,7 @@ func (d *Daemon) queueSlots() []Slot {
 			pct = int((j.Bytes - left) * 100 / j.Bytes)
 		}
 		s := Slot{Index: i, ID: j.ID, Filename: j.Name, Cat: j.Category, Priority: j.Priority.String(), Status: status,
-			MB: mb(j.Bytes), MBLeft: mb(left), Percentage: strconv.Itoa(pct), Timeleft: timeLeft(left, d.speed),
+			MB: mb(j.Bytes), MBLeft: mb(left), Percentage: strconv.Itoa(pct),
 			Size: sizeWords(j.Bytes), SizeLeft: sizeWords(left), Labels: []string{}, LastError: j.LastError}
 		// As SABnzbd's, a job's time left is until it is done: after
 		// the jobs before it in the queue, at the speed of now.
