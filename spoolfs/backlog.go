@@ -196,7 +196,7 @@ func (b *Backlog) note(op, name string) {
 
 // syncDir fsyncs the directory: names created, renamed or removed are
 // durable after it.
-func (b *Backlog) SyncDir() error {
+func (b *Backlog) syncDir() error {
 	b.note("fsync-dir", ".")
 	return SyncDir(b.dir)
 }
@@ -249,7 +249,7 @@ func (b *Backlog) create(name, p, crashAt string) error {
 	if b.hit(crashAt) {
 		return errBacklogCrash
 	}
-	if err := b.SyncDir(); err != nil {
+	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: create %s: %w", b.peer, name, err)
 	}
 	return nil
@@ -309,7 +309,7 @@ func (b *Backlog) DeleteJournal(file string) error {
 	if b.hit("delete-journal:after-remove") {
 		return errBacklogCrash
 	}
-	if err := b.SyncDir(); err != nil {
+	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: delete journal %s: %w", b.peer, file, err)
 	}
 	return nil
@@ -412,7 +412,7 @@ func (b *Backlog) Promote(file string) error {
 	}
 	switch err := os.Remove(b.ckptPath()); {
 	case err == nil:
-		if err := b.SyncDir(); err != nil {
+		if err := b.syncDir(); err != nil {
 			return fmt.Errorf("backlog %s: promote %s: %w", b.peer, file, err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
@@ -430,7 +430,7 @@ func (b *Backlog) Promote(file string) error {
 	if b.hit("promote:after-rename") {
 		return errBacklogCrash
 	}
-	if err := b.SyncDir(); err != nil {
+	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: promote %s: %w", b.peer, file, err)
 	}
 	return nil
@@ -621,7 +621,7 @@ func (b *Backlog) DeleteReplay() error {
 		return fmt.Errorf("backlog %s: delete replay checkpoint: %w", b.peer, err)
 	}
 	b.note("remove", queue.CheckpointName(b.peer))
-	if err := b.SyncDir(); err != nil {
+	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
 	}
 	if b.hit("delete-replay:after-remove") {
@@ -632,7 +632,7 @@ func (b *Backlog) DeleteReplay() error {
 	}
 	b.note("remove", queue.ReplayName(b.peer))
 	delete(b.known, queue.ReplayName(b.peer))
-	if err := b.SyncDir(); err != nil {
+	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: delete replay: %w", b.peer, err)
 	}
 	return nil
@@ -661,7 +661,7 @@ func (b *Backlog) QuarantineReplay(to string) error {
 	if err := os.Remove(b.ckptPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backlog %s: quarantine replay checkpoint: %w", b.peer, err)
 	}
-	if err := b.SyncDir(); err != nil {
+	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: quarantine replay: %w", b.peer, err)
 	}
 	return nil
@@ -693,7 +693,7 @@ func (b *Backlog) Delete(file string) error {
 	}
 	b.note("remove", file)
 	delete(b.known, file)
-	if err := b.SyncDir(); err != nil {
+	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: delete %s: %w", b.peer, file, err)
 	}
 	return nil

@@ -72,7 +72,7 @@ func (b *Backlog) writeManifest(files []queue.ManifestFile) error {
 		switch err := os.Remove(b.manifestPath()); {
 		case err == nil:
 			b.note("remove", ManifestName(b.peer))
-			if err := b.SyncDir(); err != nil {
+			if err := b.syncDir(); err != nil {
 				b.staleManifest = true
 				return fmt.Errorf("backlog %s: manifest: %w", b.peer, err)
 			}
@@ -123,7 +123,7 @@ func (b *Backlog) dropStaleManifest() error {
 		return fmt.Errorf("backlog %s: stale manifest: %w", b.peer, err)
 	}
 	b.note("remove", ManifestName(b.peer))
-	if err := b.SyncDir(); err != nil {
+	if err := b.syncDir(); err != nil {
 		return fmt.Errorf("backlog %s: stale manifest: %w", b.peer, err)
 	}
 	b.staleManifest = false
@@ -159,7 +159,7 @@ func (b *Backlog) replaceFile(name string, data []byte, crashAt string) error {
 		return err
 	}
 	b.note("rename", name+".tmp "+name)
-	return b.SyncDir()
+	return b.syncDir()
 }
 
 // manifestEntry is one line of <peer>.M.

@@ -94,7 +94,7 @@ func (b *Backlog) Recover() (queue.Recovered, error) {
 		swept = true
 	}
 	if swept {
-		if err := b.SyncDir(); err != nil {
+		if err := b.syncDir(); err != nil {
 			return r, fmt.Errorf("backlog %s: recover: %w", b.peer, err)
 		}
 	}

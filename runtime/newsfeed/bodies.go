@@ -36,8 +36,8 @@ import (
 // the check, or one whose CRC the append path checks) fails the
 // connection's flush, since the feed machine already counts its command
 // as sent; its token is remembered in bad, pull settles it as missing
-// when it comes again, and the error wraps errUnreadableBody so the
-// connection comes back at once rather than after a longer backoff.
+// when it comes again, and the error wraps peerconn.ErrUnreadableBody so
+// the connection comes back at once rather than after a longer backoff.
 type spoolBodies struct {
 	s   *spoolfs.Spool
 	ra  *bodyReader // the connection's own (epoll: the loop's); nil reads each article alone
@@ -223,11 +223,6 @@ func (b *badBodies) has(token string) bool {
 	return ok
 }
 
-// errUnreadableBody marks a session that ended because an article could
-// not be read: the article, not the peer, was at fault (the connection's
-// backoff stays at its base: see peerconn).
-var errUnreadableBody = peerconn.ErrUnreadableBody
-
 // verifyBufs are the buffers sendable reads large articles into.
 var verifyBufs = sync.Pool{New: func() any { return new([]byte) }}
 
@@ -306,7 +301,7 @@ func (b spoolBodies) Body(token string) ([]byte, error) {
 	body, err := b.s.Get(tok)
 	if err != nil {
 		b.bad.add(token, err)
-		err = fmt.Errorf("%w: %w", errUnreadableBody, err)
+		err = fmt.Errorf("%w: %w", peerconn.ErrUnreadableBody, err)
 	}
 	return body, err
 }
@@ -333,7 +328,7 @@ func (b spoolBodies) AppendBody(dst []byte, token string, size int64) ([]byte, e
 	case err != nil:
 		b.bad.add(token, err)
 		b.bad.forgetCopied(tok)
-		err = fmt.Errorf("%w: %w", errUnreadableBody, err)
+		err = fmt.Errorf("%w: %w", peerconn.ErrUnreadableBody, err)
 	case size > driver.SmallBody && b.bad != nil:
 		c := &b.bad.copied
 		c.add(c.generation(), tok, "")
@@ -406,7 +401,7 @@ func (b spoolBodies) WriteBody(w io.Writer, token string, size int64) (int64, er
 	sec, err := b.s.Section(tok)
 	if err != nil {
 		b.bad.add(token, err)
-		return 0, fmt.Errorf("%w: %w", errUnreadableBody, err)
+		return 0, fmt.Errorf("%w: %w", peerconn.ErrUnreadableBody, err)
 	}
 	defer sec.Close()
 	// Errors from here on are the connection's, not the article's.

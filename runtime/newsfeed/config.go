@@ -674,7 +674,7 @@ func (p *PeerConfig) check(c *Config, pre string) []error {
 	if _, err := proto.ParseGroupPatterns(p.Groups); err != nil {
 		bad("groups", "%v", err)
 	}
-	for _, name := range splitPathName(p.PathName) {
+	for name := range pathNames(p.PathName) {
 		if !validPathIdentity(name) && c.Has(pre+"pathname") {
 			bad("pathname", "%q is not a valid path identity (pathname is \"site\" or \"site/exclusion1,exclusion2\")", name)
 		}

@@ -27,7 +27,7 @@ func (r *Relay) outDriver(nc net.Conn, p *peer) (driver.Driver, error) {
 	if r.loop != nil && !p.cfg.TLS && !p.cfg.StartTLS {
 		return r.loop.attach(nc)
 	}
-	return goroutine.New(nc, goroutine.Options{TLSConfig: p.tls, Now: r.now,
+	return goroutine.New(nc, goroutine.Options{TLSConfig: p.conn.TLS, Now: r.now,
 		Bodies: spoolBodies{s: r.spool, ra: newBodyReader(r.spool), bad: &r.badBodies}}), nil
 }
 

@@ -158,6 +158,7 @@ func (r *Relay) Drop(name string) (string, error) {
 	if err := spoolfs.SyncDir(dir); err != nil {
 		return "", fmt.Errorf("peer %q backlog: %w", name, err)
 	}
-	r.log.Warn("backlog of a removed peer dropped (newsfeed ctl drop)", "peer", name, "articles", n, "files", articleFiles(files[name]))
-	return fmt.Sprintf("peer %s: backlog dropped, %d article(s) in %d file(s)", name, n, articleFiles(files[name])), nil
+	nf := articleFiles(files[name])
+	r.log.Warn("backlog of a removed peer dropped (newsfeed ctl drop)", "peer", name, "articles", n, "files", nf)
+	return fmt.Sprintf("peer %s: backlog dropped, %d article(s) in %d file(s)", name, n, nf), nil
 }

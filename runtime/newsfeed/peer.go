@@ -2,7 +2,6 @@ package newsfeed
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"strconv"
@@ -23,9 +22,7 @@ type peer struct {
 	cfg      *PeerConfig
 	patterns proto.GroupPatterns
 	q        *peerQueue
-	tls      *tls.Config // nil without TLS
-	addr     string
-	conn     peerconn.Config // each connection's
+	conn     peerconn.Config // each connection's; TLS is nil without TLS
 
 	// The counters outlive a reload that rebuilds the peer.
 	*peerCounters
@@ -90,13 +87,12 @@ func buildPeer(r *Relay, pc *PeerConfig) (*peer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay: peer %s: groups: %w", pc.Name, err)
 	}
-	p := &peer{r: r, cfg: pc, patterns: pats, addr: net.JoinHostPort(pc.Host, strconv.Itoa(pc.Port))}
+	p := &peer{r: r, cfg: pc, patterns: pats}
 	p.conn, err = PeerConnConfig(pc)
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	p.conn.BackoffBase = r.opts.BackoffBase
-	p.tls = p.conn.TLS
 	p.dyn = peerconn.Dynamic{Max: pc.MaxConnections, Window: pc.Window, Interval: time.Second}
 	return p, nil
 }

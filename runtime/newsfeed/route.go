@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -44,24 +45,17 @@ func Wants(pat *proto.GroupPatterns, cfg *PeerConfig, skips *Skips, id string, g
 // pathname ("site" or "site/excl1,excl2", as newsfeeds(5) writes the
 // site field) or any of its exclusions: the article has been there.
 func pathHoldsAny(path, pathname string) bool {
-	for pathname != "" {
-		name := pathname
-		if i := strings.IndexAny(pathname, "/,"); i >= 0 {
-			name, pathname = pathname[:i], pathname[i+1:]
-		} else {
-			pathname = ""
-		}
-		if name != "" && proto.PathContains(path, name) {
+	for name := range pathNames(pathname) {
+		if proto.PathContains(path, name) {
 			return true
 		}
 	}
 	return false
 }
 
-// splitPathName returns the names of a pathname: the site and its
-// exclusions.
-func splitPathName(pathname string) []string {
-	return strings.FieldsFunc(pathname, func(r rune) bool { return r == '/' || r == ',' })
+// pathNames yields the names of a pathname: the site and its exclusions.
+func pathNames(pathname string) iter.Seq[string] {
+	return strings.FieldsFuncSeq(pathname, func(r rune) bool { return r == '/' || r == ',' })
 }
 
 // A hashFeed is a peer's hashfeed, as INN's newsfeeds Q flag (and Diablo
