@@ -26,10 +26,12 @@ import (
 //     is read (as for a mapping kept for a segment's life), then sendfile,
 //     or write from the mapping.
 //   - fanout4/...: the same article to four sockets, checked once
-//     (verify+sendfile), read and checked per socket (append+write), or
-//     read, checked and written to the first and sent from the file to
-//     the others (append+write,sendfile: the path up to driver.CopyBody
-//     with a driver.BodyCopier).
+//     (verify+sendfile), read and checked per socket (append+write), read
+//     and checked once and written to all four from the one buffer
+//     (append+write4), checked over the mapping and written to all four
+//     from it (mmap+write), or read, checked and written to the first and
+//     sent from the file to the others (append+write,sendfile: the path
+//     up to driver.CopyBody with a driver.BodyCopier).
 func BenchmarkSendArticle(b *testing.B) {
 	const size = 500_000
 	s := openT(b, b.TempDir(), SpoolOptions{SegmentSize: 64 << 20})
@@ -115,6 +117,25 @@ func BenchmarkSendArticle(b *testing.B) {
 		{"fanout4/append+write", func(tok Token) {
 			for _, c := range conns {
 				appendWrite(tok, c)
+			}
+		}},
+		{"fanout4/mmap+write", func(tok Token) {
+			a := mapped(tok)
+			for _, c := range conns {
+				if _, err := c.Write(a); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}},
+		{"fanout4/append+write4", func(tok Token) {
+			var err error
+			if buf, err = s.AppendArticle(buf[:0], tok); err != nil {
+				b.Fatal(err)
+			}
+			for _, c := range conns {
+				if _, err := c.Write(buf); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}},
 		{"fanout4/append+write,sendfile", func(tok Token) {
