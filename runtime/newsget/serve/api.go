@@ -276,7 +276,7 @@ func (d *Daemon) apiConfig() map[string]any {
 			"enable_tv_sorting": false, "enable_movie_sorting": false, "enable_date_sorting": false,
 			"pre_check": false, "history_retention": "", "history_retention_option": "all", "history_retention_number": 0,
 			"api_key": "", "port": "",
-			"direct_unpack": boolInt(d.cfg.DirectUnpack == nil || *d.cfg.DirectUnpack), "direct_unpack_threads": d.cfg.DirectMax,
+			"direct_unpack": d.miscValue("direct_unpack"), "direct_unpack_threads": d.cfg.DirectMax,
 		},
 		"categories": d.apiCategories(),
 		"servers":    []any{},

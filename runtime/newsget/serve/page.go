@@ -97,6 +97,7 @@ type pageData struct {
 	Paused     bool
 	Speed      string
 	Limit      string // the speed limit, "none" or e.g. "2.0 MiB/s"
+	Direct     bool   // direct unpack is on for the jobs that start now
 	Left       string
 	Queue      []pageSlot
 	History    []pageHist
@@ -130,7 +131,7 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 	_, warnings := d.ring.snapshot()
 	d.mu.Lock()
 	pd := pageData{CSRF: d.csrf, Paused: d.state.Paused, Speed: humanSpeed(d.speed), Limit: "none",
-		Categories: []string{"*"}, Warnings: warnings[max(len(warnings)-5, 0):]}
+		Categories: []string{"*"}, Warnings: warnings[max(len(warnings)-5, 0):], Direct: d.directUnpack()}
 	if l := d.speedLimit(); l > 0 {
 		pd.Limit = humanSpeed(float64(l))
 	}
@@ -245,6 +246,8 @@ func (d *Daemon) serveAction(w http.ResponseWriter, r *http.Request) {
 		err = d.pageUpload(r)
 	case "speedlimit":
 		err = d.SetSpeedLimit(r.FormValue("limit"))
+	case "direct-unpack":
+		err = d.SetDirectUnpack(r.FormValue("value"))
 	case "priority":
 		var p dlqueue.Priority
 		if p, err = dlqueue.ParsePriority(r.FormValue("priority")); err == nil {
@@ -377,7 +380,9 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <div id="status"><span>{{if .Paused}}<b>Paused</b>{{else}}<b>Running</b>{{end}}</span>
 <span>Speed <b id="speed">{{.Speed}}</b></span><span>Left <b>{{.Left}}</b></span><span>Limit <b id="limit-now">{{.Limit}}</b></span>
 {{if .Paused}}<form class="inline" method="post" action="/action/resume"><input type="hidden" name="csrf" value="{{.CSRF}}"><button id="resume">Resume</button></form>
-{{else}}<form class="inline" method="post" action="/action/pause"><input type="hidden" name="csrf" value="{{.CSRF}}"><button id="pause">Pause</button></form>{{end}}</div>
+{{else}}<form class="inline" method="post" action="/action/pause"><input type="hidden" name="csrf" value="{{.CSRF}}"><button id="pause">Pause</button></form>{{end}}
+<form class="inline" method="post" action="/action/direct-unpack" title="extract RAR sets while they download; for the jobs that start from now on"><input type="hidden" name="csrf" value="{{.CSRF}}">
+<span>Direct unpack <b id="direct-now">{{if .Direct}}on{{else}}off{{end}}</b></span> {{if .Direct}}<button id="direct" name="value" value="0">Turn off</button>{{else}}<button id="direct" name="value" value="1">Turn on</button>{{end}}</form></div>
 <form id="limit" method="post" action="/action/speedlimit"><input type="hidden" name="csrf" value="{{.CSRF}}">
 <label>Speed limit <input name="limit" placeholder="2M, 500K or 50%" aria-label="speed limit"></label> <button>Set</button> <small>0 or empty: none</small></form>
 <h2>Queue</h2>
