@@ -135,20 +135,17 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 	if l := d.speedLimit(); l > 0 {
 		pd.Limit = humanSpeed(float64(l))
 	}
-	var left int64
-	for _, s := range d.queueSlots() {
+	slots := d.queueSlots()
+	_, left := slotTotals(slots)
+	for _, s := range slots {
 		j, _ := d.find(s.ID)
 		if j == nil {
 			continue
 		}
-		ps := pageSlot{Slot: s, Held: j.Paused, PrioNum: int(j.Priority), BytesStr: newsget.FormatBytes(j.Bytes), LeftStr: newsget.FormatBytes(j.Left), TimeStr: s.Timeleft}
+		ps := pageSlot{Slot: s, Held: j.Paused, PrioNum: int(j.Priority), BytesStr: newsget.FormatBytes(j.Bytes), LeftStr: newsget.FormatBytes(s.left), TimeStr: s.Timeleft}
 		if d.speed == 0 || (s.Status != "Downloading" && s.Status != "Queued") {
 			ps.TimeStr = "–" // nothing downloads: no time to tell
 		}
-		if j.Downloaded != nil {
-			ps.LeftStr = newsget.FormatBytes(0)
-		}
-		left += j.Left
 		for _, f := range j.Files {
 			pct := 100
 			if f.Bytes > 0 && j.Downloaded == nil {

@@ -1,9 +1,13 @@
 package serve
 
 import (
+	"math"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
+	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
 // TestQueueTimeLeft: as SABnzbd's, a queued job's time left runs until it
@@ -31,5 +35,39 @@ func TestQueueTimeLeft(t *testing.T) {
 		if s.Timeleft != "0:00:00" {
 			t.Errorf("%s: time left %s with nothing downloading", s.ID, s.Timeleft)
 		}
+	}
+}
+
+// TestQueueTotalsAreTheSlots: the queue's mb, mbleft and timeleft are its
+// slots' summed, the running job's bytes left as it downloads (not as
+// last saved), so that a client adding up the slots finds the queue's
+// figures.
+func TestQueueTotalsAreTheSlots(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	td := startDaemon(t, t.TempDir(), s, nil)
+	defer td.stop()
+	td.api(t, "mode", "pause")
+	for i, name := range []string{"a.bin", "b.bin"} {
+		p := newPosting(name, uint64(200+i), 3<<20, 1<<20)
+		td.addFile(t, poster.NZB(p), name+".nzb", "", "")
+	}
+	td.d.mu.Lock()
+	j, k := td.d.state.Queue[0], td.d.state.Queue[1]
+	td.d.run = &active{job: j, baseLeft: j.Left, done: 2 << 20} // 2 MiB of it fetched since the last save
+	left, bytes := j.Left-2<<20+k.Left, j.Bytes+k.Bytes
+	td.d.mu.Unlock()
+	q := td.api(t, "mode", "queue")["queue"].(map[string]any)
+	td.d.mu.Lock()
+	td.d.run = nil
+	td.d.mu.Unlock()
+	var sum float64
+	for _, sl := range q["slots"].([]any) {
+		v, _ := strconv.ParseFloat(sl.(map[string]any)["mbleft"].(string), 64)
+		sum += v
+	}
+	got := []any{q["mbleft"], q["sizeleft"], q["mb"], q["size"]}
+	want := []any{mb(left), sizeWords(left), mb(bytes), sizeWords(bytes)}
+	if d := cmp.Diff(want, got); d != "" || math.Abs(sum-float64(left)/(1<<20)) > 0.011 {
+		t.Errorf("queue mbleft, sizeleft, mb, size (-want +got):\n%s\nits slots' mbleft add up to %.2f", d, sum)
 	}
 }
