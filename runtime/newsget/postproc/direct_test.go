@@ -282,6 +282,9 @@ func TestDirectUnpackPause(t *testing.T) {
 		t.Fatalf("pause = %v", got)
 	}
 	waitLog(t, sd, "direct unpack stopped with the download")
+	if log := sd.log.String(); strings.Contains(log, "given up") {
+		t.Errorf("a pause logged the direct unpack as given up for an unpack after the download:\n%s", log)
+	}
 	stages, _ := filepath.Glob(filepath.Join(sd.cfg.DownloadDir, "incomplete", id, ".newsget-unpack-*"))
 	if len(stages) > 0 {
 		t.Fatalf("staging folder left after the pause: %v", stages)
