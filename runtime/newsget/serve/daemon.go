@@ -447,8 +447,12 @@ func (d *Daemon) known(except string) []dlqueue.Known {
 		}
 		ks = append(ks, dlqueue.Known{ID: j.ID, Name: j.Name, Hash: j.Hash})
 	}
+	// As SABnzbd's, a failed job is nobody's original: the *arr app
+	// sends another release under the same name after a failure.
 	for _, h := range d.hist {
-		ks = append(ks, dlqueue.Known{ID: h.ID, Name: h.Name, Hash: h.Hash})
+		if h.Status != "Failed" {
+			ks = append(ks, dlqueue.Known{ID: h.ID, Name: h.Name, Hash: h.Hash})
+		}
 	}
 	return ks
 }

@@ -245,6 +245,29 @@ func TestNoDupes(t *testing.T) {
 	}
 }
 
+// TestNoDupesFailedHistory: a job that failed is no duplicate's original
+// (an *arr app sends another release of the name after a failure); a
+// completed one is.
+func TestNoDupesFailedHistory(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	td := startDaemon(t, t.TempDir(), s, nil)
+	defer td.stop()
+	td.api(t, "mode", "pause")
+	td.d.mu.Lock()
+	td.d.hist = append(td.d.hist,
+		HistoryEntry{ID: "SABnzbd_nzo_failed", Name: "Failed.Show", Status: "Failed", FailMessage: "addurl: refused"},
+		HistoryEntry{ID: "SABnzbd_nzo_done", Name: "Done.Show", Status: "Completed"})
+	td.d.mu.Unlock()
+	for _, tc := range []struct{ name, labels string }{{"Failed.Show", "[]"}, {"Done.Show", "[DUPLICATE]"}} {
+		p := newPosting(tc.name+".bin", 8, 5000, 5000)
+		id := td.addFile(t, poster.NZB(p), tc.name+".nzb", "", "")["nzo_ids"].([]any)[0].(string)
+		q := td.api(t, "mode", "queue", "nzo_ids", id)["queue"].(map[string]any)["slots"].([]any)[0].(map[string]any)
+		if got := fmt.Sprint(q["labels"]); got != tc.labels {
+			t.Errorf("%s after a history entry of that name: labels %s, want %s", tc.name, got, tc.labels)
+		}
+	}
+}
+
 // TestOrphans: a folder under download_dir/incomplete that no job owns is
 // listed in fullstatus's folders and removed by delete_orphan and
 // delete_all_orphan; a queued job's folder is never listed.
