@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
 	"golang.org/x/sys/unix"
@@ -644,7 +645,6 @@ func (d *Daemon) apiHistory(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var slots []HistorySlot
-	var total int64
 	for _, h := range d.hist {
 		switch {
 		case len(cats) > 0 && !slices.ContainsFunc(cats, func(c string) bool { return strings.EqualFold(c, h.Category) }):
@@ -656,13 +656,39 @@ func (d *Daemon) apiHistory(w http.ResponseWriter, r *http.Request) {
 		case search != "" && !matchSearch(h.Name, search):
 			continue
 		}
-		total += h.Bytes
 		slots = append(slots, historySlot(h))
 	}
 	start, limit := page(r, len(slots))
+	total, month, week, day := d.historySizesLocked()
 	writeJSON(w, map[string]any{"history": map[string]any{
-		"noofslots": len(slots), "total_size": sizeWords(total), "slots": nonNil(slots[start : start+limit]),
+		"noofslots": len(slots), "slots": nonNil(slots[start : start+limit]),
+		"total_size": sizeWords(total), "month_size": sizeWords(month), "week_size": sizeWords(week), "day_size": sizeWords(day),
 	}})
+}
+
+// historySizesLocked is SABnzbd's history sizes: the bytes of every job
+// in the history, of those completed this month and this week (from
+// Monday), local time, and the bytes downloaded today. Called with mu
+// held.
+func (d *Daemon) historySizesLocked() (total, month, week, day int64) {
+	now := d.opts.Now()
+	y, m, dd := now.Date()
+	monthStart := time.Date(y, m, 1, 0, 0, 0, 0, now.Location())
+	today := time.Date(y, m, dd, 0, 0, 0, 0, now.Location())
+	weekStart := today.AddDate(0, 0, -(int(today.Weekday())+6)%7)
+	for _, h := range d.hist {
+		total += h.Bytes
+		if !h.Completed.Before(monthStart) {
+			month += h.Bytes
+		}
+		if !h.Completed.Before(weekStart) {
+			week += h.Bytes
+		}
+	}
+	for _, st := range d.stats.list() {
+		day += st.Daily[now.Format(time.DateOnly)]
+	}
+	return total, month, week, day
 }
 
 // encryptedPrefix marks, as SABnzbd does, a job whose archives no

@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
@@ -69,5 +71,31 @@ func TestQueueTotalsAreTheSlots(t *testing.T) {
 	want := []any{mb(left), sizeWords(left), mb(bytes), sizeWords(bytes)}
 	if d := cmp.Diff(want, got); d != "" || math.Abs(sum-float64(left)/(1<<20)) > 0.011 {
 		t.Errorf("queue mbleft, sizeleft, mb, size (-want +got):\n%s\nits slots' mbleft add up to %.2f", d, sum)
+	}
+}
+
+// TestHistorySizes: as SABnzbd's, history's total_size is of the whole
+// history whatever the filters, month_size and week_size of the jobs
+// completed since the first of the month and since Monday.
+func TestHistorySizes(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.Local) // a Wednesday
+	td := startDaemonWith(t, t.TempDir(), s, nil, func(o *Options) { o.Now = func() time.Time { return now } })
+	defer td.stop()
+	td.d.mu.Lock()
+	for i, at := range []time.Time{
+		time.Date(2026, 11, 25, 10, 0, 0, 0, time.Local), // today
+		time.Date(2026, 11, 23, 0, 0, 0, 0, time.Local),  // Monday
+		time.Date(2026, 11, 22, 23, 0, 0, 0, time.Local), // Sunday before
+		time.Date(2026, 10, 31, 23, 0, 0, 0, time.Local), // last month
+	} {
+		td.d.hist = append(td.d.hist, HistoryEntry{ID: fmt.Sprintf("SABnzbd_nzo_%d", i), Name: fmt.Sprint("job", i),
+			Category: []string{"tv", "movies"}[i%2], Status: "Completed", Bytes: 1 << (20 + i), Completed: at})
+	}
+	td.d.mu.Unlock()
+	h := td.api(t, "mode", "history", "cat", "tv")["history"].(map[string]any)
+	got := []any{h["total_size"], h["month_size"], h["week_size"], h["noofslots"]}
+	if d := cmp.Diff([]any{"15.0 MB", "7.0 MB", "3.0 MB", 2.0}, got); d != "" {
+		t.Errorf("history total_size, month_size, week_size, noofslots (-want +got):\n%s", d)
 	}
 }
