@@ -98,7 +98,7 @@ type pageData struct {
 	Speed      string
 	Limit      string // the speed limit, "none" or e.g. "2.0 MiB/s"
 	Direct     bool   // direct unpack is on for the jobs that start now
-	Left       string
+	Left       string // the queue's time left, or a dash while nothing downloads
 	Queue      []pageSlot
 	History    []pageHist
 	Servers    []pageServer
@@ -156,6 +156,9 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 		pd.Queue = append(pd.Queue, ps)
 	}
 	pd.Left = timeLeft(left, d.speed)
+	if d.speed == 0 {
+		pd.Left = "–" // as the jobs' rows: no time to tell
+	}
 	for i, h := range d.hist {
 		if i == 100 {
 			break
@@ -360,7 +363,7 @@ const css = `body{font:15px/1.4 system-ui,sans-serif;margin:0 auto;max-width:72e
 h1{font-size:1.3em;margin:.2em 0}h2{font-size:1.1em;margin-top:1.2em}
 table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3em;border-bottom:1px solid #ddd;vertical-align:top}
 th{white-space:nowrap;font-weight:600}td.name{overflow-wrap:anywhere;min-width:12em}td.num{white-space:nowrap}
-input,select,button{max-width:100%;font:inherit}input[name=limit]{width:6em}
+input,select,button{max-width:100%;font:inherit}input[name=limit]{width:10em}
 progress{width:100%;min-width:5em}form.inline{display:inline}button{margin:.1em}.failed{color:#a00}.dup{color:#a60}.reason{color:#a00;font-size:.9em;overflow-wrap:anywhere}
 #status{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;background:#f4f4f4;padding:.4em;border-radius:.3em}
 .files{font-size:.9em;margin:.2em 0 0}.files li{overflow-wrap:anywhere}svg.chart{width:8em;height:1.6em;stroke:#36c;fill:none;stroke-width:1.5}
@@ -375,7 +378,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <title>newsget</title><link rel="stylesheet" href="/style.css"><script src="/page.js" defer></script></head>
 <body><h1>newsget</h1>
 <div id="status"><span>{{if .Paused}}<b>Paused</b>{{else}}<b>Running</b>{{end}}</span>
-<span>Speed <b id="speed">{{.Speed}}</b></span><span>Left <b>{{.Left}}</b></span><span>Limit <b id="limit-now">{{.Limit}}</b></span>
+<span>Speed <b id="speed">{{.Speed}}</b></span><span>Time left <b id="left">{{.Left}}</b></span><span>Limit <b id="limit-now">{{.Limit}}</b></span>
 {{if .Paused}}<form class="inline" method="post" action="/action/resume"><input type="hidden" name="csrf" value="{{.CSRF}}"><button id="resume">Resume</button></form>
 {{else}}<form class="inline" method="post" action="/action/pause"><input type="hidden" name="csrf" value="{{.CSRF}}"><button id="pause">Pause</button></form>{{end}}
 <form class="inline" method="post" action="/action/direct-unpack" title="extract RAR sets while they download; for the jobs that start from now on"><input type="hidden" name="csrf" value="{{.CSRF}}">

@@ -2,8 +2,11 @@ package serve
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +100,24 @@ func TestHistorySizes(t *testing.T) {
 	got := []any{h["total_size"], h["month_size"], h["week_size"], h["noofslots"]}
 	if d := cmp.Diff([]any{"15.0 MB", "7.0 MB", "3.0 MB", 2.0}, got); d != "" {
 		t.Errorf("history total_size, month_size, week_size, noofslots (-want +got):\n%s", d)
+	}
+}
+
+// TestPageTimeLeftIdle: while nothing downloads (a paused queue) the
+// status line's time left is a dash, as the jobs' rows are, not 0:00:00.
+func TestPageTimeLeftIdle(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	td := startDaemon(t, t.TempDir(), s, nil)
+	defer td.stop()
+	td.api(t, "mode", "pause")
+	td.addFile(t, poster.NZB(newPosting("a.bin", 300, 5000, 5000)), "a.nzb", "", "")
+	resp, err := http.Get(td.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `Time left <b id="left">–</b>`) {
+		t.Errorf("the status line's time left with the queue paused:\n%s", b)
 	}
 }
