@@ -19,12 +19,13 @@ func configMain(args []string, stdout, stderr io.Writer) int {
 			if err != nil {
 				return nil, err
 			}
-			if err := newsget.CheckConfig(file, text); err != nil {
+			cfg, err := newsget.CheckConfig(file, text)
+			if err != nil {
 				return nil, err
 			}
 			// A file without a server is right for one-shot downloads
 			// given -server URLs, not for newsget serve: say so.
-			if cfg, err := effectiveConfig(file); err == nil && len(cfg.Servers) == 0 {
+			if len(cfg.Servers) == 0 {
 				fmt.Fprintf(stderr, "newsget config: %s has no [[server]]: newsget serve does not start with it, and a download needs -server URLs\n", file)
 			}
 			return nil, nil

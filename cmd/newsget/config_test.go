@@ -144,6 +144,14 @@ history_size = "many"
 	if code := Main([]string{"config", "-check", good}, &out, &errOut); code != 0 || errOut.Len() != 0 {
 		t.Errorf("a good file: exit %d: %s", code, errOut.String())
 	}
+	noServer := filepath.Join(dir, "noserver.toml")
+	os.WriteFile(noServer, []byte("rate = \"2M\"\n"), 0o644)
+	out.Reset()
+	errOut.Reset()
+	code := Main([]string{"config", "-check", noServer}, &out, &errOut)
+	if want := "newsget config: " + noServer + " has no [[server]]: newsget serve does not start with it, and a download needs -server URLs\n"; code != 0 || errOut.String() != want {
+		t.Errorf("a file without a server: exit %d: %q, want 0 and %q", code, errOut.String(), want)
+	}
 }
 
 // TestWalkthroughConfigs: every ```toml block of the walkthrough
@@ -158,7 +166,7 @@ func TestWalkthroughConfigs(t *testing.T) {
 		t.Fatal("README.md has no ```toml block")
 	}
 	for i, b := range blocks {
-		if err := newsget.CheckConfig("README.md block "+string(rune('1'+i)), b[1]); err != nil {
+		if _, err := newsget.CheckConfig("README.md block "+string(rune('1'+i)), b[1]); err != nil {
 			t.Errorf("%v\n%s", err, b[1])
 		}
 	}

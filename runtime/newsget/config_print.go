@@ -72,8 +72,12 @@ func (c *Config) AppendTOML(dst []byte) []byte {
 // CheckConfig reports every mistake in a configuration file's text, of
 // newsget and of newsget serve, joined in the order of their lines
 // (tomlconf.Errors lists them): values of the wrong type, keys it does not
-// know and values it refuses together.
-func CheckConfig(name string, text []byte) error {
-	_, err := parseChecked(name, text, true)
-	return err
+// know and values it refuses together. With no mistake it returns the
+// configuration, checked.
+func CheckConfig(name string, text []byte) (*Config, error) {
+	c, err := parseChecked(name, text, true)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }

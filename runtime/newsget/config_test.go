@@ -190,7 +190,7 @@ func TestConfigAbsentKeys(t *testing.T) {
 	if s := c.Servers; s[0].Port != 563 || s[1].Port != 119 || s[0].Connections != DefaultConnections {
 		t.Errorf("defaults not applied: %+v", s)
 	}
-	err = CheckConfig("f.toml", []byte("rate = \"20Q\"\n[[server]]\nhost = \"a\"\nencryption = \"ssl\"\nconnections = \"x\"\nbogus = 1\n[serve]\nlisten = \"127.0.0.1:notaport\"\n"))
+	_, err = CheckConfig("f.toml", []byte("rate = \"20Q\"\n[[server]]\nhost = \"a\"\nencryption = \"ssl\"\nconnections = \"x\"\nbogus = 1\n[serve]\nlisten = \"127.0.0.1:notaport\"\n"))
 	var got []string
 	for _, e := range tomlconf.Errors(err) {
 		got = append(got, e.Error())

@@ -126,7 +126,11 @@ func (w *Early) start() {
 		err := d.Wait()
 		<-w.slots
 		if err != nil {
-			w.log.Info("direct unpack given up; the set unpacks after the download", "set", d.First(), "why", err)
+			// Stopped with the download (a pause, a delete, a stop),
+			// it is not given up for an unpack after it: Stop says so.
+			if !errors.Is(err, unpack.ErrDirectStopped) {
+				w.log.Info("direct unpack given up; the set unpacks after the download", "set", d.First(), "why", err)
+			}
 			return
 		}
 		files, vols, _ := d.Result()

@@ -234,6 +234,40 @@ func TestDirectUnpackOff(t *testing.T) {
 	}
 }
 
+// TestDirectUnpackSetByAPI: with direct_unpack = false in the file,
+// set_config's direct_unpack=1 gives the next job a direct unpack, and
+// direct_unpack=0 takes it from the one after.
+func TestDirectUnpackSetByAPI(t *testing.T) {
+	r := newRARRelease(t, "da")
+	r.hold = r.post(t, "rel.nfo").MessageID(1)
+	sd := startServeWith(t, r.srv, func(c *newsget.Config) {
+		off := false
+		c.DirectUnpack = &off
+		slowTimeout(c)
+	})
+	set := func(v string) {
+		t.Helper()
+		got := sd.call(t, map[string][]string{"mode": {"set_config"}, "section": {"misc"}, "keyword": {"direct_unpack"}, "value": {v}}, nil, "")
+		if got["config"] == nil {
+			t.Fatalf("set_config direct_unpack=%s: %v", v, got)
+		}
+	}
+	set("1")
+	id := r.add(t, sd)
+	waitLog(t, sd, "direct unpack finished")
+	close(r.release)
+	r.check(t, sd, id)
+	if log := sd.log.String(); !strings.Contains(log, "direct unpack used") {
+		t.Fatalf("direct_unpack set to 1, the job was not unpacked directly:\n%s", log)
+	}
+	set("0")
+	id = r.add(t, sd)
+	r.check(t, sd, id)
+	if log := sd.log.String(); strings.Count(log, "direct unpack started") != 1 {
+		t.Errorf("direct_unpack set to 0, the next job was unpacked directly:\n%s", log)
+	}
+}
+
 // TestDirectUnpackPause: pausing a job during its direct unpack stops it
 // and removes its staging folder before the download's run ends; resumed,
 // the job's direct unpack starts again from the volumes already there and
@@ -248,6 +282,9 @@ func TestDirectUnpackPause(t *testing.T) {
 		t.Fatalf("pause = %v", got)
 	}
 	waitLog(t, sd, "direct unpack stopped with the download")
+	if log := sd.log.String(); strings.Contains(log, "given up") {
+		t.Errorf("a pause logged the direct unpack as given up for an unpack after the download:\n%s", log)
+	}
 	stages, _ := filepath.Glob(filepath.Join(sd.cfg.DownloadDir, "incomplete", id, ".newsget-unpack-*"))
 	if len(stages) > 0 {
 		t.Fatalf("staging folder left after the pause: %v", stages)

@@ -22,6 +22,9 @@ type Processor struct {
 	// Direct, when not nil, runs direct unpacks during downloads (Early)
 	// within its slots.
 	Direct Slots
+	// DirectOff (direct_unpack = false) starts no direct unpack for a job
+	// that does not ask for one (serve.PostJob.Direct).
+	DirectOff bool
 }
 
 // NewProcessor is newsget serve's Processor for cfg (checked, its
@@ -32,16 +35,21 @@ func NewProcessor(cfg *newsget.Config, log *slog.Logger) *Processor {
 	p := &Processor{Options: Options{Fetch: EngineFetch(cfg, newsget.Options{Log: log}),
 		Unpack: cfg.Unpack == nil || *cfg.Unpack, Cleanup: cfg.Cleanup == nil || *cfg.Cleanup,
 		UnpackMaxRatio: cfg.UnpackMaxRatio, Log: log}}
-	if cfg.DirectUnpack == nil || *cfg.DirectUnpack {
-		p.Direct = NewSlots(max(cfg.DirectMax, 1))
-	}
+	// The slots are there even with direct_unpack = false: newsget
+	// serve's page and API turn direct unpack on for the jobs after.
+	p.Direct, p.DirectOff = NewSlots(max(cfg.DirectMax, 1)), cfg.DirectUnpack != nil && !*cfg.DirectUnpack
 	return p
 }
 
 // StartEarly implements serve.EarlyStarter: the job's direct unpack,
-// when the Processor has Direct slots and the job is to be unpacked.
+// when the Processor has Direct slots, direct unpack is on (the job's
+// Direct, else not DirectOff) and the job is to be unpacked.
 func (p *Processor) StartEarly(ctx context.Context, job serve.PostJob) serve.Early {
-	if p.Direct == nil || !p.Options.Unpack || (job.PP != nil && *job.PP < 2) {
+	on := !p.DirectOff
+	if job.Direct != nil {
+		on = *job.Direct
+	}
+	if !on || p.Direct == nil || !p.Options.Unpack || (job.PP != nil && *job.PP < 2) {
 		return nil
 	}
 	return NewEarly(ctx, job.Dir, unpack.Options{Password: jobPassword(job), MaxRatio: p.Options.UnpackMaxRatio}, p.Direct, p.Options.Log)

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
 	"golang.org/x/sys/unix"
@@ -273,10 +274,11 @@ func (d *Daemon) apiConfig() map[string]any {
 		"misc": map[string]any{
 			"complete_dir": d.cfg.Serve.CompleteDir, "download_dir": d.cfg.DownloadDir,
 			"tv_categories": []string{}, "movie_categories": []string{}, "date_categories": []string{},
-			"enable_tv_sorting": false, "enable_movie_sorting": false, "enable_date_sorting": false,
-			"pre_check": false, "history_retention": "", "history_retention_option": "all", "history_retention_number": 0,
+			// SABnzbd's switches are 0 or 1, as here.
+			"enable_tv_sorting": 0, "enable_movie_sorting": 0, "enable_date_sorting": 0,
+			"pre_check": 0, "history_retention": "", "history_retention_option": "all", "history_retention_number": 0,
 			"api_key": "", "port": "",
-			"direct_unpack": boolInt(d.cfg.DirectUnpack == nil || *d.cfg.DirectUnpack), "direct_unpack_threads": d.cfg.DirectMax,
+			"direct_unpack": d.miscValue("direct_unpack"), "direct_unpack_threads": d.cfg.DirectMax,
 		},
 		"categories": d.apiCategories(),
 		"servers":    []any{},
@@ -358,6 +360,9 @@ type Slot struct {
 	LastError string `json:"last_error,omitempty"`
 	// Not SABnzbd's: why it was flagged a duplicate.
 	Duplicate string `json:"duplicate,omitempty"`
+	// bytes and left are the job's size and bytes left as mb and mbleft
+	// show them, for the queue's totals.
+	bytes, left int64
 }
 
 // queueSlots is the queue as slots, in running order. Called with mu held.
@@ -387,7 +392,7 @@ func (d *Daemon) queueSlots() []Slot {
 		}
 		s := Slot{Index: i, ID: j.ID, Filename: j.Name, Cat: j.Category, Priority: j.Priority.String(), Status: status,
 			MB: mb(j.Bytes), MBLeft: mb(left), Percentage: strconv.Itoa(pct),
-			Size: sizeWords(j.Bytes), SizeLeft: sizeWords(left), Labels: []string{}, LastError: j.LastError}
+			Size: sizeWords(j.Bytes), SizeLeft: sizeWords(left), Labels: []string{}, LastError: j.LastError, bytes: j.Bytes, left: left}
 		// As SABnzbd's, a job's time left is until it is done: after
 		// the jobs before it in the queue, at the speed of now.
 		if status == "Downloading" || status == "Queued" {
@@ -406,6 +411,17 @@ func (d *Daemon) queueSlots() []Slot {
 		out = append(out, s)
 	}
 	return out
+}
+
+// slotTotals is the queue's size and bytes left: its slots' mb and
+// mbleft summed (the running job's as it downloads, a downloaded one's
+// none left).
+func slotTotals(slots []Slot) (bytes, left int64) {
+	for _, s := range slots {
+		bytes += s.bytes
+		left += s.left
+	}
+	return bytes, left
 }
 
 func sizeWords(n int64) string {
@@ -497,13 +513,12 @@ func (d *Daemon) apiQueue(w http.ResponseWriter, r *http.Request) {
 	warnings := d.ring.warningCount()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	slots := filterSlots(d.queueSlots(), r)
-	var bytes, left int64
-	for _, j := range d.state.Queue {
-		bytes += j.Bytes
-		left += j.Left
-	}
-	start, limit := page(r, len(slots))
+	all := d.queueSlots()
+	bytes, left := slotTotals(all)
+	slots := filterSlots(all, r)
+	start, n := page(r, len(slots))
+	limit, _ := strconv.Atoi(r.FormValue("limit"))
+	limit = max(limit, 0)
 	status := "Idle"
 	switch {
 	case d.state.Paused:
@@ -513,9 +528,10 @@ func (d *Daemon) apiQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, map[string]any{"queue": map[string]any{
 		"status": status, "paused": d.state.Paused, "speed": speedWords(d.speed), "kbpersec": fmt.Sprintf("%.2f", d.speed/1024),
-		"mb": mb(bytes), "mbleft": mb(left), "timeleft": timeLeft(left, d.speed), "noofslots": limit,
-		"noofslots_total": len(slots), "start": start, "limit": limit, "diskspace1": gb(free), "diskspacetotal1": gb(total),
-		"version": Version, "slots": nonNil(slots[start : start+limit]), "servers": d.stats.list(),
+		"mb": mb(bytes), "mbleft": mb(left), "size": sizeWords(bytes), "sizeleft": sizeWords(left), "timeleft": timeLeft(left, d.speed),
+		"noofslots": len(slots), "noofslots_total": len(all), "start": start, "limit": limit, "finish": start + limit,
+		"diskspace1": gb(free), "diskspacetotal1": gb(total),
+		"version": Version, "slots": nonNil(slots[start : start+n]), "servers": d.stats.list(),
 		"speedlimit": d.limitPercent(), "speedlimit_abs": strconv.FormatInt(d.speedLimit(), 10),
 		"have_warnings": strconv.Itoa(warnings),
 	}})
@@ -629,7 +645,6 @@ func (d *Daemon) apiHistory(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var slots []HistorySlot
-	var total int64
 	for _, h := range d.hist {
 		switch {
 		case len(cats) > 0 && !slices.ContainsFunc(cats, func(c string) bool { return strings.EqualFold(c, h.Category) }):
@@ -641,13 +656,39 @@ func (d *Daemon) apiHistory(w http.ResponseWriter, r *http.Request) {
 		case search != "" && !matchSearch(h.Name, search):
 			continue
 		}
-		total += h.Bytes
 		slots = append(slots, historySlot(h))
 	}
 	start, limit := page(r, len(slots))
+	total, month, week, day := d.historySizesLocked()
 	writeJSON(w, map[string]any{"history": map[string]any{
-		"noofslots": len(slots), "total_size": sizeWords(total), "slots": nonNil(slots[start : start+limit]),
+		"noofslots": len(slots), "slots": nonNil(slots[start : start+limit]),
+		"total_size": sizeWords(total), "month_size": sizeWords(month), "week_size": sizeWords(week), "day_size": sizeWords(day),
 	}})
+}
+
+// historySizesLocked is SABnzbd's history sizes: the bytes of every job
+// in the history, of those completed this month and this week (from
+// Monday), local time, and the bytes downloaded today. Called with mu
+// held.
+func (d *Daemon) historySizesLocked() (total, month, week, day int64) {
+	now := d.opts.Now()
+	y, m, dd := now.Date()
+	monthStart := time.Date(y, m, 1, 0, 0, 0, 0, now.Location())
+	today := time.Date(y, m, dd, 0, 0, 0, 0, now.Location())
+	weekStart := today.AddDate(0, 0, -(int(today.Weekday())+6)%7)
+	for _, h := range d.hist {
+		total += h.Bytes
+		if !h.Completed.Before(monthStart) {
+			month += h.Bytes
+		}
+		if !h.Completed.Before(weekStart) {
+			week += h.Bytes
+		}
+	}
+	for _, st := range d.stats.list() {
+		day += st.Daily[now.Format(time.DateOnly)]
+	}
+	return total, month, week, day
 }
 
 // encryptedPrefix marks, as SABnzbd does, a job whose archives no

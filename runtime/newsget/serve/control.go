@@ -263,6 +263,7 @@ type settings struct {
 	SpeedLimit   *int64    `json:"speed_limit,omitempty"`   // bytes per second; 0 none (nil: the configuration's rate)
 	BandwidthMax *int64    `json:"bandwidth_max,omitempty"` // nil: [serve] bandwidth_max
 	NoDupes      string    `json:"no_dupes,omitempty"`      // "": [serve] no_dupes
+	DirectUnpack *bool     `json:"direct_unpack,omitempty"` // nil: direct_unpack
 	ResumeAt     time.Time `json:"resume_at,omitzero"`      // a timed pause (config&name=set_pause) ends
 	// Over is the configuration the settings above were changed over: a
 	// setting lasts until the configuration's own key changes.
@@ -275,11 +276,13 @@ type configKeys struct {
 	Rate         int64  `json:"rate"`
 	BandwidthMax int64  `json:"bandwidth_max"`
 	NoDupes      string `json:"no_dupes"`
+	DirectUnpack bool   `json:"direct_unpack"`
 }
 
 // settingsOver is the configuration's values of the settable keys.
 func settingsOver(cfg *newsget.Config) *configKeys {
-	return &configKeys{Rate: int64(cfg.Rate), BandwidthMax: int64(cfg.Serve.BandwidthMax), NoDupes: cfg.Serve.NoDupes}
+	return &configKeys{Rate: int64(cfg.Rate), BandwidthMax: int64(cfg.Serve.BandwidthMax), NoDupes: cfg.Serve.NoDupes,
+		DirectUnpack: cfg.DirectUnpack == nil || *cfg.DirectUnpack}
 }
 
 // reconcileSettings drops each setting changed from the page or the API
@@ -299,6 +302,9 @@ func reconcileSettings(s *settings, cfg *newsget.Config) (dropped []string) {
 	}
 	if s.NoDupes != "" && s.Over.NoDupes != now.NoDupes {
 		s.NoDupes, dropped = "", append(dropped, "no_dupes")
+	}
+	if s.DirectUnpack != nil && s.Over.DirectUnpack != now.DirectUnpack {
+		s.DirectUnpack, dropped = nil, append(dropped, "direct_unpack")
 	}
 	s.Over = now
 	return dropped
@@ -329,6 +335,15 @@ func (d *Daemon) noDupes() string {
 		return "tag"
 	}
 	return d.cfg.Serve.NoDupes
+}
+
+// directUnpack reports whether a job starting now unpacks directly.
+// Called with mu held.
+func (d *Daemon) directUnpack() bool {
+	if p := d.state.Settings.DirectUnpack; p != nil {
+		return *p
+	}
+	return d.cfg.DirectUnpack == nil || *d.cfg.DirectUnpack
 }
 
 // limitPercent is the speed limit as SABnzbd's speedlimit: a percentage
@@ -404,6 +419,25 @@ func (d *Daemon) SetNoDupes(v string) error {
 	defer d.mu.Unlock()
 	d.state.Settings.NoDupes = v
 	return d.store.saveState(&d.state)
+}
+
+// SetDirectUnpack turns direct unpack on ("1") or off ("0") for the
+// jobs that start downloading from now on; a running job keeps its own.
+func (d *Daemon) SetDirectUnpack(v string) error {
+	var on bool
+	switch strings.TrimSpace(v) {
+	case "1":
+		on = true
+	case "0":
+	default:
+		return fmt.Errorf("direct_unpack %q: want 1 (on) or 0 (off)", v)
+	}
+	d.mu.Lock()
+	d.state.Settings.DirectUnpack = &on
+	err := d.store.saveState(&d.state)
+	d.mu.Unlock()
+	d.log.Info("direct unpack", "on", on)
+	return err
 }
 
 // PauseFor pauses the queue for dur (SABnzbd's set_pause, in minutes); 0

@@ -321,7 +321,7 @@ func (d *Daemon) duplicateLocked(j *Job, except string) bool {
 	if rule == "off" {
 		return false
 	}
-	_, why, dup := dlqueue.Duplicate(d.known(except), j.Name, j.Hash)
+	_, why, dup := dlqueue.Duplicate(d.known(except, false), j.Name, j.Hash)
 	if !dup {
 		return false
 	}
@@ -361,7 +361,7 @@ func (d *Daemon) newIDLocked() string {
 	for {
 		id := "SABnzbd_nzo_" + d.opts.NewID()
 		taken := false
-		for _, k := range d.known("") {
+		for _, k := range d.known("", true) {
 			taken = taken || k.ID == id
 		}
 		if !taken {
@@ -437,9 +437,10 @@ func SplitPassword(name string) (string, string) {
 	return strings.TrimSpace(rest), name[i+2 : j]
 }
 
-// known lists the queue (but the job except) and the history for
+// known lists the queue (but the job except) and the history, its failed
+// jobs only with failed: every job for the IDs taken, no failed one for
 // duplicate detection.
-func (d *Daemon) known(except string) []dlqueue.Known {
+func (d *Daemon) known(except string, failed bool) []dlqueue.Known {
 	var ks []dlqueue.Known
 	for _, j := range d.state.Queue {
 		if j.ID == except {
@@ -447,8 +448,13 @@ func (d *Daemon) known(except string) []dlqueue.Known {
 		}
 		ks = append(ks, dlqueue.Known{ID: j.ID, Name: j.Name, Hash: j.Hash})
 	}
+	// As SABnzbd's, a failed job is no duplicate's original (the *arr
+	// app sends another release under the name after a failure), but its
+	// ID stays taken.
 	for _, h := range d.hist {
-		ks = append(ks, dlqueue.Known{ID: h.ID, Name: h.Name, Hash: h.Hash})
+		if failed || h.Status != "Failed" {
+			ks = append(ks, dlqueue.Known{ID: h.ID, Name: h.Name, Hash: h.Hash})
+		}
 	}
 	return ks
 }

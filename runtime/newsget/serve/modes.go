@@ -163,7 +163,7 @@ func (d *Daemon) apiConfigMode(w http.ResponseWriter, r *http.Request) {
 
 // settable are the set_config keywords of section misc: the settings the
 // page changes too.
-var settable = []string{"bandwidth_max", "bandwidth_perc", "no_dupes"}
+var settable = []string{"bandwidth_max", "bandwidth_perc", "no_dupes", "direct_unpack"}
 
 // apiSetConfig is mode=set_config&section=misc&keyword=K&value=V; the
 // answer is SABnzbd's: {"config": {"misc": {K: V}}}.
@@ -181,6 +181,8 @@ func (d *Daemon) apiSetConfig(w http.ResponseWriter, r *http.Request) {
 		err = d.SetSpeedLimit(strings.TrimSuffix(value, "%") + "%")
 	case "no_dupes":
 		err = d.SetNoDupes(value)
+	case "direct_unpack":
+		err = d.SetDirectUnpack(value)
 	}
 	if err != nil {
 		apiError(w, err.Error())
@@ -203,6 +205,8 @@ func (d *Daemon) miscValue(key string) any {
 		return d.limitPercent()
 	case "no_dupes":
 		return noDupesNumber[d.noDupes()]
+	case "direct_unpack":
+		return boolInt(d.directUnpack())
 	}
 	return nil
 }

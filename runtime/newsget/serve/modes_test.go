@@ -109,11 +109,16 @@ func TestAPIModes(t *testing.T) {
 			`{"config":{"misc":{"bandwidth_max":"20971520"}}}`, nil},
 		{"set_config no_dupes", []string{"mode", "set_config", "section", "misc", "keyword", "no_dupes", "value", "2"},
 			`{"config":{"misc":{"no_dupes":2}}}`, nil},
+		{"get_config switches", []string{"mode", "get_config"},
+			`{"config":{"misc":{"enable_tv_sorting":0,"enable_movie_sorting":0,"enable_date_sorting":0,"pre_check":0,"direct_unpack":1}}}`, nil},
 		{"set_config unknown", []string{"mode", "set_config", "section", "misc", "keyword", "api_key", "value", "x"},
 			`{"status":false,"error":"Config item does not exist"}`, nil},
-		{"queue search", []string{"mode", "queue", "search", "show"}, `{"queue":{"noofslots_total":2}}`, nil},
-		{"queue category", []string{"mode", "queue", "category", "movies"}, `{"queue":{"noofslots_total":1}}`, nil},
-		{"queue nzo_ids", []string{"mode", "queue", "nzo_ids", ids[0] + "," + ids[2]}, `{"queue":{"noofslots_total":2}}`, nil},
+		{"queue search", []string{"mode", "queue", "search", "show"}, `{"queue":{"noofslots":2,"noofslots_total":3}}`, nil},
+		{"queue category", []string{"mode", "queue", "category", "movies"}, `{"queue":{"noofslots":1,"noofslots_total":3}}`, nil},
+		{"queue nzo_ids", []string{"mode", "queue", "nzo_ids", ids[0] + "," + ids[2]}, `{"queue":{"noofslots":2,"noofslots_total":3}}`, nil},
+		{"queue paged", []string{"mode", "queue", "start", "1", "limit", "1"},
+			`{"queue":{"noofslots":3,"noofslots_total":3,"start":1,"limit":1,"finish":2,"slots":[{"index":1}]}}`, nil},
+		{"queue unpaged", []string{"mode", "queue"}, `{"queue":{"noofslots":3,"start":0,"limit":0,"finish":0}}`, nil},
 		{"sort by name", []string{"mode", "queue", "name", "sort", "sort", "name", "dir", "asc"}, `{"status":true}`,
 			func() error { return eq(order(), "Alpha.Movie,Beta.Show,Gamma.Show") }},
 		{"sort by size descending", []string{"mode", "queue", "name", "sort", "sort", "size", "dir", "desc"}, `{"status":true}`,
@@ -124,7 +129,7 @@ func TestAPIModes(t *testing.T) {
 			func() error { return eq(order(), "Beta.Show,Alpha.Movie,Gamma.Show") }},
 		{"switch unknown", []string{"mode", "switch", "value", "SABnzbd_nzo_nope", "value2", "0"}, `{"result":{"position":-1}}`, nil},
 		{"change_cat", []string{"mode", "change_cat", "value", ids[0], "value2", "movies"}, `{"status":true}`, nil},
-		{"queue category after change_cat", []string{"mode", "queue", "cat", "movies"}, `{"queue":{"noofslots_total":2}}`, nil},
+		{"queue category after change_cat", []string{"mode", "queue", "cat", "movies"}, `{"queue":{"noofslots":2,"noofslots_total":3}}`, nil},
 		{"change_opts", []string{"mode", "change_opts", "value", ids[0], "value2", "1"}, `{"status":true}`, nil},
 		{"change_opts bad", []string{"mode", "change_opts", "value", ids[0], "value2", "9"}, `{"status":false,"error":"item does not exist"}`, nil},
 		{"rename with password", []string{"mode", "queue", "name", "rename", "value", ids[2], "value2", "Renamed.Show", "value3", "pw"}, `{"status":true}`,
@@ -237,6 +242,29 @@ func TestNoDupes(t *testing.T) {
 				t.Errorf("queue slot: %s, want %s %s", got, tc.status, tc.labels)
 			}
 		})
+	}
+}
+
+// TestNoDupesFailedHistory: a job that failed is no duplicate's original
+// (an *arr app sends another release of the name after a failure); a
+// completed one is.
+func TestNoDupesFailedHistory(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	td := startDaemon(t, t.TempDir(), s, nil)
+	defer td.stop()
+	td.api(t, "mode", "pause")
+	td.d.mu.Lock()
+	td.d.hist = append(td.d.hist,
+		HistoryEntry{ID: "SABnzbd_nzo_failed", Name: "Failed.Show", Status: "Failed", FailMessage: "addurl: refused"},
+		HistoryEntry{ID: "SABnzbd_nzo_done", Name: "Done.Show", Status: "Completed"})
+	td.d.mu.Unlock()
+	for _, tc := range []struct{ name, labels string }{{"Failed.Show", "[]"}, {"Done.Show", "[DUPLICATE]"}} {
+		p := newPosting(tc.name+".bin", 8, 5000, 5000)
+		id := td.addFile(t, poster.NZB(p), tc.name+".nzb", "", "")["nzo_ids"].([]any)[0].(string)
+		q := td.api(t, "mode", "queue", "nzo_ids", id)["queue"].(map[string]any)["slots"].([]any)[0].(map[string]any)
+		if got := fmt.Sprint(q["labels"]); got != tc.labels {
+			t.Errorf("%s after a history entry of that name: labels %s, want %s", tc.name, got, tc.labels)
+		}
 	}
 }
 

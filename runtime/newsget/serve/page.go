@@ -97,7 +97,8 @@ type pageData struct {
 	Paused     bool
 	Speed      string
 	Limit      string // the speed limit, "none" or e.g. "2.0 MiB/s"
-	Left       string
+	Direct     bool   // direct unpack is on for the jobs that start now
+	Left       string // the queue's time left, or a dash while nothing downloads
 	Queue      []pageSlot
 	History    []pageHist
 	Servers    []pageServer
@@ -130,24 +131,21 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 	_, warnings := d.ring.snapshot()
 	d.mu.Lock()
 	pd := pageData{CSRF: d.csrf, Paused: d.state.Paused, Speed: humanSpeed(d.speed), Limit: "none",
-		Categories: []string{"*"}, Warnings: warnings[max(len(warnings)-5, 0):]}
+		Categories: []string{"*"}, Warnings: warnings[max(len(warnings)-5, 0):], Direct: d.directUnpack()}
 	if l := d.speedLimit(); l > 0 {
 		pd.Limit = humanSpeed(float64(l))
 	}
-	var left int64
-	for _, s := range d.queueSlots() {
+	slots := d.queueSlots()
+	_, left := slotTotals(slots)
+	for _, s := range slots {
 		j, _ := d.find(s.ID)
 		if j == nil {
 			continue
 		}
-		ps := pageSlot{Slot: s, Held: j.Paused, PrioNum: int(j.Priority), BytesStr: newsget.FormatBytes(j.Bytes), LeftStr: newsget.FormatBytes(j.Left), TimeStr: s.Timeleft}
+		ps := pageSlot{Slot: s, Held: j.Paused, PrioNum: int(j.Priority), BytesStr: newsget.FormatBytes(j.Bytes), LeftStr: newsget.FormatBytes(s.left), TimeStr: s.Timeleft}
 		if d.speed == 0 || (s.Status != "Downloading" && s.Status != "Queued") {
 			ps.TimeStr = "–" // nothing downloads: no time to tell
 		}
-		if j.Downloaded != nil {
-			ps.LeftStr = newsget.FormatBytes(0)
-		}
-		left += j.Left
 		for _, f := range j.Files {
 			pct := 100
 			if f.Bytes > 0 && j.Downloaded == nil {
@@ -158,6 +156,9 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 		pd.Queue = append(pd.Queue, ps)
 	}
 	pd.Left = timeLeft(left, d.speed)
+	if d.speed == 0 {
+		pd.Left = "–" // as the jobs' rows: no time to tell
+	}
 	for i, h := range d.hist {
 		if i == 100 {
 			break
@@ -245,6 +246,8 @@ func (d *Daemon) serveAction(w http.ResponseWriter, r *http.Request) {
 		err = d.pageUpload(r)
 	case "speedlimit":
 		err = d.SetSpeedLimit(r.FormValue("limit"))
+	case "direct-unpack":
+		err = d.SetDirectUnpack(r.FormValue("value"))
 	case "priority":
 		var p dlqueue.Priority
 		if p, err = dlqueue.ParsePriority(r.FormValue("priority")); err == nil {
@@ -360,7 +363,7 @@ const css = `body{font:15px/1.4 system-ui,sans-serif;margin:0 auto;max-width:72e
 h1{font-size:1.3em;margin:.2em 0}h2{font-size:1.1em;margin-top:1.2em}
 table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3em;border-bottom:1px solid #ddd;vertical-align:top}
 th{white-space:nowrap;font-weight:600}td.name{overflow-wrap:anywhere;min-width:12em}td.num{white-space:nowrap}
-input,select,button{max-width:100%;font:inherit}input[name=limit]{width:6em}
+input,select,button{max-width:100%;font:inherit}input[name=limit]{width:10em}
 progress{width:100%;min-width:5em}form.inline{display:inline}button{margin:.1em}.failed{color:#a00}.dup{color:#a60}.reason{color:#a00;font-size:.9em;overflow-wrap:anywhere}
 #status{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;background:#f4f4f4;padding:.4em;border-radius:.3em}
 .files{font-size:.9em;margin:.2em 0 0}.files li{overflow-wrap:anywhere}svg.chart{width:8em;height:1.6em;stroke:#36c;fill:none;stroke-width:1.5}
@@ -375,9 +378,11 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <title>newsget</title><link rel="stylesheet" href="/style.css"><script src="/page.js" defer></script></head>
 <body><h1>newsget</h1>
 <div id="status"><span>{{if .Paused}}<b>Paused</b>{{else}}<b>Running</b>{{end}}</span>
-<span>Speed <b id="speed">{{.Speed}}</b></span><span>Left <b>{{.Left}}</b></span><span>Limit <b id="limit-now">{{.Limit}}</b></span>
+<span>Speed <b id="speed">{{.Speed}}</b></span><span>Time left <b id="left">{{.Left}}</b></span><span>Limit <b id="limit-now">{{.Limit}}</b></span>
 {{if .Paused}}<form class="inline" method="post" action="/action/resume"><input type="hidden" name="csrf" value="{{.CSRF}}"><button id="resume">Resume</button></form>
-{{else}}<form class="inline" method="post" action="/action/pause"><input type="hidden" name="csrf" value="{{.CSRF}}"><button id="pause">Pause</button></form>{{end}}</div>
+{{else}}<form class="inline" method="post" action="/action/pause"><input type="hidden" name="csrf" value="{{.CSRF}}"><button id="pause">Pause</button></form>{{end}}
+<form class="inline" method="post" action="/action/direct-unpack" title="extract RAR sets while they download; for the jobs that start from now on"><input type="hidden" name="csrf" value="{{.CSRF}}">
+<span>Direct unpack <b id="direct-now">{{if .Direct}}on{{else}}off{{end}}</b></span> {{if .Direct}}<button id="direct" name="value" value="0">Turn off</button>{{else}}<button id="direct" name="value" value="1">Turn on</button>{{end}}</form></div>
 <form id="limit" method="post" action="/action/speedlimit"><input type="hidden" name="csrf" value="{{.CSRF}}">
 <label>Speed limit <input name="limit" placeholder="2M, 500K or 50%" aria-label="speed limit"></label> <button>Set</button> <small>0 or empty: none</small></form>
 <h2>Queue</h2>

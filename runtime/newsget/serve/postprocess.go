@@ -25,6 +25,10 @@ type PostJob struct {
 	// 1 repair, 2 repair and unpack, 3 (or nil) repair, unpack and delete
 	// the archives.
 	PP *int
+	// Direct, when set, says whether the job unpacks directly (the
+	// daemon's direct_unpack as the download starts, which the page and
+	// the API change); nil leaves it to the PostProcessor's configuration.
+	Direct *bool
 	// Files are the engine's results: complete and verified, or
 	// incomplete with the byte ranges missing.
 	Files []*newsget.FileResult

@@ -120,7 +120,8 @@ func (d *Daemon) download(ctx context.Context, j *Job) (ok bool, early Early) {
 	}
 	if es, isES := d.opts.PostProcess.(EarlyStarter); isES {
 		d.mu.Lock()
-		pj := PostJob{Dir: d.jobDir(j.ID), Name: j.Name, Category: j.Category, Password: j.Password, PP: j.PP}
+		direct := d.directUnpack()
+		pj := PostJob{Dir: d.jobDir(j.ID), Name: j.Name, Category: j.Category, Password: j.Password, PP: j.PP, Direct: &direct}
 		d.mu.Unlock()
 		early = es.StartEarly(ctx, pj)
 	}

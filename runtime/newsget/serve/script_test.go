@@ -144,24 +144,24 @@ func TestServerStatsSurviveRestart(t *testing.T) {
 	}
 }
 
-// TestConfigEditWinsOverPageSetting: a speed limit, bandwidth_max or
-// no_dupes set from the page or the API lasts across restarts until the
+// TestConfigEditWinsOverPageSetting: a speed limit, bandwidth_max,
+// no_dupes or direct_unpack set from the page or the API lasts across restarts until the
 // configuration file's own key changes; then the file's value is in
 // effect, and stays so at the next start.
 func TestConfigEditWinsOverPageSetting(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	dir := t.TempDir()
-	conf := func(rate, max int64, dupes string) func(*newsget.Config) {
+	conf := func(rate, max int64, dupes string, direct bool) func(*newsget.Config) {
 		return func(c *newsget.Config) {
-			c.Rate, c.Serve.BandwidthMax, c.Serve.NoDupes = tomlconf.Size(rate), tomlconf.Size(max), dupes
+			c.Rate, c.Serve.BandwidthMax, c.Serve.NoDupes, c.DirectUnpack = tomlconf.Size(rate), tomlconf.Size(max), dupes, &direct
 		}
 	}
 	now := func(td *testDaemon) []any {
 		td.d.mu.Lock()
 		defer td.d.mu.Unlock()
-		return []any{td.d.speedLimit(), td.d.bandwidthMax(), td.d.noDupes()}
+		return []any{td.d.speedLimit(), td.d.bandwidthMax(), td.d.noDupes(), td.d.directUnpack()}
 	}
-	td := startDaemon(t, dir, s, conf(1<<20, 10<<20, "tag"))
+	td := startDaemon(t, dir, s, conf(1<<20, 10<<20, "tag", true))
 	if err := td.d.SetSpeedLimit("2M"); err != nil {
 		t.Fatal(err)
 	}
@@ -171,22 +171,28 @@ func TestConfigEditWinsOverPageSetting(t *testing.T) {
 	if err := td.d.SetNoDupes("pause"); err != nil {
 		t.Fatal(err)
 	}
+	if err := td.d.SetDirectUnpack("0"); err != nil {
+		t.Fatal(err)
+	}
 	td.stop()
 	for _, tc := range []struct {
 		rate, max int64
 		dupes     string
+		direct    bool
 		want      []any
 	}{
-		{1 << 20, 10 << 20, "tag", []any{int64(2 << 20), int64(20 << 20), "pause"}}, // file unchanged: the page's settings
-		{3 << 20, 10 << 20, "tag", []any{int64(3 << 20), int64(20 << 20), "pause"}}, // rate edited
-		{1 << 20, 10 << 20, "tag", []any{int64(1 << 20), int64(20 << 20), "pause"}}, // and again: the file's
-		{1 << 20, 30 << 20, "off", []any{int64(1 << 20), int64(30 << 20), "off"}},
+		{1 << 20, 10 << 20, "tag", true, []any{int64(2 << 20), int64(20 << 20), "pause", false}}, // file unchanged: the page's settings
+		{3 << 20, 10 << 20, "tag", true, []any{int64(3 << 20), int64(20 << 20), "pause", false}}, // rate edited
+		{1 << 20, 10 << 20, "tag", true, []any{int64(1 << 20), int64(20 << 20), "pause", false}}, // and again: the file's
+		{1 << 20, 30 << 20, "off", true, []any{int64(1 << 20), int64(30 << 20), "off", false}},
+		{1 << 20, 30 << 20, "off", false, []any{int64(1 << 20), int64(30 << 20), "off", false}}, // direct_unpack edited
+		{1 << 20, 30 << 20, "off", true, []any{int64(1 << 20), int64(30 << 20), "off", true}},   // and again: the file's
 	} {
-		td := startDaemon(t, dir, s, conf(tc.rate, tc.max, tc.dupes))
+		td := startDaemon(t, dir, s, conf(tc.rate, tc.max, tc.dupes, tc.direct))
 		got := now(td)
 		td.stop()
 		if d := cmp.Diff(tc.want, got); d != "" {
-			t.Errorf("rate %d, bandwidth_max %d, no_dupes %s in the file: settings (-want +got):\n%s", tc.rate, tc.max, tc.dupes, d)
+			t.Errorf("rate %d, bandwidth_max %d, no_dupes %s, direct_unpack %v in the file: settings (-want +got):\n%s", tc.rate, tc.max, tc.dupes, tc.direct, d)
 		}
 	}
 }

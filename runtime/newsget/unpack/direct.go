@@ -143,7 +143,10 @@ func (d *Direct) run(o Options, vol int64) {
 	fail := func(err error) {
 		os.RemoveAll(d.stage)
 		d.mu.Lock()
-		if d.stopped != nil {
+		switch {
+		case d.stopped != nil && errors.Is(err, d.stopped):
+			err = d.stopped // the extraction's error is the stop's: say it once
+		case d.stopped != nil:
 			err = fmt.Errorf("%w: %w", d.stopped, err)
 		}
 		d.mu.Unlock()

@@ -90,8 +90,8 @@ func TestDirectStop(t *testing.T) {
 	d.Complete(names[1], names[1])
 	why := errors.New("an article of job.part3.rar is missing")
 	d.Stop(why)
-	if err := d.Wait(); !errors.Is(err, why) {
-		t.Fatalf("Wait = %v, want the reason given to Stop", err)
+	if err := d.Wait(); !errors.Is(err, why) || strings.Count(err.Error(), why.Error()) != 1 {
+		t.Fatalf("Wait = %v, want the reason given to Stop, once", err)
 	}
 	if _, _, ok := d.Result(); ok {
 		t.Fatal("a stopped Direct has a result")
