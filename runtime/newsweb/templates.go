@@ -16,7 +16,8 @@ body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif
 header.top{border-bottom:1px solid var(--line);padding:.6rem 1rem;display:flex;gap:1rem;align-items:baseline}
 header.top a.home{font-weight:700;color:var(--fg);text-decoration:none}
 header.top .crumbs{color:var(--muted);font-size:.9rem;overflow-wrap:anywhere}
-header.top a.account{margin-left:auto;font-size:.9rem}
+header.top .account{margin-left:auto;font-size:.9rem}
+form.account{white-space:nowrap}form.account .user{color:var(--muted)}form.account button{font:inherit;color:var(--accent);background:none;border:0;padding:0;cursor:pointer}
 main{max-width:62rem;margin:0 auto;padding:1rem 1rem 3rem}
 a{color:var(--accent);text-decoration:none}
 a.thread:visited,a.hit:visited{color:var(--visited)}
@@ -120,7 +121,7 @@ const pageTemplates = `
 </head>
 <body>
 <a class="skip" href="#main">Skip to the content</a>
-<header class="top"><a class="home" href="/">{{.Site}}</a>{{with .Group}}<span class="crumbs">› <a href="{{groupURL .}}">{{.}}</a></span>{{end}}{{if .Account}}<a class="account" href="/login">Log in / out</a>{{end}}</header>
+<header class="top"><a class="home" href="/">{{.Site}}</a>{{with .Group}}<span class="crumbs">› <a href="{{groupURL .}}">{{.}}</a></span>{{end}}{{if .Account}}<a class="account" href="/login">Log in</a>{{end}}</header>
 <main id="main">
 {{end}}
 
@@ -253,7 +254,7 @@ const pageTemplates = `
 {{define "login"}}{{template "head" .}}
 {{if .User}}<h1>{{.Title}}</h1>
 <p>You are logged in as <b class="user">{{.User}}</b>.</p>
-{{with .Logout}}<p><a class="logout" href="{{.}}">Log out</a></p>{{else}}<form class="compose" method="post" action="/logout"><button type="submit">Log out</button></form>{{end}}
+<form class="compose" method="post" action="/logout"><input type="hidden" name="csrf" value="{{.CSRF}}"><button type="submit">Log out</button></form>
 {{else}}<h1>Log in</h1>
 {{with .Error}}<div class="error"><p>{{.}}</p></div>{{end}}
 <form class="compose" method="post" action="/login">
