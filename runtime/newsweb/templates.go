@@ -151,7 +151,7 @@ const pageTemplates = `
 <h1>Newsgroups{{with .Hierarchy}} in {{.}}.*{{end}}</h1>
 {{if .SearchOn}}<form class="filter searchbox" method="get" action="/search" role="search"><input type="search" name="q" placeholder="Search articles" aria-label="Search articles" maxlength="200"><button type="submit">Search</button></form>{{end}}
 <form class="filter" method="get" action="/">{{with .Hierarchy}}<input type="hidden" name="h" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="Filter groups" aria-label="Filter groups" maxlength="200"><button type="submit">Filter</button></form>
-<p class="lead">{{if or .Query .Hierarchy}}{{.Matched}} of {{end}}{{.Total}} groups from {{.ServerCount}} server{{if ne .ServerCount 1}}s{{end}}.{{if or .Query .Hierarchy}} <a href="/">All groups</a>{{end}}</p>
+<p class="lead">{{if or .Query .Hierarchy}}{{.Matched}} of {{end}}{{.Total}} group{{if ne .Total 1}}s{{end}} from {{.ServerCount}} server{{if ne .ServerCount 1}}s{{end}}{{with .Missing}}; {{.}} did not answer{{end}}.{{if or .Query .Hierarchy}} <a href="/">All groups</a>{{end}}</p>
 {{with .Hierarchies}}<nav class="hier" aria-label="Hierarchies">{{range .}}<a href="{{.Link}}">{{.Name}}.*</a> <span class="muted">{{.Groups}}</span> {{end}}</nav>{{end}}
 <table class="groups">
 <thead><tr><th>Group</th><th>Description</th><th class="num">Articles</th></tr></thead>
