@@ -33,6 +33,7 @@ ol.hits{list-style:none;margin:0;padding:0}ol.hits>li{border-bottom:1px solid va
 .snippet{color:var(--muted);font-size:.88rem;overflow-wrap:anywhere}.snippet mark{color:var(--fg);background:var(--soft);font-weight:650}
 .muted{color:var(--muted);font-size:.9rem}
 .num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+.unit{display:none}
 nav.pages{display:flex;gap:1rem;align-items:center;margin:1rem 0}
 ul.tree{list-style:none;margin:0;padding-left:1.2rem;border-left:1px solid var(--line)}
 ul.tree ul.tree ul.tree ul.tree ul.tree ul.tree ul.tree{padding-left:0;border-left:0}
@@ -82,7 +83,9 @@ article.post{border-top:1px solid var(--line);padding:.8rem 0 .6rem;min-width:0}
 details.quote{margin:.2rem 0}
 @media (max-width:40rem){
 form.filter{flex-wrap:wrap}
-form.filter input[name=q]{flex-basis:100%}
+form.advanced input[name=q],form.advanced input[name=author]{flex-basis:100%}
+table.threads td.num::before{content:"· "}
+.unit{display:inline}
 main{padding:.6rem .6rem 2rem}
 header.top{padding:.5rem .6rem}
 table.threads thead,table.groups thead{display:none}
@@ -133,7 +136,7 @@ const pageTemplates = `
 
 {{define "search"}}{{template "head" .}}
 <h1>Search{{with .Groups}} in {{.}}{{end}}</h1>
-<form class="filter" method="get" action="/search">{{with .Groups}}<input type="hidden" name="group" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="{{if .Bodies}}Words or &#34;a phrase&#34;{{else}}Subject or author{{end}}" aria-label="Subject, author{{if .Bodies}} or text{{end}}" maxlength="200"><input type="search" name="author" value="{{.Author}}" placeholder="Author" aria-label="Author" maxlength="200"><input type="date" name="since" value="{{.Since}}" aria-label="From date"><input type="date" name="until" value="{{.Until}}" aria-label="To date"><button type="submit">Search</button></form>
+<form class="filter advanced" method="get" action="/search">{{with .Groups}}<input type="hidden" name="group" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="{{if .Bodies}}Words or &#34;a phrase&#34;{{else}}Subject or author{{end}}" aria-label="Subject, author{{if .Bodies}} or text{{end}}" maxlength="200"><input type="search" name="author" value="{{.Author}}" placeholder="Author" aria-label="Author" maxlength="200"><input type="date" name="since" value="{{.Since}}" aria-label="From date"><input type="date" name="until" value="{{.Until}}" aria-label="To date"><button type="submit">Search</button></form>
 {{if .Partial}}<p class="note">{{if .IndexedHigh}}Searched articles {{.IndexedLow}}–{{.IndexedHigh}} of {{.Groups}} ({{.Indexed}} articles); {{if .Older}}older ones are still being indexed{{else}}new ones are being added{{end}}.{{else}}{{.Groups}} is being indexed: no article yet.{{end}}</p>{{end}}
 {{if and (not .Groups) (or .Query .Author .Since .Until)}}<p class="note">{{if .IndexedGroups}}This searched the {{.IndexedGroups}} group{{if ne .IndexedGroups 1}}s{{end}} indexed so far.{{else}}No group is indexed yet.{{end}} A group is indexed when it is first searched: search from its page to include it.</p>{{end}}
 {{if and .Bodies (lt .BodiesIndexed .Indexed)}}<p class="note">Article text indexed for {{.BodiesIndexed}} of {{.Indexed}} articles so far; subjects and authors for all.</p>{{end}}
@@ -156,7 +159,7 @@ const pageTemplates = `
 <table class="groups">
 <thead><tr><th>Group</th><th>Description</th><th class="num">Articles</th></tr></thead>
 <tbody>
-{{range .Groups}}<tr><td class="name"><a class="group" href="{{groupURL .Name}}">{{.Name}}</a></td><td class="desc">{{.Description}}</td><td class="num">{{.Count}}</td></tr>
+{{range .Groups}}<tr><td class="name"><a class="group" href="{{groupURL .Name}}">{{.Name}}</a></td><td class="desc">{{.Description}}</td><td class="num">{{.Count}}<span class="unit"> article{{if ne .Count 1}}s{{end}}</span></td></tr>
 {{else}}<tr><td colspan="3" class="muted">{{if or $.Query $.Hierarchy}}No group matches.{{else}}The servers list no groups.{{end}}</td></tr>
 {{end}}</tbody>
 </table>
@@ -173,7 +176,7 @@ const pageTemplates = `
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th><th class="num">Articles</th><th class="num">Latest</th></tr></thead>
 <tbody>
-{{range .Threads}}<tr><td class="subject"><a class="thread" href="{{.Link}}">{{.Subject}}</a>{{if .New}} <span class="new">{{.New}} new</span>{{end}}</td><td class="from">{{.From}}</td><td class="num">{{.Count}}</td><td class="num">{{.LatestText}}</td></tr>
+{{range .Threads}}<tr><td class="subject"><a class="thread" href="{{.Link}}">{{.Subject}}</a>{{if .New}} <span class="new">{{.New}} new</span>{{end}}</td><td class="from">{{.From}}</td><td class="num">{{.Count}}<span class="unit"> article{{if ne .Count 1}}s{{end}}</span></td><td class="num">{{.LatestText}}</td></tr>
 {{else}}<tr><td colspan="4" class="muted">No articles.</td></tr>
 {{end}}</tbody>
 </table>
