@@ -157,3 +157,25 @@ func TestBrowserPhoneForms(t *testing.T) {
 		t.Errorf("at 1280 px the thread row %q repeats the column head", text)
 	}
 }
+
+// On a phone the header of a reader with a long name keeps the group's
+// name whole: the account control goes to a line of its own rather than
+// squeezing the group's link into broken pieces, and nothing passes the
+// viewport.
+func TestBrowserPhoneHeader(t *testing.T) {
+	ctx := browser(t)
+	s := loginSite(t, map[string]string{"alexandra.longname": "secret"}, PostingOptions{})
+	do(t, ctx, "log in",
+		chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate(s.url+"/login?next=/groups/misc.test"),
+		chromedp.SetValue(chromedp.CSS(`input[name=user]`), "alexandra.longname"),
+		chromedp.SetValue(chromedp.CSS(`input[name=password]`), "secret"),
+		chromedp.Click(chromedp.CSS(`form.compose button`)),
+		chromedp.WaitVisible(chromedp.CSS("table.threads")))
+	got := run(t, ctx, "header", chromedp.Evaluate[[]float64](`[document.querySelector('header.top .crumbs a').getClientRects().length,
+		document.querySelector('header.top .account').getBoundingClientRect().right, window.innerWidth, document.documentElement.scrollWidth]`))
+	if got[0] != 1 || got[1] > got[2] || got[3] > got[2] {
+		t.Errorf("header at 390 px: the group's link in %.0f pieces, the account's right edge at %.0f, page %.0f wide, viewport %.0f",
+			got[0], got[1], got[3], got[2])
+	}
+}

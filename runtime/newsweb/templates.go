@@ -13,11 +13,11 @@ const css = `:root{color-scheme:light dark;--fg:#1c1c1e;--muted:#6b6b70;--bg:#ff
 @media (prefers-color-scheme:dark){:root{--fg:#e8e8ed;--muted:#a1a1a8;--bg:#151517;--line:#2e2e32;--soft:#1f1f22;--accent:#8ab4f8;--visited:#c5a3f5;--q1:#8fd19e;--q2:#d7a6f0;--q3:#f2a38f}}
 *{box-sizing:border-box}
 body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
-header.top{border-bottom:1px solid var(--line);padding:.6rem 1rem;display:flex;gap:1rem;align-items:baseline}
+header.top{border-bottom:1px solid var(--line);padding:.6rem 1rem;display:flex;flex-wrap:wrap;gap:.2rem 1rem;align-items:baseline}
 header.top a.home{font-weight:700;color:var(--fg);text-decoration:none}
 header.top .crumbs{color:var(--muted);font-size:.9rem;overflow-wrap:anywhere}
 header.top .account{margin-left:auto;font-size:.9rem}
-form.account{white-space:nowrap}form.account .user{color:var(--muted)}form.account button{font:inherit;color:var(--accent);background:none;border:0;padding:0;cursor:pointer}
+form.account{display:flex;gap:.3em;align-items:baseline;max-width:100%;white-space:nowrap}form.account .user{color:var(--muted);overflow:hidden;text-overflow:ellipsis;min-width:0}form.account button{font:inherit;color:var(--accent);background:none;border:0;padding:0;cursor:pointer}
 main{max-width:62rem;margin:0 auto;padding:1rem 1rem 3rem}
 a{color:var(--accent);text-decoration:none}
 a.thread:visited,a.hit:visited{color:var(--visited)}
