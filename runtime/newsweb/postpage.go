@@ -37,6 +37,8 @@ type loginView struct {
 	base
 	Next  string
 	Error string
+	// Why says what the login is for, when the reader was sent here.
+	Why string
 	// User is the reader logged in already; CSRF the token of the form
 	// that logs them out.
 	User string
@@ -187,6 +189,9 @@ func (s *Server) preview(user string, d draft, newsgroups string) (*response, er
 // already, who they are and how to log out.
 func (s *Server) loginPage(ctx context.Context, r *http.Request) (*response, error) {
 	v := loginView{base: s.base("Log in", ""), Next: localPath(r.URL.Query().Get("next"))}
+	if strings.HasPrefix(v.Next, "/post") {
+		v.Why = "Log in to post; the form opens after."
+	}
 	if user, ok := s.posting.sessionOf(r); ok {
 		v.Title, v.User, v.CSRF = "Logged in", user, s.posting.csrf(user)
 	}

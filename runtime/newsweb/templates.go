@@ -259,6 +259,7 @@ const pageTemplates = `
 <p>You are logged in as <b class="user">{{.User}}</b>.</p>
 <form class="compose" method="post" action="/logout"><input type="hidden" name="csrf" value="{{.CSRF}}"><button type="submit">Log out</button></form>
 {{else}}<h1>Log in</h1>
+{{with .Why}}<p class="lead">{{.}}</p>{{end}}
 {{with .Error}}<div class="error"><p>{{.}}</p></div>{{end}}
 <form class="compose" method="post" action="/login">
 <input type="hidden" name="next" value="{{.Next}}">
