@@ -188,14 +188,21 @@ func (s *Server) preview(user string, d draft, newsgroups string) (*response, er
 // loginPage is GET /login: the login form, or for a reader logged in
 // already, who they are and how to log out.
 func (s *Server) loginPage(ctx context.Context, r *http.Request) (*response, error) {
-	v := loginView{base: s.base("Log in", ""), Next: localPath(r.URL.Query().Get("next"))}
-	if strings.HasPrefix(v.Next, "/post") {
-		v.Why = "Log in to post; the form opens after."
-	}
+	next := localPath(r.URL.Query().Get("next"))
+	v := loginView{base: s.base("Log in", ""), Next: next, Why: loginWhy(next)}
 	if user, ok := s.posting.sessionOf(r); ok {
 		v.Title, v.User, v.CSRF = "Logged in", user, s.posting.csrf(user)
 	}
 	return s.render("login", v, cacheError)
+}
+
+// loginWhy is what a login that goes on to next is for: "" but for the
+// posting forms.
+func loginWhy(next string) string {
+	if strings.HasPrefix(next, "/post") {
+		return "Log in to post; the form opens after."
+	}
+	return ""
 }
 
 // login is POST /login: the login limits, a bcrypt check, then the
@@ -206,7 +213,7 @@ func (s *Server) login(ctx context.Context, r *http.Request) (*response, error) 
 	}
 	next := localPath(r.PostForm.Get("next"))
 	refuse := func(status int, msg string, retry time.Duration) (*response, error) {
-		resp, err := s.render("login", loginView{base: s.base("Log in", ""), Next: next, Error: msg}, cacheError)
+		resp, err := s.render("login", loginView{base: s.base("Log in", ""), Next: next, Why: loginWhy(next), Error: msg}, cacheError)
 		if err != nil {
 			return nil, err
 		}
