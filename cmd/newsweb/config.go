@@ -417,10 +417,14 @@ func (c config) checkFiles() error {
 }
 
 // usersFileError says what is wrong with the users file at path once,
-// as "users file PATH: ...", whatever prefix err carries.
+// as "users file PATH: ...", whatever prefix err carries; a missing file
+// with how to make it.
 func usersFileError(path string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
+		if errors.Is(pe.Err, fs.ErrNotExist) {
+			return fmt.Errorf("users file %s: %w; make it with htpasswd -B -c %s NAME (Debian: apt-get install apache2-utils)", path, pe.Err, path)
+		}
 		return fmt.Errorf("users file %s: %w", path, pe.Err)
 	}
 	msg := strings.TrimPrefix(err.Error(), "newsweb: ")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,5 +219,24 @@ func TestRunBadListen(t *testing.T) {
 		if args[0] == "-config" && !strings.Contains(stderr.String(), f+":2: listen: ") {
 			t.Errorf("the mistake is not at %s:2:\n%s", f, stderr.String())
 		}
+	}
+}
+
+// A listen address another program holds stops newsweb with what to do.
+func TestRunListenInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().String()
+	f := filepath.Join(t.TempDir(), "w.toml")
+	os.WriteFile(f, []byte("search = false\nlisten = \""+taken+"\"\n[[server]]\nurl = \"nntp://127.0.0.1:1\"\n"), 0o644)
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-config", f}, &stderr); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if want := "another program listens on " + taken + ": stop it, or choose another address with -listen or listen in the configuration"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
 	}
 }

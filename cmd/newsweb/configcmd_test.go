@@ -82,7 +82,7 @@ users = "/nonexistent/users"
 			t.Errorf("no mistake %q reported; got:\n%s", w, stderr.String())
 		}
 	}
-	if want := ":14: posting.users: users file /nonexistent/users: no such file or directory\n"; !strings.Contains(stderr.String(), want) {
+	if want := ":14: posting.users: users file /nonexistent/users: no such file or directory; make it with htpasswd -B -c /nonexistent/users NAME (Debian: apt-get install apache2-utils)\n"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("the users file's mistake is not %q once:\n%s", want, stderr.String())
 	}
 	good := filepath.Join(dir, "good.toml")

@@ -250,7 +250,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "newsweb: listen: %v\n", err)
+		fmt.Fprintf(stderr, "newsweb: listen: %v%s\n", err, inUseHint(err, cfg.Listen, "-listen", "listen"))
 		return 1
 	}
 	addr := ln.Addr().String()
@@ -265,7 +265,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		// is served apart from the public pages.
 		aln, err := net.Listen("tcp", cfg.Admin)
 		if err != nil {
-			fmt.Fprintf(stderr, "newsweb: admin listen: %v\n", err)
+			fmt.Fprintf(stderr, "newsweb: admin listen: %v%s\n", err, inUseHint(err, cfg.Admin, "-admin", "admin"))
 			return 1
 		}
 		if *adminOut != "" {
@@ -392,4 +392,13 @@ func changedKeys(a, b config) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// inUseHint is what to do when a listen failed because another program
+// holds addr: "" for other errors.
+func inUseHint(err error, addr, flag, key string) string {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return ""
+	}
+	return fmt.Sprintf("; another program listens on %s: stop it, or choose another address with %s or %s in the configuration", addr, flag, key)
 }

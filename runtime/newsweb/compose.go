@@ -97,8 +97,13 @@ func compose(d draft, user, domain, id string, now time.Time, par *parent, trace
 		}
 	}
 	subject := strings.Join(strings.Fields(d.Subject), " ")
-	if subject == "" || len(subject) > maxPostSubject || !printable(subject) {
-		return fail("the subject must be 1 to %d bytes of text", maxPostSubject)
+	switch {
+	case subject == "":
+		return fail("the subject is empty: write one")
+	case len(subject) > maxPostSubject:
+		return fail("the subject is %d bytes long: shorten it to %d", len(subject), maxPostSubject)
+	case !printable(subject):
+		return fail("the subject holds control characters: write it again")
 	}
 	if len(subject) >= 5 && strings.EqualFold(subject[:5], "cmsg ") {
 		return fail("a subject starting with \"cmsg \" is a control message, which is not posted from the web")

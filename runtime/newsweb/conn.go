@@ -113,20 +113,17 @@ func (s *Service) dial(ctx context.Context, useTLS bool) (net.Conn, error) {
 	return s.dialAddr(ctx, s.cfg.Addr, useTLS)
 }
 
-// dialAddr is dial to addr (the server's, or its Inject address).
+// dialAddr is dial to addr (the server's, or its Inject address); the
+// dial timeout bounds the TCP connect and the implicit TLS handshake
+// together.
 func (s *Service) dialAddr(ctx context.Context, addr string, useTLS bool) (net.Conn, error) {
-	d := &net.Dialer{Timeout: s.opts.DialTimeout}
+	var implicit *tls.Config
 	if useTLS {
-		td := &tls.Dialer{NetDialer: d, Config: s.cfg.tlsConfigFor(addr)}
-		nc, err := td.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("reader: %s: dial TLS %s: %w", s.cfg.Name, addr, err)
-		}
-		return nc, nil
+		implicit = s.cfg.tlsConfigFor(addr)
 	}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := driver.Dial(ctx, addr, s.opts.DialTimeout, implicit)
 	if err != nil {
-		return nil, fmt.Errorf("reader: %s: dial %s: %w", s.cfg.Name, addr, err)
+		return nil, fmt.Errorf("reader: %s: %w", s.cfg.Name, err)
 	}
 	return nc, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -111,6 +112,22 @@ func TestParseServerURL(t *testing.T) {
 		}
 		if d := cmp.Diff(tc.want, got); d != "" {
 			t.Errorf("ParseServerURL(%q) (-want +got):\n%s", tc.in, d)
+		}
+	}
+}
+
+// A server URL's errors say how to write it, and never show its password.
+func TestParseServerURLErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:119":                         "write it as nntp://127.0.0.1:119 (nntps:// for TLS)",
+		"news.example":                          "write it as nntp://news.example",
+		"nntp://bob:secret@news.example?prio=1": `unknown parameter "prio"`,
+		"nntp://bob:secret@news.example/group":  "unexpected path",
+		"http://bob:secret@news.example":        "scheme must be nntp:// or nntps://",
+	} {
+		_, err := ParseServerURL(in)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("ParseServerURL(%q): %v; want it to say %q, without the password", in, err, want)
 		}
 	}
 }

@@ -434,18 +434,36 @@ func (f *Federated) askArticle(ctx context.Context, req mreader.GetArticle) (Art
 	return Article{MessageID: req.MessageID, Raw: r.Raw, Server: s.cfg.Name}, nil
 }
 
-// Groups returns the group list merged from every server, by name. A group
-// carried by several servers takes its marks from the first by priority,
-// and its description from the first that has one.
+// Groups returns the group list merged from every server that answered
+// (see GroupList).
 func (f *Federated) Groups(ctx context.Context) ([]Group, error) {
+	l, err := f.GroupList(ctx)
+	return l.Groups, err
+}
+
+// GroupList is a merged group list and what it lacks.
+type GroupList struct {
+	// Groups are the groups by name. A group carried by several servers
+	// takes its marks from the first by priority, and its description
+	// from the first that has one.
+	Groups []Group
+	// Missing names the servers, by priority, whose lists are not in
+	// Groups: they failed or were silent. A list with none missing is
+	// cached; one with some is asked again next time.
+	Missing []string
+}
+
+// GroupList returns the group list merged from every server that answers;
+// it fails only when none does.
+func (f *Federated) GroupList(ctx context.Context) (GroupList, error) {
 	if g, ok := f.groups.get(mreader.GroupsKey); ok {
 		f.metrics.cacheLookup(mreader.CacheGroups, true)
-		return g, nil
+		return GroupList{Groups: g}, nil
 	}
 	f.metrics.cacheLookup(mreader.CacheGroups, false)
 	v, err := f.shared(ctx, "groups", func(ctx context.Context) (any, error) {
 		if g, ok := f.groups.get(mreader.GroupsKey); ok {
-			return g, nil
+			return GroupList{Groups: g}, nil
 		}
 		results := make([]mreader.GroupsResult, len(f.services))
 		errs := make([]error, len(f.services))
@@ -465,27 +483,27 @@ func (f *Federated) Groups(ctx context.Context) ([]Group, error) {
 			})
 		}
 		wg.Wait()
-		failed := 0
-		for _, err := range errs {
+		var missing []string
+		for i, err := range errs {
 			if err != nil {
-				failed++
+				missing = append(missing, f.services[i].cfg.Name)
 			}
 		}
-		if failed == len(f.services) {
+		if len(missing) == len(f.services) {
 			return nil, fmt.Errorf("reader: group list: %w: %w", ErrUnavailable, errors.Join(errs...))
 		}
 		merged := mergeGroups(f.services, results, errs)
-		if failed == 0 {
+		if len(missing) == 0 {
 			f.groups.put(mreader.GroupsKey, merged, 1)
 		} else {
-			f.log.Warn("group list incomplete, not cached", "failed", failed, "err", errors.Join(errs...))
+			f.log.Warn("group list incomplete, not cached", "missing", missing, "err", errors.Join(errs...))
 		}
-		return merged, nil
+		return GroupList{Groups: merged, Missing: missing}, nil
 	})
 	if err != nil {
-		return nil, err
+		return GroupList{}, err
 	}
-	return v.([]Group), nil
+	return v.(GroupList), nil
 }
 
 // mergeGroups merges per-server listings (services in priority order).

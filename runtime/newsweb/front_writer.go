@@ -66,13 +66,14 @@ type frontWriter struct {
 // frontAnswer is an answer of Server.write: the values it would have put
 // in the header map.
 type frontAnswer struct {
-	status     int
-	ctype      string
-	cache      string
-	gzip, vary bool
-	etag       string // "" for none
-	clen       string
-	body       []byte
+	status int
+	ctype  string
+	cache  string
+	gzip   bool
+	vary   string // "" for none
+	etag   string // "" for none
+	clen   string
+	body   []byte
 }
 
 // reset makes w ready for the next request.
@@ -164,8 +165,8 @@ func (a *frontAnswer) appendTo(dst []byte, date []byte, head, closing bool) []by
 	if a.etag != "" {
 		dst = appendHeader(dst, "Etag", a.etag)
 	}
-	if a.vary {
-		dst = appendHeader(dst, "Vary", "Accept-Encoding")
+	if a.vary != "" {
+		dst = appendHeader(dst, "Vary", a.vary)
 	}
 	dst = appendTail(dst, date, closing)
 	if !notModified && !head {

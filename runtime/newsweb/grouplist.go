@@ -34,9 +34,10 @@ type hierarchyLink struct {
 type groupsView struct {
 	base
 	Groups      []Group
-	Total       int // groups the servers carry
-	Matched     int // groups the filter and hierarchy leave
-	ServerCount int
+	Total       int    // groups the servers carry
+	Matched     int    // groups the filter and hierarchy leave
+	ServerCount int    // servers whose lists are in Groups
+	Missing     string // the servers that did not answer, as a phrase ("news2 and news3")
 	Query       string
 	Hierarchy   string
 	Hierarchies []hierarchyLink
@@ -128,11 +129,12 @@ func hierarchies(groups []Group, prefix string, f groupFilter) []hierarchyLink {
 	return out
 }
 
-// groupList builds the page's view of groups.
-func (s *Server) groupList(groups []Group, f groupFilter) groupsView {
+// groupList builds the page's view of groups, the lists of the servers
+// but missing.
+func (s *Server) groupList(groups []Group, f groupFilter, missing []string) groupsView {
 	matched := f.match(groups)
-	v := groupsView{base: s.base("Newsgroups", ""), Total: len(groups), Matched: len(matched), ServerCount: len(s.fed.Services()),
-		Query: f.q, Hierarchy: f.h}
+	v := groupsView{base: s.base("Newsgroups", ""), Total: len(groups), Matched: len(matched),
+		ServerCount: len(s.fed.Services()) - len(missing), Missing: andList(missing), Query: f.q, Hierarchy: f.h}
 	v.Hierarchies = hierarchies(matched, f.h, f)
 	pages := max(1, (len(matched)+groupsPerPage-1)/groupsPerPage)
 	page := min(f.page, pages)
@@ -154,4 +156,15 @@ func (s *Server) groupList(groups []Group, f groupFilter) groupsView {
 		v.Pager.Next = f.url(page + 1)
 	}
 	return v
+}
+
+// andList is names as a phrase: "a", "a and b", "a, b and c".
+func andList(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -63,5 +64,46 @@ func TestGroupList(t *testing.T) {
 	}
 	if resp, _ := get(t, s.url+"/?h=bad..name"); resp.StatusCode != 400 {
 		t.Errorf("bad hierarchy: %d", resp.StatusCode)
+	}
+}
+
+// The group list counts the servers whose lists it holds and names those
+// that did not answer (silent, or not listening), and is not kept while
+// one is missing; with every server answering it says so no more.
+func TestGroupListMissingServers(t *testing.T) {
+	news := newsServer(t, 1)
+	news.AddGroup(nntptest.Group{Name: "misc.other"})
+	log := testLogger(t)
+	var svcs []*Service
+	for i, a := range []struct{ name, addr string }{{"news1", news.HostPort()}, {"news2", hungServer(t, true)}, {"news3", deadAddr(t)}} {
+		svcs = append(svcs, NewService(ServerConfig{Name: a.name, Addr: a.addr, Priority: i, Connections: 1}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second}))
+	}
+	fed := NewFederated(svcs, FederatedOptions{Logger: log, NoBackground: true, ServerTimeout: 300 * time.Millisecond})
+	srv := newFrontServer(t, New(fed, Options{Logger: log}))
+	t.Cleanup(func() { srv.Close(); fed.Close() })
+	for range 2 {
+		resp, page := get(t, srv.URL+"/")
+		if want := "2 groups from 1 server; news2 and news3 did not answer."; !strings.Contains(page, want) {
+			t.Errorf("group list with two servers down does not say %q:\n%s", want, clip(page))
+		}
+		if cc := resp.Header.Get("Cache-Control"); cc != cacheError {
+			t.Errorf("an incomplete group list: Cache-Control %q, want %q", cc, cacheError)
+		}
+	}
+
+	one := startSiteWith(t, news, Options{}, news.HostPort())
+	if resp, page := get(t, one.url+"/"); !strings.Contains(page, "2 groups from 1 server.") || resp.Header.Get("Cache-Control") != cacheGroups {
+		t.Errorf("the list of the one server: Cache-Control %q\n%s", resp.Header.Get("Cache-Control"), clip(page))
+	}
+}
+
+func TestAndList(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{{nil, ""}, {[]string{"a"}, "a"}, {[]string{"a", "b"}, "a and b"}, {[]string{"a", "b", "c"}, "a, b and c"}} {
+		if got := andList(tc.names); got != tc.want {
+			t.Errorf("andList(%q) = %q, want %q", tc.names, got, tc.want)
+		}
 	}
 }

@@ -23,9 +23,19 @@ func (s *Server) groupsPage(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
-	groups, err := s.fed.Groups(ctx)
+	l, err := s.fed.GroupList(ctx)
 	if err != nil {
 		return nil, err
+	}
+	groups := l.Groups
+	if len(l.Missing) > 0 {
+		// Not kept, here or by browsers: the next view asks the servers
+		// that did not answer again.
+		resp, err := s.render("groups", s.groupList(s.visible(groups), f, l.Missing), cacheError)
+		if err != nil {
+			return nil, err
+		}
+		return resp, nil
 	}
 	// Kept under the filter, the list's identity (a new list is a new
 	// slice) and the counts' generation.
@@ -43,7 +53,7 @@ func (s *Server) groupsPage(ctx context.Context, r *http.Request) (*response, er
 	if resp, ok := s.pages.get(key); ok {
 		return resp, nil
 	}
-	resp, err := s.render("groups", s.groupList(s.visible(groups), f), cacheGroups)
+	resp, err := s.render("groups", s.groupList(s.visible(groups), f, nil), cacheGroups)
 	if err != nil {
 		return nil, err
 	}

@@ -257,3 +257,20 @@ func FuzzLocalPath(f *testing.F) {
 		}
 	})
 }
+
+// A reader sent to the login page by a Reply or New thread link is told
+// why; one who opened it is not.
+func TestLoginSaysWhy(t *testing.T) {
+	s := loginSite(t, map[string]string{"dora": "secret"}, PostingOptions{})
+	resp, err := noRedirect.Get(s.url + "/post?group=misc.test&re=m4%40t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, page := get(t, s.url+resp.Header.Get("Location")); !strings.Contains(page, `<p class="lead">Log in to post; the form opens after.</p>`) {
+		t.Errorf("the login page after Reply (%s) does not say why:\n%s", resp.Header.Get("Location"), page)
+	}
+	if _, page := get(t, s.url+"/login"); strings.Contains(page, "Log in to post") {
+		t.Errorf("the login page opened by itself says it is for posting")
+	}
+}

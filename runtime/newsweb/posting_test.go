@@ -123,12 +123,14 @@ func TestPostRefused(t *testing.T) {
 		t.Errorf("441: %d %v", resp.StatusCode, out)
 	}
 	for body, want := range map[string]string{
-		`{"newsgroups":[],"subject":"s","body":"b"}`:                                 "newsgroups",
-		`{"newsgroups":["misc.test"],"subject":"","body":"b"}`:                       "subject",
-		`{"newsgroups":["misc.test"],"subject":"s","body":"  "}`:                     "empty",
-		`{"newsgroups":["misc.test"],"subject":"s","body":"b","x":1}`:                "unknown field",
-		`{"newsgroups":["misc.test"],"subject":"s","body":"b\u0007"}`:                "control",
-		`{"newsgroups":["misc.test"],"subject":"s","body":"b","references":"no pe"}`: "message-id",
+		`{"newsgroups":[],"subject":"s","body":"b"}`:                                                        "newsgroups",
+		`{"newsgroups":["misc.test"],"subject":"","body":"b"}`:                                              "the subject is empty: write one",
+		`{"newsgroups":["misc.test"],"subject":"` + strings.Repeat("s", maxPostSubject+1) + `","body":"b"}`: "shorten it to 300",
+		`{"newsgroups":["misc.test"],"subject":"s\u0007","body":"b"}`:                                       "the subject holds control characters",
+		`{"newsgroups":["misc.test"],"subject":"s","body":"  "}`:                                            "empty",
+		`{"newsgroups":["misc.test"],"subject":"s","body":"b","x":1}`:                                       "unknown field",
+		`{"newsgroups":["misc.test"],"subject":"s","body":"b\u0007"}`:                                       "control",
+		`{"newsgroups":["misc.test"],"subject":"s","body":"b","references":"no pe"}`:                        "message-id",
 	} {
 		resp, out := postJSON(t, http.DefaultClient, s.url, "bob", body)
 		if resp.StatusCode != 400 || !strings.Contains(out["error"].(string), want) {

@@ -37,10 +37,12 @@ type loginView struct {
 	base
 	Next  string
 	Error string
-	// User is the reader logged in already; Logout the link that logs
-	// them out.
-	User   string
-	Logout string
+	// Why says what the login is for, when the reader was sent here.
+	Why string
+	// User is the reader logged in already; CSRF the token of the form
+	// that logs them out.
+	User string
+	CSRF string
 }
 
 // replyURL is the reply form for id in group.
@@ -166,8 +168,6 @@ func (s *Server) submitPost(ctx context.Context, r *http.Request) (*response, er
 		location: threadURL(groups[0], id) + "#" + postAnchor(id)}, nil
 }
 
-// loginPage is GET /login: the login form, or for a reader logged in
-// already, who they are and how to log out.
 // preview answers the form with the article as it will be shown, or
 // what is wrong with it; nothing is posted.
 func (s *Server) preview(user string, d draft, newsgroups string) (*response, error) {
@@ -185,12 +185,24 @@ func (s *Server) preview(user string, d draft, newsgroups string) (*response, er
 	return s.render("compose", v, cacheError)
 }
 
+// loginPage is GET /login: the login form, or for a reader logged in
+// already, who they are and how to log out.
 func (s *Server) loginPage(ctx context.Context, r *http.Request) (*response, error) {
-	v := loginView{base: s.base("Log in", ""), Next: localPath(r.URL.Query().Get("next"))}
+	next := localPath(r.URL.Query().Get("next"))
+	v := loginView{base: s.base("Log in", ""), Next: next, Why: loginWhy(next)}
 	if user, ok := s.posting.sessionOf(r); ok {
-		v.Title, v.User, v.Logout = "Logged in", user, "/logout?t="+url.QueryEscape(s.posting.csrf(user))
+		v.Title, v.User, v.CSRF = "Logged in", user, s.posting.csrf(user)
 	}
 	return s.render("login", v, cacheError)
+}
+
+// loginWhy is what a login that goes on to next is for: "" but for the
+// posting forms.
+func loginWhy(next string) string {
+	if strings.HasPrefix(next, "/post") {
+		return "Log in to post; the form opens after."
+	}
+	return ""
 }
 
 // login is POST /login: the login limits, a bcrypt check, then the
@@ -201,7 +213,7 @@ func (s *Server) login(ctx context.Context, r *http.Request) (*response, error) 
 	}
 	next := localPath(r.PostForm.Get("next"))
 	refuse := func(status int, msg string, retry time.Duration) (*response, error) {
-		resp, err := s.render("login", loginView{base: s.base("Log in", ""), Next: next, Error: msg}, cacheError)
+		resp, err := s.render("login", loginView{base: s.base("Log in", ""), Next: next, Why: loginWhy(next), Error: msg}, cacheError)
 		if err != nil {
 			return nil, err
 		}
@@ -244,21 +256,24 @@ func sessionCookieFor(r *http.Request, value string, exp time.Time, maxAge int) 
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(siteURL(r), "https:")}
 }
 
-// logout is POST /logout, from this site's pages, and GET /logout with
-// the reader's token (the link on the login page); a GET without it
-// asks for the click instead.
+// logout is POST /logout, the form on every page and on the login page:
+// from this site (Origin) with the reader's token, it ends the session.
+// GET /logout changes nothing: it shows the form.
 func (s *Server) logout(ctx context.Context, r *http.Request) (*response, error) {
+	user, ok := s.posting.sessionOf(r)
+	home := &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError, location: "/"}
 	if r.Method == http.MethodGet {
-		user, ok := s.posting.sessionOf(r)
 		if !ok {
-			return &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError, location: "/"}, nil
+			return home, nil
 		}
-		if !s.posting.csrfOK(user, r.URL.Query().Get("t")) {
-			return s.render("login", loginView{base: s.base("Log out", ""), User: user}, cacheError)
-		}
-	} else if !sameOrigin(r) {
-		return s.errorPage(http.StatusForbidden, "Not from this site", "Log out from this site's pages."), nil
+		return s.render("login", loginView{base: s.base("Log out", ""), User: user, CSRF: s.posting.csrf(user)}, cacheError)
 	}
-	return &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError, location: "/",
-		cookie: sessionCookieFor(r, "", time.Unix(1, 0), -1)}, nil
+	if err := r.ParseForm(); err != nil {
+		return nil, errBad
+	}
+	if !sameOrigin(r) || (ok && !s.posting.csrfOK(user, r.PostForm.Get("csrf"))) {
+		return s.errorPage(http.StatusForbidden, "Form expired", "The form did not come from this page; please go back, reload and log out again."), nil
+	}
+	home.cookie = sessionCookieFor(r, "", time.Unix(1, 0), -1)
+	return home, nil
 }

@@ -103,12 +103,17 @@ func (c ServerConfig) tlsConfigFor(addr string) *tls.Config {
 //
 // nntp:// defaults to port 119 and STARTTLS when offered; nntps:// to port
 // 563 and implicit TLS. A path, fragment or unknown parameter is refused so
-// that a typo does not pass silently.
+// that a typo does not pass silently; errors never show the password.
 func ParseServerURL(s string) (ServerConfig, error) {
+	if !strings.Contains(s, "://") {
+		return ServerConfig{}, fmt.Errorf("reader: server URL %q: no scheme: write it as nntp://%s (nntps:// for TLS)", s, s)
+	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return ServerConfig{}, fmt.Errorf("reader: server URL %q: %w", s, err)
+		return ServerConfig{}, fmt.Errorf("reader: server URL: %w", err)
 	}
+	// Errors show the URL without its password.
+	s = u.Redacted()
 	var c ServerConfig
 	port := DefaultNNTPPort
 	switch u.Scheme {

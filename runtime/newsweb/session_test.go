@@ -74,23 +74,47 @@ func TestSessionCookie(t *testing.T) {
 	}
 }
 
-var logoutLink = regexp.MustCompile(`<a class="logout" href="([^"]+)">`)
+var accountFormRE = regexp.MustCompile(`<form class="account" method="post" action="/logout"><input type="hidden" name="csrf" value="([^"]+)"><span class="user">dora</span> · <button type="submit">Log out</button></form>`)
 
-// Every page links to the login page, which shows who is logged in and a
-// log-out link; the link (GET, with the reader's token) and the POST form
-// log out, a GET without the token only asks.
+// The header says "Log in" to an anonymous reader and names a logged-in
+// one with a "Log out" button; the named page is never kept for anybody
+// else, and pages vary by Cookie so that a browser does not show one kept
+// from before a login. Logging out is a POST from this site with the
+// reader's token; GET /logout only shows the button.
 func TestLoginLogoutVisible(t *testing.T) {
 	s := loginSite(t, map[string]string{"dora": "secret"}, PostingOptions{})
-	for _, path := range []string{"/", "/groups/misc.test", "/groups/misc.test/threads/m1@t", "/articles/m1@t"} {
-		if _, page := get(t, s.url+path); !strings.Contains(page, `<a class="account" href="/login">Log in / out</a>`) {
-			t.Errorf("%s has no log in / out link", path)
+	pages := []string{"/", "/groups/misc.test", "/groups/misc.test/threads/m1@t", "/articles/m1@t", "/login", "/no/such/page"}
+	anonymous := func() {
+		t.Helper()
+		for _, path := range pages {
+			resp, page := get(t, s.url+path)
+			if !strings.Contains(page, `<a class="account" href="/login">Log in</a>`) || strings.Contains(page, "Log out") || strings.Contains(page, "dora") {
+				t.Errorf("%s for an anonymous reader: no Log in link, or a Log out", path)
+			}
+			if v := resp.Header.Get("Vary"); !strings.Contains(v, "Cookie") {
+				t.Errorf("%s: Vary %q, want Cookie in it", path, v)
+			}
 		}
 	}
+	anonymous()
 	c := loginCookie(t, s)
+	var token string
+	for _, path := range pages {
+		resp, page := getCookie(t, s.url+path, c)
+		m := accountFormRE.FindStringSubmatch(page)
+		if m == nil || strings.Contains(page, ">Log in</a>") {
+			t.Errorf("%s for dora: the header does not name her with a Log out button", path)
+			continue
+		}
+		if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+			t.Errorf("%s for dora: Cache-Control %q, want no-store", path, cc)
+		}
+		token = html.UnescapeString(m[1])
+	}
+	anonymous() // the pages named for dora were kept for nobody
 	_, page := getCookie(t, s.url+"/login", c)
-	m := logoutLink.FindStringSubmatch(page)
-	if !strings.Contains(page, `logged in as <b class="user">dora</b>`) || m == nil {
-		t.Fatalf("the login page of a logged-in reader does not say who or how to log out:\n%s", page)
+	if !strings.Contains(page, `logged in as <b class="user">dora</b>`) {
+		t.Errorf("the login page of a logged-in reader does not say who:\n%s", page)
 	}
 	deleted := func(resp *http.Response) bool {
 		for _, k := range resp.Cookies() {
@@ -100,22 +124,37 @@ func TestLoginLogoutVisible(t *testing.T) {
 		}
 		return false
 	}
-	if resp, page := getCookie(t, s.url+"/logout?t=forged", c); resp.StatusCode != 200 || deleted(resp) || !strings.Contains(page, `action="/logout"`) {
-		t.Errorf("GET /logout with a bad token: %d, deleted %v; want the page with the button", resp.StatusCode, deleted(resp))
+	if resp, page := getCookie(t, s.url+"/logout", c); resp.StatusCode != 200 || deleted(resp) || !strings.Contains(page, `action="/logout"`) {
+		t.Errorf("GET /logout: %d, deleted %v; want the page with the button and the session kept", resp.StatusCode, deleted(resp))
 	}
-	if resp, _ := getCookie(t, s.url+html.UnescapeString(m[1]), c); resp.StatusCode != http.StatusSeeOther || !deleted(resp) {
-		t.Errorf("GET of the log-out link: %d, deleted %v", resp.StatusCode, deleted(resp))
+	logout := func(v url.Values, origin string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", s.url+"/logout", strings.NewReader(v.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", origin)
+		req.AddCookie(c)
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
 	}
-	req, _ := http.NewRequest("POST", s.url+"/logout", nil)
-	req.Header.Set("Origin", s.url)
-	req.AddCookie(c)
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		what   string
+		v      url.Values
+		origin string
+	}{
+		{"without the token", nil, s.url},
+		{"with another's token", url.Values{"csrf": {s.h.posting.csrf("erin")}}, s.url},
+		{"from another site", url.Values{"csrf": {token}}, "http://evil.example"},
+	} {
+		if resp := logout(tc.v, tc.origin); resp.StatusCode != http.StatusForbidden || deleted(resp) {
+			t.Errorf("POST /logout %s: %d, deleted %v; want 403 and the session kept", tc.what, resp.StatusCode, deleted(resp))
+		}
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || !deleted(resp) {
-		t.Errorf("POST /logout: %d, deleted %v", resp.StatusCode, deleted(resp))
+	if resp := logout(url.Values{"csrf": {token}}, s.url); resp.StatusCode != http.StatusSeeOther || !deleted(resp) {
+		t.Errorf("POST /logout from the header's form: %d, deleted %v", resp.StatusCode, deleted(resp))
 	}
 }
 

@@ -13,10 +13,11 @@ const css = `:root{color-scheme:light dark;--fg:#1c1c1e;--muted:#6b6b70;--bg:#ff
 @media (prefers-color-scheme:dark){:root{--fg:#e8e8ed;--muted:#a1a1a8;--bg:#151517;--line:#2e2e32;--soft:#1f1f22;--accent:#8ab4f8;--visited:#c5a3f5;--q1:#8fd19e;--q2:#d7a6f0;--q3:#f2a38f}}
 *{box-sizing:border-box}
 body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
-header.top{border-bottom:1px solid var(--line);padding:.6rem 1rem;display:flex;gap:1rem;align-items:baseline}
+header.top{border-bottom:1px solid var(--line);padding:.6rem 1rem;display:flex;flex-wrap:wrap;gap:.2rem 1rem;align-items:baseline}
 header.top a.home{font-weight:700;color:var(--fg);text-decoration:none}
 header.top .crumbs{color:var(--muted);font-size:.9rem;overflow-wrap:anywhere}
-header.top a.account{margin-left:auto;font-size:.9rem}
+header.top .account{margin-left:auto;font-size:.9rem}
+form.account{display:flex;gap:.3em;align-items:baseline;max-width:100%;white-space:nowrap}form.account .user{color:var(--muted);overflow:hidden;text-overflow:ellipsis;min-width:0}form.account button{font:inherit;color:var(--accent);background:none;border:0;padding:0;cursor:pointer}
 main{max-width:62rem;margin:0 auto;padding:1rem 1rem 3rem}
 a{color:var(--accent);text-decoration:none}
 a.thread:visited,a.hit:visited{color:var(--visited)}
@@ -32,6 +33,7 @@ ol.hits{list-style:none;margin:0;padding:0}ol.hits>li{border-bottom:1px solid va
 .snippet{color:var(--muted);font-size:.88rem;overflow-wrap:anywhere}.snippet mark{color:var(--fg);background:var(--soft);font-weight:650}
 .muted{color:var(--muted);font-size:.9rem}
 .num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+.unit{display:none}
 nav.pages{display:flex;gap:1rem;align-items:center;margin:1rem 0}
 ul.tree{list-style:none;margin:0;padding-left:1.2rem;border-left:1px solid var(--line)}
 ul.tree ul.tree ul.tree ul.tree ul.tree ul.tree ul.tree{padding-left:0;border-left:0}
@@ -81,7 +83,9 @@ article.post{border-top:1px solid var(--line);padding:.8rem 0 .6rem;min-width:0}
 details.quote{margin:.2rem 0}
 @media (max-width:40rem){
 form.filter{flex-wrap:wrap}
-form.filter input[name=q]{flex-basis:100%}
+form.advanced input[name=q],form.advanced input[name=author]{flex-basis:100%}
+table.threads td.num::before{content:"· "}
+.unit{display:inline}
 main{padding:.6rem .6rem 2rem}
 header.top{padding:.5rem .6rem}
 table.threads thead,table.groups thead{display:none}
@@ -120,7 +124,7 @@ const pageTemplates = `
 </head>
 <body>
 <a class="skip" href="#main">Skip to the content</a>
-<header class="top"><a class="home" href="/">{{.Site}}</a>{{with .Group}}<span class="crumbs">› <a href="{{groupURL .}}">{{.}}</a></span>{{end}}{{if .Account}}<a class="account" href="/login">Log in / out</a>{{end}}</header>
+<header class="top"><a class="home" href="/">{{.Site}}</a>{{with .Group}}<span class="crumbs">› <a href="{{groupURL .}}">{{.}}</a></span>{{end}}{{if .Account}}<a class="account" href="/login">Log in</a>{{end}}</header>
 <main id="main">
 {{end}}
 
@@ -132,7 +136,7 @@ const pageTemplates = `
 
 {{define "search"}}{{template "head" .}}
 <h1>Search{{with .Groups}} in {{.}}{{end}}</h1>
-<form class="filter" method="get" action="/search">{{with .Groups}}<input type="hidden" name="group" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="{{if .Bodies}}Words or &#34;a phrase&#34;{{else}}Subject or author{{end}}" aria-label="Subject, author{{if .Bodies}} or text{{end}}" maxlength="200"><input type="search" name="author" value="{{.Author}}" placeholder="Author" aria-label="Author" maxlength="200"><input type="date" name="since" value="{{.Since}}" aria-label="From date"><input type="date" name="until" value="{{.Until}}" aria-label="To date"><button type="submit">Search</button></form>
+<form class="filter advanced" method="get" action="/search">{{with .Groups}}<input type="hidden" name="group" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="{{if .Bodies}}Words or &#34;a phrase&#34;{{else}}Subject or author{{end}}" aria-label="Subject, author{{if .Bodies}} or text{{end}}" maxlength="200"><input type="search" name="author" value="{{.Author}}" placeholder="Author" aria-label="Author" maxlength="200"><input type="date" name="since" value="{{.Since}}" aria-label="From date"><input type="date" name="until" value="{{.Until}}" aria-label="To date"><button type="submit">Search</button></form>
 {{if .Partial}}<p class="note">{{if .IndexedHigh}}Searched articles {{.IndexedLow}}–{{.IndexedHigh}} of {{.Groups}} ({{.Indexed}} articles); {{if .Older}}older ones are still being indexed{{else}}new ones are being added{{end}}.{{else}}{{.Groups}} is being indexed: no article yet.{{end}}</p>{{end}}
 {{if and (not .Groups) (or .Query .Author .Since .Until)}}<p class="note">{{if .IndexedGroups}}This searched the {{.IndexedGroups}} group{{if ne .IndexedGroups 1}}s{{end}} indexed so far.{{else}}No group is indexed yet.{{end}} A group is indexed when it is first searched: search from its page to include it.</p>{{end}}
 {{if and .Bodies (lt .BodiesIndexed .Indexed)}}<p class="note">Article text indexed for {{.BodiesIndexed}} of {{.Indexed}} articles so far; subjects and authors for all.</p>{{end}}
@@ -150,12 +154,12 @@ const pageTemplates = `
 <h1>Newsgroups{{with .Hierarchy}} in {{.}}.*{{end}}</h1>
 {{if .SearchOn}}<form class="filter searchbox" method="get" action="/search" role="search"><input type="search" name="q" placeholder="Search articles" aria-label="Search articles" maxlength="200"><button type="submit">Search</button></form>{{end}}
 <form class="filter" method="get" action="/">{{with .Hierarchy}}<input type="hidden" name="h" value="{{.}}">{{end}}<input type="search" name="q" value="{{.Query}}" placeholder="Filter groups" aria-label="Filter groups" maxlength="200"><button type="submit">Filter</button></form>
-<p class="lead">{{if or .Query .Hierarchy}}{{.Matched}} of {{end}}{{.Total}} groups from {{.ServerCount}} server{{if ne .ServerCount 1}}s{{end}}.{{if or .Query .Hierarchy}} <a href="/">All groups</a>{{end}}</p>
+<p class="lead">{{if or .Query .Hierarchy}}{{.Matched}} of {{end}}{{.Total}} group{{if ne .Total 1}}s{{end}} from {{.ServerCount}} server{{if ne .ServerCount 1}}s{{end}}{{with .Missing}}; {{.}} did not answer{{end}}.{{if or .Query .Hierarchy}} <a href="/">All groups</a>{{end}}</p>
 {{with .Hierarchies}}<nav class="hier" aria-label="Hierarchies">{{range .}}<a href="{{.Link}}">{{.Name}}.*</a> <span class="muted">{{.Groups}}</span> {{end}}</nav>{{end}}
 <table class="groups">
 <thead><tr><th>Group</th><th>Description</th><th class="num">Articles</th></tr></thead>
 <tbody>
-{{range .Groups}}<tr><td class="name"><a class="group" href="{{groupURL .Name}}">{{.Name}}</a></td><td class="desc">{{.Description}}</td><td class="num">{{.Count}}</td></tr>
+{{range .Groups}}<tr><td class="name"><a class="group" href="{{groupURL .Name}}">{{.Name}}</a></td><td class="desc">{{.Description}}</td><td class="num">{{.Count}}<span class="unit"> article{{if ne .Count 1}}s{{end}}</span></td></tr>
 {{else}}<tr><td colspan="3" class="muted">{{if or $.Query $.Hierarchy}}No group matches.{{else}}The servers list no groups.{{end}}</td></tr>
 {{end}}</tbody>
 </table>
@@ -172,7 +176,7 @@ const pageTemplates = `
 <table class="threads">
 <thead><tr><th>Subject</th><th>From</th><th class="num">Articles</th><th class="num">Latest</th></tr></thead>
 <tbody>
-{{range .Threads}}<tr><td class="subject"><a class="thread" href="{{.Link}}">{{.Subject}}</a>{{if .New}} <span class="new">{{.New}} new</span>{{end}}</td><td class="from">{{.From}}</td><td class="num">{{.Count}}</td><td class="num">{{.LatestText}}</td></tr>
+{{range .Threads}}<tr><td class="subject"><a class="thread" href="{{.Link}}">{{.Subject}}</a>{{if .New}} <span class="new">{{.New}} new</span>{{end}}</td><td class="from">{{.From}}</td><td class="num">{{.Count}}<span class="unit"> article{{if ne .Count 1}}s{{end}}</span></td><td class="num">{{.LatestText}}</td></tr>
 {{else}}<tr><td colspan="4" class="muted">No articles.</td></tr>
 {{end}}</tbody>
 </table>
@@ -253,8 +257,9 @@ const pageTemplates = `
 {{define "login"}}{{template "head" .}}
 {{if .User}}<h1>{{.Title}}</h1>
 <p>You are logged in as <b class="user">{{.User}}</b>.</p>
-{{with .Logout}}<p><a class="logout" href="{{.}}">Log out</a></p>{{else}}<form class="compose" method="post" action="/logout"><button type="submit">Log out</button></form>{{end}}
+<form class="compose" method="post" action="/logout"><input type="hidden" name="csrf" value="{{.CSRF}}"><button type="submit">Log out</button></form>
 {{else}}<h1>Log in</h1>
+{{with .Why}}<p class="lead">{{.}}</p>{{end}}
 {{with .Error}}<div class="error"><p>{{.}}</p></div>{{end}}
 <form class="compose" method="post" action="/login">
 <input type="hidden" name="next" value="{{.Next}}">

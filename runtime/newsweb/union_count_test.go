@@ -27,7 +27,7 @@ func TestFederationUnionGroupCount(t *testing.T) {
 	s := startSiteWith(t, first, Options{PerPage: 50}, first.HostPort(), second.HostPort())
 	get(t, s.url+"/groups/misc.test")
 	_, page := get(t, s.url+"/")
-	m := regexp.MustCompile(`href="/groups/misc.test">misc.test</a></td><td class="desc">[^<]*</td><td class="num">(\d+)</td>`).FindStringSubmatch(page)
+	m := regexp.MustCompile(`href="/groups/misc.test">misc.test</a></td><td class="desc">[^<]*</td><td class="num">(\d+)<span class="unit"> articles?</span></td>`).FindStringSubmatch(page)
 	if want := fmt.Sprint(len(threadArticles) + len(extra)); m == nil || m[1] != want {
 		t.Errorf("the group list counts misc.test as %v, want %s (the union):\n%s", m, want, clip(page))
 	}

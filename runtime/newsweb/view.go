@@ -27,8 +27,9 @@ type base struct {
 	FeedLink string
 	// SearchOn puts search boxes on the group list and group pages.
 	SearchOn bool
-	// Account links every page to /login, where a reader logs in or out
-	// (the pages are the same for everybody, so they do not say which).
+	// Account puts the account control in the header: "Log in" as
+	// rendered, the reader and "Log out" for a request with a session
+	// (account.go).
 	Account bool
 }
 

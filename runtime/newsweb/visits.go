@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -113,19 +114,31 @@ func (v *visits) see(user string, roots []string, latest []time.Time) {
 	}
 }
 
-// newSince counts the articles of the thread at root dated after seen.
-func newSince(root *mreader.Node, seen time.Time) int {
+// newSince counts the articles of the thread at root dated after seen,
+// but for the reader's own (From the address own): what a reader posted
+// is not new to them.
+func newSince(root *mreader.Node, seen time.Time, own string) int {
 	if !root.Latest.After(seen) {
 		return 0
 	}
 	n := 0
-	if root.Article != nil && root.Article.Date.After(seen) {
+	if isNew(root, seen, own) {
 		n++
 	}
 	for _, c := range root.Children {
-		n += newSince(c, seen)
+		n += newSince(c, seen, own)
 	}
 	return n
+}
+
+// isNew reports whether n's article is dated after seen and not from the
+// address own.
+func isNew(n *mreader.Node, seen time.Time, own string) bool {
+	if n.Article == nil || !n.Article.Date.After(seen) {
+		return false
+	}
+	from := n.Article.From
+	return !strings.Contains(from, "<"+own+">") && strings.TrimSpace(from) != own
 }
 
 // reader is the logged-in reader of r, if any. A request with neither a
@@ -142,7 +155,7 @@ func (s *Server) reader(r *http.Request) (string, bool) {
 func (s *Server) markNew(v *groupView, user, group string, roots []*mreader.Node) {
 	for i, root := range roots {
 		if seen, ok := s.visits.seen(user, root.ID); ok && i < len(v.Threads) {
-			v.Threads[i].New = newSince(root, seen)
+			v.Threads[i].New = newSince(root, seen, s.posting.address(user))
 		}
 	}
 	v.MarkRead, v.CSRF = groupURL(group)+"/read", s.posting.csrf(user)
@@ -154,9 +167,10 @@ func (s *Server) markNew(v *groupView, user, group string, roots []*mreader.Node
 // pages, to which "page=N" is added.
 func (s *Server) markUnread(v *threadView, user string, root *mreader.Node, nodes []*mreader.Node, page int, base string) {
 	if seen, ok := s.visits.seen(user, root.ID); ok {
-		v.Unread = newSince(root, seen)
+		own := s.posting.address(user)
+		v.Unread = newSince(root, seen, own)
 		for i, n := range nodes {
-			if n.Article == nil || !n.Article.Date.After(seen) {
+			if !isNew(n, seen, own) {
 				continue
 			}
 			v.FirstUnread = "#" + postAnchor(n.ID)

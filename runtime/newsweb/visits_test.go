@@ -140,3 +140,28 @@ func TestVisitsBounds(t *testing.T) {
 		t.Errorf("readers past the bound: %d kept, the least recent still there: %v", len(v.readers), ok)
 	}
 }
+
+// A reader's own post is not new to them: after replying in a thread
+// they had seen, the group page marks nothing new and the thread page
+// has no first unread link.
+func TestVisitsOwnPostNotNew(t *testing.T) {
+	s := loginSite(t, map[string]string{"dora": "secret"}, PostingOptions{})
+	c := loginCookie(t, s)
+	group, thread := s.url+"/groups/misc.test", s.url+"/groups/misc.test/threads/m1@t"
+	getCookie(t, thread, c) // seen, up to its newest post
+	_, page := getCookie(t, s.url+"/post?group=misc.test&re=m5@t", c)
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no compose form:\n%s", page)
+	}
+	v := url.Values{"csrf": {m[1]}, "newsgroups": {"misc.test"}, "subject": {"Re: Root"}, "body": {"My own reply.\n"}, "references": {"<m5@t>"}}
+	if resp := postForm(t, s.url, "/post", v, "Cookie", c.String()); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("post: %d", resp.StatusCode)
+	}
+	if _, page := getCookie(t, group, c); strings.Contains(page, `<span class="new">`) {
+		t.Errorf("group page after the reader's own reply marks it new")
+	}
+	if _, page := getCookie(t, thread, c); strings.Contains(page, `class="unread"`) || !strings.Contains(page, "My own reply.") {
+		t.Errorf("thread page after the reader's own reply: a first unread link, or the reply missing")
+	}
+}

@@ -295,6 +295,16 @@ func (rs *routeStats) count(status int) {
 // Retry-After) is handed over as it is, and the front writes its header
 // values as strings.
 func (s *Server) write(w http.ResponseWriter, r *http.Request, rs *routeStats, resp *response) {
+	// A page of a site with accounts varies by Cookie (account.go),
+	// whatever its size; others by Accept-Encoding when compressible.
+	byCookie := s.accounts() && strings.HasPrefix(resp.ctype, "text/html")
+	if byCookie {
+		resp = s.withAccount(r, resp)
+	}
+	vary := varyValue
+	if byCookie {
+		vary = varyCookie
+	}
 	hv := resp.headerValues()
 	status := resp.status
 	body, etag, clen := resp.body, hv.etag, hv.clen
@@ -307,10 +317,13 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rs *routeStats, r
 	}
 	rs.count(status)
 	if fw, ok := w.(*frontWriter); ok && resp.location == "" && resp.cookie == nil && resp.retryAfter == 0 && resp.attachment == "" {
-		a := frontAnswer{status: status, ctype: hv.ctype[0], cache: hv.cache[0], gzip: gz, vary: len(resp.body) >= minGzip,
+		a := frontAnswer{status: status, ctype: hv.ctype[0], cache: hv.cache[0], gzip: gz,
 			clen: clen[0], body: body}
 		if resp.status == http.StatusOK {
 			a.etag = etag[0]
+		}
+		if byCookie || len(resp.body) >= minGzip {
+			a.vary = vary[0]
 		}
 		if fw.answer(a) {
 			return
@@ -334,8 +347,8 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rs *routeStats, r
 	if gz {
 		h["Content-Encoding"] = gzipValue
 	}
-	if len(resp.body) >= minGzip {
-		h["Vary"] = varyValue
+	if byCookie || len(resp.body) >= minGzip {
+		h["Vary"] = vary
 	}
 	if resp.status == http.StatusOK {
 		h["Etag"] = etag

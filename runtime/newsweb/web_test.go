@@ -148,7 +148,7 @@ func TestPages(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("group list: %d\n%s", resp.StatusCode, body)
 	}
-	for _, want := range []string{`href="/groups/misc.test"`, "Testing &lt;b&gt;bold&lt;/b&gt; &amp; co", `<td class="num">6</td>`, "Nothing here"} {
+	for _, want := range []string{`href="/groups/misc.test"`, "Testing &lt;b&gt;bold&lt;/b&gt; &amp; co", `<td class="num">6<span class="unit"> articles</span></td>`, "Nothing here"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("group list lacks %q", want)
 		}
