@@ -164,6 +164,7 @@ func (d *Daemon) apiAddFile(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := d.Add(data, fh.Filename, ao)
 	if err != nil {
+		d.log.Warn("addfile: NZB refused", "file", fh.Filename, "err", err)
 		apiError(w, err.Error())
 		return
 	}

@@ -31,6 +31,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -379,12 +380,41 @@ func (d *Daemon) parseJob(data []byte, filename string, ao AddOptions) (*Job, er
 	return d.parseJobFrom(bytes.NewReader(data), filename, ao)
 }
 
+// errNotNZB is what a refusal of a file that is no NZB at all matches
+// (errors.Is): no <nzb> element, another root element, or no XML.
+var errNotNZB = errors.New("not an NZB file")
+
+// notNZBError is a file that is no NZB: it says so, names the file, the
+// parser's reason and what to do.
+type notNZBError struct {
+	file string
+	err  error
+}
+
+func (e *notNZBError) Error() string {
+	return fmt.Sprintf("%s is not an NZB file (%s); upload the .nzb file your indexer gave", e.file, strings.TrimPrefix(e.err.Error(), "nzb: "))
+}
+
+func (e *notNZBError) Unwrap() []error { return []error{errNotNZB, e.err} }
+
+// refusedNZB words the parser's error err about filename: a file that is
+// no NZB says so and what to do; an NZB beyond a limit or with a broken
+// segment is refused with the parser's reason.
+func refusedNZB(filename string, err error) error {
+	msg := err.Error()
+	var syn *xml.SyntaxError
+	if errors.As(err, &syn) || strings.Contains(msg, "no <nzb> element") || strings.Contains(msg, ", not <nzb>") {
+		return &notNZBError{file: filename, err: err}
+	}
+	return fmt.Errorf("refused NZB %s: %w", filename, err)
+}
+
 // parseJobFrom is parseJob of an NZB read from r (hashed as it is read).
 func (d *Daemon) parseJobFrom(r io.Reader, filename string, ao AddOptions) (*Job, error) {
 	h := sha256.New()
 	nzb, err := proto.ParseNZB(io.TeeReader(r, h), proto.NZBLimits{MaxBytes: int64(d.cfg.Serve.MaxNZBSize)})
 	if err != nil {
-		return nil, fmt.Errorf("refused NZB %s: %w", filename, err)
+		return nil, refusedNZB(filename, err)
 	}
 	if len(nzb.Files) == 0 {
 		return nil, fmt.Errorf("refused NZB %s: it lists no files", filename)

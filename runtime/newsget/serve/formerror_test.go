@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"html/template"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -87,5 +88,29 @@ func TestFormErrorPage(t *testing.T) {
 	}
 	if got := td.api(t, "mode", "addfile"); got["status"] != false || got["error"] == "" {
 		t.Errorf("API error: %v, want SABnzbd's JSON error", got)
+	}
+}
+
+// TestNotNZB: a file that is no NZB is refused with what it is and what
+// to do, the same on the page, in the API's error and in the log.
+func TestNotNZB(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	td := startDaemon(t, t.TempDir(), s, nil)
+	defer td.stop()
+	for _, tc := range []struct{ file, content, want string }{
+		{"x", "hello", "x is not an NZB file (no <nzb> element); upload the .nzb file your indexer gave"},
+		{"page.html", "<html><body>login</body></html>", "page.html is not an NZB file (root element is <html>, not <nzb>); upload the .nzb file your indexer gave"},
+	} {
+		status, _, body := td.postForm(t, "upload", url.Values{"csrf": {td.d.csrf}}, tc.file, tc.content)
+		if want := template.HTMLEscapeString(tc.want); status != http.StatusBadRequest || !strings.Contains(body, want) {
+			t.Errorf("page upload of %s: %d, want 400 and %q:\n%s", tc.file, status, want, body)
+		}
+		if got := td.addFile(t, []byte(tc.content), tc.file, "", ""); got["status"] != false || got["error"] != tc.want {
+			t.Errorf("addfile of %s: %v, want the error %q", tc.file, got, tc.want)
+		}
+	}
+	td.stop()
+	if log := td.log.String(); strings.Count(log, "x is not an NZB file (no <nzb> element); upload the .nzb file your indexer gave") != 2 {
+		t.Errorf("the log does not have both refusals of x:\n%s", log)
 	}
 }

@@ -317,7 +317,9 @@ func (d *Daemon) pageUpload(r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.Add(data, fh.Filename, AddOptions{Category: r.FormValue("cat"), Priority: p})
+	if _, err = d.Add(data, fh.Filename, AddOptions{Category: r.FormValue("cat"), Priority: p}); err != nil {
+		d.log.Warn("upload: NZB refused", "file", fh.Filename, "err", err)
+	}
 	return err
 }
 
@@ -326,6 +328,8 @@ func formHint(err error) string {
 	switch {
 	case errors.Is(err, ErrNoJob):
 		return "The job is no longer there: it has finished or was removed. The page shows what is queued now."
+	case errors.Is(err, errNotNZB):
+		return "" // the message says what to do
 	case errors.Is(err, http.ErrMissingFile):
 		return "Choose an .nzb file before pressing Add."
 	}
@@ -346,7 +350,7 @@ var errTmpl = template.Must(template.New("error").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>newsget: {{.Status}}</title><link rel="stylesheet" href="/style.css"></head>
 <body><h1>newsget</h1>
-<div id="error"><h2>{{.Status}}</h2><p class="failed">{{.Msg}}</p><p id="hint">{{.Hint}}</p>
+<div id="error"><h2>{{.Status}}</h2><p class="failed">{{.Msg}}</p>{{if .Hint}}<p id="hint">{{.Hint}}</p>{{end}}
 <p><a id="back" href="/">Back to the queue</a></p></div>
 </body></html>
 `))
