@@ -248,16 +248,43 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	d.mu.Unlock()
-	defer d.grabs.Wait()
 	start := d.opts.Now()
 	d.startSchedule(start)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); d.sampler(ctx, start) }()
 	go func() { defer wg.Done(); d.watch(ctx) }()
-	d.runner(ctx)
+	stopping := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		d.log.Info("stopping: saving the queue", "why", context.Cause(ctx).Error())
+		close(stopping)
+	}()
+	cut := d.runner(ctx)
 	wg.Wait()
+	d.grabs.Wait()
+	<-stopping
+	d.logSaved(cut)
 	return nil
+}
+
+// logSaved says what a stop leaves for the next start: the jobs queued
+// and, for the job cut short (nil: none), where it resumes.
+func (d *Daemon) logSaved(cut *Job) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	args := []any{"jobs_queued", len(d.state.Queue)}
+	if cut != nil {
+		if j, _ := d.find(cut.ID); j != nil {
+			resumes := "post-processing, from its start"
+			if j.Downloaded == nil {
+				done := j.Bytes - j.Left
+				resumes = fmt.Sprintf("the download, at %s of %s (%d%%)", newsget.FormatBytes(done), newsget.FormatBytes(j.Bytes), done*100/max(j.Bytes, 1))
+			}
+			args = append(args, "interrupted", j.ID, "name", j.Name, "resumes", resumes)
+		}
+	}
+	d.log.Info("queue saved; the next start goes on from here", args...)
 }
 
 // kick wakes the runner.

@@ -14,8 +14,9 @@ import (
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
-// runner runs the queue's jobs one at a time until ctx ends.
-func (d *Daemon) runner(ctx context.Context) {
+// runner runs the queue's jobs one at a time until ctx ends, and returns
+// the job that the end cut short (nil: none was running).
+func (d *Daemon) runner(ctx context.Context) *Job {
 	for {
 		d.forgetDeleted()
 		d.mu.Lock()
@@ -26,7 +27,7 @@ func (d *Daemon) runner(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return
+				return nil
 			case <-d.wake:
 			case <-t.C:
 			}
@@ -35,7 +36,7 @@ func (d *Daemon) runner(ctx context.Context) {
 		}
 		d.runJob(ctx, j)
 		if ctx.Err() != nil {
-			return
+			return j
 		}
 	}
 }
