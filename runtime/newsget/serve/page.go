@@ -129,6 +129,7 @@ func chartPoints(speeds []float64) string {
 }
 
 func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
+	d.refreshServers(r.Context())
 	_, warnings := d.ring.snapshot()
 	d.mu.Lock()
 	pd := pageData{CSRF: d.csrf, Paused: d.state.Paused, Speed: humanSpeed(d.speed), Limit: "none",

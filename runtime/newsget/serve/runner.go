@@ -159,6 +159,7 @@ func (d *Daemon) downloadWith(ctx context.Context, j *Job, data []byte, early Ea
 	d.mu.Lock()
 	a.eng = eng
 	d.run = a
+	d.startServersLocked(a.start)
 	d.mu.Unlock()
 	d.log.Info("job started", "nzo_id", j.ID, "name", j.Name)
 
