@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
+	"github.com/newsflow/newsflow/machine/download"
+	"github.com/newsflow/newsflow/runtime/newsget"
 	"golang.org/x/sys/unix"
 )
 
@@ -282,9 +284,44 @@ func (d *Daemon) apiConfig() map[string]any {
 			"direct_unpack": d.miscValue("direct_unpack"), "direct_unpack_threads": d.cfg.DirectMax,
 		},
 		"categories": d.apiCategories(),
-		"servers":    []any{},
+		"servers":    d.apiConfigServers(),
 		"sorters":    []any{}, // SABnzbd 4's sorters: none (the *arr apps refuse active ones on their category)
 	}
+}
+
+// apiConfigServers is get_config's servers: each configured server in
+// SABnzbd's fields. The password is masked as SABnzbd masks it (ten
+// asterisks, or "" when none is set); ssl_verify is 3 (strict: the
+// certificate and the host name) or 0; what newsget has no setting for
+// (required, ssl_ciphers, expire_date, quota, usage_at_start, notes)
+// has SABnzbd's default.
+func (d *Daemon) apiConfigServers() []map[string]any {
+	timeout := time.Duration(d.cfg.ArticleTimeout)
+	if timeout <= 0 {
+		timeout = newsget.DefaultArticleTimeout
+	}
+	out := make([]map[string]any, 0, len(d.cfg.Servers))
+	for _, sc := range d.cfg.Servers {
+		password, verify, pipeline := "", 0, sc.Pipeline
+		if sc.Password != "" {
+			password = "**********"
+		}
+		if sc.Verify() {
+			verify = 3
+		}
+		if pipeline == 0 {
+			pipeline = download.DefaultPipeline
+		}
+		out = append(out, map[string]any{
+			"name": sc.Label(), "displayname": sc.Label(), "host": sc.Host, "port": sc.Port,
+			"timeout": int(timeout / time.Second), "username": sc.Username, "password": password,
+			"connections": sc.Connections, "ssl": boolInt(sc.Encryption != newsget.EncryptNone && sc.Encryption != ""),
+			"ssl_verify": verify, "ssl_ciphers": "", "enable": boolInt(sc.IsActive()), "required": 0,
+			"optional": boolInt(sc.Optional), "pipelining_requests": pipeline, "retention": sc.Retention,
+			"expire_date": "", "quota": "", "usage_at_start": 0, "priority": sc.Level, "notes": "",
+		})
+	}
+	return out
 }
 
 // boolInt is a switch as SABnzbd's configuration shows it: 1 or 0.
