@@ -653,7 +653,31 @@ type HistorySlot struct {
 	ScriptLog    string `json:"script_log"`
 	ScriptLine   string `json:"script_line"`
 	StageLog     []any  `json:"stage_log"`
+	// SABnzbd's further fields. What newsget has no value for is what
+	// SABnzbd sends then: null (completeness, meta, series,
+	// duplicate_key, md5sum, password, and url for an uploaded NZB), ""
+	// (url_info, action_line) or false (loaded, archive).
+	PP              string `json:"pp"`     // "", R, U or D: download only, +repair, +unpack, +delete
+	Report          string `json:"report"` // "future": addurl fetched no usable NZB
+	URL             any    `json:"url"`    // addurl's URL, its query and password hidden
+	URLInfo         string `json:"url_info"`
+	PostprocTime    int    `json:"postproc_time"`
+	DownloadedBytes int64  `json:"downloaded"`
+	Completeness    any    `json:"completeness"`
+	Meta            any    `json:"meta"`
+	Series          any    `json:"series"`
+	DuplicateKey    any    `json:"duplicate_key"`
+	MD5Sum          any    `json:"md5sum"`
+	Password        any    `json:"password"`
+	ActionLine      string `json:"action_line"`
+	Loaded          bool   `json:"loaded"`
+	Retry           bool   `json:"retry"` // mode=retry can take it: failed, with its NZB
+	Archive         bool   `json:"archive"`
+	TimeAdded       int64  `json:"time_added"`
 }
+
+// ppLetters are SABnzbd's history pp of the levels 0 to 3.
+var ppLetters = [4]string{"", "R", "U", "D"}
 
 func (d *Daemon) apiHistory(w http.ResponseWriter, r *http.Request) {
 	switch r.FormValue("name") {
@@ -738,10 +762,24 @@ func historySlot(h HistoryEntry) HistorySlot {
 	if h.Encrypted {
 		name = encryptedPrefix + name
 	}
-	return HistorySlot{ID: h.ID, Name: name, NZBName: h.NZBName, Category: h.Category, Status: h.Status,
+	s := HistorySlot{ID: h.ID, Name: name, NZBName: h.NZBName, Category: h.Category, Status: h.Status,
 		FailMessage: h.FailMessage, Storage: h.Storage, Path: h.Storage, Bytes: h.Bytes, Size: sizeWords(h.Bytes),
 		DownloadTime: h.DownloadTime, Completed: h.Completed.Unix(), Script: cmp.Or(h.Script, "None"), ScriptLog: h.ScriptLog,
-		ScriptLine: h.ScriptLine, StageLog: stageLog(h)}
+		ScriptLine: h.ScriptLine, StageLog: stageLog(h),
+		PP: ppLetters[3], Retry: h.Status == "Failed" && !h.FetchFailed, DownloadedBytes: h.Bytes, PostprocTime: h.PostprocTime}
+	if h.PP != nil && *h.PP >= 0 && *h.PP < len(ppLetters) {
+		s.PP = ppLetters[*h.PP]
+	}
+	if h.URL != "" {
+		s.URL = redactURL(h.URL)
+	}
+	if h.FetchFailed {
+		s.Report = "future"
+	}
+	if !h.Added.IsZero() {
+		s.TimeAdded = h.Added.Unix()
+	}
+	return s
 }
 
 // stageLog is SABnzbd's stage_log: what each stage did, in lines.
