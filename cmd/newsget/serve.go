@@ -108,15 +108,36 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stdout, "newsget serve: http://%s/ (API: /api, key in [serve] api_key or %s)\n", ln.Addr(), filepath.Join(cfg.QueueDir, "api_key"))
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		// The signal is the stop's cause, which the daemon logs.
+		if s, ok := <-sigs; ok {
+			cancel(errors.New(signalName(s)))
+		}
+	}()
 	hs := d.Server()
 	go hs.Serve(ln)
 	d.Run(ctx)
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
 	hs.Shutdown(sctx)
+	logger.Info("newsget serve stopped")
 	return 0
+}
+
+// signalName names a stopping signal as kill(1) and systemd do.
+func signalName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
 }
 
 // listenSource names where the listen address came from, for messages:

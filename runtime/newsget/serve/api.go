@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine/dlqueue"
+	"github.com/newsflow/newsflow/machine/download"
+	"github.com/newsflow/newsflow/runtime/newsget"
 	"golang.org/x/sys/unix"
 )
 
@@ -164,6 +166,7 @@ func (d *Daemon) apiAddFile(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := d.Add(data, fh.Filename, ao)
 	if err != nil {
+		d.log.Warn("addfile: NZB refused", "file", fh.Filename, "err", err)
 		apiError(w, err.Error())
 		return
 	}
@@ -281,9 +284,44 @@ func (d *Daemon) apiConfig() map[string]any {
 			"direct_unpack": d.miscValue("direct_unpack"), "direct_unpack_threads": d.cfg.DirectMax,
 		},
 		"categories": d.apiCategories(),
-		"servers":    []any{},
+		"servers":    d.apiConfigServers(),
 		"sorters":    []any{}, // SABnzbd 4's sorters: none (the *arr apps refuse active ones on their category)
 	}
+}
+
+// apiConfigServers is get_config's servers: each configured server in
+// SABnzbd's fields. The password is masked as SABnzbd masks it (ten
+// asterisks, or "" when none is set); ssl_verify is 3 (strict: the
+// certificate and the host name) or 0; what newsget has no setting for
+// (required, ssl_ciphers, expire_date, quota, usage_at_start, notes)
+// has SABnzbd's default.
+func (d *Daemon) apiConfigServers() []map[string]any {
+	timeout := time.Duration(d.cfg.ArticleTimeout)
+	if timeout <= 0 {
+		timeout = newsget.DefaultArticleTimeout
+	}
+	out := make([]map[string]any, 0, len(d.cfg.Servers))
+	for _, sc := range d.cfg.Servers {
+		password, verify, pipeline := "", 0, sc.Pipeline
+		if sc.Password != "" {
+			password = "**********"
+		}
+		if sc.Verify() {
+			verify = 3
+		}
+		if pipeline == 0 {
+			pipeline = download.DefaultPipeline
+		}
+		out = append(out, map[string]any{
+			"name": sc.Label(), "displayname": sc.Label(), "host": sc.Host, "port": sc.Port,
+			"timeout": int(timeout / time.Second), "username": sc.Username, "password": password,
+			"connections": sc.Connections, "ssl": boolInt(sc.Encryption != newsget.EncryptNone && sc.Encryption != ""),
+			"ssl_verify": verify, "ssl_ciphers": "", "enable": boolInt(sc.IsActive()), "required": 0,
+			"optional": boolInt(sc.Optional), "pipelining_requests": pipeline, "retention": sc.Retention,
+			"expire_date": "", "quota": "", "usage_at_start": 0, "priority": sc.Level, "notes": "",
+		})
+	}
+	return out
 }
 
 // boolInt is a switch as SABnzbd's configuration shows it: 1 or 0.
@@ -615,7 +653,31 @@ type HistorySlot struct {
 	ScriptLog    string `json:"script_log"`
 	ScriptLine   string `json:"script_line"`
 	StageLog     []any  `json:"stage_log"`
+	// SABnzbd's further fields. What newsget has no value for is what
+	// SABnzbd sends then: null (completeness, meta, series,
+	// duplicate_key, md5sum, password, and url for an uploaded NZB), ""
+	// (url_info, action_line) or false (loaded, archive).
+	PP              string `json:"pp"`     // "", R, U or D: download only, +repair, +unpack, +delete
+	Report          string `json:"report"` // "future": addurl fetched no usable NZB
+	URL             any    `json:"url"`    // addurl's URL, its query and password hidden
+	URLInfo         string `json:"url_info"`
+	PostprocTime    int    `json:"postproc_time"`
+	DownloadedBytes int64  `json:"downloaded"`
+	Completeness    any    `json:"completeness"`
+	Meta            any    `json:"meta"`
+	Series          any    `json:"series"`
+	DuplicateKey    any    `json:"duplicate_key"`
+	MD5Sum          any    `json:"md5sum"`
+	Password        any    `json:"password"`
+	ActionLine      string `json:"action_line"`
+	Loaded          bool   `json:"loaded"`
+	Retry           bool   `json:"retry"` // mode=retry can take it: failed, with its NZB
+	Archive         bool   `json:"archive"`
+	TimeAdded       int64  `json:"time_added"`
 }
+
+// ppLetters are SABnzbd's history pp of the levels 0 to 3.
+var ppLetters = [4]string{"", "R", "U", "D"}
 
 func (d *Daemon) apiHistory(w http.ResponseWriter, r *http.Request) {
 	switch r.FormValue("name") {
@@ -700,10 +762,24 @@ func historySlot(h HistoryEntry) HistorySlot {
 	if h.Encrypted {
 		name = encryptedPrefix + name
 	}
-	return HistorySlot{ID: h.ID, Name: name, NZBName: h.NZBName, Category: h.Category, Status: h.Status,
+	s := HistorySlot{ID: h.ID, Name: name, NZBName: h.NZBName, Category: h.Category, Status: h.Status,
 		FailMessage: h.FailMessage, Storage: h.Storage, Path: h.Storage, Bytes: h.Bytes, Size: sizeWords(h.Bytes),
 		DownloadTime: h.DownloadTime, Completed: h.Completed.Unix(), Script: cmp.Or(h.Script, "None"), ScriptLog: h.ScriptLog,
-		ScriptLine: h.ScriptLine, StageLog: stageLog(h)}
+		ScriptLine: h.ScriptLine, StageLog: stageLog(h),
+		PP: ppLetters[3], Retry: h.Status == "Failed" && !h.FetchFailed, DownloadedBytes: h.Bytes, PostprocTime: h.PostprocTime}
+	if h.PP != nil && *h.PP >= 0 && *h.PP < len(ppLetters) {
+		s.PP = ppLetters[*h.PP]
+	}
+	if h.URL != "" {
+		s.URL = redactURL(h.URL)
+	}
+	if h.FetchFailed {
+		s.Report = "future"
+	}
+	if !h.Added.IsZero() {
+		s.TimeAdded = h.Added.Unix()
+	}
+	return s
 }
 
 // stageLog is SABnzbd's stage_log: what each stage did, in lines.

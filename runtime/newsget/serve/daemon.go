@@ -31,6 +31,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -247,16 +248,43 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	d.mu.Unlock()
-	defer d.grabs.Wait()
 	start := d.opts.Now()
 	d.startSchedule(start)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); d.sampler(ctx, start) }()
 	go func() { defer wg.Done(); d.watch(ctx) }()
-	d.runner(ctx)
+	stopping := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		d.log.Info("stopping: saving the queue", "why", context.Cause(ctx).Error())
+		close(stopping)
+	}()
+	cut := d.runner(ctx)
 	wg.Wait()
+	d.grabs.Wait()
+	<-stopping
+	d.logSaved(cut)
 	return nil
+}
+
+// logSaved says what a stop leaves for the next start: the jobs queued
+// and, for the job cut short (nil: none), where it resumes.
+func (d *Daemon) logSaved(cut *Job) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	args := []any{"jobs_queued", len(d.state.Queue)}
+	if cut != nil {
+		if j, _ := d.find(cut.ID); j != nil {
+			resumes := "post-processing, from its start"
+			if j.Downloaded == nil {
+				done := j.Bytes - j.Left
+				resumes = fmt.Sprintf("the download, at %s of %s (%d%%)", newsget.FormatBytes(done), newsget.FormatBytes(j.Bytes), done*100/max(j.Bytes, 1))
+			}
+			args = append(args, "interrupted", j.ID, "name", j.Name, "resumes", resumes)
+		}
+	}
+	d.log.Info("queue saved; the next start goes on from here", args...)
 }
 
 // kick wakes the runner.
@@ -379,12 +407,41 @@ func (d *Daemon) parseJob(data []byte, filename string, ao AddOptions) (*Job, er
 	return d.parseJobFrom(bytes.NewReader(data), filename, ao)
 }
 
+// errNotNZB is what a refusal of a file that is no NZB at all matches
+// (errors.Is): no <nzb> element, another root element, or no XML.
+var errNotNZB = errors.New("not an NZB file")
+
+// notNZBError is a file that is no NZB: it says so, names the file, the
+// parser's reason and what to do.
+type notNZBError struct {
+	file string
+	err  error
+}
+
+func (e *notNZBError) Error() string {
+	return fmt.Sprintf("%s is not an NZB file (%s); upload the .nzb file your indexer gave", e.file, strings.TrimPrefix(e.err.Error(), "nzb: "))
+}
+
+func (e *notNZBError) Unwrap() []error { return []error{errNotNZB, e.err} }
+
+// refusedNZB words the parser's error err about filename: a file that is
+// no NZB says so and what to do; an NZB beyond a limit or with a broken
+// segment is refused with the parser's reason.
+func refusedNZB(filename string, err error) error {
+	msg := err.Error()
+	var syn *xml.SyntaxError
+	if errors.As(err, &syn) || strings.Contains(msg, "no <nzb> element") || strings.Contains(msg, ", not <nzb>") {
+		return &notNZBError{file: filename, err: err}
+	}
+	return fmt.Errorf("refused NZB %s: %w", filename, err)
+}
+
 // parseJobFrom is parseJob of an NZB read from r (hashed as it is read).
 func (d *Daemon) parseJobFrom(r io.Reader, filename string, ao AddOptions) (*Job, error) {
 	h := sha256.New()
 	nzb, err := proto.ParseNZB(io.TeeReader(r, h), proto.NZBLimits{MaxBytes: int64(d.cfg.Serve.MaxNZBSize)})
 	if err != nil {
-		return nil, fmt.Errorf("refused NZB %s: %w", filename, err)
+		return nil, refusedNZB(filename, err)
 	}
 	if len(nzb.Files) == 0 {
 		return nil, fmt.Errorf("refused NZB %s: it lists no files", filename)

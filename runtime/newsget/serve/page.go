@@ -2,6 +2,7 @@ package serve
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
@@ -128,6 +129,7 @@ func chartPoints(speeds []float64) string {
 }
 
 func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
+	d.refreshServers(r.Context())
 	_, warnings := d.ring.snapshot()
 	d.mu.Lock()
 	pd := pageData{CSRF: d.csrf, Paused: d.state.Paused, Speed: humanSpeed(d.speed), Limit: "none",
@@ -212,7 +214,7 @@ func (d *Daemon) servePage(w http.ResponseWriter, r *http.Request) {
 // daemon served).
 func (d *Daemon) serveAction(w http.ResponseWriter, r *http.Request) {
 	if !d.originAllowed(r) {
-		http.Error(w, "forbidden: a form from another site", http.StatusForbidden)
+		formError(w, http.StatusForbidden, "This form came from another site.", "Use the forms of this page itself.")
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, int64(d.cfg.Serve.MaxNZBSize)+1<<20)
@@ -221,11 +223,16 @@ func (d *Daemon) serveAction(w http.ResponseWriter, r *http.Request) {
 		defer r.MultipartForm.RemoveAll()
 	}
 	if err != nil && err != http.ErrNotMultipart {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		hint := "Go back and send the form again."
+		if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
+			hint = fmt.Sprintf("An NZB may be at most %s ([serve] max_nzb_size); choose a smaller file or raise the limit.", newsget.FormatBytes(int64(d.cfg.Serve.MaxNZBSize)))
+		}
+		formError(w, http.StatusBadRequest, "The form could not be read: "+err.Error()+".", hint)
 		return
 	}
 	if subtle.ConstantTimeCompare([]byte(r.FormValue("csrf")), []byte(d.csrf)) != 1 {
-		http.Error(w, "forbidden: stale or foreign form (reload the page)", http.StatusForbidden)
+		formError(w, http.StatusForbidden, "This form is stale or not from this page (the daemon restarted since the page was loaded, or another site sent it).",
+			"Reload the page and use its form again.")
 		return
 	}
 	id := r.FormValue("id")
@@ -260,11 +267,11 @@ func (d *Daemon) serveAction(w http.ResponseWriter, r *http.Request) {
 	case "retry":
 		_, err = d.Retry(id, r.FormValue("password"))
 	default:
-		http.NotFound(w, r)
+		formError(w, http.StatusNotFound, fmt.Sprintf("This page has no form %q.", r.PathValue("what")), "Use the forms of the page.")
 		return
 	}
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		formError(w, http.StatusBadRequest, err.Error(), formHint(err))
 		return
 	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -311,9 +318,43 @@ func (d *Daemon) pageUpload(r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.Add(data, fh.Filename, AddOptions{Category: r.FormValue("cat"), Priority: p})
+	if _, err = d.Add(data, fh.Filename, AddOptions{Category: r.FormValue("cat"), Priority: p}); err != nil {
+		d.log.Warn("upload: NZB refused", "file", fh.Filename, "err", err)
+	}
 	return err
 }
+
+// formHint says what to do after a form's action failed with err.
+func formHint(err error) string {
+	switch {
+	case errors.Is(err, ErrNoJob):
+		return "The job is no longer there: it has finished or was removed. The page shows what is queued now."
+	case errors.Is(err, errNotNZB):
+		return "" // the message says what to do
+	case errors.Is(err, http.ErrMissingFile):
+		return "Choose an .nzb file before pressing Add."
+	}
+	return "Go back, correct the form and send it again."
+}
+
+// formError answers a form that did nothing with a page in the page's own
+// style: what went wrong, what to do, and the way back; the status code
+// says the same to programs.
+func formError(w http.ResponseWriter, status int, msg, hint string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	errTmpl.Execute(w, struct{ Status, Msg, Hint string }{http.StatusText(status), msg, hint})
+}
+
+var errTmpl = template.Must(template.New("error").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>newsget: {{.Status}}</title><link rel="stylesheet" href="/style.css"></head>
+<body><h1>newsget</h1>
+<div id="error"><h2>{{.Status}}</h2><p class="failed">{{.Msg}}</p>{{if .Hint}}<p id="hint">{{.Hint}}</p>{{end}}
+<p><a id="back" href="/">Back to the queue</a></p></div>
+</body></html>
+`))
 
 func serveCSS(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/css; charset=utf-8")

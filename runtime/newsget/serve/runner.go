@@ -14,8 +14,9 @@ import (
 	"github.com/newsflow/newsflow/spoolfs"
 )
 
-// runner runs the queue's jobs one at a time until ctx ends.
-func (d *Daemon) runner(ctx context.Context) {
+// runner runs the queue's jobs one at a time until ctx ends, and returns
+// the job that the end cut short (nil: none was running).
+func (d *Daemon) runner(ctx context.Context) *Job {
 	for {
 		d.forgetDeleted()
 		d.mu.Lock()
@@ -26,7 +27,7 @@ func (d *Daemon) runner(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return
+				return nil
 			case <-d.wake:
 			case <-t.C:
 			}
@@ -35,7 +36,7 @@ func (d *Daemon) runner(ctx context.Context) {
 		}
 		d.runJob(ctx, j)
 		if ctx.Err() != nil {
-			return
+			return j
 		}
 	}
 }
@@ -158,6 +159,7 @@ func (d *Daemon) downloadWith(ctx context.Context, j *Job, data []byte, early Ea
 	d.mu.Lock()
 	a.eng = eng
 	d.run = a
+	d.startServersLocked(a.start)
 	d.mu.Unlock()
 	d.log.Info("job started", "nzo_id", j.ID, "name", j.Name)
 
@@ -255,12 +257,14 @@ func (d *Daemon) postProcess(ctx context.Context, j *Job, early Early) {
 	}
 	h := HistoryEntry{DownloadTime: j.Downloaded.DownloadTime, Stages: res.Stages}
 	if res.Status != Completed {
+		h.PostprocTime = int(d.opts.Now().Sub(a.start).Seconds())
 		h.Status, h.FailMessage, h.Storage, h.Encrypted = "Failed", res.Reason, dir, res.Encrypted
 		h.Downloaded = j.Downloaded
 		d.finish(j, h)
 		return
 	}
 	dest, err := d.moveDone(dir, d.categoryDir(j.Category), j.Name)
+	h.PostprocTime = int(d.opts.Now().Sub(a.start).Seconds())
 	if err != nil {
 		h.Status, h.FailMessage, h.Storage = "Failed", err.Error(), dir
 	} else {
@@ -299,7 +303,7 @@ func (d *Daemon) moveDone(from, parent, name string) (string, error) {
 // its progress, for mode=retry, until it leaves the history.
 func (d *Daemon) finish(j *Job, h HistoryEntry) {
 	h.ID, h.Name, h.NZBName, h.Category, h.Hash, h.Bytes = j.ID, j.Name, j.NZBName, j.Category, j.Hash, j.Bytes
-	h.Password = j.Password
+	h.Password, h.PP, h.URL, h.Added, h.FetchFailed = j.Password, j.PP, j.URL, j.Added, j.Grabbing
 	if h.Storage != "" {
 		d.mu.Lock()
 		ctx := d.life

@@ -64,10 +64,14 @@ func (d *Daemon) noteServersLocked(now time.Time, ss []newsget.ServerState) []se
 	var notes []serverNote
 	var problems []string
 	connected := false
+	quiet := engineQuiet(ss)
 	views := make([]serverView, 0, len(ss))
 	for _, s := range ss {
 		v := viewOf(s)
 		prev, seen := old[v.Name]
+		if quiet && v.State == srvIdle && prev.State == srvConnecting {
+			v.State = srvConnecting // the engine has not dialled yet
+		}
 		if seen && prev.State == v.State && prev.Err == v.Err {
 			v.Since = prev.Since
 		} else {
@@ -90,6 +94,55 @@ func (d *Daemon) noteServersLocked(now time.Time, ss []newsget.ServerState) []se
 		d.stalled = strings.Join(problems, "; ")
 	}
 	return notes
+}
+
+// engineQuiet reports whether the engine has not begun to dial: no
+// server has a connection, a dial, a failure or a connection that came up.
+func engineQuiet(ss []newsget.ServerState) bool {
+	for _, s := range ss {
+		if s.Connections > 0 || s.Connecting > 0 || s.WasUp || s.GaveUp || s.LastErr != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// startServersLocked marks, as a download starts, the servers it dials
+// first (the active ones of the lowest level) connecting, until the
+// engine's own states say more. Called with mu held.
+func (d *Daemon) startServersLocked(now time.Time) {
+	views := d.serverViewsLocked()
+	first, any := 0, false
+	for _, sc := range d.cfg.Servers {
+		if sc.IsActive() && (!any || sc.Level < first) {
+			first, any = sc.Level, true
+		}
+	}
+	for i, sc := range d.cfg.Servers {
+		if sc.IsActive() && sc.Level == first && views[i].State != srvConnected {
+			views[i] = serverView{Name: views[i].Name, State: srvConnecting, Since: now}
+		}
+	}
+	d.servers = views
+}
+
+// refreshServers brings the server states up to date with the running
+// engine's (the sampler does so each second; the page asks between).
+func (d *Daemon) refreshServers(ctx context.Context) {
+	d.mu.Lock()
+	a := d.run
+	d.mu.Unlock()
+	if a == nil || a.eng == nil {
+		return
+	}
+	ss := a.eng.Servers() // not under mu (see the lock order)
+	d.mu.Lock()
+	var notes []serverNote
+	if d.run == a {
+		notes = d.noteServersLocked(d.opts.Now(), ss)
+	}
+	d.mu.Unlock()
+	d.logNotes(ctx, notes)
 }
 
 // problemText says what is wrong with a failing server.

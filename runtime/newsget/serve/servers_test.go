@@ -158,3 +158,40 @@ func TestServerSpeedIdle(t *testing.T) {
 		t.Errorf("speeds (-want +got):\n%s", d)
 	}
 }
+
+// TestConfigServers: get_config lists the configured servers in SABnzbd's
+// fields and types (switches 0 or 1), with the password masked as
+// SABnzbd masks it; the password itself is nowhere in the answer.
+func TestConfigServers(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	off, noVerify := false, false
+	td := startDaemon(t, t.TempDir(), s, func(c *newsget.Config) {
+		c.Servers = append(c.Servers, newsget.ServerConfig{Name: "backup", Host: "news.example.net", Encryption: newsget.EncryptTLS,
+			Username: "joe", Password: "s3cret-pw", Connections: 8, Pipeline: 4, Level: 1, Optional: true, Retention: 3000,
+			Active: &off, CertVerification: &noVerify})
+	})
+	defer td.stop()
+	resp, err := http.Get(td.url + "/api?mode=get_config&output=json&apikey=" + testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(raw), "s3cret-pw") {
+		t.Fatalf("get_config shows a server's password: %s", raw)
+	}
+	got := td.api(t, "mode", "get_config")["config"].(map[string]any)["servers"]
+	want := []any{
+		map[string]any{"name": "main", "displayname": "main", "host": "127.0.0.1", "port": float64(s.Port()), "timeout": 5.0,
+			"username": "", "password": "", "connections": 2.0, "ssl": 0.0, "ssl_verify": 3.0, "ssl_ciphers": "", "enable": 1.0,
+			"required": 0.0, "optional": 0.0, "pipelining_requests": 2.0, "retention": 0.0, "expire_date": "", "quota": "",
+			"usage_at_start": 0.0, "priority": 0.0, "notes": ""},
+		map[string]any{"name": "backup", "displayname": "backup", "host": "news.example.net", "port": 563.0, "timeout": 5.0,
+			"username": "joe", "password": "**********", "connections": 8.0, "ssl": 1.0, "ssl_verify": 0.0, "ssl_ciphers": "", "enable": 0.0,
+			"required": 0.0, "optional": 1.0, "pipelining_requests": 4.0, "retention": 3000.0, "expire_date": "", "quota": "",
+			"usage_at_start": 0.0, "priority": 1.0, "notes": ""},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("get_config servers (-want +got):\n%s", d)
+	}
+}

@@ -112,6 +112,14 @@ type HistoryEntry struct {
 	Script     string `json:"script,omitempty"`
 	ScriptLog  string `json:"script_log,omitempty"`
 	ScriptLine string `json:"script_line,omitempty"`
+	// The job's post-processing level (Job.PP), the URL addurl fetched
+	// its NZB from, when it was added, and the seconds post-processing
+	// took. FetchFailed: addurl could not fetch a usable NZB.
+	PP           *int      `json:"pp,omitempty"`
+	URL          string    `json:"url,omitempty"`
+	Added        time.Time `json:"added,omitzero"`
+	PostprocTime int       `json:"postproc_time,omitempty"`
+	FetchFailed  bool      `json:"fetch_failed,omitempty"`
 }
 
 // state is state.json.
