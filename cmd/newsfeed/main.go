@@ -414,14 +414,23 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 	fmt.Fprintf(w, "ingest: connections %d open %d accepted %d refused %d deferred %d rejected %d\n",
 		st.Ingest.Connections, st.Ingest.Open, st.Ingest.Accepted, st.Ingest.Refused, st.Ingest.Deferred, st.Ingest.Rejected)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PEER\tOFFERED\tACCEPTED\tREFUSED\tREJECTED\tDEFERRED\tDROPPED\tMISSING\tQUEUED\tBACKLOG\tCONNECTIONS")
+	// The columns from OFFERED to QUEUED add up as the man page says:
+	// offered = accepted + refused + rejected + dropped + missing + too
+	// old + lost + queued (deferred articles are in queued).
+	fmt.Fprintln(tw, "PEER\tOFFERED\tACCEPTED\tREFUSED\tREJECTED\tDEFERRED\tDROPPED\tMISSING\tTOO OLD\tLOST\tQUEUED\tBACKLOG\tCONNECTIONS")
 	for _, p := range st.Peers {
 		conns := ""
 		for i, c := range p.Connections {
 			if i > 0 {
 				conns += ", "
 			}
-			conns += fmt.Sprintf("#%d %s", c.ID, c.State)
+			conns += fmt.Sprintf("#%d", c.ID)
+			// Connections down for the same error show it once, after
+			// the last of them: "#1, #2 waiting (ERROR)".
+			if c.Error != "" && i+1 < len(p.Connections) && p.Connections[i+1].State == c.State && p.Connections[i+1].Error == c.Error {
+				continue
+			}
+			conns += " " + c.State
 			if c.Error != "" {
 				conns += " (" + c.Error + ")"
 			}
@@ -430,8 +439,8 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 		if p.Paused {
 			name += " (paused)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%dB\t%s\n", name, p.Offered, p.Accepted, p.Refused,
-			p.Rejected, p.Deferred, p.Dropped, p.Missing, p.Queued, p.BacklogArticle, p.BacklogBytes, conns)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%dB\t%s\n", name, p.Offered, p.Accepted, p.Refused,
+			p.Rejected, p.Deferred, p.Dropped, p.Missing, p.TooOld, p.Lost, p.Queued, p.BacklogArticle, p.BacklogBytes, conns)
 	}
 	tw.Flush()
 	if len(st.Peers) == 0 {
