@@ -58,7 +58,19 @@ func ctl(args []string, stdout, stderr io.Writer) int {
 	}
 	verb := fs.Arg(0)
 	wantPeer, ok := ctlVerbs[verb]
-	if !ok || (wantPeer && fs.NArg() != 2) || (!wantPeer && fs.NArg() != 1) {
+	switch {
+	case !ok && (verb == "status" || verb == "trace" || verb == "report"):
+		fmt.Fprintf(stderr, "newsfeed ctl: %s is not a control command: run newsfeed %s\n", verb, verb)
+		ctlUsage(stderr)
+		return 2
+	case !ok && verb != "":
+		fmt.Fprintf(stderr, "newsfeed ctl: unknown command %q\n", verb)
+		ctlUsage(stderr)
+		return 2
+	case !ok || (wantPeer && fs.NArg() != 2) || (!wantPeer && fs.NArg() != 1):
+		if wantPeer && fs.NArg() == 1 {
+			fmt.Fprintf(stderr, "newsfeed ctl %s: name the peer\n", verb)
+		}
 		ctlUsage(stderr)
 		return 2
 	}
