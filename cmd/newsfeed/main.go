@@ -258,14 +258,22 @@ func injectRemote(ctx context.Context, cfg *newsfeed.Config, files []string, std
 		return 1
 	}
 	fmt.Fprintf(stdout, "the spool is in use: offering the articles to the running newsfeed on %s\n", listen)
-	res, err := newsfeed.InjectRemote(ctx, listen, files, int(cfg.MaxArticleSize))
-	printInjectNotes(stdout, res)
-	fmt.Fprintf(stdout, "total: %s\n", res)
-	if err != nil {
-		fmt.Fprintf(stderr, "newsfeed inject: %v\n", err)
-		return 1
+	// One session per file, so that each file's counts are printed as
+	// without a running relay.
+	var total newsfeed.InjectResult
+	failed := false
+	for _, name := range files {
+		res, err := newsfeed.InjectRemote(ctx, listen, []string{name}, int(cfg.MaxArticleSize))
+		printInjectNotes(stdout, res)
+		fmt.Fprintf(stdout, "%s: %s\n", name, res)
+		total.Add(res)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsfeed inject: %s: %v\n", name, err)
+			failed = true
+		}
 	}
-	if res.Rejected > 0 {
+	fmt.Fprintf(stdout, "total: %s\n", total)
+	if failed || total.Rejected > 0 {
 		return 1
 	}
 	return 0
