@@ -74,6 +74,15 @@ func ctl(args []string, stdout, stderr io.Writer) int {
 		ctlUsage(stderr)
 		return 2
 	}
+	if *admin == "" && verb == "reload" {
+		// The file ctl reads is the one the relay would reload: a
+		// mistake in it is the operator's to fix, and the relay is not
+		// asked.
+		if _, err := newsfeed.LoadConfig(*config); err != nil {
+			fmt.Fprintf(stderr, "newsfeed ctl reload: %v\nnot reloaded: the relay was not asked and keeps its configuration; fix the file (newsfeed config -check FILE) and reload again\n", err)
+			return 1
+		}
+	}
 	path := "/ctl/" + verb
 	if wantPeer {
 		path += "?peer=" + url.QueryEscape(fs.Arg(1))

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -25,5 +28,20 @@ func TestCtlUsageSaysWhat(t *testing.T) {
 		if rc != 2 || !strings.HasPrefix(errb.String(), tc.want) || !strings.Contains(errb.String(), "usage: newsfeed ctl ") {
 			t.Errorf("ctl %q: exit %d, stderr %q; want 2, starting %q, with the usage", tc.args, rc, errb.String(), tc.want)
 		}
+	}
+}
+
+// TestCtlReloadBadFile: ctl reload with a configuration file that does
+// not load says that the relay was not asked and keeps its
+// configuration, and what to run.
+func TestCtlReloadBadFile(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "newsfeed.toml")
+	os.WriteFile(conf, []byte(fmt.Sprintf("spool = %q\nadmin = \"127.0.0.1:1\"\nbogus_key = 1\n", dir)), 0o644)
+	var out, errb bytes.Buffer
+	rc := Main([]string{"ctl", "-config", conf, "reload"}, &out, &errb)
+	want := "newsfeed ctl reload: " + conf + ":3: bogus_key: unknown key\nnot reloaded: the relay was not asked and keeps its configuration; fix the file (newsfeed config -check FILE) and reload again\n"
+	if rc != 1 || errb.String() != want {
+		t.Errorf("ctl reload of a bad file: exit %d, stderr %q; want 1, %q", rc, errb.String(), want)
 	}
 }

@@ -29,7 +29,10 @@ func report(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	d, err := tomlconf.ParseDuration(*since)
-	if err != nil || d <= 0 {
+	if err == nil && d <= 0 {
+		err = fmt.Errorf("%q is not a duration after 0 (want e.g. \"24h\", \"7d\")", *since)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "newsfeed report: -since: %v\n", err)
 		return 2
 	}

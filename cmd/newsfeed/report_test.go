@@ -55,6 +55,10 @@ func TestReportCommand(t *testing.T) {
 			t.Errorf("inn2's average latency without samples: %q, want -", f[11])
 		}
 	}
+	errb.Reset()
+	if rc := Main([]string{"report", "-config", conf, "-since", "0"}, &out, &errb); rc != 2 || errb.String() != "newsfeed report: -since: \"0\" is not a duration after 0 (want e.g. \"24h\", \"7d\")\n" {
+		t.Errorf("report -since 0: exit %d, %q", rc, errb.String())
+	}
 	os.WriteFile(conf, []byte(fmt.Sprintf("spool = %q\n", spool)), 0o644)
 	errb.Reset()
 	if rc := Main([]string{"report", "-config", conf}, &out, &errb); rc != 1 || !strings.HasPrefix(errb.String(), "newsfeed report: no article_log in "+conf+": set article_log") {
