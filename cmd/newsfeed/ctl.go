@@ -252,6 +252,12 @@ func printTrace(w io.Writer, tr newsfeed.TraceResult) {
 	for _, l := range lines {
 		fmt.Fprintln(w, l.text)
 	}
+	waits := slices.ContainsFunc(tr.Peers, func(p newsfeed.PeerTrace) bool { return p.Waiting != "" || p.Queued || len(p.Answers) > 0 })
+	if len(tr.Events) == 0 && !waits && tr.History != "stored" && tr.History != "pending" && tr.History != "rejected" && tr.Log != "" {
+		// Nothing knows the article: a line per peer would only repeat it.
+		fmt.Fprintf(w, "not in the article log nor in a peer's queue: never offered to this relay, or before the log's oldest file (%s)\n", tr.Log)
+		return
+	}
 	for _, p := range tr.Peers {
 		switch {
 		case p.Waiting != "":
