@@ -193,10 +193,17 @@ func trace(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	printTrace(stdout, tr)
-	if tr.History == "unknown" && len(tr.Events) == 0 {
+	if traceUnknown(tr) {
 		return 1
 	}
 	return 0
+}
+
+// traceUnknown reports whether nothing knows the traced article: not the
+// history, the article log nor a peer's queue.
+func traceUnknown(tr newsfeed.TraceResult) bool {
+	known := slices.ContainsFunc(tr.Peers, func(p newsfeed.PeerTrace) bool { return p.Waiting != "" || p.Queued || len(p.Answers) > 0 })
+	return len(tr.Events) == 0 && !known && tr.History != "stored" && tr.History != "pending" && tr.History != "rejected"
 }
 
 // printTrace prints the history's answer, then the arrivals and the
@@ -252,8 +259,7 @@ func printTrace(w io.Writer, tr newsfeed.TraceResult) {
 	for _, l := range lines {
 		fmt.Fprintln(w, l.text)
 	}
-	waits := slices.ContainsFunc(tr.Peers, func(p newsfeed.PeerTrace) bool { return p.Waiting != "" || p.Queued || len(p.Answers) > 0 })
-	if len(tr.Events) == 0 && !waits && tr.History != "stored" && tr.History != "pending" && tr.History != "rejected" && tr.Log != "" {
+	if traceUnknown(tr) && tr.Log != "" {
 		// Nothing knows the article: a line per peer would only repeat it.
 		fmt.Fprintf(w, "not in the article log nor in a peer's queue: never offered to this relay, or before the log's oldest file (%s)\n", tr.Log)
 		return
