@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -245,5 +246,20 @@ func TestPrintStatusAddsUp(t *testing.T) {
 	sum := col["ACCEPTED"] + col["REFUSED"] + col["REJECTED"] + col["DROPPED"] + col["MISSING"] + col["TOO_OLD"] + col["LOST"] + col["QUEUED"]
 	if col["OFFERED"] != 100 || sum != 100 {
 		t.Errorf("status columns %v: offered %d, the columns add up to %d, want 100:\n%s", col, col["OFFERED"], sum, out.String())
+	}
+}
+
+// TestPrintStatusRemoved: a peer a reload removed shows as such, with its
+// queue, and does not keep status -drained waiting (its queue waits for
+// the stop).
+func TestPrintStatusRemoved(t *testing.T) {
+	st := newsfeed.Status{Peers: []newsfeed.PeerStats{{Name: "a"}, {Name: "gone", Offered: 5, Queued: 5, Removed: true}}}
+	var out bytes.Buffer
+	printStatus(&out, st)
+	if !regexp.MustCompile(`(?m)^gone \(removed\) +5 `).MatchString(out.String()) {
+		t.Errorf("status lacks the removed peer:\n%s", out.String())
+	}
+	if !isDrained(st) {
+		t.Error("a removed peer's queue keeps status from being drained")
 	}
 }

@@ -337,9 +337,11 @@ func status(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// isDrained reports whether no configured peer has articles queued (a
+// removed peer's queue waits for the stop).
 func isDrained(st newsfeed.Status) bool {
 	for _, p := range st.Peers {
-		if p.Queued != 0 {
+		if p.Queued != 0 && !p.Removed {
 			return false
 		}
 	}
@@ -446,6 +448,9 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 		name := p.Name
 		if p.Paused {
 			name += " (paused)"
+		}
+		if p.Removed {
+			name += " (removed)"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%dB\t%s\n", name, p.Offered, p.Accepted, p.Refused,
 			p.Rejected, p.Deferred, p.Dropped, p.Missing, p.TooOld, p.Lost, p.Queued, p.BacklogArticle, p.BacklogBytes, conns)

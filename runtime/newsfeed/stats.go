@@ -1,8 +1,11 @@
 package newsfeed
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +84,11 @@ type PeerStats struct {
 	Paused      bool         `json:"paused,omitempty"` // newsfeed ctl pause
 	ConnsUp     int          `json:"conns_up"`         // connections past the handshake, feeding or idle
 	Connections []ConnStatus `json:"connections"`
+
+	// Removed: a reload removed the peer; its queue is kept until the
+	// stop, which writes it to backlog files (newsfeed ctl drop removes
+	// them after a restart).
+	Removed bool `json:"removed,omitempty"`
 }
 
 // ConnStatus is the state of one of a peer's connections. Error is set
@@ -207,6 +215,17 @@ func (r *Relay) Status() Status {
 	}
 	for _, p := range r.peerList() {
 		st.Peers = append(st.Peers, p.stats(now))
+	}
+	// Peers a reload removed follow, while their queues are held: what
+	// they hold is not lost from sight.
+	r.mu.Lock()
+	retired := slices.Collect(maps.Values(r.retired))
+	r.mu.Unlock()
+	slices.SortFunc(retired, func(a, b *peer) int { return cmp.Compare(a.cfg.Name, b.cfg.Name) })
+	for _, p := range retired {
+		s := p.stats(now)
+		s.Removed = true
+		st.Peers = append(st.Peers, s)
 	}
 	return st
 }
