@@ -342,12 +342,13 @@ func (r *Relay) logStats(final bool) {
 			}
 		} else if s.Seconds > 0 {
 			rate = float64(s.Accepted) / s.Seconds
+			mbs = float64(s.AcceptedBytes) / s.Seconds / 1e6
 		}
 		p.last = statsSnap{at: now, accepted: s.Accepted, bytes: s.AcceptedBytes}
 		r.log.Info(what, "peer", s.Name, "offered", s.Offered, "accepted", s.Accepted, "refused", s.Refused,
 			"rejected", s.Rejected, "deferred", s.Deferred, "dropped", s.Dropped, "missing", s.Missing, "too_old", s.TooOld,
 			"queued", s.Queued, "backlog", s.BacklogArticle, "backlog_bytes", s.BacklogBytes,
-			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs), "lost_files", s.LostFiles, "lost_backlog_articles", s.Lost)
+			"rate", fmt.Sprintf("%.1f/s", rate), "mbytes_per_s", fmt.Sprintf("%.2f", mbs), "lost_files", s.LostFiles, "lost_backlog_articles", s.Lost)
 	}
 }
 
