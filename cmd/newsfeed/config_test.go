@@ -263,3 +263,17 @@ func TestPrintStatusRemoved(t *testing.T) {
 		t.Error("a removed peer's queue keeps status from being drained")
 	}
 }
+
+// TestStatusBadConfig: status with a configuration file that does not
+// load says where the mistake is and how to ask the relay all the same.
+func TestStatusBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "newsfeed.toml")
+	os.WriteFile(conf, []byte(fmt.Sprintf("spool = %q\nadmin = \"127.0.0.1:1\"\nbogus_key = 1\n", dir)), 0o644)
+	var out, errb bytes.Buffer
+	rc := Main([]string{"status", "-config", conf}, &out, &errb)
+	want := "newsfeed status: " + conf + ":3: bogus_key: unknown key\n(a running relay keeps the configuration it loaded; to ask it before the file is fixed, pass -admin HOST:PORT)\n"
+	if rc != 1 || errb.String() != want {
+		t.Errorf("status with a bad file: exit %d, stderr %q; want 1, %q", rc, errb.String(), want)
+	}
+}

@@ -392,7 +392,9 @@ func adminAddr(config, admin string) (string, *newsfeed.Config, error) {
 	}
 	cfg, err := newsfeed.LoadConfig(config)
 	if err != nil {
-		return "", nil, err
+		// The running relay keeps the configuration it loaded: it can
+		// still be asked, at its admin address.
+		return "", nil, fmt.Errorf("%w\n(a running relay keeps the configuration it loaded; to ask it before the file is fixed, pass -admin HOST:PORT)", err)
 	}
 	addr := cfg.Admin
 	if addr == "" {
