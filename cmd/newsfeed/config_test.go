@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -193,23 +195,85 @@ func TestStatusNoRelay(t *testing.T) {
 }
 
 // TestPrintStatusErrors: a connection down because of an error shows it
-// beside its state; an error it recovered from is listed as the last
-// error, with its time, not as current.
+// beside its state, once for the connections down for the same error; an
+// error it recovered from is listed as the last error, with its time, not
+// as current.
 func TestPrintStatusErrors(t *testing.T) {
 	at := time.Now().Add(-5 * time.Minute).UTC().Format(time.RFC3339)
 	st := newsfeed.Status{Peers: []newsfeed.PeerStats{
 		{Name: "down", Connections: []newsfeed.ConnStatus{{ID: 1, State: "waiting", Error: "connection refused", LastErr: "connection refused", LastErrAt: at}}},
 		{Name: "back", Connections: []newsfeed.ConnStatus{{ID: 1, State: "feeding", LastErr: "connection reset", LastErrAt: at}}},
+		{Name: "both", Connections: []newsfeed.ConnStatus{{ID: 1, State: "waiting", Error: "refused"}, {ID: 2, State: "waiting", Error: "refused"},
+			{ID: 3, State: "waiting", Error: "timeout"}, {ID: 4, State: "feeding"}, {ID: 5, State: "feeding"}}},
 	}}
 	var out bytes.Buffer
 	printStatus(&out, st)
 	text := out.String()
-	for _, want := range []string{"#1 waiting (connection refused)", "last error: back #1 at " + at + " (", " ago): connection reset"} {
+	for _, want := range []string{"#1 waiting (connection refused)", "last error: back #1 at " + at + " (", " ago): connection reset",
+		"#1, #2 waiting (refused), #3 waiting (timeout), #4 feeding, #5 feeding\n"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("status lacks %q:\n%s", want, text)
 		}
 	}
 	if strings.Contains(text, "#1 feeding (") || strings.Contains(text, "last error: down") {
 		t.Errorf("status shows a past error as current, or a current one as past:\n%s", text)
+	}
+}
+
+// TestPrintStatusAddsUp: the status table has every column of the sum
+// the man page gives, so that offered = accepted + refused + rejected +
+// dropped + missing + too old + lost + queued can be checked from it.
+func TestPrintStatusAddsUp(t *testing.T) {
+	st := newsfeed.Status{Peers: []newsfeed.PeerStats{{Name: "p", Offered: 100, Accepted: 50, Refused: 10, Rejected: 5,
+		Deferred: 3, Dropped: 4, Missing: 6, TooOld: 7, Lost: 8, Queued: 10, BacklogArticle: 9, BacklogBytes: 900}}}
+	var out bytes.Buffer
+	printStatus(&out, st)
+	lines := strings.Split(out.String(), "\n")
+	var head, row []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "PEER ") && i+1 < len(lines) {
+			head = strings.Split(strings.Join(strings.Fields(strings.ReplaceAll(l, "TOO OLD", "TOO_OLD")), " "), " ")
+			row = strings.Fields(lines[i+1])
+		}
+	}
+	col := map[string]int64{}
+	for i, h := range head {
+		if i < len(row) {
+			n, _ := strconv.ParseInt(row[i], 10, 64)
+			col[h] = n
+		}
+	}
+	sum := col["ACCEPTED"] + col["REFUSED"] + col["REJECTED"] + col["DROPPED"] + col["MISSING"] + col["TOO_OLD"] + col["LOST"] + col["QUEUED"]
+	if col["OFFERED"] != 100 || sum != 100 {
+		t.Errorf("status columns %v: offered %d, the columns add up to %d, want 100:\n%s", col, col["OFFERED"], sum, out.String())
+	}
+}
+
+// TestPrintStatusRemoved: a peer a reload removed shows as such, with its
+// queue, and does not keep status -drained waiting (its queue waits for
+// the stop).
+func TestPrintStatusRemoved(t *testing.T) {
+	st := newsfeed.Status{Peers: []newsfeed.PeerStats{{Name: "a"}, {Name: "gone", Offered: 5, Queued: 5, Removed: true}}}
+	var out bytes.Buffer
+	printStatus(&out, st)
+	if !regexp.MustCompile(`(?m)^gone \(removed\) +5 `).MatchString(out.String()) {
+		t.Errorf("status lacks the removed peer:\n%s", out.String())
+	}
+	if !isDrained(st) {
+		t.Error("a removed peer's queue keeps status from being drained")
+	}
+}
+
+// TestStatusBadConfig: status with a configuration file that does not
+// load says where the mistake is and how to ask the relay all the same.
+func TestStatusBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "newsfeed.toml")
+	os.WriteFile(conf, []byte(fmt.Sprintf("spool = %q\nadmin = \"127.0.0.1:1\"\nbogus_key = 1\n", dir)), 0o644)
+	var out, errb bytes.Buffer
+	rc := Main([]string{"status", "-config", conf}, &out, &errb)
+	want := "newsfeed status: " + conf + ":3: bogus_key: unknown key\n(a running relay keeps the configuration it loaded; to ask it before the file is fixed, pass -admin HOST:PORT)\n"
+	if rc != 1 || errb.String() != want {
+		t.Errorf("status with a bad file: exit %d, stderr %q; want 1, %q", rc, errb.String(), want)
 	}
 }

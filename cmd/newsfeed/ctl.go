@@ -58,9 +58,30 @@ func ctl(args []string, stdout, stderr io.Writer) int {
 	}
 	verb := fs.Arg(0)
 	wantPeer, ok := ctlVerbs[verb]
-	if !ok || (wantPeer && fs.NArg() != 2) || (!wantPeer && fs.NArg() != 1) {
+	switch {
+	case !ok && (verb == "status" || verb == "trace" || verb == "report"):
+		fmt.Fprintf(stderr, "newsfeed ctl: %s is not a control command: run newsfeed %s\n", verb, verb)
 		ctlUsage(stderr)
 		return 2
+	case !ok && verb != "":
+		fmt.Fprintf(stderr, "newsfeed ctl: unknown command %q\n", verb)
+		ctlUsage(stderr)
+		return 2
+	case !ok || (wantPeer && fs.NArg() != 2) || (!wantPeer && fs.NArg() != 1):
+		if wantPeer && fs.NArg() == 1 {
+			fmt.Fprintf(stderr, "newsfeed ctl %s: name the peer\n", verb)
+		}
+		ctlUsage(stderr)
+		return 2
+	}
+	if *admin == "" && verb == "reload" {
+		// The file ctl reads is the one the relay would reload: a
+		// mistake in it is the operator's to fix, and the relay is not
+		// asked.
+		if _, err := newsfeed.LoadConfig(*config); err != nil {
+			fmt.Fprintf(stderr, "newsfeed ctl reload: %v\nnot reloaded: the relay was not asked and keeps its configuration; fix the file (newsfeed config -check FILE) and reload again\n", err)
+			return 1
+		}
 	}
 	path := "/ctl/" + verb
 	if wantPeer {
@@ -172,10 +193,17 @@ func trace(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	printTrace(stdout, tr)
-	if tr.History == "unknown" && len(tr.Events) == 0 {
+	if traceUnknown(tr) {
 		return 1
 	}
 	return 0
+}
+
+// traceUnknown reports whether nothing knows the traced article: not the
+// history, the article log nor a peer's queue.
+func traceUnknown(tr newsfeed.TraceResult) bool {
+	known := slices.ContainsFunc(tr.Peers, func(p newsfeed.PeerTrace) bool { return p.Waiting != "" || p.Queued || len(p.Answers) > 0 })
+	return len(tr.Events) == 0 && !known && tr.History != "stored" && tr.History != "pending" && tr.History != "rejected"
 }
 
 // printTrace prints the history's answer, then the arrivals and the
@@ -230,6 +258,11 @@ func printTrace(w io.Writer, tr newsfeed.TraceResult) {
 	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
 	for _, l := range lines {
 		fmt.Fprintln(w, l.text)
+	}
+	if traceUnknown(tr) && tr.Log != "" {
+		// Nothing knows the article: a line per peer would only repeat it.
+		fmt.Fprintf(w, "not in the article log nor in a peer's queue: never offered to this relay, or before the log's oldest file (%s)\n", tr.Log)
+		return
 	}
 	for _, p := range tr.Peers {
 		switch {

@@ -258,14 +258,22 @@ func injectRemote(ctx context.Context, cfg *newsfeed.Config, files []string, std
 		return 1
 	}
 	fmt.Fprintf(stdout, "the spool is in use: offering the articles to the running newsfeed on %s\n", listen)
-	res, err := newsfeed.InjectRemote(ctx, listen, files, int(cfg.MaxArticleSize))
-	printInjectNotes(stdout, res)
-	fmt.Fprintf(stdout, "total: %s\n", res)
-	if err != nil {
-		fmt.Fprintf(stderr, "newsfeed inject: %v\n", err)
-		return 1
+	// One session per file, so that each file's counts are printed as
+	// without a running relay.
+	var total newsfeed.InjectResult
+	failed := false
+	for _, name := range files {
+		res, err := newsfeed.InjectRemote(ctx, listen, []string{name}, int(cfg.MaxArticleSize))
+		printInjectNotes(stdout, res)
+		fmt.Fprintf(stdout, "%s: %s\n", name, res)
+		total.Add(res)
+		if err != nil {
+			fmt.Fprintf(stderr, "newsfeed inject: %s: %v\n", name, err)
+			failed = true
+		}
 	}
-	if res.Rejected > 0 {
+	fmt.Fprintf(stdout, "total: %s\n", total)
+	if failed || total.Rejected > 0 {
 		return 1
 	}
 	return 0
@@ -329,9 +337,11 @@ func status(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// isDrained reports whether no configured peer has articles queued (a
+// removed peer's queue waits for the stop).
 func isDrained(st newsfeed.Status) bool {
 	for _, p := range st.Peers {
-		if p.Queued != 0 {
+		if p.Queued != 0 && !p.Removed {
 			return false
 		}
 	}
@@ -382,7 +392,9 @@ func adminAddr(config, admin string) (string, *newsfeed.Config, error) {
 	}
 	cfg, err := newsfeed.LoadConfig(config)
 	if err != nil {
-		return "", nil, err
+		// The running relay keeps the configuration it loaded: it can
+		// still be asked, at its admin address.
+		return "", nil, fmt.Errorf("%w\n(a running relay keeps the configuration it loaded; to ask it before the file is fixed, pass -admin HOST:PORT)", err)
 	}
 	addr := cfg.Admin
 	if addr == "" {
@@ -414,14 +426,23 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 	fmt.Fprintf(w, "ingest: connections %d open %d accepted %d refused %d deferred %d rejected %d\n",
 		st.Ingest.Connections, st.Ingest.Open, st.Ingest.Accepted, st.Ingest.Refused, st.Ingest.Deferred, st.Ingest.Rejected)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PEER\tOFFERED\tACCEPTED\tREFUSED\tREJECTED\tDEFERRED\tDROPPED\tMISSING\tQUEUED\tBACKLOG\tCONNECTIONS")
+	// The columns from OFFERED to QUEUED add up as the man page says:
+	// offered = accepted + refused + rejected + dropped + missing + too
+	// old + lost + queued (deferred articles are in queued).
+	fmt.Fprintln(tw, "PEER\tOFFERED\tACCEPTED\tREFUSED\tREJECTED\tDEFERRED\tDROPPED\tMISSING\tTOO OLD\tLOST\tQUEUED\tBACKLOG\tCONNECTIONS")
 	for _, p := range st.Peers {
 		conns := ""
 		for i, c := range p.Connections {
 			if i > 0 {
 				conns += ", "
 			}
-			conns += fmt.Sprintf("#%d %s", c.ID, c.State)
+			conns += fmt.Sprintf("#%d", c.ID)
+			// Connections down for the same error show it once, after
+			// the last of them: "#1, #2 waiting (ERROR)".
+			if c.Error != "" && i+1 < len(p.Connections) && p.Connections[i+1].State == c.State && p.Connections[i+1].Error == c.Error {
+				continue
+			}
+			conns += " " + c.State
 			if c.Error != "" {
 				conns += " (" + c.Error + ")"
 			}
@@ -430,8 +451,11 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 		if p.Paused {
 			name += " (paused)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%dB\t%s\n", name, p.Offered, p.Accepted, p.Refused,
-			p.Rejected, p.Deferred, p.Dropped, p.Missing, p.Queued, p.BacklogArticle, p.BacklogBytes, conns)
+		if p.Removed {
+			name += " (removed)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%dB\t%s\n", name, p.Offered, p.Accepted, p.Refused,
+			p.Rejected, p.Deferred, p.Dropped, p.Missing, p.TooOld, p.Lost, p.Queued, p.BacklogArticle, p.BacklogBytes, conns)
 	}
 	tw.Flush()
 	if len(st.Peers) == 0 {

@@ -29,7 +29,10 @@ func report(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	d, err := tomlconf.ParseDuration(*since)
-	if err != nil || d <= 0 {
+	if err == nil && d <= 0 {
+		err = fmt.Errorf("%q is not a duration after 0 (want e.g. \"24h\", \"7d\")", *since)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "newsfeed report: -since: %v\n", err)
 		return 2
 	}
@@ -72,6 +75,7 @@ func printReport(w io.Writer, rep newsfeed.Report) {
 	if len(rep.Peers) == 0 {
 		fmt.Fprintln(w, "no peer stats in the window (stats lines come every stats_interval and at the stop)")
 	}
+	fmt.Fprintf(w, "answers not in the latency (their arrival is not in the log: before its oldest file, or lost by a killed run): %d\n", rep.Unpaired)
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "FEEDER\tOFFERED\tACCEPTED\tREFUSED\tREJECTED\tDEFERRED\tBYTES\t")

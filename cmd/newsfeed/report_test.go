@@ -46,11 +46,18 @@ func TestReportCommand(t *testing.T) {
 	if rc := Main([]string{"report", "-config", conf}, &out, &errb); rc != 0 || !strings.Contains(out.String(), "No Newsgroups") {
 		t.Errorf("report text: exit %d:\n%s", rc, out.String())
 	}
+	if !strings.Contains(out.String(), "\nanswers not in the latency (their arrival is not in the log: before its oldest file, or lost by a killed run): 0\n") {
+		t.Errorf("report text without the count of unpaired answers:\n%s", out.String())
+	}
 	// A peer with no timed answer shows no latency, not 0.
 	for _, l := range strings.Split(out.String(), "\n") {
 		if f := strings.Fields(l); len(f) > 11 && f[0] == "inn2" && f[11] != "-" {
 			t.Errorf("inn2's average latency without samples: %q, want -", f[11])
 		}
+	}
+	errb.Reset()
+	if rc := Main([]string{"report", "-config", conf, "-since", "0"}, &out, &errb); rc != 2 || errb.String() != "newsfeed report: -since: \"0\" is not a duration after 0 (want e.g. \"24h\", \"7d\")\n" {
+		t.Errorf("report -since 0: exit %d, %q", rc, errb.String())
 	}
 	os.WriteFile(conf, []byte(fmt.Sprintf("spool = %q\n", spool)), 0o644)
 	errb.Reset()

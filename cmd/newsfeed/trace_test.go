@@ -42,3 +42,16 @@ time not recorded       peer a: accepted
 		t.Errorf("printTrace (-want +got):\n%s", diff)
 	}
 }
+
+// TestPrintTraceUnknown: an article nothing knows is said so in one
+// line, not as "not sent" to every peer.
+func TestPrintTraceUnknown(t *testing.T) {
+	tr := newsfeed.TraceResult{MessageID: "<x@y>", History: "unknown", Log: "/spool/news",
+		Peers: []newsfeed.PeerTrace{{Name: "a"}, {Name: "b"}}}
+	var out bytes.Buffer
+	printTrace(&out, tr)
+	want := "<x@y>: history unknown\nnot in the article log nor in a peer's queue: never offered to this relay, or before the log's oldest file (/spool/news)\n"
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("printTrace (-want +got):\n%s", diff)
+	}
+}

@@ -65,7 +65,9 @@ func TestAdmin(t *testing.T) {
 		t.Errorf("status.json (-want +got):\n%s", diff)
 	}
 	page := get("/status")
-	for _, want := range []string{"<h1>newsfeed relay.test</h1>", `<td class="l">p</td><td>3</td><td>3</td>`, "Accepting articles."} {
+	for _, want := range []string{"<h1>newsfeed relay.test</h1>", `<td class="l">p</td><td>3</td><td>3</td>`, "Accepting articles.",
+		// Every column of offered's sum.
+		"<th>dropped</th><th>missing</th><th>too old</th><th>lost</th><th>queued</th>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("status page lacks %q:\n%s", want, page)
 		}

@@ -29,7 +29,8 @@ import (
 // comes again when the date or the table changes; the other lines start
 // with the time of day (UTC, milliseconds). An article line gives the
 // time the article arrived, its message-id, the feeder (its [[incoming]]
-// name, else its address; "inject" for newsfeed inject), its verdict
+// name, else its address; "inject" for newsfeed inject with no relay
+// running, the address it connects from with one), its verdict
 // (+ stored, = refused, - rejected, d deferred), and for a stored article
 // its size and one answer per peer of the table: + accepted, = refused,
 // - rejected, d deferred (still queued), m missing, o too old, q not yet

@@ -146,14 +146,20 @@ func (r *Relay) serveCtl(mux *http.ServeMux, token string) {
 	}))
 }
 
-// findPeer returns the configured peer called name.
+// findPeer returns the configured peer called name; the error for an
+// unknown one names the configured peers.
 func (r *Relay) findPeer(name string) (*peer, error) {
+	var names []string
 	for _, p := range r.peerList() {
 		if p.cfg.Name == name {
 			return p, nil
 		}
+		names = append(names, p.cfg.Name)
 	}
-	return nil, fmt.Errorf("%w %q", errNoPeer, name)
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w %q: no peers are configured", errNoPeer, name)
+	}
+	return nil, fmt.Errorf("%w %q (the peers are %s)", errNoPeer, name, strings.Join(names, ", "))
 }
 
 // Pause stops handing articles to the peer's connections (those in flight

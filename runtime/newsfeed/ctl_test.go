@@ -86,8 +86,8 @@ func TestCtlPauseFlushResume(t *testing.T) {
 		}
 	}
 	h.checkStats()
-	if _, err := h.r.Pause("nosuch"); err == nil || !strings.Contains(err.Error(), `no such peer "nosuch"`) {
-		t.Errorf("Pause(nosuch) = %v, want no such peer", err)
+	if _, err := h.r.Pause("nosuch"); err == nil || err.Error() != `no such peer "nosuch" (the peers are sink)` {
+		t.Errorf("Pause(nosuch) = %v, want no such peer, naming the peers", err)
 	}
 }
 

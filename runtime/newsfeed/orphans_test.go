@@ -38,6 +38,10 @@ func TestRemovedPeerBacklog(t *testing.T) {
 	if _, err := h.r.ReloadConfig(); err != nil {
 		t.Fatal(err)
 	}
+	// The removed peer's queue stays in sight until the stop.
+	if ps := h.r.Status().Peers; len(ps) != 2 || ps[0].Name != "a" || ps[0].Removed || ps[1].Name != "gone" || !ps[1].Removed || ps[1].Queued != 5 {
+		t.Errorf("status after the reload: %+v; want a, then gone removed with 5 queued", ps)
+	}
 	// newsfeed ctl drop names the command: the messages do not repeat it.
 	if _, err := h.r.Drop("gone"); err == nil || strings.HasPrefix(err.Error(), "drop:") {
 		t.Errorf("Drop of a peer retired by a reload of this run: %v", err)

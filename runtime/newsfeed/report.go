@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -34,6 +36,9 @@ type Report struct {
 	Reasons []ReportReason `json:"top_rejection_reasons"`
 	// Lost counts stored articles found damaged or gone in the spool.
 	Lost int64 `json:"lost_articles"`
+	// Unpaired counts the peers' answers that are not in the latency
+	// (the sum of the peers' Unpaired).
+	Unpaired int64 `json:"unpaired_answers"`
 }
 
 // ReportPeer is one peer's share of the window.
@@ -50,13 +55,18 @@ type ReportPeer struct {
 	Lost     int64  `json:"lost"`
 	Bytes    int64  `json:"bytes"`
 	// AvgLatency is the mean time from an article's arrival to the peer's
-	// final answer, in seconds, over LatencySamples answers: those that
-	// came while the article's log line was open (at most a minute after
-	// its arrival, in the same run), so answers from backlog are not in it.
+	// final answer, in seconds, over LatencySamples answers given in the
+	// window, however late: those on the article's line come from the
+	// runs' stats lines (lat_ms, lat_n), later ones from pairing the
+	// answer's own line with the article's line, across restarts.
 	AvgLatency     float64 `json:"avg_latency_seconds"`
 	LatencySamples int64   `json:"latency_samples"`
-	BacklogPeak    int64   `json:"backlog_peak"`
-	Queued         int64   `json:"queued"` // at the last stats line
+	// Unpaired counts the answers in the window that could not be timed:
+	// their article's line is not in the log (before its oldest file, or
+	// not written by a killed run).
+	Unpaired    int64 `json:"unpaired_answers"`
+	BacklogPeak int64 `json:"backlog_peak"`
+	Queued      int64 `json:"queued"` // at the last stats line
 }
 
 // ReportFeeder is one upstream feeder's share of the window, from the
@@ -98,8 +108,10 @@ func BuildReport(cfg *Config, since, until time.Time) (Report, error) {
 	feeders := map[string]*ReportFeeder{}
 	reasons := map[[2]string]int64{}
 	inRuns := map[string]bool{}
+	late := newLatePairs(since, until)
 	for i := len(files) - 1; i >= 0; i-- {
 		if err := readLogFile(files[i], func(l ArticleLogLine) {
+			late.line(l)
 			if l.Who == "stats" {
 				subject := "relay"
 				if l.Verdict == "peer" {
@@ -167,6 +179,7 @@ func BuildReport(cfg *Config, since, until time.Time) (Report, error) {
 			return rep, err
 		}
 	}
+	late.expire(true)
 	rep.Runs = len(inRuns)
 	delta := func(rcs map[string]*runCounters, k string) int64 {
 		var sum int64
@@ -213,11 +226,25 @@ func BuildReport(cfg *Config, since, until time.Time) (Report, error) {
 			Refused: delta(rcs, "refused"), Rejected: delta(rcs, "rejected"), Deferred: delta(rcs, "deferred"),
 			Dropped: delta(rcs, "dropped"), Missing: delta(rcs, "missing"), TooOld: delta(rcs, "too_old"),
 			Lost: delta(rcs, "lost"), Bytes: delta(rcs, "bytes"), BacklogPeak: peaks[name], Queued: queued[name]}
-		if n := delta(rcs, "lat_n"); n > 0 {
-			p.AvgLatency = float64(delta(rcs, "lat_ms")) / float64(n) / 1000
-			p.LatencySamples = n
-		}
+		p.latency(delta(rcs, "lat_ms"), delta(rcs, "lat_n"), late)
 		rep.Peers = append(rep.Peers, p)
+	}
+	// A peer answering in the window without a stats line in it (its run
+	// was killed before one) still shows its answers' latency.
+	for _, name := range slices.Sorted(maps.Keys(late.n)) {
+		if !slices.ContainsFunc(rep.Peers, func(p ReportPeer) bool { return p.Name == name }) {
+			p := ReportPeer{Name: name}
+			p.latency(0, 0, late)
+			rep.Peers = append(rep.Peers, p)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(late.unpaired)) {
+		if !slices.ContainsFunc(rep.Peers, func(p ReportPeer) bool { return p.Name == name }) {
+			rep.Peers = append(rep.Peers, ReportPeer{Name: name, Unpaired: late.unpaired[name]})
+		}
+	}
+	for _, p := range rep.Peers {
+		rep.Unpaired += p.Unpaired
 	}
 	slices.SortFunc(rep.Peers, func(a, b ReportPeer) int { return cmp.Compare(a.Name, b.Name) })
 	for _, f := range feeders {
@@ -234,6 +261,18 @@ func BuildReport(cfg *Config, since, until time.Time) (Report, error) {
 		rep.Reasons = rep.Reasons[:10]
 	}
 	return rep, nil
+}
+
+// latency sets the peer's latency from its runs' timed answers (ms over
+// n) and its late answers.
+func (p *ReportPeer) latency(ms, n int64, late *latePairs) {
+	ms += late.ms[p.Name]
+	n += late.n[p.Name]
+	if n > 0 {
+		p.AvgLatency = float64(ms) / float64(n) / 1000
+		p.LatencySamples = n
+	}
+	p.Unpaired = late.unpaired[p.Name]
 }
 
 // readLogFile hands each event of one log file to fn; lines it cannot
@@ -260,4 +299,149 @@ func readLogFile(name string, fn func(ArticleLogLine)) error {
 		return fmt.Errorf("article log %s: %w", name, err)
 	}
 	return nil
+}
+
+// answerKey is one peer's answer to one article.
+type answerKey struct{ id, peer string }
+
+// lateOrphan is an answer line not yet paired with its article's line.
+type lateOrphan struct {
+	at       time.Time
+	rejected bool
+}
+
+// latePairs times the answers the article log writes on lines of their
+// own (">PEER VERDICT"): those that came after the article's line was
+// written, a minute or more after its arrival, in the same run or a later
+// one. An article line with an answer still to come (q, or d) leaves its
+// arrival awaiting; the answer's line pairs with it however late it
+// comes. An answer line before its article line (a rejection is written
+// at once, its article's line up to a minute later) waits orphanHold of
+// log time for it. What it holds is bounded by the answers still awaited
+// (at most maxAwaiting, the oldest given up first) and the answers of the
+// last orphanHold.
+type latePairs struct {
+	since, until time.Time
+	awaiting     map[answerKey]time.Time
+	order        []answerKey // awaiting keys in arrival order; stale ones are skipped
+	orphans      map[answerKey]lateOrphan
+	orphanOrder  []answerKey
+	latest       time.Time // the latest time of a line read
+	ms, n        map[string]int64
+	unpaired     map[string]int64
+}
+
+// Limits of the report's pairing of late answers: an answer line is
+// given orphanHold of log time to meet its article's line (written at
+// most pendingWait after the arrival, flushed a second later), and at
+// most maxAwaiting arrivals wait for their answers.
+const (
+	orphanHold  = 2 * pendingWait
+	maxAwaiting = 1 << 20
+)
+
+func newLatePairs(since, until time.Time) *latePairs {
+	return &latePairs{since: since, until: until, awaiting: map[answerKey]time.Time{},
+		orphans: map[answerKey]lateOrphan{}, ms: map[string]int64{}, n: map[string]int64{}, unpaired: map[string]int64{}}
+}
+
+func (lp *latePairs) inWindow(t time.Time) bool { return !t.Before(lp.since) && t.Before(lp.until) }
+
+// line takes the next event of the log.
+func (lp *latePairs) line(l ArticleLogLine) {
+	if l.Time.After(lp.latest) {
+		lp.latest = l.Time
+		lp.expire(false)
+	}
+	peer := l.Peer()
+	if peer == "" {
+		return
+	}
+	k := answerKey{l.MessageID, peer}
+	if l.Untimed {
+		// An answer on the article's line: the run timed it (lat_ms) when
+		// it is final; q and d leave the arrival awaiting.
+		o, held := lp.orphans[k]
+		if l.Verdict == "deferred" || l.Verdict == "queued" {
+			if held {
+				delete(lp.orphans, k)
+				lp.pair(peer, l.Time, o.at)
+				return
+			}
+			lp.await(answerKey{strings.Clone(k.id), k.peer}, l.Time)
+			return
+		}
+		if held {
+			delete(lp.orphans, k) // the rejection's own line
+		}
+		return
+	}
+	if l.Verdict == "deferred" {
+		return
+	}
+	if arrived, ok := lp.awaiting[k]; ok {
+		delete(lp.awaiting, k)
+		lp.pair(peer, arrived, l.Time)
+		return
+	}
+	k.id = strings.Clone(k.id)
+	if _, ok := lp.orphans[k]; !ok {
+		lp.orphanOrder = append(lp.orphanOrder, k)
+	}
+	lp.orphans[k] = lateOrphan{at: l.Time, rejected: l.Verdict == "rejected"}
+}
+
+// pair times one answer, in the window of the answer.
+func (lp *latePairs) pair(peer string, arrived, answered time.Time) {
+	if lp.inWindow(answered) {
+		lp.ms[peer] += max(0, answered.Sub(arrived).Milliseconds())
+		lp.n[peer]++
+	}
+}
+
+// await records an arrival whose answer is still to come, giving up the
+// oldest beyond maxAwaiting.
+func (lp *latePairs) await(k answerKey, arrived time.Time) {
+	lp.awaiting[k] = arrived
+	lp.order = append(lp.order, k)
+	if len(lp.order) > 2*len(lp.awaiting)+1024 {
+		n := 0
+		for _, k := range lp.order {
+			if _, ok := lp.awaiting[k]; ok {
+				lp.order[n] = k
+				n++
+			}
+		}
+		lp.order = lp.order[:n]
+	}
+	for len(lp.awaiting) > maxAwaiting {
+		delete(lp.awaiting, lp.order[0])
+		lp.order = lp.order[1:]
+	}
+}
+
+// expire counts as unpaired the orphans held past orphanHold, or at the
+// end (all) every one, but a rejection of the last orphanHold: its
+// article's line may be still to come from a running relay.
+func (lp *latePairs) expire(all bool) {
+	n := 0
+	for ; n < len(lp.orphanOrder); n++ {
+		k := lp.orphanOrder[n]
+		o, ok := lp.orphans[k]
+		if !ok {
+			continue
+		}
+		recent := lp.latest.Sub(o.at) < orphanHold
+		if recent && !all {
+			break
+		}
+		delete(lp.orphans, k)
+		if recent && o.rejected {
+			continue
+		}
+		if lp.inWindow(o.at) {
+			lp.unpaired[k.peer]++
+		}
+	}
+	lp.orphanOrder = lp.orphanOrder[n:]
 }

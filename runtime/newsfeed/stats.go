@@ -1,8 +1,11 @@
 package newsfeed
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +84,11 @@ type PeerStats struct {
 	Paused      bool         `json:"paused,omitempty"` // newsfeed ctl pause
 	ConnsUp     int          `json:"conns_up"`         // connections past the handshake, feeding or idle
 	Connections []ConnStatus `json:"connections"`
+
+	// Removed: a reload removed the peer; its queue is kept until the
+	// stop, which writes it to backlog files (newsfeed ctl drop removes
+	// them after a restart).
+	Removed bool `json:"removed,omitempty"`
 }
 
 // ConnStatus is the state of one of a peer's connections. Error is set
@@ -208,6 +216,17 @@ func (r *Relay) Status() Status {
 	for _, p := range r.peerList() {
 		st.Peers = append(st.Peers, p.stats(now))
 	}
+	// Peers a reload removed follow, while their queues are held: what
+	// they hold is not lost from sight.
+	r.mu.Lock()
+	retired := slices.Collect(maps.Values(r.retired))
+	r.mu.Unlock()
+	slices.SortFunc(retired, func(a, b *peer) int { return cmp.Compare(a.cfg.Name, b.cfg.Name) })
+	for _, p := range retired {
+		s := p.stats(now)
+		s.Removed = true
+		st.Peers = append(st.Peers, s)
+	}
 	return st
 }
 
@@ -323,12 +342,13 @@ func (r *Relay) logStats(final bool) {
 			}
 		} else if s.Seconds > 0 {
 			rate = float64(s.Accepted) / s.Seconds
+			mbs = float64(s.AcceptedBytes) / s.Seconds / 1e6
 		}
 		p.last = statsSnap{at: now, accepted: s.Accepted, bytes: s.AcceptedBytes}
 		r.log.Info(what, "peer", s.Name, "offered", s.Offered, "accepted", s.Accepted, "refused", s.Refused,
 			"rejected", s.Rejected, "deferred", s.Deferred, "dropped", s.Dropped, "missing", s.Missing, "too_old", s.TooOld,
 			"queued", s.Queued, "backlog", s.BacklogArticle, "backlog_bytes", s.BacklogBytes,
-			"rate", fmt.Sprintf("%.1f/s", rate), "mbps", fmt.Sprintf("%.2f", mbs), "lost_files", s.LostFiles, "lost_backlog_articles", s.Lost)
+			"rate", fmt.Sprintf("%.1f/s", rate), "mbytes_per_s", fmt.Sprintf("%.2f", mbs), "lost_files", s.LostFiles, "lost_backlog_articles", s.Lost)
 	}
 }
 

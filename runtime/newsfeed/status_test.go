@@ -2,6 +2,9 @@ package newsfeed
 
 import (
 	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -37,5 +40,29 @@ func TestStatusErrorIsHistory(t *testing.T) {
 	}
 	if c.LastErr == "" || c.LastErrAt == "" {
 		t.Errorf("feeding connection lost its last error: %q at %q", c.LastErr, c.LastErrAt)
+	}
+}
+
+// TestStatsLineRates: the first stats line of a run gives the octet rate
+// since the start, as it gives the article rate, under a name that says
+// megabytes, not megabits.
+func TestStatsLineRates(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	logb := &syncBuffer{}
+	h := startRelay(t, relayConfig(t, t.TempDir(), peerText("sink", s, "")), func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(logb, nil)) })
+	big := map[string][]byte{}
+	for i := range 4 {
+		id := fmt.Sprintf("<big%d@t>", i)
+		big[id] = testArticle(id, "misc.test", "up!x", 20000) // about 1.7 MB
+	}
+	h.feedAll(big)
+	h.settle()
+	h.r.logStats(false)
+	m := regexp.MustCompile(`msg=stats peer=sink .* mbytes_per_s=([0-9.]+)`).FindStringSubmatch(logb.String())
+	if m == nil {
+		t.Fatalf("no stats line with mbytes_per_s:\n%s", logb.String())
+	}
+	if v, _ := strconv.ParseFloat(m[1], 64); v <= 0 {
+		t.Errorf("the first stats line's mbytes_per_s = %s after some 7 MB accepted, want more than 0", m[1])
 	}
 }

@@ -224,3 +224,53 @@ func TestNodeFeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusSkipped: the masterfeed's skips show in a node's status and
+// metrics per reason, as a single relay's do: a peer with a hashfeed of
+// half the ids is not offered the other half, nor an article over its
+// max_size.
+func TestStatusSkipped(t *testing.T) {
+	e, err := StartEmbedded(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown()
+	peer := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	text := fmt.Sprintf("listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"a.test\"\n"+
+		"[[peer]]\nname = \"sink\"\nhost = \"127.0.0.1\"\nport = %d\nhashfeed = \"1/2\"\nmax_size = \"4K\"\n"+
+		"[cluster]\nnats = [\"%s\"]\nnode = \"a\"\nreplicas = 1\nshards = 2\n", t.TempDir(), peer.Port(), strings.Join(e.URLs(), `", "`))
+	cfg, err := newsfeed.ParseConfig("test.toml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, cfg)
+	arts := map[string][]byte{}
+	for i := range 20 {
+		id, a := testArticle(i, 1000)
+		arts[id] = a
+	}
+	id, big := testArticle(99, 8000)
+	arts[id] = big
+	for id, code := range takeThis(t, n.Addr().String(), arts) {
+		if code != 239 {
+			t.Errorf("%s: answer %d, want 239", id, code)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p := n.Status(ctx).Peers[0]
+	// The size check comes before the hashfeed's: the big article is
+	// counted once, as too big.
+	if p.SkippedHash == 0 || p.SkippedHash >= 20 || p.SkippedSize != 1 {
+		t.Errorf("skipped: hashfeed %d (want some of 20, not all), size %d (want 1)", p.SkippedHash, p.SkippedSize)
+	}
+	m := string(n.Status(ctx).Metrics())
+	for _, want := range []string{
+		fmt.Sprintf("newsfeed_peer_skipped_total{node=\"a\",peer=\"sink\",reason=\"hashfeed\"} %d\n", p.SkippedHash),
+		"newsfeed_peer_skipped_total{node=\"a\",peer=\"sink\",reason=\"size\"} 1\n",
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
+}

@@ -93,7 +93,7 @@ func (n *Node) Status(ctx context.Context) Status {
 		ps := newsfeed.PeerStats{
 			Name: p.cfg.Name, Offered: p.offered.Load(), Accepted: p.accepted.Load(), Refused: p.refused.Load(),
 			Rejected: p.rejects.Load(), Dropped: p.dropped.Load(), Deferred: p.deferrals.Load(), Resent: p.requeued.Load(),
-			Queued: int64(w + u), Paused: p.paused.Load(), SkippedGroups: p.skips.Groups.Load(), SkippedPath: p.skips.Path.Load(), SkippedSize: p.skips.Size.Load(), AcceptedBytes: p.acceptedBytes.Load(), Seconds: secs,
+			Queued: int64(w + u), Paused: p.paused.Load(), SkippedGroups: p.skips.Groups.Load(), SkippedPath: p.skips.Path.Load(), SkippedSize: p.skips.Size.Load(), SkippedHash: p.skips.Hash.Load(), AcceptedBytes: p.acceptedBytes.Load(), Seconds: secs,
 		}
 		if err != nil {
 			ps.Queued = -1 // unknown: never "drained"
@@ -191,6 +191,15 @@ func (st Status) Metrics() []byte {
 	fmt.Fprintf(&b, "# HELP newsfeed_peer_deferred_total Deferrals (431/436) this node's connections got.\n# TYPE newsfeed_peer_deferred_total counter\n")
 	for _, p := range st.Peers {
 		fmt.Fprintf(&b, "newsfeed_peer_deferred_total{node=%q,peer=%q} %d\n", node, p.Name, p.Deferred)
+	}
+	fmt.Fprintf(&b, "# HELP newsfeed_peer_skipped_total Articles this node's masterfeed did not offer to the peer, by reason.\n# TYPE newsfeed_peer_skipped_total counter\n")
+	for _, p := range st.Peers {
+		for _, r := range []struct {
+			reason string
+			n      int64
+		}{{"groups", p.SkippedGroups}, {"path", p.SkippedPath}, {"size", p.SkippedSize}, {"hashfeed", p.SkippedHash}} {
+			fmt.Fprintf(&b, "newsfeed_peer_skipped_total{node=%q,peer=%q,reason=%q} %d\n", node, p.Name, r.reason, r.n)
+		}
 	}
 	return []byte(b.String())
 }
