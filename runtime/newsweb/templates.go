@@ -169,7 +169,7 @@ const pageTemplates = `
 {{define "group"}}{{template "head" .}}
 <h1>{{.Group}}</h1>
 {{with .Stale}}<p class="note stale">{{.}}</p>{{end}}
-<p class="lead">{{.Articles}} article{{if ne .Articles 1}}s{{end}} in {{.ThreadCount}} thread{{if ne .ThreadCount 1}}s{{end}}{{with .Others}} ({{.}} of them from other servers){{end}}{{with .Stats}}, {{.Count}} on the server{{if not .LastDate.IsZero}}, the last one dated {{fmtTime .LastDate}}{{end}}{{end}}.</p>
+<p class="lead">{{.Articles}} article{{if ne .Articles 1}}s{{end}} in {{.ThreadCount}} thread{{if ne .ThreadCount 1}}s{{end}}{{with .Others}} ({{.}} of them from other servers){{end}}{{with .Stats}}, {{.Count}} on the server{{end}}{{with .Newest}}, {{.}}{{end}}.</p>
 {{if .SearchOn}}<form class="filter searchbox" method="get" action="/search" role="search"><input type="hidden" name="group" value="{{.Group}}"><input type="search" name="q" placeholder="Search {{.Group}}" aria-label="Search this group" maxlength="200"><button type="submit">Search</button></form>{{end}}
 <nav class="threadnav" aria-label="Group">{{with .NewThread}}<a class="new" href="{{.}}">New thread</a>{{end}}{{with .Search}}<a class="search" href="{{.}}">Search this group</a>{{end}}<a class="feed" href="{{.Feed}}">Atom feed</a></nav>
 {{with .MarkRead}}<form class="markread" method="post" action="{{.}}"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Mark group read</button></form>{{end}}
