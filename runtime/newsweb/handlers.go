@@ -114,6 +114,9 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	if err != nil {
 		return nil, err
 	}
+	if s.search != nil {
+		s.search.Visited(group)
+	}
 	staleSince, stale := s.fed.StaleSince(group)
 	st, haveStats := s.fed.CachedStats(group)
 	if haveStats && !stale && !reader {
