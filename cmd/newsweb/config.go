@@ -106,6 +106,7 @@ type postingSection struct {
 	KeyFile       string            `toml:"key_file"` // secret for sessions and CSRF (shared by replicas); random when unset
 	SessionLife   tomlconf.Duration `toml:"session_lifetime"`
 	VisitsFile    string            `toml:"visits_file"`   // logged-in readers' visits; under the state directory when empty
+	LogoutsFile   string            `toml:"logouts_file"`  // sessions logged out and not expired; under the state directory when empty
 	PathIdentity  string            `toml:"path_identity"` // newsweb's name in the Path and Injection-Info it writes; from_domain when empty
 	ComplaintsTo  string            `toml:"complaints_to"` // Injection-Info's mail-complaints-to; none when empty
 }
@@ -152,6 +153,9 @@ func (c config) withDefaults() config {
 	}
 	if c.Posting.Enabled && c.Posting.VisitsFile == "" {
 		c.Posting.VisitsFile = defaultStateFile("visits")
+	}
+	if c.Posting.Enabled && c.Posting.LogoutsFile == "" {
+		c.Posting.LogoutsFile = defaultStateFile("logouts")
 	}
 	setStr(&c.Posting.PathIdentity, c.Posting.FromDomain)
 	if c.HiddenGroups == nil {
@@ -236,7 +240,7 @@ func (c config) posting() (*newsweb.Posting, error) {
 	}
 	o := newsweb.PostingOptions{TrustedHeader: p.TrustedHeader, Users: p.Users, FromDomain: p.FromDomain,
 		RateLimit: p.RateLimit, RateWindow: time.Duration(p.RateWindow), SessionLife: time.Duration(p.SessionLife),
-		ProxyHeaders: c.ProxyHeaders, PathIdentity: p.PathIdentity, ComplaintsTo: p.ComplaintsTo}
+		ProxyHeaders: c.ProxyHeaders, PathIdentity: p.PathIdentity, ComplaintsTo: p.ComplaintsTo, LogoutsFile: p.LogoutsFile}
 	if p.KeyFile != "" {
 		key, err := readKey(p.KeyFile)
 		if err != nil {
@@ -248,6 +252,9 @@ func (c config) posting() (*newsweb.Posting, error) {
 	if err != nil {
 		if p.Users != "" && newsweb.CheckUsersFile(p.Users) != nil {
 			return nil, c.errAt("posting.users", "%v", usersFileError(p.Users, err))
+		}
+		if p.LogoutsFile != "" && newsweb.CheckLogoutsFile(p.LogoutsFile) != nil {
+			return nil, c.errAt("posting.logouts_file", "%v", err)
 		}
 		return nil, c.errAt("posting", "%v", err)
 	}

@@ -243,6 +243,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		if visitsFile == "" {
 			log.Warn("readers' visits are kept in memory only: no state directory is known (set posting.visits_file, or HOME, or STATE_DIRECTORY)")
 		}
+		if cfg.Posting.LogoutsFile == "" && cfg.Posting.Users != "" {
+			log.Warn("logouts are kept in memory only: a restart lets logged-out sessions back in until they expire; no state directory is known (set posting.logouts_file, or HOME, or STATE_DIRECTORY)")
+		}
 	}
 	handler := newsweb.New(fed, newsweb.Options{Site: cfg.Site, Timeout: timeout, PerPage: cfg.PerPage, Logger: log,
 		Registerer: reg, Posting: posting, Search: search, HiddenGroups: cfg.hiddenGroups(), VisitsFile: visitsFile})
@@ -292,6 +295,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	if visitsFile != "" {
 		state = append(state, "visits_file", visitsFile)
+	}
+	if posting != nil && cfg.Posting.LogoutsFile != "" {
+		state = append(state, "logouts_file", cfg.Posting.LogoutsFile)
 	}
 	log.Info("newsweb serving", state...)
 

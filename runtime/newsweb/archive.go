@@ -97,18 +97,19 @@ func olderURL(group string, tl *ThreadList) string {
 }
 
 // listPage returns the thread list a group page or API call shows: the
-// newest list, or an archive range when the request names one.
-func (s *Server) listPage(ctx context.Context, r *http.Request, group string) (tl *ThreadList, before int64, err error) {
+// newest list, or an archive range when the request names one; newest is
+// the newest list either way.
+func (s *Server) listPage(ctx context.Context, r *http.Request, group string) (tl, newest *ThreadList, before int64, err error) {
 	before, err = beforeParam(r)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	tl, err = s.fed.Threads(ctx, group)
+	newest, err = s.fed.Threads(ctx, group)
 	if err != nil || before == 0 {
-		return tl, 0, err
+		return newest, newest, 0, err
 	}
-	tl, err = s.fed.Archive(ctx, group, tl.Server, before)
-	return tl, before, err
+	tl, err = s.fed.Archive(ctx, group, newest.Server, before)
+	return tl, newest, before, err
 }
 
 // pagerOf links the pages of a list: within it by ?page=, after its last

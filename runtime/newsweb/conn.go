@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -76,7 +78,7 @@ func (s *Service) connect(ctx context.Context, worker int) (*serverConn, error) 
 			return s.setUp(ctx, nc, handshake.TLSOff, TransportTLS, log)
 		}
 		if creds {
-			return nil, fmt.Errorf("reader: %s: %w: implicit TLS failed: %w", cfg.Name, ErrTLSRequired, err)
+			return nil, fmt.Errorf("reader: %w: implicit TLS failed: %w", ErrTLSRequired, err)
 		}
 		log.Warn("TLS connection failed, falling back to plain TCP", "err", err)
 		nc, err = s.dial(ctx, false)
@@ -123,9 +125,55 @@ func (s *Service) dialAddr(ctx context.Context, addr string, useTLS bool) (net.C
 	}
 	nc, err := driver.Dial(ctx, addr, s.opts.DialTimeout, implicit)
 	if err != nil {
-		return nil, fmt.Errorf("reader: %s: %w", s.cfg.Name, err)
+		return nil, &dialError{server: s.cfg.Name, addr: addr, err: err}
 	}
 	return nc, nil
+}
+
+// dialError is a failed dial of a server, said once: "news2
+// (127.0.0.1:1): connection refused", where the error of the dial itself
+// names the address twice and the system call ("dial 127.0.0.1:1: dial
+// tcp 127.0.0.1:1: connect: connection refused").
+type dialError struct {
+	server, addr string
+	err          error // as driver.Dial returns it
+}
+
+func (e *dialError) Error() string {
+	return e.server + " (" + e.addr + "): " + dialReason(e.err, e.addr)
+}
+
+func (e *dialError) Unwrap() error { return e.err }
+
+// dialReason is what went wrong in err, a driver.Dial error for addr,
+// without the address and the steps: the system's reason for a failed
+// connect ("connection refused"), the resolver's for a name
+// ("lookup news.example: no such host"), "timed out", or the TLS
+// handshake's.
+func dialReason(err error, addr string) string {
+	timeout := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)
+	if rest, ok := strings.CutPrefix(err.Error(), "tls "+addr+": "); ok {
+		if timeout {
+			return "TLS handshake: timed out"
+		}
+		return "TLS handshake: " + strings.TrimPrefix(rest, "tls: ")
+	}
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case errors.As(err, &dns):
+		return dns.Error()
+	case timeout:
+		return "timed out"
+	case errors.As(err, &op):
+		inner := op.Err
+		var sys *os.SyscallError
+		if errors.As(inner, &sys) {
+			inner = sys.Err
+		}
+		return inner.Error()
+	}
+	return strings.TrimPrefix(err.Error(), "dial "+addr+": ")
 }
 
 // setUp runs the handshake (greeting, CAPABILITIES, MODE READER, STARTTLS,

@@ -4,8 +4,15 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -128,6 +135,67 @@ func TestParseServerURLErrors(t *testing.T) {
 		_, err := ParseServerURL(in)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret") {
 			t.Errorf("ParseServerURL(%q): %v; want it to say %q, without the password", in, err, want)
+		}
+	}
+}
+
+// A server that refuses connections is named once, by its name and
+// address, with the system's reason: the log says "news2 (ADDR):
+// connection refused", not the dial's own "dial ADDR: dial tcp ADDR:
+// connect: ..."; the page says the servers did not answer, without the
+// address.
+func TestDialErrorSaidOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	svc := NewService(ServerConfig{Name: "news2", Addr: addr, Connections: 1}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
+	srv := newFrontServer(t, New(fed, Options{Logger: log}))
+	t.Cleanup(func() { srv.Close(); fed.Close() })
+
+	resp, page := get(t, srv.URL+"/")
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(page, "None of the news servers behind this site answered") || strings.Contains(page, addr) {
+		t.Errorf("page: %d, want 502 saying the servers did not answer, without the address:\n%s", resp.StatusCode, clip(page))
+	}
+	want := "news2 (" + addr + "): connection refused"
+	got := logs.String()
+	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
+		if !strings.Contains(line, "err=") {
+			continue
+		}
+		if !strings.Contains(line, want) || strings.Count(line, addr) != 1 || strings.Contains(line, "dial") {
+			t.Errorf("log line %q: want %q in it, the address once and no dial steps", line, want)
+		}
+	}
+	if !strings.Contains(got, `msg="request failed" path=/ status=502 err="reader: group list: no news server could answer: `+want+`"`) {
+		t.Errorf("the failed request's log line does not end with %q:\n%s", want, got)
+	}
+}
+
+// dialReason keeps what went wrong and drops the address and the steps
+// that driver.Dial and net add.
+func TestDialReason(t *testing.T) {
+	const addr = "news.example:119"
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("dial %s: %w", addr, refused), "connection refused"},
+		{fmt.Errorf("dial %s: %w", addr, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "news.example", IsNotFound: true}}),
+			"lookup news.example: no such host"},
+		{fmt.Errorf("dial %s: %w", addr, &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}), "timed out"},
+		{fmt.Errorf("tls %s: %w", addr, errors.New("tls: failed to verify certificate: x509: certificate signed by unknown authority")),
+			"TLS handshake: failed to verify certificate: x509: certificate signed by unknown authority"},
+		{fmt.Errorf("tls %s: %w", addr, context.DeadlineExceeded), "TLS handshake: timed out"},
+	} {
+		if got := dialReason(tc.err, addr); got != tc.want {
+			t.Errorf("dialReason(%q) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

@@ -59,7 +59,8 @@ func TestHiddenGroups(t *testing.T) {
 }
 
 // With search on, the group list and every group page carry a search
-// box; a search of every group says how many groups are indexed.
+// box; a search of every group says how many groups are indexed, the
+// group read meanwhile among them.
 func TestSearchBoxes(t *testing.T) {
 	s := startSite(t)
 	search, err := NewSearch(s.fed, SearchOptions{Dir: t.TempDir(), Logger: testLogger(t)})
@@ -71,12 +72,16 @@ func TestSearchBoxes(t *testing.T) {
 	if _, page := get(t, site.url+"/"); !strings.Contains(page, `<form class="filter searchbox" method="get" action="/search" role="search">`) {
 		t.Errorf("the group list has no search box")
 	}
-	if _, page := get(t, site.url+"/groups/misc.test"); !strings.Contains(page, `<input type="hidden" name="group" value="misc.test"><input type="search" name="q"`) {
-		t.Errorf("the group page has no search box for the group")
-	}
 	if _, page := get(t, site.url+"/search?q=root"); !strings.Contains(page, "No group is indexed yet.") {
 		t.Errorf("a search of every group with none indexed does not say so")
 	}
+	if _, page := get(t, site.url+"/groups/misc.test"); !strings.Contains(page, `<input type="hidden" name="group" value="misc.test"><input type="search" name="q"`) {
+		t.Errorf("the group page has no search box for the group")
+	}
+	if _, page := get(t, site.url+"/search?q=root"); !strings.Contains(page, "This searched the 1 group indexed so far.") {
+		t.Errorf("a search of every group after misc.test was read does not say it searched that one")
+	}
+	search.Wait()
 }
 
 // Search pages are asked by number, from 1 to 100.

@@ -110,15 +110,18 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	// A rendered page is kept under the version of what it shows: the
 	// thread list (listVersion) and the group's cached stats. Nothing
 	// changed, nothing is rebuilt.
-	tl, before, err := s.listPage(ctx, r, group)
+	tl, newest, before, err := s.listPage(ctx, r, group)
 	if err != nil {
 		return nil, err
+	}
+	if s.search != nil {
+		s.search.Visited(group)
 	}
 	staleSince, stale := s.fed.StaleSince(group)
 	st, haveStats := s.fed.CachedStats(group)
 	if haveStats && !stale && !reader {
 		var kb [keyBuffer]byte
-		if resp, ok := s.pages.get(appendGroupPageKey(kb[:0], group, before, page, tl, &st)); ok {
+		if resp, ok := s.pages.get(appendGroupPageKey(kb[:0], group, before, page, tl, newest, &st)); ok {
 			return resp, nil
 		}
 	}
@@ -141,7 +144,7 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	tp := s.threadsOf(tl, group, page)
 	stats := <-statsCh
 	v := groupView{base: s.base(group, group), Articles: len(tp.list.Articles), Others: tp.list.Unnumbered(), ThreadCount: len(tp.list.Threads),
-		Stats: stats, Threads: tp.rows, Pager: pagerOf(group, before, tl, tp.page, tp.pages), Feed: groupFeedURL(group)}
+		Stats: stats, Newest: newestDated(newest, stats, s.fed.now()), Threads: tp.rows, Pager: pagerOf(group, before, tl, tp.page, tp.pages), Feed: groupFeedURL(group)}
 	v.FeedLink = v.Feed
 	if s.posting != nil {
 		v.NewThread = newThreadURL(group)
@@ -163,9 +166,43 @@ func (s *Server) groupPage(ctx context.Context, r *http.Request) (*response, err
 	}
 	if stats != nil && !stale && !reader {
 		resp.etag = etagOf(resp.body)
-		s.pages.put(string(appendGroupPageKey(nil, group, before, page, tl, stats)), resp)
+		s.pages.put(string(appendGroupPageKey(nil, group, before, page, tl, newest, stats)), resp)
 	}
 	return resp, nil
+}
+
+// maxDateAhead is how far in the future an article's Date may be and
+// still count as the newest of a group: a poster's clock set wrong does
+// not make the group look newer than it is.
+const maxDateAhead = 24 * time.Hour
+
+// newestDated says when the group's newest article was written: the
+// newest Date among the articles of its newest list (the overview the
+// page has; the highest-numbered article is not always the newest) and
+// of its highest-numbered article (stats). Without a dated article in the
+// list it names only the highest-numbered one's date, as that; "" when
+// no date is known.
+func newestDated(tl *ThreadList, st *GroupStats, now time.Time) string {
+	var newest time.Time
+	for i := range tl.Articles {
+		if d := tl.Articles[i].Date; d.After(newest) && !d.After(now.Add(maxDateAhead)) {
+			newest = d
+		}
+	}
+	var last time.Time
+	if st != nil && !st.LastDate.After(now.Add(maxDateAhead)) {
+		last = st.LastDate
+	}
+	switch {
+	case !newest.IsZero():
+		if last.After(newest) {
+			newest = last
+		}
+		return "the newest dated " + fmtTime(newest)
+	case !last.IsZero():
+		return "the highest-numbered one dated " + fmtTime(last)
+	}
+	return ""
 }
 
 // staleNote tells a reader that a list is shown from the cache because no
@@ -196,12 +233,17 @@ func listVersion(tl *ThreadList) string {
 }
 
 // appendGroupPageKey appends the page cache key of a group page: the
-// group, the range and page, and the versions of the list and stats.
-func appendGroupPageKey(dst []byte, group string, before int64, page int, tl *ThreadList, st *GroupStats) []byte {
+// group, the range and page, and the versions of the list, of the newest
+// list (on an archive range's page, whose newest date it shows) and of
+// the stats.
+func appendGroupPageKey(dst []byte, group string, before int64, page int, tl, newest *ThreadList, st *GroupStats) []byte {
 	dst = append(append(append(dst, "group "...), group...), ' ')
 	dst = append(strconv.AppendInt(dst, before, 10), ' ')
 	dst = append(strconv.AppendInt(dst, int64(page), 10), ' ')
 	dst = append(append(dst, listVersion(tl)...), ' ')
+	if newest != tl {
+		dst = append(append(dst, listVersion(newest)...), ' ')
+	}
 	dst = append(strconv.AppendInt(dst, st.Count, 10), '/')
 	return strconv.AppendInt(dst, st.LastDate.Unix(), 10)
 }
@@ -416,7 +458,7 @@ func (s *Server) apiThreads(ctx context.Context, r *http.Request) (*response, er
 	if err != nil {
 		return nil, err
 	}
-	tl, before, err := s.listPage(ctx, r, group)
+	tl, _, before, err := s.listPage(ctx, r, group)
 	if err != nil {
 		return nil, err
 	}

@@ -71,6 +71,10 @@ type PostingOptions struct {
 	Key []byte
 	// SessionLife is how long a login lasts (DefaultSessionLife when 0).
 	SessionLife time.Duration
+	// LogoutsFile, when set, keeps the sessions logged out and not yet
+	// expired across restarts (logouts.go); without it they are kept in
+	// memory only.
+	LogoutsFile string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -92,6 +96,8 @@ type Posting struct {
 	opts  PostingOptions
 	rate  rateLimit
 	guard *loginGuard
+	// ended holds the sessions logged out before they expired.
+	ended *logouts
 	mu    sync.Mutex        // guards users
 	users map[string][]byte // name -> bcrypt hash; nil without a users file
 }
@@ -168,6 +174,11 @@ func NewPosting(o PostingOptions) (*Posting, error) {
 		}
 		p.users = users
 	}
+	ended, err := loadLogouts(o.LogoutsFile, o.Now())
+	if err != nil {
+		return nil, err
+	}
+	p.ended = ended
 	p.guard = newLoginGuard(p.users)
 	return p, nil
 }
@@ -257,7 +268,24 @@ func (p *Posting) sessionUser(v string) (string, bool) {
 	if _, ok := p.account(string(user)); !ok {
 		return "", false // removed from the file since
 	}
+	if p.ended.has(v) {
+		return "", false // logged out
+	}
 	return string(user), true
+}
+
+// endSession records the session with cookie value v, which sessionUser
+// accepted, as logged out until it expires.
+func (p *Posting) endSession(v string) error {
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return nil
+	}
+	exp, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return nil
+	}
+	return p.ended.end(v, time.Unix(exp, 0), p.opts.Now())
 }
 
 // sessionOf is the reader logged in by the request's session cookie.

@@ -257,8 +257,10 @@ func sessionCookieFor(r *http.Request, value string, exp time.Time, maxAge int) 
 }
 
 // logout is POST /logout, the form on every page and on the login page:
-// from this site (Origin) with the reader's token, it ends the session.
-// GET /logout changes nothing: it shows the form.
+// from this site (Origin) with the reader's token, it ends the session on
+// the server (logouts.go), so that a copy of the cookie no longer logs
+// in, and deletes the cookie. GET /logout changes nothing: it shows the
+// form.
 func (s *Server) logout(ctx context.Context, r *http.Request) (*response, error) {
 	user, ok := s.posting.sessionOf(r)
 	home := &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError, location: "/"}
@@ -273,6 +275,14 @@ func (s *Server) logout(ctx context.Context, r *http.Request) (*response, error)
 	}
 	if !sameOrigin(r) || (ok && !s.posting.csrfOK(user, r.PostForm.Get("csrf"))) {
 		return s.errorPage(http.StatusForbidden, "Form expired", "The form did not come from this page; please go back, reload and log out again."), nil
+	}
+	if ok {
+		c, _ := r.Cookie(sessionCookie)
+		if err := s.posting.endSession(c.Value); err != nil {
+			// The session stays ended until the server restarts.
+			s.log.Error("logout not saved: the session works again after a restart", "user", user, "err", err)
+		}
+		s.log.Info("logout", "remote", s.posting.clientAddr(r), "user", user)
 	}
 	home.cookie = sessionCookieFor(r, "", time.Unix(1, 0), -1)
 	return home, nil

@@ -30,7 +30,11 @@ import (
 // SearchRefresh has passed, so the index follows new articles. Until a
 // job has covered the whole group, results cover the range indexed so
 // far, and the page says which. Searching across groups (no group named)
-// covers the groups indexed. Article numbers are those of the server whose
+// covers the groups indexed, and first starts the jobs of the groups read
+// here (their pages served, the most recently read first, at most
+// maxVisitedGroups remembered) that have nothing indexed yet, at most
+// maxWideStarts a search, waiting for their newest ranges as the first
+// search of a group does. Article numbers are those of the server whose
 // stats named it (the first by priority that carries the group). The
 // bodies of the groups named by SearchOptions.Bodies are indexed after
 // the overview's first range: search_body.go.
@@ -53,6 +57,11 @@ const (
 	// nothing indexed waits for the newest range, so that it answers from
 	// that range rather than with nothing.
 	firstRangeWait = 5 * time.Second
+	// maxVisitedGroups is how many groups read here are remembered for a
+	// search across groups, and maxWideStarts how many jobs of them one
+	// such search starts.
+	maxVisitedGroups = 32
+	maxWideStarts    = 4
 )
 
 // SearchOptions configure search.
@@ -82,6 +91,7 @@ type Search struct {
 	lows     map[string]int64         // each group's low mark, from its last job's stats
 	first    map[string]chan struct{} // groups with nothing indexed yet: closed when the newest range is in or the job ends
 	slots    chan struct{}            // searchJobs tokens: the jobs indexing now
+	visited  []string                 // groups whose pages were served, most recent first (maxVisitedGroups)
 
 	bodies        proto.GroupPatterns
 	bodySlots     chan struct{}   // bodyJobs tokens: the groups whose bodies are read now
@@ -192,6 +202,70 @@ func (s *Search) Index(group string) (complete bool) {
 		}
 	}()
 	return complete
+}
+
+// Visited records that a page of group was served, for searches across
+// groups (IndexVisited).
+func (s *Search) Visited(group string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.visited) > 0 && s.visited[0] == group {
+		return
+	}
+	for i, g := range s.visited {
+		if g == group {
+			s.visited = append(s.visited[:i], s.visited[i+1:]...)
+			break
+		}
+	}
+	if len(s.visited) >= maxVisitedGroups {
+		s.visited = s.visited[:maxVisitedGroups-1]
+	}
+	s.visited = append([]string{group}, s.visited...)
+}
+
+// IndexVisited starts the jobs of the groups read here that have nothing
+// indexed, the most recently read first, at most maxWideStarts, and waits,
+// up to firstRangeWait in all or the end of ctx, for their newest ranges.
+func (s *Search) IndexVisited(ctx context.Context) {
+	s.mu.Lock()
+	var todo []string
+	now := s.fed.now()
+	for _, g := range s.visited {
+		if len(todo) == maxWideStarts {
+			break
+		}
+		// A group with no article, or whose job failed a moment ago, is
+		// passed over, so that it does not hold back the next ones.
+		again := s.last[g].IsZero() || now.Sub(s.last[g]) >= s.opts.Refresh
+		if _, hi := s.ix.Range(g); hi == 0 && !s.running[g] && !s.complete[g] && again {
+			todo = append(todo, g)
+		}
+	}
+	s.mu.Unlock()
+	var waits []chan struct{}
+	for _, g := range todo {
+		s.Index(g)
+		s.mu.Lock()
+		if ch := s.first[g]; ch != nil {
+			waits = append(waits, ch)
+		}
+		s.mu.Unlock()
+	}
+	if len(waits) == 0 {
+		return
+	}
+	t := time.NewTimer(firstRangeWait)
+	defer t.Stop()
+	for _, ch := range waits {
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // firstInLocked ends the wait of first searches of group: its newest range
@@ -516,6 +590,9 @@ func (s *Server) runSearch(ctx context.Context, r *http.Request) (searchView, er
 		v.Bodies = s.search.wantBodies(group)
 		v.BodiesIndexed = s.search.ix.BodyLen(group)
 	} else {
+		if q.Offset == 0 {
+			s.search.IndexVisited(ctx)
+		}
 		v.IndexedGroups = len(s.search.ix.Groups())
 	}
 	if strings.TrimSpace(q.Text+q.Author) == "" && q.Since.IsZero() && q.Until.IsZero() {

@@ -61,6 +61,7 @@ type groupView struct {
 	Stale       string // a note when the list is shown expired, no server answering
 	ThreadCount int
 	Stats       *GroupStats
+	Newest      string // when the newest article was written (newestDated)
 	Threads     []threadRow
 	Pager       pager
 	NewThread   string // the new-thread form, when posting is on

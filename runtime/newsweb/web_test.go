@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -445,5 +446,48 @@ func TestMessageIDSegments(t *testing.T) {
 	if resp, _ := get(t, s.url+"/groups/misc.test/threads/one@t/feed.atom"); resp.StatusCode != http.StatusOK ||
 		resp.Header.Get("Content-Type") != "application/atom+xml; charset=utf-8" {
 		t.Errorf("thread feed: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
+
+// The group page dates the group by its newest article, not by its
+// highest-numbered one: in misc.test the last article (<xss@t>) is older
+// than <s1@t>.
+func TestGroupPageNewestDate(t *testing.T) {
+	s := startSite(t)
+	_, page := get(t, s.url+"/groups/misc.test")
+	if !strings.Contains(page, "the newest dated 2024-01-02 09:00") || strings.Contains(page, "dated 2024-01-01 09:00") {
+		t.Errorf("group page does not date the group by its newest article (2024-01-02 09:00):\n%s", clip(page))
+	}
+}
+
+// newestDated takes the newest Date of the list and of the stats, skips
+// dates more than a day ahead, and without a dated article in the list
+// says the stats' date is the highest-numbered article's.
+func TestNewestDated(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	list := func(dates ...time.Time) *ThreadList {
+		tl := &ThreadList{}
+		for i, d := range dates {
+			tl.Articles = append(tl.Articles, mreader.Summary{Number: int64(i + 1), Date: d})
+		}
+		return tl
+	}
+	day := func(d int) time.Time { return now.AddDate(0, 0, d) }
+	for _, tc := range []struct {
+		what string
+		tl   *ThreadList
+		st   *GroupStats
+		want string
+	}{
+		{"the newest is not the last", list(day(-1), day(-3)), &GroupStats{LastDate: day(-3)}, "the newest dated 2026-11-28 12:00"},
+		{"no stats", list(day(-3), day(-2)), nil, "the newest dated 2026-11-27 12:00"},
+		{"the stats newer than the list", list(day(-3)), &GroupStats{LastDate: day(-1)}, "the newest dated 2026-11-28 12:00"},
+		{"a date in the future", list(day(-2), day(30)), nil, "the newest dated 2026-11-27 12:00"},
+		{"an undated list", list(time.Time{}), &GroupStats{LastDate: day(-5)}, "the highest-numbered one dated 2026-11-24 12:00"},
+		{"nothing dated", list(), &GroupStats{}, ""},
+	} {
+		if got := newestDated(tc.tl, tc.st, now); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.what, got, tc.want)
+		}
 	}
 }
