@@ -54,6 +54,7 @@ type peer struct {
 	queue    *Queue
 	conn     peerconn.Config // each connection's
 	paused   atomic.Bool     // Node.Pause: no new entries pulled
+	group    peerconn.Group  // the connections: a handshake ends the others' backoff waits
 
 	skips                               newsfeed.Skips // masterfeed on this node
 	queued                              atomic.Int64
@@ -124,7 +125,7 @@ func (p *peer) newConn(id int) *outConn {
 		c.kicks = append(c.kicks, make(chan struct{}, 1))
 	}
 	c.pc = peerconn.New(peerconn.Options{Config: p.conn, ID: id, Queue: c, Now: p.n.now, Log: p.n.log,
-		Connects: &p.connects, Fails: &p.connFails,
+		Connects: &p.connects, Fails: &p.connFails, Group: &p.group,
 		Driver: func(nc net.Conn) (driver.Driver, error) {
 			return goroutine.New(nc, goroutine.Options{TLSConfig: p.conn.TLS, Now: p.n.now, Bodies: &c.bodies}), nil
 		}})
