@@ -103,14 +103,12 @@ func (n *Node) Status(ctx context.Context) Status {
 		}
 		p.mu.Lock()
 		for _, c := range p.conns {
-			cst := c.pc.Status()
-			s := cst.State
-			ps.Connections = append(ps.Connections, newsfeed.ConnStatus{ID: c.id, State: s, Mode: cst.Mode,
-				LastErr: cst.LastErr, Since: cst.Since.UTC().Format(time.RFC3339)})
+			conn := newsfeed.ConnStatusOf(c.pc.Status())
+			ps.Connections = append(ps.Connections, conn)
 			if nc := c.nc.Load(); nc != nil {
 				cs.Reconnects += nc.Stats().Reconnects
 			}
-			if s == "feeding" {
+			if conn.State == "feeding" {
 				ps.ConnsUp++
 			}
 		}

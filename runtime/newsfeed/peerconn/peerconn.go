@@ -213,6 +213,7 @@ type Conn struct {
 	state   string // for the status page
 	lastErr string
 	errAt   time.Time // when lastErr happened
+	retryAt time.Time // while waiting: when the wait ends, unless cut short
 	mode    string
 	since   time.Time
 
@@ -253,22 +254,34 @@ type Status struct {
 	LastErr   string    // the last error, kept after the connection recovers
 	LastErrAt time.Time // when LastErr happened
 	Since     time.Time // when State began
+	// RetryAt is when a waiting connection connects again, from its
+	// backoff (a kick or another connection's handshake may come
+	// first); zero in the other states.
+	RetryAt time.Time
 }
 
 // Status returns the connection's state now.
 func (c *Conn) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Status{ID: c.o.ID, State: c.state, Mode: c.mode, LastErr: c.lastErr, LastErrAt: c.errAt, Since: c.since}
+	return Status{ID: c.o.ID, State: c.state, Mode: c.mode, LastErr: c.lastErr, LastErrAt: c.errAt, Since: c.since,
+		RetryAt: c.retryAt}
 }
 
 func (c *Conn) setState(state, lastErr string) {
+	c.setStateRetry(state, lastErr, time.Time{})
+}
+
+// setStateRetry sets the state, with the time of the next connect for
+// "waiting".
+func (c *Conn) setStateRetry(state, lastErr string, retryAt time.Time) {
 	c.mu.Lock()
 	c.state = state
 	if lastErr != "" {
 		c.lastErr, c.errAt = lastErr, c.o.Now()
 	}
 	c.since = c.o.Now()
+	c.retryAt = retryAt
 	c.mu.Unlock()
 }
 
@@ -352,7 +365,7 @@ func (c *Conn) Run(ctx context.Context) {
 			backoff = base // it worked for a while, or the article was at fault
 		}
 		wait := jitter(backoff)
-		c.setState("waiting", err.Error())
+		c.setStateRetry("waiting", err.Error(), c.o.Now().Add(wait))
 		c.log.Warn("peer connection failed; retrying", "err", err, "retry_in", wait.Round(time.Millisecond))
 		var back <-chan struct{}
 		if !c.handshook {

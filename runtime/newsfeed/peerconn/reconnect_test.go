@@ -205,3 +205,23 @@ func TestGroupNoWakeAfterHandshake(t *testing.T) {
 		t.Errorf("connection 2 connected %d times, want once (its backoff is an hour)", n)
 	}
 }
+
+// TestStatusRetryAt: a waiting connection's status says when it connects
+// again, from its own backoff (an hour here, spread by ±25%); a feeding one
+// has no retry time.
+func TestStatusRetryAt(t *testing.T) {
+	backend := nntptest.Start(t, nntptest.Options{})
+	peer := newDownPeer(t, backend)
+	c := startConn(t, peer.addr, 1, nil, time.Hour, time.Hour, idleQueue{})
+	waitUntil(t, "the connection to wait", func() bool { return c.Status().State == "waiting" })
+	st := c.Status()
+	if d := st.RetryAt.Sub(st.Since); d < 44*time.Minute || d > 76*time.Minute {
+		t.Errorf("waiting since %v, retry at %v: in %v, want 45m..75m", st.Since, st.RetryAt, d)
+	}
+	peer.up()
+	c.Kick()
+	waitUntil(t, "the connection to feed", func() bool { return c.Status().State == "feeding" })
+	if st := c.Status(); !st.RetryAt.IsZero() {
+		t.Errorf("a feeding connection has a retry time %v", st.RetryAt)
+	}
+}
