@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -567,7 +568,8 @@ func (c *Conn) drain(now time.Time) {
 				q.Answer(now, Answer{Article: a, Outcome: Requeued})
 			}
 		case feed.ModeChanged:
-			c.log.Info("feed mode changed", "from", e.From.String(), "to", e.To.String(), "percent", e.Percent, "why", e.Why)
+			// The percentage to one decimal place, as Why gives it.
+			c.log.Info("feed mode changed", "from", e.From.String(), "to", e.To.String(), "percent", math.Round(e.Percent*10)/10, "why", e.Why)
 			c.ihave = e.To == feed.ModeIHave
 			c.mu.Lock()
 			c.mode = e.To.String()

@@ -1,9 +1,14 @@
 package peerconn
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"regexp"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -223,5 +228,95 @@ func TestStatusRetryAt(t *testing.T) {
 	waitUntil(t, "the connection to feed", func() bool { return c.Status().State == "feeding" })
 	if st := c.Status(); !st.RetryAt.IsZero() {
 		t.Errorf("a feeding connection has a retry time %v", st.RetryAt)
+	}
+}
+
+// listQueue offers a fixed list of articles once and counts the answers.
+type listQueue struct {
+	mu       sync.Mutex
+	arts     []feed.Article
+	bodies   map[string][]byte
+	answered atomic.Int64
+}
+
+func newListQueue(n int) *listQueue {
+	q := &listQueue{bodies: map[string][]byte{}}
+	for i := range n {
+		id := fmt.Sprintf("<a%d@peerconn.test>", i)
+		body := []byte("Message-ID: " + id + "\r\nNewsgroups: misc.test\r\nPath: x!not-for-mail\r\n\r\nbody\r\n.\r\n")
+		tok := strconv.Itoa(i)
+		q.bodies[tok] = body
+		q.arts = append(q.arts, feed.Article{Token: tok, MessageID: id, Size: int64(len(body))})
+	}
+	return q
+}
+
+func (q *listQueue) Body(token string) ([]byte, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b, ok := q.bodies[token]
+	if !ok {
+		return nil, fmt.Errorf("%w: no article %s", ErrUnreadableBody, token)
+	}
+	return b, nil
+}
+
+func (q *listQueue) Begin(context.Context, time.Time) {}
+func (q *listQueue) Take(dst []feed.Article, n int) []feed.Article {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n = min(n, len(q.arts))
+	dst = append(dst, q.arts[:n]...)
+	q.arts = q.arts[n:]
+	return dst
+}
+func (q *listQueue) Answer(time.Time, Answer) { q.answered.Add(1) }
+func (q *listQueue) Ask(int, int)             {}
+func (q *listQueue) End(time.Time)            {}
+
+// syncBuffer is a log buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestModeChangedPercent: the log line of a switch to no-CHECK mode gives
+// the percentage of wanted articles to one decimal place. With a filter of
+// three articles, all wanted, it passes 60% at 100 × (1 − (2/3)³) =
+// 70.370370…%.
+func TestModeChangedPercent(t *testing.T) {
+	backend := nntptest.Start(t, nntptest.Options{})
+	q := newListQueue(10)
+	logb := &syncBuffer{}
+	cfg := Config{Name: "p", Addr: backend.HostPort(), Streaming: "auto",
+		Feed:           feed.Config{Window: 1, ResponseTimeout: time.Minute, NoCheckHigh: 60, NoCheckLow: 50, NoCheckFilter: 3},
+		ConnectTimeout: 10 * time.Second, BackoffBase: time.Hour, ReconnectMax: time.Hour}
+	c := New(Options{Config: cfg, ID: 1, Queue: q, Log: slog.New(slog.NewTextHandler(logb, nil)),
+		Driver: func(nc net.Conn) (driver.Driver, error) {
+			return goroutine.New(nc, goroutine.Options{Bodies: q}), nil
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { c.Stop(); cancel(); <-done }()
+	waitUntil(t, "every article answered", func() bool { return q.answered.Load() == 10 })
+	m := regexp.MustCompile(`msg="feed mode changed" .*percent=(\S+)`).FindStringSubmatch(logb.String())
+	if m == nil {
+		t.Fatalf("no mode change logged:\n%s", logb.String())
+	}
+	if m[1] != "70.4" {
+		t.Errorf("mode change logged with percent=%s, want 70.4", m[1])
 	}
 }
