@@ -60,6 +60,7 @@ type peer struct {
 	queued                              atomic.Int64
 	offered, accepted, refused, rejects atomic.Int64 // answers on this node
 	deferrals, dropped, requeued        atomic.Int64
+	missing                             atomic.Int64 // expired from the store before their turn
 	acceptedBytes, connects, connFails  atomic.Int64
 
 	mu    sync.Mutex
@@ -673,9 +674,9 @@ func (c *outConn) load(ctx context.Context, msgs []jetstream.Msg) []feed.Article
 				m.NakWithDelay(requeueDelay)
 			case errors.Is(err, jetstream.ErrMsgNotFound):
 				// Expired from the store (spool_max_age): it counts
-				// as missing.
-				p.n.log.Warn("article missing from the store; dropped", "peer", p.cfg.Name, "id", e.MessageID, "err", err)
-				p.dropped.Add(1)
+				// as missing, as an article gone from a relay's spool.
+				p.n.log.Warn("article missing from the store; not offered", "peer", p.cfg.Name, "id", e.MessageID, "err", err)
+				p.missing.Add(1)
 				m.Term()
 			default:
 				// The session ended, or NATS did not answer: the entry
