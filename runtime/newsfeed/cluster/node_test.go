@@ -329,3 +329,42 @@ func TestStatusMissing(t *testing.T) {
 		t.Error("the article without its part was offered")
 	}
 }
+
+// TestPeerComesBackTogether: when one of a peer's connections on a node
+// gets through after an outage, the node's others end their reconnect
+// backoff (an hour here) and connect too. Connection 1's retry comes
+// first because the test kicks it alone.
+func TestPeerComesBackTogether(t *testing.T) {
+	e := startJetStream(t, 1)
+	peer := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	down := peer.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Drop: true})
+	text := fmt.Sprintf("listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"a.test\"\n"+
+		"[[peer]]\nname = \"sink\"\nhost = \"127.0.0.1\"\nport = %d\nconnections = 3\nreconnect_max = \"1h\"\n"+
+		"[cluster]\nnats = [%q]\nnode = \"a\"\nreplicas = 1\nshards = 1\n", t.TempDir(), peer.Port(), e.URLs()[0])
+	cfg, err := newsfeed.ParseConfig("test.toml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n, err := Open(ctx, cfg, Options{BackoffBase: time.Hour, StopTimeout: 2 * time.Second})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	states := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var s []string
+		for _, c := range n.Status(ctx).Peers[0].Connections {
+			s = append(s, c.State)
+		}
+		return strings.Join(s, " ")
+	}
+	await(t, "every connection to wait", func() bool { return states() == "waiting waiting waiting" })
+	peer.RemoveFault(down)
+	n.peers[0].conns[0].pc.Kick()
+	await(t, "every connection to feed", func() bool { return states() == "feeding feeding feeding" })
+}
