@@ -143,7 +143,7 @@ type Options struct {
 // retry at once, each with a connect of its own; one that fails again
 // waits on with its backoff grown as usual. While none gets through, no
 // wait is cut short: a peer that stays down sees no more connects than the
-// backoff allows. A wait after a session that completed its handshake is
+// backoff allows. A wait after a connect that completed its handshake is
 // never cut short either, so a peer that drops every connection after the
 // handshake gets no more handshakes than the backoff allows, however many
 // connections it has.
@@ -226,7 +226,7 @@ type Conn struct {
 	offers  []feed.Article // taken from the Queue, being offered
 	closed  error          // the feed's Closed event, why the session ended
 
-	handshook bool // Run's goroutine: the last session completed its handshake
+	handshook bool // Run's goroutine: the last connect completed its handshake
 }
 
 // New makes a Conn; Run runs it.
@@ -347,8 +347,8 @@ func (c *Conn) Run(ctx context.Context) {
 	backoff := base
 	for ctx.Err() == nil && !c.stopping.Load() {
 		began := c.o.Now()
-		// A sibling's handshake after this session begins ends the wait
-		// that follows, when this session did not get that far: the peer
+		// A sibling's handshake after this connect begins ends the wait
+		// that follows, when this connect did not get that far: the peer
 		// is back (see Group).
 		seen := c.o.Group.handshakes()
 		c.handshook = false
