@@ -207,7 +207,7 @@ func TestPrintStatusErrors(t *testing.T) {
 			{ID: 3, State: "waiting", Error: "timeout"}, {ID: 4, State: "feeding"}, {ID: 5, State: "feeding"}}},
 	}}
 	var out bytes.Buffer
-	printStatus(&out, st)
+	printStatus(&out, st, time.Now())
 	text := out.String()
 	for _, want := range []string{"#1 waiting (connection refused)", "last error: back #1 at " + at + " (", " ago): connection reset",
 		"#1, #2 waiting (refused), #3 waiting (timeout), #4 feeding, #5 feeding\n"} {
@@ -220,6 +220,29 @@ func TestPrintStatusErrors(t *testing.T) {
 	}
 }
 
+// TestPrintStatusRetry: a waiting connection shows when it retries, from
+// its retry time; connections down for the same error show theirs in
+// their order.
+func TestPrintStatusRetry(t *testing.T) {
+	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) string { return now.Add(d).Format("2006-01-02T15:04:05.000Z07:00") }
+	st := newsfeed.Status{Peers: []newsfeed.PeerStats{
+		{Name: "down", Connections: []newsfeed.ConnStatus{{ID: 1, State: "feeding"},
+			{ID: 2, State: "waiting", Error: "connection refused", RetryAt: at(72*time.Second + 300*time.Millisecond)}}},
+		{Name: "both", Connections: []newsfeed.ConnStatus{{ID: 1, State: "waiting", Error: "refused", RetryAt: at(3 * time.Second)},
+			{ID: 2, State: "waiting", Error: "refused", RetryAt: at(5 * time.Minute)}, {ID: 3, State: "waiting", Error: "reset", RetryAt: at(-time.Second)}}},
+	}}
+	var out bytes.Buffer
+	printStatus(&out, st, now)
+	text := out.String()
+	for _, want := range []string{"#1 feeding, #2 waiting, retry in 1m12s (connection refused)\n",
+		"#1, #2 waiting, retry in 3s/5m0s (refused), #3 waiting, retry in <1s (reset)\n"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("status lacks %q:\n%s", want, text)
+		}
+	}
+}
+
 // TestPrintStatusAddsUp: the status table has every column of the sum
 // the man page gives, so that offered = accepted + refused + rejected +
 // dropped + missing + too old + lost + queued can be checked from it.
@@ -227,7 +250,7 @@ func TestPrintStatusAddsUp(t *testing.T) {
 	st := newsfeed.Status{Peers: []newsfeed.PeerStats{{Name: "p", Offered: 100, Accepted: 50, Refused: 10, Rejected: 5,
 		Deferred: 3, Dropped: 4, Missing: 6, TooOld: 7, Lost: 8, Queued: 10, BacklogArticle: 9, BacklogBytes: 900}}}
 	var out bytes.Buffer
-	printStatus(&out, st)
+	printStatus(&out, st, time.Now())
 	lines := strings.Split(out.String(), "\n")
 	var head, row []string
 	for i, l := range lines {
@@ -255,7 +278,7 @@ func TestPrintStatusAddsUp(t *testing.T) {
 func TestPrintStatusRemoved(t *testing.T) {
 	st := newsfeed.Status{Peers: []newsfeed.PeerStats{{Name: "a"}, {Name: "gone", Offered: 5, Queued: 5, Removed: true}}}
 	var out bytes.Buffer
-	printStatus(&out, st)
+	printStatus(&out, st, time.Now())
 	if !regexp.MustCompile(`(?m)^gone \(removed\) +5 `).MatchString(out.String()) {
 		t.Errorf("status lacks the removed peer:\n%s", out.String())
 	}

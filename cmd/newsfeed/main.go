@@ -321,14 +321,14 @@ func status(args []string, stdout, stderr io.Writer) int {
 			if *asJSON {
 				stdout.Write(body)
 			} else {
-				printStatus(stdout, st)
+				printStatus(stdout, st, time.Now())
 			}
 			return 0
 		}
 		if time.Now().After(deadline) || errors.Is(err, errAdminUnset) {
 			if err == nil {
 				err = errors.New("peers still have articles queued")
-				printStatus(stdout, st)
+				printStatus(stdout, st, time.Now())
 			}
 			fmt.Fprintf(stderr, "newsfeed status: %v\n", err)
 			return 1
@@ -417,7 +417,8 @@ func errNoRelay(addr string) error {
 	return fmt.Errorf("no relay answering at %s (is newsfeed running, with this admin address?)", addr)
 }
 
-func printStatus(w io.Writer, st newsfeed.Status) {
+// printStatus prints st as of now.
+func printStatus(w io.Writer, st newsfeed.Status, now time.Time) {
 	acc := "accepting"
 	if !st.Accepting {
 		acc = "NOT accepting: " + st.NotReason
@@ -432,17 +433,26 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 	fmt.Fprintln(tw, "PEER\tOFFERED\tACCEPTED\tREFUSED\tREJECTED\tDEFERRED\tDROPPED\tMISSING\tTOO OLD\tLOST\tQUEUED\tBACKLOG\tCONNECTIONS")
 	for _, p := range st.Peers {
 		conns := ""
+		var retries []string
 		for i, c := range p.Connections {
 			if i > 0 {
 				conns += ", "
 			}
 			conns += fmt.Sprintf("#%d", c.ID)
+			if r := retryIn(c.RetryAt, now); r != "" {
+				retries = append(retries, r)
+			}
 			// Connections down for the same error show it once, after
-			// the last of them: "#1, #2 waiting (ERROR)".
+			// the last of them, with their retries in their order:
+			// "#1, #2 waiting, retry in 3s/1m12s (ERROR)".
 			if c.Error != "" && i+1 < len(p.Connections) && p.Connections[i+1].State == c.State && p.Connections[i+1].Error == c.Error {
 				continue
 			}
 			conns += " " + c.State
+			if len(retries) > 0 {
+				conns += ", retry in " + strings.Join(retries, "/")
+				retries = retries[:0]
+			}
 			if c.Error != "" {
 				conns += " (" + c.Error + ")"
 			}
@@ -470,9 +480,23 @@ func printStatus(w io.Writer, st newsfeed.Status) {
 			}
 			age := ""
 			if at, err := time.Parse(time.RFC3339, c.LastErrAt); err == nil {
-				age = fmt.Sprintf(" (%s ago)", time.Since(at).Round(time.Second))
+				age = fmt.Sprintf(" (%s ago)", now.Sub(at).Round(time.Second))
 			}
 			fmt.Fprintf(w, "last error: %s #%d at %s%s: %s\n", p.Name, c.ID, c.LastErrAt, age, c.LastErr)
 		}
 	}
+}
+
+// retryIn says how long until at (a connection's RetryAt), to the second
+// ("<1s" under one): "" without a retry time.
+func retryIn(at string, now time.Time) string {
+	t, err := time.Parse(time.RFC3339, at)
+	if at == "" || err != nil {
+		return ""
+	}
+	d := t.Sub(now)
+	if d < time.Second {
+		return "<1s"
+	}
+	return d.Round(time.Second).String()
 }

@@ -85,7 +85,7 @@ Spool {{.SpoolBytes}} bytes, history {{.History}} entries.</p>
 <h2>Peers</h2>
 <table><tr><th>peer</th><th>offered</th><th>accepted</th><th>refused</th><th>rejected</th><th>deferred</th><th>dropped</th><th>missing</th><th>too old</th><th>lost</th><th>queued</th><th>backlog</th><th>backlog bytes</th><th>rate/s (last minute)</th><th>connections</th></tr>
 {{range .Peers}}<tr><td class="l">{{.Name}}{{if .Paused}} <strong class="bad">(paused)</strong>{{end}}{{if .Removed}} <strong class="bad">(removed)</strong>{{end}}</td><td>{{.Offered}}</td><td>{{.Accepted}}</td><td>{{.Refused}}</td><td>{{.Rejected}}</td><td>{{.Deferred}}</td><td>{{.Dropped}}</td><td>{{.Missing}}</td><td>{{.TooOld}}</td><td>{{.Lost}}</td><td>{{.Queued}}</td><td>{{.BacklogArticle}}</td><td>{{.BacklogBytes}}</td><td>{{printf "%.1f" .Rate}}</td>
-<td class="c">{{range .Connections}}#{{.ID}} {{.State}}{{if .Mode}} ({{.Mode}}){{end}}{{if .Error}} <span class="bad">{{.Error}}</span>{{else if .LastErr}} <span class="old">last error at {{.LastErrAt}}: {{.LastErr}}</span>{{end}}<br>{{end}}</td></tr>
+<td class="c">{{range .Connections}}#{{.ID}} {{.State}}{{if .RetryAt}}, retry at {{.RetryAt}}{{end}}{{if .Mode}} ({{.Mode}}){{end}}{{if .Error}} <span class="bad">{{.Error}}</span>{{else if .LastErr}} <span class="old">last error at {{.LastErrAt}}: {{.LastErr}}</span>{{end}}<br>{{end}}</td></tr>
 {{end}}</table>
 </body></html>
 `))

@@ -27,7 +27,8 @@ type peer struct {
 	// The counters outlive a reload that rebuilds the peer.
 	*peerCounters
 
-	dyn peerconn.Dynamic // when to open connections beyond cfg.Connections
+	dyn   peerconn.Dynamic // when to open connections beyond cfg.Connections
+	group peerconn.Group   // the connections: a handshake ends the others' backoff waits
 
 	mu     sync.Mutex
 	conns  []*outConn
@@ -147,7 +148,7 @@ func (p *peer) start(ctx context.Context) {
 func (p *peer) newConn(id queue.Conn, extra bool) *outConn {
 	c := &outConn{p: p, id: id}
 	c.pc = peerconn.New(peerconn.Options{Config: p.conn, ID: int(id), Queue: c, Now: p.r.now, Log: p.r.log, Extra: extra,
-		Connects: &p.connects, Fails: &p.connFails,
+		Connects: &p.connects, Fails: &p.connFails, Group: &p.group,
 		Driver: func(nc net.Conn) (driver.Driver, error) { return p.r.outDriver(nc, p) }})
 	return c
 }

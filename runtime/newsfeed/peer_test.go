@@ -245,3 +245,35 @@ func TestPeerBindAddressINN(t *testing.T) {
 		})
 	}
 }
+
+// TestPeerComesBackTogether: when one of a peer's connections gets
+// through after an outage, the others end their reconnect backoff and
+// connect too, without ctl kick. The backoff here is an hour; connection
+// 1's retry comes first because the test kicks it alone.
+func TestPeerComesBackTogether(t *testing.T) {
+	sink := nntptest.Start(t, nntptest.Options{})
+	px := startCutProxy(t, sink.HostPort())
+	px.refuse.Store(true) // the peer is down: connections closed at once
+	text := fmt.Sprintf("[[peer]]\nname = \"p\"\nhost = \"127.0.0.1\"\nport = %d\nconnections = 3\nreconnect_max = \"1h\"\n", px.port())
+	h := startRelay(t, relayConfig(t, t.TempDir(), text), func(o *Options) { o.BackoffBase = time.Hour })
+	p := h.r.peerList()[0]
+	states := func() string {
+		ps, _ := h.r.PeerStats("p")
+		var s []string
+		for _, c := range ps.Connections {
+			s = append(s, c.State)
+		}
+		return strings.Join(s, " ")
+	}
+	waitFor(t, time.Minute, "every connection to wait", func() bool { return states() == "waiting waiting waiting" }, states)
+
+	px.refuse.Store(false)
+	p.mu.Lock()
+	first := p.conns[0].pc
+	p.mu.Unlock()
+	first.Kick()
+	waitFor(t, time.Minute, "every connection to feed", func() bool { return states() == "feeding feeding feeding" }, states)
+	if n := sink.Conns(); n != 3 {
+		t.Errorf("the peer saw %d connections, want 3 (one each)", n)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine/queue"
+	"github.com/newsflow/newsflow/runtime/newsfeed/peerconn"
 )
 
 // PeerStats is one peer's counters, the source of its stats line, its
@@ -103,6 +104,29 @@ type ConnStatus struct {
 	LastErr   string `json:"last_error,omitempty"`
 	LastErrAt string `json:"last_error_at,omitempty"` // RFC 3339
 	Since     string `json:"since"`
+	// RetryAt is when a waiting connection connects again, from its
+	// backoff (RFC 3339, in milliseconds); ctl kick, or another
+	// connection to the peer completing its handshake, may bring it
+	// sooner.
+	RetryAt string `json:"retry_at,omitempty"`
+}
+
+// retryAtLayout is RFC 3339 in milliseconds: a backoff starts at 250 ms.
+const retryAtLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// ConnStatusOf is the status entry of a connection whose state is cs.
+func ConnStatusOf(cs peerconn.Status) ConnStatus {
+	st := ConnStatus{ID: cs.ID, State: cs.State, Mode: cs.Mode, LastErr: cs.LastErr, Since: cs.Since.UTC().Format(time.RFC3339)}
+	if cs.LastErr != "" {
+		st.LastErrAt = cs.LastErrAt.UTC().Format(time.RFC3339)
+		if cs.State == "waiting" || cs.State == "connecting" {
+			st.Error = cs.LastErr
+		}
+	}
+	if cs.State == "waiting" && !cs.RetryAt.IsZero() {
+		st.RetryAt = cs.RetryAt.UTC().Format(retryAtLayout)
+	}
+	return st
 }
 
 // Check verifies that the counts add up.
@@ -280,15 +304,7 @@ func (p *peer) stats(now time.Time) PeerStats {
 	}
 	p.mu.Lock()
 	for _, c := range p.conns {
-		cs := c.pc.Status()
-		st := ConnStatus{ID: cs.ID, State: cs.State, Mode: cs.Mode, LastErr: cs.LastErr, Since: cs.Since.UTC().Format(time.RFC3339)}
-		if cs.LastErr != "" {
-			st.LastErrAt = cs.LastErrAt.UTC().Format(time.RFC3339)
-			if cs.State == "waiting" || cs.State == "connecting" {
-				st.Error = cs.LastErr
-			}
-		}
-		s.Connections = append(s.Connections, st)
+		s.Connections = append(s.Connections, ConnStatusOf(c.pc.Status()))
 	}
 	p.mu.Unlock()
 	return s

@@ -1,10 +1,12 @@
 package newsfeed
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +29,15 @@ func TestStatusErrorIsHistory(t *testing.T) {
 	if c.Error == "" || c.LastErr != c.Error || c.LastErrAt == "" {
 		t.Errorf("waiting connection: error %q, last error %q at %q; want the error current, with its time", c.Error, c.LastErr, c.LastErrAt)
 	}
+	// The next retry is the backoff's: 10m spread by ±25%.
+	if at, err := time.Parse(time.RFC3339, c.RetryAt); err != nil {
+		t.Errorf("waiting connection: retry_at %q: %v", c.RetryAt, err)
+	} else if d := time.Until(at); d < 5*time.Minute || d > 15*time.Minute {
+		t.Errorf("waiting connection: retry at %s, in %v; want about 10m", c.RetryAt, d)
+	}
+	if b, _ := json.Marshal(c); !strings.Contains(string(b), `"retry_at":"`+c.RetryAt+`"`) {
+		t.Errorf("status JSON of a waiting connection lacks retry_at: %s", b)
+	}
 	s.RemoveFault(down)
 	if _, err := h.r.Kick("sink"); err != nil {
 		t.Fatal(err)
@@ -40,6 +51,9 @@ func TestStatusErrorIsHistory(t *testing.T) {
 	}
 	if c.LastErr == "" || c.LastErrAt == "" {
 		t.Errorf("feeding connection lost its last error: %q at %q", c.LastErr, c.LastErrAt)
+	}
+	if c.RetryAt != "" {
+		t.Errorf("feeding connection has a retry time %s", c.RetryAt)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/newsfeed"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
@@ -273,4 +275,96 @@ func TestStatusSkipped(t *testing.T) {
 			t.Errorf("metrics lack %q:\n%s", want, m)
 		}
 	}
+}
+
+// TestStatusMissing: an article whose parts expired from the store before
+// its turn counts as missing, as the single node counts an article gone
+// from its spool, not as dropped; the cluster has no too old or lost
+// articles.
+func TestStatusMissing(t *testing.T) {
+	e, err := StartEmbedded(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown()
+	peer := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	text := fmt.Sprintf("listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"a.test\"\n"+
+		"[[peer]]\nname = \"sink\"\nhost = \"127.0.0.1\"\nport = %d\nconnections = 1\n"+
+		"[cluster]\nnats = [\"%s\"]\nnode = \"a\"\nreplicas = 1\nshards = 2\n", t.TempDir(), peer.Port(), strings.Join(e.URLs(), `", "`))
+	cfg, err := newsfeed.ParseConfig("test.toml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, cfg)
+	if _, err := n.Pause("sink"); err != nil {
+		t.Fatal(err)
+	}
+	id, big := testArticle(1, n.store.ChunkSize()+1000) // a head and a part
+	if got := takeThis(t, n.Addr().String(), map[string][]byte{id: big}); got[id] != 239 {
+		t.Fatalf("answer %d, want 239", got[id])
+	}
+	// The part expires (spool_max_age) before the peer's turn.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	subj, sh := n.store.head(id)
+	if err := n.store.shards[sh].Purge(ctx, jetstream.WithPurgeSubject(subj+".*.*")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Resume("sink"); err != nil {
+		t.Fatal(err)
+	}
+	var p newsfeed.PeerStats
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p = n.Status(ctx).Peers[0]
+		if p.Missing+p.Dropped > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p.Missing != 1 || p.Dropped != 0 || p.TooOld != 0 || p.Lost != 0 {
+		t.Errorf("missing %d, dropped %d, too old %d, lost %d; want the article missing, nothing else", p.Missing, p.Dropped, p.TooOld, p.Lost)
+	}
+	if peer.Count("TAKETHIS")+peer.Count("CHECK") != 0 {
+		t.Error("the article without its part was offered")
+	}
+}
+
+// TestPeerComesBackTogether: when one of a peer's connections on a node
+// gets through after an outage, the node's others end their reconnect
+// backoff (an hour here) and connect too. Connection 1's retry comes
+// first because the test kicks it alone.
+func TestPeerComesBackTogether(t *testing.T) {
+	e := startJetStream(t, 1)
+	peer := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
+	down := peer.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Drop: true})
+	text := fmt.Sprintf("listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"a.test\"\n"+
+		"[[peer]]\nname = \"sink\"\nhost = \"127.0.0.1\"\nport = %d\nconnections = 3\nreconnect_max = \"1h\"\n"+
+		"[cluster]\nnats = [%q]\nnode = \"a\"\nreplicas = 1\nshards = 1\n", t.TempDir(), peer.Port(), e.URLs()[0])
+	cfg, err := newsfeed.ParseConfig("test.toml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n, err := Open(ctx, cfg, Options{BackoffBase: time.Hour, StopTimeout: 2 * time.Second})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	states := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var s []string
+		for _, c := range n.Status(ctx).Peers[0].Connections {
+			s = append(s, c.State)
+		}
+		return strings.Join(s, " ")
+	}
+	await(t, "every connection to wait", func() bool { return states() == "waiting waiting waiting" })
+	peer.RemoveFault(down)
+	n.peers[0].conns[0].pc.Kick()
+	await(t, "every connection to feed", func() bool { return states() == "feeding feeding feeding" })
 }

@@ -54,11 +54,13 @@ type peer struct {
 	queue    *Queue
 	conn     peerconn.Config // each connection's
 	paused   atomic.Bool     // Node.Pause: no new entries pulled
+	group    peerconn.Group  // the connections: a handshake ends the others' backoff waits
 
 	skips                               newsfeed.Skips // masterfeed on this node
 	queued                              atomic.Int64
 	offered, accepted, refused, rejects atomic.Int64 // answers on this node
 	deferrals, dropped, requeued        atomic.Int64
+	missing                             atomic.Int64 // expired from the store before their turn
 	acceptedBytes, connects, connFails  atomic.Int64
 
 	mu    sync.Mutex
@@ -124,7 +126,7 @@ func (p *peer) newConn(id int) *outConn {
 		c.kicks = append(c.kicks, make(chan struct{}, 1))
 	}
 	c.pc = peerconn.New(peerconn.Options{Config: p.conn, ID: id, Queue: c, Now: p.n.now, Log: p.n.log,
-		Connects: &p.connects, Fails: &p.connFails,
+		Connects: &p.connects, Fails: &p.connFails, Group: &p.group,
 		Driver: func(nc net.Conn) (driver.Driver, error) {
 			return goroutine.New(nc, goroutine.Options{TLSConfig: p.conn.TLS, Now: p.n.now, Bodies: &c.bodies}), nil
 		}})
@@ -672,9 +674,9 @@ func (c *outConn) load(ctx context.Context, msgs []jetstream.Msg) []feed.Article
 				m.NakWithDelay(requeueDelay)
 			case errors.Is(err, jetstream.ErrMsgNotFound):
 				// Expired from the store (spool_max_age): it counts
-				// as missing.
-				p.n.log.Warn("article missing from the store; dropped", "peer", p.cfg.Name, "id", e.MessageID, "err", err)
-				p.dropped.Add(1)
+				// as missing, as an article gone from a relay's spool.
+				p.n.log.Warn("article missing from the store; not offered", "peer", p.cfg.Name, "id", e.MessageID, "err", err)
+				p.missing.Add(1)
 				m.Term()
 			default:
 				// The session ended, or NATS did not answer: the entry

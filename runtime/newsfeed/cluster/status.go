@@ -16,7 +16,11 @@ import (
 // Status is a node's /status.json: the single-node relay's Status (so
 // `newsfeed status` reads it as it is), with Queued per peer meaning the
 // cluster's queue (entries waiting plus pulled and unanswered, over every
-// node), plus the cluster's own part.
+// node), plus the cluster's own part. The other counts are this node's:
+// Offered its connections' offers (an entry deferred or given back is
+// offered again), so they do not add up to it as a relay's do. TooOld and
+// Lost stay 0: max_age is refused in cluster mode, and the queue has no
+// backlog files to lose.
 type Status struct {
 	newsfeed.Status
 	Cluster ClusterStatus `json:"cluster"`
@@ -92,7 +96,7 @@ func (n *Node) Status(ctx context.Context) Status {
 		cs.Peers = append(cs.Peers, q)
 		ps := newsfeed.PeerStats{
 			Name: p.cfg.Name, Offered: p.offered.Load(), Accepted: p.accepted.Load(), Refused: p.refused.Load(),
-			Rejected: p.rejects.Load(), Dropped: p.dropped.Load(), Deferred: p.deferrals.Load(), Resent: p.requeued.Load(),
+			Rejected: p.rejects.Load(), Dropped: p.dropped.Load(), Missing: p.missing.Load(), Deferred: p.deferrals.Load(), Resent: p.requeued.Load(),
 			Queued: int64(w + u), Paused: p.paused.Load(), SkippedGroups: p.skips.Groups.Load(), SkippedPath: p.skips.Path.Load(), SkippedSize: p.skips.Size.Load(), SkippedHash: p.skips.Hash.Load(), AcceptedBytes: p.acceptedBytes.Load(), Seconds: secs,
 		}
 		if err != nil {
@@ -103,14 +107,12 @@ func (n *Node) Status(ctx context.Context) Status {
 		}
 		p.mu.Lock()
 		for _, c := range p.conns {
-			cst := c.pc.Status()
-			s := cst.State
-			ps.Connections = append(ps.Connections, newsfeed.ConnStatus{ID: c.id, State: s, Mode: cst.Mode,
-				LastErr: cst.LastErr, Since: cst.Since.UTC().Format(time.RFC3339)})
+			conn := newsfeed.ConnStatusOf(c.pc.Status())
+			ps.Connections = append(ps.Connections, conn)
 			if nc := c.nc.Load(); nc != nil {
 				cs.Reconnects += nc.Stats().Reconnects
 			}
-			if s == "feeding" {
+			if conn.State == "feeding" {
 				ps.ConnsUp++
 			}
 		}

@@ -9,6 +9,10 @@
 // next articles come from, and how an answered article is settled (in the
 // relay's spoolfs peer queue, or acknowledged in JetStream).
 //
+// The connections of one peer share a Group: when one of them completes
+// its handshake, the others that wait out a backoff retry at once (see
+// Group).
+//
 // A session that ends because a stored article cannot be read (an error
 // wrapping ErrUnreadableBody) reconnects at the base delay without growing
 // it: the peer did nothing wrong, and the Queue settles the article as
@@ -22,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -127,7 +132,73 @@ type Options struct {
 	// Connects and Fails, when set, count the sessions that reached the
 	// feed and the failed or ended sessions that led to a reconnect.
 	Connects, Fails *atomic.Int64
+	// Group, when set, holds the connections to the same peer: a
+	// handshake one of them completes ends the others' backoff waits.
+	Group *Group
 }
+
+// Group ties together the connections to one peer. When one of them
+// completes its handshake the peer is back, and the others that wait out
+// a reconnect backoff (up to reconnect_max) after a connect that failed
+// retry at once, each with a connect of its own; one that fails again
+// waits on with its backoff grown as usual. While none gets through, no
+// wait is cut short: a peer that stays down sees no more connects than the
+// backoff allows. A wait after a connect that completed its handshake is
+// never cut short either, so a peer that drops every connection after the
+// handshake gets no more handshakes than the backoff allows, however many
+// connections it has.
+//
+// The zero Group is ready to use.
+type Group struct {
+	mu  sync.Mutex
+	ups uint64        // handshakes completed by the group's connections
+	up  chan struct{} // closed at the next handshake; nil until watched
+}
+
+// connected counts a handshake and wakes the connections watching.
+func (g *Group) connected() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.ups++
+	if g.up != nil {
+		close(g.up)
+		g.up = nil
+	}
+}
+
+// handshakes returns how many handshakes the group's connections have
+// completed.
+func (g *Group) handshakes() uint64 {
+	if g == nil {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ups
+}
+
+// after returns a channel closed once the group's handshakes pass seen:
+// closed already when they have. It is nil (never ready) without a group.
+func (g *Group) after(seen uint64) <-chan struct{} {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ups != seen {
+		return closedChan
+	}
+	if g.up == nil {
+		g.up = make(chan struct{})
+	}
+	return g.up
+}
+
+// closedChan is a channel that is always ready.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Conn is one connection to a peer, reconnecting until stopped.
 type Conn struct {
@@ -143,6 +214,7 @@ type Conn struct {
 	state   string // for the status page
 	lastErr string
 	errAt   time.Time // when lastErr happened
+	retryAt time.Time // while waiting: when the wait ends, unless cut short
 	mode    string
 	since   time.Time
 
@@ -153,6 +225,8 @@ type Conn struct {
 	ihave   bool           // the feed offers with IHAVE: the answers' codes are IHAVE's
 	offers  []feed.Article // taken from the Queue, being offered
 	closed  error          // the feed's Closed event, why the session ended
+
+	handshook bool // Run's goroutine: the last connect completed its handshake
 }
 
 // New makes a Conn; Run runs it.
@@ -181,22 +255,34 @@ type Status struct {
 	LastErr   string    // the last error, kept after the connection recovers
 	LastErrAt time.Time // when LastErr happened
 	Since     time.Time // when State began
+	// RetryAt is when a waiting connection connects again, from its
+	// backoff (a kick or another connection's handshake may come
+	// first); zero in the other states.
+	RetryAt time.Time
 }
 
 // Status returns the connection's state now.
 func (c *Conn) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Status{ID: c.o.ID, State: c.state, Mode: c.mode, LastErr: c.lastErr, LastErrAt: c.errAt, Since: c.since}
+	return Status{ID: c.o.ID, State: c.state, Mode: c.mode, LastErr: c.lastErr, LastErrAt: c.errAt, Since: c.since,
+		RetryAt: c.retryAt}
 }
 
 func (c *Conn) setState(state, lastErr string) {
+	c.setStateRetry(state, lastErr, time.Time{})
+}
+
+// setStateRetry sets the state, with the time of the next connect for
+// "waiting".
+func (c *Conn) setStateRetry(state, lastErr string, retryAt time.Time) {
 	c.mu.Lock()
 	c.state = state
 	if lastErr != "" {
 		c.lastErr, c.errAt = lastErr, c.o.Now()
 	}
 	c.since = c.o.Now()
+	c.retryAt = retryAt
 	c.mu.Unlock()
 }
 
@@ -261,6 +347,11 @@ func (c *Conn) Run(ctx context.Context) {
 	backoff := base
 	for ctx.Err() == nil && !c.stopping.Load() {
 		began := c.o.Now()
+		// A sibling's handshake after this connect begins ends the wait
+		// that follows, when this connect did not get that far: the peer
+		// is back (see Group).
+		seen := c.o.Group.handshakes()
+		c.handshook = false
 		fed, err := c.session(ctx)
 		if ctx.Err() != nil || c.stopping.Load() {
 			break
@@ -275,8 +366,12 @@ func (c *Conn) Run(ctx context.Context) {
 			backoff = base // it worked for a while, or the article was at fault
 		}
 		wait := jitter(backoff)
-		c.setState("waiting", err.Error())
+		c.setStateRetry("waiting", err.Error(), c.o.Now().Add(wait))
 		c.log.Warn("peer connection failed; retrying", "err", err, "retry_in", wait.Round(time.Millisecond))
+		var back <-chan struct{}
+		if !c.handshook {
+			back = c.o.Group.after(seen)
+		}
 		t := time.NewTimer(wait)
 		kicked := false
 		select {
@@ -285,6 +380,8 @@ func (c *Conn) Run(ctx context.Context) {
 		case <-c.stopped:
 		case <-c.kick:
 			kicked = true
+		case <-back:
+			c.log.Info("another connection to the peer connected: connecting now")
 		}
 		t.Stop()
 		if kicked {
@@ -362,6 +459,8 @@ func (c *Conn) session(ctx context.Context) (fed bool, err error) {
 		return false, errors.New("peer does not stream (MODE STREAM refused) and streaming = \"on\"")
 	}
 	c.o.Connects.Add(1)
+	c.handshook = true
+	c.o.Group.connected()
 	now := c.o.Now()
 	fc := cfg.Feed
 	fc.Streaming, fc.User, fc.Pass = ready.Streaming, cfg.User, cfg.Pass
@@ -469,7 +568,8 @@ func (c *Conn) drain(now time.Time) {
 				q.Answer(now, Answer{Article: a, Outcome: Requeued})
 			}
 		case feed.ModeChanged:
-			c.log.Info("feed mode changed", "from", e.From.String(), "to", e.To.String(), "percent", e.Percent, "why", e.Why)
+			// The percentage to one decimal place, as Why gives it.
+			c.log.Info("feed mode changed", "from", e.From.String(), "to", e.To.String(), "percent", math.Round(e.Percent*10)/10, "why", e.Why)
 			c.ihave = e.To == feed.ModeIHave
 			c.mu.Lock()
 			c.mode = e.To.String()
