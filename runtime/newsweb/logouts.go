@@ -136,8 +136,9 @@ func parseLogoutLine(line []byte) (key string, exp int64, ok bool) {
 	if i < 0 || len(line)-i-1 != 8 {
 		return "", 0, false
 	}
-	sum, err := strconv.ParseUint(string(line[i+1:]), 16, 32)
-	if err != nil || uint32(sum) != crc32.ChecksumIEEE(line[:i]) {
+	// The checksum is read as it is written, lower-case hex, so that a
+	// line that parses is written back the same.
+	if string(line[i+1:]) != fmt.Sprintf("%08x", crc32.ChecksumIEEE(line[:i])) {
 		return "", 0, false
 	}
 	k, e, found := strings.Cut(string(line[:i]), "\t")
@@ -152,7 +153,7 @@ func parseLogoutLine(line []byte) (key string, exp int64, ok bool) {
 			return "", 0, false
 		}
 	}
-	exp, err = strconv.ParseInt(e, 10, 64)
+	exp, err := strconv.ParseInt(e, 10, 64)
 	if err != nil || strconv.FormatInt(exp, 10) != e {
 		return "", 0, false
 	}
