@@ -64,3 +64,26 @@ func TestReload(t *testing.T) {
 		t.Errorf("reload with a bad users file logged:\n%s", logs.String())
 	}
 }
+
+// A damaged logouts file does not stop the start: the posting state is
+// made and the file is written again without the damage.
+func TestPostingDamagedLogouts(t *testing.T) {
+	dir := t.TempDir()
+	users, logouts := filepath.Join(dir, "users"), filepath.Join(dir, "logouts")
+	h, _ := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	os.WriteFile(users, []byte("alice:"+string(h)+"\n"), 0o600)
+	os.WriteFile(logouts, []byte("0123\tdamaged\n"), 0o600)
+	conf := filepath.Join(dir, "newsweb.toml")
+	os.WriteFile(conf, []byte("search = false\n[[server]]\nurl = \"nntp://news.example\"\n[posting]\nenabled = true\n"+
+		"from_domain = \"r.example\"\nusers = \""+users+"\"\nlogouts_file = \""+logouts+"\"\n"), 0o644)
+	c, err := loadConfig(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.withDefaults().posting(); err != nil || p == nil {
+		t.Fatalf("posting with a damaged logouts file: %v", err)
+	}
+	if b, _ := os.ReadFile(logouts); strings.Contains(string(b), "damaged") || !strings.Contains(string(b), "ended-before\t") {
+		t.Errorf("the logouts file after the start: %q; want the cutoff, without the damage", b)
+	}
+}

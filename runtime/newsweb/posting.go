@@ -102,6 +102,14 @@ type Posting struct {
 	users map[string][]byte // name -> bcrypt hash; nil without a users file
 }
 
+// logouts is p's record of ended sessions; nil when p is nil.
+func (p *Posting) logouts() *logouts {
+	if p == nil {
+		return nil
+	}
+	return p.ended
+}
+
 // account returns user's bcrypt hash.
 func (p *Posting) account(user string) ([]byte, bool) {
 	p.mu.Lock()
@@ -240,49 +248,74 @@ func (p *Posting) csrfOK(user, token string) bool {
 	return err == nil && hmac.Equal(got, p.mac("csrf", user))
 }
 
-// session is the cookie value for user until exp.
-func (p *Posting) session(user string, exp time.Time) string {
+// session is the cookie value for user, issued at issued, until exp:
+//
+//	base64(user) . expiry (unix seconds) . issue time (unix nanoseconds) . base64(mac)
+//
+// The issue time lets a cutoff of the logouts file (logouts.go) end the
+// sessions issued before it. A value of three parts, without the issue
+// time, is one newsweb issued before it wrote the issue time; it is taken
+// as issued at 0, before any cutoff.
+func (p *Posting) session(user string, issued, exp time.Time) string {
 	e := strconv.FormatInt(exp.Unix(), 10)
-	return base64.RawURLEncoding.EncodeToString([]byte(user)) + "." + e + "." +
-		base64.RawURLEncoding.EncodeToString(p.mac("session", user, e))
+	i := strconv.FormatInt(issued.UnixNano(), 10)
+	return base64.RawURLEncoding.EncodeToString([]byte(user)) + "." + e + "." + i + "." +
+		base64.RawURLEncoding.EncodeToString(p.mac("session-issued", user, e, i))
+}
+
+// sessionParts splits a cookie value into its user, expiry and issue
+// time, checking its signature.
+func (p *Posting) sessionParts(v string) (user string, exp, issued int64, ok bool) {
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 && len(parts) != 4 {
+		return "", 0, 0, false
+	}
+	u, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil {
+		return "", 0, 0, false
+	}
+	// The two forms are signed under different labels, so that one is
+	// never read as the other.
+	want := p.mac("session", string(u), parts[1])
+	if len(parts) == 4 {
+		want = p.mac("session-issued", string(u), parts[1], parts[2])
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[len(parts)-1])
+	if err != nil || !hmac.Equal(sig, want) {
+		return "", 0, 0, false
+	}
+	exp, err = strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return "", 0, 0, false
+	}
+	if len(parts) == 4 {
+		if issued, err = strconv.ParseInt(parts[2], 10, 64); err != nil {
+			return "", 0, 0, false
+		}
+	}
+	return string(u), exp, issued, true
 }
 
 // sessionUser checks a cookie value.
 func (p *Posting) sessionUser(v string) (string, bool) {
-	parts := strings.Split(v, ".")
-	if len(parts) != 3 {
+	user, exp, issued, ok := p.sessionParts(v)
+	if !ok || p.opts.Now().Unix() > exp {
 		return "", false
 	}
-	user, err := base64.RawURLEncoding.DecodeString(parts[0])
-	if err != nil {
-		return "", false
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
-	if err != nil || !hmac.Equal(sig, p.mac("session", string(user), parts[1])) {
-		return "", false
-	}
-	exp, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil || p.opts.Now().Unix() > exp {
-		return "", false
-	}
-	if _, ok := p.account(string(user)); !ok {
+	if _, ok := p.account(user); !ok {
 		return "", false // removed from the file since
 	}
-	if p.ended.has(v) {
-		return "", false // logged out
+	if p.ended.has(v, issued) {
+		return "", false // logged out, or issued before the cutoff
 	}
-	return string(user), true
+	return user, true
 }
 
 // endSession records the session with cookie value v, which sessionUser
 // accepted, as logged out until it expires.
 func (p *Posting) endSession(v string) error {
-	parts := strings.Split(v, ".")
-	if len(parts) != 3 {
-		return nil
-	}
-	exp, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil {
+	_, exp, _, ok := p.sessionParts(v)
+	if !ok {
 		return nil
 	}
 	return p.ended.end(v, time.Unix(exp, 0), p.opts.Now())

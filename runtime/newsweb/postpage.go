@@ -240,10 +240,11 @@ func (s *Server) login(ctx context.Context, r *http.Request) (*response, error) 
 		s.log.Info("login failed", "remote", addr, "user", user)
 		return refuse(http.StatusUnauthorized, "Wrong name or password.", 0)
 	}
-	exp := p.opts.Now().Add(p.opts.SessionLife)
+	now := p.opts.Now()
+	exp := now.Add(p.opts.SessionLife)
 	s.log.Info("login", "remote", addr, "user", user)
 	return &response{status: http.StatusSeeOther, ctype: "text/plain; charset=utf-8", cache: cacheError, location: next,
-		cookie: sessionCookieFor(r, p.session(user, exp), exp, int(p.opts.SessionLife/time.Second))}, nil
+		cookie: sessionCookieFor(r, p.session(user, now, exp), exp, int(p.opts.SessionLife/time.Second))}, nil
 }
 
 // sessionCookieFor is the session cookie with value until exp (maxAge

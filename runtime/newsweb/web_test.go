@@ -95,7 +95,10 @@ func startSiteWith(t testing.TB, news *nntptest.Server, opts Options, addrs ...s
 	if opts.PerPage == 0 {
 		opts.PerPage = 2
 	}
-	opts.Logger, opts.Registerer, opts.Gatherer = log, reg, reg
+	if opts.Logger == nil {
+		opts.Logger = log
+	}
+	opts.Registerer, opts.Gatherer = reg, reg
 	h := New(fed, opts)
 	srv := newFrontServer(t, h)
 	t.Cleanup(func() { srv.Close(); fed.Close() })
