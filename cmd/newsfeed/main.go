@@ -488,7 +488,7 @@ func printStatus(w io.Writer, st newsfeed.Status, now time.Time) {
 // ("<1s" under one): "" without a retry time.
 func retryIn(at string, now time.Time) string {
 	t, err := time.Parse(time.RFC3339, at)
-	if at == "" || err != nil {
+	if err != nil {
 		return ""
 	}
 	d := t.Sub(now)
