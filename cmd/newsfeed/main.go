@@ -217,10 +217,18 @@ func inject(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "newsfeed inject: %v\n", err)
 		return 1
 	}
+	inject := func(name string) (newsfeed.InjectResult, error) { return r.InjectFile(ctx, name) }
+	return injectFiles(fs.Args(), inject, r.Close, stdout, stderr)
+}
+
+// injectFiles injects each file with inject, printing its notes and
+// counts, then calls done (when set) and prints the total. It returns 1
+// when a file or done failed or an article was rejected.
+func injectFiles(files []string, inject func(name string) (newsfeed.InjectResult, error), done func() error, stdout, stderr io.Writer) int {
 	var total newsfeed.InjectResult
 	failed := false
-	for _, name := range fs.Args() {
-		res, err := r.InjectFile(ctx, name)
+	for _, name := range files {
+		res, err := inject(name)
 		printInjectNotes(stdout, res)
 		fmt.Fprintf(stdout, "%s: %s\n", name, res)
 		if err != nil {
@@ -229,9 +237,11 @@ func inject(args []string, stdout, stderr io.Writer) int {
 		}
 		total.Add(res)
 	}
-	if err := r.Close(); err != nil {
-		fmt.Fprintf(stderr, "newsfeed inject: %v\n", err)
-		failed = true
+	if done != nil {
+		if err := done(); err != nil {
+			fmt.Fprintf(stderr, "newsfeed inject: %v\n", err)
+			failed = true
+		}
 	}
 	fmt.Fprintf(stdout, "total: %s\n", total)
 	if failed || total.Rejected > 0 {
@@ -260,23 +270,10 @@ func injectRemote(ctx context.Context, cfg *newsfeed.Config, files []string, std
 	fmt.Fprintf(stdout, "the spool is in use: offering the articles to the running newsfeed on %s\n", listen)
 	// One session per file, so that each file's counts are printed as
 	// without a running relay.
-	var total newsfeed.InjectResult
-	failed := false
-	for _, name := range files {
-		res, err := newsfeed.InjectRemote(ctx, listen, []string{name}, int(cfg.MaxArticleSize))
-		printInjectNotes(stdout, res)
-		fmt.Fprintf(stdout, "%s: %s\n", name, res)
-		total.Add(res)
-		if err != nil {
-			fmt.Fprintf(stderr, "newsfeed inject: %s: %v\n", name, err)
-			failed = true
-		}
+	inject := func(name string) (newsfeed.InjectResult, error) {
+		return newsfeed.InjectRemote(ctx, listen, []string{name}, int(cfg.MaxArticleSize))
 	}
-	fmt.Fprintf(stdout, "total: %s\n", total)
-	if failed || total.Rejected > 0 {
-		return 1
-	}
-	return 0
+	return injectFiles(files, inject, nil, stdout, stderr)
 }
 
 func demo(args []string, stdout, stderr io.Writer) int {
@@ -491,7 +488,7 @@ func printStatus(w io.Writer, st newsfeed.Status, now time.Time) {
 // ("<1s" under one): "" without a retry time.
 func retryIn(at string, now time.Time) string {
 	t, err := time.Parse(time.RFC3339, at)
-	if at == "" || err != nil {
+	if err != nil {
 		return ""
 	}
 	d := t.Sub(now)

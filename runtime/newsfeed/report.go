@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
-	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -230,17 +229,15 @@ func BuildReport(cfg *Config, since, until time.Time) (Report, error) {
 		rep.Peers = append(rep.Peers, p)
 	}
 	// A peer answering in the window without a stats line in it (its run
-	// was killed before one) still shows its answers' latency.
-	for _, name := range slices.Sorted(maps.Keys(late.n)) {
-		if !slices.ContainsFunc(rep.Peers, func(p ReportPeer) bool { return p.Name == name }) {
-			p := ReportPeer{Name: name}
-			p.latency(0, 0, late)
-			rep.Peers = append(rep.Peers, p)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(late.unpaired)) {
-		if !slices.ContainsFunc(rep.Peers, func(p ReportPeer) bool { return p.Name == name }) {
-			rep.Peers = append(rep.Peers, ReportPeer{Name: name, Unpaired: late.unpaired[name]})
+	// was killed before one) still shows its answers' latency and those
+	// not timed.
+	for _, names := range []map[string]int64{late.n, late.unpaired} {
+		for name := range names {
+			if !slices.ContainsFunc(rep.Peers, func(p ReportPeer) bool { return p.Name == name }) {
+				p := ReportPeer{Name: name}
+				p.latency(0, 0, late)
+				rep.Peers = append(rep.Peers, p)
+			}
 		}
 	}
 	for _, p := range rep.Peers {

@@ -211,6 +211,21 @@ type Status struct {
 	LostArticles int64 `json:"lost_articles"`
 }
 
+// ingestStats returns the ingest counters now.
+func (r *Relay) ingestStats() IngestStats {
+	in := IngestStats{
+		Connections: r.ingest.conns.Load(), Open: r.ingest.open.Load(),
+		Accepted: r.ingest.accepted.Load(),
+		Refused:  r.ingest.refused.Load(), Deferred: r.ingest.deferred.Load(), Rejected: r.ingest.rejected.Load(),
+		Denied: r.ingest.denied.Load(), Limited: r.ingest.limited.Load(), Held: r.ingest.held.Load(),
+		TimedOut: r.ingest.timedOut.Load(), Buffered: r.limits.buffered.Load(),
+		AuthFailed: r.auth.failed.Load(), AuthBlocked: r.auth.blocked.Load(), GroupsRefused: r.auth.groups.Load(),
+	}
+	in.Checks, in.TakeThis = r.ingest.checks.Load(), r.ingest.takethis.Load()
+	in.CommitRounds, in.CommitArticles, in.CommitSeconds, in.CommitSyncSeconds = r.com.counts()
+	return in
+}
+
 // Status returns the relay's counters now.
 func (r *Relay) Status() Status {
 	now := r.now()
@@ -221,17 +236,8 @@ func (r *Relay) Status() Status {
 		NotReason:  r.notAccepting(),
 		SpoolBytes: r.spool.Bytes(),
 		History:    r.spool.History().Len(),
-		Ingest: IngestStats{
-			Connections: r.ingest.conns.Load(), Open: r.ingest.open.Load(),
-			Accepted: r.ingest.accepted.Load(),
-			Refused:  r.ingest.refused.Load(), Deferred: r.ingest.deferred.Load(), Rejected: r.ingest.rejected.Load(),
-			Denied: r.ingest.denied.Load(), Limited: r.ingest.limited.Load(), Held: r.ingest.held.Load(),
-			TimedOut: r.ingest.timedOut.Load(), Buffered: r.limits.buffered.Load(),
-			AuthFailed: r.auth.failed.Load(), AuthBlocked: r.auth.blocked.Load(), GroupsRefused: r.auth.groups.Load(),
-		},
+		Ingest:     r.ingestStats(),
 	}
-	st.Ingest.Checks, st.Ingest.TakeThis = r.ingest.checks.Load(), r.ingest.takethis.Load()
-	st.Ingest.CommitRounds, st.Ingest.CommitArticles, st.Ingest.CommitSeconds, st.Ingest.CommitSyncSeconds = r.com.counts()
 	st.IngestRate = r.rates.perSecond(now)
 	st.LostArticles = r.lostArticles.Load()
 	if a := r.Addr(); a != nil {
@@ -339,7 +345,7 @@ func (r *Relay) logStats(final bool) {
 	if final {
 		what = "final stats"
 	}
-	in := r.Status().Ingest
+	in := r.ingestStats()
 	r.log.Info(what+" (ingest)", "connections", in.Connections, "accepted", in.Accepted,
 		"refused", in.Refused, "deferred", in.Deferred, "rejected", in.Rejected, "denied", in.Denied,
 		"limited", in.Limited, "held", in.Held, "timed_out", in.TimedOut, "lost_articles", r.lostArticles.Load(),
