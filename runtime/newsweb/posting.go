@@ -276,9 +276,11 @@ func (p *Posting) sessionParts(v string) (user string, exp, issued int64, ok boo
 	}
 	// The two forms are signed under different labels, so that one is
 	// never read as the other.
-	want := p.mac("session", string(u), parts[1])
+	var want []byte
 	if len(parts) == 4 {
 		want = p.mac("session-issued", string(u), parts[1], parts[2])
+	} else {
+		want = p.mac("session", string(u), parts[1])
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(parts[len(parts)-1])
 	if err != nil || !hmac.Equal(sig, want) {
