@@ -102,14 +102,6 @@ type Posting struct {
 	users map[string][]byte // name -> bcrypt hash; nil without a users file
 }
 
-// logouts is p's record of ended sessions; nil when p is nil.
-func (p *Posting) logouts() *logouts {
-	if p == nil {
-		return nil
-	}
-	return p.ended
-}
-
 // account returns user's bcrypt hash.
 func (p *Posting) account(user string) ([]byte, bool) {
 	p.mu.Lock()

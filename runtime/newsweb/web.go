@@ -117,8 +117,8 @@ func New(fed *Federated, opts Options) *Server {
 		opts.HiddenGroups = &hidden
 	}
 	s := &Server{fed: fed, opts: opts, log: opts.Logger, mux: http.NewServeMux(), posting: opts.Posting, search: opts.Search}
-	if l := opts.Posting.logouts(); l != nil && l.damage != "" {
-		s.log.Error("logouts file "+l.damage, "file", l.path, "line", l.damagedLine)
+	if p := opts.Posting; p != nil && p.ended.damage != "" {
+		s.log.Error("logouts file "+p.ended.damage, "file", p.ended.path, "line", p.ended.damagedLine)
 	}
 	switch {
 	case opts.PageCacheBytes == 0:
