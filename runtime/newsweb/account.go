@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"html/template"
 	"net/http"
-	"strings"
 )
 
 // The header's account control. Pages are rendered once for everybody and
@@ -31,10 +30,11 @@ var (
 // with a users file.
 func (s *Server) accounts() bool { return s.posting != nil && s.posting.hasUsers() }
 
-// withAccount is resp for r: resp itself unless r has a session and resp
-// is a page with the anonymous control, else a copy naming the reader.
+// withAccount is resp, an HTML page, for r: resp itself unless r has a
+// session and resp has the anonymous control, else a copy naming the
+// reader.
 func (s *Server) withAccount(r *http.Request, resp *response) *response {
-	if len(r.Header["Cookie"]) == 0 || !strings.HasPrefix(resp.ctype, "text/html") {
+	if len(r.Header["Cookie"]) == 0 {
 		return resp
 	}
 	i := bytes.Index(resp.body, loginLinkBytes)

@@ -31,11 +31,7 @@ func (s *Server) groupsPage(ctx context.Context, r *http.Request) (*response, er
 	if len(l.Missing) > 0 {
 		// Not kept, here or by browsers: the next view asks the servers
 		// that did not answer again.
-		resp, err := s.render("groups", s.groupList(s.visible(groups), f, l.Missing), cacheError)
-		if err != nil {
-			return nil, err
-		}
-		return resp, nil
+		return s.render("groups", s.groupList(s.visible(groups), f, l.Missing), cacheError)
 	}
 	// Kept under the filter, the list's identity (a new list is a new
 	// slice) and the counts' generation.

@@ -102,14 +102,6 @@ type Posting struct {
 	users map[string][]byte // name -> bcrypt hash; nil without a users file
 }
 
-// logouts is p's record of ended sessions; nil when p is nil.
-func (p *Posting) logouts() *logouts {
-	if p == nil {
-		return nil
-	}
-	return p.ended
-}
-
 // account returns user's bcrypt hash.
 func (p *Posting) account(user string) ([]byte, bool) {
 	p.mu.Lock()
@@ -276,9 +268,11 @@ func (p *Posting) sessionParts(v string) (user string, exp, issued int64, ok boo
 	}
 	// The two forms are signed under different labels, so that one is
 	// never read as the other.
-	want := p.mac("session", string(u), parts[1])
+	var want []byte
 	if len(parts) == 4 {
 		want = p.mac("session-issued", string(u), parts[1], parts[2])
+	} else {
+		want = p.mac("session", string(u), parts[1])
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(parts[len(parts)-1])
 	if err != nil || !hmac.Equal(sig, want) {

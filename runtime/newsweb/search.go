@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -209,19 +210,18 @@ func (s *Search) Index(group string) (complete bool) {
 func (s *Search) Visited(group string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.visited) > 0 && s.visited[0] == group {
-		return
-	}
-	for i, g := range s.visited {
-		if g == group {
-			s.visited = append(s.visited[:i], s.visited[i+1:]...)
-			break
+	// The list moves in place, without an allocation a page: group comes
+	// first and those read before it move down one, the least recently
+	// read dropping out when the list is full.
+	i := slices.Index(s.visited, group)
+	if i < 0 {
+		if len(s.visited) < maxVisitedGroups {
+			s.visited = append(s.visited, "")
 		}
+		i = len(s.visited) - 1
 	}
-	if len(s.visited) >= maxVisitedGroups {
-		s.visited = s.visited[:maxVisitedGroups-1]
-	}
-	s.visited = append([]string{group}, s.visited...)
+	copy(s.visited[1:i+1], s.visited[:i])
+	s.visited[0] = group
 }
 
 // IndexVisited starts the jobs of the groups read here that have nothing

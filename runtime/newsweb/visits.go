@@ -153,9 +153,10 @@ func (s *Server) reader(r *http.Request) (string, bool) {
 // markNew marks the threads of v (rooted at roots) with the posts newer
 // than user's last visit, and adds the "mark group read" form.
 func (s *Server) markNew(v *groupView, user, group string, roots []*mreader.Node) {
+	own := s.posting.address(user)
 	for i, root := range roots {
 		if seen, ok := s.visits.seen(user, root.ID); ok && i < len(v.Threads) {
-			v.Threads[i].New = newSince(root, seen, s.posting.address(user))
+			v.Threads[i].New = newSince(root, seen, own)
 		}
 	}
 	v.MarkRead, v.CSRF = groupURL(group)+"/read", s.posting.csrf(user)

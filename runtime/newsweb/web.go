@@ -117,8 +117,8 @@ func New(fed *Federated, opts Options) *Server {
 		opts.HiddenGroups = &hidden
 	}
 	s := &Server{fed: fed, opts: opts, log: opts.Logger, mux: http.NewServeMux(), posting: opts.Posting, search: opts.Search}
-	if l := opts.Posting.logouts(); l != nil && l.damage != "" {
-		s.log.Error("logouts file "+l.damage, "file", l.path, "line", l.damagedLine)
+	if p := opts.Posting; p != nil && p.ended.damage != "" {
+		s.log.Error("logouts file "+p.ended.damage, "file", p.ended.path, "line", p.ended.damagedLine)
 	}
 	switch {
 	case opts.PageCacheBytes == 0:
@@ -300,13 +300,13 @@ func (rs *routeStats) count(status int) {
 func (s *Server) write(w http.ResponseWriter, r *http.Request, rs *routeStats, resp *response) {
 	// A page of a site with accounts varies by Cookie (account.go),
 	// whatever its size; others by Accept-Encoding when compressible.
-	byCookie := s.accounts() && strings.HasPrefix(resp.ctype, "text/html")
-	if byCookie {
+	var vary []string // nil: no Vary
+	switch {
+	case s.accounts() && strings.HasPrefix(resp.ctype, "text/html"):
 		resp = s.withAccount(r, resp)
-	}
-	vary := varyValue
-	if byCookie {
 		vary = varyCookie
+	case len(resp.body) >= minGzip:
+		vary = varyValue
 	}
 	hv := resp.headerValues()
 	status := resp.status
@@ -325,7 +325,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rs *routeStats, r
 		if resp.status == http.StatusOK {
 			a.etag = etag[0]
 		}
-		if byCookie || len(resp.body) >= minGzip {
+		if vary != nil {
 			a.vary = vary[0]
 		}
 		if fw.answer(a) {
@@ -350,7 +350,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, rs *routeStats, r
 	if gz {
 		h["Content-Encoding"] = gzipValue
 	}
-	if byCookie || len(resp.body) >= minGzip {
+	if vary != nil {
 		h["Vary"] = vary
 	}
 	if resp.status == http.StatusOK {
