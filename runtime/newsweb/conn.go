@@ -130,50 +130,42 @@ func (s *Service) dialAddr(ctx context.Context, addr string, useTLS bool) (net.C
 	return nc, nil
 }
 
-// dialError is a failed dial of a server, said once: "news2
-// (127.0.0.1:1): connection refused", where the error of the dial itself
-// names the address twice and the system call ("dial 127.0.0.1:1: dial
-// tcp 127.0.0.1:1: connect: connection refused").
+// dialError is a failed dial of a server, said once, with the server's
+// name: "news2 (127.0.0.1:1): connection refused".
 type dialError struct {
 	server, addr string
 	err          error // as driver.Dial returns it
 }
 
 func (e *dialError) Error() string {
-	return e.server + " (" + e.addr + "): " + dialReason(e.err, e.addr)
+	return e.server + " (" + e.addr + "): " + dialReason(e.err)
 }
 
 func (e *dialError) Unwrap() error { return e.err }
 
-// dialReason is what went wrong in err, a driver.Dial error for addr,
-// without the address and the steps: the system's reason for a failed
-// connect ("connection refused"), the resolver's for a name
-// ("lookup news.example: no such host"), "timed out", or the TLS
-// handshake's.
-func dialReason(err error, addr string) string {
+// dialReason is what went wrong in err, a driver.Dial error, without the
+// address: the system's reason for a failed connect ("connection
+// refused"), the resolver's for a name ("lookup news.example: no such
+// host"), "timed out", or the TLS handshake's.
+func dialReason(err error) string {
 	timeout := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)
-	if rest, ok := strings.CutPrefix(err.Error(), "tls "+addr+": "); ok {
-		if timeout {
-			return "TLS handshake: timed out"
-		}
-		return "TLS handshake: " + strings.TrimPrefix(rest, "tls: ")
+	var de *driver.DialError
+	switch {
+	case errors.As(err, &de) && de.Step == "tls" && timeout:
+		return "TLS handshake: timed out"
+	case de != nil && de.Step == "tls":
+		return "TLS handshake: " + strings.TrimPrefix(de.Reason(), "tls: ")
 	}
 	var dns *net.DNSError
-	var op *net.OpError
 	switch {
 	case errors.As(err, &dns):
 		return dns.Error()
 	case timeout:
 		return "timed out"
-	case errors.As(err, &op):
-		inner := op.Err
-		var sys *os.SyscallError
-		if errors.As(inner, &sys) {
-			inner = sys.Err
-		}
-		return inner.Error()
+	case de != nil:
+		return de.Reason()
 	}
-	return strings.TrimPrefix(err.Error(), "dial "+addr+": ")
+	return err.Error()
 }
 
 // setUp runs the handshake (greeting, CAPABILITIES, MODE READER, STARTTLS,

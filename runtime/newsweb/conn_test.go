@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
+	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -186,15 +186,15 @@ func TestDialReason(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("dial %s: %w", addr, refused), "connection refused"},
-		{fmt.Errorf("dial %s: %w", addr, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "news.example", IsNotFound: true}}),
+		{&driver.DialError{Step: "dial", Addr: addr, Err: refused}, "connection refused"},
+		{&driver.DialError{Step: "dial", Addr: addr, Err: &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "news.example", IsNotFound: true}}},
 			"lookup news.example: no such host"},
-		{fmt.Errorf("dial %s: %w", addr, &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}), "timed out"},
-		{fmt.Errorf("tls %s: %w", addr, errors.New("tls: failed to verify certificate: x509: certificate signed by unknown authority")),
+		{&driver.DialError{Step: "dial", Addr: addr, Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}}, "timed out"},
+		{&driver.DialError{Step: "tls", Addr: addr, Err: errors.New("tls: failed to verify certificate: x509: certificate signed by unknown authority")},
 			"TLS handshake: failed to verify certificate: x509: certificate signed by unknown authority"},
-		{fmt.Errorf("tls %s: %w", addr, context.DeadlineExceeded), "TLS handshake: timed out"},
+		{&driver.DialError{Step: "tls", Addr: addr, Err: context.DeadlineExceeded}, "TLS handshake: timed out"},
 	} {
-		if got := dialReason(tc.err, addr); got != tc.want {
+		if got := dialReason(tc.err); got != tc.want {
 			t.Errorf("dialReason(%q) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
