@@ -747,8 +747,9 @@ func (d *Daemon) historySizesLocked() (total, month, week, day int64) {
 			week += h.Bytes
 		}
 	}
-	for _, st := range d.stats.list() {
-		day += st.Daily[now.Format(time.DateOnly)]
+	date := now.Format(time.DateOnly)
+	for _, st := range d.stats.by {
+		day += st.Daily[date]
 	}
 	return total, month, week, day
 }
