@@ -114,9 +114,12 @@ func serveMain(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	go func() {
-		// The signal is the stop's cause, which the daemon logs.
-		if s, ok := <-sigs; ok {
+		// The signal is the stop's cause, which the daemon logs; the
+		// goroutine ends with serveMain (signal.Stop does not close sigs).
+		select {
+		case s := <-sigs:
 			cancel(errors.New(signalName(s)))
+		case <-ctx.Done():
 		}
 	}()
 	hs := d.Server()

@@ -315,7 +315,7 @@ func (d *Daemon) apiConfigServers() []map[string]any {
 		out = append(out, map[string]any{
 			"name": sc.Label(), "displayname": sc.Label(), "host": sc.Host, "port": sc.Port,
 			"timeout": int(timeout / time.Second), "username": sc.Username, "password": password,
-			"connections": sc.Connections, "ssl": boolInt(sc.Encryption != newsget.EncryptNone && sc.Encryption != ""),
+			"connections": sc.Connections, "ssl": boolInt(sc.Encryption != newsget.EncryptNone),
 			"ssl_verify": verify, "ssl_ciphers": "", "enable": boolInt(sc.IsActive()), "required": 0,
 			"optional": boolInt(sc.Optional), "pipelining_requests": pipeline, "retention": sc.Retention,
 			"expire_date": "", "quota": "", "usage_at_start": 0, "priority": sc.Level, "notes": "",
@@ -747,8 +747,9 @@ func (d *Daemon) historySizesLocked() (total, month, week, day int64) {
 			week += h.Bytes
 		}
 	}
-	for _, st := range d.stats.list() {
-		day += st.Daily[now.Format(time.DateOnly)]
+	date := now.Format(time.DateOnly)
+	for _, st := range d.stats.by {
+		day += st.Daily[date]
 	}
 	return total, month, week, day
 }

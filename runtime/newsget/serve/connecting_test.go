@@ -3,7 +3,6 @@ package serve
 import (
 	"io"
 	"net"
-	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -74,12 +73,7 @@ var (
 // first server's state and its error.
 func (td *testDaemon) pageStates(t *testing.T) (job, srv, reason string) {
 	t.Helper()
-	resp, err := http.Get(td.url + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	b := []byte(td.pageHTML(t))
 	if m := jobStateRE.FindSubmatch(b); m != nil {
 		job = string(m[1])
 	}

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -63,16 +62,7 @@ func TestDirectUnpackPage(t *testing.T) {
 	td := startDaemon(t, t.TempDir(), s, nil)
 	defer td.stop()
 	port := td.url[strings.LastIndexByte(td.url, ':')+1:]
-	page := func() string {
-		resp, err := http.Get(td.url + "/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
-	if p := page(); !strings.Contains(p, `Direct unpack <b id="direct-now">on</b>`) || !strings.Contains(p, `name="value" value="0">Turn off`) {
+	if p := td.pageHTML(t); !strings.Contains(p, `Direct unpack <b id="direct-now">on</b>`) || !strings.Contains(p, `name="value" value="0">Turn off`) {
 		t.Fatalf("the page shows no direct unpack on with a Turn off button:\n%s", p)
 	}
 	post := func(host, origin string, form url.Values) int {
@@ -115,7 +105,7 @@ func TestDirectUnpackPage(t *testing.T) {
 	if got := directOf(t, td); got != float64(0) {
 		t.Errorf("get_config direct_unpack = %v after the page's Turn off", got)
 	}
-	if p := page(); !strings.Contains(p, `Direct unpack <b id="direct-now">off</b>`) || !strings.Contains(p, `name="value" value="1">Turn on`) {
+	if p := td.pageHTML(t); !strings.Contains(p, `Direct unpack <b id="direct-now">off</b>`) || !strings.Contains(p, `name="value" value="1">Turn on`) {
 		t.Errorf("the page after Turn off:\n%s", p)
 	}
 }

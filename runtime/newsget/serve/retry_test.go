@@ -2,8 +2,6 @@ package serve
 
 import (
 	"bytes"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,14 +83,9 @@ func TestPageRetryTakesPassword(t *testing.T) {
 		HistoryEntry{ID: "SABnzbd_nzo_locked", Name: "Locked", Status: "Failed", FailMessage: "unpack failed", Encrypted: true},
 		HistoryEntry{ID: "SABnzbd_nzo_broken", Name: "Broken", Status: "Failed", FailMessage: "repair failed"})
 	td.d.mu.Unlock()
-	resp, err := http.Get(td.url + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := td.pageHTML(t)
 	row := func(id string) string {
-		_, after, _ := strings.Cut(string(body), `data-id="`+id+`"`)
+		_, after, _ := strings.Cut(body, `data-id="`+id+`"`)
 		before, _, _ := strings.Cut(after, "</tr>")
 		return before
 	}
@@ -124,13 +117,7 @@ func TestStageLog(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("stage_log (-want +got):\n%s", d)
 	}
-	resp, err := http.Get(td.url + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), "Repair: [a.mkv] Repaired (3 blocks rebuilt)") {
+	if body := td.pageHTML(t); !strings.Contains(body, "Repair: [a.mkv] Repaired (3 blocks rebuilt)") {
 		t.Errorf("the page's history does not say what was repaired:\n%s", body)
 	}
 }

@@ -133,6 +133,18 @@ func (td *testDaemon) get(t *testing.T, path string) map[string]any {
 	return decode(t, resp)
 }
 
+// pageHTML is the page at / as the browser gets it.
+func (td *testDaemon) pageHTML(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get(td.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
 func decode(t *testing.T, resp *http.Response) map[string]any {
 	t.Helper()
 	defer resp.Body.Close()

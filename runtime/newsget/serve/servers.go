@@ -112,10 +112,10 @@ func engineQuiet(ss []newsget.ServerState) bool {
 // engine's own states say more. Called with mu held.
 func (d *Daemon) startServersLocked(now time.Time) {
 	views := d.serverViewsLocked()
-	first, any := 0, false
+	first, found := 0, false
 	for _, sc := range d.cfg.Servers {
-		if sc.IsActive() && (!any || sc.Level < first) {
-			first, any = sc.Level, true
+		if sc.IsActive() && (!found || sc.Level < first) {
+			first, found = sc.Level, true
 		}
 	}
 	for i, sc := range d.cfg.Servers {

@@ -44,13 +44,7 @@ func TestServerUnreachable(t *testing.T) {
 	for time.Now().Before(deadline) {
 		warn = fmt.Sprint(td.api(t, "mode", "warnings")["warnings"])
 		have = fmt.Sprint(td.api(t, "mode", "queue")["queue"].(map[string]any)["have_warnings"])
-		resp, err := http.Get(td.url + "/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		page = string(b)
+		page = td.pageHTML(t)
 		if i := strings.Index(page, `<table id="servers">`); i >= 0 {
 			page = page[i:]
 			page = page[:strings.Index(page, "</table>")]

@@ -2,9 +2,7 @@ package serve
 
 import (
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -111,13 +109,7 @@ func TestPageTimeLeftIdle(t *testing.T) {
 	defer td.stop()
 	td.api(t, "mode", "pause")
 	td.addFile(t, poster.NZB(newPosting("a.bin", 300, 5000, 5000)), "a.nzb", "", "")
-	resp, err := http.Get(td.url + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(b), `Time left <b id="left">–</b>`) {
+	if b := td.pageHTML(t); !strings.Contains(b, `Time left <b id="left">–</b>`) {
 		t.Errorf("the status line's time left with the queue paused:\n%s", b)
 	}
 }
