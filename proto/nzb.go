@@ -39,6 +39,16 @@ import (
 // ErrNZBLimit reports a document beyond one of the NZBLimits.
 var ErrNZBLimit = errors.New("nzb: limit exceeded")
 
+// ErrNotNZB reports a document that is no NZB at all: it has no root
+// element, or its root element is not <nzb> (errors.Is).
+var ErrNotNZB = errors.New("nzb: not an NZB document")
+
+// notNZBError is an ErrNotNZB that says what the document is instead.
+type notNZBError string
+
+func (e notNZBError) Error() string        { return string(e) }
+func (e notNZBError) Is(target error) bool { return target == ErrNotNZB }
+
 // NZBLimits bounds what ParseNZB accepts. Zero fields take the defaults.
 type NZBLimits struct {
 	MaxBytes    int64 // size of the document; default 64 MiB
@@ -327,7 +337,7 @@ func ParseNZB(r io.Reader, limits NZBLimits) (*NZB, error) {
 			switch {
 			case len(path) == 1:
 				if name != "nzb" {
-					return nil, fmt.Errorf("nzb: root element is <%s>, not <nzb>", name)
+					return nil, notNZBError(fmt.Sprintf("nzb: root element is <%s>, not <nzb>", name))
 				}
 				sawRoot = true
 			case nzbAt(path, "nzb", "head", "meta"):
@@ -382,7 +392,7 @@ func ParseNZB(r io.Reader, limits NZBLimits) (*NZB, error) {
 		}
 	}
 	if !sawRoot {
-		return nil, errors.New("nzb: no <nzb> element")
+		return nil, notNZBError("nzb: no <nzb> element")
 	}
 	if p.dropped > 0 {
 		p.nzb.Notes = append(p.nzb.Notes, fmt.Sprintf("%d more notes dropped", p.dropped))

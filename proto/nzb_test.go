@@ -234,3 +234,25 @@ func FuzzNZB(f *testing.F) {
 		nzbRoundTrip(t, n)
 	})
 }
+
+// A document that is no NZB at all is ErrNotNZB; an NZB over a limit is
+// not.
+func TestNZBNotNZB(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		want bool
+	}{
+		{``, true},
+		{`<html><body>login</body></html>`, true},
+		{`<nzb xmlns="http://www.newzbin.com/DTD/2003/nzb"></nzb>`, false},
+	} {
+		_, err := ParseNZB(strings.NewReader(tc.doc), NZBLimits{})
+		if got := errors.Is(err, ErrNotNZB); got != tc.want {
+			t.Errorf("ParseNZB(%q): errors.Is(%v, ErrNotNZB) = %v, want %v", tc.doc, err, got, tc.want)
+		}
+	}
+	_, err := ParseNZB(strings.NewReader(`<nzb><a><b><c><d><e><f><g><h><i><j></j></i></h></g></f></e></d></c></b></a></nzb>`), NZBLimits{MaxDepth: 4})
+	if !errors.Is(err, ErrNZBLimit) || errors.Is(err, ErrNotNZB) {
+		t.Errorf("deep NZB: %v: want ErrNZBLimit only", err)
+	}
+}

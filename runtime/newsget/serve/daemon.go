@@ -428,9 +428,8 @@ func (e *notNZBError) Unwrap() []error { return []error{errNotNZB, e.err} }
 // no NZB says so and what to do; an NZB beyond a limit or with a broken
 // segment is refused with the parser's reason.
 func refusedNZB(filename string, err error) error {
-	msg := err.Error()
 	var syn *xml.SyntaxError
-	if errors.As(err, &syn) || strings.Contains(msg, "no <nzb> element") || strings.Contains(msg, ", not <nzb>") {
+	if errors.As(err, &syn) || errors.Is(err, proto.ErrNotNZB) {
 		return &notNZBError{file: filename, err: err}
 	}
 	return fmt.Errorf("refused NZB %s: %w", filename, err)
