@@ -1,39 +1,20 @@
 package newsfeed
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/testpeer/logbuf"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the relay's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDiskFull runs the spool on a 2 MiB tmpfs: once it is full, ingest
 // stops acknowledging (TAKETHIS 400 and close, CHECK 431, IHAVE 436) and the
@@ -47,7 +28,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var logBuf syncBuffer
+	var logBuf logbuf.Buffer
 	cfg := relayConfig(t, filepath.Join(mnt, "spool"), "")
 	h := startRelay(t, cfg, func(o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(&logBuf, nil))
@@ -185,7 +166,7 @@ func TestKill9WhileDiskFull(t *testing.T) {
 	}
 	ff.Close()
 
-	var logBuf syncBuffer
+	var logBuf logbuf.Buffer
 	s.RemoveFault(hang)
 	s.DropConns()
 	h2 := startRelay(t, relayConfig(t, dir, text), func(o *Options) {

@@ -18,6 +18,7 @@ import (
 	"github.com/newsflow/newsflow/spoolfs"
 
 	"github.com/newsflow/newsflow/runtime/driver"
+	"github.com/newsflow/newsflow/runtime/testpeer/logbuf"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -283,7 +284,7 @@ func testMissingRunLongerThanWindow(t *testing.T, rt string) {
 // read to be sent. lost_articles says 3 in the status, the metrics and the
 // stats line, and the log states the running total each time it changes.
 func TestLostIsOneNumber(t *testing.T) {
-	var logBuf syncBuffer
+	var logBuf logbuf.Buffer
 	h2, _, _ := backlogRestartOpts(t, "goroutine", "", []int{600, 600, 600, 3, 3, 3}, func(dir string, toks []spoolfs.Token) {
 		f, err := os.OpenFile(segPath(dir, toks[1]), os.O_RDWR, 0)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/newsflow/newsflow/runtime/testpeer/logbuf"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -54,7 +55,7 @@ func TestRemovedPeerBacklog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logb := &syncBuffer{}
+	logb := &logbuf.Buffer{}
 	h = startRelay(t, cfg, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(logb, nil)) })
 	if !strings.Contains(logb.String(), "backlog of a peer no longer configured") || !strings.Contains(logb.String(), "peer=gone articles=5") {
 		t.Errorf("the start did not report gone's backlog of 5 articles:\n%s", logb.String())
@@ -74,7 +75,7 @@ func TestRemovedPeerBacklog(t *testing.T) {
 		t.Errorf("Drop(gone) again: %v, want no such peer", err)
 	}
 	h.stop()
-	logb = &syncBuffer{}
+	logb = &logbuf.Buffer{}
 	startRelay(t, cfg, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(logb, nil)) }).stop()
 	if strings.Contains(logb.String(), "no longer configured") {
 		t.Errorf("after Drop, the start still reports a backlog:\n%s", logb.String())

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/runtime/testpeer/logbuf"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -62,7 +63,7 @@ func TestStatusErrorIsHistory(t *testing.T) {
 // megabytes, not megabits.
 func TestStatsLineRates(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
-	logb := &syncBuffer{}
+	logb := &logbuf.Buffer{}
 	h := startRelay(t, relayConfig(t, t.TempDir(), peerText("sink", s, "")), func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(logb, nil)) })
 	big := map[string][]byte{}
 	for i := range 4 {

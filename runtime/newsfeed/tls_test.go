@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/machine/queue"
+	"github.com/newsflow/newsflow/runtime/testpeer/logbuf"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -86,7 +87,7 @@ func TestEmbeddedDefaultSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Listen = "127.0.0.1:0"
-	var log syncBuffer
+	var log logbuf.Buffer
 	h := startRelay(t, cfg, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func TestEmbeddedDefaultSaysSo(t *testing.T) {
 func TestBacklogLimit(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{Hostname: "down"})
 	s.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down", Close: true})
-	var log syncBuffer
+	var log logbuf.Buffer
 	cfg := relayConfig(t, t.TempDir(), peerText("p", s, "backlog_max_bytes = 1000\nconnections = 1"))
 	h := startRelay(t, cfg, func(o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(&log, nil))
@@ -144,7 +145,7 @@ func TestBacklogLimit(t *testing.T) {
 // (and one for ingest) whose counts add up.
 func TestStatsInterval(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
-	var log syncBuffer
+	var log logbuf.Buffer
 	cfg := relayConfig(t, t.TempDir(), "stats_interval = \"1s\"\n"+peerText("p", s, "")+peerText("q", s, `groups = ["comp.*"]`))
 	h := startRelay(t, cfg, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
 	if res := h.r.Inject(context.Background(), [][]byte{testArticle("<st@t>", "misc.test", "up!x", 1)}); res.Accepted != 1 {

@@ -19,6 +19,7 @@ import (
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/runtime/driver"
+	"github.com/newsflow/newsflow/runtime/testpeer/logbuf"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -151,7 +152,7 @@ func TestDialErrorSaidOnce(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	svc := NewService(ServerConfig{Name: "news2", Addr: addr, Connections: 1}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
 	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})

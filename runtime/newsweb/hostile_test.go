@@ -13,14 +13,15 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/testpeer/logbuf"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
 // logSite is startSiteOver with the log kept (debug level) for the test to
 // read.
-func logSite(t *testing.T, news *nntptest.Server) (*site, *syncBuffer) {
+func logSite(t *testing.T, news *nntptest.Server) (*site, *logbuf.Buffer) {
 	t.Helper()
-	buf := &syncBuffer{}
+	buf := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	svc := NewService(ServerConfig{Addr: news.HostPort(), Connections: 2}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
 	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})

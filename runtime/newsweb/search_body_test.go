@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/runtime/testpeer/logbuf"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/spoolfs/searchindex"
 )
@@ -214,7 +215,7 @@ func TestSearchBodiesDamaged(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	start := func() (*Search, string) {
 		svc := NewService(ServerConfig{Addr: news.HostPort(), Name: "loop", Connections: 2}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})

@@ -19,6 +19,7 @@ import (
 
 	mreader "github.com/newsflow/newsflow/machine/reader"
 	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/testpeer/logbuf"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -341,7 +342,7 @@ func TestBackgroundRefresh(t *testing.T) {
 	srv := newsServer(t, 2)
 	clock := newFakeClock()
 	f := federated(t, clock, nil, ServerConfig{Addr: srv.HostPort(), Connections: 1})
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	f.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx := context.Background()
 	if _, err := f.Threads(ctx, "misc.test"); err != nil {
@@ -398,24 +399,6 @@ func TestBackgroundRefresh(t *testing.T) {
 		!strings.Contains(logs.String(), `msg="Found new articles" group=misc.test count=2`) {
 		t.Errorf("log lines lack their fields:\n%s", logs.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A server that cannot be connected to is not dialled again for every

@@ -1,7 +1,6 @@
 package peerconn
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/newsflow/newsflow/machine/feed"
 	"github.com/newsflow/newsflow/runtime/driver"
 	"github.com/newsflow/newsflow/runtime/goroutine"
+	"github.com/newsflow/newsflow/runtime/testpeer/logbuf"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -274,24 +274,6 @@ func (q *listQueue) Answer(time.Time, Answer) { q.answered.Add(1) }
 func (q *listQueue) Ask(int, int)             {}
 func (q *listQueue) End(time.Time)            {}
 
-// syncBuffer is a log buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestModeChangedPercent: the log line of a switch to no-CHECK mode gives
 // the percentage of wanted articles to one decimal place. With a filter of
 // three articles, all wanted, it passes 60% at 100 × (1 − (2/3)³) =
@@ -299,7 +281,7 @@ func (s *syncBuffer) String() string {
 func TestModeChangedPercent(t *testing.T) {
 	backend := nntptest.Start(t, nntptest.Options{})
 	q := newListQueue(10)
-	logb := &syncBuffer{}
+	logb := &logbuf.Buffer{}
 	cfg := Config{Name: "p", Addr: backend.HostPort(), Streaming: "auto",
 		Feed:           feed.Config{Window: 1, ResponseTimeout: time.Minute, NoCheckHigh: 60, NoCheckLow: 50, NoCheckFilter: 3},
 		ConnectTimeout: 10 * time.Second, BackoffBase: time.Hour, ReconnectMax: time.Hour}

@@ -14,13 +14,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/newsget/serve"
+	"github.com/newsflow/newsflow/runtime/testpeer/logbuf"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 	"github.com/newsflow/newsflow/runtime/tomlconf"
@@ -44,26 +44,8 @@ func sevenZipTool(t *testing.T) string {
 // HTTP test server; it stops when the test ends.
 type serveDaemon struct {
 	url string
-	log syncBuffer
+	log logbuf.Buffer
 	cfg *newsget.Config
-}
-
-// syncBuffer is a log that the test reads while the daemon writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startServe(t *testing.T, srv *nntptest.Server) *serveDaemon {
