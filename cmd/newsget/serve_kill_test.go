@@ -127,6 +127,42 @@ func (sc *serveChild) slots(t *testing.T, which string) []string {
 	return out
 }
 
+// report stops the child and describes what it was doing: the queue and
+// history API answers, the files under dl and the tail of its log.
+func (sc *serveChild) report(t *testing.T, dl string) string {
+	t.Helper()
+	var b bytes.Buffer
+	for _, mode := range []string{"queue", "history"} {
+		resp, err := http.Get(sc.url + "/api?" + url.Values{"apikey": {serveKey}, "output": {"json"}, "mode": {mode}}.Encode())
+		if err != nil {
+			fmt.Fprintf(&b, "mode=%s: %v\n", mode, err)
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Fprintf(&b, "mode=%s: %s\n", mode, body)
+	}
+	filepath.Walk(dl, func(path string, fi os.FileInfo, err error) error {
+		if err == nil {
+			rel, _ := filepath.Rel(dl, path)
+			fmt.Fprintf(&b, "%s %s %d\n", fi.Mode(), rel, fi.Size())
+			// The engine's per-file info (the size, the claim on the .part).
+			if fi.Mode().IsRegular() && filepath.Base(filepath.Dir(filepath.Dir(path))) == "files" {
+				data, _ := os.ReadFile(path)
+				fmt.Fprintf(&b, "\t%s\n", data)
+			}
+		}
+		return nil
+	})
+	sc.kill()
+	log := sc.stderr.Bytes()
+	if len(log) > 8000 {
+		log = log[len(log)-8000:]
+	}
+	fmt.Fprintf(&b, "log tail:\n%s", log)
+	return b.String()
+}
+
 // TestServeKill9 runs newsget serve as a child process, adds a job through
 // the API and kills the daemon with SIGKILL at random moments of the
 // download, restarting it each time: the queue and the history are as
@@ -185,7 +221,7 @@ func TestServeKill9(t *testing.T) {
 	for round := 0; round < rounds; round++ {
 		k := s.Count("BODY") + 6 + rng.IntN(10)
 		if err := s.Await(ctx, func() bool { return s.Count("BODY") >= k }); err != nil {
-			t.Fatal(err)
+			t.Fatalf("round %d: %d of %d BODY commands: %v\n%s", round, s.Count("BODY"), k, err, sc.report(t, dl))
 		}
 		sc.kill()
 		done := doneSegments(t, queueDir)
@@ -221,7 +257,7 @@ func TestServeKill9(t *testing.T) {
 	var h []string
 	for deadline := time.Now().Add(60 * time.Second); len(h) < 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the job never finished: history %v\n%s", h, sc.stderr.String())
+			t.Fatalf("the job never finished: history %v\n%s", h, sc.report(t, dl))
 		}
 		h = sc.slots(t, "history")
 	}

@@ -131,14 +131,18 @@ type PartCRC struct {
 
 // claimPart opens the file's .part (openPart) and, unless an earlier run
 // of the job claimed it already, records in the file's info (at ipath)
-// that this job created it, so that a rerun may reopen it.
+// that this job created it, so that a rerun may reopen it. Either way the
+// claim is in o.info from here on: every later write of the info keeps it.
 func (o *outFile) claimPart(ipath string, resume, overwrite bool) error {
 	fi, _ := readInfo(ipath)
 	ours := fi.Part == filepath.Base(o.partPath)
-	if err := o.openPart(resume, ours, overwrite); err != nil || ours {
+	if err := o.openPart(resume, ours, overwrite); err != nil {
 		return err
 	}
 	o.info.Part = filepath.Base(o.partPath)
+	if ours {
+		return nil
+	}
 	fi.Part = o.info.Part
 	if err := saveInfo(ipath, fi); err != nil {
 		o.f.Close()
