@@ -3,9 +3,11 @@ package newsget
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -108,5 +110,45 @@ func TestPartClaimSurvivesRestarts(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]string{"claim.bin": digest(p.Data)}, r.outputs(t)); diff != "" {
 		t.Errorf("files (-want +got):\n%s", diff)
+	}
+}
+
+// An empty NAME.part that no run marked as its job's (a run killed
+// between creating it and recording the claim leaves one) is taken over;
+// one with bytes in it stays refused.
+func TestEmptyUnclaimedPartTakenOver(t *testing.T) {
+	s := nntptest.Start(t, nntptest.Options{})
+	empty := newPosting("empty.bin", 50, 3000, 1500)
+	full := newPosting("full.bin", 51, 3000, 1500)
+	serve(t, s, nil, empty, full)
+	r := newRun(t, server(s, "s1"))
+	if err := os.MkdirAll(r.cfg.DownloadDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.cfg.DownloadDir, "empty.bin.part"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fullPart := filepath.Join(r.cfg.DownloadDir, "full.bin.part")
+	if err := os.WriteFile(fullPart, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := r.run(t, poster.NZB(empty, full))
+	got := map[string]string{}
+	for _, f := range sum.Files {
+		got[f.Name] = fmt.Sprintf("complete=%v err=%q", f.Complete, f.Err)
+	}
+	if len(sum.Files) != 2 || !sum.Files[0].Complete && !sum.Files[1].Complete {
+		t.Fatalf("results: %v", got)
+	}
+	for _, f := range sum.Files {
+		switch {
+		case strings.HasPrefix(f.Name, "empty.bin") && !f.Complete:
+			t.Errorf("the empty unclaimed .part was refused: %v", got)
+		case strings.HasPrefix(f.Name, "full.bin") && (f.Complete || !strings.Contains(f.Err, "not overwritten")):
+			t.Errorf("a .part with bytes was taken over: %v", got)
+		}
+	}
+	if b, _ := os.ReadFile(fullPart); string(b) != "x" {
+		t.Errorf("the .part with bytes was changed: %q", b)
 	}
 }

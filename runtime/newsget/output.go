@@ -158,7 +158,7 @@ func (o *outFile) claimPart(ipath string, resume, overwrite bool) error {
 // earlier run) is created with O_EXCL: somebody else's NAME.part, or a
 // link planted to send the download elsewhere, is neither truncated nor
 // written through; with overwrite it is removed (the link, not what it
-// points to) and created afresh.
+// points to) and created afresh. An empty one is taken over (openEmpty).
 func (o *outFile) openPart(resume, ours, overwrite bool) error {
 	flags := os.O_RDWR | os.O_CREATE | syscall.O_NOFOLLOW
 	switch {
@@ -174,6 +174,9 @@ func (o *outFile) openPart(resume, ours, overwrite bool) error {
 		}
 	}
 	f, err := os.OpenFile(o.partPath, flags, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		f, err = openEmpty(o.partPath)
+	}
 	switch {
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("%s exists and is not from this job; not overwritten (use -overwrite)", filepath.Base(o.partPath))
@@ -188,6 +191,26 @@ func (o *outFile) openPart(resume, ours, overwrite bool) error {
 	}
 	o.f = f
 	return nil
+}
+
+// openEmpty opens an existing path for writing when it is an empty
+// regular file, and answers fs.ErrExist otherwise. An empty NAME.part that
+// no job marked as its own is what a run killed between creating its .part
+// and recording the claim leaves; it holds nothing to lose, so taking it
+// over lets the job go on, where refusing it would leave the job stuck.
+func openEmpty(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, err
+		}
+		return nil, fs.ErrExist
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() != 0 {
+		f.Close()
+		return nil, fs.ErrExist
+	}
+	return f, nil
 }
 
 // initBound sets the provisional bound from the NZB.
