@@ -20,20 +20,8 @@ import (
 // job completes with the archive's files, byte for byte.
 func TestServeKill9DirectUnpack(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
-	s.AddGroup(nntptest.Group{Name: "alt.binaries.newsflow"})
 	big, small := poster.RandomData(31, 400_000), poster.RandomData(32, 30_000)
-	vols := rartest.WriteRAR5([]rartest.Entry{{Name: "big.bin", Data: big}, {Name: "small.txt", Data: small}}, 50_000)
-	var ps []poster.Posting
-	for i, v := range vols {
-		p := poster.Posting{Name: fmt.Sprintf("rel.part%02d.rar", i+1), Data: v, PartSize: 4000,
-			Group: "alt.binaries.newsflow", IDPrefix: fmt.Sprintf("du-kill-%d", i)}
-		for n := 1; n <= p.Parts(); n++ {
-			if err := s.AddArticle(nntptest.Article{MessageID: p.MessageID(n), Raw: p.Article(n)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ps = append(ps, p)
-	}
+	ps := postRARSet(t, s, []rartest.Entry{{Name: "big.bin", Data: big}, {Name: "small.txt", Data: small}}, 50_000, 4000, "rel.part%02d.rar", "du-kill")
 	dir := t.TempDir()
 	dl := filepath.Join(dir, "dl")
 	config := filepath.Join(dir, "newsget.toml")

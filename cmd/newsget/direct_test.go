@@ -19,20 +19,8 @@ import (
 // is extracted after the download, to the same files.
 func TestDownloadDirectUnpack(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
-	s.AddGroup(nntptest.Group{Name: "alt.binaries.newsflow"})
 	big, small := poster.RandomData(41, 90_000), poster.RandomData(42, 7_000)
-	vols := rartest.WriteRAR5([]rartest.Entry{{Name: "big.bin", Data: big}, {Name: "small.txt", Data: small}}, 20_000)
-	var ps []poster.Posting
-	for i, v := range vols {
-		p := poster.Posting{Name: fmt.Sprintf("rel.part%d.rar", i+1), Data: v, PartSize: 6000,
-			Group: "alt.binaries.newsflow", IDPrefix: fmt.Sprintf("cli-du-%d", i)}
-		for n := 1; n <= p.Parts(); n++ {
-			if err := s.AddArticle(nntptest.Article{MessageID: p.MessageID(n), Raw: p.Article(n)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ps = append(ps, p)
-	}
+	ps := postRARSet(t, s, []rartest.Entry{{Name: "big.bin", Data: big}, {Name: "small.txt", Data: small}}, 20_000, 6000, "rel.part%d.rar", "cli-du")
 	dir := t.TempDir()
 	nzb := filepath.Join(dir, "rel.nzb")
 	if err := os.WriteFile(nzb, poster.NZB(ps...), 0o644); err != nil {
@@ -71,4 +59,24 @@ func TestDownloadDirectUnpack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// postRARSet stores on s, in alt.binaries.newsflow, a RAR 5 volume set of
+// entries cut into volumes of volSize octets (named by nameFmt and the
+// volume's number) and articles of partSize, and returns its postings.
+func postRARSet(t *testing.T, s *nntptest.Server, entries []rartest.Entry, volSize, partSize int, nameFmt, idPrefix string) []poster.Posting {
+	t.Helper()
+	s.AddGroup(nntptest.Group{Name: "alt.binaries.newsflow"})
+	var ps []poster.Posting
+	for i, v := range rartest.WriteRAR5(entries, volSize) {
+		p := poster.Posting{Name: fmt.Sprintf(nameFmt, i+1), Data: v, PartSize: partSize,
+			Group: "alt.binaries.newsflow", IDPrefix: fmt.Sprintf("%s-%d", idPrefix, i)}
+		for n := 1; n <= p.Parts(); n++ {
+			if err := s.AddArticle(nntptest.Article{MessageID: p.MessageID(n), Raw: p.Article(n)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ps = append(ps, p)
+	}
+	return ps
 }
