@@ -64,8 +64,9 @@ func newRun(t *testing.T, servers ...ServerConfig) *testRun {
 	return r
 }
 
-// run downloads the NZBs and returns the summary.
-func (r *testRun) run(t *testing.T, nzbs ...[]byte) *Summary {
+// engine checks the configuration and returns a new Engine logging to
+// r.log; the caller closes it.
+func (r *testRun) engine(t *testing.T) *Engine {
 	t.Helper()
 	if err := r.cfg.Check(); err != nil {
 		t.Fatal(err)
@@ -78,6 +79,13 @@ func (r *testRun) run(t *testing.T, nzbs ...[]byte) *Summary {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e
+}
+
+// run downloads the NZBs and returns the summary.
+func (r *testRun) run(t *testing.T, nzbs ...[]byte) *Summary {
+	t.Helper()
+	e := r.engine(t)
 	defer e.Close()
 	var list []Job
 	for i, n := range nzbs {

@@ -3,7 +3,6 @@ package newsget
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -36,17 +35,7 @@ func TestInterruptDuringDial(t *testing.T) {
 	}()
 	r := newRun(t, ServerConfig{Name: "mute", Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, Connections: 1})
 	r.cfg.ConnectTimeout = tomlconf.Duration(time.Minute)
-	if err := r.cfg.Check(); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.cfg.ResolveDirs(); err != nil {
-		t.Fatal(err)
-	}
-	r.opts.Log = slog.New(slog.NewTextHandler(&r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e, err := New(&r.cfg, r.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := r.engine(t)
 	defer e.Close()
 	p := newPosting("Stopped.bin", 71, 20_000, 10_000)
 	ctx, cancel := context.WithCancel(context.Background())
