@@ -68,7 +68,7 @@ func eval[T any](t *testing.T, ctx context.Context, what, js string) T {
 func rowStatus(t *testing.T, ctx context.Context, class, id string) string {
 	t.Helper()
 	return eval[string](t, ctx, "row status", fmt.Sprintf(
-		`(r => r ? r.querySelector('.status').textContent.trim() : '')(document.querySelector('tr.%s[data-id=%q]'))`, class, id))
+		`(r => (r?.querySelector('.status')?.textContent ?? '').trim())(document.querySelector('tr.%s[data-id=%q]'))`, class, id))
 }
 
 // noOverflow checks that nothing is wider than the viewport.
@@ -119,11 +119,12 @@ func TestBrowserPage(t *testing.T) {
 	alpha, beta := "SABnzbd_nzo_0001", "SABnzbd_nzo_0002"
 	queueRows := func() string {
 		return eval[string](t, ctx, "queue", `Array.from(document.querySelectorAll('tr.job')).map(r =>
-		(r.cells[0].firstChild?.textContent ?? '').trim() + ' ' + (r.cells[1].querySelector('select')?.value ?? '') + ' ' +
+		(r.cells[0]?.firstChild?.textContent ?? '').trim() + ' ' + (r.cells[1]?.querySelector('select')?.value ?? '') + ' ' +
 		(r.querySelector('.status')?.textContent ?? '').trim() + ' progress=' + (r.querySelector('progress')?.value ?? '')).join('|')`)
 	}
-	// page.js swaps the queue's parts in place every few seconds: read it
-	// until it settles rather than once in the middle of a swap.
+	// page.js swaps the queue's parts in place every few seconds, and a
+	// form's answer loads the page anew (a row may be read half parsed):
+	// read it until it settles, every cell optional.
 	for deadline := time.Now().Add(10 * time.Second); queueRows() != "Alpha tv Paused progress=0|Beta tv Paused progress=0"; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Errorf("queue rows = %q", queueRows())
