@@ -88,11 +88,29 @@ func run[T any](t *testing.T, ctx context.Context, what string, a chromedp.Actio
 	return v
 }
 
-// do runs chromedp steps, failing the test on error.
+// do runs chromedp steps, failing the test on error, and waits until the
+// page they leave is parsed whole.
 func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatalf("%s: %v", what, err)
+	}
+	loaded(t, ctx, what)
+}
+
+// loaded waits until the document's readyState is "complete": a form's
+// answer or a followed link is a new page, and an element near its top is
+// visible while the rest is still being parsed.
+func loaded(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.readyState`))
+		if err == nil && state == "complete" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the page is not loaded after 15 s (readyState %q, %v)", what, state, err)
+		}
 	}
 }
 
