@@ -141,7 +141,31 @@ func TestCluster(t *testing.T) {
 		fmt.Fprintf(logf, "=== test: %s\n", msg)
 		t.Log(msg)
 	}
+	// ackedAny counts the ids either node acknowledged.
+	ackedAny := func() int {
+		seen := map[string]bool{}
+		for _, f := range feeders {
+			for _, id := range f.ackedIDs() {
+				seen[id] = true
+			}
+		}
+		return len(seen)
+	}
+	// waitAckedAny waits until the nodes acknowledged n ids, however
+	// loaded the machine; the limit only bounds a hung feed.
+	waitAckedAny := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for ackedAny() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d of %d articles acknowledged after a minute: the feed is not running (log: %s)", ackedAny(), n, logf.Name())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The feed runs a while, and has made progress, before each fault.
 	time.Sleep(1500 * time.Millisecond)
+	waitAckedAny(50)
 	step("SIGKILL node-a (acked so far %d + %d)", len(feeders[0].ackedIDs()), len(feeders[1].ackedIDs()))
 	nodes[0].cmd.Process.Signal(syscall.SIGKILL)
 	nodes[0].cmd.Wait()
@@ -149,10 +173,13 @@ func TestCluster(t *testing.T) {
 	// articles while node-a is down.
 	before := len(sinkB.AcceptedIDs())
 	time.Sleep(1500 * time.Millisecond)
-	if after := len(sinkB.AcceptedIDs()); after <= before {
-		t.Errorf("while node-a was down, sink b received nothing (%d then %d)", before, after)
+	for deadline := time.Now().Add(60 * time.Second); len(sinkB.AcceptedIDs()) <= before; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("while node-a was down, sink b received nothing in a minute (log: %s)", logf.Name())
+		}
 	}
 	nodes[0] = startChild(t, logf, "-config", confs[0])
+	waitListen(t, ports[0])
 	time.Sleep(time.Second)
 	step("peer b down")
 	down := sinkB.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down for a while", Close: true})
@@ -168,6 +195,7 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(1500 * time.Millisecond)
+	waitAckedAny(200)
 	for _, f := range feeders {
 		close(f.stop)
 		<-f.done
