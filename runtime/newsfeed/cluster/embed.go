@@ -22,12 +22,19 @@ type Embedded struct {
 	client  []int // client ports
 	route   []int // cluster ports
 	servers []*server.Server
+	tune    func(*server.Options) // changes each server's options; nil for none
 }
 
 // StartEmbedded starts n servers (1: a lone JetStream server; 3 or more: a
 // cluster with routes between all) keeping their state under dir.
 func StartEmbedded(dir string, n int) (*Embedded, error) {
-	e := &Embedded{dir: dir, servers: make([]*server.Server, n)}
+	return startEmbedded(dir, n, nil)
+}
+
+// startEmbedded is StartEmbedded with tune applied to each server's
+// options before it starts (and restarts).
+func startEmbedded(dir string, n int, tune func(*server.Options)) (*Embedded, error) {
+	e := &Embedded{dir: dir, servers: make([]*server.Server, n), tune: tune}
 	ports, err := freePorts(2 * n)
 	if err != nil {
 		return nil, err
@@ -93,6 +100,9 @@ func (e *Embedded) Restart(i int) error {
 				opts.Routes = append(opts.Routes, &url.URL{Scheme: "nats", Host: "127.0.0.1:" + strconv.Itoa(e.route[j])})
 			}
 		}
+	}
+	if e.tune != nil {
+		e.tune(opts)
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {

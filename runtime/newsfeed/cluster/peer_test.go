@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/newsflow/newsflow/runtime/newsfeed"
@@ -119,9 +120,14 @@ func (px *holdProxy) accept() {
 // neither deliveries (which would come back only after ack_wait, a stall
 // of 30 s) nor acks (which would send articles to the peer twice). With eight connections to the peer on one
 // NATS connection, each asking for 4 MB from each of four shards, the
-// server's queue for the connection passed its max_pending (64 MB).
+// server's queue for the connection passed its max_pending (64 MB). The
+// hold lasts as long as the articles take to store, which on a loaded
+// machine passes the server's write_deadline (10 s by default), after
+// which any server cuts off a client that reads nothing: here the
+// write_deadline is longer than the test's bound, so only max_pending can
+// cut the node off.
 func TestFeedNotCutOff(t *testing.T) {
-	e, err := StartEmbedded(t.TempDir(), 1)
+	e, err := startEmbedded(t.TempDir(), 1, func(o *server.Options) { o.WriteDeadline = 10 * time.Minute })
 	if err != nil {
 		t.Fatal(err)
 	}
