@@ -242,6 +242,17 @@ func (p *PeerQueue) Stats() queue.Stats { return p.q.Stats() }
 // and debugging.
 func (p *PeerQueue) Check() error { return p.q.Check() }
 
+// Pause tells the queue that its owner hands out no work (on) or does
+// again: while paused no backlog file is replayed into memory
+// (queue.Queue.Pause).
+func (p *PeerQueue) Pause(now time.Time, on bool) error {
+	if err := p.usable(); err != nil {
+		return err
+	}
+	p.q.Pause(now, on)
+	return p.run(now)
+}
+
 // Flush writes the memory queue to .B now (queue.Queue.Flush) and
 // returns how many entries it wrote; they are durable after the next Sync.
 func (p *PeerQueue) Flush(now time.Time) (int, error) {

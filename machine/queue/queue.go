@@ -110,6 +110,9 @@ type Queue struct {
 
 	rp     replay
 	wakeAt time.Time // a failure was reported: Tick soon
+	// paused: the owner hands the connections no work (Pause), so no
+	// backlog file is replayed into memory.
+	paused bool
 
 	journal   *journalFile   // the current journal file, nil when none is open
 	journals  []*journalFile // journal files not yet deleted, oldest first (the current one last)
@@ -472,6 +475,16 @@ func (q *Queue) Tick(now time.Time) {
 	q.pump(now)
 }
 
+// Pause tells the queue that its owner hands the connections no work (on,
+// the operator's `newsfeed ctl pause`) or does again (off). While paused,
+// no backlog file is promoted and no replay read is asked: what Flush or a
+// spill wrote to backlog stays there instead of coming back into memory
+// for connections that take nothing. Resuming refills as usual.
+func (q *Queue) Pause(now time.Time, on bool) {
+	q.paused = on
+	q.pump(now)
+}
+
 // Flush writes the whole memory queue to .B now, as a full queue spills
 // (the operator's `newsfeed ctl flush`): its journal lines are settled and
 // the entries wait in the backlog, replayed in order as usual. What is in
@@ -611,7 +624,7 @@ func (q *Queue) Deadline() (time.Time, bool) {
 	case q.replayOpen() && q.rp.doneOff > q.rp.ckptOff:
 		set(q.rp.lastCkpt.Add(q.cfg.CheckpointInterval))
 	}
-	if q.rp.state == ReplayNone && len(q.conns) > 0 && q.mem.n == 0 {
+	if q.rp.state == ReplayNone && !q.paused && len(q.conns) > 0 && q.mem.n == 0 {
 		for _, f := range q.files { // the next file to become promotable
 			t := f.notBefore
 			if f.kind == KindDeferred {

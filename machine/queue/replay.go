@@ -135,12 +135,13 @@ func (q *Queue) checkpoint(now time.Time) {
 // owner reports always concerns the step just taken: retry a stuck delete,
 // delete a drained file, promote the oldest ready backlog file, or ask for a
 // refill of the empty memory queue (checkpointing first, unless the last
-// checkpoint is younger than RefillCheckpointGap).
+// checkpoint is younger than RefillCheckpointGap). It promotes and refills
+// only for connections that may take work (up, not paused).
 func (q *Queue) pump(now time.Time) {
 	if q.state != Running {
 		return
 	}
-	want := len(q.conns) > 0 && q.mem.n == 0
+	want := !q.paused && len(q.conns) > 0 && q.mem.n == 0
 	switch q.rp.state {
 	case ReplayStuck:
 		if !now.Before(q.rp.retryAt) {

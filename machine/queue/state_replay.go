@@ -4,11 +4,12 @@ import "github.com/newsflow/newsflow/machine/table"
 
 // The lifecycle of the REPLAY file <peer>.P, in one table. It is:
 //
-//   - None: no file. With the memory queue empty and a connection up, the
-//     oldest ready backlog file is renamed to it (Promote); at start, one
-//     found on disk resumes at its checkpoint (RecoverP).
-//   - Idle: open, no read asked. When the memory queue runs dry a read of
-//     half a queue is asked (ReadAsked); a rename that failed (RestoreB,
+//   - None: no file. With the memory queue empty and a connection up (the
+//     queue not paused), the oldest ready backlog file is renamed to it
+//     (Promote); at start, one found on disk resumes at its checkpoint
+//     (RecoverP).
+//   - Idle: open, no read asked. When the memory queue runs dry (the queue
+//     not paused) a read of half a queue is asked (ReadAsked); a rename that failed (RestoreB,
 //     RestoreD) puts the file back where it was, tried again after
 //     DeferDelay.
 //   - Reading: a ReadReplay action is out, its ReplayRead not yet in. A read

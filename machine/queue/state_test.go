@@ -1142,3 +1142,41 @@ func TestJournalSettledClose(t *testing.T) {
 		t.Errorf("settled journal not deleted: %v", h.acts)
 	}
 }
+
+// TestPauseKeepsBacklog: while the owner hands out no work (Pause), a
+// queue with a connection up and its memory empty promotes no backlog file
+// and asks for no replay read, however much time passes: what Flush wrote
+// to .B stays there. Resuming starts the replay.
+func TestPauseKeepsBacklog(t *testing.T) {
+	h := newHarness(t, testConfig())
+	h.up(1)
+	h.q.Pause(h.now, true)
+	h.step("Pause")
+	h.offer("a", "b")
+	n, err := h.q.Flush(h.now)
+	h.must("Flush", err)
+	if n != 2 {
+		t.Fatalf("Flush wrote %d entries, want 2", n)
+	}
+	replays := func() (n int) {
+		for _, a := range h.acts {
+			switch a.(type) {
+			case PromoteToReplay, ReadReplay:
+				n++
+			}
+		}
+		return n
+	}
+	h.reset()
+	h.tick(time.Second)
+	h.tick(time.Hour)
+	if n := replays(); n != 0 {
+		t.Fatalf("paused, the queue replays its backlog: %v", h.acts)
+	}
+	h.reset()
+	h.q.Pause(h.now, false)
+	h.step("Resume")
+	if n := replays(); n == 0 {
+		t.Fatalf("resumed, the queue does not replay its backlog: %v", h.acts)
+	}
+}

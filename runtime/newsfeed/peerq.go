@@ -203,11 +203,18 @@ func (p *peerQueue) setWake(fn func()) {
 }
 
 // setPaused pauses or resumes handing out work; it reports whether the
-// state changed. Resuming wakes the connections.
+// state changed. The queue machine is told too, so that a paused peer's
+// backlog stays on disk (a flush is not read back into memory). Resuming
+// wakes the connections.
 func (p *peerQueue) setPaused(on bool) bool {
 	p.mu.Lock()
 	changed := p.paused != on
 	p.paused = on
+	if changed && !p.shut {
+		now := p.now()
+		p.failed("pause", p.q.Pause(now, on))
+		p.armLocked(now)
+	}
 	wake := p.wake
 	p.mu.Unlock()
 	if changed && !on {
