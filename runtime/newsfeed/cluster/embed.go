@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -32,8 +33,19 @@ func StartEmbedded(dir string, n int) (*Embedded, error) {
 }
 
 // startEmbedded is StartEmbedded with tune applied to each server's
-// options before it starts (and restarts).
+// options before it starts (and restarts). The ports are free when chosen
+// but not held until the servers listen: when another process takes one
+// meanwhile, the servers start again on ports chosen afresh.
 func startEmbedded(dir string, n int, tune func(*server.Options)) (*Embedded, error) {
+	for try := 1; ; try++ {
+		e, err := startEmbeddedOnce(dir, n, tune)
+		if err == nil || !errors.Is(err, errListen) || try == 3 {
+			return e, err
+		}
+	}
+}
+
+func startEmbeddedOnce(dir string, n int, tune func(*server.Options)) (*Embedded, error) {
 	e := &Embedded{dir: dir, servers: make([]*server.Server, n), tune: tune}
 	ports, err := freePorts(2 * n)
 	if err != nil {
@@ -46,14 +58,37 @@ func startEmbedded(dir string, n int, tune func(*server.Options)) (*Embedded, er
 		// meta leader: start them together.
 		go func() { errs <- e.Restart(i) }()
 	}
+	var first error
 	for range n {
-		if err := <-errs; err != nil {
-			e.Shutdown()
-			return nil, err
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
+	}
+	if first != nil {
+		e.Shutdown()
+		return nil, first
 	}
 	return e, nil
 }
+
+// errListen: a server could not listen on one of its ports.
+var errListen = errors.New("cannot listen")
+
+// fatalLog is an embedded server's logger: it passes on the first fatal
+// message (a port it cannot listen on) and drops every other line.
+type fatalLog chan string
+
+func (l fatalLog) Fatalf(format string, v ...any) {
+	select {
+	case l <- fmt.Sprintf(format, v...):
+	default:
+	}
+}
+func (fatalLog) Noticef(string, ...any) {}
+func (fatalLog) Warnf(string, ...any)   {}
+func (fatalLog) Errorf(string, ...any)  {}
+func (fatalLog) Debugf(string, ...any)  {}
+func (fatalLog) Tracef(string, ...any)  {}
 
 // freePorts finds n free loopback ports.
 func freePorts(n int) ([]int, error) {
@@ -108,10 +143,23 @@ func (e *Embedded) Restart(i int) error {
 	if err != nil {
 		return fmt.Errorf("cluster: embedded nats %d: %w", i, err)
 	}
+	fatal := make(fatalLog, 1)
+	s.SetLogger(fatal, false, false)
 	go s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
-		s.Shutdown()
-		return fmt.Errorf("cluster: embedded nats %d: not ready after 30s", i)
+	for deadline := time.Now().Add(30 * time.Second); !s.ReadyForConnections(50 * time.Millisecond); {
+		select {
+		case msg := <-fatal:
+			s.Shutdown()
+			if strings.Contains(msg, "listening on") {
+				return fmt.Errorf("cluster: embedded nats %d: %s: %w", i, msg, errListen)
+			}
+			return fmt.Errorf("cluster: embedded nats %d: %s", i, msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.Shutdown()
+			return fmt.Errorf("cluster: embedded nats %d: not ready after 30s", i)
+		}
 	}
 	e.servers[i] = s
 	return nil

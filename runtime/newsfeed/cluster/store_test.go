@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -546,5 +549,24 @@ func TestSeenIdleNotTrusted(t *testing.T) {
 	}
 	if !s.has("<new@t>") {
 		t.Error("<new@t> not known after add")
+	}
+}
+
+// TestEmbeddedPortTaken: a server whose port another process took after
+// it was chosen fails at once with errListen, naming the port, and does not
+// wait out its readiness bound; StartEmbedded then starts on ports chosen
+// afresh.
+func TestEmbeddedPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	e := &Embedded{dir: t.TempDir(), client: []int{port}, route: []int{0}, servers: make([]*server.Server, 1)}
+	defer e.Shutdown()
+	err = e.Restart(0)
+	if !errors.Is(err, errListen) || !strings.Contains(err.Error(), strconv.Itoa(port)) {
+		t.Fatalf("Restart on a taken port = %v, want errListen naming port %d", err, port)
 	}
 }
