@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,11 +15,12 @@ import (
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
-// clusterConf writes the configuration of cluster node name: ingest on
-// port, feeding sinks a and b, NATS at urls with 3 replicas.
-func clusterConf(t *testing.T, dir, name string, port int, urls []string, sinkA, sinkB int) string {
+// clusterConf writes the configuration of cluster node name: ingest on a
+// port of its choosing (written to its spool dir/name's address file),
+// feeding sinks a and b, NATS at urls with 3 replicas.
+func clusterConf(t *testing.T, dir, name string, urls []string, sinkA, sinkB int) string {
 	t.Helper()
-	text := fmt.Sprintf(`listen = "127.0.0.1:%d"
+	text := fmt.Sprintf(`listen = "127.0.0.1:0"
 admin = "127.0.0.1:0"
 spool = %q
 pathhost = "%s.test"
@@ -50,7 +50,7 @@ replicas = 3
 shards = 3
 ack_wait = "3s"
 reserve_ttl = "2s"
-`, port, filepath.Join(dir, name), name, sinkA, sinkB, strings.Join(urls, `", "`), name)
+`, filepath.Join(dir, name), name, sinkA, sinkB, strings.Join(urls, `", "`), name)
 	conf := filepath.Join(dir, name+".toml")
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -104,10 +104,10 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	ports := []int{freePort(t), freePort(t)}
+	spools := []string{filepath.Join(dir, "node-a"), filepath.Join(dir, "node-b")}
 	confs := []string{
-		clusterConf(t, dir, "node-a", ports[0], nats.URLs(), sinkA.Port(), sinkB.Port()),
-		clusterConf(t, dir, "node-b", ports[1], nats.URLs(), sinkA.Port(), sinkB.Port()),
+		clusterConf(t, dir, "node-a", nats.URLs(), sinkA.Port(), sinkB.Port()),
+		clusterConf(t, dir, "node-b", nats.URLs(), sinkA.Port(), sinkB.Port()),
 	}
 	nodes := []*child{startChild(t, logf, "-config", confs[0]), startChild(t, logf, "-config", confs[1])}
 	defer func() {
@@ -118,8 +118,8 @@ func TestCluster(t *testing.T) {
 			}
 		}
 	}()
-	for _, p := range ports {
-		waitListen(t, p)
+	for _, s := range spools {
+		waitRelay(t, s)
 	}
 	groups := func(i int) string {
 		if i%5 == 0 {
@@ -131,7 +131,7 @@ func TestCluster(t *testing.T) {
 	// order) to the two nodes at the same time.
 	feeders := make([]*feeder, 2)
 	for i := range feeders {
-		feeders[i] = &feeder{addr: fmt.Sprintf("127.0.0.1:%d", ports[i]), acked: map[string]bool{}, sent: map[string]bool{},
+		feeders[i] = &feeder{addr: relayAddr(spools[i]), acked: map[string]bool{}, sent: map[string]bool{},
 			stop: make(chan struct{}), done: make(chan struct{}), groups: groups}
 		go feeders[i].run()
 	}
@@ -179,7 +179,7 @@ func TestCluster(t *testing.T) {
 		}
 	}
 	nodes[0] = startChild(t, logf, "-config", confs[0])
-	waitListen(t, ports[0])
+	waitRelay(t, spools[0])
 	time.Sleep(time.Second)
 	step("peer b down")
 	down := sinkB.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down for a while", Close: true})
@@ -251,9 +251,9 @@ func TestCluster(t *testing.T) {
 	}
 	step("NATS restarted")
 	nodes[1] = startChild(t, logf, "-config", confs[1])
-	waitListen(t, ports[1])
+	waitRelay(t, spools[1])
 	step("node-b restarted")
-	again := &feeder{addr: fmt.Sprintf("127.0.0.1:%d", ports[1]), acked: map[string]bool{}, sent: map[string]bool{},
+	again := &feeder{addr: relayAddr(spools[1]), acked: map[string]bool{}, sent: map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}), groups: groups}
 	again.next = 0 // offers the old ids again first, then new ones
 	go again.run()
@@ -331,22 +331,6 @@ func TestCluster(t *testing.T) {
 	b, _ := os.ReadFile(logf.Name())
 	t.Logf("cluster: %d acked before the restart (none twice), %d deferred once, %d new after; log %d lines",
 		len(acked), nDeferred, len(fresh), bytes.Count(b, []byte("\n")))
-}
-
-// waitListen waits until a node listens on port (it has joined the
-// cluster's streams), for up to a minute.
-func waitListen(t *testing.T, port int) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("nothing listens on port %d after a minute", port)
 }
 
 // TestClusterDemo runs `newsfeed demo -cluster` as a user would (three

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/proto"
+	"github.com/newsflow/newsflow/runtime/newsfeed"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -51,20 +52,42 @@ func startChild(t *testing.T, logw io.Writer, args ...string) *child {
 	return &child{cmd: cmd, log: &buf}
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// relayAddr returns a func giving the ingest address of the newsfeed
+// running on spool, as it wrote it to its address file ("" while there is
+// none). The tests' relays listen on port 0: a port chosen beforehand may
+// be taken by another process before the child listens, and each life of
+// a restarted child gets a port of its own.
+func relayAddr(spool string) func() string {
+	return func() string {
+		listen, _, _ := newsfeed.ReadAddrs(spool)
+		return listen
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+}
+
+// waitRelay waits until the newsfeed running on spool takes connections
+// at the address it wrote (a child killed before leaves its address
+// file, so the address alone does not say that the new one runs), for up
+// to a minute.
+func waitRelay(t *testing.T, spool string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if addr := relayAddr(spool)(); addr != "" {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				c.Close()
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no newsfeed takes connections on %s after a minute", spool)
 }
 
 // feeder streams articles to the relay over TAKETHIS, reconnecting whenever
 // the relay goes away, and records every id acknowledged with 239.
 type feeder struct {
-	addr   string
+	addr   func() string // the relay's address now ("" while unknown)
 	mu     sync.Mutex
 	acked  map[string]bool
 	next   int
@@ -143,7 +166,11 @@ func (f *feeder) run() {
 // session feeds one connection until it breaks or stop; it returns the
 // articles that got no answer.
 func (f *feeder) session(retry []int) []int {
-	c, err := net.DialTimeout("tcp", f.addr, time.Second)
+	addr := f.addr()
+	if addr == "" {
+		return retry
+	}
+	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return retry
 	}
@@ -242,9 +269,9 @@ func testKill9(t *testing.T, rt string) {
 	dir := t.TempDir()
 	sinkA := nntptest.Start(t, nntptest.Options{Hostname: "sink-a"})
 	sinkB := nntptest.Start(t, nntptest.Options{Hostname: "sink-b"})
-	port := freePort(t)
+	spool := filepath.Join(dir, "spool")
 	conf := filepath.Join(dir, "newsfeed.toml")
-	text := fmt.Sprintf(`listen = "127.0.0.1:%d"
+	text := fmt.Sprintf(`listen = "127.0.0.1:0"
 spool = %q
 pathhost = "relay.test"
 stats_interval = "1s"
@@ -264,7 +291,7 @@ port = %d
 connections = 1
 groups = ["*", "!skip.*"]
 reconnect_max = "200ms"
-`, port, filepath.Join(dir, "spool"), rt, sinkA.Port(), sinkB.Port())
+`, spool, rt, sinkA.Port(), sinkB.Port())
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +307,7 @@ reconnect_max = "200ms"
 		}
 		return "misc.test"
 	}
-	f := &feeder{addr: fmt.Sprintf("127.0.0.1:%d", port), acked: map[string]bool{}, sent: map[string]bool{},
+	f := &feeder{addr: relayAddr(spool), acked: map[string]bool{}, sent: map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}), groups: groups}
 
 	// Peers flap: connections dropped, and now and then refused with 400.

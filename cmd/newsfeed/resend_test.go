@@ -36,9 +36,9 @@ func testResendAfterKill(t *testing.T, wait time.Duration) {
 	up := nntptest.Start(t, nntptest.Options{Hostname: "up"})
 	down := nntptest.Start(t, nntptest.Options{Hostname: "down"})
 	refuse := down.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Code: 400, Text: "down", Close: true})
-	port := freePort(t)
+	spool := filepath.Join(dir, "spool")
 	conf := filepath.Join(dir, "newsfeed.toml")
-	text := fmt.Sprintf(`listen = "127.0.0.1:%d"
+	text := fmt.Sprintf(`listen = "127.0.0.1:0"
 spool = %q
 pathhost = "relay.test"
 stats_interval = "1h"
@@ -54,7 +54,7 @@ name = "down"
 host = "127.0.0.1"
 port = %d
 reconnect_max = "100ms"
-`, port, filepath.Join(dir, "spool"), up.Port(), down.Port())
+`, spool, up.Port(), down.Port())
 	os.WriteFile(conf, []byte(text), 0o644)
 	logf, err := os.Create(filepath.Join(dir, "newsfeed.log"))
 	if err != nil {
@@ -74,7 +74,8 @@ reconnect_max = "100ms"
 			ch.cmd.Wait()
 		}
 	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	waitRelay(t, spool)
+	addr := relayAddr(spool)()
 	var ids []string
 	for i := range n {
 		id, _ := killArticle(i, "")
