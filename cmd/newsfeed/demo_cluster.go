@@ -152,23 +152,20 @@ func DemoCluster(ctx context.Context, out io.Writer, opts DemoOptions) error {
 	return nil
 }
 
-// demoNode is a newsfeed node run as a child process.
+// demoNode is a newsfeed node run as a child process. It listens on ports
+// of its choosing, a fresh pair each start, read from the address file in
+// its spool (listen and admin are those of the running child).
 type demoNode struct {
-	name, conf, listen, admin string
-	self                      string
-	log                       io.Writer
-	cmd                       *exec.Cmd
+	name, conf, spool, listen, admin string
+	self                             string
+	log                              io.Writer
+	cmd                              *exec.Cmd
 }
 
 func newDemoNode(dir, name string, urls []string, sinks []*nntptest.Server, self string, log io.Writer) (*demoNode, error) {
-	ports, err := demoPorts(2)
-	if err != nil {
-		return nil, err
-	}
-	nd := &demoNode{name: name, self: self, log: log,
-		listen: fmt.Sprintf("127.0.0.1:%d", ports[0]), admin: fmt.Sprintf("127.0.0.1:%d", ports[1])}
+	nd := &demoNode{name: name, self: self, log: log, spool: filepath.Join(dir, name)}
 	var b strings.Builder
-	fmt.Fprintf(&b, "listen = %q\nadmin = %q\nspool = %q\npathhost = \"%s.demo.invalid\"\n", nd.listen, nd.admin, filepath.Join(dir, name), name)
+	fmt.Fprintf(&b, "listen = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\nspool = %q\npathhost = \"%s.demo.invalid\"\n", nd.spool, name)
 	for i, s := range sinks {
 		fmt.Fprintf(&b, "[[peer]]\nname = \"sink-%c\"\nhost = \"127.0.0.1\"\nport = %d\nconnections = 2\nreconnect_max = \"500ms\"\n", 'a'+i, s.Port())
 	}
@@ -178,22 +175,12 @@ func newDemoNode(dir, name string, urls []string, sinks []*nntptest.Server, self
 	return nd, os.WriteFile(nd.conf, []byte(b.String()), 0o644)
 }
 
-// demoPorts finds n free loopback ports.
-func demoPorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-		defer l.Close()
-	}
-	return ports, nil
-}
-
-// start runs the node and waits until it listens.
+// start runs the node and waits until it listens, at the addresses it
+// wrote to its address file.
 func (nd *demoNode) start(ctx context.Context) error {
+	// A node killed before left its address file: it names no listener.
+	os.Remove(newsfeed.AddrFile(nd.spool))
+	nd.listen, nd.admin = "", ""
 	nd.cmd = exec.Command(nd.self, "-config", nd.conf)
 	// NEWSFEED_CHILD makes a test binary run as newsfeed (TestMain).
 	nd.cmd.Env = append(os.Environ(), "NEWSFEED_CHILD=1")
@@ -202,10 +189,14 @@ func (nd *demoNode) start(ctx context.Context) error {
 		return fmt.Errorf("demo: start %s: %w", nd.name, err)
 	}
 	for ctx.Err() == nil {
-		c, err := net.DialTimeout("tcp", nd.listen, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
+		listen, admin, _ := newsfeed.ReadAddrs(nd.spool)
+		if listen != "" && admin != "" {
+			c, err := net.DialTimeout("tcp", listen, time.Second)
+			if err == nil {
+				c.Close()
+				nd.listen, nd.admin = listen, admin
+				return nil
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
