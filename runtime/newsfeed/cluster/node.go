@@ -44,7 +44,7 @@ type Node struct {
 
 	ln      net.Listener
 	adminLn net.Listener
-	started time.Time
+	started time.Time // set by Open: Status reads it from any goroutine, also before Run
 
 	ingest ingestStats
 	wg     sync.WaitGroup
@@ -79,7 +79,7 @@ func Open(ctx context.Context, cfg *newsfeed.Config, opts Options) (*Node, error
 	if opts.BackoffBase <= 0 {
 		opts.BackoffBase = 250 * time.Millisecond
 	}
-	n := &Node{cfg: cfg, cc: cc, opts: opts, log: opts.Logger.With("node", cc.Node), inConns: map[*inConn]struct{}{}}
+	n := &Node{cfg: cfg, cc: cc, opts: opts, log: opts.Logger.With("node", cc.Node), inConns: map[*inConn]struct{}{}, started: time.Now()}
 	var err error
 	n.nc, err = Connect(ConnectOptions{URLs: cc.NATS, Name: "newsfeed " + cc.Node, CredsFile: cc.CredsFile, CAFile: cc.CAFile, Log: n.log})
 	if err != nil {
@@ -158,7 +158,6 @@ func (n *Node) AdminAddr() net.Addr {
 // finish what they owe, peer connections give back what they hold (it is
 // redelivered to any node).
 func (n *Node) Run(ctx context.Context) error {
-	n.started = time.Now()
 	n.writeAddrFile()
 	defer os.Remove(newsfeed.AddrFile(n.cfg.Spool))
 	n.log.Info("cluster node running", "listen", n.Addr().String(), "nats", n.nc.ConnectedUrlRedacted(),
