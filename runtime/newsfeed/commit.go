@@ -354,6 +354,10 @@ func (c *committer) commit(batch []pendingArt, start time.Time) bool {
 	if r.notAccepting() == "disk full" {
 		r.setAccepting(true, "")
 	}
+	// Counted and logged before answered: a feeder told 239 finds its
+	// article in status and trace.
+	r.ingest.accepted.Add(int64(len(batch)))
+	r.logArrivals(now, batch)
 	ok := ingest.Result{Outcome: ingest.StoreAccepted}
 	for _, it := range batch {
 		c.answer(it, ok)
@@ -364,8 +368,6 @@ func (c *committer) commit(batch []pendingArt, start time.Time) bool {
 	c.roundTime += time.Since(start)
 	c.syncTime += syncTime
 	c.mu.Unlock()
-	r.ingest.accepted.Add(int64(len(batch)))
-	r.logArrivals(now, batch)
 	return true
 }
 

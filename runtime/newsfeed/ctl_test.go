@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 )
 
@@ -269,6 +271,49 @@ func TestCtlHTTP(t *testing.T) {
 		if got := do(c.method, c.path, c.token); got != c.want {
 			t.Errorf("%s %s (token %v): %d, want %d", c.method, c.path, c.token != "", got, c.want)
 		}
+	}
+}
+
+// TestArrivalBeforeAnswer: an article is counted and in the article log
+// before its feeder is told 239, so a status or trace asked on the 239
+// finds it. While the log is held (its lock taken) the 239 does not come.
+func TestArrivalBeforeAnswer(t *testing.T) {
+	sink := nntptest.Start(t, nntptest.Options{})
+	h := startRelay(t, relayConfig(t, t.TempDir(), "article_log = \"news\"\n"+peerText("sink", sink, "")), nil)
+	c, br, g := rawDial(t, h.r.Addr().String())
+	if !strings.HasPrefix(g, "200") {
+		t.Fatalf("greeting %q", g)
+	}
+	const id = "<answered@t>"
+	h.r.alog.mu.Lock()
+	held := true
+	defer func() {
+		if held {
+			h.r.alog.mu.Unlock()
+		}
+	}()
+	fmt.Fprintf(c, "TAKETHIS %s\r\n%s", id, proto.ToWire(testArticle(id, "misc.test", "up!not-for-mail", 2)))
+	// Not a timing assertion: a relay that logs first cannot answer at
+	// all while the log is held; the deadline only ends the look.
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if l, err := br.ReadString('\n'); err == nil {
+		t.Fatalf("answered %q before the arrival was logged", strings.TrimSpace(l))
+	}
+	h.r.alog.mu.Unlock()
+	held = false
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if l, err := br.ReadString('\n'); !strings.HasPrefix(l, "239 ") {
+		t.Fatalf("answer %q, %v; want 239", l, err)
+	}
+	if n := h.r.Status().Ingest.Accepted; n != 1 {
+		t.Errorf("on the 239, status counts %d accepted, want 1", n)
+	}
+	tr, err := h.r.Trace(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Events) != 1 || tr.Events[0].Verdict != "accepted" {
+		t.Errorf("on the 239, trace has events %+v, want its arrival", tr.Events)
 	}
 }
 
