@@ -152,11 +152,11 @@ func deadAddr(t testing.TB) string {
 	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
 
-// await polls cond until it holds or the test's time runs out (10 s): a
+// await polls cond until it holds or the test's time runs out (30 s): a
 // wait, not a timed assertion.
 func await(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for !cond() {
 		select {
