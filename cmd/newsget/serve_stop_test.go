@@ -20,7 +20,9 @@ import (
 func TestServeStopLog(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	s.AddGroup(nntptest.Group{Name: "alt.binaries.newsflow"})
-	p := poster.Posting{Name: "slow.bin", Data: poster.RandomData(7, 200_000), PartSize: 4000,
+	// 250 articles at 20 ms each over two connections: the stop, sent
+	// after the fifth, lands seconds before the download could end.
+	p := poster.Posting{Name: "slow.bin", Data: poster.RandomData(7, 1_000_000), PartSize: 4000,
 		Group: "alt.binaries.newsflow", IDPrefix: "serve-stop"}
 	for n := 1; n <= p.Parts(); n++ {
 		if err := s.AddArticle(nntptest.Article{MessageID: p.MessageID(n), Raw: p.Article(n)}); err != nil {

@@ -2,10 +2,11 @@ package main
 
 import (
 	"bytes"
-	"net"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
@@ -15,12 +16,7 @@ import (
 // connection stops once each has failed -connect-tries times in a row,
 // exits 2 and names the servers and the error.
 func TestNoUsableServerExits2(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // the port now refuses connections
+	addr := refusedAddr(t)
 	dir := t.TempDir()
 	nzb := filepath.Join(dir, "x.nzb")
 	p := poster.Posting{Name: "x.bin", Data: poster.RandomData(1, 2000), PartSize: 1000, Group: "alt.test", IDPrefix: "x"}
@@ -36,4 +32,29 @@ func TestNoUsableServerExits2(t *testing.T) {
 	if !strings.Contains(out.String(), "connection refused") {
 		t.Errorf("stdout does not give the error:\n%s", out.String())
 	}
+}
+
+// refusedAddr is a loopback address that refuses connections for the
+// rest of the test.
+//
+// A closed listener's port is not enough: another listener (this test
+// binary's or another process's) may be given the port while the test
+// still dials it. A socket bound there that never listens holds the port
+// for the test (bound without SO_REUSEADDR, no listener can take it) and
+// the kernel refuses every connection to it.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }

@@ -4,10 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/newsflow/newsflow/proto"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 	"github.com/newsflow/newsflow/runtime/tomlconf"
@@ -101,34 +103,52 @@ func TestIdleClose(t *testing.T) {
 	a := newPosting("i1.bin", 13, 3000, 3000)
 	b := newPosting("i2.bin", 14, 3000, 3000)
 	serve(t, s, nil, a, b)
-	// The second BODY is answered late: the other connection runs out of
-	// work meanwhile.
-	s.AddFault(nntptest.Fault{Cmd: "BODY", Nth: 2, Delay: 600 * time.Millisecond})
+	// The second BODY is answered only once a connection has said QUIT:
+	// the other connection runs out of work meanwhile and has to leave on
+	// its own. The wait is bounded so that a connection that never leaves
+	// fails the check below instead of hanging the test.
+	wire := map[string][]byte{a.MessageID(1): a.WireBody(1), b.MessageID(1): b.WireBody(1)}
+	var bodies, held atomic.Int32
+	var quitFirst atomic.Bool
+	s.SetHandler("BODY", func(conn int, cmd proto.Command) []byte {
+		id := ""
+		if len(cmd.Args) > 0 {
+			id = cmd.Args[0]
+		}
+		if bodies.Add(1) == 2 {
+			held.Store(int32(conn))
+			for deadline := time.Now().Add(30 * time.Second); s.Count("QUIT") == 0 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			quitFirst.Store(s.Count("QUIT") > 0)
+		}
+		w, ok := wire[id]
+		if !ok {
+			return proto.AppendResponse(nil, proto.CodeNoSuchID, "No such article")
+		}
+		return append(proto.AppendResponse(nil, proto.CodeBodyFollows, "0 "+id), w...)
+	})
 	c := server(s, "s1")
 	c.Connections, c.Pipeline = 2, 1
 	r := newRun(t, c)
 	r.cfg.IdleTimeout = tomlconf.Duration(50 * time.Millisecond)
+	// The held BODY outlasts no article timeout: a connection closed for
+	// one would pass for the idle one.
+	r.cfg.ArticleTimeout = tomlconf.Duration(time.Minute)
 	sum := r.run(t, poster.NZB(a, b))
 	if !sum.Complete() {
 		t.Fatalf("not complete: %v", results(sum))
 	}
-	var firstQuit, slowBody int
-	n := 0
+	firstQuit := 0
 	for _, c := range s.Commands() {
-		switch c.Cmd.Verb {
-		case "BODY":
-			if n++; n == 2 {
-				slowBody = c.Conn
-			}
-		case "QUIT":
-			if firstQuit == 0 {
-				firstQuit = c.Conn
-			}
+		if c.Cmd.Verb == "QUIT" {
+			firstQuit = c.Conn
+			break
 		}
 	}
-	if s.Conns() != 2 || firstQuit == 0 || firstQuit == slowBody {
-		t.Errorf("connections %d; first QUIT on conn %d, the slow BODY on conn %d: want the idle one to quit first",
-			s.Conns(), firstQuit, slowBody)
+	if slowBody := int(held.Load()); s.Conns() != 2 || !quitFirst.Load() || firstQuit == 0 || firstQuit == slowBody {
+		t.Errorf("connections %d; a QUIT before the held BODY's answer %v, the first on conn %d, the held BODY on conn %d: want the idle one to quit first",
+			s.Conns(), quitFirst.Load(), firstQuit, slowBody)
 	}
 }
 

@@ -1,23 +1,36 @@
 package newsget
 
 import (
-	"net"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
-// refusedPort is a loopback port nothing listens on.
+// refusedPort is a loopback port that refuses connections for the rest
+// of the test.
+//
+// A closed listener's port is not enough: another listener (this test
+// binary's or another process's) may be given the port while the test
+// still dials it. A socket bound there that never listens holds the port
+// for the test (bound without SO_REUSEADDR, no listener can take it) and
+// the kernel refuses every connection to it.
 func refusedPort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	return port
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
 }
 
 // TestUnreachableServersStopTheRun: servers that never connect are given

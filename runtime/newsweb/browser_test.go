@@ -47,7 +47,10 @@ func browser(t *testing.T) context.Context {
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 45*time.Second)
+	// A guard against a hang, not a timed assertion: each step waits for
+	// its own condition, and the longest test (TestBrowserSignatureHint,
+	// some 500 widths) takes half a minute on a loaded machine.
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium: %v", err)

@@ -146,12 +146,7 @@ func TestParseServerURLErrors(t *testing.T) {
 // connect: ..."; the page says the servers did not answer, without the
 // address.
 func TestDialErrorSaidOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	addr := deadAddr(t)
 	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	svc := NewService(ServerConfig{Name: "news2", Addr: addr, Connections: 1}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})

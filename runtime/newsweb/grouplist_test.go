@@ -78,7 +78,7 @@ func TestGroupListMissingServers(t *testing.T) {
 	for i, a := range []struct{ name, addr string }{{"news1", news.HostPort()}, {"news2", hungServer(t, true)}, {"news3", deadAddr(t)}} {
 		svcs = append(svcs, NewService(ServerConfig{Name: a.name, Addr: a.addr, Priority: i, Connections: 1}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second}))
 	}
-	fed := NewFederated(svcs, FederatedOptions{Logger: log, NoBackground: true, ServerTimeout: 300 * time.Millisecond})
+	fed := NewFederated(svcs, FederatedOptions{Logger: log, NoBackground: true, ServerTimeout: time.Second})
 	srv := newFrontServer(t, New(fed, Options{Logger: log}))
 	t.Cleanup(func() { srv.Close(); fed.Close() })
 	for range 2 {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,23 +127,36 @@ func federated(t testing.TB, clock *fakeClock, m *Metrics, cfgs ...ServerConfig)
 	return f
 }
 
-// deadAddr returns a loopback address where nothing listens.
+// deadAddr returns a loopback address that refuses connections for the
+// rest of the test.
+//
+// A closed listener's port is not enough: another listener (this test
+// binary's or another process's) may be given the port while the test
+// still dials it. A socket bound there that never listens holds the port
+// for the test (bound without SO_REUSEADDR, no listener can take it) and
+// the kernel refuses every connection to it.
 func deadAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
 
-// await polls cond until it holds or the test's time runs out (10 s): a
+// await polls cond until it holds or the test's time runs out (30 s): a
 // wait, not a timed assertion.
 func await(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for !cond() {
 		select {

@@ -47,8 +47,9 @@ func hungServer(t *testing.T, greet bool) string {
 	return ln.Addr().String()
 }
 
-// hungSite serves the servers at addrs by priority, with a page timeout
-// of 5 s and a server timeout of 300 ms.
+// hungSite serves the servers at addrs by priority, with a server timeout
+// of 1 s (a good server's greeting comes well within it on a loaded
+// machine) and a page timeout of 30 s, far past it.
 func hungSite(t *testing.T, addrs ...string) string {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -56,8 +57,8 @@ func hungSite(t *testing.T, addrs ...string) string {
 	for i, a := range addrs {
 		svcs = append(svcs, NewService(ServerConfig{Addr: a, Priority: i, Connections: 2}, ServiceOptions{Logger: log}))
 	}
-	fed := NewFederated(svcs, FederatedOptions{Logger: log, NoBackground: true, ServerTimeout: 300 * time.Millisecond, FetchTimeout: 5 * time.Second})
-	srv := newFrontServer(t, New(fed, Options{Logger: log, Timeout: 5 * time.Second}))
+	fed := NewFederated(svcs, FederatedOptions{Logger: log, NoBackground: true, ServerTimeout: time.Second, FetchTimeout: 30 * time.Second})
+	srv := newFrontServer(t, New(fed, Options{Logger: log, Timeout: 30 * time.Second}))
 	t.Cleanup(func() { srv.Close(); fed.Close() })
 	return srv.URL
 }

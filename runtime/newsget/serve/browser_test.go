@@ -37,7 +37,10 @@ func headless(t *testing.T) context.Context {
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-extensions", true),
 		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
 	ctx, cancelB := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	// A guard against a hang, not a timed assertion: each step waits for
+	// its own condition, and the whole test takes half a minute on a
+	// loaded machine.
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
@@ -53,6 +56,23 @@ func browse(t *testing.T, ctx context.Context, what string, steps ...chromedp.Ac
 		t.Fatalf("%s: %v", what, err)
 	}
 	loaded(t, ctx, what)
+}
+
+// submit clicks the button of a form, waits until the page that answers
+// the post (after its redirect) has loaded, and then runs the steps on
+// it. A wait on the steps alone could be met by the page the click
+// leaves, and a read of the page during the navigation would find no
+// document to read.
+func submit(t *testing.T, ctx context.Context, what string, button string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(button)))
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if resp == nil || resp.Status != http.StatusOK {
+		t.Fatalf("%s: the answer to the post is not a page: %+v", what, resp)
+	}
+	browse(t, ctx, what, steps...)
 }
 
 // loaded waits until the document's readyState is "complete": a form's
@@ -124,14 +144,13 @@ func TestBrowserPage(t *testing.T) {
 	}
 
 	browse(t, ctx, "open the page", chromedp.Navigate(td.url+"/"), chromedp.WaitVisible(chromedp.CSS("#queue")))
-	// A refused post (a 403 page) would never show #resume; the
-	// timeout's error then names this step.
-	browse(t, ctx, "pause all", chromedp.Click(chromedp.CSS("#pause")), chromedp.WaitVisible(chromedp.CSS("#resume")))
+	// A refused post (a 403 page) fails the step that sent it.
+	submit(t, ctx, "pause all", "#pause", chromedp.WaitVisible(chromedp.CSS("#resume")))
 	for _, n := range []string{"Alpha.nzb", "Beta.nzb"} {
-		browse(t, ctx, "upload "+n,
+		browse(t, ctx, "choose "+n,
 			chromedp.SetUploadFiles(chromedp.CSS(`#upload input[name=nzb]`), []string{filepath.Join(dir, n)}),
-			chromedp.SetValue(chromedp.CSS(`#upload select[name=cat]`), "tv"),
-			chromedp.Click(chromedp.CSS(`#upload button`)),
+			chromedp.SetValue(chromedp.CSS(`#upload select[name=cat]`), "tv"))
+		submit(t, ctx, "upload "+n, `#upload button`,
 			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr.job[data-id="SABnzbd_nzo_%04d"]`, map[string]int{"Alpha.nzb": 1, "Beta.nzb": 2}[n]))))
 	}
 	alpha, beta := "SABnzbd_nzo_0001", "SABnzbd_nzo_0002"
@@ -154,15 +173,14 @@ func TestBrowserPage(t *testing.T) {
 		(document.querySelector('tr.job .files li')?.textContent ?? '')`); got != "122.6 KiB (122.6 KiB left) | Alpha.mkv: 0% of 122.6 KiB" {
 		t.Errorf("size and files = %q", got)
 	}
-	browse(t, ctx, "Beta to the top", chromedp.Click(chromedp.CSS(`tr.job[data-id="SABnzbd_nzo_0002"] button[value=top]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#queue`)))
+	submit(t, ctx, "Beta to the top", `tr.job[data-id="SABnzbd_nzo_0002"] button[value=top]`)
 	for deadline := time.Now().Add(10 * time.Second); queueRows() != "Beta tv Paused progress=0|Alpha tv Paused progress=0"; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("queue rows after moving Beta to the top = %q", queueRows())
 		}
 	}
-	browse(t, ctx, "set the speed limit", chromedp.SendKeys(chromedp.CSS(`#limit input[name=limit]`), "2M"),
-		chromedp.Click(chromedp.CSS(`#limit button`)), chromedp.WaitVisible(chromedp.CSS(`#limit-now`)))
+	browse(t, ctx, "type the speed limit", chromedp.SendKeys(chromedp.CSS(`#limit input[name=limit]`), "2M"))
+	submit(t, ctx, "set the speed limit", `#limit button`)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		got := eval[string](t, ctx, "limit", `(e => e ? e.textContent : '')(document.getElementById('limit-now'))`)
 		if got == "2.0 MiB/s" {
@@ -204,11 +222,11 @@ func TestBrowserPage(t *testing.T) {
 	}
 
 	row := func(id string) string { return fmt.Sprintf(`tr.job[data-id=%q]`, id) }
-	browse(t, ctx, "pause Alpha", chromedp.Click(chromedp.CSS(row(alpha)+` form[action="/action/pause-job"] button`)),
+	submit(t, ctx, "pause Alpha", row(alpha)+` form[action="/action/pause-job"] button`,
 		chromedp.WaitVisible(chromedp.CSS(row(alpha)+` form[action="/action/resume-job"]`)))
-	browse(t, ctx, "delete Beta", chromedp.Click(chromedp.CSS(row(beta)+` form[action="/action/delete-job"] button`)),
+	submit(t, ctx, "delete Beta", row(beta)+` form[action="/action/delete-job"] button`,
 		chromedp.WaitNotPresent(chromedp.CSS(row(beta))))
-	browse(t, ctx, "resume all", chromedp.Click(chromedp.CSS("#resume")), chromedp.WaitVisible(chromedp.CSS("#pause")))
+	submit(t, ctx, "resume all", "#resume", chromedp.WaitVisible(chromedp.CSS("#pause")))
 	if st := rowStatus(t, ctx, "job", alpha); st != "Paused" {
 		t.Errorf("Alpha after resuming the queue: %q, want Paused (its own pause)", st)
 	}
@@ -225,7 +243,7 @@ func TestBrowserPage(t *testing.T) {
 
 	// Wait for the page after the post: Alpha's Resume button gone (it
 	// shows Pause, or the job already left the queue).
-	browse(t, ctx, "resume Alpha", chromedp.Click(chromedp.CSS(row(alpha)+` form[action="/action/resume-job"] button`)),
+	submit(t, ctx, "resume Alpha", row(alpha)+` form[action="/action/resume-job"] button`,
 		chromedp.WaitNotPresent(chromedp.CSS(row(alpha)+` form[action="/action/resume-job"]`)))
 	// The page follows without a reload (page.js).
 	for deadline := time.Now().Add(30 * time.Second); rowStatus(t, ctx, "done", alpha) != "Completed"; {
@@ -266,8 +284,7 @@ func TestBrowserPage(t *testing.T) {
 	browse(t, ctx, "viewport 390", chromedp.EmulateViewport(390, 900), chromedp.Navigate(td.url+"/"), chromedp.WaitVisible(chromedp.CSS("#history")))
 	screenshot(t, ctx, "history-390")
 	s.AddArticle(nntptest.Article{MessageID: g.MessageID(2), Raw: g.Article(2)})
-	browse(t, ctx, "retry Gamma", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr.done[data-id=%q] button.retry`, gamma))),
-		chromedp.WaitVisible(chromedp.CSS("#history")))
+	submit(t, ctx, "retry Gamma", fmt.Sprintf(`tr.done[data-id=%q] button.retry`, gamma))
 	for deadline := time.Now().Add(30 * time.Second); rowStatus(t, ctx, "done", gamma) != "Completed"; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("Gamma never showed Completed after Retry: %q", rowStatus(t, ctx, "done", gamma))

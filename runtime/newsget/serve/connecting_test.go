@@ -13,6 +13,7 @@ import (
 	"github.com/newsflow/newsflow/runtime/newsget"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
+	"github.com/newsflow/newsflow/runtime/tomlconf"
 )
 
 // silentServer accepts connections and says nothing until release is
@@ -90,7 +91,11 @@ func (td *testDaemon) pageStates(t *testing.T) (job, srv, reason string) {
 func TestServerConnecting(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
 	port, release := silentServer(t)
-	td := startDaemon(t, t.TempDir(), s, func(c *newsget.Config) { c.Servers[0].Port = port })
+	// The connection stays unanswered until release, past the page
+	// reads however slow they are: no connect timeout cuts it first.
+	td := startDaemon(t, t.TempDir(), s, func(c *newsget.Config) {
+		c.Servers[0].Port, c.ConnectTimeout = port, tomlconf.Duration(time.Minute)
+	})
 	defer td.stop()
 	if _, srv, _ := td.pageStates(t); srv != srvIdle {
 		t.Errorf("before any job the server is %q, want %q", srv, srvIdle)
