@@ -219,8 +219,6 @@ func TestNoDupes(t *testing.T) {
 			td.api(t, "mode", "pause")
 			td.addFile(t, poster.NZB(p), "First.nzb", "", "")
 			id := td.addFile(t, poster.NZB(p), "Second.nzb", "", "")["nzo_ids"].([]any)[0].(string)
-			td.api(t, "mode", "resume")
-			td.api(t, "mode", "pause")
 			if tc.history != "" {
 				h := td.waitHistory(t, id)
 				if got := fmt.Sprint(h["status"], " ", h["fail_message"]); got != tc.history {
