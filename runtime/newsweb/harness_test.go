@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -127,29 +126,11 @@ func federated(t testing.TB, clock *fakeClock, m *Metrics, cfgs ...ServerConfig)
 	return f
 }
 
-// deadAddr returns a loopback address that refuses connections for the
-// rest of the test.
-//
-// A closed listener's port is not enough: another listener (this test
-// binary's or another process's) may be given the port while the test
-// still dials it. A socket bound there that never listens holds the port
-// for the test (bound without SO_REUSEADDR, no listener can take it) and
-// the kernel refuses every connection to it.
+// deadAddr is a loopback address that refuses connections for the rest of
+// the test (nntptest.RefusedPort).
 func deadAddr(t testing.TB) string {
 	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+	return fmt.Sprintf("127.0.0.1:%d", nntptest.RefusedPort(t))
 }
 
 // await polls cond until it holds or the test's time runs out (30 s): a

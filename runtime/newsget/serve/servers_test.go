@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,38 +14,13 @@ import (
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
-// deadPort is a loopback port that refuses connections for the rest of
-// the test.
-//
-// A closed listener's port is not enough: another listener (this test
-// binary's or another process's) may be given the port while the test
-// still dials it. A socket bound there that never listens holds the port
-// for the test (bound without SO_REUSEADDR, no listener can take it) and
-// the kernel refuses every connection to it.
-func deadPort(t *testing.T) int {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sa.(*syscall.SockaddrInet4).Port
-}
-
 // TestServerUnreachable: a job whose only server refuses connections
 // shows why it gets nothing: mode=warnings names the server and its
 // error, the queue counts the warnings, and the page's Servers table
 // shows the server failed with its error before anything was downloaded.
 func TestServerUnreachable(t *testing.T) {
 	s := nntptest.Start(t, nntptest.Options{})
-	dead := deadPort(t)
+	dead := nntptest.RefusedPort(t)
 	td := startDaemon(t, t.TempDir(), s, func(c *newsget.Config) { c.Servers[0].Port = dead })
 	defer td.stop()
 	p := newPosting("Lost.mkv", 41, 50_000, 10_000)
