@@ -6,56 +6,17 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/newsflow/newsflow/runtime/testpeer/chrome"
 )
 
-// chromiumPath finds Debian's chromium (or another Chrome) or skips.
-func chromiumPath(t *testing.T) string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no headless browser: install Debian's chromium (apt-get install -y chromium) to run the browser tests")
-	return ""
-}
-
-// browser starts a headless chromium with a fresh profile, isolated from
-// the network beyond loopback as far as its flags allow.
+// browser starts a headless chromium (chrome.Start) whose scrollbars
+// take no width, so that a page's layout is measured at the window's.
 func browser(t *testing.T) context.Context {
-	path := chromiumPath(t)
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1100, 900),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelB := chromedp.NewContext(actx)
-	// A guard against a hang, not a timed assertion: each step waits for
-	// its own condition, and the longest test (TestBrowserSignatureHint,
-	// some 500 widths) takes half a minute on a loaded machine.
-	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
+	return chrome.Start(t, 1100, 900, chromedp.Flag("hide-scrollbars", true))
 }
 
 // ink counts the pixels of img that differ clearly from bg.
@@ -81,40 +42,17 @@ func absDiff(a, b uint32) uint32 {
 	return b - a
 }
 
-// run runs one chromedp action that yields a value, failing the test on error.
+// run runs one chromedp action that yields a value (chrome.Run).
 func run[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
-	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	return v
+	return chrome.Run(t, ctx, what, a)
 }
 
-// do runs chromedp steps, failing the test on error, and waits until the
-// page they leave is parsed whole.
+// do runs chromedp steps and waits until the page they leave is parsed
+// whole (chrome.Do).
 func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	loaded(t, ctx, what)
-}
-
-// loaded waits until the document's readyState is "complete": a form's
-// answer or a followed link is a new page, and an element near its top is
-// visible while the rest is still being parsed.
-func loaded(t *testing.T, ctx context.Context, what string) {
-	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.readyState`))
-		if err == nil && state == "complete" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: the page is not loaded after 15 s (readyState %q, %v)", what, state, err)
-		}
-	}
+	chrome.Do(t, ctx, what, steps...)
 }
 
 // The reader in a real browser: group list -> group -> thread -> article by

@@ -6,56 +6,27 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/newsflow/newsflow/runtime/testpeer/chrome"
 	"github.com/newsflow/newsflow/runtime/testpeer/nntptest"
 	"github.com/newsflow/newsflow/runtime/testpeer/poster"
 )
 
-// headless starts Debian's chromium with a fresh profile, or skips.
+// headless starts a headless chromium (chrome.Start).
 func headless(t *testing.T) context.Context {
-	t.Helper()
-	path := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		t.Skip("no headless browser: install Debian's chromium (apt-get install -y chromium) to run the browser tests")
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-extensions", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	ctx, cancelB := chromedp.NewContext(actx)
-	// A guard against a hang, not a timed assertion: each step waits for
-	// its own condition, and the whole test takes half a minute on a
-	// loaded machine.
-	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
+	return chrome.Start(t, 1280, 900)
 }
 
-// browse runs chromedp steps, failing the test on error, and waits until
-// the page they leave is parsed whole.
+// browse runs chromedp steps and waits until the page they leave is
+// parsed whole (chrome.Do).
 func browse(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	loaded(t, ctx, what)
+	chrome.Do(t, ctx, what, steps...)
 }
 
 // submit clicks the button of a form, waits until the page that answers
@@ -75,30 +46,10 @@ func submit(t *testing.T, ctx context.Context, what string, button string, steps
 	browse(t, ctx, what, steps...)
 }
 
-// loaded waits until the document's readyState is "complete": a form's
-// answer is a new page, and an element near its top is visible while the
-// rest is still being parsed.
-func loaded(t *testing.T, ctx context.Context, what string) {
-	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.readyState`))
-		if err == nil && state == "complete" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: the page is not loaded after 15 s (readyState %q, %v)", what, state, err)
-		}
-	}
-}
-
 // eval evaluates a JavaScript expression in the page.
 func eval[T any](t *testing.T, ctx context.Context, what, js string) T {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	return v
+	return chrome.Run(t, ctx, what, chromedp.Evaluate[T](js))
 }
 
 // rowStatus is the status cell of a queue (tr.job) or history (tr.done)
