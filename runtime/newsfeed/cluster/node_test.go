@@ -35,11 +35,31 @@ func nodeConfig(t *testing.T, node string, urls []string, replicas int, peers ma
 	return cfg
 }
 
+// sinkNodeConfig is node a's configuration on e with shards shards and
+// one peer, "sink" at port, whose block ends with peerKeys (TOML lines).
+func sinkNodeConfig(t *testing.T, e *Embedded, shards, port int, peerKeys string) *newsfeed.Config {
+	t.Helper()
+	text := fmt.Sprintf("listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"a.test\"\n"+
+		"[[peer]]\nname = \"sink\"\nhost = \"127.0.0.1\"\nport = %d\n%s"+
+		"[cluster]\nnats = [\"%s\"]\nnode = \"a\"\nreplicas = 1\nshards = %d\n", t.TempDir(), port, peerKeys, strings.Join(e.URLs(), `", "`), shards)
+	cfg, err := newsfeed.ParseConfig("test.toml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // startNode runs a node until the test ends.
 func startNode(t *testing.T, cfg *newsfeed.Config) *Node {
 	t.Helper()
+	return startNodeWith(t, cfg, Options{})
+}
+
+// startNodeWith runs a node with opts until the test ends.
+func startNodeWith(t *testing.T, cfg *newsfeed.Config, opts Options) *Node {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	n, err := Open(ctx, cfg, Options{})
+	n, err := Open(ctx, cfg, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -234,20 +254,9 @@ func TestNodeFeeds(t *testing.T) {
 // half the ids is not offered the other half, nor an article over its
 // max_size.
 func TestStatusSkipped(t *testing.T) {
-	e, err := StartEmbedded(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown()
+	e := startJetStream(t, 1)
 	peer := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
-	text := fmt.Sprintf("listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"a.test\"\n"+
-		"[[peer]]\nname = \"sink\"\nhost = \"127.0.0.1\"\nport = %d\nhashfeed = \"1/2\"\nmax_size = \"4K\"\n"+
-		"[cluster]\nnats = [\"%s\"]\nnode = \"a\"\nreplicas = 1\nshards = 2\n", t.TempDir(), peer.Port(), strings.Join(e.URLs(), `", "`))
-	cfg, err := newsfeed.ParseConfig("test.toml", []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := startNode(t, cfg)
+	n := startNode(t, sinkNodeConfig(t, e, 2, peer.Port(), "hashfeed = \"1/2\"\nmax_size = \"4K\"\n"))
 	arts := map[string][]byte{}
 	for i := range 20 {
 		id, a := testArticle(i, 1000)
@@ -284,20 +293,9 @@ func TestStatusSkipped(t *testing.T) {
 // from its spool, not as dropped; the cluster has no too old or lost
 // articles.
 func TestStatusMissing(t *testing.T) {
-	e, err := StartEmbedded(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown()
+	e := startJetStream(t, 1)
 	peer := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
-	text := fmt.Sprintf("listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"a.test\"\n"+
-		"[[peer]]\nname = \"sink\"\nhost = \"127.0.0.1\"\nport = %d\nconnections = 1\n"+
-		"[cluster]\nnats = [\"%s\"]\nnode = \"a\"\nreplicas = 1\nshards = 2\n", t.TempDir(), peer.Port(), strings.Join(e.URLs(), `", "`))
-	cfg, err := newsfeed.ParseConfig("test.toml", []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := startNode(t, cfg)
+	n := startNode(t, sinkNodeConfig(t, e, 2, peer.Port(), "connections = 1\n"))
 	if _, err := n.Pause("sink"); err != nil {
 		t.Fatal(err)
 	}
@@ -340,22 +338,8 @@ func TestPeerComesBackTogether(t *testing.T) {
 	e := startJetStream(t, 1)
 	peer := nntptest.Start(t, nntptest.Options{Hostname: "sink"})
 	down := peer.AddFault(nntptest.Fault{Cmd: nntptest.Greeting, Drop: true})
-	text := fmt.Sprintf("listen = \"127.0.0.1:0\"\nspool = %q\npathhost = \"a.test\"\n"+
-		"[[peer]]\nname = \"sink\"\nhost = \"127.0.0.1\"\nport = %d\nconnections = 3\nreconnect_max = \"1h\"\n"+
-		"[cluster]\nnats = [%q]\nnode = \"a\"\nreplicas = 1\nshards = 1\n", t.TempDir(), peer.Port(), e.URLs()[0])
-	cfg, err := newsfeed.ParseConfig("test.toml", []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	n, err := Open(ctx, cfg, Options{BackoffBase: time.Hour, StopTimeout: 2 * time.Second})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { n.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	n := startNodeWith(t, sinkNodeConfig(t, e, 1, peer.Port(), "connections = 3\nreconnect_max = \"1h\"\n"),
+		Options{BackoffBase: time.Hour, StopTimeout: 2 * time.Second})
 	states := func() string {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
