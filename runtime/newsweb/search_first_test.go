@@ -55,15 +55,7 @@ func TestSearchWideIndexesVisited(t *testing.T) {
 	if err := news.AddArticle(nntptest.Article{Raw: rawArticle("other.test", testArticle{id: "<o1@t>", subject: "subject elsewhere", body: "x\n"})}); err != nil {
 		t.Fatal(err)
 	}
-	log := testLogger(t)
-	svc := NewService(ServerConfig{Addr: news.HostPort(), Name: "loop", Connections: 1}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
-	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
-	search, err := NewSearch(fed, SearchOptions{Dir: t.TempDir(), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := newFrontServer(t, New(fed, Options{Logger: log, Search: search}))
-	t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
+	srv, search := searchFront(t, news, 1)
 	defer search.Wait()
 
 	if a := askSearch(t, srv.URL, "q=subject"); a.Total != 0 {

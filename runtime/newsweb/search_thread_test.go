@@ -51,6 +51,23 @@ func TestThreadHits(t *testing.T) {
 }
 
 // The search page lists hits under their thread's subject, newest thread
+
+// searchFront serves the site with search over news (conns connections),
+// closed when the test ends.
+func searchFront(t *testing.T, news *nntptest.Server, conns int) (*frontServer, *Search) {
+	t.Helper()
+	log := testLogger(t)
+	svc := NewService(ServerConfig{Addr: news.HostPort(), Name: "loop", Connections: conns}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
+	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
+	search, err := NewSearch(fed, SearchOptions{Dir: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newFrontServer(t, New(fed, Options{Logger: log, Search: search}))
+	t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
+	return srv, search
+}
+
 // first; the API names each hit's thread.
 func TestSearchPageThreads(t *testing.T) {
 	news := nntptest.Start(t, nntptest.Options{})
@@ -60,15 +77,7 @@ func TestSearchPageThreads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	log := testLogger(t)
-	svc := NewService(ServerConfig{Addr: news.HostPort(), Name: "loop", Connections: 2}, ServiceOptions{Logger: log, DialTimeout: 5 * time.Second})
-	fed := NewFederated([]*Service{svc}, FederatedOptions{Logger: log, NoBackground: true})
-	search, err := NewSearch(fed, SearchOptions{Dir: t.TempDir(), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := newFrontServer(t, New(fed, Options{Logger: log, Search: search}))
-	t.Cleanup(func() { srv.Close(); search.Close(); fed.Close() })
+	srv, search := searchFront(t, news, 2)
 	site := struct{ url string }{srv.URL}
 	askSearch(t, site.url, "group=comp.test&q=x")
 	search.Wait()
